@@ -1,0 +1,364 @@
+//! The headless CLI of DESIGN.md. Thin: each subcommand calls the domain and prints a
+//! table, or one JSON document with `--json`. Exit codes: 0 success, 1 failure, 2 usage
+//! (and 2 for a subcommand whose feature has not landed in this build).
+
+mod config_cmd;
+
+use crate::config::{Config, LogLevel};
+use crate::paths::Paths;
+use crate::tui;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// A terminal cockpit for multi-node GPU clusters on Google Cloud.
+///
+/// With no subcommand, opens the interactive cockpit. The subcommands do the same work
+/// headless, for scripts: `--json` prints one JSON document on stdout and nothing else.
+#[derive(Debug, Parser)]
+#[command(name = "flightdeck", version, about, long_about)]
+pub struct Cli {
+    /// Colour theme: dark, light, high-contrast, colorblind or a user theme
+    /// (overrides the config file). NO_COLOR turns any theme monochrome.
+    #[arg(long, global = true, value_name = "NAME")]
+    pub theme: Option<String>,
+
+    /// Level of the log file in the state dir (overrides the config file).
+    #[arg(long, global = true, value_name = "LEVEL")]
+    pub log_level: Option<LogLevel>,
+
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// List GPU offers and prices from the embedded catalog.
+    Offers(OffersArgs),
+    /// Validate, plan, apply, list, delete and garbage-collect fleets.
+    #[command(subcommand)]
+    Fleet(FleetCommand),
+    /// Run a command on every node of a fleet; output prefixed by node, exit = worst.
+    Exec(ExecArgs),
+    /// Run NCCL tests on a fleet, or parse nccl-tests output.
+    #[command(subcommand)]
+    Nccl(NcclCommand),
+    /// Sample per-NIC traffic and GPU figures on every node of a fleet.
+    Nics(NicsArgs),
+    /// Run, list, follow and stop training jobs.
+    #[command(subcommand)]
+    Job(JobCommand),
+    /// Show where the config lives, print a commented default, or check it.
+    #[command(subcommand)]
+    Config(ConfigCommand),
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum Pricing {
+    OnDemand,
+    Spot,
+    Flex,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum OfferSort {
+    Price,
+    GpuPrice,
+    Gpus,
+}
+
+#[derive(Debug, Args)]
+pub struct OffersArgs {
+    /// GPU model, e.g. H100, H200, B200, A100, L4.
+    #[arg(long)]
+    pub gpu: Option<String>,
+    /// Number of GPUs per machine.
+    #[arg(long)]
+    pub gpus: Option<u32>,
+    /// Region, e.g. us-central1 (a trailing * matches a prefix).
+    #[arg(long)]
+    pub region: Option<String>,
+    /// Zone, e.g. us-central1-a.
+    #[arg(long)]
+    pub zone: Option<String>,
+    /// Which price to show and sort by.
+    #[arg(long, value_enum, default_value = "on-demand")]
+    pub pricing: Pricing,
+    /// Highest price per machine-hour in USD.
+    #[arg(long, value_name = "USD")]
+    pub max_price: Option<f64>,
+    /// Sort order.
+    #[arg(long, value_enum, default_value = "price")]
+    pub sort: OfferSort,
+    /// Refresh prices from Google's Billing Catalog API before listing.
+    #[arg(long)]
+    pub refresh: bool,
+    /// Print one JSON array instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum FleetCommand {
+    /// Check fleet files; errors as FILE:LINE:COL: message, exit 1 on any error.
+    Validate {
+        /// Fleet files to check.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+    /// Show what apply would create or delete, with costs; changes nothing.
+    Plan {
+        /// The fleet file.
+        file: PathBuf,
+        /// Print one JSON document instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Create or update the fleet described by a file.
+    Apply {
+        /// The fleet file.
+        file: PathBuf,
+        /// Do not ask for confirmation.
+        #[arg(long)]
+        yes: bool,
+    },
+    /// List fleets in the state store.
+    List {
+        /// Print one JSON document instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete a fleet and every resource flightdeck created for it.
+    Delete {
+        /// The fleet's name.
+        name: String,
+        /// Do not ask for confirmation.
+        #[arg(long)]
+        yes: bool,
+    },
+    /// Find (and with --yes delete) resources labelled by flightdeck that the state does not know.
+    Gc {
+        /// Delete what was found without asking.
+        #[arg(long)]
+        yes: bool,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct ExecArgs {
+    /// The fleet's name.
+    pub fleet: String,
+    /// Only these node indices, e.g. 0,2.
+    #[arg(long, value_delimiter = ',', value_name = "N,N")]
+    pub nodes: Vec<usize>,
+    /// The command to run on each node (after --).
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum NcclEngine {
+    NcclTests,
+    Torch,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum NcclProfile {
+    Auto,
+    None,
+    Tcpx,
+    Tcpxo,
+    Rdma,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum NcclCommand {
+    /// Run an NCCL benchmark across the fleet's nodes.
+    Run {
+        /// The fleet's name.
+        fleet: String,
+        /// Collective: all_reduce, all_gather, reduce_scatter, alltoall, broadcast, reduce, sendrecv.
+        #[arg(long, default_value = "all_reduce")]
+        test: String,
+        /// Smallest message size (e.g. 8, 1M).
+        #[arg(short = 'b', long = "minbytes", default_value = "8")]
+        min_bytes: String,
+        /// Largest message size (e.g. 8G).
+        #[arg(short = 'e', long = "maxbytes", default_value = "8G")]
+        max_bytes: String,
+        /// Size multiplication factor between steps.
+        #[arg(short = 'f', long = "stepfactor", default_value_t = 2)]
+        step_factor: u32,
+        /// GPUs per node (default: all of the node's GPUs).
+        #[arg(short = 'g', long = "ngpus")]
+        gpus: Option<u32>,
+        /// Benchmark engine.
+        #[arg(long, value_enum, default_value = "nccl-tests")]
+        engine: NcclEngine,
+        /// GPUDirect environment profile.
+        #[arg(long, value_enum, default_value = "auto")]
+        profile: NcclProfile,
+        /// Print one JSON document instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Parse nccl-tests output from a file, or from stdin with -.
+    Parse {
+        /// The file to parse, or - for stdin.
+        file: String,
+        /// Print one JSON document instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct NicsArgs {
+    /// The fleet's name.
+    pub fleet: String,
+    /// Sampling interval, 100ms to 10s.
+    #[arg(long, default_value = "1s")]
+    pub interval: String,
+    /// Number of samples to take before printing.
+    #[arg(long, default_value_t = 5)]
+    pub samples: u32,
+    /// Print one JSON document instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum JobCommand {
+    /// Launch the job described by a job file on its fleet.
+    Run {
+        /// The job file.
+        file: PathBuf,
+    },
+    /// List jobs with state, nodes, duration and exit codes.
+    List,
+    /// Print a job's logs.
+    Logs {
+        /// The job's name.
+        name: String,
+        /// Only this node's log.
+        #[arg(long)]
+        node: Option<usize>,
+        /// Keep printing as the log grows.
+        #[arg(long)]
+        follow: bool,
+    },
+    /// Stop a job on every node (TERM, then KILL after a grace period).
+    Stop {
+        /// The job's name.
+        name: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Print the config file's path (or another of flightdeck's places).
+    Path {
+        /// Print the state dir instead.
+        #[arg(long, conflicts_with_all = ["log", "themes"])]
+        state: bool,
+        /// Print the log file instead.
+        #[arg(long, conflicts_with = "themes")]
+        log: bool,
+        /// Print the user themes dir instead.
+        #[arg(long)]
+        themes: bool,
+    },
+    /// Print a commented config file with every default.
+    Default,
+    /// Check the config file, the key bindings and the theme; list the themes.
+    Check,
+}
+
+impl Command {
+    /// The feature a subcommand waits for, when it has not landed in this build.
+    fn not_landed(&self) -> Option<&'static str> {
+        Some(match self {
+            Command::Offers(_) => "the offers catalog",
+            Command::Fleet(_) => "fleets and the state store",
+            Command::Exec(_) => "fleets and the SSH layer",
+            Command::Nccl(NcclCommand::Run { .. }) => "the NCCL runner",
+            Command::Nccl(NcclCommand::Parse { .. }) => "the nccl-tests parser",
+            Command::Nics(_) => "NIC telemetry",
+            Command::Job(_) => "training jobs",
+            Command::Config(_) => return None,
+        })
+    }
+
+    fn name(&self) -> &'static str {
+        match self {
+            Command::Offers(_) => "offers",
+            Command::Fleet(_) => "fleet",
+            Command::Exec(_) => "exec",
+            Command::Nccl(_) => "nccl",
+            Command::Nics(_) => "nics",
+            Command::Job(_) => "job",
+            Command::Config(_) => "config",
+        }
+    }
+}
+
+/// Run the parsed command line; returns the process exit code.
+pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let paths = Paths::from_env()?;
+    match &cli.command {
+        None => run_tui(&cli, &paths),
+        Some(Command::Config(c)) => config_cmd::run(c, &cli, &paths),
+        Some(other) => {
+            let feature = other.not_landed().expect("config is handled above");
+            eprintln!(
+                "flightdeck {}: not available in this build yet ({} has not landed)",
+                other.name(),
+                feature
+            );
+            Ok(ExitCode::from(2))
+        }
+    }
+}
+
+/// Load config, keymap and theme: everything the cockpit needs before it takes the
+/// terminal, so that a bad file is reported on a normal screen.
+pub fn load_cockpit(cli: &Cli, paths: &Paths) -> anyhow::Result<(Config, tui::app::AppOptions)> {
+    let config = Config::load(paths)?;
+    let monochrome = tui::theme::Theme::no_color_from_env();
+    let theme_name = cli
+        .theme
+        .clone()
+        .or_else(|| config.theme.clone())
+        .unwrap_or_else(|| tui::theme::DEFAULT_THEME.to_string());
+    let theme = tui::theme::Theme::load(&theme_name, paths, monochrome)?;
+    let state = tui::state::State::new(config.keymap(), tui::theme::Theme::available(paths), theme_name);
+    Ok((
+        config,
+        tui::app::AppOptions {
+            state,
+            theme,
+            paths: paths.clone(),
+            monochrome,
+        },
+    ))
+}
+
+fn run_tui(cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
+    if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
+        anyhow::bail!("the cockpit needs a terminal; for scripts use a subcommand (flightdeck --help)");
+    }
+    let (config, opts) = load_cockpit(cli, paths)?;
+    let level = cli.log_level.or(config.log_level).unwrap_or(LogLevel::Info);
+    crate::logging::init(paths, level)?;
+    tracing::info!(version = env!("CARGO_PKG_VERSION"), "flightdeck starting");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let result = runtime.block_on(tui::app::run(opts));
+    if let Err(e) = &result {
+        tracing::error!("cockpit failed: {e:#}");
+    }
+    result.map(|()| ExitCode::SUCCESS)
+}

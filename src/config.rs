@@ -1,0 +1,157 @@
+//! The config file, `config.yaml` in the config dir (see `paths.rs`).
+//!
+//! Every field is optional; a missing file means the defaults. Unknown fields are errors
+//! with FILE:LINE:COL and a "did you mean". `flightdeck config default` prints
+//! [`default_text`], a commented file that parses to the defaults.
+
+use crate::paths::Paths;
+use crate::tui::action::Context;
+use crate::tui::keymap::{KeyOverrides, Keymap};
+use crate::yaml::{self, YamlError};
+use serde::Deserialize;
+use std::fmt::Write as _;
+use std::path::Path;
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Theme name: embedded (dark, light, high-contrast, colorblind) or a user theme.
+    pub theme: Option<String>,
+    /// Log level for the log file: error, warn, info, debug or trace.
+    pub log_level: Option<LogLevel>,
+    /// Key binding overrides per context.
+    #[serde(default)]
+    pub keys: KeyOverrides,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum LogLevel {
+    Error,
+    Warn,
+    Info,
+    Debug,
+    Trace,
+}
+
+impl LogLevel {
+    pub fn filter(self) -> tracing::level_filters::LevelFilter {
+        use tracing::level_filters::LevelFilter;
+        match self {
+            LogLevel::Error => LevelFilter::ERROR,
+            LogLevel::Warn => LevelFilter::WARN,
+            LogLevel::Info => LevelFilter::INFO,
+            LogLevel::Debug => LevelFilter::DEBUG,
+            LogLevel::Trace => LevelFilter::TRACE,
+        }
+    }
+}
+
+impl Config {
+    /// Load the config file; a missing file is the default config.
+    pub fn load(paths: &Paths) -> Result<Config, YamlError> {
+        Self::load_file(&paths.config_file())
+    }
+
+    pub fn load_file(file: &Path) -> Result<Config, YamlError> {
+        if !file.exists() {
+            return Ok(Config::default());
+        }
+        yaml::from_file(file)
+    }
+
+    pub fn keymap(&self) -> Keymap {
+        Keymap::with_overrides(&self.keys)
+    }
+}
+
+/// A commented config file whose every setting is the default, with the default key
+/// bindings listed (generated from the keymap, so it never drifts from it).
+pub fn default_text() -> String {
+    let mut s = String::new();
+    s.push_str(
+        "# flightdeck configuration.\n\
+         # Place: $XDG_CONFIG_HOME/flightdeck/config.yaml (or $FLIGHTDECK_HOME/config.yaml).\n\
+         # Every setting is optional; uncomment to change one.\n\
+         \n\
+         # Colour theme: dark (default), light, high-contrast, colorblind, or the name of a\n\
+         # user theme in themes/NAME.yaml beside this file. --theme overrides it; NO_COLOR\n\
+         # turns any theme monochrome.\n\
+         # theme: dark\n\
+         \n\
+         # Level of the log file in the state dir (error, warn, info, debug, trace).\n\
+         # --log-level overrides it.\n\
+         # log_level: info\n\
+         \n\
+         # Key bindings per context. An entry replaces that action's default keys; a key\n\
+         # given here is taken away from any other action of the same context.\n\
+         # Chords: q, G, ctrl-c, alt-x, shift-tab, esc, enter, tab, space, up, pageup, f1...\n\
+         # keys:\n",
+    );
+    let km = Keymap::defaults();
+    for ctx in Context::ALL {
+        let _ = writeln!(s, "#   {}:", ctx.name());
+        for b in km.bindings().iter().filter(|b| b.context == ctx) {
+            let chords: Vec<String> = b.chords.iter().map(|c| yaml_scalar(&c.to_string())).collect();
+            let _ = writeln!(s, "#     {}: [{}]", b.action.name(), chords.join(", "));
+        }
+    }
+    s
+}
+
+/// Quote a chord when YAML would not read it back as the same plain string.
+fn yaml_scalar(s: &str) -> String {
+    let plain = s.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') && s.parse::<f64>().is_err();
+    if plain {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "''"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_text_uncommented_parses_to_the_default_keymap() {
+        let text = default_text();
+        // Uncomment every setting line (not the prose) and parse it.
+        let uncommented: String = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("# "))
+            .filter(|l| {
+                l.starts_with("theme:")
+                    || l.starts_with("log_level:")
+                    || l.starts_with("keys:")
+                    || l.starts_with("  ")
+            })
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let cfg: Config = yaml::from_str(Path::new("default.yaml"), &uncommented)
+            .unwrap_or_else(|e| panic!("{e}\n{uncommented}"));
+        assert_eq!(cfg.theme.as_deref(), Some("dark"));
+        assert_eq!(cfg.log_level, Some(LogLevel::Info));
+        assert_eq!(cfg.keymap().bindings(), Keymap::defaults().bindings());
+        // As shipped (all commented) it is the empty default config.
+        let cfg: Config = yaml::from_str(Path::new("default.yaml"), &text).unwrap();
+        assert!(cfg.theme.is_none() && cfg.keys.0.is_empty());
+    }
+
+    #[test]
+    fn unknown_setting_is_located_with_a_suggestion() {
+        let e = yaml::from_str::<Config>(Path::new("config.yaml"), "theme: light\nlog_levle: debug\n")
+            .unwrap_err();
+        assert_eq!(e.to_string().split(": ").next(), Some("config.yaml:2:1"));
+        assert!(e.message.contains("did you mean `log_level`?"), "{e}");
+        let e = yaml::from_str::<Config>(Path::new("config.yaml"), "log_level: loud\n").unwrap_err();
+        assert!(e.message.contains("unknown variant `loud`"), "{e}");
+    }
+
+    #[test]
+    fn missing_file_is_default() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = Config::load_file(&dir.path().join("nope.yaml")).unwrap();
+        assert!(cfg.theme.is_none());
+    }
+}

@@ -1,0 +1,193 @@
+//! Every user intent is an [`Action`]. Key chords map to actions per [`Context`]
+//! (see `keymap.rs`); the help overlay and the status-bar hints are generated from the
+//! same table, so they never disagree with what the keys do.
+
+use serde::Deserialize;
+
+/// Where a key press is interpreted. The innermost open layer decides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Context {
+    /// The cockpit with no overlay open.
+    Global,
+    /// The help overlay.
+    Help,
+    /// A text entry: the `:` command palette or the `/` filter.
+    Input,
+}
+
+impl Context {
+    pub const ALL: [Context; 3] = [Context::Global, Context::Help, Context::Input];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Context::Global => "global",
+            Context::Help => "help",
+            Context::Input => "input",
+        }
+    }
+
+    pub fn title(self) -> &'static str {
+        match self {
+            Context::Global => "Cockpit",
+            Context::Help => "Help overlay",
+            Context::Input => "Command palette and filter entry",
+        }
+    }
+}
+
+/// A user intent. Names are the snake_case identifiers used in the config file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Action {
+    Quit,
+    Suspend,
+    Help,
+    Palette,
+    Filter,
+    ClearFilter,
+    NextView,
+    PrevView,
+    ViewOffers,
+    ViewFleets,
+    ViewNodes,
+    ViewPanes,
+    ViewNccl,
+    ViewJobs,
+    ViewNics,
+    Up,
+    Down,
+    Top,
+    Bottom,
+    PageUp,
+    PageDown,
+    Close,
+    Confirm,
+    Complete,
+    CompletePrev,
+}
+
+impl Action {
+    pub const ALL: [Action; 25] = [
+        Action::Quit,
+        Action::Suspend,
+        Action::Help,
+        Action::Palette,
+        Action::Filter,
+        Action::ClearFilter,
+        Action::NextView,
+        Action::PrevView,
+        Action::ViewOffers,
+        Action::ViewFleets,
+        Action::ViewNodes,
+        Action::ViewPanes,
+        Action::ViewNccl,
+        Action::ViewJobs,
+        Action::ViewNics,
+        Action::Up,
+        Action::Down,
+        Action::Top,
+        Action::Bottom,
+        Action::PageUp,
+        Action::PageDown,
+        Action::Close,
+        Action::Confirm,
+        Action::Complete,
+        Action::CompletePrev,
+    ];
+
+    /// Parse a config-file name.
+    pub fn from_name(name: &str) -> Option<Action> {
+        Action::ALL.into_iter().find(|a| a.name() == name)
+    }
+
+    /// Whether this action means anything in `context`.
+    pub fn allowed_in(self, context: Context) -> bool {
+        use Action::*;
+        match context {
+            Context::Global => !matches!(self, Close | Confirm | Complete | CompletePrev),
+            Context::Help => matches!(self, Close | Quit | Up | Down | Top | Bottom | PageUp | PageDown),
+            Context::Input => matches!(self, Close | Confirm | Complete | CompletePrev | Up | Down),
+        }
+    }
+
+    /// One line for the help overlay.
+    pub fn description(self) -> &'static str {
+        match self {
+            Action::Quit => "quit flightdeck",
+            Action::Suspend => "suspend to the shell (resume with fg)",
+            Action::Help => "show this help",
+            Action::Palette => "open the command palette",
+            Action::Filter => "filter the current table",
+            Action::ClearFilter => "clear the current table's filter",
+            Action::NextView => "next view",
+            Action::PrevView => "previous view",
+            Action::ViewOffers => "Offers view",
+            Action::ViewFleets => "Fleets view",
+            Action::ViewNodes => "Nodes view",
+            Action::ViewPanes => "Panes view",
+            Action::ViewNccl => "NCCL view",
+            Action::ViewJobs => "Jobs view",
+            Action::ViewNics => "NICs view",
+            Action::Up => "move up",
+            Action::Down => "move down",
+            Action::Top => "go to the top",
+            Action::Bottom => "go to the bottom",
+            Action::PageUp => "page up",
+            Action::PageDown => "page down",
+            Action::Close => "close / cancel",
+            Action::Confirm => "run / apply",
+            Action::Complete => "complete (next candidate)",
+            Action::CompletePrev => "previous candidate",
+        }
+    }
+
+    /// A short label for the status bar, for actions worth a hint there.
+    pub fn hint(self) -> Option<&'static str> {
+        Some(match self {
+            Action::Help => "help",
+            Action::Palette => "command",
+            Action::Filter => "filter",
+            Action::NextView => "next view",
+            Action::Quit => "quit",
+            Action::Close => "close",
+            Action::Confirm => "run",
+            Action::Complete => "complete",
+            _ => return None,
+        })
+    }
+
+    /// The config-file name of this action.
+    pub fn name(self) -> String {
+        // The serde names are the snake_case of the variant names.
+        let debug = format!("{self:?}");
+        let mut out = String::with_capacity(debug.len() + 4);
+        for (i, c) in debug.chars().enumerate() {
+            if c.is_ascii_uppercase() {
+                if i > 0 {
+                    out.push('_');
+                }
+                out.push(c.to_ascii_lowercase());
+            } else {
+                out.push(c);
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_through_serde() {
+        for a in Action::ALL {
+            let parsed: Action = serde_yaml::from_str(&a.name()).unwrap();
+            assert_eq!(parsed, a);
+            assert_eq!(Action::from_name(&a.name()), Some(a));
+        }
+        assert_eq!(Action::ViewNccl.name(), "view_nccl");
+        assert_eq!(Action::CompletePrev.name(), "complete_prev");
+    }
+}

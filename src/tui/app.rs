@@ -1,0 +1,142 @@
+//! The event loop. Input arrives from a reader thread, service results from tokio tasks,
+//! all through one channel; `update` is the only mutation point; a frame is drawn only
+//! when the state is dirty, at most [`FRAME`] apart. Idle, the loop sleeps on the channel
+//! and uses no CPU.
+
+use super::state::{Command, Msg, State};
+use super::terminal::{self, RestoreGuard, Tui};
+use super::theme::Theme;
+use super::update::update;
+use super::views;
+use crate::paths::Paths;
+use crossterm::event::Event as TermEvent;
+use crossterm::terminal::{BeginSynchronizedUpdate, EndSynchronizedUpdate};
+use std::time::Duration;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+/// The shortest time between two frames (~30 per second).
+pub const FRAME: Duration = Duration::from_millis(33);
+
+/// What reaches the event loop.
+enum Event {
+    Msg(Msg),
+    Theme(Result<Theme, String>),
+    /// The input reader stopped (the terminal went away).
+    InputClosed(String),
+}
+
+pub struct AppOptions {
+    pub state: State,
+    pub theme: Theme,
+    pub paths: Paths,
+    pub monochrome: bool,
+}
+
+/// Run the cockpit until the user quits.
+pub async fn run(opts: AppOptions) -> anyhow::Result<()> {
+    let AppOptions {
+        mut state,
+        mut theme,
+        paths,
+        monochrome,
+    } = opts;
+    let mut tui = terminal::enter()?;
+    let _guard = RestoreGuard;
+    let size = tui.size()?;
+    state.size = (size.width, size.height);
+    let (tx, mut rx) = mpsc::channel::<Event>(1024);
+    spawn_input_reader(tx.clone());
+    let panic_after_first_frame = std::env::var_os("FLIGHTDECK_TEST_PANIC").is_some();
+    let mut last_draw: Option<Instant> = None;
+    tracing::info!(width = size.width, height = size.height, theme = %theme.name, "cockpit started");
+
+    loop {
+        let event = if state.dirty {
+            let due = last_draw.map_or_else(Instant::now, |t| t + FRAME);
+            if Instant::now() >= due {
+                draw(&mut tui, &state, &theme)?;
+                state.dirty = false;
+                last_draw = Some(Instant::now());
+                if panic_after_first_frame {
+                    panic!("FLIGHTDECK_TEST_PANIC is set: panicking after the first frame");
+                }
+                continue;
+            }
+            tokio::select! {
+                e = rx.recv() => e,
+                _ = tokio::time::sleep_until(due) => continue,
+            }
+        } else {
+            rx.recv().await
+        };
+        let Some(first) = event else { break };
+        // Take everything already queued before drawing again.
+        let mut batch = vec![first];
+        while let Ok(e) = rx.try_recv() {
+            batch.push(e);
+        }
+        for e in batch {
+            let msg = match e {
+                Event::Msg(m) => m,
+                Event::Theme(Ok(t)) => {
+                    let name = t.name.clone();
+                    theme = t;
+                    Msg::ThemeLoaded(Ok(name))
+                }
+                Event::Theme(Err(e)) => Msg::ThemeLoaded(Err(e)),
+                Event::InputClosed(why) => anyhow::bail!("terminal input closed: {why}"),
+            };
+            for command in update(&mut state, msg) {
+                match command {
+                    Command::Quit => {
+                        tracing::info!("quit");
+                        return Ok(());
+                    }
+                    Command::Suspend => {
+                        tracing::info!("suspend");
+                        terminal::suspend(&mut tui)?;
+                        update(&mut state, Msg::Resumed);
+                    }
+                    Command::LoadTheme(name) => {
+                        let (tx, paths) = (tx.clone(), paths.clone());
+                        tokio::task::spawn_blocking(move || {
+                            let result = Theme::load(&name, &paths, monochrome).map_err(|e| e.to_string());
+                            let _ = tx.blocking_send(Event::Theme(result));
+                        });
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn draw(tui: &mut Tui, state: &State, theme: &Theme) -> anyhow::Result<()> {
+    crossterm::queue!(tui.backend_mut(), BeginSynchronizedUpdate)?;
+    tui.draw(|frame| views::draw(state, theme, frame))?;
+    crossterm::execute!(tui.backend_mut(), EndSynchronizedUpdate)?;
+    Ok(())
+}
+
+/// Blocking terminal reads on their own thread, forwarded as messages.
+fn spawn_input_reader(tx: mpsc::Sender<Event>) {
+    std::thread::Builder::new()
+        .name("input".into())
+        .spawn(move || loop {
+            let event = match crossterm::event::read() {
+                Ok(TermEvent::Key(k)) => Event::Msg(Msg::Key(k)),
+                Ok(TermEvent::Resize(w, h)) => Event::Msg(Msg::Resize(w, h)),
+                Ok(TermEvent::Paste(s)) => Event::Msg(Msg::Paste(s)),
+                Ok(_) => continue,
+                Err(e) => {
+                    let _ = tx.blocking_send(Event::InputClosed(e.to_string()));
+                    return;
+                }
+            };
+            if tx.blocking_send(event).is_err() {
+                return;
+            }
+        })
+        .expect("spawn the input thread");
+}

@@ -1,0 +1,12 @@
+//! The interactive cockpit. `update.rs` is the one mutation point, `views/` render the
+//! state, `app.rs` runs the event loop and owns the terminal.
+
+pub mod action;
+pub mod app;
+pub mod keymap;
+pub mod state;
+pub mod terminal;
+pub mod theme;
+pub mod update;
+pub mod views;
+pub mod widgets;

@@ -1,0 +1,181 @@
+//! The cockpit's state: plain data, changed only by `update` (see `update.rs`) and read
+//! by the views.
+
+use super::keymap::Keymap;
+use super::theme::Tone;
+use crossterm::event::KeyEvent;
+use tui_textarea::TextArea;
+
+/// The cockpit's views, in tab order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum View {
+    Offers,
+    Fleets,
+    Nodes,
+    Panes,
+    Nccl,
+    Jobs,
+    Nics,
+}
+
+impl View {
+    pub const ALL: [View; 7] = [
+        View::Offers,
+        View::Fleets,
+        View::Nodes,
+        View::Panes,
+        View::Nccl,
+        View::Jobs,
+        View::Nics,
+    ];
+
+    pub fn index(self) -> usize {
+        View::ALL
+            .iter()
+            .position(|v| *v == self)
+            .expect("every view is in ALL")
+    }
+
+    pub fn title(self) -> &'static str {
+        match self {
+            View::Offers => "Offers",
+            View::Fleets => "Fleets",
+            View::Nodes => "Nodes",
+            View::Panes => "Panes",
+            View::Nccl => "NCCL",
+            View::Jobs => "Jobs",
+            View::Nics => "NICs",
+        }
+    }
+
+    /// The palette command that opens this view.
+    pub fn command(self) -> &'static str {
+        match self {
+            View::Offers => "offers",
+            View::Fleets => "fleets",
+            View::Nodes => "nodes",
+            View::Panes => "panes",
+            View::Nccl => "nccl",
+            View::Jobs => "jobs",
+            View::Nics => "nics",
+        }
+    }
+
+    pub fn from_command(name: &str) -> Option<View> {
+        View::ALL.into_iter().find(|v| v.command() == name)
+    }
+
+    /// Whether the view is built around a table that `/` filters.
+    pub fn has_table(self) -> bool {
+        !matches!(self, View::Panes)
+    }
+
+    pub fn next(self) -> View {
+        View::ALL[(self.index() + 1) % View::ALL.len()]
+    }
+
+    pub fn prev(self) -> View {
+        View::ALL[(self.index() + View::ALL.len() - 1) % View::ALL.len()]
+    }
+}
+
+/// A one-line message in the status bar.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StatusMessage {
+    pub text: String,
+    pub tone: Tone,
+}
+
+/// The `:` command palette.
+#[derive(Debug, Clone)]
+pub struct Palette {
+    pub input: TextArea<'static>,
+    /// Completions of the text as last typed (kept while Tab cycles through them).
+    pub candidates: Vec<Candidate>,
+    pub selected: Option<usize>,
+}
+
+/// A completion: the full command line it stands for and what it does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Candidate {
+    pub line: String,
+    pub about: String,
+}
+
+/// The `/` filter entry of a table view.
+#[derive(Debug, Clone)]
+pub struct FilterEntry {
+    pub input: TextArea<'static>,
+    /// The filter before editing began, restored by Esc.
+    pub previous: String,
+}
+
+/// What is open above the current view; the innermost layer gets the keys.
+#[derive(Debug, Clone, Default)]
+pub enum Overlay {
+    #[default]
+    None,
+    Help {
+        scroll: usize,
+    },
+    Palette(Palette),
+    Filter(FilterEntry),
+}
+
+/// Everything the cockpit shows.
+#[derive(Debug, Clone)]
+pub struct State {
+    pub view: View,
+    pub overlay: Overlay,
+    /// The filter text of each view, by `View::index`.
+    pub filters: [String; 7],
+    pub status: Option<StatusMessage>,
+    pub keymap: Keymap,
+    /// Names of the themes `:theme` can switch to.
+    pub themes: Vec<String>,
+    pub theme: String,
+    /// The terminal size as last reported (columns, rows).
+    pub size: (u16, u16),
+    /// Set by `update` when what is on screen must change; cleared by the drawer.
+    pub dirty: bool,
+}
+
+impl State {
+    pub fn new(keymap: Keymap, themes: Vec<String>, theme: String) -> Self {
+        State {
+            view: View::Offers,
+            overlay: Overlay::None,
+            filters: Default::default(),
+            status: None,
+            keymap,
+            themes,
+            theme,
+            size: (80, 24),
+            dirty: true,
+        }
+    }
+
+    pub fn filter(&self) -> &str {
+        &self.filters[self.view.index()]
+    }
+}
+
+/// Input to `update`: user input and facts reported by services.
+#[derive(Debug, Clone)]
+pub enum Msg {
+    Key(KeyEvent),
+    Paste(String),
+    Resize(u16, u16),
+    /// The terminal came back from suspension: everything must be redrawn.
+    Resumed,
+    /// A `Command::LoadTheme` finished.
+    ThemeLoaded(Result<String, String>),
+}
+
+/// Output of `update`: work for the event loop and services.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Command {
+    Quit,
+    Suspend,
+    LoadTheme(String),
+}

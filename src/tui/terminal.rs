@@ -1,0 +1,67 @@
+//! Owning the terminal: raw mode and the alternate screen on the way in, and restoring
+//! them on every way out (quit, error, panic, Ctrl-Z).
+
+use crossterm::cursor::{Hide, Show};
+use crossterm::event::{DisableBracketedPaste, EnableBracketedPaste};
+use crossterm::execute;
+use crossterm::terminal::{disable_raw_mode, enable_raw_mode, EnterAlternateScreen, LeaveAlternateScreen};
+use ratatui::backend::CrosstermBackend;
+use ratatui::Terminal;
+use std::io::{self, Stdout};
+
+pub type Tui = Terminal<CrosstermBackend<Stdout>>;
+
+fn enter_modes() -> io::Result<()> {
+    enable_raw_mode()?;
+    execute!(io::stdout(), EnterAlternateScreen, Hide, EnableBracketedPaste)
+}
+
+/// Switch the terminal to raw mode and the alternate screen.
+pub fn enter() -> io::Result<Tui> {
+    install_panic_hook();
+    if let Err(e) = enter_modes() {
+        restore();
+        return Err(e);
+    }
+    Terminal::new(CrosstermBackend::new(io::stdout()))
+}
+
+/// Leave raw mode and the alternate screen and show the cursor. Safe to call twice.
+pub fn restore() {
+    let _ = execute!(io::stdout(), DisableBracketedPaste, LeaveAlternateScreen, Show);
+    let _ = disable_raw_mode();
+}
+
+/// Restores the terminal when dropped (quit and error paths).
+pub struct RestoreGuard;
+
+impl Drop for RestoreGuard {
+    fn drop(&mut self) {
+        restore();
+    }
+}
+
+fn install_panic_hook() {
+    use std::sync::Once;
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            restore();
+            tracing::error!("panic: {info}");
+            previous(info);
+        }));
+    });
+}
+
+/// Ctrl-Z: give the terminal back to the shell and stop; on `fg`, take it again.
+pub fn suspend(terminal: &mut Tui) -> io::Result<()> {
+    restore();
+    // SAFETY: raise() has no memory-safety preconditions; SIGTSTP stops the process
+    // until the shell sends SIGCONT.
+    unsafe {
+        libc::raise(libc::SIGTSTP);
+    }
+    enter_modes()?;
+    terminal.clear()
+}

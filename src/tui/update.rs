@@ -1,0 +1,662 @@
+//! The one place the cockpit's state changes: `update(&mut State, Msg) -> Vec<Command>`.
+//! No I/O, no clock, no terminal: tests drive whole flows by feeding messages.
+
+use super::action::{Action, Context};
+use super::state::{Candidate, Command, FilterEntry, Msg, Overlay, Palette, State, StatusMessage, View};
+use super::theme::Tone;
+use super::views::help;
+use crossterm::event::{KeyEvent, KeyEventKind};
+use tui_textarea::TextArea;
+
+/// Commands the palette knows, besides the view names: (name, argument, what it does).
+pub const PALETTE_COMMANDS: &[(&str, &str, &str)] = &[
+    ("help", "", "show the key bindings"),
+    ("filter", "TEXT", "filter the current table"),
+    ("nofilter", "", "clear the current table's filter"),
+    ("theme", "NAME", "switch the colour theme"),
+    ("quit", "", "quit flightdeck (also :q)"),
+];
+
+pub fn update(state: &mut State, msg: Msg) -> Vec<Command> {
+    match msg {
+        Msg::Key(key) => {
+            if key.kind == KeyEventKind::Release {
+                return vec![];
+            }
+            on_key(state, key)
+        }
+        Msg::Paste(text) => {
+            let text = text.replace(['\r', '\n'], " ");
+            match &mut state.overlay {
+                Overlay::Palette(p) => {
+                    p.input.insert_str(&text);
+                    refresh_candidates(state);
+                }
+                Overlay::Filter(f) => {
+                    f.input.insert_str(&text);
+                    sync_filter(state);
+                }
+                _ => return vec![],
+            }
+            state.dirty = true;
+            vec![]
+        }
+        Msg::Resize(w, h) => {
+            state.size = (w, h);
+            state.dirty = true;
+            vec![]
+        }
+        Msg::Resumed => {
+            state.dirty = true;
+            vec![]
+        }
+        Msg::ThemeLoaded(result) => {
+            state.status = Some(match result {
+                Ok(name) => {
+                    state.theme = name.clone();
+                    StatusMessage {
+                        text: format!("theme: {name}"),
+                        tone: Tone::Info,
+                    }
+                }
+                Err(e) => StatusMessage {
+                    text: e,
+                    tone: Tone::Fail,
+                },
+            });
+            state.dirty = true;
+            vec![]
+        }
+    }
+}
+
+fn context(state: &State) -> Context {
+    match state.overlay {
+        Overlay::None => Context::Global,
+        Overlay::Help { .. } => Context::Help,
+        Overlay::Palette(_) | Overlay::Filter(_) => Context::Input,
+    }
+}
+
+fn on_key(state: &mut State, key: KeyEvent) -> Vec<Command> {
+    let ctx = context(state);
+    let action = state.keymap.lookup(ctx, &key);
+    match (ctx, action) {
+        (Context::Input, Some(a)) => input_action(state, a),
+        (Context::Input, None) => {
+            input_text(state, key);
+            vec![]
+        }
+        (_, Some(a)) => {
+            state.dirty = true;
+            let had_status = ctx == Context::Global && state.status.take().is_some();
+            let commands = act(state, a);
+            state.dirty |= had_status;
+            commands
+        }
+        (_, None) => vec![],
+    }
+}
+
+/// Carry out an action of the global or help context.
+pub fn act(state: &mut State, action: Action) -> Vec<Command> {
+    let help_page = usize::from(state.size.1.saturating_sub(4)).max(1);
+    if let Overlay::Help { scroll } = &mut state.overlay {
+        let max = help::lines(&state.keymap).len().saturating_sub(1);
+        match action {
+            Action::Close => state.overlay = Overlay::None,
+            Action::Quit => return vec![Command::Quit],
+            Action::Up => *scroll = scroll.saturating_sub(1),
+            Action::Down => *scroll = (*scroll + 1).min(max),
+            Action::Top => *scroll = 0,
+            Action::Bottom => *scroll = max,
+            Action::PageUp => *scroll = scroll.saturating_sub(help_page),
+            Action::PageDown => *scroll = (*scroll + help_page).min(max),
+            _ => {}
+        }
+        return vec![];
+    }
+    match action {
+        Action::Quit => return vec![Command::Quit],
+        Action::Suspend => return vec![Command::Suspend],
+        Action::Help => state.overlay = Overlay::Help { scroll: 0 },
+        Action::Palette => {
+            state.overlay = Overlay::Palette(Palette {
+                input: TextArea::default(),
+                candidates: vec![],
+                selected: None,
+            });
+            refresh_candidates(state);
+        }
+        Action::Filter => open_filter(state),
+        Action::ClearFilter => {
+            let i = state.view.index();
+            state.filters[i].clear();
+        }
+        Action::NextView => state.view = state.view.next(),
+        Action::PrevView => state.view = state.view.prev(),
+        Action::ViewOffers => state.view = View::Offers,
+        Action::ViewFleets => state.view = View::Fleets,
+        Action::ViewNodes => state.view = View::Nodes,
+        Action::ViewPanes => state.view = View::Panes,
+        Action::ViewNccl => state.view = View::Nccl,
+        Action::ViewJobs => state.view = View::Jobs,
+        Action::ViewNics => state.view = View::Nics,
+        // Movement belongs to the views' tables; none of the views has rows yet.
+        Action::Up | Action::Down | Action::Top | Action::Bottom | Action::PageUp | Action::PageDown => {
+            state.dirty = false;
+        }
+        Action::Close | Action::Confirm | Action::Complete | Action::CompletePrev => {}
+    }
+    vec![]
+}
+
+fn open_filter(state: &mut State) {
+    if !state.view.has_table() {
+        state.status = Some(StatusMessage {
+            text: format!("the {} view has no table to filter", state.view.title()),
+            tone: Tone::Warn,
+        });
+        return;
+    }
+    let previous = state.filter().to_string();
+    let mut input = TextArea::new(vec![previous.clone()]);
+    input.move_cursor(tui_textarea::CursorMove::End);
+    state.overlay = Overlay::Filter(FilterEntry { input, previous });
+}
+
+fn input_text(state: &mut State, key: KeyEvent) {
+    let changed = match &mut state.overlay {
+        Overlay::Palette(p) => single_line_input(&mut p.input, key),
+        Overlay::Filter(f) => single_line_input(&mut f.input, key),
+        _ => false,
+    };
+    // Cursor movement changes the screen too.
+    state.dirty = true;
+    if changed {
+        match state.overlay {
+            Overlay::Palette(_) => refresh_candidates(state),
+            Overlay::Filter(_) => sync_filter(state),
+            _ => {}
+        }
+    }
+}
+
+/// Feed a key to a one-line text area; returns whether the text changed.
+fn single_line_input(input: &mut TextArea<'static>, key: KeyEvent) -> bool {
+    let changed = input.input(key);
+    if input.lines().len() > 1 {
+        let joined = input.lines().join(" ");
+        *input = TextArea::new(vec![joined]);
+        input.move_cursor(tui_textarea::CursorMove::End);
+    }
+    changed
+}
+
+fn input_action(state: &mut State, action: Action) -> Vec<Command> {
+    state.dirty = true;
+    let overlay = std::mem::take(&mut state.overlay);
+    match overlay {
+        Overlay::Filter(f) => {
+            match action {
+                Action::Close => {
+                    let i = state.view.index();
+                    state.filters[i] = f.previous;
+                }
+                Action::Confirm => {}
+                _ => state.overlay = Overlay::Filter(f),
+            }
+            vec![]
+        }
+        Overlay::Palette(mut p) => match action {
+            Action::Close => vec![],
+            Action::Confirm => {
+                let typed = p.input.lines().join(" ").trim().to_string();
+                let line = if typed.is_empty() {
+                    p.selected
+                        .and_then(|i| p.candidates.get(i))
+                        .map(|c| c.line.clone())
+                        .unwrap_or_default()
+                } else {
+                    typed
+                };
+                run_command(state, &line)
+            }
+            Action::Complete | Action::Down => {
+                cycle(&mut p, true);
+                state.overlay = Overlay::Palette(p);
+                vec![]
+            }
+            Action::CompletePrev | Action::Up => {
+                cycle(&mut p, false);
+                state.overlay = Overlay::Palette(p);
+                vec![]
+            }
+            _ => {
+                state.overlay = Overlay::Palette(p);
+                vec![]
+            }
+        },
+        other => {
+            state.overlay = other;
+            vec![]
+        }
+    }
+}
+
+/// Move the palette's selection and put the selected candidate into the entry.
+fn cycle(p: &mut Palette, forward: bool) {
+    let n = p.candidates.len();
+    if n == 0 {
+        return;
+    }
+    let next = match (p.selected, forward) {
+        (None, true) => 0,
+        (None, false) => n - 1,
+        (Some(i), true) => (i + 1) % n,
+        (Some(i), false) => (i + n - 1) % n,
+    };
+    p.selected = Some(next);
+    let mut line = p.candidates[next].line.clone();
+    if PALETTE_COMMANDS
+        .iter()
+        .any(|(name, arg, _)| *name == line && !arg.is_empty())
+    {
+        line.push(' ');
+    }
+    p.input = TextArea::new(vec![line]);
+    p.input.move_cursor(tui_textarea::CursorMove::End);
+}
+
+fn sync_filter(state: &mut State) {
+    if let Overlay::Filter(f) = &state.overlay {
+        let text = f.input.lines().join(" ");
+        let i = state.view.index();
+        state.filters[i] = text;
+    }
+}
+
+fn refresh_candidates(state: &mut State) {
+    let list = if let Overlay::Palette(p) = &state.overlay {
+        completions(state, &p.input.lines().join(" "))
+    } else {
+        return;
+    };
+    if let Overlay::Palette(p) = &mut state.overlay {
+        p.candidates = list;
+        p.selected = None;
+    }
+}
+
+/// Completions of a partly typed palette line: command names, then theme names after
+/// `theme `. Prefix matches come first, then names that merely contain the text.
+pub fn completions(state: &State, typed: &str) -> Vec<Candidate> {
+    let typed = typed.trim_start();
+    if let Some(arg) = typed.strip_prefix("theme ") {
+        let arg = arg.trim();
+        return rank(
+            state
+                .themes
+                .iter()
+                .map(|t| (format!("theme {t}"), t.clone(), format!("colour theme {t}"))),
+            arg,
+        );
+    }
+    let views = View::ALL.iter().map(|v| {
+        (
+            v.command().to_string(),
+            v.command().to_string(),
+            format!("go to the {} view", v.title()),
+        )
+    });
+    let cmds = PALETTE_COMMANDS.iter().map(|(name, arg, about)| {
+        let about = if arg.is_empty() {
+            about.to_string()
+        } else {
+            format!("<{arg}> {about}")
+        };
+        (name.to_string(), name.to_string(), about)
+    });
+    rank(views.chain(cmds), typed.trim())
+}
+
+/// Keep the (line, key, about) entries whose key starts with, then contains, `typed`.
+fn rank(entries: impl Iterator<Item = (String, String, String)>, typed: &str) -> Vec<Candidate> {
+    let typed = typed.to_lowercase();
+    let (mut prefix, mut inner) = (vec![], vec![]);
+    for (line, key, about) in entries {
+        let key = key.to_lowercase();
+        if key.starts_with(&typed) {
+            prefix.push(Candidate { line, about });
+        } else if key.contains(&typed) {
+            inner.push(Candidate { line, about });
+        }
+    }
+    prefix.extend(inner);
+    prefix
+}
+
+/// Run a palette command line. Unknown commands leave an error in the status bar.
+pub fn run_command(state: &mut State, line: &str) -> Vec<Command> {
+    let line = line.trim();
+    let (name, arg) = match line.split_once(char::is_whitespace) {
+        Some((n, a)) => (n, a.trim()),
+        None => (line, ""),
+    };
+    if name.is_empty() {
+        return vec![];
+    }
+    let error = |state: &mut State, text: String| {
+        state.status = Some(StatusMessage {
+            text,
+            tone: Tone::Fail,
+        });
+        vec![]
+    };
+    if let Some(v) = View::from_command(name) {
+        state.view = v;
+        return vec![];
+    }
+    match name {
+        "help" => act(state, Action::Help),
+        "q" | "quit" => vec![Command::Quit],
+        "filter" => {
+            if !state.view.has_table() {
+                return error(
+                    state,
+                    format!("the {} view has no table to filter", state.view.title()),
+                );
+            }
+            let i = state.view.index();
+            state.filters[i] = arg.to_string();
+            vec![]
+        }
+        "nofilter" => act(state, Action::ClearFilter),
+        "theme" if arg.is_empty() => error(state, format!("theme: name one of {}", state.themes.join(", "))),
+        "theme" => vec![Command::LoadTheme(arg.to_string())],
+        _ => {
+            // A unique prefix of a command runs it (`:ni` -> `:nics`).
+            let matches: Vec<Candidate> = completions(state, name)
+                .into_iter()
+                .filter(|c| c.line.starts_with(name))
+                .collect();
+            match matches.as_slice() {
+                [one] => {
+                    let full = if arg.is_empty() {
+                        one.line.clone()
+                    } else {
+                        format!("{} {arg}", one.line)
+                    };
+                    run_command(state, &full)
+                }
+                [] => error(
+                    state,
+                    format!("unknown command `{name}`; press : then Tab to list commands"),
+                ),
+                many => error(
+                    state,
+                    format!(
+                        "`{name}` is ambiguous: {}",
+                        many.iter()
+                            .map(|c| c.line.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                ),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::keymap::Keymap;
+    use crossterm::event::{KeyCode, KeyModifiers};
+
+    fn state() -> State {
+        let mut s = State::new(
+            Keymap::defaults(),
+            vec!["dark".into(), "light".into()],
+            "dark".into(),
+        );
+        s.dirty = false;
+        s
+    }
+
+    fn press(s: &mut State, code: KeyCode) -> Vec<Command> {
+        update(s, Msg::Key(KeyEvent::new(code, KeyModifiers::NONE)))
+    }
+
+    fn ch(s: &mut State, c: char) -> Vec<Command> {
+        press(s, KeyCode::Char(c))
+    }
+
+    fn typed(s: &mut State, text: &str) {
+        for c in text.chars() {
+            ch(s, c);
+        }
+    }
+
+    fn palette(s: &State) -> &Palette {
+        match &s.overlay {
+            Overlay::Palette(p) => p,
+            other => panic!("palette not open: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn tab_digits_and_shift_tab_navigate_views() {
+        let mut s = state();
+        press(&mut s, KeyCode::Tab);
+        assert_eq!(s.view, View::Fleets);
+        assert!(s.dirty);
+        press(&mut s, KeyCode::BackTab);
+        press(&mut s, KeyCode::BackTab);
+        assert_eq!(s.view, View::Nics, "wraps around");
+        ch(&mut s, '3');
+        assert_eq!(s.view, View::Nodes);
+    }
+
+    #[test]
+    fn help_opens_scrolls_and_closes() {
+        let mut s = state();
+        s.size = (80, 24);
+        ch(&mut s, '?');
+        assert!(matches!(s.overlay, Overlay::Help { scroll: 0 }));
+        ch(&mut s, 'j');
+        ch(&mut s, 'G');
+        let max = help::lines(&s.keymap).len() - 1;
+        assert!(matches!(s.overlay, Overlay::Help { scroll } if scroll == max));
+        ch(&mut s, '1');
+        assert_eq!(s.view, View::Offers, "view keys do nothing under help");
+        press(&mut s, KeyCode::Esc);
+        assert!(matches!(s.overlay, Overlay::None));
+        ch(&mut s, '?');
+        assert_eq!(ch(&mut s, 'q'), vec![Command::Quit], "q quits from help too");
+    }
+
+    #[test]
+    fn quit_suspend_and_unbound_keys() {
+        let mut s = state();
+        assert_eq!(ch(&mut s, 'q'), vec![Command::Quit]);
+        let ctrl = |c| Msg::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL));
+        assert_eq!(update(&mut s, ctrl('c')), vec![Command::Quit]);
+        assert_eq!(update(&mut s, ctrl('z')), vec![Command::Suspend]);
+        s.dirty = false;
+        assert!(ch(&mut s, 'x').is_empty());
+        assert!(!s.dirty, "an unbound key changes nothing on screen");
+        ch(&mut s, 'j');
+        assert!(!s.dirty, "movement with no rows redraws nothing");
+    }
+
+    #[test]
+    fn palette_completes_and_switches_view() {
+        let mut s = state();
+        ch(&mut s, ':');
+        assert_eq!(
+            palette(&s).candidates.len(),
+            View::ALL.len() + PALETTE_COMMANDS.len()
+        );
+        typed(&mut s, "ni");
+        let lines: Vec<&str> = palette(&s).candidates.iter().map(|c| c.line.as_str()).collect();
+        assert_eq!(lines, vec!["nics"]);
+        press(&mut s, KeyCode::Tab);
+        assert_eq!(palette(&s).input.lines(), &["nics".to_string()]);
+        press(&mut s, KeyCode::Enter);
+        assert_eq!(s.view, View::Nics);
+        assert!(matches!(s.overlay, Overlay::None));
+    }
+
+    #[test]
+    fn palette_typed_command_unique_prefix_and_errors() {
+        let mut s = state();
+        ch(&mut s, ':');
+        typed(&mut s, "nccl");
+        press(&mut s, KeyCode::Enter);
+        assert_eq!(s.view, View::Nccl);
+        ch(&mut s, ':');
+        typed(&mut s, "fle");
+        press(&mut s, KeyCode::Enter);
+        assert_eq!(s.view, View::Fleets, "a unique prefix runs the command");
+        ch(&mut s, ':');
+        typed(&mut s, "n");
+        press(&mut s, KeyCode::Enter);
+        let st = s.status.clone().unwrap();
+        assert_eq!(st.tone, Tone::Fail);
+        assert!(
+            st.text.contains("ambiguous") && st.text.contains("nodes"),
+            "{}",
+            st.text
+        );
+        ch(&mut s, ':');
+        typed(&mut s, "bogus");
+        press(&mut s, KeyCode::Enter);
+        assert!(s
+            .status
+            .as_ref()
+            .unwrap()
+            .text
+            .contains("unknown command `bogus`"));
+        ch(&mut s, 'x');
+        assert!(s.status.is_some(), "an unbound key leaves the message");
+        ch(&mut s, '1');
+        assert!(s.status.is_none(), "the next action clears it");
+        ch(&mut s, ':');
+        typed(&mut s, "q");
+        assert_eq!(press(&mut s, KeyCode::Enter), vec![Command::Quit]);
+    }
+
+    #[test]
+    fn palette_tab_cycles_and_esc_cancels() {
+        let mut s = state();
+        ch(&mut s, ':');
+        typed(&mut s, "n");
+        let n = palette(&s).candidates.len();
+        assert!(n >= 4, "nodes, nccl, nics, nofilter, ...");
+        press(&mut s, KeyCode::Tab);
+        let first = palette(&s).input.lines()[0].clone();
+        press(&mut s, KeyCode::Tab);
+        let second = palette(&s).input.lines()[0].clone();
+        assert_ne!(first, second);
+        assert_eq!(palette(&s).candidates.len(), n, "cycling keeps the list");
+        press(&mut s, KeyCode::BackTab);
+        assert_eq!(palette(&s).input.lines()[0], first);
+        press(&mut s, KeyCode::Esc);
+        assert!(matches!(s.overlay, Overlay::None));
+        assert_eq!(s.view, View::Offers);
+    }
+
+    #[test]
+    fn theme_command_completes_theme_names_and_asks_for_a_load() {
+        let mut s = state();
+        ch(&mut s, ':');
+        typed(&mut s, "theme l");
+        let lines: Vec<&str> = palette(&s).candidates.iter().map(|c| c.line.as_str()).collect();
+        assert_eq!(lines, vec!["theme light"]);
+        press(&mut s, KeyCode::Tab);
+        assert_eq!(
+            press(&mut s, KeyCode::Enter),
+            vec![Command::LoadTheme("light".into())]
+        );
+        update(&mut s, Msg::ThemeLoaded(Ok("light".into())));
+        assert_eq!(s.theme, "light");
+        update(&mut s, Msg::ThemeLoaded(Err("themes/x.yaml:3:1: bad".into())));
+        assert_eq!(s.status.as_ref().unwrap().tone, Tone::Fail);
+        assert_eq!(s.theme, "light");
+    }
+
+    #[test]
+    fn filter_edits_live_enter_keeps_esc_restores() {
+        let mut s = state();
+        ch(&mut s, '/');
+        typed(&mut s, "gpu=H100");
+        assert_eq!(s.filter(), "gpu=H100", "applied while typing");
+        press(&mut s, KeyCode::Enter);
+        assert!(matches!(s.overlay, Overlay::None));
+        assert_eq!(s.filter(), "gpu=H100");
+        ch(&mut s, '/');
+        press(&mut s, KeyCode::Backspace);
+        typed(&mut s, "0");
+        assert_eq!(s.filter(), "gpu=H100");
+        press(&mut s, KeyCode::Backspace);
+        typed(&mut s, "x");
+        assert_eq!(s.filter(), "gpu=H10x");
+        press(&mut s, KeyCode::Esc);
+        assert_eq!(s.filter(), "gpu=H100", "esc restores the filter from before");
+        ch(&mut s, '2');
+        assert_eq!(s.filter(), "", "filters are per view");
+        ch(&mut s, '1');
+        update(
+            &mut s,
+            Msg::Key(KeyEvent::new(KeyCode::Char('l'), KeyModifiers::CONTROL)),
+        );
+        assert_eq!(s.filter(), "");
+    }
+
+    #[test]
+    fn filter_is_refused_on_a_view_without_table_and_keys_go_to_the_entry() {
+        let mut s = state();
+        ch(&mut s, '4');
+        ch(&mut s, '/');
+        assert!(matches!(s.overlay, Overlay::None));
+        assert_eq!(s.status.as_ref().unwrap().tone, Tone::Warn);
+        ch(&mut s, '1');
+        ch(&mut s, '/');
+        typed(&mut s, "q2");
+        assert_eq!(s.view, View::Offers, "digits and q are text inside the entry");
+        assert_eq!(s.filter(), "q2");
+        update(&mut s, Msg::Paste("a\nb".into()));
+        assert_eq!(s.filter(), "q2a b", "pasted newlines become spaces");
+    }
+
+    #[test]
+    fn resize_and_resume_redraw() {
+        let mut s = state();
+        update(&mut s, Msg::Resize(120, 40));
+        assert_eq!(s.size, (120, 40));
+        assert!(s.dirty);
+        s.dirty = false;
+        update(&mut s, Msg::Resumed);
+        assert!(s.dirty);
+    }
+
+    #[test]
+    fn custom_keymap_drives_update() {
+        let overrides = crate::yaml::from_str::<crate::config::Config>(
+            std::path::Path::new("config.yaml"),
+            "keys:\n  global:\n    next_view: n\n    quit: ctrl-q\n",
+        )
+        .unwrap()
+        .keymap();
+        let mut s = State::new(overrides, vec![], "dark".into());
+        ch(&mut s, 'n');
+        assert_eq!(s.view, View::Fleets);
+        assert!(ch(&mut s, 'q').is_empty());
+        let q = update(
+            &mut s,
+            Msg::Key(KeyEvent::new(KeyCode::Char('q'), KeyModifiers::CONTROL)),
+        );
+        assert_eq!(q, vec![Command::Quit]);
+    }
+}

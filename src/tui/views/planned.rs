@@ -1,0 +1,78 @@
+//! Views whose features have not landed yet: each says what it will show, so the
+//! navigation and layout are real and honest about what is missing.
+
+use crate::tui::state::View;
+use crate::tui::theme::Theme;
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Paragraph, Widget, Wrap};
+
+/// What each view will show, one line per feature.
+pub fn plan(view: View) -> &'static [&'static str] {
+    match view {
+        View::Offers => &[
+            "GPU offers on Google Cloud: machine type, GPU model and count, zone, vCPUs, RAM, network",
+            "On-demand, spot and flex-start prices per hour and per GPU-hour, with the catalog's date",
+            "Filter with a query such as `gpu=H100 gpus>=8 region=us-* spot<25 gpudirect=rdma`",
+            "Write a fleet file for the selected offer",
+        ],
+        View::Fleets => &[
+            "Fleets from fleet files (dstack's format plus a network block) and the state store",
+            "Plan, apply and delete: local, SSH hosts and GCP backends, with every step shown",
+            "Resources flightdeck created and their hourly cost; leaks found by gc",
+        ],
+        View::Nodes => &[
+            "Every node of the selected fleet: address, machine type, GPUs, NICs, SSH state",
+            "Reconnects with backoff when a node drops; the other nodes carry on",
+        ],
+        View::Panes => &[
+            "A shell pane on every node at once over one SSH connection per node",
+            "Type into one pane or broadcast to all; zoom a pane; scrollback per pane",
+        ],
+        View::Nccl => &[
+            "nccl-tests and torch.distributed benchmarks launched on every node",
+            "busbw drawn as rows arrive, against the expected curve of the machine type",
+            "A verdict, the transport NCCL chose, and the node or link to blame when slow",
+        ],
+        View::Jobs => &[
+            "Training jobs launched with torchrun on every node, detached so they survive you",
+            "Live logs per node; loss, step time, tokens/s and MFU charted from the logs",
+        ],
+        View::Nics => &[
+            "rx/tx of every NIC of every node, per rail, with GPU utilisation and power",
+            "Flags a NIC or node running under half of its peers while traffic flows",
+        ],
+    }
+}
+
+pub fn render(view: View, filter: &str, theme: &Theme, area: Rect, buf: &mut Buffer) {
+    if area.is_empty() {
+        return;
+    }
+    let mut title = vec![Span::styled(format!(" {} ", view.title()), theme.title())];
+    if !filter.is_empty() {
+        title.push(Span::styled(format!("filter: {filter} "), theme.accent()));
+    }
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(theme.border(true))
+        .title(Line::from(title))
+        .style(theme.base());
+    let mut lines = vec![Line::styled("This view will show:", theme.title()), Line::raw("")];
+    for item in plan(view) {
+        lines.push(Line::from(vec![
+            Span::styled(" • ", theme.accent()),
+            Span::styled(*item, theme.base()),
+        ]));
+    }
+    lines.push(Line::raw(""));
+    lines.push(Line::styled(
+        "Not built yet: nothing here is live.",
+        theme.muted(),
+    ));
+    Paragraph::new(lines)
+        .block(block)
+        .wrap(Wrap { trim: false })
+        .render(area, buf);
+}

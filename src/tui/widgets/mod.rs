@@ -1,0 +1,32 @@
+//! Widgets shared by the views: the tab bar, the status bar, the palette and filter entry.
+
+pub mod palette;
+pub mod status_bar;
+pub mod tabs;
+
+use ratatui::layout::Rect;
+
+/// A rectangle of at most `w` x `h` centred in `area`.
+pub fn centered(area: Rect, w: u16, h: u16) -> Rect {
+    let w = w.min(area.width);
+    let h = h.min(area.height);
+    Rect {
+        x: area.x + (area.width - w) / 2,
+        y: area.y + (area.height - h) / 2,
+        width: w,
+        height: h,
+    }
+}
+
+/// Cut `s` to at most `width` characters, marking the cut with '…'.
+pub fn truncate(s: &str, width: usize) -> String {
+    if s.chars().count() <= width {
+        return s.to_string();
+    }
+    if width == 0 {
+        return String::new();
+    }
+    let mut out: String = s.chars().take(width - 1).collect();
+    out.push('…');
+    out
+}

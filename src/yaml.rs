@@ -1,0 +1,189 @@
+//! YAML loading with errors that point at the place: `FILE:LINE:COL: message`.
+//!
+//! Every YAML file flightdeck reads (config, themes, later fleets and jobs) goes through
+//! [`from_str`], so every one of them reports bad input the same way: the file, the line
+//! and column serde_yaml stopped at, the dotted path of the field, and for unknown
+//! fields or names a "did you mean" when one of the expected names is close.
+
+use serde::de::DeserializeOwned;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// A YAML document that could not be read or did not have the expected shape.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct YamlError {
+    pub file: PathBuf,
+    /// 1-based; `None` when the error has no position (e.g. I/O).
+    pub line: Option<usize>,
+    pub column: Option<usize>,
+    pub message: String,
+}
+
+impl fmt::Display for YamlError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.line, self.column) {
+            (Some(l), Some(c)) => write!(f, "{}:{}:{}: {}", self.file.display(), l, c, self.message),
+            _ => write!(f, "{}: {}", self.file.display(), self.message),
+        }
+    }
+}
+
+/// Parse `text` (the contents of `file`) into `T`.
+///
+/// A document that is empty or holds only comments parses as `T::default()`.
+pub fn from_str<T: DeserializeOwned + Default>(file: &Path, text: &str) -> Result<T, YamlError> {
+    if is_blank(text) {
+        return Ok(T::default());
+    }
+    serde_yaml::from_str(text).map_err(|e| convert(file, &e))
+}
+
+/// Read and parse a file; I/O errors name the file.
+pub fn from_file<T: DeserializeOwned + Default>(file: &Path) -> Result<T, YamlError> {
+    let text = std::fs::read_to_string(file).map_err(|e| YamlError {
+        file: file.to_path_buf(),
+        line: None,
+        column: None,
+        message: format!("cannot read: {e}"),
+    })?;
+    from_str(file, &text)
+}
+
+fn is_blank(text: &str) -> bool {
+    text.lines().all(|l| {
+        let t = l.trim();
+        t.is_empty() || t.starts_with('#') || t == "---"
+    })
+}
+
+/// Turn a serde_yaml error into a [`YamlError`], moving serde_yaml's
+/// " at line L column C" suffix into fields and adding a suggestion.
+pub fn convert(file: &Path, e: &serde_yaml::Error) -> YamlError {
+    let mut message = e.to_string();
+    let (line, column) = match e.location() {
+        Some(loc) => {
+            let suffix = format!(" at line {} column {}", loc.line(), loc.column());
+            if let Some(pos) = message.find(&suffix) {
+                message.replace_range(pos..pos + suffix.len(), "");
+            }
+            (Some(loc.line()), Some(loc.column()))
+        }
+        None => (None, None),
+    };
+    if let Some(hint) = suggestion(&message) {
+        message.push_str(&format!("; did you mean `{hint}`?"));
+    }
+    YamlError {
+        file: file.to_path_buf(),
+        line,
+        column,
+        message,
+    }
+}
+
+/// For serde's "unknown field `x`, expected one of `a`, `b`" (and "unknown variant"),
+/// the expected name closest to `x`, when it is close enough to be a likely typo.
+pub fn suggestion(message: &str) -> Option<String> {
+    let start = message
+        .find("unknown field `")
+        .map(|p| p + "unknown field `".len())
+        .or_else(|| {
+            message
+                .find("unknown variant `")
+                .map(|p| p + "unknown variant `".len())
+        })?;
+    let rest = &message[start..];
+    let end = rest.find('`')?;
+    let wrong = &rest[..end];
+    let expected = &rest[end + 1..];
+    let candidates: Vec<&str> = expected
+        .split('`')
+        .enumerate()
+        .filter(|(i, _)| i % 2 == 1)
+        .map(|(_, s)| s)
+        .collect();
+    closest(wrong, candidates.iter().copied())
+}
+
+/// The candidate nearest to `wrong` by edit distance, if within a third of its length (at least 1).
+pub fn closest<'a>(wrong: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<String> {
+    let limit = (wrong.chars().count() / 3).max(1);
+    candidates
+        .into_iter()
+        .map(|c| (edit_distance(&wrong.to_lowercase(), &c.to_lowercase()), c))
+        .filter(|(d, _)| *d <= limit)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c.to_string())
+}
+
+/// Edit distance counting a swap of two neighbouring characters as one edit
+/// (optimal string alignment), so `lihgt` is one edit from `light`.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut v = (d[i - 1][j] + 1).min(d[i][j - 1] + 1).min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                v = v.min(d[i - 2][j - 2] + 1);
+            }
+            d[i][j] = v;
+        }
+    }
+    d[a.len()][b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+
+    #[derive(Debug, Default, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Doc {
+        #[allow(dead_code)]
+        name: Option<String>,
+        #[allow(dead_code)]
+        count: Option<u32>,
+    }
+
+    #[test]
+    fn unknown_field_has_position_and_suggestion() {
+        let e = from_str::<Doc>(Path::new("a.yaml"), "name: x\ncuont: 3\n").unwrap_err();
+        assert_eq!((e.line, e.column), (Some(2), Some(1)));
+        assert!(e.message.contains("unknown field `cuont`"), "{e}");
+        assert!(e.message.ends_with("did you mean `count`?"), "{e}");
+        assert!(e.to_string().starts_with("a.yaml:2:1: "), "{e}");
+        assert!(!e.to_string().contains(" at line "), "{e}");
+    }
+
+    #[test]
+    fn wrong_type_names_the_field() {
+        let e = from_str::<Doc>(Path::new("b.yaml"), "name: x\ncount: many\n").unwrap_err();
+        assert_eq!(e.line, Some(2));
+        assert!(e.message.starts_with("count: invalid type"), "{e}");
+    }
+
+    #[test]
+    fn blank_and_comment_only_documents_are_default() {
+        assert!(from_str::<Doc>(Path::new("c"), "").is_ok());
+        assert!(from_str::<Doc>(Path::new("c"), "# only\n\n  # comments\n").is_ok());
+    }
+
+    #[test]
+    fn no_suggestion_when_nothing_is_close() {
+        assert_eq!(
+            suggestion("unknown field `zzzzzz`, expected `name` or `count`"),
+            None
+        );
+        assert_eq!(closest("thme", ["theme", "keys"]), Some("theme".into()));
+    }
+}

@@ -1,0 +1,220 @@
+//! The headless CLI: help for every subcommand, exit codes, config places and errors.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+fn flightdeck(home: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_flightdeck"))
+        .args(args)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run flightdeck")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn every_subcommand_has_complete_help() {
+    let home = tempfile::tempdir().unwrap();
+    let cases: &[(&[&str], &[&str])] = &[
+        (
+            &[],
+            &[
+                "offers",
+                "fleet",
+                "exec",
+                "nccl",
+                "nics",
+                "job",
+                "config",
+                "--theme",
+                "--log-level",
+            ],
+        ),
+        (
+            &["offers"],
+            &[
+                "--gpu",
+                "--gpus",
+                "--region",
+                "--zone",
+                "--pricing",
+                "--max-price",
+                "--sort",
+                "--refresh",
+                "--json",
+            ],
+        ),
+        (&["fleet"], &["validate", "plan", "apply", "list", "delete", "gc"]),
+        (&["fleet", "validate"], &["FILES"]),
+        (&["fleet", "plan"], &["--json"]),
+        (&["fleet", "apply"], &["--yes"]),
+        (&["fleet", "list"], &["--json"]),
+        (&["fleet", "delete"], &["--yes", "NAME"]),
+        (&["fleet", "gc"], &["--yes"]),
+        (&["exec"], &["--nodes", "FLEET", "CMD"]),
+        (&["nccl"], &["run", "parse"]),
+        (
+            &["nccl", "run"],
+            &[
+                "--test",
+                "-b",
+                "-e",
+                "-f",
+                "-g",
+                "--engine",
+                "--profile",
+                "--json",
+                "tcpxo",
+            ],
+        ),
+        (&["nccl", "parse"], &["FILE", "--json"]),
+        (&["nics"], &["--interval", "--samples", "--json"]),
+        (&["job"], &["run", "list", "logs", "stop"]),
+        (&["job", "logs"], &["--node", "--follow"]),
+        (&["config"], &["path", "default", "check"]),
+    ];
+    for (args, expected) in cases {
+        let mut full = args.to_vec();
+        full.push("--help");
+        let out = flightdeck(home.path(), &full);
+        let help = text(&out.stdout);
+        assert!(out.status.success(), "{full:?}: {}", text(&out.stderr));
+        for word in *expected {
+            assert!(
+                help.contains(word),
+                "`flightdeck {}` help lacks {word}:\n{help}",
+                full.join(" ")
+            );
+        }
+    }
+}
+
+#[test]
+fn subcommands_not_landed_exit_2_with_one_line() {
+    let home = tempfile::tempdir().unwrap();
+    for args in [
+        &["offers", "--json"][..],
+        &["fleet", "list"],
+        &["exec", "f", "--", "hostname"],
+        &["nccl", "parse", "-"],
+        &["nccl", "run", "f"],
+        &["nics", "f"],
+        &["job", "list"],
+    ] {
+        let out = flightdeck(home.path(), args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = text(&out.stderr);
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains("not available in this build yet"), "{err}");
+        assert!(out.stdout.is_empty());
+    }
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let home = tempfile::tempdir().unwrap();
+    let out = flightdeck(home.path(), &["offers", "--pricing", "cheap"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("on-demand"));
+    assert_eq!(
+        flightdeck(home.path(), &["fleet", "validate"]).status.code(),
+        Some(2)
+    );
+    assert_eq!(
+        flightdeck(home.path(), &["--log-level", "loud"]).status.code(),
+        Some(2)
+    );
+}
+
+#[test]
+fn config_paths_follow_the_environment() {
+    let home = tempfile::tempdir().unwrap();
+    let out = flightdeck(home.path(), &["config", "path"]);
+    assert_eq!(
+        text(&out.stdout).trim(),
+        home.path()
+            .join(".config/flightdeck/config.yaml")
+            .display()
+            .to_string()
+    );
+    let out = flightdeck(home.path(), &["config", "path", "--log"]);
+    assert_eq!(
+        text(&out.stdout).trim(),
+        home.path()
+            .join(".local/state/flightdeck/flightdeck.log")
+            .display()
+            .to_string()
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_flightdeck"))
+        .args(["config", "path", "--state"])
+        .env("FLIGHTDECK_HOME", "/fd")
+        .env("XDG_STATE_HOME", "/xdg")
+        .output()
+        .unwrap();
+    assert_eq!(text(&out.stdout).trim(), "/fd/state");
+}
+
+#[test]
+fn config_default_and_check() {
+    let home = tempfile::tempdir().unwrap();
+    let out = flightdeck(home.path(), &["config", "default"]);
+    assert!(out.status.success());
+    let default = text(&out.stdout);
+    assert!(
+        default.contains("# theme: dark") && default.contains("#     quit: [q, ctrl-c]"),
+        "{default}"
+    );
+
+    let out = flightdeck(home.path(), &["config", "check"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let report = text(&out.stdout);
+    assert!(
+        report.contains("(absent: defaults)") && report.contains("colorblind"),
+        "{report}"
+    );
+
+    let cfg = home.path().join(".config/flightdeck/config.yaml");
+    std::fs::create_dir_all(cfg.parent().unwrap()).unwrap();
+    std::fs::write(&cfg, &default).unwrap();
+    assert!(
+        flightdeck(home.path(), &["config", "check"]).status.success(),
+        "the default file is valid"
+    );
+
+    std::fs::write(
+        &cfg,
+        "theme: dark\nkeys:\n  global:\n    quit: [q, x]\n    help: x\n",
+    )
+    .unwrap();
+    let out = flightdeck(home.path(), &["config", "check"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "{}:5:11: keys.global.help: duplicate chord `x` for `help`",
+            cfg.display()
+        )),
+        "{err}"
+    );
+
+    std::fs::write(&cfg, "theme: solarized\n").unwrap();
+    let err = text(&flightdeck(home.path(), &["config", "check"]).stderr);
+    assert!(
+        err.contains("unknown theme `solarized`; available: colorblind, dark, high-contrast, light"),
+        "{err}"
+    );
+}
+
+#[test]
+fn the_cockpit_needs_a_terminal() {
+    let home = tempfile::tempdir().unwrap();
+    let out = flightdeck(home.path(), &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("the cockpit needs a terminal"));
+}

@@ -1,0 +1,165 @@
+//! End to end: the real binary in a real terminal (tmux), driven by keys.
+
+mod support;
+
+use std::time::Duration;
+use support::tmux::{self, Tmux};
+
+macro_rules! require_tmux {
+    () => {
+        if !tmux::tmux_available() {
+            panic!("tmux is not installed: run ./scripts/test.sh, which installs it");
+        }
+    };
+}
+
+/// The terminal is back to normal: alternate screen left, cursor visible.
+fn assert_restored(t: &Tmux) {
+    assert_eq!(
+        t.pane("#{alternate_on}"),
+        "0",
+        "alternate screen left; screen:\n{}",
+        t.screen()
+    );
+    assert_eq!(
+        t.pane("#{cursor_flag}"),
+        "1",
+        "cursor visible; screen:\n{}",
+        t.screen()
+    );
+}
+
+#[test]
+fn help_views_palette_and_quit() {
+    require_tmux!();
+    let t = Tmux::start(&[], &[], 100, 30);
+    t.wait_text("1 Offers");
+    t.wait_text("? help");
+    assert_eq!(t.pane("#{alternate_on}"), "1");
+
+    t.keys(&["?"]);
+    t.wait_text("Help: keys and commands");
+    t.keys(&["Escape"]);
+    t.wait_gone("Help: keys and commands");
+
+    t.keys(&["Tab"]);
+    t.wait_text("┌ Fleets ");
+
+    t.keys(&[":"]);
+    t.wait_text("┌ command ");
+    t.type_text("nics");
+    t.wait_text(":nics");
+    t.keys(&["Enter"]);
+    t.wait_text("┌ NICs ");
+    t.wait_gone("┌ command ");
+
+    t.keys(&["q"]);
+    assert_eq!(t.wait_exit(), 0);
+    assert_restored(&t);
+    let log = std::fs::read_to_string(t.fd_home().join("state/flightdeck.log")).unwrap();
+    assert!(
+        log.contains("cockpit started") && log.contains("quit"),
+        "log:\n{log}"
+    );
+}
+
+#[test]
+fn idle_cockpit_draws_nothing_and_burns_no_cpu() {
+    require_tmux!();
+    let t = Tmux::start(&[], &[], 80, 24);
+    t.wait_text("? help");
+    let pid = t.app_pid();
+    std::thread::sleep(Duration::from_millis(300));
+    let (ticks0, written0) = tmux::proc_usage(pid);
+    std::thread::sleep(Duration::from_secs(2));
+    let (ticks1, written1) = tmux::proc_usage(pid);
+    assert_eq!(
+        written1, written0,
+        "no bytes written (no redraw, no log) while idle"
+    );
+    // A busy loop would use ~200 ticks in 2 s; an idle event loop none.
+    assert!(ticks1 - ticks0 <= 2, "{} CPU ticks while idle", ticks1 - ticks0);
+    t.keys(&["C-c"]);
+    assert_eq!(t.wait_exit(), 0);
+}
+
+#[test]
+fn panic_restores_the_terminal() {
+    require_tmux!();
+    let t = Tmux::start(&[], &[("FLIGHTDECK_TEST_PANIC", "1")], 80, 24);
+    assert_eq!(t.wait_exit(), 101);
+    assert_restored(&t);
+    t.wait_text("panicking after the first frame");
+}
+
+#[test]
+fn ctrl_z_suspends_and_fg_resumes() {
+    require_tmux!();
+    let t = Tmux::shell(&[], 80, 24);
+    t.run_flightdeck_line("");
+    t.wait_text("? help");
+    let pid = t.app_pid();
+    t.keys(&["3"]);
+    t.wait_text("┌ Nodes ");
+    t.keys(&["C-z"]);
+    t.wait_for("the process to stop", |_| tmux::proc_state(pid) == 'T');
+    t.wait_text("Stopped");
+    assert_restored(&t);
+    t.type_text("fg");
+    t.keys(&["Enter"]);
+    t.wait_for("the cockpit to come back", |s| {
+        s.contains("┌ Nodes ") && s.contains("? help")
+    });
+    assert_eq!(t.pane("#{alternate_on}"), "1");
+    t.keys(&["q"]);
+    t.wait_gone("? help");
+    t.echo_exit_status();
+    assert_eq!(t.wait_exit(), 0);
+    assert_restored(&t);
+}
+
+#[test]
+fn bad_config_is_reported_on_the_normal_screen() {
+    require_tmux!();
+    let home = tempfile::tempdir().unwrap();
+    let cfg = home.path().join("config.yaml");
+    tmux::write(&cfg, "theme: dark\nkeys:\n  global:\n    quit: q\n    hlep: h\n");
+    let fd_home = home.path().display().to_string();
+    let t = Tmux::start(&[], &[("FLIGHTDECK_HOME", &fd_home)], 120, 24);
+    assert_eq!(t.wait_exit(), 1);
+    let screen = t.screen();
+    assert!(
+        screen.contains("config.yaml:5:5: keys.global: unknown action `hlep`"),
+        "{screen}"
+    );
+    assert!(screen.contains("did you mean `help`?"), "{screen}");
+    assert_restored(&t);
+}
+
+#[test]
+fn theme_flag_and_user_theme() {
+    require_tmux!();
+    let t = Tmux::start(&["--theme", "nope"], &[], 100, 24);
+    assert_eq!(t.wait_exit(), 1);
+    t.wait_text("unknown theme `nope`");
+    let t = Tmux::start(&["--theme", "light"], &[], 250, 24);
+    t.wait_text("? help");
+    // A user theme dropped into the config dir is offered by :theme and loaded.
+    let dark = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/themes/dark.yaml")).unwrap();
+    tmux::write(&t.fd_home().join("themes/mine.yaml"), &dark);
+    tmux::write(
+        &t.fd_home().join("themes/broken.yaml"),
+        &dark.replace("rx: ", "rxx: "),
+    );
+    t.keys(&[":"]);
+    t.type_text("theme mine");
+    t.keys(&["Enter"]);
+    t.wait_text("theme: mine");
+    t.keys(&[":"]);
+    t.type_text("theme broken");
+    t.keys(&["Enter"]);
+    t.wait_text("unknown field `rxx`");
+    t.wait_text("broken.yaml:");
+    t.keys(&["q"]);
+    assert_eq!(t.wait_exit(), 0);
+}

@@ -1,0 +1,283 @@
+//! Views through ratatui's TestBackend: insta snapshots of every view and overlay at
+//! 80x24 and 160x48, cell-level colour checks for key roles, and every widget at tiny
+//! sizes without panic. States are reached through `update`, as a user would.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use flightdeck::tui::action::Context;
+use flightdeck::tui::keymap::Keymap;
+use flightdeck::tui::state::{Msg, Overlay, State, StatusMessage, View};
+use flightdeck::tui::theme::{Theme, Tone, EMBEDDED};
+use flightdeck::tui::update::update;
+use flightdeck::tui::views::{self, help, planned};
+use flightdeck::tui::widgets::palette::{FilterWidget, PaletteWidget};
+use flightdeck::tui::widgets::status_bar::StatusBar;
+use flightdeck::tui::widgets::tabs::TabBar;
+use ratatui::backend::TestBackend;
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Modifier};
+use ratatui::widgets::Widget;
+use ratatui::Terminal;
+
+const SIZES: [(u16, u16); 2] = [(80, 24), (160, 48)];
+
+fn state() -> State {
+    let themes = EMBEDDED.iter().map(|(n, _)| n.to_string()).collect();
+    State::new(Keymap::defaults(), themes, "dark".into())
+}
+
+fn keys(s: &mut State, text: &str) {
+    for c in text.chars() {
+        let code = match c {
+            '\t' => KeyCode::Tab,
+            '\n' => KeyCode::Enter,
+            c => KeyCode::Char(c),
+        };
+        update(s, Msg::Key(KeyEvent::new(code, KeyModifiers::NONE)));
+    }
+}
+
+fn draw(s: &State, theme: &Theme, w: u16, h: u16) -> Terminal<TestBackend> {
+    let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
+    t.draw(|f| views::draw(s, theme, f)).unwrap();
+    t
+}
+
+fn snapshot(name: &str, s: &State) {
+    let theme = Theme::default_theme();
+    for (w, h) in SIZES {
+        let t = draw(s, &theme, w, h);
+        insta::assert_snapshot!(format!("{name}_{w}x{h}"), t.backend());
+    }
+}
+
+#[test]
+fn every_view() {
+    for v in View::ALL {
+        let mut s = state();
+        keys(&mut s, &(v.index() + 1).to_string());
+        assert_eq!(s.view, v);
+        snapshot(&format!("view_{}", v.command()), &s);
+    }
+}
+
+#[test]
+fn help_overlay() {
+    let mut s = state();
+    keys(&mut s, "?");
+    snapshot("help", &s);
+    keys(&mut s, "jjjjjjjjjjjjjjjjjjjjjjjjjjjjjj");
+    snapshot("help_scrolled", &s);
+}
+
+#[test]
+fn command_palette() {
+    let mut s = state();
+    keys(&mut s, ":n\t");
+    snapshot("palette", &s);
+}
+
+#[test]
+fn filter_entry_and_filtered_title() {
+    let mut s = state();
+    keys(&mut s, "/gpu=H100 gpus>=8");
+    snapshot("filter_entry", &s);
+    keys(&mut s, "\n");
+    snapshot("filtered", &s);
+}
+
+#[test]
+fn status_message() {
+    let mut s = state();
+    keys(&mut s, ":bogus\n");
+    snapshot("status_error", &s);
+}
+
+#[test]
+fn too_small_says_so() {
+    let theme = Theme::default_theme();
+    let t = draw(&state(), &theme, 19, 4);
+    insta::assert_snapshot!("too_small_19x4", t.backend());
+    let t = draw(&state(), &theme, 20, 5);
+    let text = format!("{}", t.backend());
+    assert!(!text.contains("too small"), "{text}");
+    assert!(text.contains("Offers"), "{text}");
+}
+
+fn cell(t: &Terminal<TestBackend>, x: u16, y: u16) -> ratatui::buffer::Cell {
+    t.backend().buffer()[(x, y)].clone()
+}
+
+/// The x of the first occurrence of `needle` on row `y`.
+fn find(t: &Terminal<TestBackend>, y: u16, needle: &str) -> u16 {
+    let row: String = (0..t.backend().buffer().area.width)
+        .map(|x| cell(t, x, y).symbol().to_string())
+        .collect();
+    row.find(needle)
+        .unwrap_or_else(|| panic!("{needle:?} not on row {y}: {row}")) as u16
+}
+
+#[test]
+fn active_tab_and_key_hints_use_the_theme() {
+    let mut s = state();
+    keys(&mut s, "3");
+    let theme = Theme::default_theme();
+    let t = draw(&s, &theme, 100, 24);
+    let active = cell(&t, find(&t, 0, "Nodes"), 0);
+    assert_eq!(active.bg, theme.tab(true).bg.unwrap());
+    assert_eq!(
+        active.bg,
+        Color::Rgb(0x61, 0xaf, 0xef),
+        "dark theme's tab_active_bg"
+    );
+    let inactive = cell(&t, find(&t, 0, "Offers"), 0);
+    assert_eq!(inactive.fg, theme.tab(false).fg.unwrap());
+    let hint = cell(&t, find(&t, 23, "? help"), 23);
+    assert_eq!(hint.fg, theme.key_hint().fg.unwrap());
+    let fail = {
+        keys(&mut s, ":bogus\n");
+        let t = draw(&s, &theme, 100, 24);
+        cell(&t, find(&t, 23, "unknown"), 23)
+    };
+    assert_eq!(fail.fg, theme.tone(Tone::Fail).fg.unwrap());
+}
+
+#[test]
+fn no_color_is_monochrome_with_reverse_video() {
+    let dir = tempfile::tempdir().unwrap();
+    let paths = flightdeck::paths::Paths {
+        config_dir: dir.path().into(),
+        state_dir: dir.path().join("s"),
+    };
+    let theme = Theme::load("dark", &paths, true).unwrap();
+    let mut s = state();
+    keys(&mut s, "2:n\t");
+    let t = draw(&s, &theme, 100, 24);
+    for c in t.backend().buffer().content() {
+        assert!(matches!(c.fg, Color::Reset), "colour {:?} under NO_COLOR", c.fg);
+        assert!(matches!(c.bg, Color::Reset), "colour {:?} under NO_COLOR", c.bg);
+    }
+    assert!(
+        cell(&t, find(&t, 0, "Fleets"), 0)
+            .modifier
+            .contains(Modifier::REVERSED),
+        "active tab"
+    );
+    // The selected completion is the first candidate row inside the palette.
+    let (row, x) = (0..24)
+        .find_map(|y| {
+            let text: String = (0..100).map(|x| cell(&t, x, y).symbol().to_string()).collect();
+            text.find(" nodes ")
+                .filter(|_| text.contains("go to the Nodes"))
+                .map(|x| (y, x as u16 + 1))
+        })
+        .expect("selected candidate row");
+    assert!(
+        cell(&t, x, row).modifier.contains(Modifier::REVERSED),
+        "selection by reverse video"
+    );
+}
+
+/// Render `w` into a buffer of `area`'s size (offset to test non-zero origins too).
+fn render_at(area: Rect, w: impl Widget) {
+    let mut buf = Buffer::empty(Rect {
+        x: 0,
+        y: 0,
+        width: area.x + area.width,
+        height: area.y + area.height,
+    });
+    w.render(area, &mut buf);
+}
+
+#[test]
+fn every_widget_survives_tiny_sizes() {
+    let mut themes: Vec<Theme> = EMBEDDED
+        .iter()
+        .map(|(n, _)| Theme::embedded(n).unwrap().unwrap())
+        .collect();
+    let mut mono = Theme::default_theme();
+    mono.monochrome = true;
+    themes.push(mono);
+    let mut palette_state = state();
+    keys(&mut palette_state, ":n\t\t");
+    let Overlay::Palette(palette) = &palette_state.overlay else {
+        panic!()
+    };
+    let mut filter_state = state();
+    keys(&mut filter_state, "/abc");
+    let Overlay::Filter(entry) = &filter_state.overlay else {
+        panic!()
+    };
+    let km = Keymap::defaults();
+    let msg = StatusMessage {
+        text: "a long status message that will not fit".into(),
+        tone: Tone::Warn,
+    };
+    for theme in &themes {
+        for (w, h) in [(0, 0), (1, 1), (2, 1), (20, 5), (3, 20), (40, 2)] {
+            for (x, y) in [(0, 0), (3, 2)] {
+                let area = Rect {
+                    x,
+                    y,
+                    width: w,
+                    height: h,
+                };
+                render_at(
+                    area,
+                    TabBar {
+                        active: View::Nics,
+                        theme,
+                    },
+                );
+                render_at(
+                    area,
+                    StatusBar {
+                        theme,
+                        keymap: &km,
+                        context: Context::Global,
+                        filterable: true,
+                        message: Some(&msg),
+                        left: "Offers".into(),
+                    },
+                );
+                render_at(
+                    area,
+                    StatusBar {
+                        theme,
+                        keymap: &km,
+                        context: Context::Input,
+                        filterable: false,
+                        message: None,
+                        left: "x".repeat(300),
+                    },
+                );
+                render_at(area, PaletteWidget { palette, theme });
+                render_at(area, FilterWidget { entry, theme });
+                render_at(
+                    area,
+                    help::HelpOverlay {
+                        keymap: &km,
+                        scroll: 10_000,
+                        theme,
+                    },
+                );
+                let mut buf = Buffer::empty(Rect {
+                    x: 0,
+                    y: 0,
+                    width: x + w,
+                    height: y + h,
+                });
+                planned::render(View::Nccl, "filter text", theme, area, &mut buf);
+                for s in [state(), palette_state.clone(), filter_state.clone()] {
+                    let mut buf = Buffer::empty(Rect {
+                        x: 0,
+                        y: 0,
+                        width: x + w,
+                        height: y + h,
+                    });
+                    views::render(&s, theme, area, &mut buf);
+                }
+            }
+        }
+    }
+}
