@@ -496,4 +496,93 @@ mod tests {
             assert_ne!(t.selection().bg, t.base().bg, "{name}: selection visible");
         }
     }
+
+    /// Simulated colour-vision deficiency (Machado et al. 2009, severity 1) in linear
+    /// RGB, then CIE76 distance in L*a*b*: how far apart two colours look.
+    fn cvd_distance(a: Color, b: Color, matrix: Option<[[f64; 3]; 3]>) -> f64 {
+        fn lin(c: u8) -> f64 {
+            let c = f64::from(c) / 255.0;
+            if c <= 0.04045 {
+                c / 12.92
+            } else {
+                ((c + 0.055) / 1.055).powf(2.4)
+            }
+        }
+        fn lab(c: [f64; 3]) -> [f64; 3] {
+            let [r, g, b] = c;
+            let x = (0.4124 * r + 0.3576 * g + 0.1805 * b) / 0.95047;
+            let y = 0.2126 * r + 0.7152 * g + 0.0722 * b;
+            let z = (0.0193 * r + 0.1192 * g + 0.9505 * b) / 1.08883;
+            let f = |t: f64| {
+                if t > 0.008856 {
+                    t.cbrt()
+                } else {
+                    7.787 * t + 16.0 / 116.0
+                }
+            };
+            [116.0 * f(y) - 16.0, 500.0 * (f(x) - f(y)), 200.0 * (f(y) - f(z))]
+        }
+        let see = |c: Color| {
+            let Color::Rgb(r, g, b) = c else {
+                panic!("expected an RGB colour, got {c:?}")
+            };
+            let v = [lin(r), lin(g), lin(b)];
+            let v = match matrix {
+                None => v,
+                Some(m) => {
+                    [0, 1, 2].map(|i| (m[i][0] * v[0] + m[i][1] * v[1] + m[i][2] * v[2]).clamp(0.0, 1.0))
+                }
+            };
+            lab(v)
+        };
+        let (p, q) = (see(a), see(b));
+        ((p[0] - q[0]).powi(2) + (p[1] - q[1]).powi(2) + (p[2] - q[2]).powi(2)).sqrt()
+    }
+
+    #[test]
+    fn colorblind_theme_pairs_stay_apart_under_every_deficiency() {
+        const PROTAN: [[f64; 3]; 3] = [
+            [0.152286, 1.052583, -0.204868],
+            [0.114503, 0.786281, 0.099216],
+            [-0.003882, -0.048116, 1.051998],
+        ];
+        const DEUTAN: [[f64; 3]; 3] = [
+            [0.367322, 0.860646, -0.227968],
+            [0.280085, 0.672501, 0.047413],
+            [-0.011820, 0.042940, 0.968881],
+        ];
+        const TRITAN: [[f64; 3]; 3] = [
+            [1.255528, -0.076749, -0.178779],
+            [-0.078411, 0.930809, 0.147602],
+            [0.004733, 0.691367, 0.303900],
+        ];
+        let t = Theme::embedded("colorblind").unwrap().unwrap();
+        let pairs = [
+            ("rx/tx", t.rx().fg.unwrap(), t.tx().fg.unwrap()),
+            (
+                "pass/fail",
+                t.tone(Tone::Pass).fg.unwrap(),
+                t.tone(Tone::Fail).fg.unwrap(),
+            ),
+        ];
+        for (name, a, b) in pairs {
+            for (vision, m) in [
+                ("normal", None),
+                ("protanopia", Some(PROTAN)),
+                ("deuteranopia", Some(DEUTAN)),
+                ("tritanopia", Some(TRITAN)),
+            ] {
+                let d = cvd_distance(a, b, m);
+                assert!(d >= 40.0, "{name} under {vision}: delta E {d:.0} < 40");
+            }
+        }
+        // The check can fail: the dark theme's green/red pass/fail collapses under deuteranopia.
+        let dark = Theme::default_theme();
+        let d = cvd_distance(
+            dark.tone(Tone::Pass).fg.unwrap(),
+            dark.tone(Tone::Fail).fg.unwrap(),
+            Some(DEUTAN),
+        );
+        assert!(d < 40.0, "{d}");
+    }
 }
