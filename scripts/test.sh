@@ -11,6 +11,7 @@ command -v tmux >/dev/null 2>&1 || need+=(tmux)
 command -v ssh-keygen >/dev/null 2>&1 || need+=(openssh-client)
 command -v iperf3 >/dev/null 2>&1 || need+=(iperf3)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
+command -v ping >/dev/null 2>&1 || need+=(iputils-ping)
 command -v bash >/dev/null 2>&1 || need+=(bash)
 
 if [ ${#need[@]} -gt 0 ]; then

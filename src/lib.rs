@@ -2,8 +2,13 @@
 //! See DESIGN.md beside the repository for the architecture.
 
 pub mod cli;
+pub mod cloud;
 pub mod config;
+pub mod exec;
+pub mod fleet;
 pub mod logging;
 pub mod paths;
+pub mod ssh;
+pub mod store;
 pub mod tui;
 pub mod yaml;

@@ -141,6 +141,42 @@ fn edit_distance(a: &str, b: &str) -> usize {
     d[a.len()][b.len()]
 }
 
+/// Where the key at `path` (a chain of block-mapping keys, e.g. `["ssh_config", "hosts"]`)
+/// is written in `text`, as 1-based (line, column) of the key. For checks that span
+/// fields and so happen after parsing, when serde has no position to give. Handles the
+/// block style fleet and config files use (`key:` lines, `- key:` list items); returns
+/// `None` for paths it cannot find, e.g. in flow style.
+pub fn locate(text: &str, path: &[&str]) -> Option<(usize, usize)> {
+    let mut stack: Vec<(usize, String)> = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let trimmed = line.trim_start();
+        if trimmed.is_empty() || trimmed.starts_with('#') || trimmed.starts_with("---") {
+            continue;
+        }
+        let mut indent = line.len() - trimmed.len();
+        let mut rest = trimmed;
+        while let Some(r) = rest.strip_prefix("- ") {
+            indent += 2;
+            rest = r.trim_start();
+        }
+        let Some((key, _)) = rest.split_once(':') else {
+            continue;
+        };
+        let key = key.trim().trim_matches(|c| c == '"' || c == '\'');
+        if key.is_empty() || key.contains(' ') {
+            continue;
+        }
+        while stack.last().is_some_and(|(i, _)| *i >= indent) {
+            stack.pop();
+        }
+        stack.push((indent, key.to_string()));
+        if stack.len() == path.len() && stack.iter().zip(path).all(|((_, k), p)| k == p) {
+            return Some((n + 1, indent + 1));
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -176,6 +212,21 @@ mod tests {
     fn blank_and_comment_only_documents_are_default() {
         assert!(from_str::<Doc>(Path::new("c"), "").is_ok());
         assert!(from_str::<Doc>(Path::new("c"), "# only\n\n  # comments\n").is_ok());
+    }
+
+    #[test]
+    fn locate_finds_nested_keys() {
+        let text = "# c\ntype: fleet\nssh_config:\n  user: u\n  hosts:\n    - hostname: a\n      port: 22\nname: x\n";
+        assert_eq!(locate(text, &["type"]), Some((2, 1)));
+        assert_eq!(locate(text, &["ssh_config", "hosts"]), Some((5, 3)));
+        assert_eq!(
+            locate(text, &["ssh_config", "hosts", "port"]),
+            Some((7, 7)),
+            "list items flatten"
+        );
+        assert_eq!(locate(text, &["ssh_config", "hosts", "hostname"]), Some((6, 7)));
+        assert_eq!(locate(text, &["name"]), Some((8, 1)));
+        assert_eq!(locate(text, &["user"]), None);
     }
 
     #[test]

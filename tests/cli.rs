@@ -57,7 +57,10 @@ fn every_subcommand_has_complete_help() {
         (&["fleet", "list"], &["--json"]),
         (&["fleet", "delete"], &["--yes", "NAME"]),
         (&["fleet", "gc"], &["--yes"]),
-        (&["exec"], &["--nodes", "FLEET", "CMD"]),
+        (
+            &["exec"],
+            &["--nodes", "FLEET", "CMD", "--fanout", "--collapse", "--json"],
+        ),
         (&["nccl"], &["run", "parse"]),
         (
             &["nccl", "run"],
@@ -100,8 +103,6 @@ fn subcommands_not_landed_exit_2_with_one_line() {
     let home = tempfile::tempdir().unwrap();
     for args in [
         &["offers", "--json"][..],
-        &["fleet", "list"],
-        &["exec", "f", "--", "hostname"],
         &["nccl", "parse", "-"],
         &["nccl", "run", "f"],
         &["nics", "f"],

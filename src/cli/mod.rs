@@ -3,6 +3,9 @@
 //! (and 2 for a subcommand whose feature has not landed in this build).
 
 mod config_cmd;
+mod exec_cmd;
+mod fleet_cmd;
+pub mod prompt;
 
 use crate::config::{Config, LogLevel};
 use crate::paths::Paths;
@@ -27,6 +30,11 @@ pub struct Cli {
     /// Level of the log file in the state dir (overrides the config file).
     #[arg(long, global = true, value_name = "LEVEL")]
     pub log_level: Option<LogLevel>,
+
+    /// Accept and remember the host keys of SSH hosts not yet in known_hosts, without
+    /// asking (a changed key is still refused).
+    #[arg(long, global = true)]
+    pub accept_new_host_keys: bool,
 
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -152,6 +160,15 @@ pub struct ExecArgs {
     /// Only these node indices, e.g. 0,2.
     #[arg(long, value_delimiter = ',', value_name = "N,N")]
     pub nodes: Vec<usize>,
+    /// Run on at most this many nodes at once.
+    #[arg(long, default_value_t = 64, value_name = "N")]
+    pub fanout: usize,
+    /// Group nodes whose output is identical (like `dshbak -c`), printed at the end.
+    #[arg(long)]
+    pub collapse: bool,
+    /// Print one JSON document with each node's output and exit code.
+    #[arg(long, conflicts_with = "collapse")]
+    pub json: bool,
     /// The command to run on each node (after --).
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -280,8 +297,7 @@ impl Command {
     fn not_landed(&self) -> Option<&'static str> {
         Some(match self {
             Command::Offers(_) => "the offers catalog",
-            Command::Fleet(_) => "fleets and the state store",
-            Command::Exec(_) => "fleets and the SSH layer",
+            Command::Fleet(_) | Command::Exec(_) => return None,
             Command::Nccl(NcclCommand::Run { .. }) => "the NCCL runner",
             Command::Nccl(NcclCommand::Parse { .. }) => "the nccl-tests parser",
             Command::Nics(_) => "NIC telemetry",
@@ -309,8 +325,16 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match &cli.command {
         None => run_tui(&cli, &paths),
         Some(Command::Config(c)) => config_cmd::run(c, &cli, &paths),
+        Some(Command::Fleet(c)) => {
+            init_cli_logging(&cli, &paths);
+            fleet_cmd::run(c, &cli, &paths)
+        }
+        Some(Command::Exec(a)) => {
+            init_cli_logging(&cli, &paths);
+            exec_cmd::run(a, &cli, &paths)
+        }
         Some(other) => {
-            let feature = other.not_landed().expect("config is handled above");
+            let feature = other.not_landed().expect("landed commands are handled above");
             eprintln!(
                 "flightdeck {}: not available in this build yet ({} has not landed)",
                 other.name(),
@@ -319,6 +343,40 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::from(2))
         }
     }
+}
+
+/// Headless commands log to the same file as the cockpit (never to the screen).
+fn init_cli_logging(cli: &Cli, paths: &Paths) {
+    let level = cli
+        .log_level
+        .or_else(|| Config::load(paths).ok().and_then(|c| c.log_level))
+        .unwrap_or(LogLevel::Info);
+    if let Err(e) = crate::logging::init(paths, level) {
+        eprintln!("flightdeck: logging disabled: {e:#}");
+    }
+}
+
+/// The SSH pool and resolver for this run: ~/.ssh/config, known_hosts, the agent, and
+/// questions on the terminal (or none with --accept-new-host-keys).
+pub fn ssh_setup(cli: &Cli) -> (crate::ssh::pool::Pool, std::sync::Arc<crate::ssh::pool::Resolver>) {
+    use crate::ssh::known_hosts::HostKeyPolicy;
+    let resolver = crate::ssh::pool::Resolver::from_env();
+    let strict = resolver.config.resolve("*").strict_host_key_checking;
+    let policy = if cli.accept_new_host_keys
+        || strict.as_deref() == Some("accept-new")
+        || strict.as_deref() == Some("no")
+    {
+        HostKeyPolicy::AcceptNew
+    } else {
+        HostKeyPolicy::Ask
+    };
+    let opts = crate::ssh::client::SshOptions {
+        known_hosts: resolver.known_hosts("*"),
+        policy,
+        prompter: std::sync::Arc::new(prompt::TtyPrompter::default()),
+        use_agent: true,
+    };
+    (crate::ssh::pool::Pool::new(opts), std::sync::Arc::new(resolver))
 }
 
 /// Load config, keymap and theme: everything the cockpit needs before it takes the

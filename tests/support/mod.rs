@@ -1,4 +1,5 @@
 //! Shared test harnesses.
 #![allow(dead_code)]
 
+pub mod testbed;
 pub mod tmux;

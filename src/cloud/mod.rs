@@ -1,0 +1,140 @@
+//! Backends bring a fleet's nodes up and down behind one trait: `local` (this machine),
+//! `ssh` (existing hosts, like dstack's SSH fleets); the GCP backend plugs in here too.
+
+pub mod local;
+pub mod ssh_hosts;
+
+use crate::fleet::{BackendKind, Fleet, NodeTarget};
+use crate::ssh::client::BoxFuture;
+use crate::store::FleetRecord;
+
+/// One step of a plan.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Change {
+    /// create, delete or keep.
+    pub action: &'static str,
+    /// What kind of thing: node (and, with GCP, instance, network, ...).
+    pub kind: &'static str,
+    pub name: String,
+    /// Where it is: an address, or a zone.
+    pub place: String,
+}
+
+/// What `apply` would do, from the fleet file against what the state records.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Plan {
+    pub fleet: String,
+    pub backend: &'static str,
+    pub changes: Vec<Change>,
+}
+
+impl Plan {
+    pub fn is_noop(&self) -> bool {
+        self.changes.iter().all(|c| c.action == "keep")
+    }
+}
+
+/// Progress lines for the operator (CLI stderr, TUI log).
+pub type Progress<'a> = &'a (dyn Fn(String) + Send + Sync);
+
+pub trait Backend: Send + Sync {
+    fn kind(&self) -> BackendKind;
+
+    /// What apply would do; changes nothing.
+    fn plan(&self, fleet: &Fleet, recorded: Option<&FleetRecord>) -> Plan {
+        node_plan(self.kind(), fleet, recorded)
+    }
+
+    /// Bring the fleet up (or check it is reachable); returns its nodes as reached.
+    fn apply<'a>(
+        &'a self,
+        fleet: &'a Fleet,
+        progress: Progress<'a>,
+    ) -> BoxFuture<'a, Result<Vec<NodeTarget>, String>>;
+
+    /// Take the fleet down. For backends that own no resources this only forgets it.
+    fn delete<'a>(
+        &'a self,
+        record: &'a FleetRecord,
+        progress: Progress<'a>,
+    ) -> BoxFuture<'a, Result<(), String>>;
+}
+
+/// The plan for backends whose nodes are given (local, ssh): nodes to add, drop or keep.
+pub fn node_plan(kind: BackendKind, fleet: &Fleet, recorded: Option<&FleetRecord>) -> Plan {
+    let wanted = fleet.node_targets();
+    let had: Vec<NodeTarget> = recorded.map(|r| r.nodes.clone()).unwrap_or_default();
+    let mut changes = Vec::new();
+    for n in &wanted {
+        let action = if had.iter().any(|h| h.host == n.host && h.port == n.port) {
+            "keep"
+        } else {
+            "create"
+        };
+        changes.push(Change {
+            action,
+            kind: "node",
+            name: n.name.clone(),
+            place: place(n),
+        });
+    }
+    for h in &had {
+        if !wanted.iter().any(|n| n.host == h.host && n.port == h.port) {
+            changes.push(Change {
+                action: "delete",
+                kind: "node",
+                name: h.name.clone(),
+                place: place(h),
+            });
+        }
+    }
+    Plan {
+        fleet: fleet.name.clone(),
+        backend: kind.as_str(),
+        changes,
+    }
+}
+
+fn place(n: &NodeTarget) -> String {
+    match n.port {
+        Some(p) if p != 22 => format!("{}:{p}", n.host),
+        _ => n.host.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    #[test]
+    fn node_plan_diffs_hosts() {
+        let f = crate::fleet::parse(
+            Path::new("f"),
+            "type: fleet\nname: lab\nssh_config:\n  hosts: [a, b, c]\n",
+        )
+        .unwrap();
+        let first = node_plan(BackendKind::Ssh, &f, None);
+        assert_eq!(first.changes.iter().filter(|c| c.action == "create").count(), 3);
+        let rec = FleetRecord {
+            name: "lab".into(),
+            backend: "ssh".into(),
+            file: None,
+            nodes: crate::fleet::parse(
+                Path::new("f"),
+                "type: fleet\nname: lab\nssh_config:\n  hosts: [a, d]\n",
+            )
+            .unwrap()
+            .node_targets(),
+            resources: vec![],
+            created_at: 0,
+        };
+        let p = node_plan(BackendKind::Ssh, &f, Some(&rec));
+        let summary: Vec<(&str, &str)> = p.changes.iter().map(|c| (c.action, c.place.as_str())).collect();
+        assert_eq!(
+            summary,
+            vec![("keep", "a"), ("create", "b"), ("create", "c"), ("delete", "d")]
+        );
+        assert!(!p.is_noop());
+    }
+}

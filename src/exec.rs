@@ -1,0 +1,402 @@
+//! Fan-out: run one command on many nodes at once (local processes or SSH exec
+//! channels), with a concurrency cap, streaming each node's output as it arrives.
+//!
+//! The output of a node reaches the sink line by line (a line is capped at
+//! [`MAX_LINE`] bytes; a longer run without a newline is cut into pieces), so a node that
+//! prints invalid UTF-8 or a megabyte without a newline cannot stall or break the others.
+
+use crate::fleet::NodeTarget;
+use crate::ssh::client::{self, Connection};
+use crate::ssh::pool::{Pool, Resolver};
+use std::sync::Arc;
+use tokio::io::AsyncReadExt;
+use tokio::sync::{mpsc, Semaphore};
+
+/// The longest piece of output delivered as one line.
+pub const MAX_LINE: usize = 64 * 1024;
+
+/// The exit status reported for a node that could not be reached (as ssh does).
+pub const UNREACHABLE: i32 = 255;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Stream {
+    Stdout,
+    Stderr,
+}
+
+/// What a fan-out reports as it goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    Line {
+        node: usize,
+        stream: Stream,
+        text: String,
+    },
+    Done {
+        node: usize,
+        result: NodeResult,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeResult {
+    /// Exit status (128+N for signal N); [`UNREACHABLE`] when the node could not run it.
+    pub code: i32,
+    /// Why the node could not run the command, if it could not.
+    pub error: Option<String>,
+}
+
+/// How nodes are reached.
+#[derive(Clone)]
+pub enum Transport {
+    /// Commands run on this machine with `sh -c`.
+    Local,
+    /// Commands run over SSH.
+    Ssh { pool: Pool, resolver: Arc<Resolver> },
+}
+
+/// Splits a byte stream into lines, keeping the partial tail.
+#[derive(Default)]
+struct LineSplitter {
+    buf: Vec<u8>,
+}
+
+impl LineSplitter {
+    fn push(&mut self, data: &[u8], mut emit: impl FnMut(String)) {
+        for &b in data {
+            if b == b'\n' {
+                let line = std::mem::take(&mut self.buf);
+                emit(String::from_utf8_lossy(trim_cr(&line)).into_owned());
+            } else {
+                self.buf.push(b);
+                if self.buf.len() >= MAX_LINE {
+                    let line = std::mem::take(&mut self.buf);
+                    emit(String::from_utf8_lossy(&line).into_owned());
+                }
+            }
+        }
+    }
+
+    fn finish(&mut self, mut emit: impl FnMut(String)) {
+        if !self.buf.is_empty() {
+            let line = std::mem::take(&mut self.buf);
+            emit(String::from_utf8_lossy(trim_cr(&line)).into_owned());
+        }
+    }
+}
+
+fn trim_cr(b: &[u8]) -> &[u8] {
+    b.strip_suffix(b"\r").unwrap_or(b)
+}
+
+/// Run `command` on every node (at most `fanout` at once), reporting events on `tx`.
+/// Returns when every node is done.
+pub async fn run(
+    transport: Transport,
+    nodes: Vec<NodeTarget>,
+    command: String,
+    fanout: usize,
+    tx: mpsc::Sender<Event>,
+) {
+    let sem = Arc::new(Semaphore::new(fanout.max(1)));
+    let mut tasks = Vec::new();
+    for node in nodes {
+        let (transport, command, tx, sem) = (transport.clone(), command.clone(), tx.clone(), sem.clone());
+        tasks.push(tokio::spawn(async move {
+            let _permit = sem.acquire_owned().await.expect("semaphore open");
+            let index = node.index;
+            let result = match &transport {
+                Transport::Local => run_local(index, &command, &tx).await,
+                Transport::Ssh { pool, resolver } => run_ssh(pool, resolver, &node, &command, &tx).await,
+            };
+            let _ = tx.send(Event::Done { node: index, result }).await;
+        }));
+    }
+    for t in tasks {
+        let _ = t.await;
+    }
+}
+
+async fn send_lines(tx: &mpsc::Sender<Event>, node: usize, stream: Stream, lines: Vec<String>) {
+    for text in lines {
+        let _ = tx
+            .send(Event::Line {
+                node,
+                stream: stream.clone(),
+                text,
+            })
+            .await;
+    }
+}
+
+async fn run_local(node: usize, command: &str, tx: &mpsc::Sender<Event>) -> NodeResult {
+    let child = tokio::process::Command::new("sh")
+        .arg("-c")
+        .arg(command)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn();
+    let mut child = match child {
+        Ok(c) => c,
+        Err(e) => {
+            return NodeResult {
+                code: UNREACHABLE,
+                error: Some(format!("cannot start sh: {e}")),
+            }
+        }
+    };
+    let mut out = child.stdout.take().expect("piped stdout");
+    let mut err = child.stderr.take().expect("piped stderr");
+    let (mut so, mut se) = (LineSplitter::default(), LineSplitter::default());
+    let (mut bo, mut be) = (vec![0u8; 32 * 1024], vec![0u8; 32 * 1024]);
+    let (mut out_open, mut err_open) = (true, true);
+    while out_open || err_open {
+        let mut lines = (Vec::new(), Stream::Stdout);
+        tokio::select! {
+            r = out.read(&mut bo), if out_open => match r {
+                Ok(0) | Err(_) => { out_open = false; so.finish(|l| lines.0.push(l)); }
+                Ok(n) => so.push(&bo[..n], |l| lines.0.push(l)),
+            },
+            r = err.read(&mut be), if err_open => {
+                lines.1 = Stream::Stderr;
+                match r {
+                    Ok(0) | Err(_) => { err_open = false; se.finish(|l| lines.0.push(l)); }
+                    Ok(n) => se.push(&be[..n], |l| lines.0.push(l)),
+                }
+            },
+        }
+        send_lines(tx, node, lines.1, lines.0).await;
+    }
+    match child.wait().await {
+        Ok(status) => {
+            use std::os::unix::process::ExitStatusExt;
+            let code = status
+                .code()
+                .or_else(|| status.signal().map(|s| 128 + s))
+                .unwrap_or(UNREACHABLE);
+            NodeResult { code, error: None }
+        }
+        Err(e) => NodeResult {
+            code: UNREACHABLE,
+            error: Some(e.to_string()),
+        },
+    }
+}
+
+async fn run_ssh(
+    pool: &Pool,
+    resolver: &Resolver,
+    node: &NodeTarget,
+    command: &str,
+    tx: &mpsc::Sender<Event>,
+) -> NodeResult {
+    let route = resolver.route(node);
+    let conn: Connection = match pool.connect(&route).await {
+        Ok(c) => c,
+        Err(e) => {
+            return NodeResult {
+                code: UNREACHABLE,
+                error: Some(e.to_string()),
+            }
+        }
+    };
+    let mut ch = match conn.exec(command).await {
+        Ok(ch) => ch,
+        Err(e) => {
+            return NodeResult {
+                code: UNREACHABLE,
+                error: Some(e.to_string()),
+            }
+        }
+    };
+    let (mut so, mut se) = (LineSplitter::default(), LineSplitter::default());
+    let mut status = None;
+    while let Some(msg) = ch.wait().await {
+        let mut lines = Vec::new();
+        let stream = match msg {
+            russh::ChannelMsg::Data { data } => {
+                so.push(&data, |l| lines.push(l));
+                Stream::Stdout
+            }
+            russh::ChannelMsg::ExtendedData { data, ext: 1 } => {
+                se.push(&data, |l| lines.push(l));
+                Stream::Stderr
+            }
+            russh::ChannelMsg::ExitStatus { exit_status } => {
+                status = Some(exit_status as i32);
+                continue;
+            }
+            russh::ChannelMsg::ExitSignal { signal_name, .. } => {
+                status = Some(128 + client::signal_number(&signal_name) as i32);
+                continue;
+            }
+            _ => continue,
+        };
+        send_lines(tx, node.index, stream, lines).await;
+    }
+    let mut tail = Vec::new();
+    so.finish(|l| tail.push(l));
+    send_lines(tx, node.index, Stream::Stdout, std::mem::take(&mut tail)).await;
+    se.finish(|l| tail.push(l));
+    send_lines(tx, node.index, Stream::Stderr, tail).await;
+    conn.disconnect().await;
+    match status {
+        Some(code) => NodeResult { code, error: None },
+        None => NodeResult {
+            code: UNREACHABLE,
+            error: Some("the connection closed before the command reported its exit status".into()),
+        },
+    }
+}
+
+/// The worst (highest) exit status; 0 for no nodes.
+pub fn worst(results: &[NodeResult]) -> i32 {
+    results.iter().map(|r| r.code).max().unwrap_or(0)
+}
+
+/// Compress node names for display, as pdsh's dshbak does: `lab-0 lab-1 lab-2 lab-4`
+/// becomes `lab-[0-2,4]`. Names without a numeric suffix are listed as they are.
+pub fn compress_names(names: &[String]) -> String {
+    let mut groups: Vec<(String, Vec<u64>)> = Vec::new();
+    let mut plain = Vec::new();
+    for n in names {
+        let digits = n.len() - n.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+        if digits == 0 || (digits > 1 && n[n.len() - digits..].starts_with('0')) {
+            plain.push(n.clone());
+            continue;
+        }
+        let (prefix, num) = n.split_at(n.len() - digits);
+        let num: u64 = num.parse().expect("digits");
+        match groups.iter_mut().find(|(p, _)| p == prefix) {
+            Some((_, v)) => v.push(num),
+            None => groups.push((prefix.to_string(), vec![num])),
+        }
+    }
+    let mut out: Vec<String> = Vec::new();
+    for (prefix, mut nums) in groups {
+        nums.sort_unstable();
+        nums.dedup();
+        if nums.len() == 1 {
+            out.push(format!("{prefix}{}", nums[0]));
+            continue;
+        }
+        let mut ranges = Vec::new();
+        let mut start = nums[0];
+        let mut prev = nums[0];
+        for &n in &nums[1..] {
+            if n != prev + 1 {
+                ranges.push(if start == prev {
+                    start.to_string()
+                } else {
+                    format!("{start}-{prev}")
+                });
+                start = n;
+            }
+            prev = n;
+        }
+        ranges.push(if start == prev {
+            start.to_string()
+        } else {
+            format!("{start}-{prev}")
+        });
+        out.push(format!("{prefix}[{}]", ranges.join(",")));
+    }
+    out.extend(plain);
+    out.join(",")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(chunks: &[&[u8]]) -> Vec<String> {
+        let mut s = LineSplitter::default();
+        let mut out = vec![];
+        for c in chunks {
+            s.push(c, |l| out.push(l));
+        }
+        s.finish(|l| out.push(l));
+        out
+    }
+
+    #[test]
+    fn splitting_handles_partial_lines_crlf_and_bad_utf8() {
+        assert_eq!(lines(&[b"a\nb", b"c\r\n", b"tail"]), vec!["a", "bc", "tail"]);
+        assert_eq!(lines(&[b"\xff\xfeok\n"]), vec!["\u{fffd}\u{fffd}ok"]);
+        let big = vec![b'x'; MAX_LINE * 2 + 10];
+        let out = lines(&[&big]);
+        assert_eq!(
+            out.iter().map(|l| l.len()).collect::<Vec<_>>(),
+            vec![MAX_LINE, MAX_LINE, 10]
+        );
+    }
+
+    #[test]
+    fn names_compress_like_dshbak() {
+        let n = |v: &[&str]| compress_names(&v.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert_eq!(n(&["lab-0", "lab-1", "lab-2", "lab-4"]), "lab-[0-2,4]");
+        assert_eq!(n(&["a-3"]), "a-3");
+        assert_eq!(n(&["x-1", "y-2", "y-3", "bastion"]), "x-1,y-[2-3],bastion");
+        assert_eq!(
+            n(&["n-07", "n-08"]),
+            "n-07,n-08",
+            "zero-padded names are kept as written"
+        );
+    }
+
+    fn local_node(i: usize) -> NodeTarget {
+        NodeTarget {
+            index: i,
+            name: format!("l-{i}"),
+            host: "localhost".into(),
+            port: None,
+            user: None,
+            identity_file: None,
+            proxy_jump: None,
+            internal_ip: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn local_fanout_reports_lines_and_codes() {
+        let (tx, mut rx) = mpsc::channel(1024);
+        let nodes = (0..3).map(local_node).collect();
+        let cmd = "echo out; echo err >&2; printf 'no newline'; exit 3".to_string();
+        let h = tokio::spawn(run(Transport::Local, nodes, cmd, 2, tx));
+        let mut events = vec![];
+        while let Some(e) = rx.recv().await {
+            events.push(e);
+        }
+        h.await.unwrap();
+        for i in 0..3 {
+            let mine: Vec<&Event> = events
+                .iter()
+                .filter(|e| matches!(e, Event::Line { node, .. } | Event::Done { node, .. } if *node == i))
+                .collect();
+            assert!(mine.contains(&&Event::Line {
+                node: i,
+                stream: Stream::Stdout,
+                text: "out".into()
+            }));
+            assert!(mine.contains(&&Event::Line {
+                node: i,
+                stream: Stream::Stderr,
+                text: "err".into()
+            }));
+            assert!(mine.contains(&&Event::Line {
+                node: i,
+                stream: Stream::Stdout,
+                text: "no newline".into()
+            }));
+            assert_eq!(
+                mine.last(),
+                Some(&&Event::Done {
+                    node: i,
+                    result: NodeResult { code: 3, error: None }
+                })
+            );
+        }
+    }
+}

@@ -1,0 +1,544 @@
+//! Fleets: the fleet file (`spec.rs`), its validation with FILE:LINE:COL diagnostics, and
+//! the nodes a fleet resolves to.
+
+pub mod spec;
+
+use crate::yaml::{self, YamlError};
+pub use spec::{BackendName, FleetSpec, GpuDirect, Host, Placement, ProxyJump};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Severity {
+    Error,
+    Warning,
+}
+
+/// One finding about a fleet file, at a place in it when the place is known.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Diagnostic {
+    pub file: PathBuf,
+    pub line: Option<usize>,
+    pub column: Option<usize>,
+    pub severity: Severity,
+    pub message: String,
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file.display())?;
+        if let (Some(l), Some(c)) = (self.line, self.column) {
+            write!(f, ":{l}:{c}")?;
+        }
+        match self.severity {
+            Severity::Error => write!(f, ": {}", self.message),
+            Severity::Warning => write!(f, ": warning: {}", self.message),
+        }
+    }
+}
+
+impl From<YamlError> for Diagnostic {
+    fn from(e: YamlError) -> Self {
+        Diagnostic {
+            file: e.file,
+            line: e.line,
+            column: e.column,
+            severity: Severity::Error,
+            message: e.message,
+        }
+    }
+}
+
+/// Which backend brings the fleet's nodes up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BackendKind {
+    /// This machine, as the one node.
+    Local,
+    /// Existing hosts reached over SSH (`ssh_config.hosts`).
+    Ssh,
+    /// VMs created on Google Cloud.
+    Gcp,
+}
+
+impl BackendKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BackendKind::Local => "local",
+            BackendKind::Ssh => "ssh",
+            BackendKind::Gcp => "gcp",
+        }
+    }
+}
+
+/// How to reach one node.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct NodeTarget {
+    pub index: usize,
+    /// The name shown for the node (`<fleet>-<index>`).
+    pub name: String,
+    /// Host name or address; `localhost` for the local backend.
+    pub host: String,
+    pub port: Option<u16>,
+    pub user: Option<String>,
+    pub identity_file: Option<String>,
+    pub proxy_jump: Option<JumpTarget>,
+    pub internal_ip: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct JumpTarget {
+    pub host: String,
+    pub port: Option<u16>,
+    pub user: Option<String>,
+    pub identity_file: Option<String>,
+}
+
+impl From<&ProxyJump> for JumpTarget {
+    fn from(p: &ProxyJump) -> Self {
+        JumpTarget {
+            host: p.hostname.clone(),
+            port: p.port,
+            user: p.user.clone(),
+            identity_file: p.identity_file.clone(),
+        }
+    }
+}
+
+/// A fleet file that parsed and passed validation.
+#[derive(Debug, Clone)]
+pub struct Fleet {
+    pub file: PathBuf,
+    pub name: String,
+    pub backend: BackendKind,
+    pub spec: FleetSpec,
+    /// Warnings found while validating (ignored dstack fields and the like).
+    pub warnings: Vec<Diagnostic>,
+}
+
+impl Fleet {
+    /// The nodes of a local or SSH fleet, with fleet-wide SSH settings applied to each
+    /// host. Empty for GCP fleets (their nodes exist only once created).
+    pub fn node_targets(&self) -> Vec<NodeTarget> {
+        match self.backend {
+            BackendKind::Local => vec![NodeTarget {
+                index: 0,
+                name: format!("{}-0", self.name),
+                host: "localhost".into(),
+                port: None,
+                user: None,
+                identity_file: None,
+                proxy_jump: None,
+                internal_ip: None,
+            }],
+            BackendKind::Ssh => {
+                let ssh = self.spec.ssh_config.clone().unwrap_or_default();
+                ssh.hosts
+                    .iter()
+                    .enumerate()
+                    .map(|(i, h)| NodeTarget {
+                        index: i,
+                        name: format!("{}-{i}", self.name),
+                        host: h.hostname.clone(),
+                        port: h.port.or(ssh.port),
+                        user: h.user.clone().or_else(|| ssh.user.clone()),
+                        identity_file: h.identity_file.clone().or_else(|| ssh.identity_file.clone()),
+                        proxy_jump: h
+                            .proxy_jump
+                            .as_ref()
+                            .or(ssh.proxy_jump.as_ref())
+                            .map(JumpTarget::from),
+                        internal_ip: h.internal_ip.clone(),
+                    })
+                    .collect()
+            }
+            BackendKind::Gcp => vec![],
+        }
+    }
+}
+
+/// Read, parse and validate a fleet file. `Err` holds at least one error (and any
+/// warnings found before it).
+pub fn load(file: &Path) -> Result<Fleet, Vec<Diagnostic>> {
+    let text = std::fs::read_to_string(file).map_err(|e| {
+        vec![Diagnostic {
+            file: file.to_path_buf(),
+            line: None,
+            column: None,
+            severity: Severity::Error,
+            message: format!("cannot read: {e}"),
+        }]
+    })?;
+    parse(file, &text)
+}
+
+/// Parse and validate fleet file text.
+pub fn parse(file: &Path, text: &str) -> Result<Fleet, Vec<Diagnostic>> {
+    let spec: FleetSpec = yaml::from_str(file, text).map_err(|e| vec![Diagnostic::from(e)])?;
+    let mut v = Validator {
+        file,
+        text,
+        out: vec![],
+    };
+    let checked = v.check(&spec);
+    let errors = v.out.iter().any(|d| d.severity == Severity::Error);
+    match checked {
+        Some((name, backend)) if !errors => Ok(Fleet {
+            file: file.to_path_buf(),
+            name,
+            backend,
+            spec,
+            warnings: v.out,
+        }),
+        _ => Err(v.out),
+    }
+}
+
+struct Validator<'a> {
+    file: &'a Path,
+    text: &'a str,
+    out: Vec<Diagnostic>,
+}
+
+/// GCP resource names: a lowercase letter, then lowercase letters, digits and hyphens,
+/// not ending in a hyphen. Kept to 40 characters so node and resource suffixes fit in 63.
+pub fn valid_fleet_name(name: &str) -> bool {
+    let b = name.as_bytes();
+    !b.is_empty()
+        && b.len() <= 40
+        && b[0].is_ascii_lowercase()
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+        && !name.ends_with('-')
+}
+
+impl Validator<'_> {
+    fn push(&mut self, severity: Severity, path: &[&str], message: String) {
+        let pos = yaml::locate(self.text, path).or((!path.is_empty()).then_some((1, 1)));
+        let field = path.join(".");
+        let message = if field.is_empty() {
+            message
+        } else {
+            format!("{field}: {message}")
+        };
+        self.out.push(Diagnostic {
+            file: self.file.to_path_buf(),
+            line: pos.map(|p| p.0),
+            column: pos.map(|p| p.1),
+            severity,
+            message,
+        });
+    }
+
+    fn error(&mut self, path: &[&str], message: impl Into<String>) {
+        self.push(Severity::Error, path, message.into());
+    }
+
+    fn warn(&mut self, path: &[&str], message: impl Into<String>) {
+        self.push(Severity::Warning, path, message.into());
+    }
+
+    /// Check the spec; returns the fleet's name and backend when they could be decided.
+    fn check(&mut self, s: &FleetSpec) -> Option<(String, BackendKind)> {
+        if s.kind.is_none() {
+            self.error(&["type"], "missing: a fleet file starts with `type: fleet`");
+        }
+        let name = match &s.name {
+            None => {
+                self.error(
+                    &["name"],
+                    "missing: name the fleet (lowercase letters, digits and hyphens)",
+                );
+                None
+            }
+            Some(n) if !valid_fleet_name(n) => {
+                self.error(
+                    &["name"],
+                    format!(
+                        "`{n}` is not a valid fleet name: expected a lowercase letter, then lowercase letters, digits or hyphens, at most 40, not ending in a hyphen"
+                    ),
+                );
+                None
+            }
+            Some(n) => Some(n.clone()),
+        };
+        if let Some(p) = s.max_price {
+            if !(p > 0.0 && p.is_finite()) {
+                self.error(
+                    &["max_price"],
+                    format!("{p} is not a price: expected USD per hour above 0"),
+                );
+            }
+        }
+        for (field, present) in [
+            ("env", s.env.is_some()),
+            ("reservation", s.reservation.is_some()),
+            ("blocks", s.blocks.is_some()),
+            ("retry", s.retry.is_some()),
+            ("idle_duration", s.idle_duration.is_some()),
+            ("termination_policy", s.termination_policy.is_some()),
+            ("termination_idle_time", s.termination_idle_time.is_some()),
+        ] {
+            if present {
+                self.warn(
+                    &[field],
+                    "accepted for dstack compatibility; flightdeck does not use it",
+                );
+            }
+        }
+        let backend = self.backend(s)?;
+        match backend {
+            BackendKind::Local => {
+                if let Some(n) = s.nodes {
+                    if n != spec::Range::exact(1) {
+                        self.error(
+                            &["nodes"],
+                            format!("the local backend is this one machine: expected 1, got {n}"),
+                        );
+                    }
+                }
+            }
+            BackendKind::Ssh => self.check_ssh(s),
+            BackendKind::Gcp => self.check_gcp(s),
+        }
+        Some((name?, backend))
+    }
+
+    fn backend(&mut self, s: &FleetSpec) -> Option<BackendKind> {
+        let listed = s.backends.as_deref().unwrap_or(&[]);
+        if listed.len() > 1 {
+            self.error(
+                &["backends"],
+                "flightdeck brings a fleet up on one backend: list one of local, ssh, gcp",
+            );
+            return None;
+        }
+        let kind = match (listed.first(), s.ssh_config.is_some()) {
+            (None, true) | (Some(BackendName::Ssh), true) => BackendKind::Ssh,
+            (Some(BackendName::Ssh), false) => {
+                self.error(&["backends"], "the ssh backend needs `ssh_config` with `hosts`");
+                return None;
+            }
+            (Some(other), true) => {
+                self.error(
+                    &["ssh_config"],
+                    format!(
+                        "`ssh_config` makes an SSH fleet, but `backends` says {}",
+                        other.as_str()
+                    ),
+                );
+                return None;
+            }
+            (Some(BackendName::Local), false) => BackendKind::Local,
+            (Some(BackendName::Gcp), false) | (None, false) => BackendKind::Gcp,
+        };
+        Some(kind)
+    }
+
+    fn check_ssh(&mut self, s: &FleetSpec) {
+        let ssh = s.ssh_config.as_ref().expect("ssh backend has ssh_config");
+        if ssh.hosts.is_empty() {
+            self.error(&["ssh_config", "hosts"], "expected at least one host");
+        }
+        if let Some(n) = s.nodes {
+            let count = ssh.hosts.len() as u64;
+            let fits = n.min.is_none_or(|m| m <= count) && n.max.is_none_or(|m| m >= count);
+            if !fits {
+                self.error(
+                    &["nodes"],
+                    format!("{n} does not match the {count} hosts of ssh_config.hosts"),
+                );
+            }
+        }
+        let mut seen = std::collections::HashSet::new();
+        for h in &ssh.hosts {
+            let key = (h.hostname.clone(), h.port.or(ssh.port).unwrap_or(22));
+            if !seen.insert(key) {
+                self.error(
+                    &["ssh_config", "hosts"],
+                    format!("`{}` is listed twice", h.hostname),
+                );
+            }
+            if h.port == Some(0) || ssh.port == Some(0) {
+                self.error(
+                    &["ssh_config", "hosts"],
+                    format!("`{}`: port 0 is not a port", h.hostname),
+                );
+            }
+        }
+        for (field, present) in [
+            ("instance_types", s.instance_types.is_some()),
+            ("regions", s.regions.is_some()),
+            ("availability_zones", s.availability_zones.is_some()),
+            ("spot_policy", s.spot_policy.is_some()),
+        ] {
+            if present {
+                self.warn(&[field], "has no meaning for an SSH fleet of existing hosts");
+            }
+        }
+    }
+
+    fn check_gcp(&mut self, s: &FleetSpec) {
+        if s.nodes.is_none() {
+            self.error(&["nodes"], "missing: how many VMs (e.g. `nodes: 2`)");
+        }
+        let has_gpu = s.resources.as_ref().is_some_and(|r| r.gpu.is_some());
+        if s.instance_types.is_none() && !has_gpu {
+            self.error(
+                &["resources"],
+                "a GCP fleet needs `instance_types` (e.g. [a3-megagpu-8g]) or `resources.gpu` (e.g. \"H100:8\")",
+            );
+        }
+        if let Some(n) = s.nodes {
+            if n.min == Some(0) && n.max == Some(0) {
+                self.error(&["nodes"], "0 nodes: expected at least 1");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok(text: &str) -> Fleet {
+        parse(Path::new("f.yaml"), text).unwrap_or_else(|d| panic!("{d:?}"))
+    }
+
+    fn errors(text: &str) -> Vec<String> {
+        parse(Path::new("f.yaml"), text)
+            .err()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|d| d.severity == Severity::Error)
+            .map(|d| d.to_string())
+            .collect()
+    }
+
+    #[test]
+    fn dstack_ssh_fleet_as_is() {
+        let f = ok("type: fleet\nname: my-fleet\nplacement: cluster\nssh_config:\n  user: ubuntu\n  identity_file: ~/.ssh/worker_node_key\n  hosts:\n    - 3.255.177.51\n    - hostname: 3.255.177.52\n      port: 2222\n      user: root\n  proxy_jump:\n    hostname: 3.255.177.50\n    user: ubuntu\n    identity_file: ~/.ssh/head_node_key\n");
+        assert_eq!(f.backend, BackendKind::Ssh);
+        let n = f.node_targets();
+        assert_eq!(n.len(), 2);
+        assert_eq!(
+            (n[0].host.as_str(), n[0].user.as_deref(), n[0].port),
+            ("3.255.177.51", Some("ubuntu"), None)
+        );
+        assert_eq!((n[1].user.as_deref(), n[1].port), (Some("root"), Some(2222)));
+        assert_eq!(n[1].identity_file.as_deref(), Some("~/.ssh/worker_node_key"));
+        assert_eq!(n[0].proxy_jump.as_ref().unwrap().host, "3.255.177.50");
+        assert_eq!(n[1].name, "my-fleet-1");
+    }
+
+    #[test]
+    fn dstack_cloud_fleet_with_resources() {
+        let f = ok("type: fleet\nname: b200\nnodes: 2\nplacement: cluster\nbackends: [gcp]\nregions: [us-central1]\nspot_policy: on-demand\nresources:\n  gpu: B200:8\n  disk: 500GB..\nidle_duration: 1h\n");
+        assert_eq!(f.backend, BackendKind::Gcp);
+        let gpu = f.spec.resources.as_ref().unwrap().gpu.clone().unwrap();
+        assert_eq!(gpu.names, vec!["B200"]);
+        assert_eq!(gpu.count, spec::Range::exact(8));
+        assert_eq!(f.warnings.len(), 1, "idle_duration is accepted but unused");
+        assert!(
+            f.warnings[0]
+                .to_string()
+                .starts_with("f.yaml:11:1: warning: idle_duration"),
+            "{}",
+            f.warnings[0]
+        );
+    }
+
+    #[test]
+    fn gpu_specs() {
+        let g: spec::GpuSpec = "A100:40GB:2".parse().unwrap();
+        assert_eq!(
+            (g.names.clone(), g.count, g.memory.unwrap().min_gb),
+            (vec!["A100".to_string()], spec::Range::exact(2), Some(40.0))
+        );
+        let g: spec::GpuSpec = "nvidia:H100,H200:8".parse().unwrap();
+        assert_eq!(g.names, vec!["H100", "H200"]);
+        let g: spec::GpuSpec = "24GB..:1..2".parse().unwrap();
+        assert_eq!(
+            (g.count.min, g.count.max, g.memory.unwrap().max_gb),
+            (Some(1), Some(2), None)
+        );
+        assert!("H100:8:4".parse::<spec::GpuSpec>().is_err());
+        assert!("H100::8".parse::<spec::GpuSpec>().is_err());
+    }
+
+    #[test]
+    fn unknown_field_is_located_with_suggestion() {
+        let e = errors("type: fleet\nname: a\nssh_config:\n  hosts: [h1]\n  identity_fle: k\n");
+        assert_eq!(e.len(), 1);
+        assert!(
+            e[0].starts_with("f.yaml:5:3: ssh_config: unknown field `identity_fle`"),
+            "{}",
+            e[0]
+        );
+        assert!(e[0].ends_with("did you mean `identity_file`?"), "{}", e[0]);
+        let e = errors("type: fleet\nname: a\nnodes: 2\nresources:\n  gpu: H100:eight\n");
+        assert!(e[0].starts_with("f.yaml:5:8: resources.gpu: "), "{}", e[0]);
+        let e = errors("type: fleet\nname: a\nnodes: 4..2\ninstance_types: [x]\n");
+        assert!(
+            e[0].contains("f.yaml:3:8: nodes: `4..2`: the minimum 4 is above the maximum 2"),
+            "{}",
+            e[0]
+        );
+        let e = errors("type: fleet\nname: a\nssh_config:\n  hosts:\n    - hostname: h\n      prot: 22\n");
+        assert!(
+            e[0].starts_with("f.yaml:6:7: ssh_config.hosts[0]: unknown field `prot`"),
+            "{}",
+            e[0]
+        );
+        let e = errors("type: fleet\nname: a\nbackends: [aws]\n");
+        assert!(
+            e[0].contains("unknown variant `aws`, expected one of `local`, `ssh`, `gcp`"),
+            "{}",
+            e[0]
+        );
+    }
+
+    #[test]
+    fn semantic_errors_are_located() {
+        let e = errors("type: fleet\nname: My_Fleet\nbackends: [local]\n");
+        assert!(
+            e[0].starts_with("f.yaml:2:1: name: `My_Fleet` is not a valid fleet name"),
+            "{e:?}"
+        );
+        let e = errors("name: a\nbackends: [local]\nnodes: 3\n");
+        assert!(
+            e.iter().any(|m| m.starts_with("f.yaml:1:1: type: missing")),
+            "{e:?}"
+        );
+        assert!(
+            e.iter()
+                .any(|m| m.starts_with("f.yaml:3:1: nodes: the local backend is this one machine")),
+            "{e:?}"
+        );
+        let e = errors("type: fleet\nname: a\nnodes: 3\nssh_config:\n  hosts:\n    - h1\n    - h1\n");
+        assert!(
+            e.iter()
+                .any(|m| m.starts_with("f.yaml:3:1: nodes: 3 does not match the 2 hosts")),
+            "{e:?}"
+        );
+        assert!(e.iter().any(|m| m.contains("`h1` is listed twice")), "{e:?}");
+        let e = errors("type: fleet\nname: a\nbackends: [local, gcp]\n");
+        assert!(
+            e[0].starts_with("f.yaml:3:1: backends: flightdeck brings a fleet up on one backend"),
+            "{e:?}"
+        );
+        let e = errors("type: fleet\nname: a\nnodes: 1\n");
+        assert!(
+            e[0].contains("resources: a GCP fleet needs `instance_types`"),
+            "{e:?}"
+        );
+    }
+
+    #[test]
+    fn shipped_examples_validate() {
+        for f in ["local.yaml", "ssh-hosts.yaml"] {
+            let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("fleets").join(f);
+            let fleet = load(&path).unwrap_or_else(|d| panic!("{f}: {d:?}"));
+            assert!(fleet.warnings.is_empty(), "{f}: {:?}", fleet.warnings);
+        }
+    }
+}

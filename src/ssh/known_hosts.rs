@@ -1,0 +1,242 @@
+//! known_hosts verification, as OpenSSH does it: host patterns (several per line,
+//! `*`/`?`, `!negation`, `[host]:port`), hashed entries (`|1|salt|hash`), `@revoked`
+//! markers, several files. A key that matches is known; a host listed with a different
+//! key of the same type has a *changed* key, which is always refused; a revoked key is
+//! refused; anything else is unknown, and the policy decides (ask, accept-new, refuse).
+
+use super::config::glob;
+use data_encoding::BASE64;
+use hmac::{Hmac, KeyInit, Mac};
+use russh::keys::{HashAlg, PublicKey};
+use sha1::Sha1;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// What to do with a host whose key is not in known_hosts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostKeyPolicy {
+    /// Ask the operator (TUI prompt or terminal question); refuse when nobody can answer.
+    Ask,
+    /// Record the key and go on (`--accept-new-host-keys`, `StrictHostKeyChecking accept-new`).
+    AcceptNew,
+    /// Refuse unknown hosts.
+    Refuse,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    Known,
+    Unknown,
+    Changed {
+        file: PathBuf,
+        line: usize,
+        known_fingerprint: String,
+    },
+    Revoked {
+        file: PathBuf,
+        line: usize,
+    },
+}
+
+/// The form a host takes in known_hosts: `host`, or `[host]:port` off port 22.
+pub fn host_entry(host: &str, port: u16) -> String {
+    if port == 22 {
+        host.to_string()
+    } else {
+        format!("[{host}]:{port}")
+    }
+}
+
+pub fn fingerprint(key: &PublicKey) -> String {
+    key.fingerprint(HashAlg::Sha256).to_string()
+}
+
+fn hashed_matches(entry: &str, name: &str) -> bool {
+    let mut parts = entry.split('|').skip(2);
+    let (Some(salt), Some(hash)) = (parts.next(), parts.next()) else {
+        return false;
+    };
+    let (Ok(salt), Ok(hash)) = (BASE64.decode(salt.as_bytes()), BASE64.decode(hash.as_bytes())) else {
+        return false;
+    };
+    let Ok(mac) = <Hmac<Sha1> as KeyInit>::new_from_slice(&salt) else {
+        return false;
+    };
+    mac.chain_update(name.as_bytes()).verify_slice(&hash).is_ok()
+}
+
+fn patterns_match(patterns: &str, name: &str) -> bool {
+    let mut matched = false;
+    for p in patterns.split(',') {
+        if p.starts_with("|1|") {
+            matched |= hashed_matches(p, name);
+        } else if let Some(neg) = p.strip_prefix('!') {
+            if glob(neg, name) {
+                return false;
+            }
+        } else if glob(p, name) {
+            matched = true;
+        }
+    }
+    matched
+}
+
+/// Check `key` for `host:port` against the given known_hosts files (missing files are
+/// empty).
+pub fn check(files: &[PathBuf], host: &str, port: u16, key: &PublicKey) -> Verdict {
+    let name = host_entry(host, port);
+    let mut changed = None;
+    let mut known = false;
+    for file in files {
+        let Ok(text) = std::fs::read_to_string(file) else {
+            continue;
+        };
+        for (n, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let mut fields = line.split_whitespace();
+            let mut first = fields.next().unwrap_or("");
+            let marker = if first.starts_with('@') {
+                let m = first;
+                first = fields.next().unwrap_or("");
+                Some(m)
+            } else {
+                None
+            };
+            let (Some(_kind), Some(b64)) = (fields.next(), fields.next()) else {
+                continue;
+            };
+            if !patterns_match(first, &name) {
+                continue;
+            }
+            let Ok(recorded) = russh::keys::parse_public_key_base64(b64) else {
+                continue;
+            };
+            match marker {
+                Some("@revoked") if recorded == *key => {
+                    return Verdict::Revoked {
+                        file: file.clone(),
+                        line: n + 1,
+                    }
+                }
+                Some(_) => continue,
+                None if recorded == *key => known = true,
+                None if recorded.algorithm() == key.algorithm() && changed.is_none() => {
+                    changed = Some(Verdict::Changed {
+                        file: file.clone(),
+                        line: n + 1,
+                        known_fingerprint: fingerprint(&recorded),
+                    })
+                }
+                None => {}
+            }
+        }
+    }
+    if known {
+        Verdict::Known
+    } else {
+        changed.unwrap_or(Verdict::Unknown)
+    }
+}
+
+/// Append `host:port key` to `file` (created with its directory, mode 0600).
+pub fn learn(file: &Path, host: &str, port: u16, key: &PublicKey) -> std::io::Result<()> {
+    if let Some(dir) = file.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let openssh = key.to_openssh().map_err(std::io::Error::other)?;
+    let mut parts = openssh.split_whitespace();
+    let (kind, b64) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+    let mut opts = std::fs::OpenOptions::new();
+    opts.create(true).append(true);
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.mode(0o600);
+    }
+    let mut f = opts.open(file)?;
+    writeln!(f, "{} {kind} {b64}", host_entry(host, port))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ED_A: &str = "AAAAC3NzaC1lZDI1NTE5AAAAIMJ2m3mOI0dyYsL8H9ZIhaaH1jb6pmSnkuqLK4glV3dJ";
+    const ED_B: &str = "AAAAC3NzaC1lZDI1NTE5AAAAIKcyeFHnF8r9cI2SFRA9ZbW1dZqgQOewZL0vxQJmBNGo";
+
+    fn key(b64: &str) -> PublicKey {
+        russh::keys::parse_public_key_base64(b64).unwrap()
+    }
+
+    fn file(text: &str) -> (tempfile::TempDir, Vec<PathBuf>) {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("known_hosts");
+        std::fs::write(&p, text).unwrap();
+        (d, vec![p])
+    }
+
+    #[test]
+    fn known_unknown_changed() {
+        let (_d, f) = file(&format!(
+            "# c\n10.0.0.1,gpu-* ssh-ed25519 {ED_A}\n[10.0.0.2]:2222 ssh-ed25519 {ED_A} c\n"
+        ));
+        assert_eq!(check(&f, "10.0.0.1", 22, &key(ED_A)), Verdict::Known);
+        assert_eq!(check(&f, "gpu-7", 22, &key(ED_A)), Verdict::Known);
+        assert_eq!(check(&f, "10.0.0.2", 2222, &key(ED_A)), Verdict::Known);
+        assert_eq!(
+            check(&f, "10.0.0.2", 22, &key(ED_A)),
+            Verdict::Unknown,
+            "the port is part of the name"
+        );
+        match check(&f, "10.0.0.1", 22, &key(ED_B)) {
+            Verdict::Changed {
+                line,
+                known_fingerprint,
+                ..
+            } => {
+                assert_eq!(line, 2);
+                assert_eq!(known_fingerprint, fingerprint(&key(ED_A)));
+            }
+            v => panic!("{v:?}"),
+        }
+    }
+
+    #[test]
+    fn hashed_negated_and_revoked() {
+        // |1|salt|hash of "10.9.9.9" with HMAC-SHA1, made here to not depend on ssh-keygen.
+        let salt = b"0123456789abcdefghij";
+        let mac = <Hmac<Sha1> as KeyInit>::new_from_slice(salt)
+            .unwrap()
+            .chain_update(b"10.9.9.9")
+            .finalize()
+            .into_bytes();
+        let hashed = format!("|1|{}|{}", BASE64.encode(salt), BASE64.encode(&mac));
+        let (_d, f) = file(&format!(
+            "{hashed} ssh-ed25519 {ED_A}\n10.1.*,!10.1.0.5 ssh-ed25519 {ED_A}\n@revoked * ssh-ed25519 {ED_B}\n"
+        ));
+        assert_eq!(check(&f, "10.9.9.9", 22, &key(ED_A)), Verdict::Known);
+        assert_eq!(check(&f, "10.9.9.8", 22, &key(ED_A)), Verdict::Unknown);
+        assert_eq!(check(&f, "10.1.2.3", 22, &key(ED_A)), Verdict::Known);
+        assert_eq!(check(&f, "10.1.0.5", 22, &key(ED_A)), Verdict::Unknown);
+        assert!(matches!(
+            check(&f, "anything", 22, &key(ED_B)),
+            Verdict::Revoked { line: 3, .. }
+        ));
+    }
+
+    #[test]
+    fn learn_then_known() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("sub/known_hosts");
+        learn(&p, "10.0.0.9", 2200, &key(ED_B)).unwrap();
+        assert_eq!(
+            check(std::slice::from_ref(&p), "10.0.0.9", 2200, &key(ED_B)),
+            Verdict::Known
+        );
+        assert!(std::fs::read_to_string(&p)
+            .unwrap()
+            .starts_with("[10.0.0.9]:2200 ssh-ed25519 AAAA"));
+    }
+}

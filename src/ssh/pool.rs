@@ -1,0 +1,301 @@
+//! From fleet nodes to live connections: resolve each node against ~/.ssh/config and the
+//! fleet file (the fleet file wins), then connect every node at once, each jump host
+//! (bastion) exactly once with every node's channel multiplexed over it.
+
+use super::client::{Connection, SshError, SshOptions, Target};
+use super::config::{expand_path, Jump, SshConfig};
+use crate::fleet::{JumpTarget, NodeTarget};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{Mutex, OnceCell};
+
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
+pub const DEFAULT_KEEPALIVE: Duration = Duration::from_secs(15);
+
+/// Resolves host names to connection targets using ~/.ssh/config.
+#[derive(Debug, Clone)]
+pub struct Resolver {
+    pub config: SshConfig,
+    pub home: PathBuf,
+    pub local_user: String,
+}
+
+/// A node's target and the chain of jump hosts before it (first hop first).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Route {
+    pub jumps: Vec<Target>,
+    pub target: Target,
+}
+
+impl Resolver {
+    /// Read `~/.ssh/config` from `home`.
+    pub fn new(home: &Path) -> Resolver {
+        let config = SshConfig::load(&home.join(".ssh/config")).unwrap_or_default();
+        for w in &config.warnings {
+            tracing::warn!("~/.ssh/config: {w}");
+        }
+        let local_user = std::env::var("USER")
+            .or_else(|_| std::env::var("LOGNAME"))
+            .unwrap_or_else(|_| "root".into());
+        Resolver {
+            config,
+            home: home.to_path_buf(),
+            local_user,
+        }
+    }
+
+    pub fn from_env() -> Resolver {
+        let home = std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("/"));
+        Resolver::new(&home)
+    }
+
+    /// The known_hosts files for `host`: UserKnownHostsFile, else ~/.ssh/known_hosts.
+    pub fn known_hosts(&self, host: &str) -> Vec<PathBuf> {
+        let s = self.config.resolve(host);
+        if s.user_known_hosts_files.is_empty() {
+            vec![self.home.join(".ssh/known_hosts")]
+        } else {
+            s.user_known_hosts_files
+                .iter()
+                .map(|p| expand_path(&p.to_string_lossy(), &self.home, &self.local_user, host, ""))
+                .collect()
+        }
+    }
+
+    /// Resolve one host: explicit values first, then ssh_config, then defaults.
+    pub fn target(
+        &self,
+        host: &str,
+        port: Option<u16>,
+        user: Option<&str>,
+        identity: Option<&str>,
+    ) -> Target {
+        let s = self.config.resolve(host);
+        let address = s.hostname.clone().unwrap_or_else(|| host.to_string());
+        let user = user
+            .map(str::to_string)
+            .or(s.user.clone())
+            .unwrap_or_else(|| self.local_user.clone());
+        let expand = |p: &str| expand_path(p, &self.home, &self.local_user, &address, &user);
+        let (identity_files, explicit) = match identity {
+            Some(i) => (vec![expand(i)], true),
+            None if !s.identity_files.is_empty() => (
+                s.identity_files
+                    .iter()
+                    .map(|p| expand(&p.to_string_lossy()))
+                    .collect(),
+                true,
+            ),
+            None => (
+                ["id_ed25519", "id_ecdsa", "id_rsa"]
+                    .iter()
+                    .map(|f| self.home.join(".ssh").join(f))
+                    .collect(),
+                false,
+            ),
+        };
+        let keepalive = s
+            .server_alive_interval
+            .map(Duration::from_secs)
+            .or(Some(DEFAULT_KEEPALIVE))
+            .filter(|d| !d.is_zero());
+        Target {
+            host: address,
+            port: port.or(s.port).unwrap_or(22),
+            user,
+            identity_files,
+            explicit_identities: explicit,
+            identities_only: s.identities_only,
+            keepalive,
+            keepalive_max: s.server_alive_count_max.unwrap_or(3) as usize,
+            connect_timeout: s
+                .connect_timeout
+                .map(Duration::from_secs)
+                .unwrap_or(DEFAULT_CONNECT_TIMEOUT),
+        }
+    }
+
+    fn jump_chain(&self, jumps: &[Jump]) -> Vec<Target> {
+        jumps
+            .iter()
+            .map(|j| self.target(&j.host, j.port, j.user.as_deref(), None))
+            .collect()
+    }
+
+    /// The route to a fleet node: the fleet's proxy_jump if it has one, else ssh_config's.
+    pub fn route(&self, node: &NodeTarget) -> Route {
+        let target = self.target(
+            &node.host,
+            node.port,
+            node.user.as_deref(),
+            node.identity_file.as_deref(),
+        );
+        let jumps = match &node.proxy_jump {
+            Some(JumpTarget {
+                host,
+                port,
+                user,
+                identity_file,
+            }) => {
+                // The jump host's own ssh_config ProxyJump (a chain) comes before it.
+                let mut chain = self
+                    .config
+                    .resolve(host)
+                    .proxy_jump
+                    .map(|j| self.jump_chain(&j))
+                    .unwrap_or_default();
+                chain.push(self.target(host, *port, user.as_deref(), identity_file.as_deref()));
+                chain
+            }
+            None => self
+                .config
+                .resolve(&node.host)
+                .proxy_jump
+                .map(|j| self.jump_chain(&j))
+                .unwrap_or_default(),
+        };
+        Route { jumps, target }
+    }
+}
+
+/// One connection per jump-host chain, made once and shared.
+type JumpCells = Arc<Mutex<HashMap<String, Arc<OnceCell<Arc<Connection>>>>>>;
+
+/// Connects routes, sharing one connection per jump host among all of them.
+#[derive(Clone)]
+pub struct Pool {
+    opts: SshOptions,
+    jumps: JumpCells,
+}
+
+impl Pool {
+    pub fn new(opts: SshOptions) -> Pool {
+        Pool {
+            opts,
+            jumps: Arc::new(Mutex::new(HashMap::new())),
+        }
+    }
+
+    pub fn options(&self) -> &SshOptions {
+        &self.opts
+    }
+
+    /// Connect to the route's target through its jump hosts.
+    pub async fn connect(&self, route: &Route) -> Result<Connection, SshError> {
+        let mut via: Option<Arc<Connection>> = None;
+        let mut key = String::new();
+        for hop in &route.jumps {
+            key.push_str(&hop.label());
+            key.push('>');
+            let cell = self.jumps.lock().await.entry(key.clone()).or_default().clone();
+            // A jump connection that died is replaced (the cell is swapped for a new one).
+            if cell.get().is_some_and(|c| c.is_closed()) {
+                let fresh = Arc::new(OnceCell::new());
+                self.jumps.lock().await.insert(key.clone(), fresh.clone());
+                via = Some(self.connect_hop(&fresh, hop, via).await?);
+                continue;
+            }
+            via = Some(self.connect_hop(&cell, hop, via).await?);
+        }
+        match via {
+            None => Connection::connect(&route.target, &self.opts).await,
+            Some(v) => Connection::connect_via(&route.target, &self.opts, v).await,
+        }
+    }
+
+    async fn connect_hop(
+        &self,
+        cell: &OnceCell<Arc<Connection>>,
+        hop: &Target,
+        via: Option<Arc<Connection>>,
+    ) -> Result<Arc<Connection>, SshError> {
+        cell.get_or_try_init(|| async {
+            let c = match via {
+                None => Connection::connect(hop, &self.opts).await?,
+                Some(v) => Connection::connect_via(hop, &self.opts, v).await?,
+            };
+            Ok::<_, SshError>(Arc::new(c))
+        })
+        .await
+        .cloned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resolver(config: &str) -> Resolver {
+        Resolver {
+            config: SshConfig::parse(config),
+            home: PathBuf::from("/home/op"),
+            local_user: "op".into(),
+        }
+    }
+
+    fn node(host: &str) -> NodeTarget {
+        NodeTarget {
+            index: 0,
+            name: "n-0".into(),
+            host: host.into(),
+            port: None,
+            user: None,
+            identity_file: None,
+            proxy_jump: None,
+            internal_ip: None,
+        }
+    }
+
+    #[test]
+    fn fleet_values_win_over_ssh_config() {
+        let r = resolver("Host gpu-*\n  User cfguser\n  Port 2200\n  IdentityFile ~/.ssh/cfg_key\n  ProxyJump jump@bastion\nHost bastion\n  HostName 34.0.0.1\n");
+        let mut n = node("gpu-1");
+        let route = r.route(&n);
+        assert_eq!(route.target.user, "cfguser");
+        assert_eq!(route.target.port, 2200);
+        assert_eq!(
+            route.target.identity_files,
+            vec![PathBuf::from("/home/op/.ssh/cfg_key")]
+        );
+        assert_eq!(route.jumps.len(), 1);
+        assert_eq!(
+            (route.jumps[0].host.as_str(), route.jumps[0].user.as_str()),
+            ("34.0.0.1", "jump")
+        );
+        n.user = Some("ubuntu".into());
+        n.identity_file = Some("~/k".into());
+        n.proxy_jump = Some(JumpTarget {
+            host: "10.0.0.1".into(),
+            port: Some(2222),
+            user: Some("root".into()),
+            identity_file: None,
+        });
+        let route = r.route(&n);
+        assert_eq!(route.target.user, "ubuntu");
+        assert_eq!(route.target.identity_files, vec![PathBuf::from("/home/op/k")]);
+        assert!(route.target.explicit_identities);
+        assert_eq!(route.jumps.len(), 1);
+        assert_eq!(
+            (route.jumps[0].host.as_str(), route.jumps[0].port),
+            ("10.0.0.1", 2222)
+        );
+    }
+
+    #[test]
+    fn defaults_without_config() {
+        let r = resolver("");
+        let t = r.route(&node("h")).target;
+        assert_eq!((t.user.as_str(), t.port), ("op", 22));
+        assert!(!t.explicit_identities);
+        assert_eq!(t.identity_files[0], PathBuf::from("/home/op/.ssh/id_ed25519"));
+        assert_eq!(t.keepalive, Some(DEFAULT_KEEPALIVE));
+        assert_eq!(
+            r.known_hosts("h"),
+            vec![PathBuf::from("/home/op/.ssh/known_hosts")]
+        );
+    }
+}

@@ -1,0 +1,423 @@
+//! The state store: what flightdeck has brought up (fleets, their nodes and addresses,
+//! cloud resources) and what it started on them (runs), in `state.json` in the state dir.
+//!
+//! * Atomic: a write goes to `state.json.tmp`, is synced, and renamed over `state.json`;
+//!   the previous good file is kept as `state.json.bak`.
+//! * Locked: every read-modify-write holds an exclusive `flock` on `state.lock`, so two
+//!   flightdeck processes (the cockpit and a CLI command) never interleave writes. The
+//!   holder's pid is written in the lock file for the message when waiting times out.
+//! * Versioned: `schema` is checked; a file from a newer flightdeck is refused untouched.
+//! * Recoverable: a truncated or corrupt `state.json` is moved aside to
+//!   `state.json.corrupt-<unix time>` (never overwritten) and the `.bak` copy is used,
+//!   with a message saying so.
+
+use crate::fleet::NodeTarget;
+use serde::{Deserialize, Serialize};
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// How long a writer waits for another flightdeck's lock.
+pub const LOCK_WAIT: Duration = Duration::from_secs(5);
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct State {
+    pub schema: u32,
+    #[serde(default)]
+    pub fleets: Vec<FleetRecord>,
+    #[serde(default)]
+    pub runs: Vec<RunRecord>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FleetRecord {
+    pub name: String,
+    /// local, ssh or gcp.
+    pub backend: String,
+    /// The fleet file it was applied from.
+    pub file: Option<PathBuf>,
+    pub nodes: Vec<NodeTarget>,
+    /// Cloud resources created for the fleet (recorded before the create call returns).
+    #[serde(default)]
+    pub resources: Vec<ResourceRecord>,
+    /// Unix seconds.
+    pub created_at: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResourceRecord {
+    pub kind: String,
+    pub name: String,
+    pub zone: Option<String>,
+    pub state: String,
+}
+
+/// Something started on a fleet's nodes (an NCCL run, a job), detached there.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunRecord {
+    pub id: String,
+    pub kind: String,
+    pub fleet: String,
+    pub started_at: u64,
+    #[serde(default)]
+    pub nodes: Vec<RunNode>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunNode {
+    pub node: usize,
+    pub pid: Option<u32>,
+    pub log: String,
+    pub exit_code: Option<i32>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("state: {path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("state: another flightdeck (pid {holder}) holds {path}; waited {waited:?}")]
+    Locked {
+        path: PathBuf,
+        holder: String,
+        waited: Duration,
+    },
+    #[error("state: {path} has schema {found}, newer than this flightdeck's {SCHEMA_VERSION}; upgrade flightdeck (the file was left as it is)")]
+    TooNew { path: PathBuf, found: u32 },
+    #[error("state: {path} is corrupt ({reason}) and there is no backup; it was moved to {aside}")]
+    CorruptNoBackup {
+        path: PathBuf,
+        aside: PathBuf,
+        reason: String,
+    },
+}
+
+/// What loading found, besides the state: a note for the operator when the state was
+/// recovered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recovery {
+    pub message: String,
+}
+
+pub struct Store {
+    dir: PathBuf,
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
+    move |source| StoreError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+pub fn now_unix() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// An exclusive lock on `state.lock`, released on drop (the file is closed).
+struct Lock {
+    _file: File,
+}
+
+impl Store {
+    pub fn new(state_dir: &Path) -> Store {
+        Store {
+            dir: state_dir.to_path_buf(),
+        }
+    }
+
+    pub fn path(&self) -> PathBuf {
+        self.dir.join("state.json")
+    }
+
+    fn backup(&self) -> PathBuf {
+        self.dir.join("state.json.bak")
+    }
+
+    fn lock(&self) -> Result<Lock, StoreError> {
+        fs::create_dir_all(&self.dir).map_err(io(&self.dir))?;
+        let path = self.dir.join("state.lock");
+        let mut f = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .write(true)
+            .open(&path)
+            .map_err(io(&path))?;
+        let start = Instant::now();
+        loop {
+            // SAFETY: flock on a file descriptor we own; no memory is shared.
+            let r = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+            if r == 0 {
+                break;
+            }
+            let err = std::io::Error::last_os_error();
+            if err.raw_os_error() != Some(libc::EWOULDBLOCK) {
+                return Err(StoreError::Io { path, source: err });
+            }
+            if start.elapsed() >= LOCK_WAIT {
+                let holder = fs::read_to_string(&path).unwrap_or_default().trim().to_string();
+                return Err(StoreError::Locked {
+                    path,
+                    holder,
+                    waited: start.elapsed(),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        f.set_len(0).map_err(io(&path))?;
+        write!(f, "{}", std::process::id()).map_err(io(&path))?;
+        Ok(Lock { _file: f })
+    }
+
+    /// Read the state (under the lock).
+    pub fn load(&self) -> Result<(State, Option<Recovery>), StoreError> {
+        let _lock = self.lock()?;
+        self.read_unlocked()
+    }
+
+    fn read_unlocked(&self) -> Result<(State, Option<Recovery>), StoreError> {
+        let path = self.path();
+        match read_state(&path)? {
+            Read::Missing => match read_state(&self.backup())? {
+                // A crash between writes can leave only the backup.
+                Read::Good(s) => Ok((
+                    s,
+                    Some(Recovery {
+                        message: format!(
+                            "state: {} was missing; recovered from {}",
+                            path.display(),
+                            self.backup().display()
+                        ),
+                    }),
+                )),
+                _ => Ok((
+                    State {
+                        schema: SCHEMA_VERSION,
+                        ..State::default()
+                    },
+                    None,
+                )),
+            },
+            Read::Good(s) => Ok((s, None)),
+            Read::Bad(reason) => {
+                let aside = self.dir.join(format!("state.json.corrupt-{}", now_unix()));
+                let aside = unique(aside);
+                fs::rename(&path, &aside).map_err(io(&path))?;
+                match read_state(&self.backup())? {
+                    Read::Good(s) => Ok((
+                        s,
+                        Some(Recovery {
+                            message: format!(
+                                "state: {} was corrupt ({reason}); moved it to {} and recovered from {}",
+                                path.display(),
+                                aside.display(),
+                                self.backup().display()
+                            ),
+                        }),
+                    )),
+                    _ => Err(StoreError::CorruptNoBackup { path, aside, reason }),
+                }
+            }
+        }
+    }
+
+    /// Read, change and write the state under one lock. Returns what `f` returned.
+    pub fn update<T>(&self, f: impl FnOnce(&mut State) -> T) -> Result<(T, Option<Recovery>), StoreError> {
+        let _lock = self.lock()?;
+        let (mut state, recovery) = self.read_unlocked()?;
+        let out = f(&mut state);
+        state.schema = SCHEMA_VERSION;
+        self.write_unlocked(&state)?;
+        Ok((out, recovery))
+    }
+
+    fn write_unlocked(&self, state: &State) -> Result<(), StoreError> {
+        let path = self.path();
+        let tmp = self.dir.join("state.json.tmp");
+        let text = serde_json::to_string_pretty(state).expect("state serializes");
+        {
+            let mut f = File::create(&tmp).map_err(io(&tmp))?;
+            f.write_all(text.as_bytes()).map_err(io(&tmp))?;
+            f.write_all(b"\n").map_err(io(&tmp))?;
+            f.sync_all().map_err(io(&tmp))?;
+        }
+        if path.exists() {
+            // Keep the last good state: a hard link is atomic and copies nothing.
+            let bak_tmp = self.dir.join("state.json.bak.tmp");
+            let _ = fs::remove_file(&bak_tmp);
+            fs::hard_link(&path, &bak_tmp)
+                .or_else(|_| fs::copy(&path, &bak_tmp).map(|_| ()))
+                .map_err(io(&path))?;
+            fs::rename(&bak_tmp, self.backup()).map_err(io(&bak_tmp))?;
+        }
+        fs::rename(&tmp, &path).map_err(io(&path))?;
+        if let Ok(dir) = File::open(&self.dir) {
+            let _ = dir.sync_all();
+        }
+        Ok(())
+    }
+}
+
+fn unique(path: PathBuf) -> PathBuf {
+    if !path.exists() {
+        return path;
+    }
+    (1..)
+        .map(|i| PathBuf::from(format!("{}.{i}", path.display())))
+        .find(|p| !p.exists())
+        .expect("a free name")
+}
+
+enum Read {
+    Missing,
+    Good(State),
+    Bad(String),
+}
+
+fn read_state(path: &Path) -> Result<Read, StoreError> {
+    let text = match fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Read::Missing),
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidData => return Ok(Read::Bad("not UTF-8".into())),
+        Err(source) => {
+            return Err(StoreError::Io {
+                path: path.to_path_buf(),
+                source,
+            })
+        }
+    };
+    #[derive(Deserialize)]
+    struct Version {
+        schema: u32,
+    }
+    let version: Version = match serde_json::from_str(&text) {
+        Ok(v) => v,
+        Err(e) => return Ok(Read::Bad(format!("{e}"))),
+    };
+    if version.schema > SCHEMA_VERSION {
+        return Err(StoreError::TooNew {
+            path: path.to_path_buf(),
+            found: version.schema,
+        });
+    }
+    match serde_json::from_str::<State>(&text) {
+        Ok(s) => Ok(Read::Good(s)),
+        Err(e) => Ok(Read::Bad(format!("{e}"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fleet(name: &str) -> FleetRecord {
+        FleetRecord {
+            name: name.into(),
+            backend: "local".into(),
+            file: None,
+            nodes: vec![],
+            resources: vec![],
+            created_at: 1,
+        }
+    }
+
+    #[test]
+    fn round_trip_and_backup() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path());
+        let (s, rec) = store.load().unwrap();
+        assert!(s.fleets.is_empty() && rec.is_none());
+        store.update(|s| s.fleets.push(fleet("a"))).unwrap();
+        store.update(|s| s.fleets.push(fleet("b"))).unwrap();
+        let (s, _) = store.load().unwrap();
+        assert_eq!(
+            s.fleets.iter().map(|f| f.name.as_str()).collect::<Vec<_>>(),
+            vec!["a", "b"]
+        );
+        assert_eq!(s.schema, SCHEMA_VERSION);
+        let bak: State =
+            serde_json::from_str(&fs::read_to_string(dir.path().join("state.json.bak")).unwrap()).unwrap();
+        assert_eq!(bak.fleets.len(), 1, "the backup is the previous state");
+        assert!(!dir.path().join("state.json.tmp").exists());
+    }
+
+    #[test]
+    fn truncated_file_is_moved_aside_and_backup_used() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path());
+        store.update(|s| s.fleets.push(fleet("a"))).unwrap();
+        store.update(|s| s.fleets.push(fleet("b"))).unwrap();
+        let good = fs::read_to_string(store.path()).unwrap();
+        fs::write(store.path(), &good[..good.len() / 2]).unwrap();
+        let (s, rec) = store.load().unwrap();
+        assert_eq!(s.fleets.len(), 1, "recovered from the backup");
+        let msg = rec.unwrap().message;
+        assert!(
+            msg.contains("was corrupt") && msg.contains("state.json.corrupt-"),
+            "{msg}"
+        );
+        let aside: Vec<_> = fs::read_dir(dir.path())
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with("state.json.corrupt-"))
+            .collect();
+        assert_eq!(aside.len(), 1);
+        assert_eq!(
+            fs::read_to_string(aside[0].path()).unwrap(),
+            &good[..good.len() / 2],
+            "kept byte for byte"
+        );
+    }
+
+    #[test]
+    fn corrupt_without_backup_is_an_error_and_keeps_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path());
+        fs::write(store.path(), "{\"schema\": 1, \"fleets\": [").unwrap();
+        let e = store.load().unwrap_err().to_string();
+        assert!(
+            e.contains("is corrupt") && e.contains("no backup") && e.contains("state.json.corrupt-"),
+            "{e}"
+        );
+        assert!(!store.path().exists());
+        // The next write starts afresh without touching the file set aside.
+        store.update(|s| s.fleets.push(fleet("new"))).unwrap();
+        assert_eq!(store.load().unwrap().0.fleets.len(), 1);
+    }
+
+    #[test]
+    fn newer_schema_is_refused_untouched() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path());
+        fs::write(store.path(), "{\"schema\": 99, \"fleets\": []}").unwrap();
+        let e = store.update(|s| s.fleets.clear()).unwrap_err().to_string();
+        assert!(e.contains("schema 99"), "{e}");
+        assert_eq!(
+            fs::read_to_string(store.path()).unwrap(),
+            "{\"schema\": 99, \"fleets\": []}"
+        );
+    }
+
+    #[test]
+    fn a_second_process_waits_for_the_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path());
+        let held = store.lock().unwrap();
+        // flock locks belong to the open file description: a second open conflicts
+        // as a second process would.
+        let other = Store::new(dir.path());
+        let t = std::thread::spawn(move || other.update(|s| s.fleets.push(fleet("late"))).map(|_| ()));
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(!t.is_finished(), "the writer waits while the lock is held");
+        drop(held);
+        t.join().unwrap().unwrap();
+        assert_eq!(store.load().unwrap().0.fleets[0].name, "late");
+    }
+}

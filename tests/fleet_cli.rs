@@ -1,0 +1,197 @@
+//! `flightdeck fleet ...` and `flightdeck exec` through the real binary: the local
+//! backend everywhere, SSH fleets on the testbed (root only).
+
+mod support;
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use support::testbed::Testbed;
+
+fn flightdeck(home: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_flightdeck"))
+        .args(args)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run flightdeck")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn validate_reports_every_error_with_its_place() {
+    let home = tempfile::tempdir().unwrap();
+    let bad = home.path().join("bad.yaml");
+    std::fs::write(
+        &bad,
+        "type: fleet\nname: lab\nssh_config:\n  hosts:\n    - hostname: a\n      usr: x\n",
+    )
+    .unwrap();
+    let bad2 = home.path().join("bad2.yaml");
+    std::fs::write(&bad2, "type: fleet\nname: Lab\nbackends: [local]\nnodes: 2\n").unwrap();
+    let good = Path::new(env!("CARGO_MANIFEST_DIR")).join("fleets/ssh-hosts.yaml");
+    let out = flightdeck(
+        home.path(),
+        &[
+            "fleet",
+            "validate",
+            bad.to_str().unwrap(),
+            good.to_str().unwrap(),
+            bad2.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "{}:6:7: ssh_config.hosts[0]: unknown field `usr`",
+            bad.display()
+        )),
+        "{err}"
+    );
+    assert!(err.contains("did you mean `user`?"), "{err}");
+    assert!(
+        err.contains(&format!(
+            "{}:2:1: name: `Lab` is not a valid fleet name",
+            bad2.display()
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!(
+            "{}:4:1: nodes: the local backend is this one machine",
+            bad2.display()
+        )),
+        "{err}"
+    );
+    assert!(text(&out.stdout).contains("ssh-hosts.yaml: ok (ssh fleet `lab`, 2 node(s))"));
+}
+
+#[test]
+fn local_fleet_apply_exec_list_delete() {
+    let home = tempfile::tempdir().unwrap();
+    let local = Path::new(env!("CARGO_MANIFEST_DIR")).join("fleets/local.yaml");
+    let local = local.to_str().unwrap();
+    let out = flightdeck(home.path(), &["fleet", "apply", local]);
+    assert_eq!(out.status.code(), Some(1), "no terminal and no --yes: refuse");
+    assert!(text(&out.stderr).contains("pass --yes"), "{}", text(&out.stderr));
+
+    let plan = flightdeck(home.path(), &["fleet", "plan", local, "--json"]);
+    let plan: serde_json::Value = serde_json::from_slice(&plan.stdout).unwrap();
+    assert_eq!(plan["changes"][0]["action"], "create");
+    assert_eq!(plan["changes"][0]["place"], "localhost");
+
+    let out = flightdeck(home.path(), &["fleet", "apply", local, "--yes"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let list: serde_json::Value =
+        serde_json::from_slice(&flightdeck(home.path(), &["fleet", "list", "--json"]).stdout).unwrap();
+    assert_eq!(list[0]["name"], "local");
+    assert_eq!(list[0]["backend"], "local");
+
+    let plan = flightdeck(home.path(), &["fleet", "plan", local]);
+    assert!(text(&plan.stderr).contains("keep"), "{}", text(&plan.stderr));
+
+    let out = flightdeck(home.path(), &["exec", "local", "--", "echo", "hi;", "exit", "4"]);
+    assert_eq!(out.status.code(), Some(4));
+    assert_eq!(text(&out.stdout), "local-0: hi\n");
+    assert!(
+        text(&out.stderr).contains("1 node: 1 exit 4 (local-0)"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    let out = flightdeck(home.path(), &["exec", "locl", "--", "true"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("did you mean `local`?"));
+
+    let out = flightdeck(home.path(), &["fleet", "delete", "local", "--yes"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let list: serde_json::Value =
+        serde_json::from_slice(&flightdeck(home.path(), &["fleet", "list", "--json"]).stdout).unwrap();
+    assert_eq!(list, serde_json::json!([]));
+}
+
+#[test]
+fn corrupt_state_is_reported_and_recovered() {
+    let home = tempfile::tempdir().unwrap();
+    let local = Path::new(env!("CARGO_MANIFEST_DIR")).join("fleets/local.yaml");
+    assert!(
+        flightdeck(home.path(), &["fleet", "apply", local.to_str().unwrap(), "--yes"])
+            .status
+            .success()
+    );
+    assert!(
+        flightdeck(home.path(), &["fleet", "apply", local.to_str().unwrap(), "--yes"])
+            .status
+            .success()
+    );
+    let state = home.path().join(".local/state/flightdeck/state.json");
+    std::fs::write(&state, "{\"schema\": 1, \"fle").unwrap();
+    let out = flightdeck(home.path(), &["fleet", "list", "--json"]);
+    assert!(out.status.success());
+    assert!(text(&out.stderr).contains("was corrupt"), "{}", text(&out.stderr));
+    let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(list[0]["name"], "local", "recovered from the backup");
+}
+
+#[test]
+fn ssh_fleet_on_the_testbed_apply_exec_collapse_json() {
+    let Some(tb) = Testbed::new(4, 0) else { return };
+    let home = tempfile::tempdir().unwrap();
+    let file = home.path().join("tb.yaml");
+    std::fs::write(&file, tb.fleet_yaml("tb")).unwrap();
+    let file = file.to_str().unwrap();
+
+    // Unknown hosts, no terminal to ask: refused, nothing recorded.
+    let out = flightdeck(home.path(), &["fleet", "apply", file, "--yes"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("unknown host key SHA256:"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(text(&out.stderr).contains("nothing was recorded"));
+
+    let out = flightdeck(
+        home.path(),
+        &["fleet", "apply", file, "--yes", "--accept-new-host-keys"],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("fleet `tb`: 4 node(s) ready"));
+    let known = std::fs::read_to_string(home.path().join(".ssh/known_hosts")).unwrap();
+    assert_eq!(
+        known.lines().count(),
+        5,
+        "bastion and four nodes learned:\n{known}"
+    );
+
+    // Now strict checking passes without the flag.
+    let cmd = "case $(ip -4 -o addr show eth0) in *10.88.0.2/*) echo odd; exit 2;; esac; echo same";
+    let out = flightdeck(home.path(), &["exec", "tb", "--collapse", "--", cmd]);
+    assert_eq!(out.status.code(), Some(2));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("tb-1 (1 node)\n") && stdout.contains("tb-[0,2-3] (3 nodes)\n"),
+        "{stdout}"
+    );
+    assert!(
+        text(&out.stderr).contains("4 nodes: 3 exit 0, 1 exit 2 (tb-1)"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    let out = flightdeck(
+        home.path(),
+        &["exec", "tb", "--nodes", "0,3", "--json", "--", "echo", "$((6*7))"],
+    );
+    assert!(out.status.success());
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["exit_code"], 0);
+    assert_eq!(doc["nodes"].as_array().unwrap().len(), 2);
+    assert_eq!(doc["nodes"][1]["node"], "tb-3");
+    assert_eq!(doc["nodes"][1]["stdout"], "42\n");
+}

@@ -1,0 +1,227 @@
+//! The SSH layer against real OpenSSH servers in network namespaces (tests/support/
+//! testbed.rs): a bastion in front of the nodes, one connection per node, channels over
+//! it, host key checks and authentication errors.
+
+mod support;
+
+use flightdeck::exec::{self, Event, Stream, Transport};
+use flightdeck::fleet::{self, NodeTarget};
+use flightdeck::ssh::client::{NoPrompt, SshError, SshOptions};
+use flightdeck::ssh::known_hosts::HostKeyPolicy;
+use flightdeck::ssh::pool::{Pool, Resolver};
+use std::path::Path;
+use std::sync::Arc;
+use support::testbed::Testbed;
+
+fn opts(known_hosts: &Path, policy: HostKeyPolicy) -> SshOptions {
+    SshOptions {
+        known_hosts: vec![known_hosts.to_path_buf()],
+        policy,
+        prompter: Arc::new(NoPrompt),
+        use_agent: false,
+    }
+}
+
+fn nodes(tb: &Testbed) -> Vec<NodeTarget> {
+    fleet::parse(Path::new("tb.yaml"), &tb.fleet_yaml("tb"))
+        .unwrap()
+        .node_targets()
+}
+
+/// A resolver that reads no ~/.ssh/config of the machine running the tests.
+fn resolver(tb: &Testbed) -> Arc<Resolver> {
+    Arc::new(Resolver::new(tb.dir.path()))
+}
+
+async fn run_all(pool: Pool, resolver: Arc<Resolver>, nodes: Vec<NodeTarget>, cmd: &str) -> Vec<Event> {
+    let (tx, mut rx) = tokio::sync::mpsc::channel(4096);
+    let h = tokio::spawn(exec::run(
+        Transport::Ssh { pool, resolver },
+        nodes,
+        cmd.to_string(),
+        64,
+        tx,
+    ));
+    let mut events = vec![];
+    while let Some(e) = rx.recv().await {
+        events.push(e);
+    }
+    h.await.unwrap();
+    events
+}
+
+fn done(events: &[Event], node: usize) -> exec::NodeResult {
+    events
+        .iter()
+        .find_map(|e| match e {
+            Event::Done { node: n, result } if *n == node => Some(result.clone()),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no result for node {node}"))
+}
+
+fn stdout(events: &[Event], node: usize) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Line {
+                node: n,
+                stream: Stream::Stdout,
+                text,
+            } if *n == node => Some(text.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eight_nodes_through_one_bastion_connection() {
+    let Some(tb) = Testbed::new(8, 1) else { return };
+    let pool = Pool::new(opts(&tb.known_hosts, HostKeyPolicy::Refuse));
+    let events = run_all(
+        pool.clone(),
+        resolver(&tb),
+        nodes(&tb),
+        "ip -4 -o addr show eth0 | awk '{print $4}'; echo $SSH_CONNECTION",
+    )
+    .await;
+    for (i, node) in tb.nodes.iter().enumerate() {
+        let r = done(&events, i);
+        assert_eq!((r.code, r.error.as_deref()), (0, None), "node {i}");
+        let out = stdout(&events, i);
+        assert_eq!(
+            out[0],
+            format!("{}/24", node.addr),
+            "node {i} answered from its own namespace"
+        );
+        assert!(
+            out[1].starts_with("10.88.0.254 "),
+            "node {i} was reached from the bastion: {}",
+            out[1]
+        );
+    }
+    // Every node's connection ran through one connection to the bastion.
+    let established = std::process::Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &tb.bastion.ns,
+            "ss",
+            "-Htn",
+            "state",
+            "established",
+            "( sport = :22 )",
+        ])
+        .output()
+        .unwrap();
+    let count = String::from_utf8_lossy(&established.stdout).lines().count();
+    assert!(count <= 1, "{count} connections to the bastion");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exit_codes_invalid_utf8_and_a_megabyte_without_newline() {
+    let Some(tb) = Testbed::new(3, 0) else { return };
+    let pool = Pool::new(opts(&tb.known_hosts, HostKeyPolicy::Refuse));
+    let cmd = "case $(ip -4 -o addr show eth0) in *10.88.0.2/*) echo two; exit 3;; *10.88.0.3/*) kill -TERM $$;; esac; \
+               head -c 1000000 /dev/zero | tr '\\0' x; printf '\\377\\376end'";
+    let events = run_all(pool, resolver(&tb), nodes(&tb), cmd).await;
+    assert_eq!(done(&events, 0).code, 0);
+    assert_eq!(done(&events, 1).code, 3);
+    assert_eq!(done(&events, 2).code, 128 + 15, "killed by TERM");
+    let out = stdout(&events, 0);
+    let total: usize = out.iter().map(|l| l.len()).sum();
+    assert!(out.iter().all(|l| l.len() <= exec::MAX_LINE), "lines are capped");
+    assert!(
+        out.last().unwrap().ends_with("\u{fffd}\u{fffd}end"),
+        "invalid UTF-8 is replaced, not fatal"
+    );
+    assert_eq!(total, 1_000_000 + "\u{fffd}\u{fffd}end".len());
+    assert_eq!(stdout(&events, 1), vec!["two"]);
+    assert_eq!(
+        exec::worst(&[done(&events, 0), done(&events, 1), done(&events, 2)]),
+        143
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn changed_host_key_is_refused_and_unknown_follows_policy() {
+    let Some(mut tb) = Testbed::new(2, 0) else { return };
+    tb.change_host_key(1);
+    let pool = Pool::new(opts(&tb.known_hosts, HostKeyPolicy::AcceptNew));
+    let res = resolver(&tb);
+    let all = nodes(&tb);
+    let route = res.route(&all[1]);
+    match pool.connect(&route).await {
+        Err(SshError::HostKeyChanged {
+            target, file, line, ..
+        }) => {
+            assert_eq!(target, format!("root@{}", tb.nodes[1].addr));
+            assert_eq!(file, tb.known_hosts.display().to_string());
+            assert_eq!(line, 2);
+        }
+        Err(e) => panic!("expected a changed-key refusal, got: {e}"),
+        Ok(_) => panic!("a changed host key was accepted"),
+    }
+    let msg = pool.connect(&route).await.err().unwrap().to_string();
+    assert!(msg.contains("HOST KEY CHANGED"), "{msg}");
+    // node 0 still works over the same bastion.
+    assert!(pool.connect(&res.route(&all[0])).await.is_ok());
+
+    // An empty known_hosts: Refuse says so, AcceptNew learns both bastion and node.
+    let fresh = tb.dir.path().join("fresh_known_hosts");
+    let refuse = Pool::new(opts(&fresh, HostKeyPolicy::Refuse));
+    let e = refuse.connect(&res.route(&all[0])).await.err().unwrap();
+    assert!(matches!(e, SshError::HostKeyUnknown { .. }), "{e}");
+    assert!(e.to_string().contains("SHA256:"), "{e}");
+    let accept = Pool::new(opts(&fresh, HostKeyPolicy::AcceptNew));
+    accept.connect(&res.route(&all[0])).await.unwrap();
+    let learned = std::fs::read_to_string(&fresh).unwrap();
+    assert!(
+        learned.contains(&tb.bastion.host_key_pub) && learned.contains(&tb.nodes[0].host_key_pub),
+        "{learned}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wrong_user_key_gives_a_clear_auth_error() {
+    let Some(tb) = Testbed::new(1, 0) else { return };
+    let other = tb.dir.path().join("other_key");
+    let st = std::process::Command::new("ssh-keygen")
+        .args(["-q", "-t", "ecdsa", "-N", "", "-f", other.to_str().unwrap()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let mut n = nodes(&tb);
+    n[0].identity_file = Some(other.display().to_string());
+    let pool = Pool::new(opts(&tb.known_hosts, HostKeyPolicy::Refuse));
+    let e = pool
+        .connect(&resolver(&tb).route(&n[0]))
+        .await
+        .err()
+        .expect("auth must fail");
+    match &e {
+        SshError::Auth { target, tried } => {
+            assert_eq!(target, &format!("root@{}", tb.nodes[0].addr));
+            assert_eq!(tried, &vec![other.display().to_string()]);
+        }
+        other => panic!("expected an auth error, got {other}"),
+    }
+    assert!(e.to_string().contains("authentication failed; tried"), "{e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_dying_mid_command_does_not_touch_the_others() {
+    let Some(mut tb) = Testbed::new(3, 0) else { return };
+    let pool = Pool::new(opts(&tb.known_hosts, HostKeyPolicy::Refuse));
+    let (res, all) = (resolver(&tb), nodes(&tb));
+    let h = tokio::spawn(run_all(pool, res, all, "sleep 2; echo finished"));
+    tokio::time::sleep(std::time::Duration::from_millis(800)).await;
+    tb.kill_sshd(1);
+    let events = h.await.unwrap();
+    assert_eq!(done(&events, 0).code, 0);
+    assert_eq!(done(&events, 2).code, 0);
+    assert_eq!(stdout(&events, 2), vec!["finished"]);
+    let lost = done(&events, 1);
+    assert_eq!(lost.code, exec::UNREACHABLE);
+    assert!(lost.error.is_some());
+}

@@ -1,0 +1,437 @@
+//! The SSH testbed: N "nodes", each a network namespace running OpenSSH's sshd, with a
+//! control NIC and K data NICs (veth pairs on one bridge per rail, like GCP's multi-NIC
+//! VMs), and a bastion namespace that alone can reach them.
+//!
+//! ```text
+//!  test process (root ns) ── 10.88.255.(4k+1)/30 ═ .(4k+2) ── bastion ns (sshd)
+//!                                                               │ 10.88.0.254
+//!           switch ns:  br0 (control 10.88.0.0/24)  br1..brK (rail r: 10.88.r.0/24)
+//!                          │                          │
+//!  node i ns (sshd):  eth0 10.88.0.(i+1)      ethr 10.88.r.(i+1)
+//! ```
+//! Addresses stay inside 10.88.0.0/16, which exists only in these namespaces and the one
+//! /30 link to the bastion; no traffic goes anywhere else. Host and user keys are
+//! generated per testbed. Everything is torn down on drop (also when a test panics), and
+//! leftovers of a killed run (names carry the pid) are removed at the next start.
+//!
+//! Needs root. Under CI (`CI` set) a testbed that cannot be built fails the test loudly;
+//! elsewhere [`Testbed::new`] returns `None` after printing why, and the test returns.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub struct TbNode {
+    pub name: String,
+    pub ns: String,
+    /// The address the bastion reaches this node's sshd on.
+    pub addr: String,
+    pub data_addrs: Vec<String>,
+    pub host_key_pub: String,
+    dir: PathBuf,
+    sshd: Option<Child>,
+}
+
+pub struct Testbed {
+    pub nodes: Vec<TbNode>,
+    pub bastion: TbNode,
+    /// The user's private key (authorized on every sshd).
+    pub user_key: PathBuf,
+    /// A known_hosts file with every sshd's host key (bastion and nodes).
+    pub known_hosts: PathBuf,
+    pub dir: tempfile::TempDir,
+    prefix: String,
+    switch: String,
+}
+
+fn run(cmd: &[&str]) -> Result<String, String> {
+    let out = Command::new(cmd[0])
+        .args(&cmd[1..])
+        .output()
+        .map_err(|e| format!("{cmd:?}: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "{cmd:?}: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+fn ns_run(ns: &str, cmd: &[&str]) -> Result<String, String> {
+    let mut full = vec!["ip", "netns", "exec", ns];
+    full.extend(cmd);
+    run(&full)
+}
+
+fn pid_alive(pid: u32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// Remove namespaces left by testbeds whose process is gone.
+fn clean_leftovers() {
+    let Ok(list) = run(&["ip", "netns", "list"]) else {
+        return;
+    };
+    for line in list.lines() {
+        let name = line.split_whitespace().next().unwrap_or("");
+        let Some(rest) = name.strip_prefix("fdtb") else {
+            continue;
+        };
+        let pid: u32 = rest.split('-').next().and_then(|p| p.parse().ok()).unwrap_or(0);
+        if pid != 0 && !pid_alive(pid) {
+            delete_ns(name);
+        }
+    }
+}
+
+fn delete_ns(name: &str) {
+    if let Ok(pids) = run(&["ip", "netns", "pids", name]) {
+        for p in pids.split_whitespace() {
+            let _ = run(&["kill", "-9", p]);
+        }
+    }
+    let _ = run(&["ip", "netns", "del", name]);
+}
+
+impl Testbed {
+    /// Build a testbed of `n` nodes with `k` data NICs each, or explain why not.
+    pub fn new(n: usize, k: usize) -> Option<Testbed> {
+        match Self::build(n, k) {
+            Ok(tb) => Some(tb),
+            Err(why) => {
+                if std::env::var_os("CI").is_some() {
+                    panic!("the SSH testbed could not be built under CI: {why}");
+                }
+                eprintln!("SKIPPED: the SSH testbed needs root, ip netns and sshd: {why}");
+                None
+            }
+        }
+    }
+
+    fn build(n: usize, k: usize) -> Result<Testbed, String> {
+        assert!(n <= 200 && k <= 8, "testbed size");
+        if unsafe_geteuid() != 0 {
+            return Err("not running as root".into());
+        }
+        for tool in ["ip", "ssh-keygen"] {
+            run(&["sh", "-c", &format!("command -v {tool}")]).map_err(|_| format!("{tool} not found"))?;
+        }
+        if !Path::new("/usr/sbin/sshd").exists() {
+            return Err("/usr/sbin/sshd not found (apt-get install openssh-server)".into());
+        }
+        std::fs::create_dir_all("/run/sshd").map_err(|e| e.to_string())?;
+        clean_leftovers();
+        static SEQ: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let prefix = format!("fdtb{}-{seq}", std::process::id());
+        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+        let switch = format!("{prefix}-sw");
+        let mut tb = Testbed {
+            nodes: vec![],
+            bastion: TbNode {
+                name: "bastion".into(),
+                ns: format!("{prefix}-b"),
+                addr: "10.88.255.2".into(),
+                data_addrs: vec![],
+                host_key_pub: String::new(),
+                dir: dir.path().join("bastion"),
+                sshd: None,
+            },
+            user_key: dir.path().join("id_ed25519"),
+            known_hosts: dir.path().join("known_hosts"),
+            dir,
+            prefix: prefix.clone(),
+            switch: switch.clone(),
+        };
+        // From here on, Drop cleans up whatever was made.
+        run(&[
+            "ssh-keygen",
+            "-q",
+            "-t",
+            "ed25519",
+            "-N",
+            "",
+            "-C",
+            "flightdeck-testbed",
+            "-f",
+            tb.user_key.to_str().unwrap(),
+        ])?;
+        std::fs::copy(
+            tb.user_key.with_extension("pub"),
+            tb.dir.path().join("authorized_keys"),
+        )
+        .map_err(|e| e.to_string())?;
+
+        run(&["ip", "netns", "add", &switch])?;
+        ns_run(&switch, &["ip", "link", "set", "lo", "up"])?;
+        for r in 0..=k {
+            let br = format!("br{r}");
+            ns_run(&switch, &["ip", "link", "add", &br, "type", "bridge"])?;
+            ns_run(&switch, &["ip", "link", "set", &br, "up"])?;
+        }
+        // The bastion: one leg to the test process, one on the control bridge.
+        let b = tb.bastion.ns.clone();
+        run(&["ip", "netns", "add", &b])?;
+        ns_run(&b, &["ip", "link", "set", "lo", "up"])?;
+        // Each testbed (several run at once) gets its own /30 in 10.88.255.0/24 for the
+        // link from the test process to its bastion.
+        let slot = {
+            static ALLOC: std::sync::Mutex<()> = std::sync::Mutex::new(());
+            let _guard = ALLOC.lock().unwrap_or_else(|p| p.into_inner());
+            let used = run(&["ip", "-4", "-o", "addr", "show"])?;
+            let slot = (0..64u32)
+                .find(|k| !used.contains(&format!("10.88.255.{}/30", 4 * k + 1)))
+                .ok_or("no free /30 left in 10.88.255.0/24")?;
+            let host_if = format!("fdtb{}x{seq}", std::process::id() % 100000);
+            run(&[
+                "ip", "link", "add", &host_if, "type", "veth", "peer", "name", "up0", "netns", &b,
+            ])?;
+            run(&[
+                "ip",
+                "addr",
+                "add",
+                &format!("10.88.255.{}/30", 4 * slot + 1),
+                "dev",
+                &host_if,
+            ])?;
+            run(&["ip", "link", "set", &host_if, "up"])?;
+            slot
+        };
+        tb.bastion.addr = format!("10.88.255.{}", 4 * slot + 2);
+        ns_run(
+            &b,
+            &[
+                "ip",
+                "addr",
+                "add",
+                &format!("{}/30", tb.bastion.addr),
+                "dev",
+                "up0",
+            ],
+        )?;
+        ns_run(&b, &["ip", "link", "set", "up0", "up"])?;
+        Self::attach(&switch, &b, "eth0", "bz0", "br0", "10.88.0.254/24")?;
+        for i in 0..n {
+            let ns = format!("{prefix}-n{i}");
+            run(&["ip", "netns", "add", &ns])?;
+            ns_run(&ns, &["ip", "link", "set", "lo", "up"])?;
+            let addr = format!("10.88.0.{}", i + 1);
+            Self::attach(
+                &switch,
+                &ns,
+                "eth0",
+                &format!("c{i}"),
+                "br0",
+                &format!("{addr}/24"),
+            )?;
+            let mut data = vec![];
+            for r in 1..=k {
+                let a = format!("10.88.{r}.{}", i + 1);
+                Self::attach(
+                    &switch,
+                    &ns,
+                    &format!("eth{r}"),
+                    &format!("d{i}r{r}"),
+                    &format!("br{r}"),
+                    &format!("{a}/24"),
+                )?;
+                data.push(a);
+            }
+            tb.nodes.push(TbNode {
+                name: format!("node{i}"),
+                ns,
+                addr,
+                data_addrs: data,
+                host_key_pub: String::new(),
+                dir: tb.dir.path().join(format!("node{i}")),
+                sshd: None,
+            });
+        }
+        let auth = tb.dir.path().join("authorized_keys");
+        let mut known = String::new();
+        for node in tb.nodes.iter_mut().chain(std::iter::once(&mut tb.bastion)) {
+            node.setup_sshd(&auth)?;
+            known.push_str(&format!("{} {}\n", node.addr, node.host_key_pub));
+        }
+        std::fs::write(&tb.known_hosts, known).map_err(|e| e.to_string())?;
+        for node in tb.nodes.iter_mut().chain(std::iter::once(&mut tb.bastion)) {
+            node.start_sshd()?;
+        }
+        tb.bastion.wait_listening()?;
+        for i in 0..tb.nodes.len() {
+            tb.nodes[i].wait_listening()?;
+        }
+        Ok(tb)
+    }
+
+    /// A veth from `ns`'s `ifname` to bridge `br` in the switch namespace.
+    fn attach(switch: &str, ns: &str, ifname: &str, peer: &str, br: &str, cidr: &str) -> Result<(), String> {
+        ns_run(
+            switch,
+            &[
+                "ip", "link", "add", peer, "type", "veth", "peer", "name", ifname, "netns", ns,
+            ],
+        )?;
+        ns_run(switch, &["ip", "link", "set", peer, "master", br])?;
+        ns_run(switch, &["ip", "link", "set", peer, "up"])?;
+        ns_run(ns, &["ip", "addr", "add", cidr, "dev", ifname])?;
+        ns_run(ns, &["ip", "link", "set", ifname, "up"])?;
+        Ok(())
+    }
+
+    /// Run a command inside node `i`'s namespace.
+    pub fn node_run(&self, i: usize, cmd: &[&str]) -> Result<String, String> {
+        ns_run(&self.nodes[i].ns, cmd)
+    }
+
+    pub fn kill_sshd(&mut self, i: usize) {
+        self.nodes[i].stop_sshd();
+    }
+
+    pub fn start_sshd(&mut self, i: usize) {
+        self.nodes[i].start_sshd().unwrap();
+        self.nodes[i].wait_listening().unwrap();
+    }
+
+    /// Replace node `i`'s host key (as a reinstalled machine would have) and restart sshd.
+    pub fn change_host_key(&mut self, i: usize) {
+        let node = &mut self.nodes[i];
+        node.stop_sshd();
+        let key = node.dir.join("ssh_host_ed25519_key");
+        let _ = std::fs::remove_file(&key);
+        let _ = std::fs::remove_file(key.with_extension("pub"));
+        run(&[
+            "ssh-keygen",
+            "-q",
+            "-t",
+            "ed25519",
+            "-N",
+            "",
+            "-f",
+            key.to_str().unwrap(),
+        ])
+        .unwrap();
+        node.start_sshd().unwrap();
+        node.wait_listening().unwrap();
+    }
+
+    /// A fleet file for the testbed's nodes behind its bastion.
+    pub fn fleet_yaml(&self, name: &str) -> String {
+        let hosts: String = self.nodes.iter().map(|n| format!("    - {}\n", n.addr)).collect();
+        format!(
+            "type: fleet\nname: {name}\nplacement: cluster\nssh_config:\n  user: root\n  identity_file: {key}\n  proxy_jump:\n    hostname: {b}\n    user: root\n    identity_file: {key}\n  hosts:\n{hosts}",
+            key = self.user_key.display(),
+            b = self.bastion.addr,
+        )
+    }
+}
+
+impl TbNode {
+    fn setup_sshd(&mut self, authorized: &Path) -> Result<(), String> {
+        std::fs::create_dir_all(&self.dir).map_err(|e| e.to_string())?;
+        let key = self.dir.join("ssh_host_ed25519_key");
+        run(&[
+            "ssh-keygen",
+            "-q",
+            "-t",
+            "ed25519",
+            "-N",
+            "",
+            "-f",
+            key.to_str().unwrap(),
+        ])?;
+        let config = format!(
+            "Port 22\nListenAddress 0.0.0.0\nHostKey {key}\nPidFile none\nUsePAM no\nPermitRootLogin prohibit-password\n\
+             PubkeyAuthentication yes\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n\
+             AuthorizedKeysFile {auth}\nStrictModes no\nAllowTcpForwarding yes\nX11Forwarding no\nPrintMotd no\n\
+             PrintLastLog no\nLogLevel ERROR\nMaxSessions 64\nMaxStartups 200\n",
+            key = key.display(),
+            auth = authorized.display()
+        );
+        std::fs::write(self.dir.join("sshd_config"), config).map_err(|e| e.to_string())?;
+        let public = std::fs::read_to_string(key.with_extension("pub")).map_err(|e| e.to_string())?;
+        // "ssh-ed25519 AAAA... comment" -> "ssh-ed25519 AAAA..."
+        self.host_key_pub = public.split_whitespace().take(2).collect::<Vec<_>>().join(" ");
+        Ok(())
+    }
+
+    fn start_sshd(&mut self) -> Result<(), String> {
+        let cfg = self.dir.join("sshd_config");
+        let child = Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &self.ns,
+                "/usr/sbin/sshd",
+                "-D",
+                "-e",
+                "-f",
+                cfg.to_str().unwrap(),
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| e.to_string())?;
+        self.sshd = Some(child);
+        Ok(())
+    }
+
+    fn stop_sshd(&mut self) {
+        if let Some(mut c) = self.sshd.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        // Sessions sshd forked outlive the listener: kill every process of this node's
+        // network namespace (pkill would match other namespaces' sshd too).
+        if let Ok(pids) = run(&["ip", "netns", "pids", &self.ns]) {
+            for p in pids.split_whitespace() {
+                let _ = run(&["kill", "-9", p]);
+            }
+        }
+    }
+
+    fn wait_listening(&mut self) -> Result<(), String> {
+        let start = Instant::now();
+        loop {
+            let ss = ns_run(&self.ns, &["ss", "-Hltn", "sport = :22"]).unwrap_or_default();
+            if !ss.trim().is_empty() {
+                return Ok(());
+            }
+            if let Some(c) = self.sshd.as_mut() {
+                if let Ok(Some(status)) = c.try_wait() {
+                    return Err(format!("sshd in {} exited: {status}", self.ns));
+                }
+            }
+            if start.elapsed() > Duration::from_secs(10) {
+                return Err(format!("sshd in {} is not listening after 10 s", self.ns));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Testbed {
+    fn drop(&mut self) {
+        for node in self.nodes.iter_mut().chain(std::iter::once(&mut self.bastion)) {
+            if let Some(mut c) = node.sshd.take() {
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+        }
+        for node in &self.nodes {
+            delete_ns(&node.ns);
+        }
+        delete_ns(&self.bastion.ns);
+        delete_ns(&self.switch);
+        let _ = &self.prefix;
+    }
+}
+
+fn unsafe_geteuid() -> u32 {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() }
+}
