@@ -4,6 +4,7 @@
 pub mod cli;
 pub mod config;
 pub mod logging;
+pub mod nccl;
 pub mod paths;
 pub mod tui;
 pub mod yaml;
