@@ -102,7 +102,6 @@ fn subcommands_not_landed_exit_2_with_one_line() {
         &["offers", "--json"][..],
         &["fleet", "list"],
         &["exec", "f", "--", "hostname"],
-        &["nccl", "parse", "-"],
         &["nccl", "run", "f"],
         &["nics", "f"],
         &["job", "list"],

@@ -3,6 +3,7 @@
 //! (and 2 for a subcommand whose feature has not landed in this build).
 
 mod config_cmd;
+mod nccl_cmd;
 
 use crate::config::{Config, LogLevel};
 use crate::paths::Paths;
@@ -283,7 +284,7 @@ impl Command {
             Command::Fleet(_) => "fleets and the state store",
             Command::Exec(_) => "fleets and the SSH layer",
             Command::Nccl(NcclCommand::Run { .. }) => "the NCCL runner",
-            Command::Nccl(NcclCommand::Parse { .. }) => "the nccl-tests parser",
+            Command::Nccl(NcclCommand::Parse { .. }) => return None,
             Command::Nics(_) => "NIC telemetry",
             Command::Job(_) => "training jobs",
             Command::Config(_) => return None,
@@ -309,8 +310,11 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match &cli.command {
         None => run_tui(&cli, &paths),
         Some(Command::Config(c)) => config_cmd::run(c, &cli, &paths),
+        Some(Command::Nccl(NcclCommand::Parse { file, json })) => nccl_cmd::parse(file, *json),
         Some(other) => {
-            let feature = other.not_landed().expect("config is handled above");
+            let feature = other
+                .not_landed()
+                .expect("config and nccl parse are handled above");
             eprintln!(
                 "flightdeck {}: not available in this build yet ({} has not landed)",
                 other.name(),
