@@ -7,6 +7,7 @@ pub mod config;
 pub mod exec;
 pub mod fleet;
 pub mod logging;
+pub mod nccl;
 pub mod paths;
 pub mod ssh;
 pub mod store;

@@ -103,7 +103,6 @@ fn subcommands_not_landed_exit_2_with_one_line() {
     let home = tempfile::tempdir().unwrap();
     for args in [
         &["offers", "--json"][..],
-        &["nccl", "parse", "-"],
         &["nccl", "run", "f"],
         &["nics", "f"],
         &["job", "list"],

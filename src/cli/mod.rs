@@ -5,6 +5,7 @@
 mod config_cmd;
 mod exec_cmd;
 mod fleet_cmd;
+mod nccl_cmd;
 pub mod prompt;
 
 use crate::config::{Config, LogLevel};
@@ -299,7 +300,7 @@ impl Command {
             Command::Offers(_) => "the offers catalog",
             Command::Fleet(_) | Command::Exec(_) => return None,
             Command::Nccl(NcclCommand::Run { .. }) => "the NCCL runner",
-            Command::Nccl(NcclCommand::Parse { .. }) => "the nccl-tests parser",
+            Command::Nccl(NcclCommand::Parse { .. }) => return None,
             Command::Nics(_) => "NIC telemetry",
             Command::Job(_) => "training jobs",
             Command::Config(_) => return None,
@@ -333,6 +334,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             init_cli_logging(&cli, &paths);
             exec_cmd::run(a, &cli, &paths)
         }
+        Some(Command::Nccl(NcclCommand::Parse { file, json })) => nccl_cmd::parse(file, *json),
         Some(other) => {
             let feature = other.not_landed().expect("landed commands are handled above");
             eprintln!(

@@ -1,0 +1,774 @@
+//! A streaming parser for nccl-tests output.
+//!
+//! Feed it byte chunks ([`Parser::push_bytes`], partial lines are kept until their newline)
+//! or whole lines ([`Parser::push_line`]); each call returns the [`Event`]s those lines
+//! completed, so a view can draw a row the moment nccl-tests prints it. [`Parser::report`]
+//! builds the [`Report`] of what has been read so far, at any point.
+//!
+//! Forms it reads (NVIDIA/nccl-tests `src/common.cu` and `src/util.cu` through history):
+//! ```text
+//! # nccl-tests version 2.19.6 nccl-headers=22809 nccl-library=22809      (since Oct 2025)
+//! # Collective test starting: all_reduce_perf                            (since Jun 2025)
+//! # nThread 1 nGpus 2 minBytes 8 maxBytes 8589934592 step: 2(factor) ... (no `#` before 2019)
+//! #  Rank  0 Group  0 Pid   1374 on         vm device  0 [0000:00:06] NVIDIA H200
+//! #       size         count      type   redop    root     time   algbw   busbw  #wrong ...
+//!            8             2     float     sum      -1    13.34    0.00    0.00       0 ...
+//! # Out of bounds values : 0 OK
+//! # Avg bus bandwidth    : 112.161
+//! ```
+//! Older versions name the error column `error` (a max error such as `2e-07`, before 2.13)
+//! or `res` (2017), have no `root` column before 2.13 (`bytes N type op` in 2017, whose
+//! `time` was in ms: taken as printed), may add `copybw` (2024-25), per-iteration columns
+//! (`i_min` ..) or a trailing timestamp (`-S 1`); `#wrong` reads `N/A` where nccl-tests
+//! does not check. The column layout comes from the header when there is one, else it is
+//! inferred from the row. Launcher prefixes and interleaved NCCL debug lines are handled
+//! in `line.rs`; debug lines also feed the [`TransportDetector`].
+
+use super::line::{
+    is_digits, is_name_token, is_value_token, split_debug, split_glued, strip_launcher_prefixes, ValueKind,
+};
+use super::transport::{Transport, TransportDetector};
+use serde::{Serialize, Serializer};
+
+/// A partial line longer than this is taken as a line: memory stays bounded on input
+/// without newlines.
+const MAX_LINE_BYTES: usize = 64 * 1024;
+
+/// One half of a row: the out-of-place or the in-place measurement.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Measurement {
+    /// Microseconds per operation, as printed.
+    pub time_us: f64,
+    /// Algorithm bandwidth in GB/s, as printed.
+    pub algbw: f64,
+    /// Bus bandwidth in GB/s, as printed.
+    pub busbw: f64,
+    /// Elements found wrong (`#wrong`), or the max error of old versions; `None` for `N/A`.
+    #[serde(serialize_with = "serialize_wrong")]
+    pub wrong: Option<f64>,
+}
+
+/// One result row, for one message size.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Row {
+    /// Bytes.
+    pub size: u64,
+    /// Elements.
+    pub count: u64,
+    /// Data type, e.g. `float`.
+    #[serde(rename = "type")]
+    pub dtype: String,
+    /// Reduction, e.g. `sum`, or `none`.
+    pub redop: String,
+    /// Root rank; -1 for rootless collectives; `None` when the format has no root column.
+    pub root: Option<i64>,
+    /// `None` when only in-place was measured (nccl-tests' trace replay).
+    pub out_of_place: Option<Measurement>,
+    pub in_place: Option<Measurement>,
+}
+
+/// One line of the `Using devices` list.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Device {
+    pub rank: u32,
+    pub host: Option<String>,
+    /// CUDA device index on its host.
+    pub device: Option<u32>,
+    /// PCI address as printed, e.g. `0000:00:06` (or `0x07` in old versions).
+    pub pci: Option<String>,
+    /// GPU name, e.g. `NVIDIA H200`.
+    pub name: Option<String>,
+}
+
+/// The `Out of bounds values` footer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct OutOfBounds {
+    pub count: u64,
+    /// `OK` printed (not `FAILED`).
+    pub ok: bool,
+}
+
+/// What is known about one nccl-tests run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Report {
+    /// e.g. `all_reduce`, from the banner or the binary's name in a command line.
+    pub collective: Option<String>,
+    /// e.g. `2.28.9+cuda13.0` from a `NCCL version` line, else decoded from the banner's
+    /// `nccl-library=22809` (`2.28.9`).
+    pub nccl_version: Option<String>,
+    /// nccl-tests' own version, e.g. `2.19.6`.
+    pub tests_version: Option<String>,
+    /// From the `nThread .. nGpus ..` line.
+    pub threads: Option<u32>,
+    pub gpus_per_thread: Option<u32>,
+    pub devices: Vec<Device>,
+    pub rows: Vec<Row>,
+    pub out_of_bounds: Option<OutOfBounds>,
+    /// The `Avg bus bandwidth` footer, GB/s.
+    pub avg_busbw: Option<f64>,
+    /// From NCCL debug lines; `None` when there were none.
+    pub transport: Option<Transport>,
+    /// The column header was seen.
+    pub header_seen: bool,
+    /// `Collective test concluded` was seen.
+    pub concluded: bool,
+}
+
+impl Report {
+    /// Ranks: the distinct ranks of the device list, else the communicator size NCCL
+    /// printed in its debug lines.
+    pub fn ranks(&self) -> Option<u32> {
+        if !self.devices.is_empty() {
+            let mut ranks: Vec<u32> = self.devices.iter().map(|d| d.rank).collect();
+            ranks.sort_unstable();
+            ranks.dedup();
+            return u32::try_from(ranks.len()).ok();
+        }
+        self.transport.as_ref().and_then(|t| t.nranks)
+    }
+
+    /// The row with the highest out-of-place busbw.
+    pub fn peak_row(&self) -> Option<&Row> {
+        self.rows
+            .iter()
+            .filter(|r| r.out_of_place.as_ref().is_some_and(|m| m.busbw.is_finite()))
+            .max_by(|a, b| oop_busbw(a).total_cmp(&oop_busbw(b)))
+    }
+
+    /// The highest out-of-place busbw, GB/s.
+    pub fn peak_busbw(&self) -> Option<f64> {
+        self.peak_row().map(oop_busbw)
+    }
+
+    /// The transport summary, e.g. `NVLink P2P`.
+    pub fn transport_summary(&self) -> Option<String> {
+        self.transport.as_ref().and_then(Transport::summary)
+    }
+
+    /// Whether anything showed this is nccl-tests output: a row or a column header.
+    pub fn is_nccl_tests(&self) -> bool {
+        !self.rows.is_empty() || self.header_seen
+    }
+
+    /// Whether nothing at all was read into this report.
+    fn is_blank(&self) -> bool {
+        self.rows.is_empty()
+            && !self.header_seen
+            && self.devices.is_empty()
+            && self.collective.is_none()
+            && self.tests_version.is_none()
+            && self.threads.is_none()
+    }
+
+    /// The `nccl parse --json` document of DESIGN.md.
+    pub fn document(&self) -> Document<'_> {
+        Document {
+            collective: self.collective.as_deref(),
+            nccl_version: self.nccl_version.as_deref(),
+            ranks: self.ranks(),
+            rows: &self.rows,
+            avg_busbw: self.avg_busbw,
+            peak_busbw: self.peak_busbw(),
+            transport: self.transport_summary(),
+        }
+    }
+}
+
+fn oop_busbw(r: &Row) -> f64 {
+    r.out_of_place.as_ref().map_or(f64::NAN, |m| m.busbw)
+}
+
+/// The `flightdeck nccl parse --json` document (DESIGN.md); keys in this order.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Document<'a> {
+    pub collective: Option<&'a str>,
+    pub nccl_version: Option<&'a str>,
+    pub ranks: Option<u32>,
+    pub rows: &'a [Row],
+    pub avg_busbw: Option<f64>,
+    pub peak_busbw: Option<f64>,
+    pub transport: Option<String>,
+}
+
+/// `#wrong` is a count: print whole numbers as integers (`0`, not `0.0`).
+fn serialize_wrong<S: Serializer>(wrong: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
+    match *wrong {
+        None => s.serialize_none(),
+        Some(v) if v.fract() == 0.0 && v.abs() < 9.0e15 => s.serialize_some(&(v as i64)),
+        Some(v) => s.serialize_some(&v),
+    }
+}
+
+/// What a line completed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    /// A second test began in the same stream; the previous one is in [`Parser::reports`].
+    TestStarted,
+    /// nccl-tests' version from the banner.
+    TestsVersion(String),
+    NcclVersion(String),
+    Collective(String),
+    /// `nThread N nGpus M`.
+    Config {
+        threads: u32,
+        gpus: u32,
+    },
+    Device(Device),
+    /// The column header: rows follow.
+    Header,
+    Row(Row),
+    OutOfBounds(OutOfBounds),
+    AvgBusBw(f64),
+    /// `Collective test concluded`.
+    Concluded,
+    /// The transport summary changed (NCCL debug lines).
+    Transport(String),
+}
+
+/// Column of one half (out-of-place or in-place) of a row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Col {
+    Time,
+    AlgBw,
+    BusBw,
+    Wrong,
+    Other,
+}
+
+/// Columns of a row, from the header.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Layout {
+    root: bool,
+    group: Vec<Col>,
+}
+
+impl Layout {
+    /// Read a column header line (without its `#`); `None` for any other line.
+    fn from_header(body: &str) -> Option<Layout> {
+        let t: Vec<&str> = body.split_whitespace().collect();
+        if !matches!(t.first(), Some(&"size") | Some(&"bytes")) || !t.contains(&"busbw") {
+            return None;
+        }
+        let is_time = |s: &&str| matches!(*s, "time" | "cputime");
+        let first = t.iter().position(is_time)?;
+        let root = t[..first].contains(&"root");
+        let end = t[first + 1..]
+            .iter()
+            .position(is_time)
+            .map_or(t.len(), |i| first + 1 + i);
+        let group: Vec<Col> = t[first..end]
+            .iter()
+            .filter(|s| **s != "timestamp")
+            .map(|s| match *s {
+                "time" | "cputime" => Col::Time,
+                "algbw" => Col::AlgBw,
+                "busbw" => Col::BusBw,
+                "#wrong" | "wrong" | "error" | "#error" | "errors" | "res" => Col::Wrong,
+                _ => Col::Other,
+            })
+            .collect();
+        let has = |c| group.contains(&c);
+        (has(Col::AlgBw) && has(Col::BusBw)).then_some(Layout { root, group })
+    }
+
+    /// The layout of the 2.19 format without its header.
+    fn classic(root: bool) -> Layout {
+        Layout {
+            root,
+            group: vec![Col::Time, Col::AlgBw, Col::BusBw, Col::Wrong],
+        }
+    }
+
+    fn row(&self, t: &[&str]) -> Option<Row> {
+        let (root, values) = if self.root {
+            let (r, v) = t.split_first()?;
+            (Some(parse_int(r)?), v)
+        } else {
+            (None, t)
+        };
+        let g = self.group.len();
+        let (oop, ip) = if values.len() == 2 * g {
+            (
+                Some(self.measurement(&values[..g])?),
+                self.measurement(&values[g..])?,
+            )
+        } else if values.len() == g {
+            (None, self.measurement(values)?)
+        } else {
+            return None;
+        };
+        Some(Row {
+            size: 0,
+            count: 0,
+            dtype: String::new(),
+            redop: String::new(),
+            root,
+            out_of_place: oop,
+            in_place: Some(ip),
+        })
+    }
+
+    fn measurement(&self, v: &[&str]) -> Option<Measurement> {
+        let mut m = Measurement {
+            time_us: f64::NAN,
+            algbw: f64::NAN,
+            busbw: f64::NAN,
+            wrong: None,
+        };
+        for (col, tok) in self.group.iter().zip(v) {
+            match col {
+                Col::Time => m.time_us = parse_number(tok)?,
+                Col::AlgBw => m.algbw = parse_number(tok)?,
+                Col::BusBw => m.busbw = parse_number(tok)?,
+                Col::Wrong => {
+                    m.wrong = if *tok == "N/A" {
+                        None
+                    } else {
+                        Some(parse_number(tok)?)
+                    }
+                }
+                Col::Other => {}
+            }
+        }
+        Some(m)
+    }
+}
+
+fn parse_number(t: &str) -> Option<f64> {
+    match t {
+        "N/A" => None,
+        "-nan" | "nan" => Some(f64::NAN),
+        _ => t.parse().ok(),
+    }
+}
+
+fn parse_int(t: &str) -> Option<i64> {
+    t.parse().ok()
+}
+
+/// Parse a result row with `layout` (from the header), falling back to the 2.19 layout
+/// with or without a root column.
+fn parse_row(line: &str, layout: Option<&Layout>) -> Option<Row> {
+    let mut t: Vec<&str> = line.split_whitespace().collect();
+    if t.len() < 8 || !is_digits(t[0]) || !is_digits(t[1]) || !is_name_token(t[2]) || !is_name_token(t[3]) {
+        return None;
+    }
+    // A trailing timestamp (`-S 1`: `2026-01-02 03:04:05`) is not a figure.
+    for _ in 0..3 {
+        if t.last().is_some_and(|l| !is_value_token(l)) {
+            t.pop();
+        }
+    }
+    let rest = &t[4..];
+    if !rest.iter().all(|s| is_value_token(s)) {
+        return None;
+    }
+    let n = rest.len();
+    let row = layout
+        .and_then(|l| l.row(rest))
+        .or_else(|| Layout::classic(n % 4 == 1).row(rest))?;
+    Some(Row {
+        size: t[0].parse().ok()?,
+        count: t[1].parse().ok()?,
+        dtype: t[2].to_string(),
+        redop: t[3].to_string(),
+        ..row
+    })
+}
+
+/// The nccl-tests binaries (`<name>_perf`).
+const COLLECTIVES: [&str; 12] = [
+    "all_reduce",
+    "all_gather",
+    "reduce_scatter",
+    "alltoall",
+    "alltoallv",
+    "broadcast",
+    "reduce",
+    "sendrecv",
+    "gather",
+    "scatter",
+    "hypercube",
+    "all_reduce_group",
+];
+
+/// `all_reduce` from `all_reduce_perf`, `/opt/nccl-tests/build/all_gather_perf_mpi`.
+/// `known_only`: accept only nccl-tests' own binaries (for words of a command line).
+fn collective_from_program(program: &str, known_only: bool) -> Option<String> {
+    let base = program.rsplit('/').next().unwrap_or(program);
+    let (name, suffix) = base.split_once("_perf")?;
+    let suffix_ok = suffix.is_empty()
+        || suffix
+            .strip_prefix('_')
+            .is_some_and(|s| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric()));
+    let name_ok = if known_only {
+        COLLECTIVES.contains(&name)
+    } else {
+        !name.is_empty()
+            && name
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c == '_' || c.is_ascii_digit())
+    };
+    (suffix_ok && name_ok).then(|| name.to_string())
+}
+
+/// `2.28.9` from NCCL_VERSION_CODE 22809 (`2.7.8` from 2708 before 2.9).
+fn decode_version_code(code: u32) -> Option<String> {
+    match code {
+        0 => None,
+        c if c >= 10000 => Some(format!("{}.{}.{}", c / 10000, (c % 10000) / 100, c % 100)),
+        c => Some(format!("{}.{}.{}", c / 1000, (c % 1000) / 100, c % 100)),
+    }
+}
+
+/// The streaming parser. See the module docs.
+#[derive(Debug, Default)]
+pub struct Parser {
+    partial: Vec<u8>,
+    /// The start of a row that a NCCL debug line interrupted.
+    fragment: String,
+    layout: Option<Layout>,
+    in_table: bool,
+    current: Report,
+    finished: Vec<Report>,
+    detector: TransportDetector,
+    /// The NCCL version came from a `NCCL version` line (not the banner's code).
+    version_explicit: bool,
+}
+
+impl Parser {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Feed a chunk of bytes; lines may be split anywhere, even inside a UTF-8 character.
+    pub fn push_bytes(&mut self, chunk: &[u8]) -> Vec<Event> {
+        let mut events = Vec::new();
+        let mut rest = chunk;
+        while let Some(pos) = rest.iter().position(|&b| b == b'\n') {
+            self.partial.extend_from_slice(&rest[..pos]);
+            let line = std::mem::take(&mut self.partial);
+            events.extend(self.push_line(&String::from_utf8_lossy(&line)));
+            rest = &rest[pos + 1..];
+        }
+        self.partial.extend_from_slice(rest);
+        if self.partial.len() > MAX_LINE_BYTES {
+            let line = std::mem::take(&mut self.partial);
+            events.extend(self.push_line(&String::from_utf8_lossy(&line)));
+        }
+        events
+    }
+
+    /// Feed a chunk of text; lines may be split anywhere.
+    pub fn push_str(&mut self, chunk: &str) -> Vec<Event> {
+        self.push_bytes(chunk.as_bytes())
+    }
+
+    /// The input ended: read a last line that had no newline.
+    pub fn finish(&mut self) -> Vec<Event> {
+        let line = std::mem::take(&mut self.partial);
+        let events = if line.is_empty() {
+            Vec::new()
+        } else {
+            self.push_line(&String::from_utf8_lossy(&line))
+        };
+        self.fragment.clear();
+        events
+    }
+
+    /// Feed one whole line (without its newline).
+    pub fn push_line(&mut self, raw: &str) -> Vec<Event> {
+        let mut events = Vec::new();
+        let line = strip_launcher_prefixes(raw.trim_end_matches(['\r', '\n']));
+        if let Some(d) = split_debug(line) {
+            if self.in_table {
+                if let Some(frag) = self.row_fragment(d.before, d.glued) {
+                    self.fragment = frag;
+                    if self.fragment.len() > MAX_LINE_BYTES {
+                        self.fragment.clear();
+                    }
+                }
+            }
+            self.debug_message(d.message, &mut events);
+            return events;
+        }
+        if !self.fragment.is_empty() {
+            let joined = std::mem::take(&mut self.fragment) + line;
+            if let Some(row) = parse_row(&joined, self.layout.as_ref()) {
+                self.add_row(row, &mut events);
+                return events;
+            }
+        }
+        self.plain_line(line, &mut events);
+        events
+    }
+
+    /// The report of the test being read (or the last one), with what is known so far.
+    pub fn report(&self) -> Report {
+        let mut r = self.current.clone();
+        r.transport = self.transport();
+        r
+    }
+
+    /// Every test read so far, in order (most logs hold one).
+    pub fn reports(&self) -> Vec<Report> {
+        let mut all = self.finished.clone();
+        if all.is_empty() || !self.current.is_blank() {
+            all.push(self.report());
+        }
+        all
+    }
+
+    /// The transport so far; `None` when no NCCL debug line was read.
+    pub fn transport(&self) -> Option<Transport> {
+        self.detector.saw_debug_lines().then(|| self.detector.transport())
+    }
+
+    /// The row fragment pending after a debug line that interrupted a row: what was
+    /// pending, the text before `host:pid:tid`, and the value glued to the host name.
+    fn row_fragment(&self, before: &str, glued: &str) -> Option<String> {
+        // A WARN line's `[2026-01-02 03:04:05] ` timestamp can come between the two.
+        let (before, glued) = match before.trim_end().strip_suffix(']') {
+            Some(head) => (&head[..head.rfind('[')?], ""),
+            None => (before, glued),
+        };
+        let text = format!("{}{before}", self.fragment);
+        let tokens: Vec<&str> = text.split_whitespace().collect();
+        if tokens.is_empty() || !tokens.iter().enumerate().all(|(k, t)| self.fits(k, t)) {
+            return None;
+        }
+        if glued.is_empty() {
+            // The fragment ends where the timestamp began: its last token is complete.
+            return (!text.ends_with(char::is_whitespace)).then_some(text);
+        }
+        match split_glued(glued, self.kind_at(tokens.len())) {
+            Some(value) => Some(text + value),
+            // Printed pieces end with a value, but a launcher may flush on a blank.
+            None if text.ends_with(char::is_whitespace) => Some(text),
+            None => None,
+        }
+    }
+
+    fn kind_at(&self, k: usize) -> ValueKind {
+        match k {
+            0 | 1 => ValueKind::Int,
+            2 => ValueKind::Type,
+            3 => ValueKind::Redop,
+            4 if self.layout.as_ref().is_some_and(|l| l.root) => ValueKind::Int,
+            _ => ValueKind::Number,
+        }
+    }
+
+    fn fits(&self, k: usize, t: &str) -> bool {
+        match self.kind_at(k) {
+            ValueKind::Int => parse_int(t).is_some(),
+            ValueKind::Type | ValueKind::Redop => is_name_token(t),
+            ValueKind::Number => is_value_token(t),
+        }
+    }
+
+    fn debug_message(&mut self, message: &str, events: &mut Vec<Event>) {
+        if let Some(rest) = message.strip_prefix("NCCL version ") {
+            self.explicit_version(rest, events);
+        }
+        let before = self.detector.transport().summary();
+        if self.detector.feed(message) {
+            let after = self.detector.transport().summary();
+            if after != before {
+                if let Some(s) = after {
+                    events.push(Event::Transport(s));
+                }
+            }
+        }
+    }
+
+    fn explicit_version(&mut self, rest: &str, events: &mut Vec<Event>) {
+        let Some(v) = rest.split_whitespace().next() else {
+            return;
+        };
+        if self.version_explicit || !v.starts_with(|c: char| c.is_ascii_digit()) {
+            return;
+        }
+        self.version_explicit = true;
+        self.current.nccl_version = Some(v.to_string());
+        events.push(Event::NcclVersion(v.to_string()));
+    }
+
+    /// A test's banner or header arrived after rows: the next test begins.
+    fn maybe_new_test(&mut self, events: &mut Vec<Event>) {
+        if self.current.rows.is_empty() {
+            return;
+        }
+        let done = self.report();
+        let next = Report {
+            nccl_version: done.nccl_version.clone(),
+            ..Report::default()
+        };
+        self.finished.push(done);
+        self.current = next;
+        self.layout = None;
+        self.in_table = false;
+        self.fragment.clear();
+        events.push(Event::TestStarted);
+    }
+
+    fn add_row(&mut self, row: Row, events: &mut Vec<Event>) {
+        self.in_table = true;
+        self.current.rows.push(row.clone());
+        events.push(Event::Row(row));
+    }
+
+    fn plain_line(&mut self, line: &str, events: &mut Vec<Event>) {
+        let trimmed = line.trim();
+        if trimmed.is_empty() {
+            return;
+        }
+        let hashed = trimmed.starts_with('#');
+        let body = trimmed.trim_start_matches('#').trim_start();
+
+        if let Some(rest) = body.strip_prefix("nccl-tests version ") {
+            self.maybe_new_test(events);
+            let mut words = rest.split_whitespace();
+            if let Some(v) = words.next() {
+                self.current.tests_version = Some(v.to_string());
+                events.push(Event::TestsVersion(v.to_string()));
+            }
+            let code = words
+                .find_map(|w| w.strip_prefix("nccl-library="))
+                .and_then(|c| c.parse().ok())
+                .and_then(decode_version_code);
+            if let (Some(v), false, None) = (code, self.version_explicit, &self.current.nccl_version) {
+                self.current.nccl_version = Some(v.clone());
+                events.push(Event::NcclVersion(v));
+            }
+        } else if let Some(name) = body.strip_prefix("Collective test starting:") {
+            self.maybe_new_test(events);
+            if let Some(name) = banner_collective(name.trim()) {
+                self.set_collective(name, true, events);
+            }
+        } else if let Some(name) = body.strip_prefix("Collective test concluded:") {
+            if let Some(name) = banner_collective(name.trim()) {
+                self.set_collective(name, false, events);
+            }
+            self.current.concluded = true;
+            self.in_table = false;
+            events.push(Event::Concluded);
+        } else if body.starts_with("nThread ") {
+            self.maybe_new_test(events);
+            let threads = word_after(body, "nThread");
+            let gpus = word_after(body, "nGpus");
+            self.current.threads = threads;
+            self.current.gpus_per_thread = gpus;
+            if let (Some(threads), Some(gpus)) = (threads, gpus) {
+                events.push(Event::Config { threads, gpus });
+            }
+        } else if let Some(rest) = body.strip_prefix("NCCL version ") {
+            self.explicit_version(rest, events);
+        } else if let Some(device) = parse_device(body) {
+            self.current.devices.push(device.clone());
+            events.push(Event::Device(device));
+        } else if let Some(rest) = body.strip_prefix("Out of bounds values") {
+            let mut words = rest.trim_start_matches([' ', ':']).split_whitespace();
+            if let Some(count) = words.next().and_then(|c| c.parse().ok()) {
+                let oob = OutOfBounds {
+                    count,
+                    ok: words.next() != Some("FAILED"),
+                };
+                self.current.out_of_bounds = Some(oob);
+                self.in_table = false;
+                events.push(Event::OutOfBounds(oob));
+            }
+        } else if let Some(rest) = body.strip_prefix("Avg bus bandwidth") {
+            let value = rest.trim_start_matches([' ', ':']).split_whitespace().next();
+            if let Some(bw) = value.and_then(parse_number) {
+                self.current.avg_busbw = Some(bw);
+                self.in_table = false;
+                events.push(Event::AvgBusBw(bw));
+            }
+        } else if let Some(layout) = Layout::from_header(body) {
+            self.maybe_new_test(events);
+            self.layout = Some(layout);
+            self.in_table = true;
+            self.current.header_seen = true;
+            events.push(Event::Header);
+        } else if !hashed {
+            if let Some(row) = parse_row(trimmed, self.layout.as_ref()) {
+                self.add_row(row, events);
+            } else if self.current.collective.is_none() {
+                // A command line echoed into the log: `mpirun ... /opt/nccl-tests/build/all_gather_perf -b 8`.
+                let mut words = trimmed.split_whitespace();
+                if let Some(name) = words.find_map(|w| collective_from_program(w, true)) {
+                    self.set_collective(name, false, events);
+                }
+            }
+        }
+    }
+
+    /// Record the collective; one from the banner replaces one guessed from a command line.
+    fn set_collective(&mut self, name: String, from_banner: bool, events: &mut Vec<Event>) {
+        if self.current.collective.as_deref() != Some(&name)
+            && (from_banner || self.current.collective.is_none())
+        {
+            self.current.collective = Some(name.clone());
+            events.push(Event::Collective(name));
+        }
+    }
+}
+
+/// The collective of a banner's program name: `all_reduce_perf` gives `all_reduce`; a
+/// binary of another name is taken as it is.
+fn banner_collective(program: &str) -> Option<String> {
+    collective_from_program(program, false).or_else(|| {
+        let p = program.rsplit('/').next().unwrap_or(program);
+        is_name_token(p).then(|| p.to_string())
+    })
+}
+
+fn word_after(body: &str, key: &str) -> Option<u32> {
+    let mut words = body.split_whitespace();
+    words.find(|w| *w == key)?;
+    words.next()?.parse().ok()
+}
+
+/// `Rank  0 Group  0 Pid   1374 on         vm device  0 [0000:00:06] NVIDIA H200`, and the
+/// older `Rank  0 Pid 123 on host device  0 [0x07] Tesla V100` and `Rank  0 on host ...`.
+fn parse_device(body: &str) -> Option<Device> {
+    let rest = body.strip_prefix("Rank ")?;
+    let mut words = rest.split_whitespace();
+    let rank = words.next()?.parse().ok()?;
+    let next = words.next()?;
+    if !matches!(next, "Group" | "Pid" | "on") {
+        return None;
+    }
+    let word_after = |key: &str| {
+        let mut w = rest.split_whitespace();
+        w.find(|x| *x == key)?;
+        w.next().map(str::to_string)
+    };
+    let (pci, name) = match (rest.find(" ["), rest.find("] ")) {
+        (Some(open), Some(close)) if open < close => (
+            Some(rest[open + 2..close].to_string()),
+            Some(rest[close + 2..].trim().to_string()).filter(|n| !n.is_empty()),
+        ),
+        _ => (None, None),
+    };
+    Some(Device {
+        rank,
+        host: word_after("on"),
+        device: word_after("device").and_then(|d| d.parse().ok()),
+        pci,
+        name,
+    })
+}
+
+/// Parse a whole text: every test it holds (one, usually).
+pub fn parse_text(text: &str) -> Vec<Report> {
+    let mut p = Parser::new();
+    p.push_str(text);
+    p.finish();
+    p.reports()
+}
+
+#[cfg(test)]
+#[path = "parse_tests.rs"]
+mod tests;

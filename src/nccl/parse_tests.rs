@@ -1,0 +1,535 @@
+//! Unit tests of the nccl-tests parser: real recorded outputs (tests/fixtures/nccl) and
+//! synthetic variants of them in every form real logs take.
+
+use super::*;
+
+const ALL_REDUCE: &str = include_str!("../../tests/fixtures/nccl/h200x2-all_reduce.txt");
+const ALLTOALL: &str = include_str!("../../tests/fixtures/nccl/h200x2-alltoall.txt");
+const DEBUG: &str = include_str!("../../tests/fixtures/nccl/h200x2-all_reduce-nccl-debug.txt");
+const GKE: &str = include_str!("../../tests/fixtures/nccl/gke-b200-2node-all_gather.txt");
+
+fn one(text: &str) -> Report {
+    let mut reports = parse_text(text);
+    assert_eq!(reports.len(), 1, "one test expected");
+    reports.remove(0)
+}
+
+fn json(r: &Report) -> String {
+    serde_json::to_string(&r.document()).unwrap()
+}
+
+fn m(time_us: f64, algbw: f64, busbw: f64, wrong: Option<f64>) -> Measurement {
+    Measurement {
+        time_us,
+        algbw,
+        busbw,
+        wrong,
+    }
+}
+
+/// Apply `f` to every line of `text`.
+fn map_lines(text: &str, f: impl Fn(&str) -> String) -> String {
+    text.lines().map(|l| f(l) + "\n").collect()
+}
+
+#[test]
+fn real_all_reduce_output() {
+    let r = one(ALL_REDUCE);
+    assert_eq!(r.collective.as_deref(), Some("all_reduce"));
+    assert_eq!(r.tests_version.as_deref(), Some("2.19.6"));
+    assert_eq!(
+        r.nccl_version.as_deref(),
+        Some("2.28.9"),
+        "decoded from nccl-library=22809"
+    );
+    assert_eq!((r.threads, r.gpus_per_thread), (Some(1), Some(2)));
+    assert_eq!(r.ranks(), Some(2));
+    assert_eq!(r.devices[1].name.as_deref(), Some("NVIDIA H200"));
+    assert_eq!(r.devices[1].pci.as_deref(), Some("0000:00:07"));
+    assert_eq!(r.devices[0].host.as_deref(), Some("vm"));
+    assert_eq!(r.rows.len(), 31);
+    let last = r.rows.last().unwrap();
+    assert_eq!(
+        (last.size, last.count, last.dtype.as_str(), last.redop.as_str()),
+        (8589934592, 2147483648, "float", "sum")
+    );
+    assert_eq!(last.root, Some(-1));
+    assert_eq!(last.out_of_place, Some(m(24704.0, 347.71, 347.71, Some(0.0))));
+    assert_eq!(last.in_place, Some(m(24672.7, 348.16, 348.16, Some(0.0))));
+    assert_eq!(r.avg_busbw, Some(112.161));
+    assert_eq!(r.peak_busbw(), Some(347.71));
+    assert_eq!(r.out_of_bounds, Some(OutOfBounds { count: 0, ok: true }));
+    assert!(r.concluded && r.header_seen);
+    assert_eq!(r.transport, None);
+    assert_eq!(r.transport_summary(), None);
+}
+
+#[test]
+fn rows_average_to_the_printed_avg_bus_bandwidth() {
+    // nccl-tests averages busbw over both halves of every row: a check that no row or
+    // column was dropped or shifted.
+    for text in [ALL_REDUCE, ALLTOALL, DEBUG, GKE] {
+        let r = one(text);
+        let bws: Vec<f64> = r
+            .rows
+            .iter()
+            .flat_map(|row| [&row.out_of_place, &row.in_place])
+            .map(|m| m.as_ref().unwrap().busbw)
+            .collect();
+        let mean = bws.iter().sum::<f64>() / bws.len() as f64;
+        let printed = r.avg_busbw.unwrap();
+        assert!((mean - printed).abs() < 0.01, "mean {mean} vs printed {printed}");
+    }
+}
+
+#[test]
+fn na_wrong_is_none_and_prints_null() {
+    let r = one(ALLTOALL);
+    assert_eq!(r.collective.as_deref(), Some("alltoall"));
+    assert_eq!(r.rows.len(), 31);
+    assert_eq!((r.rows[0].size, r.rows[0].count), (0, 0));
+    assert_eq!(r.rows[0].redop, "none");
+    assert!(r
+        .rows
+        .iter()
+        .all(|row| row.in_place.as_ref().unwrap().wrong.is_none()));
+    assert!(r
+        .rows
+        .iter()
+        .all(|row| row.out_of_place.as_ref().unwrap().wrong == Some(0.0)));
+    let doc = json(&r);
+    assert!(
+        doc.contains(r#""in_place":{"time_us":0.56,"algbw":0.0,"busbw":0.0,"wrong":null}"#),
+        "{doc}"
+    );
+    assert!(doc.contains(r#""wrong":0}"#), "{doc}");
+}
+
+#[test]
+fn debug_fixture_version_transport_and_rows() {
+    let r = one(DEBUG);
+    assert_eq!(r.nccl_version.as_deref(), Some("2.28.9+cuda13.0"));
+    assert_eq!(r.rows.len(), 4);
+    assert_eq!(r.rows[0].size, 1048576);
+    assert_eq!(r.rows[3].out_of_place.as_ref().unwrap().busbw, 269.57);
+    assert_eq!(r.avg_busbw, Some(166.116));
+    assert_eq!(r.transport_summary().as_deref(), Some("NVLink P2P"));
+    let t = r.transport.as_ref().unwrap();
+    assert_eq!((t.nodes, t.nranks), (Some(1), Some(2)));
+    assert_eq!(t.selected_net, Some(super::super::Net::Socket));
+    assert_eq!(t.inter_node_net(), None, "one node: the network carried nothing");
+}
+
+#[test]
+fn gke_fixture_has_no_banner() {
+    let r = one(GKE);
+    assert_eq!(r.nccl_version.as_deref(), Some("2.26.6+cuda12.8"));
+    assert_eq!(r.collective, None);
+    assert_eq!(r.ranks(), None);
+    assert_eq!(r.rows.len(), 24);
+    assert_eq!(
+        r.rows[23].out_of_place,
+        Some(m(21395.0, 401.49, 376.40, Some(0.0)))
+    );
+    assert_eq!(r.peak_busbw(), Some(376.4));
+    assert_eq!(r.avg_busbw, Some(135.094));
+}
+
+#[test]
+fn document_matches_design_keys_and_order() {
+    let doc = json(&one(DEBUG));
+    let expected_start = concat!(
+        r#"{"collective":"all_reduce","nccl_version":"2.28.9+cuda13.0","ranks":2,"rows":[{"size":1048576,"#,
+        r#""count":262144,"type":"float","redop":"sum","root":-1,"#,
+        r#""out_of_place":{"time_us":16.96,"algbw":61.83,"busbw":61.83,"wrong":0},"#,
+        r#""in_place":{"time_us":15.38,"algbw":68.19,"busbw":68.19,"wrong":0}},"#
+    );
+    assert!(doc.starts_with(expected_start), "{doc}");
+    assert!(
+        doc.ends_with(r#""avg_busbw":166.116,"peak_busbw":269.57,"transport":"NVLink P2P"}"#),
+        "{doc}"
+    );
+}
+
+#[test]
+fn launcher_prefixes_give_the_same_report() {
+    let plain = json(&one(ALL_REDUCE));
+    let prefixes = [
+        "[1,0]<stdout>:",
+        "[1,0]<stdout>: ",
+        "(head, rank=0, pid=123) ",
+        "(worker1, rank=1, pid=4567, ip=10.0.0.2) ",
+        "0: ",
+        "[0] ",
+        "[pod/nccl-test-0/nccl] 2026-11-22T01:02:03.456789Z ",
+        "(head, rank=0, pid=123) [1,0]<stdout>:",
+    ];
+    for prefix in prefixes {
+        let text = map_lines(ALL_REDUCE, |l| format!("{prefix}{l}"));
+        assert_eq!(json(&one(&text)), plain, "prefix {prefix:?}");
+    }
+    // The debug fixture too: the transport survives the prefixes.
+    let plain = json(&one(DEBUG));
+    let text = map_lines(DEBUG, |l| format!("[1,0]<stdout>:{l}"));
+    assert_eq!(json(&one(&text)), plain);
+}
+
+#[test]
+fn old_header_forms() {
+    let body = "           8             2     float     sum      -1    13.34    0.00    0.00       0    13.87    0.00    0.00       0\n";
+    let expected_row = Row {
+        size: 8,
+        count: 2,
+        dtype: "float".into(),
+        redop: "sum".into(),
+        root: Some(-1),
+        out_of_place: Some(m(13.34, 0.0, 0.0, Some(0.0))),
+        in_place: Some(m(13.87, 0.0, 0.0, Some(0.0))),
+    };
+    let no_root_row = Row {
+        root: None,
+        ..expected_row.clone()
+    };
+    // (header lines, row line, expected row)
+    let cases: Vec<(&str, String, Row)> = vec![
+        (
+            "#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong\n",
+            body.into(),
+            expected_row.clone(),
+        ),
+        (
+            "        size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong\n",
+            body.into(),
+            expected_row.clone(),
+        ),
+        (
+            "#       size         count      type   redop    root     time   algbw   busbw  wrong     time   algbw   busbw  wrong\n",
+            body.into(),
+            expected_row.clone(),
+        ),
+        (
+            // 2.0 - 2.12: no root column, max error printed as %5.0le.
+            "#       size         count      type   redop     time   algbw   busbw  error     time   algbw   busbw  error\n",
+            "           8             2     float     sum    13.34    0.00    0.00  0e+00    13.87    0.00    0.00  0e+00\n".into(),
+            no_root_row.clone(),
+        ),
+        (
+            // 2017: `bytes N type op`, `res`, N/A printed after a tab.
+            "#      bytes             N    type      op     time  algbw  busbw      res     time  algbw  busbw      res\n",
+            "           8             2   float     sum    13.34   0.00   0.00  0e+00    13.87   0.00   0.00 \tN/A\n".into(),
+            Row {
+                in_place: Some(m(13.87, 0.0, 0.0, None)),
+                ..no_root_row.clone()
+            },
+        ),
+        (
+            // 2024-25 side work: a copybw column in each half.
+            "#       size         count      type   redop    root     time   algbw   busbw copybw #wrong     time   algbw   busbw copybw #wrong\n",
+            "           8             2     float     sum      -1    13.34    0.00    0.00   1.50      0    13.87    0.00    0.00   1.60      0\n".into(),
+            expected_row.clone(),
+        ),
+        (
+            // 2.19 per-iteration report.
+            "#       size         count      type   redop    root     time   algbw   busbw  #wrong    i_min    i_max    i_p99    i_cv%     time   algbw   busbw  #wrong    i_min    i_max    i_p99    i_cv%\n",
+            "           8             2     float     sum      -1    13.34    0.00    0.00       0    12.00    15.00    15.00     3.10    13.87    0.00    0.00       0    12.50    16.00    16.00     2.20\n".into(),
+            expected_row.clone(),
+        ),
+        (
+            // -S 1: a timestamp after the in-place half.
+            "#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong           timestamp\n",
+            "           8             2     float     sum      -1    13.34    0.00    0.00       0    13.87    0.00    0.00       0 2026-11-22 01:02:03\n".into(),
+            expected_row.clone(),
+        ),
+        (
+            // cputime instead of time (-C 1).
+            "#       size         count      type   redop    root  cputime   algbw   busbw  #wrong  cputime   algbw   busbw  #wrong\n",
+            body.into(),
+            expected_row.clone(),
+        ),
+        (
+            // Trace replay: only the in-place half.
+            "#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong\n",
+            "           8             2     float     sum      -1                                    13.87    0.00    0.00       0\n".into(),
+            Row {
+                out_of_place: None,
+                ..expected_row.clone()
+            },
+        ),
+        (
+            // No header at all (log cut): the row alone, with and without root.
+            "",
+            body.into(),
+            expected_row.clone(),
+        ),
+        (
+            "",
+            "           8             2     float     sum    13.34    0.00    0.00       0    13.87    0.00    0.00       0\n".into(),
+            no_root_row.clone(),
+        ),
+        (
+            // Broadcast: a real root.
+            "",
+            "           8             2     float    none       0    13.34    0.00    0.00       0    13.87    0.00    0.00       0\n".into(),
+            Row {
+                redop: "none".into(),
+                root: Some(0),
+                ..expected_row.clone()
+            },
+        ),
+    ];
+    for (header, row_line, want) in cases {
+        let text = format!("# nThread 1 nGpus 2\n{header}{row_line}# Avg bus bandwidth    : 0.1\n");
+        let r = one(&text);
+        assert_eq!(r.rows, vec![want], "header {header:?}\nrow {row_line:?}");
+        assert_eq!(r.header_seen, !header.is_empty());
+        assert!(r.is_nccl_tests());
+    }
+}
+
+#[test]
+fn unhashed_old_banner_lines() {
+    // Before 2.11 the config line and the footer had no `#`.
+    let text = "nThread 1 nGpus 8 minBytes 8 maxBytes 128 step: 2(factor) warmup iters: 5 iters: 20 validation: 1\n\
+                #   Rank  0 Pid  12 on     node-a device  0 [0x07] Tesla V100-SXM2-16GB\n\
+                #   Rank  1 on node-a device  1 [0x08] Tesla V100-SXM2-16GB\n\
+                #\n\
+                #                                                     out-of-place                       in-place\n\
+                #       size         count    type   redop     time   algbw   busbw  error     time   algbw   busbw  error\n\
+                #        (B)    (elements)                     (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n\
+                           8             2   float     sum    10.00    0.00    0.00  2e-07    10.10    0.00    0.00  0e+00\n\
+                 Out of bounds values : 0 OK\n\
+                 Avg bus bandwidth    : 0.00 \n";
+    let r = one(text);
+    assert_eq!((r.threads, r.gpus_per_thread), (Some(1), Some(8)));
+    assert_eq!(r.ranks(), Some(2));
+    assert_eq!(r.devices[0].name.as_deref(), Some("Tesla V100-SXM2-16GB"));
+    assert_eq!(r.devices[0].pci.as_deref(), Some("0x07"));
+    assert_eq!(r.rows.len(), 1);
+    assert_eq!(r.rows[0].out_of_place.as_ref().unwrap().wrong, Some(2e-7));
+    assert_eq!(r.out_of_bounds, Some(OutOfBounds { count: 0, ok: true }));
+    assert_eq!(r.avg_busbw, Some(0.0));
+    let doc = json(&r);
+    assert!(
+        doc.contains(r#""wrong":2e-7"#) && doc.contains(r#""root":null"#),
+        "{doc}"
+    );
+}
+
+#[test]
+fn chunks_of_any_size_give_the_same_report() {
+    for text in [ALL_REDUCE, DEBUG, GKE] {
+        let whole = one(text);
+        for size in [1, 2, 3, 5, 7, 13, 64, 100, 4096] {
+            let mut p = Parser::new();
+            let mut rows = 0;
+            for chunk in text.as_bytes().chunks(size) {
+                rows += p
+                    .push_bytes(chunk)
+                    .iter()
+                    .filter(|e| matches!(e, Event::Row(_)))
+                    .count();
+            }
+            p.finish();
+            assert_eq!(rows, whole.rows.len(), "chunk size {size}");
+            assert_eq!(p.report(), whole, "chunk size {size}");
+        }
+    }
+}
+
+#[test]
+fn a_row_split_across_chunks_is_delivered_when_its_newline_arrives() {
+    let mut p = Parser::new();
+    p.push_str("#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong\n");
+    assert!(p
+        .push_str("     1048576        262144     float     sum")
+        .is_empty());
+    assert!(p.push_str("      -1    16.96   61.83   61.8").is_empty());
+    let events = p.push_str("3       0    15.38   68.19   68.19       0\n   4194304");
+    assert_eq!(events.len(), 1);
+    match &events[0] {
+        Event::Row(row) => {
+            assert_eq!(row.size, 1048576);
+            assert_eq!(row.out_of_place.as_ref().unwrap().busbw, 61.83);
+        }
+        other => panic!("expected a row, got {other:?}"),
+    }
+    assert_eq!(
+        p.report().rows.len(),
+        1,
+        "the partial second row is not a row yet"
+    );
+    let events = p.finish();
+    assert!(events.is_empty(), "an incomplete last line is not a row");
+}
+
+#[test]
+fn utf8_split_inside_a_character() {
+    let text = "# nThread 1 nGpus 1\n#  Rank  0 Group  0 Pid 1 on höst device  0 [0000:00:06] NVIDIA H200\n";
+    let mut p = Parser::new();
+    for b in text.as_bytes() {
+        p.push_bytes(std::slice::from_ref(b));
+    }
+    assert_eq!(p.report().devices[0].host.as_deref(), Some("höst"));
+}
+
+#[test]
+fn events_arrive_in_print_order() {
+    let mut p = Parser::new();
+    let mut kinds = Vec::new();
+    for line in ALL_REDUCE.lines() {
+        for e in p.push_line(line) {
+            kinds.push(match e {
+                Event::TestsVersion(_) => "tests_version",
+                Event::NcclVersion(_) => "nccl_version",
+                Event::Collective(_) => "collective",
+                Event::Config { .. } => "config",
+                Event::Device(_) => "device",
+                Event::Header => "header",
+                Event::Row(_) => "row",
+                Event::OutOfBounds(_) => "oob",
+                Event::AvgBusBw(_) => "avg",
+                Event::Concluded => "concluded",
+                Event::Transport(_) => "transport",
+                Event::TestStarted => "test_started",
+            });
+        }
+    }
+    kinds.dedup();
+    assert_eq!(
+        kinds,
+        [
+            "tests_version",
+            "nccl_version",
+            "collective",
+            "config",
+            "device",
+            "header",
+            "row",
+            "oob",
+            "avg",
+            "concluded"
+        ]
+    );
+}
+
+#[test]
+fn debug_lines_interrupting_a_row() {
+    let header = "#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong\n";
+    let want = Row {
+        size: 1048576,
+        count: 262144,
+        dtype: "float".into(),
+        redop: "sum".into(),
+        root: Some(-1),
+        out_of_place: Some(m(16.96, 61.83, 61.83, Some(0.0))),
+        in_place: Some(m(15.38, 68.19, 68.19, Some(0.0))),
+    };
+    let info = "vm:1486:1504 [1] NCCL INFO Channel 00/0 : 1[1] -> 0[0] via P2P/CUMEM\n";
+    let cases = [
+        // After the size columns (the first measurement connects lazily).
+        format!("     1048576        262144     float     sum      -1{info}    16.96   61.83   61.83       0    15.38   68.19   68.19       0\n"),
+        // Two debug lines in a row.
+        format!("     1048576        262144     float     sum      -1{info}{info}    16.96   61.83   61.83       0    15.38   68.19   68.19       0\n"),
+        // After the size columns and again between the halves.
+        format!("     1048576        262144     float     sum      -1{info}    16.96   61.83   61.83       0{info}    15.38   68.19   68.19       0\n"),
+        // Between the halves.
+        format!("     1048576        262144     float     sum      -1    16.96   61.83   61.83       0{info}    15.38   68.19   68.19       0\n"),
+        // Inside the size columns, after the type.
+        format!("     1048576        262144     float{info}     sum      -1    16.96   61.83   61.83       0    15.38   68.19   68.19       0\n"),
+        // A WARN line with NCCL 2.26's timestamp.
+        "     1048576        262144     float     sum      -1[2026-11-22 01:02:03] vm:1486:1504 [1] NCCL WARN something\n    16.96   61.83   61.83       0    15.38   68.19   68.19       0\n".to_string(),
+        // With launcher tags on every line.
+        format!("[1,0]<stdout>:     1048576        262144     float     sum      -1{info}[1,0]<stdout>:    16.96   61.83   61.83       0    15.38   68.19   68.19       0\n"),
+    ];
+    for case in cases {
+        let r = one(&format!("{header}{case}"));
+        assert_eq!(r.rows, vec![want.clone()], "{case}");
+        assert!(r.transport.is_some(), "the debug line was read: {case}");
+    }
+}
+
+#[test]
+fn debug_lines_outside_the_table_are_not_fragments() {
+    // A host name starting with digits, before the table: no fragment is kept.
+    let text = "1node:1:2 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n\
+                #       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong\n\
+                           8             2     float     sum      -1    13.34    0.00    0.00       0    13.87    0.00    0.00       0\n";
+    let r = one(text);
+    assert_eq!(r.nccl_version.as_deref(), Some("2.21.5+cuda12.4"));
+    assert_eq!(r.rows.len(), 1);
+    assert_eq!(r.rows[0].size, 8);
+}
+
+#[test]
+fn several_tests_in_one_stream() {
+    let gather = include_str!("../../tests/fixtures/nccl/h200x2-all_gather.txt");
+    let reports = parse_text(&format!("{ALL_REDUCE}{gather}"));
+    assert_eq!(reports.len(), 2);
+    assert_eq!(reports[0].collective.as_deref(), Some("all_reduce"));
+    assert_eq!(reports[1].collective.as_deref(), Some("all_gather"));
+    assert_eq!((reports[0].rows.len(), reports[1].rows.len()), (31, 31));
+    assert_eq!(reports[1].avg_busbw, Some(90.4437));
+    assert_eq!(reports[1].ranks(), Some(2));
+
+    let mut p = Parser::new();
+    p.push_str(ALL_REDUCE);
+    let events = p.push_str(gather.lines().next().unwrap());
+    assert!(events.is_empty(), "the banner line is not complete yet");
+    assert_eq!(p.push_str("\n").first(), Some(&Event::TestStarted));
+}
+
+#[test]
+fn collective_from_a_command_line() {
+    let text =
+        format!("+ mpirun -np 16 --hostfile h /opt/nccl-tests/build/all_gather_perf_mpi -b 1K -e 8G\n{GKE}");
+    let r = one(&text);
+    assert_eq!(r.collective.as_deref(), Some("all_gather"));
+    // Words that only look like one are not taken.
+    let r = one(&format!("./run_perf_tests.sh --fast\n{GKE}"));
+    assert_eq!(r.collective, None);
+}
+
+#[test]
+fn not_nccl_tests_output() {
+    for text in [
+        "",
+        "hello\nworld\n",
+        "# just a comment\n",
+        "Traceback (most recent call last):\n  File \"x.py\"\n",
+    ] {
+        let r = one(text);
+        assert!(!r.is_nccl_tests(), "{text:?}");
+        assert!(r.rows.is_empty());
+    }
+    // A header with no rows (the run died) is nccl-tests output.
+    let r = one("#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong\n");
+    assert!(r.is_nccl_tests());
+}
+
+#[test]
+fn failed_checks_and_odd_numbers() {
+    let text = "#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong\n\
+                \x20      1024           256     float     sum      -1    13.50    0.08    0.08   1e+06    13.16    0.08    0.08       3\n\
+                # Out of bounds values : 7 FAILED\n\
+                # Avg bus bandwidth    : 0.08 FAILED\n";
+    let r = one(text);
+    assert_eq!(r.rows[0].out_of_place.as_ref().unwrap().wrong, Some(1e6));
+    assert_eq!(r.rows[0].in_place.as_ref().unwrap().wrong, Some(3.0));
+    assert_eq!(r.out_of_bounds, Some(OutOfBounds { count: 7, ok: false }));
+    assert_eq!(r.avg_busbw, Some(0.08));
+    assert!(json(&r).contains(r#""wrong":1000000}"#));
+}
+
+#[test]
+fn version_codes_decode() {
+    assert_eq!(decode_version_code(22809).as_deref(), Some("2.28.9"));
+    assert_eq!(decode_version_code(21903).as_deref(), Some("2.19.3"));
+    assert_eq!(decode_version_code(2708).as_deref(), Some("2.7.8"));
+    assert_eq!(decode_version_code(0), None);
+    // An explicit `NCCL version` line wins over the banner's code, whichever comes first.
+    let text = "# nccl-tests version 2.19.6 nccl-headers=22809 nccl-library=22809\nvm:1:1 [0] NCCL INFO NCCL version 2.28.9+cuda13.0\n";
+    assert_eq!(one(text).nccl_version.as_deref(), Some("2.28.9+cuda13.0"));
+    let text =
+        "NCCL version 2.28.9+cuda13.0\n# nccl-tests version 2.19.6 nccl-headers=22809 nccl-library=22809\n";
+    assert_eq!(one(text).nccl_version.as_deref(), Some("2.28.9+cuda13.0"));
+}
