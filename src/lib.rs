@@ -11,5 +11,6 @@ pub mod nccl;
 pub mod paths;
 pub mod ssh;
 pub mod store;
+pub mod term;
 pub mod tui;
 pub mod yaml;

@@ -94,7 +94,7 @@ pub fn human_size(bytes: u64) -> String {
         unit += 1;
     }
     let scale = 1u64 << (10 * unit);
-    if bytes % scale == 0 {
+    if bytes.is_multiple_of(scale) {
         format!("{}{}", bytes / scale, UNITS[unit])
     } else {
         let v = format!("{:.1}", bytes as f64 / scale as f64);

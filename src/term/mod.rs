@@ -1,0 +1,375 @@
+//! Pane terminals: a vt100 emulator per pane (shared with the task that feeds it, read
+//! only while drawing), its rendering into ratatui, keys to terminal bytes, copy-mode
+//! snapshots of the scrollback, and OSC 52 to put text on the operator's clipboard.
+
+pub mod pty;
+pub mod session;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Modifier, Style};
+use std::sync::{Arc, RwLock};
+
+/// Scrollback lines kept per pane.
+pub const SCROLLBACK: usize = 10_000;
+
+/// A pane's terminal: the emulated screen (what is shown), and the scrollback as plain
+/// text lines (what copy mode searches and yanks). vt100 0.15's own scrollback cannot be
+/// read back past one screen and costs a full cell row per line, so the scrollback is
+/// kept here instead: output bytes, escape sequences stripped, carriage returns and
+/// backspaces applied, nothing logged while a full-screen program holds the alternate
+/// screen. Bounded to [`SCROLLBACK`] lines.
+pub struct PaneTerm {
+    parser: vt100::Parser,
+    log: LineLog,
+    log_parser: vte::Parser,
+}
+
+/// A pane's terminal, written by its session task, read-locked only while drawing.
+pub type SharedScreen = Arc<RwLock<PaneTerm>>;
+
+pub fn new_screen(rows: u16, cols: u16) -> SharedScreen {
+    Arc::new(RwLock::new(PaneTerm::new(rows, cols)))
+}
+
+impl PaneTerm {
+    pub fn new(rows: u16, cols: u16) -> PaneTerm {
+        PaneTerm {
+            parser: vt100::Parser::new(rows.max(1), cols.max(1), 0),
+            log: LineLog::default(),
+            log_parser: vte::Parser::new(),
+        }
+    }
+
+    pub fn process(&mut self, bytes: &[u8]) {
+        self.parser.process(bytes);
+        for &b in bytes {
+            self.log_parser.advance(&mut self.log, b);
+        }
+    }
+
+    pub fn screen(&self) -> &vt100::Screen {
+        self.parser.screen()
+    }
+
+    pub fn set_size(&mut self, rows: u16, cols: u16) {
+        self.parser.set_size(rows.max(1), cols.max(1));
+    }
+
+    /// Every line of the pane for copy mode: the scrollback log and the line being
+    /// written; while a full-screen program runs, its screen.
+    pub fn lines(&self) -> Vec<String> {
+        if self.log.alternate {
+            let (_, cols) = self.parser.screen().size();
+            let mut rows: Vec<String> = self.parser.screen().rows(0, cols).collect();
+            while rows.last().is_some_and(|l| l.trim().is_empty()) {
+                rows.pop();
+            }
+            return rows;
+        }
+        let mut out: Vec<String> = self.log.lines.iter().cloned().collect();
+        if !self.log.current.is_empty() {
+            out.push(self.log.current.clone());
+        }
+        out
+    }
+}
+
+/// The plain-text log of a byte stream (a vte performer).
+#[derive(Default)]
+struct LineLog {
+    lines: std::collections::VecDeque<String>,
+    current: String,
+    /// A carriage return was seen: the next character starts the line again.
+    cr: bool,
+    alternate: bool,
+}
+
+impl vte::Perform for LineLog {
+    fn print(&mut self, c: char) {
+        if self.alternate {
+            return;
+        }
+        if self.cr {
+            self.current.clear();
+            self.cr = false;
+        }
+        if self.current.len() < crate::exec::MAX_LINE {
+            self.current.push(c);
+        }
+    }
+
+    fn execute(&mut self, byte: u8) {
+        if self.alternate {
+            return;
+        }
+        match byte {
+            b'\n' => {
+                self.lines.push_back(std::mem::take(&mut self.current));
+                self.cr = false;
+                while self.lines.len() > SCROLLBACK {
+                    self.lines.pop_front();
+                }
+            }
+            b'\r' => self.cr = true,
+            0x08 => {
+                self.current.pop();
+            }
+            b'\t' => self.print('\t'),
+            _ => {}
+        }
+    }
+
+    fn csi_dispatch(&mut self, params: &vte::Params, intermediates: &[u8], _ignore: bool, action: char) {
+        // DECSET/DECRST 1049, 1047, 47: the alternate screen.
+        if intermediates == b"?" && (action == 'h' || action == 'l') {
+            let alt = params.iter().any(|p| matches!(p.first(), Some(1049 | 1047 | 47)));
+            if alt {
+                self.alternate = action == 'h';
+            }
+        }
+    }
+}
+
+fn color(c: vt100::Color) -> Option<Color> {
+    match c {
+        vt100::Color::Default => None,
+        vt100::Color::Idx(i) => Some(Color::Indexed(i)),
+        vt100::Color::Rgb(r, g, b) => Some(Color::Rgb(r, g, b)),
+    }
+}
+
+/// Draw `screen` into `area` (top-left aligned, clipped). With `monochrome`, colours are
+/// dropped and only attributes kept. Returns where the cursor is, if visible in `area`.
+pub fn render_screen(
+    screen: &vt100::Screen,
+    area: Rect,
+    buf: &mut Buffer,
+    monochrome: bool,
+) -> Option<(u16, u16)> {
+    let (rows, cols) = screen.size();
+    for r in 0..rows.min(area.height) {
+        for c in 0..cols.min(area.width) {
+            let Some(cell) = screen.cell(r, c) else { continue };
+            if cell.is_wide_continuation() {
+                continue;
+            }
+            let mut style = Style::new();
+            if !monochrome {
+                if let Some(fg) = color(cell.fgcolor()) {
+                    style = style.fg(fg);
+                }
+                if let Some(bg) = color(cell.bgcolor()) {
+                    style = style.bg(bg);
+                }
+            }
+            let mut m = Modifier::empty();
+            if cell.bold() {
+                m |= Modifier::BOLD;
+            }
+            if cell.italic() {
+                m |= Modifier::ITALIC;
+            }
+            if cell.underline() {
+                m |= Modifier::UNDERLINED;
+            }
+            if cell.inverse() {
+                m |= Modifier::REVERSED;
+            }
+            style = style.add_modifier(m);
+            let text = cell.contents();
+            let bc = &mut buf[(area.x + c, area.y + r)];
+            bc.set_symbol(if text.is_empty() { " " } else { &text });
+            bc.set_style(style);
+        }
+    }
+    let (cr, cc) = screen.cursor_position();
+    (!screen.hide_cursor() && screen.scrollback() == 0 && cr < area.height && cc < area.width)
+        .then_some((area.x + cc, area.y + cr))
+}
+
+/// The bytes a terminal sends for a key press (xterm conventions). `app_cursor` is the
+/// screen's application-cursor mode (DECCKM), which changes the arrow keys.
+pub fn key_to_bytes(key: &KeyEvent, app_cursor: bool) -> Vec<u8> {
+    let alt = key.modifiers.contains(KeyModifiers::ALT);
+    let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+    let mut out = Vec::new();
+    if alt {
+        out.push(0x1b);
+    }
+    let csi = |s: &str| format!("\x1b[{s}").into_bytes();
+    let arrow = |c: char| {
+        if app_cursor {
+            format!("\x1bO{c}").into_bytes()
+        } else {
+            format!("\x1b[{c}").into_bytes()
+        }
+    };
+    let bytes: Vec<u8> = match key.code {
+        KeyCode::Char(c) if ctrl => match c.to_ascii_lowercase() {
+            c @ 'a'..='z' => vec![c as u8 - b'a' + 1],
+            ' ' | '@' | '2' => vec![0],
+            '[' | '3' => vec![0x1b],
+            '\\' | '4' => vec![0x1c],
+            ']' | '5' => vec![0x1d],
+            '^' | '6' => vec![0x1e],
+            '_' | '7' | '-' => vec![0x1f],
+            '?' | '8' => vec![0x7f],
+            other => other.to_string().into_bytes(),
+        },
+        KeyCode::Char(c) => c.to_string().into_bytes(),
+        KeyCode::Enter => vec![b'\r'],
+        KeyCode::Tab => vec![b'\t'],
+        KeyCode::BackTab => csi("Z"),
+        KeyCode::Backspace => vec![0x7f],
+        KeyCode::Esc => vec![0x1b],
+        KeyCode::Up => arrow('A'),
+        KeyCode::Down => arrow('B'),
+        KeyCode::Right => arrow('C'),
+        KeyCode::Left => arrow('D'),
+        KeyCode::Home => arrow('H'),
+        KeyCode::End => arrow('F'),
+        KeyCode::Insert => csi("2~"),
+        KeyCode::Delete => csi("3~"),
+        KeyCode::PageUp => csi("5~"),
+        KeyCode::PageDown => csi("6~"),
+        KeyCode::F(n) => match n {
+            1 => b"\x1bOP".to_vec(),
+            2 => b"\x1bOQ".to_vec(),
+            3 => b"\x1bOR".to_vec(),
+            4 => b"\x1bOS".to_vec(),
+            5 => csi("15~"),
+            6 => csi("17~"),
+            7 => csi("18~"),
+            8 => csi("19~"),
+            9 => csi("20~"),
+            10 => csi("21~"),
+            11 => csi("23~"),
+            12 => csi("24~"),
+            _ => vec![],
+        },
+        _ => vec![],
+    };
+    if bytes.is_empty() {
+        return vec![];
+    }
+    out.extend(bytes);
+    out
+}
+
+/// Every line of a pane, for copy mode (see [`PaneTerm::lines`]).
+pub fn snapshot_lines(screen: &SharedScreen) -> Vec<String> {
+    screen.read().unwrap_or_else(|e| e.into_inner()).lines()
+}
+
+/// The OSC 52 sequence that sets the clipboard of the terminal flightdeck runs in (and,
+/// through SSH and tmux with `set-clipboard on`, the operator's own).
+pub fn osc52(text: &str) -> String {
+    format!("\x1b]52;c;{}\x07", data_encoding::BASE64.encode(text.as_bytes()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn k(code: KeyCode, m: KeyModifiers) -> Vec<u8> {
+        key_to_bytes(&KeyEvent::new(code, m), false)
+    }
+
+    #[test]
+    fn keys_become_terminal_bytes() {
+        assert_eq!(k(KeyCode::Char('a'), KeyModifiers::NONE), b"a");
+        assert_eq!(k(KeyCode::Char('c'), KeyModifiers::CONTROL), vec![3]);
+        assert_eq!(k(KeyCode::Char('x'), KeyModifiers::ALT), b"\x1bx");
+        assert_eq!(k(KeyCode::Enter, KeyModifiers::NONE), b"\r");
+        assert_eq!(k(KeyCode::Up, KeyModifiers::NONE), b"\x1b[A");
+        assert_eq!(
+            key_to_bytes(&KeyEvent::new(KeyCode::Up, KeyModifiers::NONE), true),
+            b"\x1bOA"
+        );
+        assert_eq!(k(KeyCode::F(5), KeyModifiers::NONE), b"\x1b[15~");
+        assert_eq!(k(KeyCode::Char('é'), KeyModifiers::NONE), "é".as_bytes());
+        assert!(k(KeyCode::CapsLock, KeyModifiers::NONE).is_empty());
+    }
+
+    #[test]
+    fn screen_renders_colours_and_cursor() {
+        let s = new_screen(3, 10);
+        s.write().unwrap().process(b"\x1b[31mred\x1b[0m ok\r\n\x1b[1mB");
+        let mut buf = Buffer::empty(Rect::new(0, 0, 12, 4));
+        let cur = render_screen(
+            s.read().unwrap().screen(),
+            Rect::new(1, 1, 10, 3),
+            &mut buf,
+            false,
+        );
+        assert_eq!(buf[(1, 1)].symbol(), "r");
+        assert_eq!(buf[(1, 1)].fg, Color::Indexed(1));
+        assert_eq!(buf[(5, 1)].symbol(), "o");
+        assert!(buf[(1, 2)].modifier.contains(Modifier::BOLD));
+        assert_eq!(cur, Some((2, 2)));
+        let mut mono = Buffer::empty(Rect::new(0, 0, 12, 4));
+        render_screen(
+            s.read().unwrap().screen(),
+            Rect::new(1, 1, 10, 3),
+            &mut mono,
+            true,
+        );
+        assert_eq!(mono[(1, 1)].fg, Color::Reset);
+        // Clipped, never out of bounds.
+        let mut tiny = Buffer::empty(Rect::new(0, 0, 2, 1));
+        render_screen(
+            s.read().unwrap().screen(),
+            Rect::new(0, 0, 2, 1),
+            &mut tiny,
+            false,
+        );
+        assert_eq!(tiny[(1, 0)].symbol(), "e");
+    }
+
+    #[test]
+    fn scrollback_is_bounded() {
+        let s = new_screen(3, 20);
+        for i in 0..SCROLLBACK + 50 {
+            s.write().unwrap().process(format!("{i}\n").as_bytes());
+        }
+        let lines = snapshot_lines(&s);
+        assert_eq!(lines.len(), SCROLLBACK);
+        assert_eq!(lines[0], "50");
+    }
+
+    #[test]
+    fn snapshot_walks_the_scrollback() {
+        let s = new_screen(3, 20);
+        for i in 0..10 {
+            s.write().unwrap().process(format!("line {i}\r\n").as_bytes());
+        }
+        s.write()
+            .unwrap()
+            .process(b"\x1b[32mgreen\x1b[0m 50%\r100%\x08!\r\npartial");
+        let lines = snapshot_lines(&s);
+        assert_eq!(lines.first().map(String::as_str), Some("line 0"));
+        assert_eq!(lines[9], "line 9");
+        assert_eq!(
+            lines[10], "100!",
+            "escapes stripped, \\r restarts the line, backspace erases"
+        );
+        assert_eq!(lines[11], "partial");
+        assert_eq!(lines.len(), 12);
+        // A full-screen program: its screen is the snapshot, and nothing is logged.
+        s.write()
+            .unwrap()
+            .process(b"\x1b[?1049h\x1b[Hvim screen\r\n~\r\n");
+        assert_eq!(snapshot_lines(&s), vec!["vim screen", "~"]);
+        s.write().unwrap().process(b"\x1b[?1049l\r\nback\r\n");
+        let lines = snapshot_lines(&s);
+        assert_eq!(lines.last().map(String::as_str), Some("back"));
+        assert!(!lines.iter().any(|l| l.contains("vim")));
+    }
+
+    #[test]
+    fn osc52_encodes() {
+        assert_eq!(osc52("hi"), "\x1b]52;c;aGk=\x07");
+    }
+}
