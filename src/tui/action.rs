@@ -14,16 +14,26 @@ pub enum Context {
     Help,
     /// A text entry: the `:` command palette or the `/` filter.
     Input,
+    /// Typing into panes (insert mode of the Panes view): keys go to the shells.
+    Pane,
+    /// Copy mode of a pane: scroll, search and yank its scrollback.
+    Copy,
+    /// A question only the operator can answer (an unknown host key).
+    Question,
 }
 
 impl Context {
-    pub const ALL: [Context; 3] = [Context::Global, Context::Help, Context::Input];
+    pub const ALL: [Context; 6] =
+        [Context::Global, Context::Help, Context::Input, Context::Pane, Context::Copy, Context::Question];
 
     pub fn name(self) -> &'static str {
         match self {
             Context::Global => "global",
             Context::Help => "help",
             Context::Input => "input",
+            Context::Pane => "pane",
+            Context::Copy => "copy",
+            Context::Question => "question",
         }
     }
 
@@ -32,6 +42,9 @@ impl Context {
             Context::Global => "Cockpit",
             Context::Help => "Help overlay",
             Context::Input => "Command palette and filter entry",
+            Context::Pane => "Typing into panes",
+            Context::Copy => "Copy mode",
+            Context::Question => "Questions (host keys)",
         }
     }
 }
@@ -65,10 +78,24 @@ pub enum Action {
     Confirm,
     Complete,
     CompletePrev,
+    Left,
+    Right,
+    Select,
+    Reload,
+    PaneInsert,
+    PaneZoom,
+    PaneMark,
+    PaneBroadcast,
+    PaneCopy,
+    SearchNext,
+    SearchPrev,
+    SelectStart,
+    Yank,
+    AcceptAll,
 }
 
 impl Action {
-    pub const ALL: [Action; 25] = [
+    pub const ALL: [Action; 39] = [
         Action::Quit,
         Action::Suspend,
         Action::Help,
@@ -94,6 +121,20 @@ impl Action {
         Action::Confirm,
         Action::Complete,
         Action::CompletePrev,
+        Action::Left,
+        Action::Right,
+        Action::Select,
+        Action::Reload,
+        Action::PaneInsert,
+        Action::PaneZoom,
+        Action::PaneMark,
+        Action::PaneBroadcast,
+        Action::PaneCopy,
+        Action::SearchNext,
+        Action::SearchPrev,
+        Action::SelectStart,
+        Action::Yank,
+        Action::AcceptAll,
     ];
 
     /// Parse a config-file name.
@@ -105,9 +146,18 @@ impl Action {
     pub fn allowed_in(self, context: Context) -> bool {
         use Action::*;
         match context {
-            Context::Global => !matches!(self, Close | Confirm | Complete | CompletePrev),
+            Context::Global => !matches!(
+                self,
+                Close | Confirm | Complete | CompletePrev | SearchNext | SearchPrev | SelectStart | Yank | AcceptAll
+            ),
             Context::Help => matches!(self, Close | Quit | Up | Down | Top | Bottom | PageUp | PageDown),
             Context::Input => matches!(self, Close | Confirm | Complete | CompletePrev | Up | Down),
+            Context::Pane => matches!(self, Close),
+            Context::Copy => matches!(
+                self,
+                Close | Up | Down | Top | Bottom | PageUp | PageDown | Filter | SearchNext | SearchPrev | SelectStart | Yank
+            ),
+            Context::Question => matches!(self, Confirm | Close | AcceptAll),
         }
     }
 
@@ -139,6 +189,20 @@ impl Action {
             Action::Confirm => "run / apply",
             Action::Complete => "complete (next candidate)",
             Action::CompletePrev => "previous candidate",
+            Action::Left => "move left",
+            Action::Right => "move right",
+            Action::Select => "open the selected item (a fleet's panes; type into a pane)",
+            Action::Reload => "reload the view (restart an exited pane)",
+            Action::PaneInsert => "type into the focused pane (or all, when broadcasting)",
+            Action::PaneZoom => "zoom the focused pane / back to the grid",
+            Action::PaneMark => "mark the focused pane for broadcast",
+            Action::PaneBroadcast => "broadcast typing: off, all panes, marked panes",
+            Action::PaneCopy => "copy mode: scroll, search and yank the pane's scrollback",
+            Action::SearchNext => "next match",
+            Action::SearchPrev => "previous match",
+            Action::SelectStart => "start or clear a selection",
+            Action::Yank => "copy the selection (or line) to your clipboard (OSC 52)",
+            Action::AcceptAll => "accept this and every new host key of this session",
         }
     }
 
@@ -153,6 +217,10 @@ impl Action {
             Action::Close => "close",
             Action::Confirm => "run",
             Action::Complete => "complete",
+            Action::PaneInsert => "type",
+            Action::PaneBroadcast => "broadcast",
+            Action::Yank => "yank",
+            Action::AcceptAll => "all",
             _ => return None,
         })
     }

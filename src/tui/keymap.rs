@@ -192,7 +192,7 @@ impl fmt::Display for Chord {
 /// The default bindings, in the order help shows them.
 fn default_table() -> Vec<(Context, Action, Vec<Chord>)> {
     use Action::*;
-    use Context::{Global, Input};
+    use Context::{Copy, Global, Input, Pane, Question};
     const HELP: Context = Context::Help;
     let k = Chord::key;
     let p = Chord::plain;
@@ -210,9 +210,18 @@ fn default_table() -> Vec<(Context, Action, Vec<Chord>)> {
         (Global, ViewNccl, vec![p('5')]),
         (Global, ViewJobs, vec![p('6')]),
         (Global, ViewNics, vec![p('7')]),
+        (Global, Select, vec![k(KeyCode::Enter)]),
+        (Global, Reload, vec![p('r')]),
+        (Global, PaneInsert, vec![p('i')]),
+        (Global, PaneZoom, vec![p('z')]),
+        (Global, PaneMark, vec![p('m')]),
+        (Global, PaneBroadcast, vec![p('b')]),
+        (Global, PaneCopy, vec![p('[')]),
         (Global, Up, vec![k(KeyCode::Up), p('k')]),
         (Global, Down, vec![k(KeyCode::Down), p('j')]),
         (Global, Top, vec![k(KeyCode::Home), p('g')]),
+        (Global, Left, vec![k(KeyCode::Left), p('h')]),
+        (Global, Right, vec![k(KeyCode::Right), p('l')]),
         (Global, Bottom, vec![k(KeyCode::End), p('G')]),
         (Global, PageUp, vec![k(KeyCode::PageUp), Chord::ctrl('b')]),
         (Global, PageDown, vec![k(KeyCode::PageDown), Chord::ctrl('f')]),
@@ -232,6 +241,22 @@ fn default_table() -> Vec<(Context, Action, Vec<Chord>)> {
         (Input, CompletePrev, vec![k(KeyCode::BackTab)]),
         (Input, Up, vec![k(KeyCode::Up)]),
         (Input, Down, vec![k(KeyCode::Down)]),
+        (Pane, Close, vec![Chord::ctrl(']')]),
+        (Copy, Close, vec![k(KeyCode::Esc), p('q')]),
+        (Copy, Up, vec![k(KeyCode::Up), p('k')]),
+        (Copy, Down, vec![k(KeyCode::Down), p('j')]),
+        (Copy, PageUp, vec![k(KeyCode::PageUp), Chord::ctrl('b')]),
+        (Copy, PageDown, vec![k(KeyCode::PageDown), Chord::ctrl('f')]),
+        (Copy, Top, vec![k(KeyCode::Home), p('g')]),
+        (Copy, Bottom, vec![k(KeyCode::End), p('G')]),
+        (Copy, Filter, vec![p('/')]),
+        (Copy, SearchNext, vec![p('n')]),
+        (Copy, SearchPrev, vec![p('N')]),
+        (Copy, SelectStart, vec![p('v'), p(' ')]),
+        (Copy, Yank, vec![p('y'), k(KeyCode::Enter)]),
+        (Question, Confirm, vec![p('y')]),
+        (Question, Close, vec![p('n'), k(KeyCode::Esc)]),
+        (Question, AcceptAll, vec![p('a')]),
     ]
 }
 

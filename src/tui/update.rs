@@ -146,7 +146,24 @@ pub fn act(state: &mut State, action: Action) -> Vec<Command> {
         Action::Up | Action::Down | Action::Top | Action::Bottom | Action::PageUp | Action::PageDown => {
             state.dirty = false;
         }
-        Action::Close | Action::Confirm | Action::Complete | Action::CompletePrev => {}
+        Action::Left
+        | Action::Right
+        | Action::Select
+        | Action::Reload
+        | Action::PaneInsert
+        | Action::PaneZoom
+        | Action::PaneMark
+        | Action::PaneBroadcast
+        | Action::PaneCopy => state.dirty = false,
+        Action::Close
+        | Action::Confirm
+        | Action::Complete
+        | Action::CompletePrev
+        | Action::SearchNext
+        | Action::SearchPrev
+        | Action::SelectStart
+        | Action::Yank
+        | Action::AcceptAll => {}
     }
     vec![]
 }
