@@ -99,8 +99,7 @@ fn every_subcommand_has_complete_help() {
 fn subcommands_not_landed_exit_2_with_one_line() {
     let home = tempfile::tempdir().unwrap();
     for args in [
-        &["offers", "--json"][..],
-        &["fleet", "list"],
+        &["fleet", "list"][..],
         &["exec", "f", "--", "hostname"],
         &["nccl", "parse", "-"],
         &["nccl", "run", "f"],

@@ -41,6 +41,8 @@ pub struct Catalog {
     machines: BTreeSet<String>,
     regions: BTreeSet<String>,
     zones: BTreeSet<String>,
+    /// The order of each of [`sort::TEXT_FIELDS`], as a rank per offer.
+    text_ranks: Vec<Vec<u32>>,
 }
 
 impl Catalog {
@@ -69,6 +71,10 @@ impl Catalog {
             }
         }
         Catalog {
+            text_ranks: sort::TEXT_FIELDS
+                .iter()
+                .map(|f| sort::ranks(&offers, *f))
+                .collect(),
             machines: offers.iter().map(|o| o.machine_type.clone()).collect(),
             regions: offers.iter().map(|o| o.region.clone()).collect(),
             zones: offers.iter().map(|o| o.zone.clone()).collect(),
@@ -155,12 +161,24 @@ impl Catalog {
         Ok(())
     }
 
+    /// Sort `indices` (into [`Catalog::offers`]) by `field`: stable, unknown values last;
+    /// `pricing` chooses what `price` and `gpuprice` mean.
+    pub fn sort(&self, indices: &mut [usize], field: Field, dir: Direction, pricing: Pricing) {
+        match sort::TEXT_FIELDS.iter().position(|f| *f == field) {
+            Some(t) => {
+                let ranks = &self.text_ranks[t];
+                sort::sort_by_key(indices, dir, |i| Some(u64::from(ranks[i])));
+            }
+            None => sort::sort(&self.offers, indices, field, dir, pricing),
+        }
+    }
+
     /// Filter with `query` and sort by `order` (the first key decides, the next break
     /// ties; stable, unknown values last).
     pub fn select(&self, query: &Query, pricing: Pricing, order: &[(Field, Direction)]) -> Filtered {
         let mut f = query.filter(&self.offers, pricing);
         for (field, dir) in order.iter().rev() {
-            sort::sort(&self.offers, &mut f.indices, *field, *dir, pricing);
+            self.sort(&mut f.indices, *field, *dir, pricing);
         }
         f
     }
@@ -345,6 +363,20 @@ mod tests {
             "machine=A3-ULTRAGPU-8G",
         ] {
             c.query(ok).unwrap_or_else(|e| panic!("`{ok}`: {e}"));
+        }
+    }
+
+    #[test]
+    fn catalog_sort_from_ranks_matches_the_plain_sort() {
+        let c = embedded();
+        for field in Field::ALL {
+            for dir in [Direction::Ascending, Direction::Descending] {
+                let mut fast: Vec<usize> = (0..c.offers().len()).rev().collect();
+                let mut plain = fast.clone();
+                c.sort(&mut fast, field, dir, Pricing::Spot);
+                sort::sort(c.offers(), &mut plain, field, dir, Pricing::Spot);
+                assert_eq!(fast, plain, "{field} {dir:?}");
+            }
         }
     }
 

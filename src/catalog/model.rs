@@ -369,10 +369,10 @@ impl Offer {
 /// `h100-mega-80gb` -> `h100-mega`; `b200` stays.
 fn strip_memory_suffix(s: &str) -> &str {
     if let Some(pos) = s.rfind('-') {
-        let tail = &s[pos + 1..];
-        let lower = tail.to_ascii_lowercase();
-        if let Some(digits) = lower.strip_suffix("gb") {
-            if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+        let tail = &s.as_bytes()[pos + 1..];
+        if tail.len() > 2 {
+            let (digits, unit) = tail.split_at(tail.len() - 2);
+            if unit.eq_ignore_ascii_case(b"gb") && digits.iter().all(u8::is_ascii_digit) {
                 return &s[..pos];
             }
         }

@@ -640,7 +640,14 @@ pub fn glob_matches(pattern: &[u8], text: &[u8]) -> bool {
 /// `needle` is lower case.
 fn contains_ignore_case(hay: &str, needle: &str) -> bool {
     let (h, n) = (hay.as_bytes(), needle.as_bytes());
-    n.is_empty() || h.windows(n.len()).any(|w| w.eq_ignore_ascii_case(n))
+    let Some((&first, rest)) = n.split_first() else {
+        return true;
+    };
+    if h.len() < n.len() {
+        return false;
+    }
+    (0..=h.len() - n.len())
+        .any(|i| h[i].to_ascii_lowercase() == first && h[i + 1..i + n.len()].eq_ignore_ascii_case(rest))
 }
 
 #[cfg(test)]

@@ -32,26 +32,69 @@ impl Direction {
 }
 
 /// Sort `indices` (into `offers`) by `field`; `pricing` chooses what `price` and
-/// `gpuprice` mean.
+/// `gpuprice` mean. [`crate::catalog::Catalog::sort`] does the same faster for text
+/// columns, from ranks it computes once.
 pub fn sort(offers: &[Offer], indices: &mut [usize], field: Field, dir: Direction, pricing: Pricing) {
     match field.kind() {
-        Kind::Number => {
-            // Keys first: one pass over the offers, then a sort that touches only the keys.
-            let mut keyed: Vec<(Option<f64>, usize)> = indices
-                .iter()
-                .map(|&i| (field.number(&offers[i], pricing), i))
-                .collect();
-            keyed.sort_by(|a, b| match (a.0, b.0) {
-                (Some(x), Some(y)) => dir.apply(x.total_cmp(&y)),
-                (Some(_), None) => Ordering::Less,
-                (None, Some(_)) => Ordering::Greater,
-                (None, None) => Ordering::Equal,
-            });
-            for (slot, (_, i)) in indices.iter_mut().zip(keyed) {
-                *slot = i;
-            }
-        }
+        Kind::Number => sort_by_key(indices, dir, |i| field.number(&offers[i], pricing).map(float_key)),
         Kind::Text => indices.sort_by(|&a, &b| dir.apply(compare_text(field, &offers[a], &offers[b]))),
+    }
+}
+
+/// The text columns, whose order a catalog keeps as ranks.
+pub(crate) const TEXT_FIELDS: [Field; 5] = [
+    Field::Machine,
+    Field::Gpu,
+    Field::GpuDirect,
+    Field::Region,
+    Field::Zone,
+];
+
+/// For each offer, its place in the order of `field` (equal values share a rank).
+pub(crate) fn ranks(offers: &[Offer], field: Field) -> Vec<u32> {
+    let mut order: Vec<usize> = (0..offers.len()).collect();
+    order.sort_by(|&a, &b| compare_text(field, &offers[a], &offers[b]));
+    let mut ranks = vec![0u32; offers.len()];
+    let mut rank = 0u32;
+    for (n, &i) in order.iter().enumerate() {
+        if n > 0 && compare_text(field, &offers[order[n - 1]], &offers[i]) != Ordering::Equal {
+            rank += 1;
+        }
+        ranks[i] = rank;
+    }
+    ranks
+}
+
+/// A `u64` that orders like the finite `f64` it comes from (and stays below `u64::MAX`).
+pub(crate) fn float_key(x: f64) -> u64 {
+    let bits = x.to_bits();
+    if bits >> 63 == 1 {
+        !bits
+    } else {
+        bits | (1 << 63)
+    }
+}
+
+/// Sort `indices` by `key` (`None`: unknown, last in either direction), stably: each key
+/// carries the index's current position, so the unstable sort of the pairs keeps ties in
+/// their order. Pairs of integers sort much faster than offers compared field by field.
+pub(crate) fn sort_by_key(indices: &mut [usize], dir: Direction, key: impl Fn(usize) -> Option<u64>) {
+    let mut keyed: Vec<(u64, u32)> = indices
+        .iter()
+        .enumerate()
+        .map(|(pos, &i)| {
+            let k = match (key(i), dir) {
+                (None, _) => u64::MAX,
+                (Some(k), Direction::Ascending) => k.min(u64::MAX - 1),
+                (Some(k), Direction::Descending) => (u64::MAX - 1) - k.min(u64::MAX - 1),
+            };
+            (k, pos as u32)
+        })
+        .collect();
+    keyed.sort_unstable();
+    let before: Vec<usize> = indices.to_vec();
+    for (slot, (_, pos)) in indices.iter_mut().zip(keyed) {
+        *slot = before[pos as usize];
     }
 }
 
@@ -287,6 +330,30 @@ mod tests {
             [5, 4, 3, 1, 2, 0],
             "a3-megagpu-8g zones by price within the type"
         );
+    }
+
+    #[test]
+    fn float_keys_order_like_the_floats() {
+        let xs = [
+            -1e9,
+            -2.5,
+            -0.0,
+            0.0,
+            1e-9,
+            0.22,
+            15.80912,
+            86.75992,
+            1e300,
+            f64::MAX,
+        ];
+        for w in xs.windows(2) {
+            assert!(float_key(w[0]) <= float_key(w[1]), "{} {}", w[0], w[1]);
+            assert!(float_key(w[1]) < u64::MAX);
+        }
+        let mut idx = vec![0, 1, 2, 3];
+        let keys = [Some(5), None, Some(5), Some(1)];
+        sort_by_key(&mut idx, Direction::Descending, |i| keys[i]);
+        assert_eq!(idx, [0, 2, 3, 1], "ties stay in order, unknown last");
     }
 
     #[test]

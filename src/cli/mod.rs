@@ -3,6 +3,7 @@
 //! (and 2 for a subcommand whose feature has not landed in this build).
 
 mod config_cmd;
+mod offers_cmd;
 
 use crate::config::{Config, LogLevel};
 use crate::paths::Paths;
@@ -91,6 +92,12 @@ pub struct OffersArgs {
     /// Sort order.
     #[arg(long, value_enum, default_value = "price")]
     pub sort: OfferSort,
+    /// Filter query, e.g. 'gpu=H100 gpus>=8 region=us-* spot<25 gpudirect=rdma' (quote it:
+    /// the shell reads < and >). Fields: machine, gpu, gpus, gpumem, vcpus, ram, gbps,
+    /// gpudirect, region, zone, ondemand, spot, flex, price, gpuprice; operators = != < <=
+    /// > >=; * matches any text; a bare word matches any text field.
+    #[arg(long, value_name = "QUERY")]
+    pub filter: Option<String>,
     /// Refresh prices from Google's Billing Catalog API before listing.
     #[arg(long)]
     pub refresh: bool,
@@ -279,7 +286,7 @@ impl Command {
     /// The feature a subcommand waits for, when it has not landed in this build.
     fn not_landed(&self) -> Option<&'static str> {
         Some(match self {
-            Command::Offers(_) => "the offers catalog",
+            Command::Offers(_) => return None,
             Command::Fleet(_) => "fleets and the state store",
             Command::Exec(_) => "fleets and the SSH layer",
             Command::Nccl(NcclCommand::Run { .. }) => "the NCCL runner",
@@ -309,8 +316,9 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match &cli.command {
         None => run_tui(&cli, &paths),
         Some(Command::Config(c)) => config_cmd::run(c, &cli, &paths),
+        Some(Command::Offers(args)) => offers_cmd::run(args),
         Some(other) => {
-            let feature = other.not_landed().expect("config is handled above");
+            let feature = other.not_landed().expect("config and offers are handled above");
             eprintln!(
                 "flightdeck {}: not available in this build yet ({} has not landed)",
                 other.name(),
