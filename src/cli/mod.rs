@@ -6,6 +6,7 @@ mod config_cmd;
 mod exec_cmd;
 mod fleet_cmd;
 mod nccl_cmd;
+mod offers_cmd;
 pub mod prompt;
 
 use crate::config::{Config, LogLevel};
@@ -100,6 +101,12 @@ pub struct OffersArgs {
     /// Sort order.
     #[arg(long, value_enum, default_value = "price")]
     pub sort: OfferSort,
+    /// Filter query, e.g. 'gpu=H100 gpus>=8 region=us-* spot<25 gpudirect=rdma' (quote it:
+    /// the shell reads < and >). Fields: machine, gpu, gpus, gpumem, vcpus, ram, gbps,
+    /// gpudirect, region, zone, ondemand, spot, flex, price, gpuprice; operators = != < <=
+    /// > >=; * matches any text; a bare word matches any text field.
+    #[arg(long, value_name = "QUERY")]
+    pub filter: Option<String>,
     /// Refresh prices from Google's Billing Catalog API before listing.
     #[arg(long)]
     pub refresh: bool,
@@ -297,8 +304,7 @@ impl Command {
     /// The feature a subcommand waits for, when it has not landed in this build.
     fn not_landed(&self) -> Option<&'static str> {
         Some(match self {
-            Command::Offers(_) => "the offers catalog",
-            Command::Fleet(_) | Command::Exec(_) => return None,
+            Command::Offers(_) | Command::Fleet(_) | Command::Exec(_) => return None,
             Command::Nccl(NcclCommand::Run { .. }) => "the NCCL runner",
             Command::Nccl(NcclCommand::Parse { .. }) => return None,
             Command::Nics(_) => "NIC telemetry",
@@ -334,6 +340,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             init_cli_logging(&cli, &paths);
             exec_cmd::run(a, &cli, &paths)
         }
+        Some(Command::Offers(args)) => offers_cmd::run(args),
         Some(Command::Nccl(NcclCommand::Parse { file, json })) => nccl_cmd::parse(file, *json),
         Some(other) => {
             let feature = other.not_landed().expect("landed commands are handled above");

@@ -23,8 +23,14 @@ pub enum Context {
 }
 
 impl Context {
-    pub const ALL: [Context; 6] =
-        [Context::Global, Context::Help, Context::Input, Context::Pane, Context::Copy, Context::Question];
+    pub const ALL: [Context; 6] = [
+        Context::Global,
+        Context::Help,
+        Context::Input,
+        Context::Pane,
+        Context::Copy,
+        Context::Question,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -148,14 +154,33 @@ impl Action {
         match context {
             Context::Global => !matches!(
                 self,
-                Close | Confirm | Complete | CompletePrev | SearchNext | SearchPrev | SelectStart | Yank | AcceptAll
+                Close
+                    | Confirm
+                    | Complete
+                    | CompletePrev
+                    | SearchNext
+                    | SearchPrev
+                    | SelectStart
+                    | Yank
+                    | AcceptAll
             ),
             Context::Help => matches!(self, Close | Quit | Up | Down | Top | Bottom | PageUp | PageDown),
             Context::Input => matches!(self, Close | Confirm | Complete | CompletePrev | Up | Down),
             Context::Pane => matches!(self, Close),
             Context::Copy => matches!(
                 self,
-                Close | Up | Down | Top | Bottom | PageUp | PageDown | Filter | SearchNext | SearchPrev | SelectStart | Yank
+                Close
+                    | Up
+                    | Down
+                    | Top
+                    | Bottom
+                    | PageUp
+                    | PageDown
+                    | Filter
+                    | SearchNext
+                    | SearchPrev
+                    | SelectStart
+                    | Yank
             ),
             Context::Question => matches!(self, Confirm | Close | AcceptAll),
         }

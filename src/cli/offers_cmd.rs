@@ -1,0 +1,428 @@
+//! `flightdeck offers`: GPU offers from the embedded catalog, as an aligned table or one
+//! JSON array.
+//!
+//! stdout: the table (header row first) or the JSON array, nothing else. stderr: a line
+//! naming the catalog's source and date, footnotes for unknown prices and flags, and notes
+//! (offers left out for unknown prices, no matches). Exit 0, or 1 for a bad filter, or 2
+//! for `--refresh` (not available yet).
+
+use super::{OfferSort, OffersArgs, Pricing as CliPricing};
+use crate::catalog::{Catalog, Direction, Field, Filtered, Flag, Offer, Pricing, Query, QueryError};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::process::ExitCode;
+
+impl From<CliPricing> for Pricing {
+    fn from(p: CliPricing) -> Pricing {
+        match p {
+            CliPricing::OnDemand => Pricing::OnDemand,
+            CliPricing::Spot => Pricing::Spot,
+            CliPricing::Flex => Pricing::Flex,
+        }
+    }
+}
+
+/// The sort keys of `--sort`, most significant first.
+pub fn sort_order(sort: OfferSort) -> Vec<(Field, Direction)> {
+    let asc = Direction::Ascending;
+    match sort {
+        OfferSort::Price => vec![(Field::Price, asc)],
+        OfferSort::GpuPrice => vec![(Field::GpuPrice, asc), (Field::Price, asc)],
+        OfferSort::Gpus => vec![(Field::Gpus, asc), (Field::Price, asc)],
+    }
+}
+
+pub fn run(args: &OffersArgs) -> anyhow::Result<ExitCode> {
+    if args.refresh {
+        eprintln!(
+            "flightdeck offers --refresh: live refresh from Google's APIs is not available in this \
+             build yet; without --refresh the embedded catalog is listed"
+        );
+        return Ok(ExitCode::from(2));
+    }
+    let catalog = Catalog::embedded();
+    let query = match build_query(catalog, args) {
+        Ok(q) => q,
+        Err(message) => {
+            eprintln!("flightdeck offers: {message}");
+            return Ok(ExitCode::from(1));
+        }
+    };
+    let pricing = Pricing::from(args.pricing);
+    let selected = catalog.select(&query, pricing, &sort_order(args.sort));
+    let offers: Vec<&Offer> = selected.indices.iter().map(|&i| &catalog.offers()[i]).collect();
+
+    let mut out = std::io::stdout().lock();
+    let mut err = std::io::stderr().lock();
+    if args.json {
+        writeln!(out, "{}", json(&offers, pricing)?)?;
+    } else {
+        writeln!(
+            err,
+            "{} of {} offers · {} prices in USD/hour · catalog: {}, as of {}",
+            offers.len(),
+            catalog.offers().len(),
+            pricing,
+            catalog.source(),
+            catalog.as_of()
+        )?;
+        write!(out, "{}", table(&offers, pricing))?;
+        for line in footnotes(&offers, pricing) {
+            writeln!(err, "{line}")?;
+        }
+    }
+    for line in notes(&selected, &query, &offers, pricing) {
+        writeln!(err, "{line}")?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The query of `--filter` and the other filter flags together, checked against the
+/// catalog. The error is the whole message to print.
+pub fn build_query(catalog: &Catalog, args: &OffersArgs) -> Result<Query, String> {
+    let mut query = match &args.filter {
+        Some(text) => catalog.query(text).map_err(|e| filter_error(text, &e))?,
+        None => Query::default(),
+    };
+    let mut flag = |flag: &str, field: &str, value: &str| -> Result<(), String> {
+        if value.is_empty() || value.contains(char::is_whitespace) {
+            return Err(format!("{flag} {value:?}: expected one word"));
+        }
+        let q = catalog
+            .query(&format!("{field}={value}"))
+            .map_err(|e| format!("{flag} {value}: {}", e.message))?;
+        query = std::mem::take(&mut query).and(q);
+        Ok(())
+    };
+    if let Some(v) = &args.gpu {
+        flag("--gpu", "gpu", v)?;
+    }
+    if let Some(v) = args.gpus {
+        flag("--gpus", "gpus", &v.to_string())?;
+    }
+    if let Some(v) = &args.region {
+        flag("--region", "region", v)?;
+    }
+    if let Some(v) = &args.zone {
+        flag("--zone", "zone", v)?;
+    }
+    if let Some(v) = args.max_price {
+        let q = Query::parse(&format!("price<={v}"))
+            .map_err(|_| format!("--max-price {v}: expected a price in USD per hour"))?;
+        query = query.and(q);
+    }
+    Ok(query)
+}
+
+fn filter_error(text: &str, e: &QueryError) -> String {
+    format!(
+        "bad --filter at column {}: {}\n  {text}\n  {}",
+        e.column,
+        e.message,
+        e.underline()
+    )
+}
+
+/// A price cell: `?` when unknown, never 0.
+fn money(p: Option<f64>) -> String {
+    match p {
+        Some(p) => format!("{p:.3}"),
+        None => "?".into(),
+    }
+}
+
+fn opt(v: Option<u32>) -> String {
+    v.map_or_else(|| "?".into(), |v| v.to_string())
+}
+
+const HEADERS: [&str; 13] = [
+    "MACHINE TYPE",
+    "GPU",
+    "GPUS",
+    "ZONE",
+    "VCPUS",
+    "RAM GB",
+    "GBPS",
+    "GPUDIRECT",
+    "ON-DEMAND",
+    "SPOT",
+    "FLEX",
+    "$/GPU-H",
+    "NOTES",
+];
+/// Columns aligned right (numbers).
+const RIGHT: [bool; 13] = [
+    false, false, true, false, true, true, true, false, true, true, true, true, false,
+];
+
+/// The aligned table: a header row, then one row per offer. `$/GPU-H` is for `pricing`.
+pub fn table(offers: &[&Offer], pricing: Pricing) -> String {
+    let rows: Vec<[String; 13]> = offers
+        .iter()
+        .map(|o| {
+            let notes: Vec<&str> = o.flags.iter().map(Flag::tag).collect();
+            [
+                o.machine_type.clone(),
+                o.gpu_label(),
+                o.gpu_count.to_string(),
+                o.zone.clone(),
+                o.vcpus.to_string(),
+                o.ram_gb.to_string(),
+                opt(o.network_gbps),
+                o.gpudirect.label().to_string(),
+                money(o.on_demand),
+                money(o.spot),
+                money(o.flex),
+                money(o.price_per_gpu(pricing)),
+                notes.join(","),
+            ]
+        })
+        .collect();
+    let mut widths = HEADERS.map(str::len);
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let mut line = |cells: &[&str]| {
+        let mut s = String::new();
+        for (i, cell) in cells.iter().enumerate() {
+            if i > 0 {
+                s.push_str("  ");
+            }
+            let pad = widths[i].saturating_sub(cell.chars().count());
+            if RIGHT[i] {
+                s.push_str(&" ".repeat(pad));
+                s.push_str(cell);
+            } else {
+                s.push_str(cell);
+                s.push_str(&" ".repeat(pad));
+            }
+        }
+        out.push_str(s.trim_end());
+        out.push('\n');
+    };
+    line(&HEADERS);
+    for row in &rows {
+        let cells: Vec<&str> = row.iter().map(String::as_str).collect();
+        line(&cells);
+    }
+    out
+}
+
+fn range(values: impl Iterator<Item = Option<f64>>) -> String {
+    let known: Vec<f64> = values.flatten().collect();
+    let (Some(lo), Some(hi)) = (
+        known.iter().copied().reduce(f64::min),
+        known.iter().copied().reduce(f64::max),
+    ) else {
+        return "?".into();
+    };
+    if (hi - lo).abs() < 5e-4 {
+        format!("{lo:.3}")
+    } else {
+        format!("{lo:.3}–{hi:.3}")
+    }
+}
+
+/// What `?` means for the offers shown, and what their flags say.
+pub fn footnotes(offers: &[&Offer], pricing: Pricing) -> Vec<String> {
+    let mut lines = Vec::new();
+    let unknown = offers
+        .iter()
+        .any(|o| o.on_demand.is_none() || o.spot.is_none() || o.flex.is_none());
+    if unknown {
+        lines.push("? = unknown: the catalog does not have that price (never read it as 0).".to_string());
+    }
+    // Offers without a host price, by kind: what the GPUs alone cost.
+    let mut partial: BTreeMap<(String, String, u32), Vec<&Offer>> = BTreeMap::new();
+    for o in offers.iter().filter(|o| o.flags.contains(Flag::HostPriceMissing)) {
+        partial
+            .entry((o.machine_type.clone(), o.gpu_label(), o.gpu_count))
+            .or_default()
+            .push(o);
+    }
+    const LIMIT: usize = 6;
+    for ((machine, gpu, n), group) in partial.iter().take(LIMIT) {
+        lines.push(format!(
+            "  {machine} with {n}x {gpu}: host price not in the catalog; the GPUs alone cost \
+             {} on-demand, {} spot $/h ({} zones)",
+            range(group.iter().map(|o| o.gpu_on_demand)),
+            range(group.iter().map(|o| o.gpu_spot)),
+            group.len()
+        ));
+    }
+    if partial.len() > LIMIT {
+        lines.push(format!(
+            "  ... and {} more kinds without a host price (--json has gpu_on_demand, gpu_spot)",
+            partial.len() - LIMIT
+        ));
+    }
+    if offers.iter().any(|o| o.flex.is_none()) {
+        lines.push(format!(
+            "  flex: the catalog has no flex-start (DWS) prices{}",
+            if pricing == Pricing::Flex {
+                ", so every flex price and $/GPU-h is unknown"
+            } else {
+                ""
+            }
+        ));
+    }
+    let mut shown: Vec<Flag> = Flag::ALL
+        .into_iter()
+        .filter(|f| offers.iter().any(|o| o.flags.contains(*f)))
+        .collect();
+    shown.retain(|f| *f != Flag::HostPriceMissing || partial.is_empty());
+    if !shown.is_empty() || !partial.is_empty() {
+        lines.push("NOTES:".to_string());
+    }
+    if !partial.is_empty() {
+        lines.push(format!(
+            "  {}: {}",
+            Flag::HostPriceMissing.tag(),
+            Flag::HostPriceMissing.description()
+        ));
+    }
+    for f in shown {
+        lines.push(format!("  {}: {}", f.tag(), f.description()));
+    }
+    lines
+}
+
+/// Offers left out for unknown values, offers listed last for an unknown price, and an
+/// empty result.
+pub fn notes(selected: &Filtered, query: &Query, offers: &[&Offer], pricing: Pricing) -> Vec<String> {
+    let mut lines = Vec::new();
+    let unpriced = offers.iter().filter(|o| o.price(pricing).is_none()).count();
+    if unpriced > 0 {
+        lines.push(format!(
+            "note: {unpriced} of {} offers listed have no known {pricing} price (shown as ?, \
+             null in JSON); sorting by price puts them last",
+            offers.len()
+        ));
+    }
+    if selected.unknown > 0 {
+        let fields: Vec<String> = selected
+            .unknown_fields
+            .iter()
+            .map(|f| f.describe(pricing))
+            .collect();
+        lines.push(format!(
+            "note: {} offer{} left out because {} {} unknown (a comparison with an unknown \
+             value never matches)",
+            selected.unknown,
+            if selected.unknown == 1 { "" } else { "s" },
+            if selected.unknown == 1 { "its" } else { "their" },
+            fields.join(" or ") + if fields.len() == 1 { " is" } else { " are" },
+        ));
+    }
+    if selected.indices.is_empty() {
+        lines.push(if query.is_empty() {
+            "note: the catalog has no offers".to_string()
+        } else {
+            "note: no offers match".to_string()
+        });
+    }
+    lines
+}
+
+#[derive(Serialize)]
+struct JsonOffer<'a> {
+    #[serde(flatten)]
+    offer: &'a Offer,
+    /// The pricing `price` and `price_per_gpu` are for.
+    pricing: Pricing,
+    price: Option<f64>,
+    price_per_gpu: Option<f64>,
+}
+
+fn round5(x: f64) -> f64 {
+    (x * 1e5).round() / 1e5
+}
+
+/// One JSON array: every field of each offer, plus the price and price per GPU-hour of
+/// `pricing`. Unknown values are `null`.
+pub fn json(offers: &[&Offer], pricing: Pricing) -> serde_json::Result<String> {
+    let items: Vec<JsonOffer> = offers
+        .iter()
+        .map(|o| JsonOffer {
+            offer: o,
+            pricing,
+            price: o.price(pricing),
+            price_per_gpu: o.price_per_gpu(pricing).map(round5),
+        })
+        .collect();
+    serde_json::to_string_pretty(&items)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pick(ids: &[&str]) -> Vec<&'static Offer> {
+        let c = Catalog::embedded();
+        ids.iter()
+            .map(|id| c.get(id).unwrap_or_else(|| panic!("{id}")))
+            .collect()
+    }
+
+    #[test]
+    fn table_is_aligned_and_shows_unknown_as_question_marks() {
+        let offers = pick(&["a3-ultragpu-8g/us-central1-b", "a4-highgpu-8g/us-east4-b"]);
+        let t = table(&offers, Pricing::Spot);
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines.len(), 3);
+        assert!(
+            lines[0].starts_with("MACHINE TYPE    GPU         GPUS  ZONE"),
+            "{t}"
+        );
+        assert!(
+            lines[1].contains("a3-ultragpu-8g  H200 141GB     8  us-central1-b")
+                && lines[1].contains("86.760")
+                && lines[1].contains("32.619")
+                && lines[1].contains("4.077"),
+            "{t}"
+        );
+        assert!(
+            lines[2].contains("a4-highgpu-8g") && lines[2].contains("host?"),
+            "{t}"
+        );
+        // Right-aligned price columns end at the same place in every row.
+        let col = |line: &str, cell: &str| line.find(cell).map(|p| p + cell.len());
+        assert_eq!(col(lines[0], "ON-DEMAND"), col(lines[1], "86.760"), "{t}");
+        let a4_cells: Vec<&str> = lines[2].split_whitespace().collect();
+        assert_eq!(&a4_cells[9..13], ["?", "?", "?", "?"], "{t}");
+    }
+
+    #[test]
+    fn footnotes_explain_what_is_unknown() {
+        let offers = pick(&["a4-highgpu-8g/us-east4-b", "a4-highgpu-8g/us-central1-b"]);
+        let notes = footnotes(&offers, Pricing::Spot).join("\n");
+        assert!(notes.contains("? = unknown"), "{notes}");
+        assert!(
+            notes.contains(
+                "a4-highgpu-8g with 8x B200 180GB: host price not in the catalog; the GPUs alone cost \
+                 90.216 on-demand, 64.440 spot $/h (2 zones)"
+            ),
+            "{notes}"
+        );
+        assert!(notes.contains("spot?: the catalog has no Spot price"), "{notes}");
+        let none = footnotes(&[], Pricing::OnDemand);
+        assert!(none.is_empty(), "{none:?}");
+    }
+
+    #[test]
+    fn json_has_snake_case_fields_and_null_prices() {
+        let offers = pick(&["a4-highgpu-8g/us-east4-b"]);
+        let v: serde_json::Value = serde_json::from_str(&json(&offers, Pricing::Spot).unwrap()).unwrap();
+        let o = &v[0];
+        assert_eq!(o["machine_type"], "a4-highgpu-8g");
+        assert_eq!(o["gpu_count"], 8);
+        assert!(o["on_demand"].is_null() && o["spot"].is_null() && o["price"].is_null());
+        assert_eq!(o["gpu_spot"], 64.44);
+        assert_eq!(o["pricing"], "spot");
+        assert_eq!(o["flags"][0], "host_price_missing");
+    }
+}
