@@ -163,3 +163,50 @@ fn theme_flag_and_user_theme() {
     t.keys(&["q"]);
     assert_eq!(t.wait_exit(), 0);
 }
+
+#[test]
+fn local_fleet_panes_type_copy_and_yank() {
+    require_tmux!();
+    let t = Tmux::start(&[], &[("SHELL", "/bin/sh")], 100, 30);
+    t.wait_text("? help");
+    // Apply the local fleet with the same FLIGHTDECK_HOME, then reload the Fleets view.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_flightdeck"))
+        .args([
+            "fleet",
+            "apply",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/fleets/local.yaml"),
+            "--yes",
+        ])
+        .env("FLIGHTDECK_HOME", t.fd_home())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    t.keys(&["2"]);
+    t.keys(&["r"]);
+    t.wait_text("local                  local");
+    t.keys(&["Enter"]);
+    t.wait_text("local-0 ● connected");
+    t.keys(&["i"]);
+    t.wait_text("TYPING");
+    t.type_text("echo pane-$((6*7))");
+    t.keys(&["Enter"]);
+    t.wait_text("pane-42");
+    t.keys(&["C-]"]);
+    t.wait_gone("TYPING");
+    // Copy mode: search the line, yank it; tmux with set-clipboard on keeps OSC 52 text.
+    t.set_option("set-clipboard", "on");
+    t.keys(&["["]);
+    t.wait_text("COPY ");
+    t.keys(&["/"]);
+    t.type_text("pane-42");
+    t.keys(&["Enter", "y"]);
+    t.wait_text("copied 1 line");
+    let buffer = t.buffer();
+    assert_eq!(
+        buffer, "pane-42",
+        "the OSC 52 yank reached the terminal's clipboard"
+    );
+    t.keys(&["q"]);
+    assert_eq!(t.wait_exit(), 0);
+    assert_restored(&t);
+}

@@ -104,6 +104,156 @@ fn too_small_says_so() {
     assert!(text.contains("Offers"), "{text}");
 }
 
+fn fleet_record(name: &str, backend: &str, n: usize) -> flightdeck::store::FleetRecord {
+    flightdeck::store::FleetRecord {
+        name: name.into(),
+        backend: backend.into(),
+        file: Some(format!("/home/op/fleets/{name}.yaml").into()),
+        nodes: (0..n)
+            .map(|i| flightdeck::fleet::NodeTarget {
+                index: i,
+                name: format!("{name}-{i}"),
+                host: format!("10.88.0.{}", i + 1),
+                port: None,
+                user: Some("root".into()),
+                identity_file: None,
+                proxy_jump: Some(flightdeck::fleet::JumpTarget {
+                    host: "34.1.2.3".into(),
+                    port: None,
+                    user: Some("ops".into()),
+                    identity_file: None,
+                }),
+                internal_ip: None,
+            })
+            .collect(),
+        resources: vec![],
+        created_at: 1_795_305_600 + 3_723,
+    }
+}
+
+/// A pane state with four tiles whose screens got real shell output.
+fn panes_state() -> State {
+    use flightdeck::term::session::{PaneEvent, PaneState};
+    let mut s = state();
+    update(
+        &mut s,
+        Msg::Fleets(Ok(vec![
+            fleet_record("lab", "ssh", 4),
+            fleet_record("local", "local", 1),
+        ])),
+    );
+    let tiles: Vec<flightdeck::tui::panes::PaneTile> = (0..4)
+        .map(|i| {
+            let screen = flightdeck::term::new_screen(24, 80);
+            let out = format!(
+                "\x1b[1;32mroot@node{i}\x1b[0m:\x1b[1;34m~\x1b[0m# nvidia-smi -L\r\nGPU 0: NVIDIA H200 (UUID: GPU-{i}a1)\r\nGPU 1: NVIDIA H200 (UUID: GPU-{i}b2)\r\n\x1b[1;32mroot@node{i}\x1b[0m:\x1b[1;34m~\x1b[0m# "
+            );
+            screen.write().unwrap().process(out.as_bytes());
+            flightdeck::tui::panes::PaneTile {
+                id: i,
+                node: format!("lab-{i}"),
+                host: format!("10.88.0.{}", i + 1),
+                state: PaneState::Connected,
+                marked: i == 2,
+                screen,
+                size: (80, 24),
+            }
+        })
+        .collect();
+    update(
+        &mut s,
+        Msg::PanesOpened {
+            fleet: "lab".into(),
+            tiles,
+        },
+    );
+    update(
+        &mut s,
+        Msg::Pane(PaneEvent::State(
+            3,
+            PaneState::Reconnecting {
+                attempt: 2,
+                delay_s: 4,
+            },
+        )),
+    );
+    keys(&mut s, "l");
+    s
+}
+
+#[test]
+fn fleets_nodes_and_panes_views() {
+    let mut s = panes_state();
+    for (w, h) in SIZES {
+        update(&mut s, Msg::Resize(w, h));
+        let t = draw(&s, &Theme::default_theme(), w, h);
+        insta::assert_snapshot!(format!("panes_{w}x{h}"), t.backend());
+    }
+    keys(&mut s, "b");
+    keys(&mut s, "i");
+    snapshot("panes_typing_broadcast", &s);
+    update(
+        &mut s,
+        Msg::Key(KeyEvent::new(KeyCode::Char(']'), KeyModifiers::CONTROL)),
+    );
+    keys(&mut s, "z");
+    snapshot("panes_zoomed", &s);
+    keys(&mut s, "z[");
+    let lines: Vec<String> = (0..40)
+        .map(|i| format!("step {i}: loss {:.3}", 2.0 / (i as f64 + 1.0)))
+        .collect();
+    update(&mut s, Msg::PaneSnapshot { id: 1, lines });
+    keys(&mut s, "kkkv");
+    snapshot("panes_copy_mode", &s);
+    keys(&mut s, "\u{1b}");
+    update(&mut s, Msg::Key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE)));
+    keys(&mut s, "3");
+    snapshot("nodes", &s);
+    keys(&mut s, "2");
+    snapshot("fleets", &s);
+    update(
+        &mut s,
+        Msg::HostKeyQuestion {
+            id: 1,
+            host: "root@10.88.0.9".into(),
+            fingerprint: "SHA256:Ehb0h2r2mz3xOiyZk3zB1yXG7VjGzVf8nJm0qE6b1Zc".into(),
+        },
+    );
+    snapshot("host_key_question", &s);
+}
+
+#[test]
+fn empty_fleets_and_panes_say_what_to_do() {
+    let mut s = state();
+    update(&mut s, Msg::Fleets(Ok(vec![])));
+    keys(&mut s, "2");
+    let text = format!("{}", draw(&s, &Theme::default_theme(), 80, 24).backend());
+    assert!(
+        text.contains("flightdeck fleet apply fleets/local.yaml"),
+        "{text}"
+    );
+    keys(&mut s, "4");
+    let text = format!("{}", draw(&s, &Theme::default_theme(), 80, 24).backend());
+    assert!(text.contains("No panes open"), "{text}");
+}
+
+#[test]
+fn typing_puts_the_cursor_in_the_focused_pane() {
+    let mut s = panes_state();
+    update(&mut s, Msg::Resize(80, 24));
+    let theme = Theme::default_theme();
+    let mut t = Terminal::new(TestBackend::new(80, 24)).unwrap();
+    t.draw(|f| views::draw(&s, &theme, f)).unwrap();
+    assert!(t.get_cursor_position().is_ok());
+    keys(&mut s, "i");
+    let mut t = Terminal::new(TestBackend::new(80, 24)).unwrap();
+    let frame = t.draw(|f| views::draw(&s, &theme, f)).unwrap();
+    let _ = frame;
+    let pos = t.get_cursor_position().unwrap();
+    // Tile 1 is the top-right of a 2x2 grid: x from 40, y from 1; the prompt ends row 3.
+    assert!(pos.x > 40 && pos.y == 1 + 1 + 3, "{pos:?}");
+}
+
 fn cell(t: &Terminal<TestBackend>, x: u16, y: u16) -> ratatui::buffer::Cell {
     t.backend().buffer()[(x, y)].clone()
 }
@@ -236,6 +386,7 @@ fn every_widget_survives_tiny_sizes() {
                         keymap: &km,
                         context: Context::Global,
                         filterable: true,
+                        panes: true,
                         message: Some(&msg),
                         left: "Offers".into(),
                     },
@@ -247,6 +398,7 @@ fn every_widget_survives_tiny_sizes() {
                         keymap: &km,
                         context: Context::Input,
                         filterable: false,
+                        panes: false,
                         message: None,
                         left: "x".repeat(300),
                     },
@@ -268,7 +420,12 @@ fn every_widget_survives_tiny_sizes() {
                     height: y + h,
                 });
                 planned::render(View::Nccl, "filter text", theme, area, &mut buf);
-                for s in [state(), palette_state.clone(), filter_state.clone()] {
+                for s in [
+                    state(),
+                    palette_state.clone(),
+                    filter_state.clone(),
+                    panes_state(),
+                ] {
                     let mut buf = Buffer::empty(Rect {
                         x: 0,
                         y: 0,

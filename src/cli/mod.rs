@@ -407,6 +407,7 @@ pub fn load_cockpit(cli: &Cli, paths: &Paths) -> anyhow::Result<(Config, tui::ap
             theme,
             paths: paths.clone(),
             monochrome,
+            accept_new_host_keys: cli.accept_new_host_keys,
         },
     ))
 }

@@ -113,6 +113,23 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
     }
 }
 
+/// `YYYY-MM-DD HH:MM` (UTC) for unix seconds.
+pub fn format_utc(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02} {:02}:{:02}", rem / 3600, rem % 3600 / 60)
+}
+
 pub fn now_unix() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -326,6 +343,13 @@ mod tests {
             resources: vec![],
             created_at: 1,
         }
+    }
+
+    #[test]
+    fn utc_dates() {
+        assert_eq!(format_utc(0), "1970-01-01 00:00");
+        assert_eq!(format_utc(951_782_400), "2000-02-29 00:00");
+        assert_eq!(format_utc(1_795_305_600 + 3_660), "2026-11-22 01:01");
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! when the state is dirty, at most [`FRAME`] apart. Idle, the loop sleeps on the channel
 //! and uses no CPU.
 
+use super::services::{ServiceEvent, Services};
 use super::state::{Command, Msg, State};
 use super::terminal::{self, RestoreGuard, Tui};
 use super::theme::Theme;
@@ -24,6 +25,7 @@ enum Event {
     Theme(Result<Theme, String>),
     /// The input reader stopped (the terminal went away).
     InputClosed(String),
+    Service(ServiceEvent),
 }
 
 pub struct AppOptions {
@@ -31,6 +33,8 @@ pub struct AppOptions {
     pub theme: Theme,
     pub paths: Paths,
     pub monochrome: bool,
+    /// Accept unknown SSH host keys without asking (`--accept-new-host-keys`).
+    pub accept_new_host_keys: bool,
 }
 
 /// Run the cockpit until the user quits.
@@ -40,6 +44,7 @@ pub async fn run(opts: AppOptions) -> anyhow::Result<()> {
         mut theme,
         paths,
         monochrome,
+        accept_new_host_keys,
     } = opts;
     let mut tui = terminal::enter()?;
     let _guard = RestoreGuard;
@@ -47,6 +52,19 @@ pub async fn run(opts: AppOptions) -> anyhow::Result<()> {
     state.size = (size.width, size.height);
     let (tx, mut rx) = mpsc::channel::<Event>(1024);
     spawn_input_reader(tx.clone());
+    let (stx, mut srx) = mpsc::channel::<ServiceEvent>(1024);
+    {
+        let tx = tx.clone();
+        tokio::spawn(async move {
+            while let Some(e) = srx.recv().await {
+                if tx.send(Event::Service(e)).await.is_err() {
+                    return;
+                }
+            }
+        });
+    }
+    let mut services = Services::new(stx, paths.clone(), accept_new_host_keys);
+    services.run(Command::LoadFleets);
     let panic_after_first_frame = std::env::var_os("FLIGHTDECK_TEST_PANIC").is_some();
     let mut last_draw: Option<Instant> = None;
     tracing::info!(width = size.width, height = size.height, theme = %theme.name, "cockpit started");
@@ -86,6 +104,14 @@ pub async fn run(opts: AppOptions) -> anyhow::Result<()> {
                 }
                 Event::Theme(Err(e)) => Msg::ThemeLoaded(Err(e)),
                 Event::InputClosed(why) => anyhow::bail!("terminal input closed: {why}"),
+                Event::Service(ServiceEvent::Msg(m)) => m,
+                Event::Service(ServiceEvent::OpenPanes(record)) => match services.open_panes(&record) {
+                    Ok(tiles) => Msg::PanesOpened {
+                        fleet: record.name.clone(),
+                        tiles,
+                    },
+                    Err(e) => Msg::PanesFailed(e),
+                },
             };
             for command in update(&mut state, msg) {
                 match command {
@@ -98,6 +124,12 @@ pub async fn run(opts: AppOptions) -> anyhow::Result<()> {
                         terminal::suspend(&mut tui)?;
                         update(&mut state, Msg::Resumed);
                     }
+                    Command::Yank(text) => {
+                        use std::io::Write;
+                        let mut out = std::io::stdout();
+                        let _ = out.write_all(crate::term::osc52(&text).as_bytes());
+                        let _ = out.flush();
+                    }
                     Command::LoadTheme(name) => {
                         let (tx, paths) = (tx.clone(), paths.clone());
                         tokio::task::spawn_blocking(move || {
@@ -105,6 +137,7 @@ pub async fn run(opts: AppOptions) -> anyhow::Result<()> {
                             let _ = tx.blocking_send(Event::Theme(result));
                         });
                     }
+                    other => services.run(other),
                 }
             }
         }

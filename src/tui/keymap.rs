@@ -34,6 +34,11 @@ impl Chord {
     pub fn new(code: KeyCode, mods: KeyModifiers) -> Self {
         let mut mods = mods & (KeyModifiers::CONTROL | KeyModifiers::ALT | KeyModifiers::SHIFT);
         let code = match code {
+            // Terminals send ctrl-\ ctrl-] ctrl-^ ctrl-_ as 0x1c..0x1f, which crossterm
+            // reports as ctrl-4..ctrl-7.
+            KeyCode::Char(c @ '4'..='7') if mods.contains(KeyModifiers::CONTROL) => {
+                KeyCode::Char(['\\', ']', '^', '_'][(c as u8 - b'4') as usize])
+            }
             KeyCode::Char(c) => {
                 if mods.contains(KeyModifiers::SHIFT) && c.is_ascii_lowercase() {
                     mods.remove(KeyModifiers::SHIFT);
@@ -595,6 +600,12 @@ mod tests {
             Some(Action::Suspend)
         );
         assert_eq!(g(KeyCode::Char('7'), KeyModifiers::NONE), Some(Action::ViewNics));
+        let ctrl5 = ev(KeyCode::Char('5'), KeyModifiers::CONTROL);
+        assert_eq!(
+            km.lookup(Context::Pane, &ctrl5),
+            Some(Action::Close),
+            "0x1d arrives as ctrl-5"
+        );
         assert_eq!(g(KeyCode::Char('x'), KeyModifiers::NONE), None);
         let mut release = ev(KeyCode::Char('q'), KeyModifiers::NONE);
         release.kind = KeyEventKind::Release;

@@ -3,7 +3,10 @@
 
 pub mod action;
 pub mod app;
+pub mod fleets;
 pub mod keymap;
+pub mod panes;
+pub mod services;
 pub mod state;
 pub mod terminal;
 pub mod theme;

@@ -2,7 +2,10 @@
 //! by the views.
 
 use super::keymap::Keymap;
+use super::panes::{PaneTile, Panes};
 use super::theme::Tone;
+use crate::store::FleetRecord;
+use crate::term::session::PaneEvent;
 use crossterm::event::KeyEvent;
 use tui_textarea::TextArea;
 
@@ -120,6 +123,18 @@ pub enum Overlay {
     },
     Palette(Palette),
     Filter(FilterEntry),
+    /// An SSH host offered a key known_hosts does not have.
+    HostKey {
+        id: u64,
+        host: String,
+        fingerprint: String,
+    },
+    /// An encrypted key file needs its passphrase (typed masked).
+    Passphrase {
+        id: u64,
+        key: String,
+        input: TextArea<'static>,
+    },
 }
 
 /// Everything the cockpit shows.
@@ -138,6 +153,15 @@ pub struct State {
     pub size: (u16, u16),
     /// Set by `update` when what is on screen must change; cleared by the drawer.
     pub dirty: bool,
+    /// Fleets in the state store, as last loaded.
+    pub fleets: Vec<FleetRecord>,
+    /// Why the fleets could not be loaded, if they could not.
+    pub fleets_error: Option<String>,
+    /// The selected fleet in the Fleets view (kept by name across reloads).
+    pub fleet_selected: Option<String>,
+    pub panes: Panes,
+    /// Questions waiting for the overlay (host keys, passphrases), oldest first.
+    pub questions: std::collections::VecDeque<Overlay>,
 }
 
 impl State {
@@ -152,6 +176,11 @@ impl State {
             theme,
             size: (80, 24),
             dirty: true,
+            fleets: vec![],
+            fleets_error: None,
+            fleet_selected: None,
+            panes: Panes::default(),
+            questions: Default::default(),
         }
     }
 
@@ -170,6 +199,41 @@ pub enum Msg {
     Resumed,
     /// A `Command::LoadTheme` finished.
     ThemeLoaded(Result<String, String>),
+    /// The fleets of the state store (`Command::LoadFleets`).
+    Fleets(Result<Vec<FleetRecord>, String>),
+    /// A fleet's panes are starting (`Command::OpenPanes`).
+    PanesOpened {
+        fleet: String,
+        tiles: Vec<PaneTile>,
+    },
+    /// Panes could not be opened.
+    PanesFailed(String),
+    /// Output or a state change of a pane's session.
+    Pane(PaneEvent),
+    /// The lines of a pane, for copy mode (`Command::SnapshotPane`).
+    PaneSnapshot {
+        id: usize,
+        lines: Vec<String>,
+    },
+    HostKeyQuestion {
+        id: u64,
+        host: String,
+        fingerprint: String,
+    },
+    PassphraseQuestion {
+        id: u64,
+        key: String,
+    },
+}
+
+/// A string that is never printed by Debug (passphrases).
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(pub String);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(***)")
+    }
 }
 
 /// Output of `update`: work for the event loop and services.
@@ -178,4 +242,29 @@ pub enum Command {
     Quit,
     Suspend,
     LoadTheme(String),
+    LoadFleets,
+    OpenPanes(String),
+    ClosePanes,
+    PaneInput {
+        ids: Vec<usize>,
+        bytes: Vec<u8>,
+    },
+    PaneResize {
+        id: usize,
+        cols: u16,
+        rows: u16,
+    },
+    PaneRestart(usize),
+    SnapshotPane(usize),
+    /// Put text on the operator's clipboard (OSC 52).
+    Yank(String),
+    AnswerHostKey {
+        id: u64,
+        accept: bool,
+        all: bool,
+    },
+    AnswerPassphrase {
+        id: u64,
+        passphrase: Option<Secret>,
+    },
 }

@@ -5,12 +5,15 @@ use super::action::{Action, Context};
 use super::state::{Candidate, Command, FilterEntry, Msg, Overlay, Palette, State, StatusMessage, View};
 use super::theme::Tone;
 use super::views::help;
+use super::{fleets, panes};
 use crossterm::event::{KeyEvent, KeyEventKind};
 use tui_textarea::TextArea;
 
 /// Commands the palette knows, besides the view names: (name, argument, what it does).
 pub const PALETTE_COMMANDS: &[(&str, &str, &str)] = &[
     ("help", "", "show the key bindings"),
+    ("open", "FLEET", "open a pane on every node of a fleet"),
+    ("close", "", "close the open panes"),
     ("filter", "TEXT", "filter the current table"),
     ("nofilter", "", "clear the current table's filter"),
     ("theme", "NAME", "switch the colour theme"),
@@ -25,6 +28,7 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Command> {
             }
             on_key(state, key)
         }
+        Msg::Paste(text) if context(state) == Context::Pane => panes::paste(state, &text),
         Msg::Paste(text) => {
             let text = text.replace(['\r', '\n'], " ");
             match &mut state.overlay {
@@ -44,6 +48,76 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Command> {
         Msg::Resize(w, h) => {
             state.size = (w, h);
             state.dirty = true;
+            panes::sync_sizes(state)
+        }
+        Msg::Fleets(result) => {
+            match result {
+                Ok(list) => {
+                    state.fleets = list;
+                    state.fleets_error = None;
+                }
+                Err(e) => state.fleets_error = Some(e),
+            }
+            fleets::fix_selection(state);
+            state.dirty = true;
+            vec![]
+        }
+        Msg::PanesOpened { fleet, tiles } => {
+            state.panes = panes::Panes {
+                fleet: Some(fleet.clone()),
+                tiles,
+                ..Default::default()
+            };
+            state.fleet_selected = Some(fleet);
+            state.view = View::Panes;
+            state.dirty = true;
+            panes::sync_sizes(state)
+        }
+        Msg::PanesFailed(e) => {
+            state.status = Some(StatusMessage {
+                text: e,
+                tone: Tone::Fail,
+            });
+            state.dirty = true;
+            vec![]
+        }
+        Msg::Pane(event) => {
+            match event {
+                crate::term::session::PaneEvent::Output(_) => {}
+                crate::term::session::PaneEvent::State(id, s) => {
+                    if let Some(i) = state.panes.index_of(id) {
+                        state.panes.tiles[i].state = s;
+                    }
+                }
+            }
+            state.dirty |= matches!(state.view, View::Panes | View::Nodes);
+            vec![]
+        }
+        Msg::PaneSnapshot { id, lines } => {
+            if state.panes.index_of(id).is_some() {
+                state.panes.copy = Some(panes::CopyMode::new(id, lines));
+                state.dirty = true;
+            }
+            vec![]
+        }
+        Msg::HostKeyQuestion {
+            id,
+            host,
+            fingerprint,
+        } => {
+            state.questions.push_back(Overlay::HostKey {
+                id,
+                host,
+                fingerprint,
+            });
+            next_question(state);
+            vec![]
+        }
+        Msg::PassphraseQuestion { id, key } => {
+            let mut input = TextArea::default();
+            input.set_mask_char('•');
+            state.questions.push_back(Overlay::Passphrase { id, key, input });
+            next_question(state);
             vec![]
         }
         Msg::Resumed => {
@@ -70,11 +144,25 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Command> {
     }
 }
 
-fn context(state: &State) -> Context {
+/// Show the next queued question when nothing else is asking.
+fn next_question(state: &mut State) {
+    if matches!(state.overlay, Overlay::None) {
+        if let Some(q) = state.questions.pop_front() {
+            state.overlay = q;
+            state.dirty = true;
+        }
+    }
+}
+
+/// Which key context is active: the innermost open layer decides.
+pub fn context(state: &State) -> Context {
     match state.overlay {
+        Overlay::None if state.view == View::Panes && state.panes.copy.is_some() => Context::Copy,
+        Overlay::None if state.view == View::Panes && state.panes.insert => Context::Pane,
         Overlay::None => Context::Global,
         Overlay::Help { .. } => Context::Help,
-        Overlay::Palette(_) | Overlay::Filter(_) => Context::Input,
+        Overlay::Palette(_) | Overlay::Filter(_) | Overlay::Passphrase { .. } => Context::Input,
+        Overlay::HostKey { .. } => Context::Question,
     }
 }
 
@@ -82,6 +170,20 @@ fn on_key(state: &mut State, key: KeyEvent) -> Vec<Command> {
     let ctx = context(state);
     let action = state.keymap.lookup(ctx, &key);
     match (ctx, action) {
+        (Context::Pane, _) => panes::key(state, key),
+        (Context::Copy, _) => panes::copy_key(state, key),
+        (Context::Question, Some(a)) => {
+            let Overlay::HostKey { id, .. } = std::mem::take(&mut state.overlay) else {
+                return vec![];
+            };
+            state.dirty = true;
+            next_question(state);
+            vec![Command::AnswerHostKey {
+                id,
+                accept: a != Action::Close,
+                all: a == Action::AcceptAll,
+            }]
+        }
         (Context::Input, Some(a)) => input_action(state, a),
         (Context::Input, None) => {
             input_text(state, key);
@@ -115,6 +217,14 @@ pub fn act(state: &mut State, action: Action) -> Vec<Command> {
             _ => {}
         }
         return vec![];
+    }
+    let view_specific = match state.view {
+        View::Panes => panes::act(state, action),
+        View::Fleets => fleets::act(state, action),
+        _ => None,
+    };
+    if let Some(commands) = view_specific {
+        return commands;
     }
     match action {
         Action::Quit => return vec![Command::Quit],
@@ -186,6 +296,11 @@ fn input_text(state: &mut State, key: KeyEvent) {
     let changed = match &mut state.overlay {
         Overlay::Palette(p) => single_line_input(&mut p.input, key),
         Overlay::Filter(f) => single_line_input(&mut f.input, key),
+        // A passphrase changes nothing else (and is never echoed anywhere).
+        Overlay::Passphrase { input, .. } => {
+            single_line_input(input, key);
+            false
+        }
         _ => false,
     };
     // Cursor movement changes the screen too.
@@ -225,6 +340,24 @@ fn input_action(state: &mut State, action: Action) -> Vec<Command> {
             }
             vec![]
         }
+        Overlay::Passphrase { id, key, input } => match action {
+            Action::Close => {
+                next_question(state);
+                vec![Command::AnswerPassphrase { id, passphrase: None }]
+            }
+            Action::Confirm => {
+                let text = input.lines().join("");
+                next_question(state);
+                vec![Command::AnswerPassphrase {
+                    id,
+                    passphrase: Some(super::state::Secret(text)),
+                }]
+            }
+            _ => {
+                state.overlay = Overlay::Passphrase { id, key, input };
+                vec![]
+            }
+        },
         Overlay::Palette(mut p) => match action {
             Action::Close => vec![],
             Action::Confirm => {
@@ -291,6 +424,7 @@ fn sync_filter(state: &mut State) {
         let i = state.view.index();
         state.filters[i] = text;
     }
+    fleets::fix_selection(state);
 }
 
 fn refresh_candidates(state: &mut State) {
@@ -309,6 +443,18 @@ fn refresh_candidates(state: &mut State) {
 /// `theme `. Prefix matches come first, then names that merely contain the text.
 pub fn completions(state: &State, typed: &str) -> Vec<Candidate> {
     let typed = typed.trim_start();
+    if let Some(arg) = typed.strip_prefix("open ") {
+        return rank(
+            state.fleets.iter().map(|f| {
+                (
+                    format!("open {}", f.name),
+                    f.name.clone(),
+                    format!("{} fleet, {} nodes", f.backend, f.nodes.len()),
+                )
+            }),
+            arg.trim(),
+        );
+    }
     if let Some(arg) = typed.strip_prefix("theme ") {
         let arg = arg.trim();
         return rank(
@@ -389,6 +535,25 @@ pub fn run_command(state: &mut State, line: &str) -> Vec<Command> {
             vec![]
         }
         "nofilter" => act(state, Action::ClearFilter),
+        "open" if arg.is_empty() => {
+            let names: Vec<&str> = state.fleets.iter().map(|f| f.name.as_str()).collect();
+            error(
+                state,
+                format!(
+                    "open: name a fleet ({})",
+                    if names.is_empty() {
+                        "none applied yet".to_string()
+                    } else {
+                        names.join(", ")
+                    }
+                ),
+            )
+        }
+        "open" => vec![Command::OpenPanes(arg.to_string())],
+        "close" => {
+            state.panes = panes::Panes::default();
+            vec![Command::ClosePanes]
+        }
         "theme" if arg.is_empty() => error(state, format!("theme: name one of {}", state.themes.join(", "))),
         "theme" => vec![Command::LoadTheme(arg.to_string())],
         _ => {

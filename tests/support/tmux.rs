@@ -124,6 +124,32 @@ impl Tmux {
         self.tmux(&["capture-pane", "-p", "-t", "fd"])
     }
 
+    /// Set a tmux server option.
+    pub fn set_option(&self, name: &str, value: &str) {
+        self.tmux(&["set-option", "-s", name, value]);
+    }
+
+    /// The newest tmux paste buffer (where OSC 52 clipboard writes land with
+    /// `set-clipboard on`); waits for one to exist.
+    pub fn buffer(&self) -> String {
+        let start = Instant::now();
+        loop {
+            let out = Command::new("tmux")
+                .args(["-L", &self.socket, "show-buffer"])
+                .output()
+                .expect("run tmux");
+            if out.status.success() {
+                return String::from_utf8_lossy(&out.stdout).into_owned();
+            }
+            assert!(
+                start.elapsed() < DEADLINE,
+                "no tmux buffer appeared; screen:\n{}",
+                self.screen()
+            );
+            std::thread::sleep(Duration::from_millis(25));
+        }
+    }
+
     /// A tmux format about the pane, e.g. `#{alternate_on}`.
     pub fn pane(&self, format: &str) -> String {
         self.tmux(&["display-message", "-p", "-t", "fd", format])

@@ -13,11 +13,14 @@
 //! status bar's row. Below [`MIN_WIDTH`] x [`MIN_HEIGHT`] only a "terminal too small"
 //! line is drawn.
 
+pub mod fleets;
 pub mod help;
+pub mod panes;
 pub mod planned;
+pub mod question;
 
 use super::action::Context;
-use super::state::{Overlay, State};
+use super::state::{Overlay, State, View};
 use super::theme::Theme;
 use super::widgets::palette::{FilterWidget, PaletteWidget};
 use super::widgets::status_bar::StatusBar;
@@ -33,13 +36,21 @@ pub const MIN_HEIGHT: u16 = 5;
 /// Draw the whole cockpit into the frame.
 pub fn draw(state: &State, theme: &Theme, frame: &mut Frame) {
     let area = frame.area();
-    render(state, theme, area, frame.buffer_mut());
+    if let Some((x, y)) = render(state, theme, area, frame.buffer_mut()) {
+        frame.set_cursor_position((x, y));
+    }
 }
 
-/// Draw the whole cockpit into a buffer region.
-pub fn render(state: &State, theme: &Theme, area: Rect, buf: &mut ratatui::buffer::Buffer) {
+/// Draw the whole cockpit into a buffer region; returns where the terminal cursor
+/// belongs (typing into a pane), if anywhere.
+pub fn render(
+    state: &State,
+    theme: &Theme,
+    area: Rect,
+    buf: &mut ratatui::buffer::Buffer,
+) -> Option<(u16, u16)> {
     if area.is_empty() {
-        return;
+        return None;
     }
     buf.set_style(area, theme.base());
     if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
@@ -50,7 +61,7 @@ pub fn render(state: &State, theme: &Theme, area: Rect, buf: &mut ratatui::buffe
         Paragraph::new(Line::styled(msg, theme.tone(super::theme::Tone::Warn)))
             .wrap(Wrap { trim: true })
             .render(area, buf);
-        return;
+        return None;
     }
     let [tabs, body, status] =
         Layout::vertical([Constraint::Length(1), Constraint::Min(1), Constraint::Length(1)]).areas(area);
@@ -59,27 +70,25 @@ pub fn render(state: &State, theme: &Theme, area: Rect, buf: &mut ratatui::buffe
         theme,
     }
     .render(tabs, buf);
-    planned::render(state.view, state.filter(), theme, body, buf);
+    let mut cursor = None;
+    match state.view {
+        View::Fleets => fleets::render_fleets(state, theme, body, buf),
+        View::Nodes => fleets::render_nodes(state, theme, body, buf),
+        View::Panes => cursor = panes::render(state, theme, body, buf),
+        v => planned::render(v, state.filter(), theme, body, buf),
+    }
 
-    let context = match state.overlay {
-        Overlay::None => Context::Global,
-        Overlay::Help { .. } => Context::Help,
-        Overlay::Palette(_) | Overlay::Filter(_) => Context::Input,
-    };
+    let context = crate::tui::update::context(state);
     match &state.overlay {
         Overlay::Filter(entry) => FilterWidget { entry, theme }.render(status, buf),
         _ => {
-            let filter = state.filter();
-            let left = if filter.is_empty() {
-                state.view.title().to_string()
-            } else {
-                format!("{}  filter: {filter}", state.view.title())
-            };
+            let left = status_left(state);
             StatusBar {
                 theme,
                 keymap: &state.keymap,
                 context,
                 filterable: state.view.has_table(),
+                panes: state.view == View::Panes,
                 message: state.status.as_ref(),
                 left,
             }
@@ -94,6 +103,40 @@ pub fn render(state: &State, theme: &Theme, area: Rect, buf: &mut ratatui::buffe
         }
         .render(body, buf),
         Overlay::Palette(palette) => PaletteWidget { palette, theme }.render(body, buf),
+        Overlay::HostKey {
+            host, fingerprint, ..
+        } => question::host_key(host, fingerprint, theme, body, buf),
+        Overlay::Passphrase { key, input, .. } => question::passphrase(key, input, theme, body, buf),
         Overlay::None | Overlay::Filter(_) => {}
     }
+    // The cursor shows only while typing into a pane with nothing over it.
+    cursor.filter(|_| matches!(state.overlay, Overlay::None))
+}
+
+/// The status bar's left side: the view, and what mode the Panes view is in.
+fn status_left(state: &State) -> String {
+    let filter = state.filter();
+    let mut s = state.view.title().to_string();
+    if state.view == View::Panes {
+        let p = &state.panes;
+        if let Some(f) = &p.fleet {
+            s = format!("Panes {f} ({} nodes)", p.tiles.len());
+        }
+        if p.copy.is_some() {
+            s.push_str("  COPY");
+        } else if p.insert {
+            let leave = state
+                .keymap
+                .chords(Context::Pane, crate::tui::action::Action::Close);
+            let leave = leave.first().map(|c| c.to_string()).unwrap_or_default();
+            s.push_str(&format!("  TYPING ({leave} stops)"));
+        }
+        if p.broadcast != crate::tui::panes::Broadcast::Off {
+            s.push_str(&format!("  broadcast: {}", p.broadcast.label()));
+        }
+    }
+    if !filter.is_empty() {
+        s.push_str(&format!("  filter: {filter}"));
+    }
+    s
 }

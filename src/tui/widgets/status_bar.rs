@@ -16,6 +16,8 @@ pub struct StatusBar<'a> {
     pub context: Context,
     /// Whether the current view has a table (else the filter hint is left out).
     pub filterable: bool,
+    /// Whether the Panes view is shown (pane hints only there).
+    pub panes: bool,
     pub message: Option<&'a StatusMessage>,
     /// Shown when there is no message.
     pub left: String,
@@ -34,6 +36,7 @@ impl Widget for StatusBar<'_> {
             .hints(self.context)
             .into_iter()
             .filter(|(_, label)| self.filterable || *label != "filter")
+            .filter(|(_, label)| self.panes || !matches!(*label, "type" | "broadcast"))
             .collect();
         let hint_width = |h: &[(String, &str)]| {
             h.iter()

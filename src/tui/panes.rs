@@ -1,0 +1,918 @@
+//! The Panes view's state and its pure logic: the grid layout (shared by the drawer and
+//! by `update`, which must tell each pane its size), focus movement, broadcast targets,
+//! and copy mode over a pane's scrollback snapshot.
+
+use crate::term::session::PaneState;
+use crate::term::SharedScreen;
+use ratatui::layout::Rect;
+
+/// The smallest tile (border included) before the grid pages.
+pub const MIN_TILE: (u16, u16) = (24, 5);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Broadcast {
+    #[default]
+    Off,
+    All,
+    Marked,
+}
+
+impl Broadcast {
+    pub fn next(self) -> Broadcast {
+        match self {
+            Broadcast::Off => Broadcast::All,
+            Broadcast::All => Broadcast::Marked,
+            Broadcast::Marked => Broadcast::Off,
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Broadcast::Off => "off",
+            Broadcast::All => "all panes",
+            Broadcast::Marked => "marked panes",
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct PaneTile {
+    pub id: usize,
+    pub node: String,
+    pub host: String,
+    pub state: PaneState,
+    pub marked: bool,
+    pub screen: SharedScreen,
+    /// The size last sent to the pane's session (columns, rows).
+    pub size: (u16, u16),
+}
+
+impl std::fmt::Debug for PaneTile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PaneTile")
+            .field("id", &self.id)
+            .field("node", &self.node)
+            .field("state", &self.state)
+            .field("marked", &self.marked)
+            .field("size", &self.size)
+            .finish()
+    }
+}
+
+/// Copy mode: a frozen snapshot of one pane's lines, a cursor, a selection and a search.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CopyMode {
+    pub pane: usize,
+    pub lines: Vec<String>,
+    pub cursor: usize,
+    pub anchor: Option<usize>,
+    pub search: Option<String>,
+    /// The search being typed after `/`.
+    pub typing: Option<String>,
+}
+
+impl CopyMode {
+    pub fn new(pane: usize, lines: Vec<String>) -> CopyMode {
+        let cursor = lines.len().saturating_sub(1);
+        CopyMode {
+            pane,
+            lines,
+            cursor,
+            anchor: None,
+            search: None,
+            typing: None,
+        }
+    }
+
+    /// The selected lines (anchor..=cursor), or the cursor's line.
+    pub fn selection(&self) -> std::ops::RangeInclusive<usize> {
+        let a = self.anchor.unwrap_or(self.cursor);
+        a.min(self.cursor)..=a.max(self.cursor)
+    }
+
+    pub fn selected_text(&self) -> String {
+        let r = self.selection();
+        self.lines.get(r).map(|l| l.join("\n")).unwrap_or_default()
+    }
+
+    /// Move to the next (or previous) line containing the search, wrapping around.
+    pub fn find(&mut self, forward: bool) -> bool {
+        let Some(needle) = self.search.as_ref().map(|s| s.to_lowercase()) else {
+            return false;
+        };
+        if needle.is_empty() || self.lines.is_empty() {
+            return false;
+        }
+        let n = self.lines.len();
+        for step in 1..=n {
+            let i = if forward {
+                (self.cursor + step) % n
+            } else {
+                (self.cursor + n - step % n) % n
+            };
+            if self.lines[i].to_lowercase().contains(&needle) {
+                self.cursor = i;
+                return true;
+            }
+        }
+        false
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Panes {
+    /// The fleet whose panes are open.
+    pub fleet: Option<String>,
+    pub tiles: Vec<PaneTile>,
+    /// Index into `tiles`.
+    pub focus: usize,
+    pub zoom: bool,
+    pub broadcast: Broadcast,
+    /// Keys go to the pane(s).
+    pub insert: bool,
+    pub page: usize,
+    pub copy: Option<CopyMode>,
+}
+
+/// Where each tile goes: `(index into tiles, its rectangle)` for the tiles on the current
+/// page, the number of columns of the grid, and the number of pages.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Grid {
+    pub cells: Vec<(usize, Rect)>,
+    pub columns: usize,
+    pub pages: usize,
+    pub per_page: usize,
+}
+
+/// Lay out `n` tiles in `area`: the column count that gives the roundest readable tiles
+/// (terminal cells are about twice as tall as wide), paging when even the smallest tiles
+/// do not fit. `zoom` shows one tile over the whole area.
+pub fn grid(area: Rect, n: usize, zoom: Option<usize>, page: usize) -> Grid {
+    if n == 0 || area.is_empty() {
+        return Grid {
+            cells: vec![],
+            columns: 1,
+            pages: 1,
+            per_page: 0,
+        };
+    }
+    if let Some(z) = zoom {
+        return Grid {
+            cells: vec![(z.min(n - 1), area)],
+            columns: 1,
+            pages: 1,
+            per_page: 1,
+        };
+    }
+    let (w, h) = (usize::from(area.width), usize::from(area.height));
+    let max_cols = (w / usize::from(MIN_TILE.0)).max(1);
+    let max_rows = (h / usize::from(MIN_TILE.1)).max(1);
+    let per_page = (max_cols * max_rows).min(n).max(1);
+    let pages = n.div_ceil(per_page);
+    let page = page.min(pages - 1);
+    let on_page = (n - page * per_page).min(per_page);
+    // Choose columns for the tiles on this page: fit, then roundest (w ≈ 2.5 h), with
+    // empty slots counted against a layout.
+    let mut best = (1usize, f64::MAX);
+    for cols in 1..=on_page.min(max_cols) {
+        let rows = on_page.div_ceil(cols);
+        if rows > max_rows {
+            continue;
+        }
+        let (tw, th) = (w as f64 / cols as f64, h as f64 / rows as f64);
+        let empty = (cols * rows - on_page) as f64 / on_page as f64;
+        let score = (tw / (2.5 * th)).ln().abs() + empty;
+        if score < best.1 {
+            best = (cols, score);
+        }
+    }
+    let cols = best.0;
+    let rows = on_page.div_ceil(cols);
+    let mut cells = Vec::with_capacity(on_page);
+    for k in 0..on_page {
+        let (r, c) = (k / cols, k % cols);
+        // Spread the remainder so tiles fill the area exactly.
+        let x0 = area.x + (c * w / cols) as u16;
+        let x1 = area.x + ((c + 1) * w / cols) as u16;
+        let y0 = area.y + (r * h / rows) as u16;
+        let y1 = area.y + ((r + 1) * h / rows) as u16;
+        cells.push((page * per_page + k, Rect::new(x0, y0, x1 - x0, y1 - y0)));
+    }
+    Grid {
+        cells,
+        columns: cols,
+        pages,
+        per_page,
+    }
+}
+
+/// The inside of a tile (its border removed): the size its terminal gets.
+pub fn inner(r: Rect) -> Rect {
+    Rect::new(
+        r.x + 1,
+        r.y + 1,
+        r.width.saturating_sub(2),
+        r.height.saturating_sub(2),
+    )
+}
+
+impl Panes {
+    /// The panes keys go to: with broadcast, all or the marked ones (the focused one when
+    /// none is marked); else the focused one.
+    pub fn targets(&self) -> Vec<usize> {
+        let live = |t: &&PaneTile| matches!(t.state, PaneState::Connected);
+        match self.broadcast {
+            Broadcast::Off => self.tiles.get(self.focus).map(|t| vec![t.id]).unwrap_or_default(),
+            Broadcast::All => self.tiles.iter().filter(live).map(|t| t.id).collect(),
+            Broadcast::Marked => {
+                let marked: Vec<usize> = self
+                    .tiles
+                    .iter()
+                    .filter(|t| t.marked)
+                    .filter(live)
+                    .map(|t| t.id)
+                    .collect();
+                if marked.is_empty() {
+                    self.tiles.get(self.focus).map(|t| vec![t.id]).unwrap_or_default()
+                } else {
+                    marked
+                }
+            }
+        }
+    }
+
+    pub fn index_of(&self, id: usize) -> Option<usize> {
+        self.tiles.iter().position(|t| t.id == id)
+    }
+
+    /// Move the focus by (dx, dy) in a grid of `columns`, keeping the page in step.
+    pub fn move_focus(&mut self, dx: isize, dy: isize, columns: usize, per_page: usize) {
+        let n = self.tiles.len();
+        if n == 0 {
+            return;
+        }
+        let cols = columns.max(1) as isize;
+        let per_page = per_page.max(1);
+        let page_start = (self.focus / per_page) * per_page;
+        let k = (self.focus - page_start) as isize;
+        let (r, c) = (k / cols, k % cols);
+        let target = if dy != 0 {
+            page_start as isize + (r + dy) * cols + c
+        } else {
+            page_start as isize + r * cols + (c + dx).clamp(0, cols - 1)
+        };
+        // Past the page's edge: move to the neighbouring page.
+        let target = target.clamp(0, n as isize - 1) as usize;
+        self.focus = target;
+        self.page = self.focus / per_page;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grids_fit_and_fill() {
+        let area = Rect::new(0, 1, 160, 46);
+        for n in [1usize, 2, 3, 4, 8, 9, 16, 32] {
+            let g = grid(area, n, None, 0);
+            assert_eq!(g.cells.len(), n, "{n} fit on one page of 160x46");
+            let covered: u32 = g
+                .cells
+                .iter()
+                .map(|(_, r)| u32::from(r.width) * u32::from(r.height))
+                .sum();
+            let full = u32::from(area.width) * u32::from(area.height);
+            if n % g.columns == 0 {
+                assert_eq!(covered, full, "{n} tiles fill the area");
+            }
+            for (_, r) in &g.cells {
+                assert!(r.width >= MIN_TILE.0 && r.height >= MIN_TILE.1, "{n}: {r:?}");
+                assert!(r.right() <= area.right() && r.bottom() <= area.bottom());
+            }
+        }
+        assert_eq!(grid(area, 4, None, 0).columns, 2, "four panes in a 2x2 grid");
+    }
+
+    #[test]
+    fn sixty_four_nodes_page() {
+        let area = Rect::new(0, 0, 120, 40);
+        let g = grid(area, 64, None, 0);
+        assert_eq!(g.per_page, 5 * 8);
+        assert_eq!(g.pages, 2);
+        let last = grid(area, 64, None, 1);
+        assert_eq!(last.cells.len(), 24);
+        assert_eq!(last.cells[0].0, 40);
+        assert_eq!(grid(area, 64, Some(63), 0).cells, vec![(63, area)]);
+        assert!(grid(Rect::new(0, 0, 0, 0), 3, None, 0).cells.is_empty());
+        assert_eq!(
+            grid(Rect::new(0, 0, 10, 3), 3, None, 0).cells.len(),
+            1,
+            "tiny areas page one tile at a time"
+        );
+    }
+
+    #[test]
+    fn copy_mode_search_and_selection() {
+        let lines: Vec<String> = ["a", "error one", "b", "Error two", "c"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let mut c = CopyMode::new(0, lines);
+        assert_eq!(c.cursor, 4);
+        c.search = Some("error".into());
+        assert!(c.find(true));
+        assert_eq!(c.cursor, 1, "wraps to the first match");
+        assert!(c.find(true));
+        assert_eq!(c.cursor, 3, "case-insensitive");
+        assert!(c.find(false));
+        assert_eq!(c.cursor, 1);
+        c.anchor = Some(3);
+        assert_eq!(c.selected_text(), "error one\nb\nError two");
+        c.search = Some("zzz".into());
+        assert!(!c.find(true));
+    }
+}
+
+// ---- update: the Panes view's share of `update` ----
+
+use super::action::{Action, Context};
+use super::state::{Command, State, StatusMessage};
+use super::theme::Tone;
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+/// The area the views get: below the tab bar, above the status bar.
+pub fn body(size: (u16, u16)) -> Rect {
+    Rect::new(0, 1, size.0, size.1.saturating_sub(2))
+}
+
+/// The grid of the open panes at the state's terminal size.
+pub fn layout(state: &State) -> Grid {
+    let p = &state.panes;
+    grid(body(state.size), p.tiles.len(), p.zoom.then_some(p.focus), p.page)
+}
+
+/// Tell every shown pane whose tile changed size its new size.
+pub fn sync_sizes(state: &mut State) -> Vec<Command> {
+    let g = layout(state);
+    let mut out = vec![];
+    for (idx, rect) in g.cells {
+        let r = inner(rect);
+        let size = (r.width.max(1), r.height.max(1));
+        let tile = &mut state.panes.tiles[idx];
+        if tile.size != size {
+            tile.size = size;
+            out.push(Command::PaneResize {
+                id: tile.id,
+                cols: size.0,
+                rows: size.1,
+            });
+        }
+    }
+    out
+}
+
+/// Global-context actions while the Panes view is shown. `None`: not a panes action.
+pub fn act(state: &mut State, action: Action) -> Option<Vec<Command>> {
+    if state.panes.tiles.is_empty() {
+        return match action {
+            Action::Select | Action::PaneInsert | Action::PaneZoom | Action::PaneMark | Action::PaneCopy => {
+                state.status = Some(StatusMessage {
+                    text: "no panes open: pick a fleet in Fleets (Enter) or :open NAME".into(),
+                    tone: Tone::Warn,
+                });
+                Some(vec![])
+            }
+            _ => None,
+        };
+    }
+    let g = layout(state);
+    let p = &mut state.panes;
+    let focused = p.tiles.get(p.focus).map(|t| t.id);
+    let cmds = match action {
+        Action::Up => {
+            p.move_focus(0, -1, g.columns, g.per_page);
+            vec![]
+        }
+        Action::Down => {
+            p.move_focus(0, 1, g.columns, g.per_page);
+            vec![]
+        }
+        Action::Left => {
+            p.move_focus(-1, 0, g.columns, g.per_page);
+            vec![]
+        }
+        Action::Right => {
+            p.move_focus(1, 0, g.columns, g.per_page);
+            vec![]
+        }
+        Action::PageDown if g.pages > 1 => {
+            p.page = (p.page + 1).min(g.pages - 1);
+            p.focus = (p.page * g.per_page).min(p.tiles.len() - 1);
+            vec![]
+        }
+        Action::PageUp if g.pages > 1 => {
+            p.page = p.page.saturating_sub(1);
+            p.focus = p.page * g.per_page;
+            vec![]
+        }
+        Action::Top => {
+            p.focus = 0;
+            p.page = 0;
+            vec![]
+        }
+        Action::Bottom => {
+            p.focus = p.tiles.len() - 1;
+            p.page = p.focus / g.per_page.max(1);
+            vec![]
+        }
+        Action::Select | Action::PaneInsert => {
+            p.insert = true;
+            vec![]
+        }
+        Action::PaneZoom => {
+            p.zoom = !p.zoom;
+            vec![]
+        }
+        Action::PaneMark => {
+            if let Some(t) = p.tiles.get_mut(p.focus) {
+                t.marked = !t.marked;
+            }
+            vec![]
+        }
+        Action::PaneBroadcast => {
+            p.broadcast = p.broadcast.next();
+            let text = format!("broadcast: {}", p.broadcast.label());
+            state.status = Some(StatusMessage {
+                text,
+                tone: Tone::Info,
+            });
+            vec![]
+        }
+        Action::Reload => focused.map(Command::PaneRestart).into_iter().collect(),
+        Action::PaneCopy => focused.map(Command::SnapshotPane).into_iter().collect(),
+        _ => return None,
+    };
+    let mut cmds = cmds;
+    cmds.extend(sync_sizes(state));
+    Some(cmds)
+}
+
+/// A key while typing into panes: Ctrl-] (the `pane` context's close) leaves; anything
+/// else becomes terminal bytes for the target panes.
+pub fn key(state: &mut State, key: KeyEvent) -> Vec<Command> {
+    if state.keymap.lookup(Context::Pane, &key) == Some(Action::Close) {
+        state.panes.insert = false;
+        state.dirty = true;
+        return vec![];
+    }
+    let p = &state.panes;
+    let app_cursor = p
+        .tiles
+        .get(p.focus)
+        .map(|t| {
+            t.screen
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .screen()
+                .application_cursor()
+        })
+        .unwrap_or(false);
+    let bytes = crate::term::key_to_bytes(&key, app_cursor);
+    if bytes.is_empty() {
+        return vec![];
+    }
+    let ids = p.targets();
+    if ids.is_empty() {
+        return vec![];
+    }
+    vec![Command::PaneInput { ids, bytes }]
+}
+
+/// Pasted text while typing into panes, bracketed when the program asked for it.
+pub fn paste(state: &mut State, text: &str) -> Vec<Command> {
+    let p = &state.panes;
+    let ids = p.targets();
+    if ids.is_empty() {
+        return vec![];
+    }
+    let bracketed = p.tiles.get(p.focus).is_some_and(|t| {
+        t.screen
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .screen()
+            .bracketed_paste()
+    });
+    let bytes = if bracketed {
+        format!("\x1b[200~{text}\x1b[201~").into_bytes()
+    } else {
+        text.replace('\n', "\r").into_bytes()
+    };
+    vec![Command::PaneInput { ids, bytes }]
+}
+
+/// A key in copy mode.
+pub fn copy_key(state: &mut State, key: KeyEvent) -> Vec<Command> {
+    state.dirty = true;
+    let page = usize::from(state.size.1.saturating_sub(4)).max(1);
+    let Some(c) = state.panes.copy.as_mut() else {
+        return vec![];
+    };
+    if let Some(typing) = c.typing.as_mut() {
+        match key.code {
+            KeyCode::Esc => c.typing = None,
+            KeyCode::Enter => {
+                c.search = c.typing.take();
+                if !c.find(true) {
+                    let text = format!("not found: {}", c.search.clone().unwrap_or_default());
+                    state.status = Some(StatusMessage {
+                        text,
+                        tone: Tone::Warn,
+                    });
+                }
+            }
+            KeyCode::Backspace => {
+                typing.pop();
+            }
+            KeyCode::Char(ch) if !key.modifiers.contains(KeyModifiers::CONTROL) => typing.push(ch),
+            _ => {}
+        }
+        return vec![];
+    }
+    let last = c.lines.len().saturating_sub(1);
+    match state.keymap.lookup(Context::Copy, &key) {
+        Some(Action::Close) => state.panes.copy = None,
+        Some(Action::Up) => c.cursor = c.cursor.saturating_sub(1),
+        Some(Action::Down) => c.cursor = (c.cursor + 1).min(last),
+        Some(Action::PageUp) => c.cursor = c.cursor.saturating_sub(page),
+        Some(Action::PageDown) => c.cursor = (c.cursor + page).min(last),
+        Some(Action::Top) => c.cursor = 0,
+        Some(Action::Bottom) => c.cursor = last,
+        Some(Action::Filter) => c.typing = Some(String::new()),
+        Some(Action::SearchNext) => {
+            c.find(true);
+        }
+        Some(Action::SearchPrev) => {
+            c.find(false);
+        }
+        Some(Action::SelectStart) => c.anchor = if c.anchor.is_some() { None } else { Some(c.cursor) },
+        Some(Action::Yank) => {
+            let text = c.selected_text();
+            let n = c.selection().count();
+            state.panes.copy = None;
+            state.status = Some(StatusMessage {
+                text: format!(
+                    "copied {n} line{} to your clipboard (OSC 52)",
+                    if n == 1 { "" } else { "s" }
+                ),
+                tone: Tone::Info,
+            });
+            return vec![Command::Yank(text)];
+        }
+        _ => state.dirty = false,
+    }
+    vec![]
+}
+
+#[cfg(test)]
+mod flow_tests {
+    use super::*;
+    use crate::fleet::NodeTarget;
+    use crate::store::FleetRecord;
+    use crate::tui::keymap::Keymap;
+    use crate::tui::state::{Msg, Overlay, View};
+    use crate::tui::update::update;
+
+    fn node(i: usize) -> NodeTarget {
+        NodeTarget {
+            index: i,
+            name: format!("lab-{i}"),
+            host: format!("10.0.0.{}", i + 1),
+            port: None,
+            user: Some("root".into()),
+            identity_file: None,
+            proxy_jump: None,
+            internal_ip: None,
+        }
+    }
+
+    fn fleet(name: &str, n: usize) -> FleetRecord {
+        FleetRecord {
+            name: name.into(),
+            backend: "ssh".into(),
+            file: None,
+            nodes: (0..n).map(node).collect(),
+            resources: vec![],
+            created_at: 0,
+        }
+    }
+
+    fn tiles(n: usize) -> Vec<PaneTile> {
+        (0..n)
+            .map(|i| PaneTile {
+                id: 100 + i,
+                node: format!("lab-{i}"),
+                host: format!("10.0.0.{}", i + 1),
+                state: PaneState::Connected,
+                marked: false,
+                screen: crate::term::new_screen(24, 80),
+                size: (80, 24),
+            })
+            .collect()
+    }
+
+    fn state() -> State {
+        let mut s = State::new(Keymap::defaults(), vec![], "dark".into());
+        s.size = (120, 40);
+        s
+    }
+
+    fn press(s: &mut State, code: KeyCode, m: KeyModifiers) -> Vec<Command> {
+        update(s, Msg::Key(KeyEvent::new(code, m)))
+    }
+
+    fn ch(s: &mut State, c: char) -> Vec<Command> {
+        press(s, KeyCode::Char(c), KeyModifiers::NONE)
+    }
+
+    #[test]
+    fn fleets_view_selects_by_name_and_opens_panes() {
+        let mut s = state();
+        update(&mut s, Msg::Fleets(Ok(vec![fleet("alpha", 2), fleet("lab", 4)])));
+        assert_eq!(s.fleet_selected.as_deref(), Some("alpha"));
+        ch(&mut s, '2');
+        ch(&mut s, 'j');
+        assert_eq!(s.fleet_selected.as_deref(), Some("lab"));
+        // A reload that reorders the fleets keeps the selection on `lab`.
+        update(
+            &mut s,
+            Msg::Fleets(Ok(vec![fleet("lab", 4), fleet("zeta", 1), fleet("alpha", 2)])),
+        );
+        assert_eq!(s.fleet_selected.as_deref(), Some("lab"));
+        assert_eq!(
+            press(&mut s, KeyCode::Enter, KeyModifiers::NONE),
+            vec![Command::OpenPanes("lab".into())]
+        );
+        assert_eq!(ch(&mut s, 'r'), vec![Command::LoadFleets]);
+        // The filter narrows the list and moves the selection onto what is left.
+        ch(&mut s, '/');
+        for c in "zet".chars() {
+            ch(&mut s, c);
+        }
+        press(&mut s, KeyCode::Enter, KeyModifiers::NONE);
+        assert_eq!(s.fleet_selected.as_deref(), Some("zeta"));
+    }
+
+    #[test]
+    fn opened_panes_get_their_tile_sizes_and_typing_goes_to_them() {
+        let mut s = state();
+        let cmds = update(
+            &mut s,
+            Msg::PanesOpened {
+                fleet: "lab".into(),
+                tiles: tiles(4),
+            },
+        );
+        assert_eq!(s.view, View::Panes);
+        // 120x40 terminal: body 120x38, four tiles 2x2 of 60x19, inner 58x17.
+        assert_eq!(cmds.len(), 4);
+        assert!(
+            cmds.contains(&Command::PaneResize {
+                id: 100,
+                cols: 58,
+                rows: 17
+            }),
+            "{cmds:?}"
+        );
+        assert!(ch(&mut s, 'x').is_empty(), "not typing yet");
+        ch(&mut s, 'l');
+        assert_eq!(s.panes.focus, 1);
+        ch(&mut s, 'j');
+        assert_eq!(s.panes.focus, 3);
+        ch(&mut s, 'i');
+        assert!(s.panes.insert);
+        assert_eq!(
+            ch(&mut s, 'q'),
+            vec![Command::PaneInput {
+                ids: vec![103],
+                bytes: b"q".to_vec()
+            }]
+        );
+        let ctrl_c = press(&mut s, KeyCode::Char('c'), KeyModifiers::CONTROL);
+        assert_eq!(
+            ctrl_c,
+            vec![Command::PaneInput {
+                ids: vec![103],
+                bytes: vec![3]
+            }],
+            "ctrl-c goes to the shell"
+        );
+        // ctrl-] (as crossterm reports it: ctrl-5) stops typing.
+        press(&mut s, KeyCode::Char('5'), KeyModifiers::CONTROL);
+        assert!(!s.panes.insert);
+        // Zoom gives the focused pane the whole body.
+        let cmds = ch(&mut s, 'z');
+        assert_eq!(
+            cmds,
+            vec![Command::PaneResize {
+                id: 103,
+                cols: 118,
+                rows: 36
+            }]
+        );
+        let back = ch(&mut s, 'z');
+        assert_eq!(
+            back,
+            vec![Command::PaneResize {
+                id: 103,
+                cols: 58,
+                rows: 17
+            }]
+        );
+        // A terminal resize reaches every pane.
+        let cmds = update(&mut s, Msg::Resize(100, 30));
+        assert_eq!(cmds.len(), 4);
+    }
+
+    #[test]
+    fn broadcast_to_all_and_to_marked() {
+        let mut s = state();
+        update(
+            &mut s,
+            Msg::PanesOpened {
+                fleet: "lab".into(),
+                tiles: tiles(4),
+            },
+        );
+        ch(&mut s, 'b');
+        assert_eq!(s.panes.broadcast, Broadcast::All);
+        ch(&mut s, 'i');
+        assert_eq!(
+            ch(&mut s, 'e'),
+            vec![Command::PaneInput {
+                ids: vec![100, 101, 102, 103],
+                bytes: b"e".to_vec()
+            }]
+        );
+        // A lost pane is skipped by the broadcast.
+        update(
+            &mut s,
+            Msg::Pane(crate::term::session::PaneEvent::State(
+                101,
+                PaneState::Lost("x".into()),
+            )),
+        );
+        assert_eq!(
+            ch(&mut s, 'e'),
+            vec![Command::PaneInput {
+                ids: vec![100, 102, 103],
+                bytes: b"e".to_vec()
+            }]
+        );
+        press(&mut s, KeyCode::Char(']'), KeyModifiers::CONTROL);
+        ch(&mut s, 'm');
+        ch(&mut s, 'l');
+        ch(&mut s, 'l');
+        ch(&mut s, 'j');
+        ch(&mut s, 'm');
+        ch(&mut s, 'b');
+        assert_eq!(s.panes.broadcast, Broadcast::Marked);
+        ch(&mut s, 'i');
+        assert_eq!(
+            ch(&mut s, 'e'),
+            vec![Command::PaneInput {
+                ids: vec![100, 103],
+                bytes: b"e".to_vec()
+            }]
+        );
+        let pasted = update(&mut s, Msg::Paste("ls\nps".into()));
+        assert_eq!(
+            pasted,
+            vec![Command::PaneInput {
+                ids: vec![100, 103],
+                bytes: b"ls\rps".to_vec()
+            }]
+        );
+    }
+
+    #[test]
+    fn copy_mode_searches_selects_and_yanks() {
+        let mut s = state();
+        update(
+            &mut s,
+            Msg::PanesOpened {
+                fleet: "lab".into(),
+                tiles: tiles(2),
+            },
+        );
+        assert_eq!(ch(&mut s, '['), vec![Command::SnapshotPane(100)]);
+        let lines: Vec<String> = (0..50).map(|i| format!("line {i}")).collect();
+        update(&mut s, Msg::PaneSnapshot { id: 100, lines });
+        assert_eq!(crate::tui::update::context(&s), Context::Copy);
+        ch(&mut s, '/');
+        for c in "line 1".chars() {
+            ch(&mut s, c);
+        }
+        press(&mut s, KeyCode::Enter, KeyModifiers::NONE);
+        assert_eq!(
+            s.panes.copy.as_ref().unwrap().cursor,
+            1,
+            "wrapped to the first match"
+        );
+        ch(&mut s, 'n');
+        assert_eq!(s.panes.copy.as_ref().unwrap().cursor, 10);
+        ch(&mut s, 'v');
+        ch(&mut s, 'j');
+        ch(&mut s, 'j');
+        assert_eq!(
+            ch(&mut s, 'y'),
+            vec![Command::Yank("line 10\nline 11\nline 12".into())]
+        );
+        assert!(s.panes.copy.is_none());
+        assert!(s.status.as_ref().unwrap().text.contains("copied 3 lines"));
+    }
+
+    #[test]
+    fn host_key_questions_queue_and_answer() {
+        let mut s = state();
+        update(
+            &mut s,
+            Msg::HostKeyQuestion {
+                id: 7,
+                host: "root@h1".into(),
+                fingerprint: "SHA256:a".into(),
+            },
+        );
+        update(
+            &mut s,
+            Msg::HostKeyQuestion {
+                id: 8,
+                host: "root@h2".into(),
+                fingerprint: "SHA256:b".into(),
+            },
+        );
+        assert!(matches!(&s.overlay, Overlay::HostKey { id: 7, .. }));
+        assert_eq!(
+            ch(&mut s, 'n'),
+            vec![Command::AnswerHostKey {
+                id: 7,
+                accept: false,
+                all: false
+            }]
+        );
+        assert!(
+            matches!(&s.overlay, Overlay::HostKey { id: 8, .. }),
+            "the next question follows"
+        );
+        assert_eq!(
+            ch(&mut s, 'a'),
+            vec![Command::AnswerHostKey {
+                id: 8,
+                accept: true,
+                all: true
+            }]
+        );
+        assert!(matches!(s.overlay, Overlay::None));
+        update(
+            &mut s,
+            Msg::PassphraseQuestion {
+                id: 9,
+                key: "/k".into(),
+            },
+        );
+        for c in "s3cret".chars() {
+            ch(&mut s, c);
+        }
+        let answer = press(&mut s, KeyCode::Enter, KeyModifiers::NONE);
+        assert_eq!(
+            answer,
+            vec![Command::AnswerPassphrase {
+                id: 9,
+                passphrase: Some(crate::tui::state::Secret("s3cret".into()))
+            }]
+        );
+        assert!(!format!("{answer:?}").contains("s3cret"), "never in Debug output");
+    }
+
+    #[test]
+    fn paging_sixty_four_panes() {
+        let mut s = state();
+        s.size = (100, 32);
+        update(
+            &mut s,
+            Msg::PanesOpened {
+                fleet: "big".into(),
+                tiles: tiles(64),
+            },
+        );
+        let g = layout(&s);
+        assert!(g.pages > 1);
+        press(&mut s, KeyCode::PageDown, KeyModifiers::NONE);
+        assert_eq!(s.panes.page, 1);
+        assert_eq!(s.panes.focus, g.per_page);
+        ch(&mut s, 'G');
+        assert_eq!(s.panes.focus, 63);
+        assert_eq!(s.panes.page, g.pages - 1);
+    }
+}

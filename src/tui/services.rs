@@ -1,0 +1,255 @@
+//! The cockpit's services: everything `update`'s commands ask for that does I/O or owns
+//! tasks. Pane sessions (one task per node), the state store, the SSH pool with a
+//! prompter that asks through the cockpit. Results come back as messages.
+
+use super::panes::PaneTile;
+use super::state::{Command, Msg};
+use crate::paths::Paths;
+use crate::ssh::client::{BoxFuture, Prompter, SshOptions};
+use crate::ssh::known_hosts::HostKeyPolicy;
+use crate::ssh::pool::{Pool, Resolver};
+use crate::store::{FleetRecord, Store};
+use crate::term::session::{self, PaneEvent, PaneHandle, PaneInput, PaneState, PaneTarget};
+use crate::term::{self, SharedScreen};
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use tokio::sync::{mpsc, oneshot};
+
+/// What services report to the event loop.
+pub enum ServiceEvent {
+    Msg(Msg),
+    /// The fleet record to open panes on was read from the store.
+    OpenPanes(FleetRecord),
+}
+
+enum Answer {
+    HostKey(bool),
+    Passphrase(Option<String>),
+}
+
+/// Asks the operator through the cockpit: a question overlay, answered by a command.
+pub struct TuiPrompter {
+    tx: mpsc::Sender<ServiceEvent>,
+    next: AtomicU64,
+    pending: Mutex<HashMap<u64, oneshot::Sender<Answer>>>,
+    accept_all: AtomicBool,
+}
+
+impl TuiPrompter {
+    fn ask(&self, msg: impl FnOnce(u64) -> Msg) -> oneshot::Receiver<Answer> {
+        let id = self.next.fetch_add(1, Ordering::SeqCst);
+        let (tx, rx) = oneshot::channel();
+        self.pending.lock().expect("pending lock").insert(id, tx);
+        let _ = self.tx.try_send(ServiceEvent::Msg(msg(id)));
+        rx
+    }
+
+    fn answer(&self, id: u64, a: Answer) {
+        if let Some(tx) = self.pending.lock().expect("pending lock").remove(&id) {
+            let _ = tx.send(a);
+        }
+    }
+}
+
+impl Prompter for TuiPrompter {
+    fn confirm_host_key<'a>(&'a self, host: &'a str, fingerprint: &'a str) -> BoxFuture<'a, bool> {
+        Box::pin(async move {
+            if self.accept_all.load(Ordering::SeqCst) {
+                return true;
+            }
+            let (host, fingerprint) = (host.to_string(), fingerprint.to_string());
+            match self
+                .ask(|id| Msg::HostKeyQuestion {
+                    id,
+                    host,
+                    fingerprint,
+                })
+                .await
+            {
+                Ok(Answer::HostKey(yes)) => yes,
+                _ => false,
+            }
+        })
+    }
+
+    fn passphrase<'a>(&'a self, key: &'a Path) -> BoxFuture<'a, Option<String>> {
+        Box::pin(async move {
+            let key = key.display().to_string();
+            match self.ask(|id| Msg::PassphraseQuestion { id, key }).await {
+                Ok(Answer::Passphrase(p)) => p,
+                _ => None,
+            }
+        })
+    }
+}
+
+pub struct Services {
+    tx: mpsc::Sender<ServiceEvent>,
+    paths: Paths,
+    prompter: Arc<TuiPrompter>,
+    pool: Pool,
+    resolver: Arc<Resolver>,
+    panes: HashMap<usize, (PaneHandle, SharedScreen)>,
+    pane_events: mpsc::Sender<PaneEvent>,
+    next_pane: usize,
+}
+
+impl Services {
+    pub fn new(tx: mpsc::Sender<ServiceEvent>, paths: Paths, accept_new_host_keys: bool) -> Services {
+        let prompter = Arc::new(TuiPrompter {
+            tx: tx.clone(),
+            next: AtomicU64::new(1),
+            pending: Mutex::new(HashMap::new()),
+            accept_all: AtomicBool::new(false),
+        });
+        let resolver = Arc::new(Resolver::from_env());
+        let policy = if accept_new_host_keys {
+            HostKeyPolicy::AcceptNew
+        } else {
+            HostKeyPolicy::Ask
+        };
+        let opts = SshOptions {
+            known_hosts: resolver.known_hosts("*"),
+            policy,
+            prompter: prompter.clone(),
+            use_agent: true,
+        };
+        // Pane events reach the loop through one forwarder, in order.
+        let (pane_events, mut rx) = mpsc::channel::<PaneEvent>(1024);
+        let fwd = tx.clone();
+        tokio::spawn(async move {
+            while let Some(e) = rx.recv().await {
+                if fwd.send(ServiceEvent::Msg(Msg::Pane(e))).await.is_err() {
+                    return;
+                }
+            }
+        });
+        Services {
+            tx,
+            paths,
+            prompter,
+            pool: Pool::new(opts),
+            resolver,
+            panes: HashMap::new(),
+            pane_events,
+            next_pane: 0,
+        }
+    }
+
+    /// Carry out a command of `update` (all but Quit, Suspend, LoadTheme and Yank, which
+    /// the event loop does itself).
+    pub fn run(&mut self, command: Command) {
+        match command {
+            Command::LoadFleets => {
+                let (tx, dir) = (self.tx.clone(), self.paths.state_dir.clone());
+                tokio::task::spawn_blocking(move || {
+                    let result = Store::new(&dir)
+                        .load()
+                        .map(|(s, _)| s.fleets)
+                        .map_err(|e| e.to_string());
+                    let _ = tx.blocking_send(ServiceEvent::Msg(Msg::Fleets(result)));
+                });
+            }
+            Command::OpenPanes(name) => {
+                let (tx, dir) = (self.tx.clone(), self.paths.state_dir.clone());
+                tokio::task::spawn_blocking(move || {
+                    let event = match Store::new(&dir).load() {
+                        Ok((s, _)) => match s.fleets.into_iter().find(|f| f.name == name) {
+                            Some(r) => ServiceEvent::OpenPanes(r),
+                            None => ServiceEvent::Msg(Msg::PanesFailed(format!(
+                                "no fleet `{name}` in the state: apply it first (flightdeck fleet apply FILE)"
+                            ))),
+                        },
+                        Err(e) => ServiceEvent::Msg(Msg::PanesFailed(e.to_string())),
+                    };
+                    let _ = tx.blocking_send(event);
+                });
+            }
+            Command::ClosePanes => self.close_panes(),
+            Command::PaneInput { ids, bytes } => {
+                for id in ids {
+                    self.send(id, PaneInput::Bytes(bytes.clone()));
+                }
+            }
+            Command::PaneResize { id, cols, rows } => self.send(id, PaneInput::Resize { cols, rows }),
+            Command::PaneRestart(id) => self.send(id, PaneInput::Restart),
+            Command::SnapshotPane(id) => {
+                if let Some((_, screen)) = self.panes.get(&id) {
+                    let lines = term::snapshot_lines(screen);
+                    let _ = self
+                        .tx
+                        .try_send(ServiceEvent::Msg(Msg::PaneSnapshot { id, lines }));
+                }
+            }
+            Command::AnswerHostKey { id, accept, all } => {
+                if all {
+                    self.prompter.accept_all.store(true, Ordering::SeqCst);
+                }
+                self.prompter.answer(id, Answer::HostKey(accept));
+            }
+            Command::AnswerPassphrase { id, passphrase } => {
+                self.prompter
+                    .answer(id, Answer::Passphrase(passphrase.map(|s| s.0)));
+            }
+            Command::Quit | Command::Suspend | Command::LoadTheme(_) | Command::Yank(_) => {}
+        }
+    }
+
+    fn send(&self, id: usize, input: PaneInput) {
+        if let Some((h, _)) = self.panes.get(&id) {
+            if h.input.try_send(input).is_err() {
+                tracing::warn!("pane {id}: input queue full or closed; keystrokes dropped");
+            }
+        }
+    }
+
+    fn close_panes(&mut self) {
+        for (_, (h, _)) in self.panes.drain() {
+            let _ = h.input.try_send(PaneInput::Close);
+        }
+    }
+
+    /// Start a session per node of `record`; returns the tiles for the view.
+    pub fn open_panes(&mut self, record: &FleetRecord) -> Result<Vec<PaneTile>, String> {
+        self.close_panes();
+        let shell = std::env::var("SHELL")
+            .ok()
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| "/bin/sh".into());
+        let mut tiles = vec![];
+        for node in &record.nodes {
+            let target = match record.backend.as_str() {
+                "local" => PaneTarget::Local { shell: shell.clone() },
+                "ssh" => PaneTarget::Ssh {
+                    pool: self.pool.clone(),
+                    route: self.resolver.route(node),
+                },
+                other => return Err(format!("panes on the {other} backend are not in this build yet")),
+            };
+            let id = self.next_pane;
+            self.next_pane += 1;
+            let screen = term::new_screen(24, 80);
+            let handle = session::spawn(id, target, screen.clone(), self.pane_events.clone());
+            self.panes.insert(id, (handle, screen.clone()));
+            tiles.push(PaneTile {
+                id,
+                node: node.name.clone(),
+                host: node.host.clone(),
+                state: PaneState::Connecting,
+                marked: false,
+                screen,
+                size: (80, 24),
+            });
+        }
+        tracing::info!(fleet = %record.name, nodes = tiles.len(), "panes opened");
+        Ok(tiles)
+    }
+}
+
+impl Drop for Services {
+    fn drop(&mut self) {
+        self.close_panes();
+    }
+}

@@ -1,0 +1,161 @@
+//! The Fleets view (fleets of the state store) and the Nodes view (the nodes of the
+//! fleet with open panes, or of the selected fleet).
+//!
+//! ```text
+//! ┌ Fleets (2) ──────────────────────────────────────────────────┐
+//! │ NAME      BACKEND  NODES  CREATED     FILE                   │
+//! │▌lab       ssh      8      2h ago      /home/op/fleets/lab.yaml│
+//! │ local     local    1      3d ago      …/fleets/local.yaml    │
+//! └──────────────────────────────────────────────────────────────┘
+//! ```
+
+use crate::store::{self, FleetRecord};
+use crate::tui::fleets;
+use crate::tui::state::State;
+use crate::tui::theme::{Theme, Tone};
+use ratatui::buffer::Buffer;
+use ratatui::layout::{Constraint, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Paragraph, Row, Table, Widget, Wrap};
+
+fn block<'a>(title: String, filter: &str, theme: &Theme) -> Block<'a> {
+    let mut t = vec![Span::styled(format!(" {title} "), theme.title())];
+    if !filter.is_empty() {
+        t.push(Span::styled(format!("filter: {filter} "), theme.accent()));
+    }
+    Block::default()
+        .borders(Borders::ALL)
+        .border_style(theme.border(true))
+        .title(Line::from(t))
+        .style(theme.base())
+}
+
+fn message(lines: Vec<Line<'static>>, block: Block<'_>, area: Rect, buf: &mut Buffer) {
+    Paragraph::new(lines)
+        .block(block)
+        .wrap(Wrap { trim: false })
+        .render(area, buf);
+}
+
+pub fn render_fleets(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
+    let filter = &state.filters[crate::tui::state::View::Fleets.index()];
+    let shown = fleets::visible(state);
+    let b = block(format!("Fleets ({})", shown.len()), filter, theme);
+    if let Some(e) = &state.fleets_error {
+        return message(
+            vec![Line::styled(
+                format!("cannot read the state: {e}"),
+                theme.tone(Tone::Fail),
+            )],
+            b,
+            area,
+            buf,
+        );
+    }
+    if state.fleets.is_empty() {
+        return message(
+            vec![
+                Line::styled("No fleets yet.", theme.title()),
+                Line::raw(""),
+                Line::raw("Apply one from a shell, then press r here:"),
+                Line::styled("  flightdeck fleet apply fleets/local.yaml", theme.accent()),
+                Line::styled("  flightdeck fleet apply fleets/ssh-hosts.yaml", theme.accent()),
+            ],
+            b,
+            area,
+            buf,
+        );
+    }
+    let rows: Vec<Row> = shown
+        .iter()
+        .map(|f: &&FleetRecord| {
+            let selected = state.fleet_selected.as_deref() == Some(f.name.as_str());
+            let open = state.panes.fleet.as_deref() == Some(f.name.as_str());
+            let style = if selected { theme.selection() } else { theme.base() };
+            Row::new(vec![
+                format!("{}{}", f.name, if open { " ◆" } else { "" }),
+                f.backend.clone(),
+                f.nodes.len().to_string(),
+                store::format_utc(f.created_at),
+                f.file
+                    .as_ref()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default(),
+            ])
+            .style(style)
+        })
+        .collect();
+    let header = Row::new(vec!["NAME", "BACKEND", "NODES", "CREATED (UTC)", "FILE"]).style(theme.muted());
+    Table::new(
+        rows,
+        [
+            Constraint::Length(22),
+            Constraint::Length(8),
+            Constraint::Length(6),
+            Constraint::Length(16),
+            Constraint::Min(10),
+        ],
+    )
+    .header(header)
+    .block(b)
+    .render(area, buf);
+}
+
+pub fn render_nodes(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
+    let filter = state.filters[crate::tui::state::View::Nodes.index()].to_lowercase();
+    let Some(fleet) = fleets::current(state) else {
+        let b = block("Nodes".into(), &filter, theme);
+        return message(
+            vec![Line::raw(
+                "Select a fleet in the Fleets view (2), or open one with :open NAME.",
+            )],
+            b,
+            area,
+            buf,
+        );
+    };
+    let rows: Vec<Row> = fleet
+        .nodes
+        .iter()
+        .filter(|n| {
+            filter.is_empty()
+                || n.name.to_lowercase().contains(&filter)
+                || n.host.to_lowercase().contains(&filter)
+        })
+        .map(|n| {
+            let pane = state.panes.tiles.iter().find(|t| t.node == n.name);
+            let (status, tone) = match pane.map(|t| &t.state) {
+                None => ("-".to_string(), Tone::Info),
+                Some(s) => (s.label(), super::panes::tone(s)),
+            };
+            Row::new(vec![
+                Span::raw(n.name.clone()),
+                Span::raw(match n.port {
+                    Some(p) if p != 22 => format!("{}:{p}", n.host),
+                    _ => n.host.clone(),
+                }),
+                Span::raw(n.user.clone().unwrap_or_default()),
+                Span::raw(n.proxy_jump.as_ref().map(|j| j.host.clone()).unwrap_or_default()),
+                Span::styled(status, theme.tone(tone)),
+            ])
+        })
+        .collect();
+    let header = Row::new(vec!["NODE", "ADDRESS", "USER", "VIA", "PANE"]).style(theme.muted());
+    Table::new(
+        rows,
+        [
+            Constraint::Length(22),
+            Constraint::Length(22),
+            Constraint::Length(10),
+            Constraint::Length(18),
+            Constraint::Min(10),
+        ],
+    )
+    .header(header)
+    .block(block(
+        format!("Nodes of {} ({} backend)", fleet.name, fleet.backend),
+        &filter,
+        theme,
+    ))
+    .render(area, buf);
+}

@@ -1,0 +1,168 @@
+//! The Panes view: a tile per node in a grid that adapts to the node count, each a live
+//! terminal. The focused tile's border is highlighted; marked tiles show `+`; in insert
+//! mode the cursor sits in the focused pane. Copy mode replaces the focused tile's
+//! content with its scrollback snapshot, a cursor line and the selection.
+//!
+//! ```text
+//! ┌ lab-0 ● connected ─────────────┐┌ lab-1 ● connected ──────────────┐
+//! │root@node0:~# nvidia-smi -L      ││root@node1:~#                    │
+//! │GPU 0: NVIDIA H200 (UUID: …)     ││                                 │
+//! └─────────────────────────────────┘└─────────────────────────────────┘
+//! ┌+lab-2 ▲ reconnecting in 4s ─────┐┌ lab-3 ● connected ──────────────┐
+//! ```
+
+use crate::term::session::PaneState;
+use crate::tui::panes::{self, CopyMode};
+use crate::tui::state::State;
+use crate::tui::theme::{Theme, Tone};
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph, Widget, Wrap};
+
+pub fn tone(s: &PaneState) -> Tone {
+    match s {
+        PaneState::Connected => Tone::Pass,
+        PaneState::Connecting => Tone::Info,
+        PaneState::Lost(_) | PaneState::Reconnecting { .. } => Tone::Warn,
+        PaneState::Exited(_) | PaneState::Failed(_) => Tone::Fail,
+    }
+}
+
+fn marker(s: &PaneState) -> &'static str {
+    match s {
+        PaneState::Connected => "●",
+        PaneState::Connecting => "○",
+        PaneState::Lost(_) | PaneState::Reconnecting { .. } => "▲",
+        PaneState::Exited(_) | PaneState::Failed(_) => "✖",
+    }
+}
+
+/// Draw the panes into `area` (the body); returns the cursor position for insert mode.
+pub fn render(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) -> Option<(u16, u16)> {
+    let p = &state.panes;
+    if p.tiles.is_empty() {
+        let text = vec![
+            Line::styled("No panes open.", theme.title()),
+            Line::raw(""),
+            Line::raw("Open a shell on every node of a fleet: select it in Fleets (2) and press Enter,"),
+            Line::raw("or type :open NAME. Then i types into the focused pane, b broadcasts to all,"),
+            Line::raw("z zooms, m marks, [ enters copy mode, ctrl-] stops typing."),
+        ];
+        Paragraph::new(text)
+            .block(
+                Block::default()
+                    .borders(Borders::ALL)
+                    .border_style(theme.border(true))
+                    .title(" Panes ")
+                    .style(theme.base()),
+            )
+            .wrap(Wrap { trim: false })
+            .render(area, buf);
+        return None;
+    }
+    // The grid is laid out for the body area `update` assumes.
+    let g = panes::grid(area, p.tiles.len(), p.zoom.then_some(p.focus), p.page);
+    let mut cursor = None;
+    for (idx, rect) in g.cells {
+        let tile = &p.tiles[idx];
+        let focused = idx == p.focus;
+        let targeted = p.insert && p.targets().contains(&tile.id);
+        let mut title = vec![
+            Span::styled(if tile.marked { "+" } else { " " }, theme.accent()),
+            Span::styled(
+                format!("{} ", tile.node),
+                if focused { theme.title() } else { theme.base() },
+            ),
+            Span::styled(
+                format!("{} {} ", marker(&tile.state), tile.state.label()),
+                theme.tone(tone(&tile.state)),
+            ),
+        ];
+        if targeted {
+            title.push(Span::styled("⌨ ", theme.accent()));
+        }
+        let block = Block::default()
+            .borders(Borders::ALL)
+            .border_style(theme.border(focused))
+            .title(Line::from(title))
+            .style(theme.base());
+        let inner = block.inner(rect);
+        Clear.render(rect, buf);
+        block.render(rect, buf);
+        if let (true, Some(copy)) = (focused, p.copy.as_ref()) {
+            render_copy(copy, theme, inner, buf);
+            continue;
+        }
+        let term = tile.screen.read().unwrap_or_else(|e| e.into_inner());
+        let at = crate::term::render_screen(term.screen(), inner, buf, theme.monochrome);
+        if focused && p.insert {
+            cursor = at;
+        }
+    }
+    if g.pages > 1 {
+        let label = format!(" page {}/{} (pgup/pgdn) ", p.page.min(g.pages - 1) + 1, g.pages);
+        let w = label.chars().count() as u16;
+        if area.width > w + 2 {
+            buf.set_string(
+                area.right() - w - 1,
+                area.bottom().saturating_sub(1),
+                label,
+                theme.accent(),
+            );
+        }
+    }
+    cursor
+}
+
+fn render_copy(c: &CopyMode, theme: &Theme, area: Rect, buf: &mut Buffer) {
+    if area.is_empty() {
+        return;
+    }
+    let h = usize::from(area.height.saturating_sub(1)).max(1);
+    // Keep the cursor line in view, near the bottom like a terminal.
+    let first = c.cursor.saturating_sub(h.saturating_sub(1));
+    let sel = c.selection();
+    let needle = c
+        .search
+        .as_ref()
+        .map(|s| s.to_lowercase())
+        .filter(|s| !s.is_empty());
+    for (row, i) in (first..c.lines.len()).take(h).enumerate() {
+        let line = &c.lines[i];
+        let style = if i == c.cursor {
+            theme.selection()
+        } else if c.anchor.is_some() && sel.contains(&i) {
+            theme.accent()
+        } else if needle.as_ref().is_some_and(|n| line.to_lowercase().contains(n)) {
+            theme.tone(Tone::Warn)
+        } else {
+            theme.base()
+        };
+        let text = crate::tui::widgets::truncate(&line.replace('\t', "    "), usize::from(area.width));
+        let r = Rect::new(area.x, area.y + row as u16, area.width, 1);
+        buf.set_style(r, style);
+        buf.set_string(r.x, r.y, text, style);
+    }
+    let status = match &c.typing {
+        Some(t) => format!("/{t}"),
+        None => format!(
+            "COPY {}/{}{}  v select  y yank  / search  esc",
+            c.cursor + 1,
+            c.lines.len(),
+            if c.anchor.is_some() {
+                format!("  {} selected", sel.count())
+            } else {
+                String::new()
+            }
+        ),
+    };
+    let r = Rect::new(area.x, area.bottom() - 1, area.width, 1);
+    buf.set_style(r, theme.status_bar());
+    buf.set_string(
+        r.x,
+        r.y,
+        crate::tui::widgets::truncate(&status, usize::from(area.width)),
+        theme.status_bar(),
+    );
+}
