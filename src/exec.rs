@@ -62,16 +62,24 @@ struct LineSplitter {
 }
 
 impl LineSplitter {
-    fn push(&mut self, data: &[u8], mut emit: impl FnMut(String)) {
-        for &b in data {
-            if b == b'\n' {
-                let line = std::mem::take(&mut self.buf);
-                emit(String::from_utf8_lossy(trim_cr(&line)).into_owned());
-            } else {
-                self.buf.push(b);
-                if self.buf.len() >= MAX_LINE {
+    fn push(&mut self, mut data: &[u8], mut emit: impl FnMut(String)) {
+        while !data.is_empty() {
+            let room = MAX_LINE - self.buf.len();
+            match data.iter().take(room).position(|&b| b == b'\n') {
+                Some(i) => {
+                    self.buf.extend_from_slice(&data[..i]);
                     let line = std::mem::take(&mut self.buf);
-                    emit(String::from_utf8_lossy(&line).into_owned());
+                    emit(String::from_utf8_lossy(trim_cr(&line)).into_owned());
+                    data = &data[i + 1..];
+                }
+                None => {
+                    let n = room.min(data.len());
+                    self.buf.extend_from_slice(&data[..n]);
+                    data = &data[n..];
+                    if self.buf.len() >= MAX_LINE {
+                        let line = std::mem::take(&mut self.buf);
+                        emit(String::from_utf8_lossy(&line).into_owned());
+                    }
                 }
             }
         }

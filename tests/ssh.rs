@@ -225,3 +225,153 @@ async fn a_node_dying_mid_command_does_not_touch_the_others() {
     assert_eq!(lost.code, exec::UNREACHABLE);
     assert!(lost.error.is_some());
 }
+
+/// A prompter double that answers a fixed passphrase (the real ones ask a person).
+struct FixedPassphrase(&'static str);
+
+impl flightdeck::ssh::client::Prompter for FixedPassphrase {
+    fn confirm_host_key<'a>(
+        &'a self,
+        _: &'a str,
+        _: &'a str,
+    ) -> flightdeck::ssh::client::BoxFuture<'a, bool> {
+        Box::pin(async { false })
+    }
+    fn passphrase<'a>(&'a self, _: &'a Path) -> flightdeck::ssh::client::BoxFuture<'a, Option<String>> {
+        Box::pin(async { Some(self.0.to_string()) })
+    }
+}
+
+fn keygen(dir: &Path, name: &str, kind: &[&str], pass: &str) -> std::path::PathBuf {
+    let path = dir.join(name);
+    let mut args = vec!["-q"];
+    args.extend(kind);
+    args.extend(["-N", pass, "-f", path.to_str().unwrap()]);
+    assert!(std::process::Command::new("ssh-keygen")
+        .args(&args)
+        .status()
+        .unwrap()
+        .success());
+    path
+}
+
+fn authorize(tb: &Testbed, key: &Path) {
+    use std::io::Write;
+    let public = std::fs::read_to_string(key.with_extension("pub")).unwrap();
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(tb.dir.path().join("authorized_keys"))
+        .unwrap();
+    f.write_all(public.as_bytes()).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rsa_ecdsa_encrypted_keys_and_the_agent() {
+    let Some(tb) = Testbed::new(1, 0) else { return };
+    let d = tb.dir.path();
+    let rsa = keygen(d, "id_rsa_test", &["-t", "rsa", "-b", "2048"], "");
+    let ecdsa = keygen(d, "id_ecdsa_test", &["-t", "ecdsa"], "");
+    let enc = keygen(d, "id_enc_test", &["-t", "ed25519"], "correct horse");
+    for k in [&rsa, &ecdsa, &enc] {
+        authorize(&tb, k);
+    }
+    let res = resolver(&tb);
+    let base = nodes(&tb)[0].clone();
+    let with_key = |k: &Path| {
+        let mut n = base.clone();
+        n.identity_file = Some(k.display().to_string());
+        n.proxy_jump = None;
+        n
+    };
+    let direct_pool = |prompter: Arc<dyn flightdeck::ssh::client::Prompter>| {
+        Pool::new(SshOptions {
+            known_hosts: vec![tb.known_hosts.clone()],
+            policy: HostKeyPolicy::Refuse,
+            prompter,
+            use_agent: false,
+        })
+    };
+    // Through the bastion for realism: the jump uses the testbed key, the node the one under test.
+    let via = |k: &Path| {
+        let mut n = with_key(k);
+        n.proxy_jump = base.proxy_jump.clone();
+        n
+    };
+    let pool = direct_pool(Arc::new(NoPrompt));
+    for k in [&rsa, &ecdsa] {
+        let c = pool
+            .connect(&res.route(&via(k)))
+            .await
+            .unwrap_or_else(|e| panic!("{}: {e}", k.display()));
+        let mut ch = c.exec("echo ok").await.unwrap();
+        let mut out = vec![];
+        let status = flightdeck::ssh::client::drain(&mut ch, |_, d| out.extend_from_slice(d)).await;
+        assert_eq!(
+            (status, out.as_slice()),
+            (Some(0), &b"ok\n"[..]),
+            "{}",
+            k.display()
+        );
+    }
+    // Encrypted: no one to ask -> a clear auth error; a passphrase -> in.
+    let e = pool
+        .connect(&res.route(&via(&enc)))
+        .await
+        .err()
+        .expect("no passphrase, no login");
+    assert!(e.to_string().contains("encrypted; no passphrase given"), "{e}");
+    let asking = direct_pool(Arc::new(FixedPassphrase("correct horse")));
+    asking.connect(&res.route(&via(&enc))).await.unwrap();
+    let wrong = direct_pool(Arc::new(FixedPassphrase("wrong")));
+    let e = wrong.connect(&res.route(&via(&enc))).await.err().unwrap();
+    assert!(e.to_string().contains("cannot decrypt"), "{e}");
+
+    // The agent: a key only the agent holds.
+    let sock = d.join("agent.sock");
+    let mut agent = std::process::Command::new("ssh-agent")
+        .args(["-D", "-a", sock.to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    for _ in 0..100 {
+        if sock.exists() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let agent_key = keygen(d, "id_agent_only", &["-t", "ed25519"], "");
+    authorize(&tb, &agent_key);
+    let added = std::process::Command::new("ssh-add")
+        .arg(&agent_key)
+        .env("SSH_AUTH_SOCK", &sock)
+        .output()
+        .unwrap();
+    assert!(
+        added.status.success(),
+        "{}",
+        String::from_utf8_lossy(&added.stderr)
+    );
+    std::fs::remove_file(&agent_key).unwrap();
+    // SAFETY-free in edition 2021: only this test reads SSH_AUTH_SOCK (the others disable the agent).
+    std::env::set_var("SSH_AUTH_SOCK", &sock);
+    let agent_pool = Pool::new(SshOptions {
+        known_hosts: vec![tb.known_hosts.clone()],
+        policy: HostKeyPolicy::Refuse,
+        prompter: Arc::new(NoPrompt),
+        use_agent: true,
+    });
+    let mut n = base.clone();
+    n.identity_file = None;
+    n.proxy_jump = None;
+    // Reach the node directly from the bastion's view is not possible; go through it with
+    // the agent for both hops.
+    n.proxy_jump = base.proxy_jump.clone().map(|mut j| {
+        j.identity_file = None;
+        j
+    });
+    let r = agent_pool.connect(&res.route(&n)).await;
+    let _ = agent.kill();
+    let _ = agent.wait();
+    std::env::remove_var("SSH_AUTH_SOCK");
+    r.expect("agent authentication through the bastion");
+}

@@ -200,11 +200,28 @@ pub struct Connection {
     pub via: Option<Arc<Connection>>,
 }
 
+/// Ciphers in order of preference: AES-GCM first (hardware AES on the x86 and Arm
+/// machines flightdeck runs on), then russh's defaults.
+const CIPHERS: &[russh::cipher::Name] = &[
+    russh::cipher::AES_256_GCM,
+    russh::cipher::CHACHA20_POLY1305,
+    russh::cipher::AES_256_CTR,
+    russh::cipher::AES_192_CTR,
+    russh::cipher::AES_128_CTR,
+];
+
 fn config(t: &Target) -> Arc<client::Config> {
     Arc::new(client::Config {
         keepalive_interval: t.keepalive,
         keepalive_max: t.keepalive_max,
         nodelay: true,
+        // Bulk output (a 200 MB cat, nccl-tests logs) wants a wide window.
+        window_size: 16 * 1024 * 1024,
+        maximum_packet_size: 65535,
+        preferred: russh::Preferred {
+            cipher: std::borrow::Cow::Borrowed(CIPHERS),
+            ..Default::default()
+        },
         ..Default::default()
     })
 }
