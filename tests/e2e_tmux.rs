@@ -210,3 +210,55 @@ fn local_fleet_panes_type_copy_and_yank() {
     assert_eq!(t.wait_exit(), 0);
     assert_restored(&t);
 }
+
+#[test]
+fn offers_filter_sort_detail_and_write_a_fleet_file() {
+    require_tmux!();
+    let t = Tmux::start(&[], &[], 160, 40);
+    t.wait_text("Offers ·");
+    t.keys(&["/"]);
+    t.type_text("gpu=H10");
+    t.wait_text("did you mean H100?");
+    t.type_text("0 gpus>=8 spot<25");
+    t.keys(&["Enter"]);
+    t.wait_gone("bad filter");
+    t.wait_text("a3-highgpu-8g");
+    t.keys(&["p"]);
+    t.wait_text("· spot · by spot ↑");
+    t.keys(&["S"]);
+    t.wait_text("by spot ↓");
+    t.keys(&["d"]);
+    t.wait_text("Published NCCL busbw");
+    t.keys(&["w"]);
+    t.wait_text("valid · ctrl-s writes");
+    t.keys(&["C-s"]);
+    let screen = t.wait_text("wrote fleets/");
+    let name = screen
+        .split("wrote ")
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string();
+    let written = t.home.path().join(&name);
+    let text = std::fs::read_to_string(&written).unwrap_or_else(|e| panic!("{}: {e}", written.display()));
+    assert!(
+        text.contains("gpu: H100:8") && text.contains("spot_policy: spot"),
+        "{text}"
+    );
+    // What it wrote is a valid fleet file.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_flightdeck"))
+        .args(["fleet", "validate"])
+        .arg(&written)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // Writing the same offer again refuses to overwrite.
+    t.keys(&["w"]);
+    t.wait_text("valid · ctrl-s writes");
+    t.keys(&["C-s"]);
+    t.wait_text("exists already");
+    t.keys(&["q"]);
+    assert_eq!(t.wait_exit(), 0);
+}

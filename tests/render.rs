@@ -223,6 +223,24 @@ fn fleets_nodes_and_panes_views() {
 }
 
 #[test]
+fn offers_views() {
+    let mut s = state();
+    keys(&mut s, "/gpu=H200\n");
+    snapshot("offers_h200", &s);
+    keys(&mut s, "d");
+    snapshot("offers_detail", &s);
+    keys(&mut s, "w");
+    snapshot("offers_editor", &s);
+    update(&mut s, Msg::Key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE)));
+    keys(&mut s, "d/");
+    update(
+        &mut s,
+        Msg::Key(KeyEvent::new(KeyCode::Backspace, KeyModifiers::NONE)),
+    );
+    snapshot("offers_bad_filter", &s);
+}
+
+#[test]
 fn empty_fleets_and_panes_say_what_to_do() {
     let mut s = state();
     update(&mut s, Msg::Fleets(Ok(vec![])));

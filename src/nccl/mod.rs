@@ -9,9 +9,26 @@
 //!
 //! Pure: no I/O, no terminal, no clock.
 
+pub mod baseline;
 mod line;
 pub mod parse;
 pub mod transport;
 
 pub use parse::{parse_text, Device, Document, Event, Measurement, OutOfBounds, Parser, Report, Row};
 pub use transport::{fallback_warning, GpuDirect, Net, P2pLink, Transport, TransportDetector};
+
+/// `8B`, `1K`, `8M`, `1G`; `1.5K` for sizes that are not a whole number of units.
+pub fn human_size(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "K", "M", "G", "T"];
+    let mut unit = 0;
+    while unit + 1 < UNITS.len() && bytes >= 1u64 << (10 * (unit + 1)) {
+        unit += 1;
+    }
+    let scale = 1u64 << (10 * unit);
+    if bytes.is_multiple_of(scale) {
+        format!("{}{}", bytes / scale, UNITS[unit])
+    } else {
+        let v = format!("{:.1}", bytes as f64 / scale as f64);
+        format!("{}{}", v.trim_end_matches('0').trim_end_matches('.'), UNITS[unit])
+    }
+}

@@ -20,6 +20,8 @@ pub enum Context {
     Copy,
     /// A question only the operator can answer (an unknown host key).
     Question,
+    /// The fleet-file editor of the Offers view.
+    Editor,
 }
 
 impl Context {
@@ -40,6 +42,7 @@ impl Context {
             Context::Pane => "pane",
             Context::Copy => "copy",
             Context::Question => "question",
+            Context::Editor => "editor",
         }
     }
 
@@ -51,6 +54,7 @@ impl Context {
             Context::Pane => "Typing into panes",
             Context::Copy => "Copy mode",
             Context::Question => "Questions (host keys)",
+            Context::Editor => "Fleet-file editor",
         }
     }
 }
@@ -98,10 +102,15 @@ pub enum Action {
     SelectStart,
     Yank,
     AcceptAll,
+    Detail,
+    Sort,
+    SortReverse,
+    Pricing,
+    WriteFleet,
 }
 
 impl Action {
-    pub const ALL: [Action; 39] = [
+    pub const ALL: [Action; 44] = [
         Action::Quit,
         Action::Suspend,
         Action::Help,
@@ -141,6 +150,11 @@ impl Action {
         Action::SelectStart,
         Action::Yank,
         Action::AcceptAll,
+        Action::Detail,
+        Action::Sort,
+        Action::SortReverse,
+        Action::Pricing,
+        Action::WriteFleet,
     ];
 
     /// Parse a config-file name.
@@ -183,6 +197,7 @@ impl Action {
                     | Yank
             ),
             Context::Question => matches!(self, Confirm | Close | AcceptAll),
+            Context::Editor => matches!(self, Confirm | Close),
         }
     }
 
@@ -228,6 +243,11 @@ impl Action {
             Action::SelectStart => "start or clear a selection",
             Action::Yank => "copy the selection (or line) to your clipboard (OSC 52)",
             Action::AcceptAll => "accept this and every new host key of this session",
+            Action::Detail => "show or hide the detail panel",
+            Action::Sort => "sort by the next column",
+            Action::SortReverse => "reverse the sort order",
+            Action::Pricing => "price by on-demand, spot or flex-start",
+            Action::WriteFleet => "write a fleet file for the selected offer",
         }
     }
 

@@ -197,7 +197,7 @@ impl fmt::Display for Chord {
 /// The default bindings, in the order help shows them.
 fn default_table() -> Vec<(Context, Action, Vec<Chord>)> {
     use Action::*;
-    use Context::{Copy, Global, Input, Pane, Question};
+    use Context::{Copy, Editor, Global, Input, Pane, Question};
     const HELP: Context = Context::Help;
     let k = Chord::key;
     let p = Chord::plain;
@@ -222,6 +222,11 @@ fn default_table() -> Vec<(Context, Action, Vec<Chord>)> {
         (Global, PaneMark, vec![p('m')]),
         (Global, PaneBroadcast, vec![p('b')]),
         (Global, PaneCopy, vec![p('[')]),
+        (Global, Detail, vec![p('d')]),
+        (Global, Sort, vec![p('s')]),
+        (Global, SortReverse, vec![p('S')]),
+        (Global, Pricing, vec![p('p')]),
+        (Global, WriteFleet, vec![p('w')]),
         (Global, Up, vec![k(KeyCode::Up), p('k')]),
         (Global, Down, vec![k(KeyCode::Down), p('j')]),
         (Global, Top, vec![k(KeyCode::Home), p('g')]),
@@ -262,6 +267,8 @@ fn default_table() -> Vec<(Context, Action, Vec<Chord>)> {
         (Question, Confirm, vec![p('y')]),
         (Question, Close, vec![p('n'), k(KeyCode::Esc)]),
         (Question, AcceptAll, vec![p('a')]),
+        (Editor, Close, vec![k(KeyCode::Esc)]),
+        (Editor, Confirm, vec![Chord::ctrl('s')]),
     ]
 }
 

@@ -193,6 +193,15 @@ impl Services {
                 self.prompter
                     .answer(id, Answer::Passphrase(passphrase.map(|s| s.0)));
             }
+            Command::WriteFile { path, text } => {
+                let tx = self.tx.clone();
+                tokio::task::spawn_blocking(move || {
+                    let result = write_new(Path::new(&path), &text)
+                        .map(|()| path.clone())
+                        .map_err(|e| format!("{path}: {e}"));
+                    let _ = tx.blocking_send(ServiceEvent::Msg(Msg::FileWritten(result)));
+                });
+            }
             Command::Quit | Command::Suspend | Command::LoadTheme(_) | Command::Yank(_) => {}
         }
     }
@@ -246,6 +255,30 @@ impl Services {
         tracing::info!(fleet = %record.name, nodes = tiles.len(), "panes opened");
         Ok(tiles)
     }
+}
+
+/// Create `path` (and its directory) with `text`; an existing file is never overwritten.
+fn write_new(path: &Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .map_err(|e| {
+            if e.kind() == std::io::ErrorKind::AlreadyExists {
+                std::io::Error::new(
+                    e.kind(),
+                    "exists already; edit the name in the file's path or remove the old file",
+                )
+            } else {
+                e
+            }
+        })?;
+    f.write_all(text.as_bytes())?;
+    f.sync_all()
 }
 
 impl Drop for Services {

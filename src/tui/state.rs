@@ -160,6 +160,7 @@ pub struct State {
     /// The selected fleet in the Fleets view (kept by name across reloads).
     pub fleet_selected: Option<String>,
     pub panes: Panes,
+    pub offers: super::offers::OffersView,
     /// Questions waiting for the overlay (host keys, passphrases), oldest first.
     pub questions: std::collections::VecDeque<Overlay>,
 }
@@ -180,6 +181,9 @@ impl State {
             fleets_error: None,
             fleet_selected: None,
             panes: Panes::default(),
+            offers: super::offers::OffersView::new(std::sync::Arc::new(
+                crate::catalog::Catalog::embedded().clone(),
+            )),
             questions: Default::default(),
         }
     }
@@ -224,6 +228,8 @@ pub enum Msg {
         id: u64,
         key: String,
     },
+    /// A `Command::WriteFile` finished: the path written, or why not.
+    FileWritten(Result<String, String>),
 }
 
 /// A string that is never printed by Debug (passphrases).
@@ -266,5 +272,10 @@ pub enum Command {
     AnswerPassphrase {
         id: u64,
         passphrase: Option<Secret>,
+    },
+    /// Write a new file (never over an existing one).
+    WriteFile {
+        path: String,
+        text: String,
     },
 }

@@ -5,7 +5,7 @@ use super::action::{Action, Context};
 use super::state::{Candidate, Command, FilterEntry, Msg, Overlay, Palette, State, StatusMessage, View};
 use super::theme::Tone;
 use super::views::help;
-use super::{fleets, panes};
+use super::{fleets, offers, panes};
 use crossterm::event::{KeyEvent, KeyEventKind};
 use tui_textarea::TextArea;
 
@@ -29,6 +29,13 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Command> {
             on_key(state, key)
         }
         Msg::Paste(text) if context(state) == Context::Pane => panes::paste(state, &text),
+        Msg::Paste(text) if context(state) == Context::Editor => {
+            if let Some(e) = state.offers.editor.as_mut() {
+                e.input.insert_str(&text);
+            }
+            state.dirty = true;
+            vec![]
+        }
         Msg::Paste(text) => {
             let text = text.replace(['\r', '\n'], " ");
             match &mut state.overlay {
@@ -113,6 +120,20 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Command> {
             next_question(state);
             vec![]
         }
+        Msg::FileWritten(result) => {
+            state.status = Some(match result {
+                Ok(path) => StatusMessage {
+                    text: format!("wrote {path}"),
+                    tone: Tone::Pass,
+                },
+                Err(e) => StatusMessage {
+                    text: e,
+                    tone: Tone::Fail,
+                },
+            });
+            state.dirty = true;
+            vec![]
+        }
         Msg::PassphraseQuestion { id, key } => {
             let mut input = TextArea::default();
             input.set_mask_char('•');
@@ -159,6 +180,7 @@ pub fn context(state: &State) -> Context {
     match state.overlay {
         Overlay::None if state.view == View::Panes && state.panes.copy.is_some() => Context::Copy,
         Overlay::None if state.view == View::Panes && state.panes.insert => Context::Pane,
+        Overlay::None if state.view == View::Offers && state.offers.editor.is_some() => Context::Editor,
         Overlay::None => Context::Global,
         Overlay::Help { .. } => Context::Help,
         Overlay::Palette(_) | Overlay::Filter(_) | Overlay::Passphrase { .. } => Context::Input,
@@ -172,6 +194,7 @@ fn on_key(state: &mut State, key: KeyEvent) -> Vec<Command> {
     match (ctx, action) {
         (Context::Pane, _) => panes::key(state, key),
         (Context::Copy, _) => panes::copy_key(state, key),
+        (Context::Editor, _) => offers::editor_key(state, key),
         (Context::Question, Some(a)) => {
             let Overlay::HostKey { id, .. } = std::mem::take(&mut state.overlay) else {
                 return vec![];
@@ -221,6 +244,7 @@ pub fn act(state: &mut State, action: Action) -> Vec<Command> {
     let view_specific = match state.view {
         View::Panes => panes::act(state, action),
         View::Fleets => fleets::act(state, action),
+        View::Offers => offers::act(state, action),
         _ => None,
     };
     if let Some(commands) = view_specific {
@@ -242,6 +266,7 @@ pub fn act(state: &mut State, action: Action) -> Vec<Command> {
         Action::ClearFilter => {
             let i = state.view.index();
             state.filters[i].clear();
+            filter_changed(state);
         }
         Action::NextView => state.view = state.view.next(),
         Action::PrevView => state.view = state.view.prev(),
@@ -264,7 +289,12 @@ pub fn act(state: &mut State, action: Action) -> Vec<Command> {
         | Action::PaneZoom
         | Action::PaneMark
         | Action::PaneBroadcast
-        | Action::PaneCopy => state.dirty = false,
+        | Action::PaneCopy
+        | Action::Detail
+        | Action::Sort
+        | Action::SortReverse
+        | Action::Pricing
+        | Action::WriteFleet => state.dirty = false,
         Action::Close
         | Action::Confirm
         | Action::Complete
@@ -334,6 +364,7 @@ fn input_action(state: &mut State, action: Action) -> Vec<Command> {
                 Action::Close => {
                     let i = state.view.index();
                     state.filters[i] = f.previous;
+                    filter_changed(state);
                 }
                 Action::Confirm => {}
                 _ => state.overlay = Overlay::Filter(f),
@@ -424,7 +455,15 @@ fn sync_filter(state: &mut State) {
         let i = state.view.index();
         state.filters[i] = text;
     }
+    filter_changed(state);
+}
+
+/// The current view's filter text changed: views that derive rows from it follow.
+fn filter_changed(state: &mut State) {
     fleets::fix_selection(state);
+    if state.view == View::Offers {
+        offers::sync_filter(state);
+    }
 }
 
 fn refresh_candidates(state: &mut State) {
@@ -532,6 +571,7 @@ pub fn run_command(state: &mut State, line: &str) -> Vec<Command> {
             }
             let i = state.view.index();
             state.filters[i] = arg.to_string();
+            filter_changed(state);
             vec![]
         }
         "nofilter" => act(state, Action::ClearFilter),
@@ -668,8 +708,10 @@ mod tests {
         s.dirty = false;
         assert!(ch(&mut s, 'x').is_empty());
         assert!(!s.dirty, "an unbound key changes nothing on screen");
+        ch(&mut s, '5');
+        s.dirty = false;
         ch(&mut s, 'j');
-        assert!(!s.dirty, "movement with no rows redraws nothing");
+        assert!(!s.dirty, "movement in a view without rows redraws nothing");
     }
 
     #[test]

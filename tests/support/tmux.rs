@@ -83,7 +83,21 @@ impl Tmux {
         cmd.extend(program);
         let t = Tmux { socket, home };
         let (w, h) = (width.to_string(), height.to_string());
-        let mut new = vec!["new-session", "-d", "-s", "fd", "-x", &w, "-y", &h, "--"];
+        // The program starts in the temp HOME: files it writes stay out of the repository.
+        let cwd = t.home.path().display().to_string();
+        let mut new = vec![
+            "new-session",
+            "-d",
+            "-s",
+            "fd",
+            "-x",
+            &w,
+            "-y",
+            &h,
+            "-c",
+            &cwd,
+            "--",
+        ];
         new.extend(cmd.iter().map(String::as_str));
         t.tmux(&new);
         t
@@ -121,7 +135,8 @@ impl Tmux {
     }
 
     pub fn screen(&self) -> String {
-        self.tmux(&["capture-pane", "-p", "-t", "fd"])
+        // -J joins lines the terminal wrapped, so long messages read whole.
+        self.tmux(&["capture-pane", "-p", "-J", "-t", "fd"])
     }
 
     /// Set a tmux server option.

@@ -15,6 +15,7 @@
 
 pub mod fleets;
 pub mod help;
+pub mod offers;
 pub mod panes;
 pub mod planned;
 pub mod question;
@@ -75,6 +76,7 @@ pub fn render(
         View::Fleets => fleets::render_fleets(state, theme, body, buf),
         View::Nodes => fleets::render_nodes(state, theme, body, buf),
         View::Panes => cursor = panes::render(state, theme, body, buf),
+        View::Offers => offers::render(state, theme, body, buf),
         v => planned::render(v, state.filter(), theme, body, buf),
     }
 

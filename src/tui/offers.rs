@@ -1,0 +1,513 @@
+//! The Offers view's state and its share of `update`: the catalog filtered by the view's
+//! query (the `/` filter, in the catalog's query language), sorted by any column, zones
+//! of one machine type and region grouped (expandable), a detail panel, and a fleet-file
+//! editor with live validation that writes into fleets/.
+
+use super::action::{Action, Context};
+use super::state::{Command, State, StatusMessage, View};
+use super::theme::Tone;
+use crate::catalog::{group_zones, Catalog, Direction, Field, Offer, Pricing, QueryError, ZoneGroup};
+use crossterm::event::KeyEvent;
+use std::collections::HashSet;
+use std::sync::Arc;
+use tui_textarea::TextArea;
+
+/// The sortable columns, in the order `s` cycles through them (and the table shows them).
+pub const COLUMNS: [Field; 12] = [
+    Field::Machine,
+    Field::Gpu,
+    Field::Gpus,
+    Field::Zone,
+    Field::Vcpus,
+    Field::Ram,
+    Field::Network,
+    Field::GpuDirect,
+    Field::OnDemand,
+    Field::Spot,
+    Field::Flex,
+    Field::GpuPrice,
+];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OfferRow {
+    /// A machine type in a region: its first zone, standing for all.
+    Group { group: usize },
+    /// One zone of an expanded group.
+    Member { group: usize, offer: usize },
+}
+
+/// Writing a fleet file for an offer: YAML in an editor, validated as it is typed.
+#[derive(Debug, Clone)]
+pub struct FleetEditor {
+    pub input: TextArea<'static>,
+    /// Where it will be written (relative to the working directory).
+    pub path: String,
+    /// The first problem with the text, or None when it validates.
+    pub problem: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct OffersView {
+    pub catalog: Arc<Catalog>,
+    pub pricing: Pricing,
+    pub sort: Field,
+    pub dir: Direction,
+    pub groups: Vec<ZoneGroup>,
+    pub rows: Vec<OfferRow>,
+    /// Groups shown expanded, by the id of their first offer.
+    pub expanded: HashSet<String>,
+    /// The selected offer, by id (a group row stands for its first offer).
+    pub selected: Option<String>,
+    /// The filter's error (the last good result stays shown).
+    pub error: Option<QueryError>,
+    /// Offers left out only because a compared price was unknown.
+    pub dropped_unknown: usize,
+    pub detail: bool,
+    pub editor: Option<FleetEditor>,
+}
+
+impl OffersView {
+    pub fn new(catalog: Arc<Catalog>) -> OffersView {
+        let mut v = OffersView {
+            catalog,
+            pricing: Pricing::OnDemand,
+            sort: Field::OnDemand,
+            dir: Direction::Ascending,
+            groups: vec![],
+            rows: vec![],
+            expanded: HashSet::new(),
+            selected: None,
+            error: None,
+            dropped_unknown: 0,
+            detail: false,
+            editor: None,
+        };
+        v.apply("");
+        v
+    }
+
+    /// Re-run the query; on a bad query keep the last good rows and show the error.
+    pub fn apply(&mut self, text: &str) {
+        let q = match self.catalog.query(text) {
+            Ok(q) => q,
+            Err(e) => {
+                self.error = Some(e);
+                return;
+            }
+        };
+        self.error = None;
+        let order = [(self.sort, self.dir), (Field::Price, Direction::Ascending)];
+        let filtered = self.catalog.select(&q, self.pricing, &order);
+        self.dropped_unknown = filtered.unknown;
+        self.groups = group_zones(self.catalog.offers(), &filtered.indices);
+        self.rebuild();
+    }
+
+    fn rebuild(&mut self) {
+        let offers = self.catalog.offers();
+        self.rows.clear();
+        for (g, group) in self.groups.iter().enumerate() {
+            self.rows.push(OfferRow::Group { group: g });
+            if group.len() > 1 && self.expanded.contains(&offers[group.first()].id) {
+                self.rows.extend(
+                    group
+                        .members
+                        .iter()
+                        .map(|&o| OfferRow::Member { group: g, offer: o }),
+                );
+            }
+        }
+        let ids: Vec<&str> = self.rows.iter().map(|r| self.row_offer(*r).id.as_str()).collect();
+        if !self.selected.as_deref().is_some_and(|s| ids.contains(&s)) {
+            // Keep the selection on its group when the zone row went away.
+            let group_first = self.selected.as_deref().and_then(|s| {
+                self.groups
+                    .iter()
+                    .find(|g| g.members.iter().any(|&m| offers[m].id == s))
+                    .map(|g| offers[g.first()].id.clone())
+            });
+            self.selected = group_first.or_else(|| ids.first().map(|s| s.to_string()));
+        }
+    }
+
+    pub fn row_offer(&self, row: OfferRow) -> &Offer {
+        let offers = self.catalog.offers();
+        match row {
+            OfferRow::Group { group } => &offers[self.groups[group].first()],
+            OfferRow::Member { offer, .. } => &offers[offer],
+        }
+    }
+
+    pub fn selected_row(&self) -> Option<usize> {
+        let s = self.selected.as_deref()?;
+        // A member row wins over its group's row when both carry the id.
+        let member = self
+            .rows
+            .iter()
+            .position(|r| matches!(r, OfferRow::Member { .. }) && self.row_offer(*r).id == s);
+        member.or_else(|| self.rows.iter().position(|r| self.row_offer(*r).id == s))
+    }
+
+    pub fn selected_offer(&self) -> Option<&Offer> {
+        self.selected.as_deref().and_then(|s| self.catalog.get(s))
+    }
+
+    fn select_row(&mut self, i: usize) {
+        if let Some(r) = self.rows.get(i) {
+            self.selected = Some(self.row_offer(*r).id.clone());
+        }
+    }
+}
+
+/// A fleet file for `offer`: dstack's format, two nodes in compact placement, the
+/// offer's machine type, zone, GPUs and GPUDirect flavour.
+pub fn fleet_yaml(offer: &Offer, pricing: Pricing) -> (String, String) {
+    let gpu = offer
+        .gpu
+        .to_lowercase()
+        .replace(|c: char| !c.is_ascii_alphanumeric(), "");
+    let mut name = format!("{gpu}x{}-{}", offer.gpu_count, offer.zone);
+    name.truncate(40);
+    let name = name.trim_end_matches('-').to_string();
+    let spot = match pricing {
+        Pricing::Spot => "spot",
+        _ => "on-demand",
+    };
+    let gpudirect = match offer.gpudirect {
+        crate::catalog::GpuDirect::None => "none",
+        _ => "auto",
+    };
+    let text = format!(
+        "# {machine} in {zone}: {gpus}x {gpu} ({label}), written by flightdeck from the offers catalog.\n\
+         type: fleet\n\
+         name: {name}\n\
+         nodes: 2\n\
+         placement: cluster\n\
+         backends: [gcp]\n\
+         regions: [{region}]\n\
+         availability_zones: [{zone}]\n\
+         instance_types: [{machine}]\n\
+         spot_policy: {spot}\n\
+         resources:\n  gpu: {gpu_up}:{gpus}\n\
+         network:\n  gpudirect: {gpudirect}  # {label} on this machine type\n",
+        machine = offer.machine_type,
+        zone = offer.zone,
+        region = offer.region,
+        gpus = offer.gpu_count,
+        gpu = offer.gpu_label(),
+        gpu_up = offer.gpu,
+        label = offer.gpudirect.label(),
+    );
+    (name, text)
+}
+
+fn validate(editor: &mut FleetEditor) {
+    let text = editor.input.lines().join("\n");
+    editor.problem = match crate::fleet::parse(std::path::Path::new(&editor.path), &text) {
+        Ok(_) => None,
+        Err(d) => d
+            .into_iter()
+            .find(|d| d.severity == crate::fleet::Severity::Error)
+            .map(|d| d.to_string()),
+    };
+}
+
+/// Global-context actions while the Offers view is shown. `None`: not an offers action.
+pub fn act(state: &mut State, action: Action) -> Option<Vec<Command>> {
+    let page = usize::from(state.size.1.saturating_sub(6)).max(1);
+    let filter = state.filters[View::Offers.index()].clone();
+    let v = &mut state.offers;
+    let at = v.selected_row().unwrap_or(0);
+    let last = v.rows.len().saturating_sub(1);
+    match action {
+        Action::Up => v.select_row(at.saturating_sub(1)),
+        Action::Down => v.select_row((at + 1).min(last)),
+        Action::PageUp => v.select_row(at.saturating_sub(page)),
+        Action::PageDown => v.select_row((at + page).min(last)),
+        Action::Top => v.select_row(0),
+        Action::Bottom => v.select_row(last),
+        Action::Select => {
+            let Some(row) = v.rows.get(at).copied() else {
+                return Some(vec![]);
+            };
+            let group = match row {
+                OfferRow::Group { group } | OfferRow::Member { group, .. } => group,
+            };
+            if v.groups[group].len() > 1 {
+                let key = v.catalog.offers()[v.groups[group].first()].id.clone();
+                if !v.expanded.remove(&key) {
+                    v.expanded.insert(key);
+                }
+                v.rebuild();
+            } else {
+                v.detail = !v.detail;
+            }
+        }
+        Action::Detail => v.detail = !v.detail,
+        Action::Sort => {
+            let i = COLUMNS
+                .iter()
+                .position(|f| *f == v.sort)
+                .map_or(0, |i| (i + 1) % COLUMNS.len());
+            v.sort = COLUMNS[i];
+            v.apply(&filter);
+        }
+        Action::SortReverse => {
+            v.dir = v.dir.reversed();
+            v.apply(&filter);
+        }
+        Action::Pricing => {
+            let i = Pricing::ALL
+                .iter()
+                .position(|p| *p == v.pricing)
+                .map_or(0, |i| (i + 1) % Pricing::ALL.len());
+            v.pricing = Pricing::ALL[i];
+            // Sorting by a price follows the pricing.
+            if matches!(v.sort, Field::OnDemand | Field::Spot | Field::Flex) {
+                v.sort = match v.pricing {
+                    Pricing::OnDemand => Field::OnDemand,
+                    Pricing::Spot => Field::Spot,
+                    Pricing::Flex => Field::Flex,
+                };
+            }
+            v.apply(&filter);
+        }
+        Action::WriteFleet => {
+            let Some(offer) = v.selected_offer() else {
+                return Some(vec![]);
+            };
+            let (name, text) = fleet_yaml(offer, v.pricing);
+            let mut input = TextArea::new(text.lines().map(str::to_string).collect());
+            input.move_cursor(tui_textarea::CursorMove::Top);
+            let mut editor = FleetEditor {
+                input,
+                path: format!("fleets/{name}.yaml"),
+                problem: None,
+            };
+            validate(&mut editor);
+            v.editor = Some(editor);
+        }
+        Action::Reload => {
+            state.status = Some(StatusMessage {
+                text: "live refresh of prices is not in this build yet: showing the embedded catalog".into(),
+                tone: Tone::Warn,
+            });
+        }
+        _ => return None,
+    }
+    Some(vec![])
+}
+
+/// A key in the fleet-file editor: esc closes, ctrl-s writes, the rest edits.
+pub fn editor_key(state: &mut State, key: KeyEvent) -> Vec<Command> {
+    state.dirty = true;
+    let action = state.keymap.lookup(Context::Editor, &key);
+    let Some(editor) = state.offers.editor.as_mut() else {
+        return vec![];
+    };
+    match action {
+        Some(Action::Close) => {
+            state.offers.editor = None;
+            vec![]
+        }
+        Some(Action::Confirm) => {
+            validate(editor);
+            if let Some(p) = &editor.problem {
+                state.status = Some(StatusMessage {
+                    text: format!("not written: {p}"),
+                    tone: Tone::Fail,
+                });
+                return vec![];
+            }
+            let text = editor.input.lines().join("\n") + "\n";
+            let path = editor.path.clone();
+            state.offers.editor = None;
+            vec![Command::WriteFile { path, text }]
+        }
+        _ => {
+            if editor.input.input(key) {
+                validate(editor);
+            }
+            vec![]
+        }
+    }
+}
+
+/// Keep the view in step with its filter text (called when the filter changes).
+pub fn sync_filter(state: &mut State) {
+    let text = state.filters[View::Offers.index()].clone();
+    state.offers.apply(&text);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::keymap::Keymap;
+    use crate::tui::state::Msg;
+    use crate::tui::update::update;
+    use crossterm::event::{KeyCode, KeyModifiers};
+
+    fn state() -> State {
+        let mut s = State::new(Keymap::defaults(), vec![], "dark".into());
+        s.size = (160, 48);
+        s
+    }
+
+    fn keys(s: &mut State, text: &str) -> Vec<Command> {
+        let mut out = vec![];
+        for c in text.chars() {
+            let code = match c {
+                '\n' => KeyCode::Enter,
+                c => KeyCode::Char(c),
+            };
+            out.extend(update(s, Msg::Key(KeyEvent::new(code, KeyModifiers::NONE))));
+        }
+        out
+    }
+
+    #[test]
+    fn filtering_sorting_and_grouping() {
+        let mut s = state();
+        let all = s.offers.groups.len();
+        assert!(
+            all > 50 && s.offers.rows.len() == all,
+            "collapsed groups, one row each"
+        );
+        keys(&mut s, "/gpu=H200\n");
+        assert!(s.offers.error.is_none());
+        let machines: HashSet<&str> = s
+            .offers
+            .rows
+            .iter()
+            .map(|r| s.offers.row_offer(*r).machine_type.as_str())
+            .collect();
+        assert!(machines.contains("a3-ultragpu-8g"), "{machines:?}");
+        assert!(
+            machines.iter().all(|m| m.starts_with("a3-ultragpu-8g")),
+            "{machines:?}"
+        );
+        // Sorted by on-demand price, cheapest first, unknown last.
+        let prices: Vec<f64> = s
+            .offers
+            .rows
+            .iter()
+            .filter_map(|r| s.offers.row_offer(*r).on_demand)
+            .collect();
+        assert!(prices.windows(2).all(|w| w[0] <= w[1]), "{prices:?}");
+        // p: spot pricing, and the sort follows it.
+        keys(&mut s, "p");
+        assert_eq!((s.offers.pricing, s.offers.sort), (Pricing::Spot, Field::Spot));
+        keys(&mut s, "S");
+        let spot: Vec<f64> = s
+            .offers
+            .rows
+            .iter()
+            .filter_map(|r| s.offers.row_offer(*r).spot)
+            .collect();
+        assert!(
+            spot.windows(2).all(|w| w[0] >= w[1]),
+            "descending after S: {spot:?}"
+        );
+    }
+
+    #[test]
+    fn a_bad_query_keeps_the_last_good_rows_and_suggests() {
+        let mut s = state();
+        keys(&mut s, "/gpu=H100\n");
+        let rows = s.offers.rows.clone();
+        keys(&mut s, "/");
+        update(
+            &mut s,
+            Msg::Key(KeyEvent::new(KeyCode::Backspace, KeyModifiers::NONE)),
+        );
+        let e = s.offers.error.clone().expect("gpu=H10 is unknown");
+        assert!(e.message.contains("did you mean H100?"), "{}", e.message);
+        assert_eq!(s.offers.rows, rows, "the last good result stays");
+        keys(&mut s, "0\n");
+        assert!(s.offers.error.is_none());
+    }
+
+    #[test]
+    fn groups_expand_and_selection_is_kept_by_id() {
+        let mut s = state();
+        keys(&mut s, "/machine=a3-megagpu-8g\n");
+        let g = s
+            .offers
+            .groups
+            .iter()
+            .position(|g| g.len() > 1)
+            .expect("a region with several zones");
+        let first = s.offers.catalog.offers()[s.offers.groups[g].first()].id.clone();
+        s.offers.selected = Some(first.clone());
+        let before = s.offers.rows.len();
+        keys(&mut s, "\n");
+        assert_eq!(s.offers.rows.len(), before + s.offers.groups[g].len(), "expanded");
+        keys(&mut s, "j");
+        let second = s.offers.selected.clone().unwrap();
+        assert_ne!(second, first);
+        // Resorting keeps the same offer selected.
+        keys(&mut s, "s");
+        assert_eq!(s.offers.selected.as_deref(), Some(second.as_str()));
+        keys(&mut s, "\n");
+        assert_eq!(s.offers.rows.len(), before, "collapsed again");
+        assert_eq!(
+            s.offers.selected.as_deref(),
+            Some(first.as_str()),
+            "selection moves to the group row"
+        );
+    }
+
+    #[test]
+    fn write_a_fleet_file_with_live_validation() {
+        let mut s = state();
+        keys(&mut s, "/gpu=H200 zone=us-central1-b\n");
+        keys(&mut s, "w");
+        let e = s.offers.editor.as_ref().expect("editor open");
+        assert_eq!(e.path, "fleets/h200x8-us-central1-b.yaml");
+        assert_eq!(e.problem, None, "the generated file validates");
+        assert!(e
+            .input
+            .lines()
+            .iter()
+            .any(|l| l == "instance_types: [a3-ultragpu-8g]"));
+        // Break it: the editor says what and where.
+        update(&mut s, Msg::Key(KeyEvent::new(KeyCode::Down, KeyModifiers::NONE)));
+        for c in "bogus: 1\n".chars() {
+            let code = if c == '\n' {
+                KeyCode::Enter
+            } else {
+                KeyCode::Char(c)
+            };
+            update(&mut s, Msg::Key(KeyEvent::new(code, KeyModifiers::NONE)));
+        }
+        let problem = s
+            .offers
+            .editor
+            .as_ref()
+            .unwrap()
+            .problem
+            .clone()
+            .expect("invalid now");
+        assert!(problem.contains(":2:1: unknown field `bogus`"), "{problem}");
+        let save = KeyEvent::new(KeyCode::Char('s'), KeyModifiers::CONTROL);
+        assert!(
+            update(&mut s, Msg::Key(save)).is_empty(),
+            "an invalid file is not written"
+        );
+        assert!(s.status.as_ref().unwrap().text.starts_with("not written:"));
+        // Undo the damage and write.
+        let undo = KeyEvent::new(KeyCode::Char('u'), KeyModifiers::CONTROL);
+        for _ in 0..12 {
+            update(&mut s, Msg::Key(undo));
+        }
+        assert_eq!(s.offers.editor.as_ref().unwrap().problem, None);
+        let cmds = update(&mut s, Msg::Key(save));
+        match &cmds[..] {
+            [Command::WriteFile { path, text }] => {
+                assert_eq!(path, "fleets/h200x8-us-central1-b.yaml");
+                assert!(text.contains("gpu: H200:8"));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}

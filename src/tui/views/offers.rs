@@ -1,0 +1,400 @@
+//! The Offers view: the catalog as a sortable, filterable table with zones grouped per
+//! machine type and region, a detail panel, and the fleet-file editor.
+//!
+//! ```text
+//! ┌ Offers · SkyPilot catalog @017e2502 · 2026-11-22 · spot · by spot ↑ · 18 offers ──┐┌ a3-ultragpu-8g ─────┐
+//! │ MACHINE         GPU         #  ZONE              ON-DEMAND   SPOT  $/GPU-H  ...  ││ 8x H200 141GB, RDMA │
+//! │▌a3-ultragpu-8g  H200 141GB  8  us-central1-b +2      86.76  32.62     4.08       ││ NICs 2+8 MRDMA      │
+//! │   us-central1-a                                      86.76  32.62     4.08       ││ busbw all_gather …  │
+//! └ bad filter: unknown GPU `H10`; did you mean H100? ─────────────────────────────────┘└─────────────────────┘
+//! ```
+
+use crate::catalog::{Direction, Field, Offer, Pricing};
+use crate::tui::offers::{fleet_yaml, OfferRow, OffersView, COLUMNS};
+use crate::tui::state::State;
+use crate::tui::theme::{Theme, Tone};
+use crate::tui::widgets::{centered, truncate};
+use ratatui::buffer::Buffer;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Cell, Clear, Paragraph, Row, Table, Widget, Wrap};
+
+fn money(p: Option<f64>) -> String {
+    match p {
+        Some(v) => format!("{v:.2}"),
+        None => "?".into(),
+    }
+}
+
+fn opt(v: Option<u32>) -> String {
+    v.map(|v| v.to_string()).unwrap_or_else(|| "?".into())
+}
+
+fn header(f: Field) -> &'static str {
+    match f {
+        Field::Machine => "MACHINE",
+        Field::Gpu => "GPU",
+        Field::Gpus => "#",
+        Field::Zone => "ZONE",
+        Field::Vcpus => "vCPU",
+        Field::Ram => "RAM GB",
+        Field::Network => "Gbps",
+        Field::GpuDirect => "GPUDIRECT",
+        Field::OnDemand => "ON-DEMAND",
+        Field::Spot => "SPOT",
+        Field::Flex => "FLEX",
+        Field::GpuPrice => "$/GPU-H",
+        _ => "",
+    }
+}
+
+fn width(f: Field) -> u16 {
+    match f {
+        Field::Machine => 16,
+        Field::Gpu => 11,
+        Field::Gpus => 3,
+        Field::Zone => 24,
+        Field::Vcpus => 5,
+        Field::Ram => 7,
+        Field::Network => 5,
+        Field::GpuDirect => 9,
+        Field::OnDemand | Field::Spot | Field::Flex => 9,
+        Field::GpuPrice => 8,
+        _ => 8,
+    }
+}
+
+fn cell(f: Field, o: &Offer, pricing: Pricing, zone: String) -> String {
+    match f {
+        Field::Machine => o.machine_type.clone(),
+        Field::Gpu => o.gpu_label(),
+        Field::Gpus => o.gpu_count.to_string(),
+        Field::Zone => zone,
+        Field::Vcpus => o.vcpus.to_string(),
+        Field::Ram => o.ram_gb.to_string(),
+        Field::Network => opt(o.network_gbps),
+        Field::GpuDirect => o.gpudirect.label().to_string(),
+        Field::OnDemand => money(o.on_demand),
+        Field::Spot => money(o.spot),
+        Field::Flex => money(o.flex),
+        Field::GpuPrice => money(o.price_per_gpu(pricing)),
+        _ => String::new(),
+    }
+}
+
+fn numeric(f: Field) -> bool {
+    !matches!(f, Field::Machine | Field::Gpu | Field::Zone | Field::GpuDirect)
+}
+
+/// The columns that fit in `w` cells, most important first kept.
+fn columns(w: u16, pricing: Pricing) -> Vec<Field> {
+    let price = match pricing {
+        Pricing::OnDemand => Field::OnDemand,
+        Pricing::Spot => Field::Spot,
+        Pricing::Flex => Field::Flex,
+    };
+    // Dropped right to left by priority when narrow.
+    let priority = [
+        Field::Machine,
+        Field::Zone,
+        price,
+        Field::GpuPrice,
+        Field::Gpus,
+        Field::Gpu,
+        Field::GpuDirect,
+        Field::OnDemand,
+        Field::Spot,
+        Field::Network,
+        Field::Vcpus,
+        Field::Ram,
+        Field::Flex,
+    ];
+    let mut keep: Vec<Field> = vec![];
+    let mut used = 1u16;
+    for f in priority {
+        if keep.contains(&f) {
+            continue;
+        }
+        if used + width(f) < w {
+            used += width(f) + 1;
+            keep.push(f);
+        }
+    }
+    COLUMNS.iter().copied().filter(|f| keep.contains(f)).collect()
+}
+
+pub fn render(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
+    let v = &state.offers;
+    let (table_area, detail_area) = if v.detail && area.width >= 60 {
+        let [a, b] = Layout::horizontal([
+            Constraint::Min(40),
+            Constraint::Length((area.width / 3).clamp(34, 60)),
+        ])
+        .areas(area);
+        (a, Some(b))
+    } else if v.detail && area.height >= 16 {
+        let [a, b] = Layout::vertical([Constraint::Min(6), Constraint::Length(area.height / 2)]).areas(area);
+        (a, Some(b))
+    } else {
+        (area, None)
+    };
+    render_table(
+        v,
+        &state.filters[crate::tui::state::View::Offers.index()],
+        theme,
+        table_area,
+        buf,
+    );
+    if let (Some(d), Some(o)) = (detail_area, v.selected_offer()) {
+        render_detail(o, v.pricing, theme, d, buf);
+    }
+    if let Some(e) = &v.editor {
+        render_editor(e, theme, area, buf);
+    }
+}
+
+fn render_table(v: &OffersView, filter: &str, theme: &Theme, area: Rect, buf: &mut Buffer) {
+    let arrow = match v.dir {
+        Direction::Ascending => "↑",
+        Direction::Descending => "↓",
+    };
+    let shown: usize = v.groups.iter().map(|g| g.len()).sum();
+    let mut title = vec![
+        Span::styled(" Offers ", theme.title()),
+        Span::styled(
+            format!(
+                "· {shown} · {} · by {} {arrow} ",
+                v.pricing.name(),
+                header(v.sort).to_lowercase()
+            ),
+            theme.accent(),
+        ),
+    ];
+    if !filter.is_empty() {
+        title.push(Span::styled(format!("· {filter} "), theme.accent()));
+    }
+    // Where the prices come from and how old they are, as much as fits.
+    let source = v.catalog.source();
+    let short = source.split(" (").next().unwrap_or(source);
+    title.push(Span::styled(
+        format!("· {short}, {} ", v.catalog.as_of()),
+        theme.muted(),
+    ));
+    let mut block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(theme.border(true))
+        .title(Line::from(title))
+        .style(theme.base());
+    if let Some(e) = &v.error {
+        block = block.title_bottom(Line::styled(
+            format!(" bad filter at column {}: {} ", e.column + 1, e.message),
+            theme.tone(Tone::Fail),
+        ));
+    } else if v.dropped_unknown > 0 {
+        block = block.title_bottom(Line::styled(
+            format!(" {} offers left out: their price is unknown ", v.dropped_unknown),
+            theme.tone(Tone::Warn),
+        ));
+    }
+    let inner_w = area.width.saturating_sub(2);
+    let cols = columns(inner_w, v.pricing);
+    let selected = v.selected_row();
+    // Only the rows around the selection are built (thousands of rows, one screen).
+    let visible = usize::from(area.height.saturating_sub(3)).max(1);
+    let first = selected.map_or(0, |s| s.saturating_sub(visible.saturating_sub(1)));
+    let offers = v.catalog.offers();
+    let rows: Vec<Row> = v
+        .rows
+        .iter()
+        .enumerate()
+        .skip(first)
+        .take(visible)
+        .map(|(i, r)| {
+            let (o, zone, member) = match *r {
+                OfferRow::Group { group } => {
+                    let g = &v.groups[group];
+                    let o = &offers[g.first()];
+                    let more = if g.len() > 1 {
+                        format!(" +{}", g.len() - 1)
+                    } else {
+                        String::new()
+                    };
+                    (o, format!("{}{more}", o.zone), false)
+                }
+                OfferRow::Member { offer, .. } => (&offers[offer], format!("  {}", offers[offer].zone), true),
+            };
+            let style = if Some(i) == selected {
+                theme.selection()
+            } else if member {
+                theme.muted()
+            } else {
+                theme.base()
+            };
+            let cells: Vec<Cell> = cols
+                .iter()
+                .map(|f| {
+                    let text = cell(*f, o, v.pricing, zone.clone());
+                    let text = if member && *f == Field::Machine {
+                        "  └".to_string()
+                    } else {
+                        text
+                    };
+                    let text = truncate(&text, usize::from(width(*f)));
+                    let text = if numeric(*f) {
+                        format!("{text:>w$}", w = usize::from(width(*f)))
+                    } else {
+                        text
+                    };
+                    let unknown = text.trim() == "?";
+                    Cell::from(text).style(if unknown && Some(i) != selected {
+                        theme.tone(Tone::Warn)
+                    } else {
+                        Style::new()
+                    })
+                })
+                .collect();
+            Row::new(cells).style(style)
+        })
+        .collect();
+    let head = Row::new(
+        cols.iter()
+            .map(|f| {
+                let h = header(*f);
+                let text = if numeric(*f) {
+                    format!("{h:>w$}", w = usize::from(width(*f)))
+                } else {
+                    h.to_string()
+                };
+                let style = if *f == v.sort {
+                    theme.accent().add_modifier(Modifier::BOLD)
+                } else {
+                    theme.muted()
+                };
+                Cell::from(text).style(style)
+            })
+            .collect::<Vec<_>>(),
+    );
+    let widths: Vec<Constraint> = cols.iter().map(|f| Constraint::Length(width(*f))).collect();
+    if v.rows.is_empty() {
+        let msg = if v.error.is_some() {
+            ""
+        } else {
+            "No offer matches the filter."
+        };
+        return Paragraph::new(msg).block(block).render(area, buf);
+    }
+    Table::new(rows, widths)
+        .header(head)
+        .block(block)
+        .render(area, buf);
+}
+
+fn render_detail(o: &Offer, pricing: Pricing, theme: &Theme, area: Rect, buf: &mut Buffer) {
+    let mut lines = vec![
+        Line::styled(
+            format!("{}x {} in {}", o.gpu_count, o.gpu_label(), o.zone),
+            theme.title(),
+        ),
+        Line::raw(format!(
+            "{} vCPUs, {} GB RAM, {} Gbps",
+            o.vcpus,
+            o.ram_gb,
+            opt(o.network_gbps)
+        )),
+        Line::raw(format!(
+            "GPUDirect: {}   NICs: {}",
+            match o.gpudirect.label() {
+                "-" => "none",
+                l => l,
+            },
+            o.nics.label()
+        )),
+        Line::raw(""),
+        Line::styled("Prices, USD per hour", theme.title()),
+        Line::raw(format!(
+            "on-demand {}   spot {}   flex {}",
+            money(o.on_demand),
+            money(o.spot),
+            money(o.flex)
+        )),
+        Line::raw(format!(
+            "{}: {} per GPU-hour (GPUs {}, host {})",
+            pricing.name(),
+            money(o.price_per_gpu(pricing)),
+            money(o.gpu_part(pricing)),
+            money(match pricing {
+                Pricing::OnDemand => o.host_on_demand,
+                Pricing::Spot => o.host_spot,
+                Pricing::Flex => None,
+            })
+        )),
+    ];
+    for f in o.flags.iter() {
+        lines.push(Line::styled(
+            format!("! {}", f.description()),
+            theme.tone(Tone::Warn),
+        ));
+    }
+    lines.push(Line::raw(""));
+    lines.push(Line::styled("Published NCCL busbw (2 nodes)", theme.title()));
+    let published = crate::nccl::baseline::for_machine(&o.machine_type);
+    if published.is_empty() {
+        lines.push(Line::styled(
+            "none published for this machine type",
+            theme.muted(),
+        ));
+    }
+    for b in published {
+        lines.push(Line::raw(format!(
+            "{} {}: {:.2} GB/s, {}",
+            b.collective,
+            crate::nccl::human_size(b.size),
+            b.busbw,
+            b.fabric
+        )));
+    }
+    lines.push(Line::raw(""));
+    lines.push(Line::styled("Fleet file (w writes it to fleets/)", theme.title()));
+    let (_, yaml) = fleet_yaml(o, pricing);
+    lines.extend(yaml.lines().map(|l| Line::styled(l.to_string(), theme.muted())));
+    Paragraph::new(lines)
+        .block(
+            Block::default()
+                .borders(Borders::ALL)
+                .border_style(theme.border(false))
+                .title(Span::styled(format!(" {} ", o.machine_type), theme.title()))
+                .style(theme.base()),
+        )
+        .wrap(Wrap { trim: false })
+        .render(area, buf);
+}
+
+fn render_editor(e: &crate::tui::offers::FleetEditor, theme: &Theme, area: Rect, buf: &mut Buffer) {
+    let r = centered(
+        area,
+        area.width.saturating_sub(4).clamp(area.width.min(20), 100),
+        area.height.saturating_sub(2).max(area.height.min(5)),
+    );
+    if r.is_empty() {
+        return;
+    }
+    Clear.render(r, buf);
+    let status = match &e.problem {
+        None => Line::styled(" valid · ctrl-s writes · esc cancels ", theme.tone(Tone::Pass)),
+        Some(p) => Line::styled(format!(" {p} "), theme.tone(Tone::Fail)),
+    };
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(theme.border(true))
+        .title(Span::styled(format!(" {} ", e.path), theme.title()))
+        .title_bottom(status)
+        .style(theme.base());
+    let inner = block.inner(r);
+    block.render(r, buf);
+    let mut ta = e.input.clone();
+    ta.set_style(theme.base());
+    ta.set_cursor_line_style(Style::new());
+    ta.set_cursor_style(theme.base().add_modifier(Modifier::REVERSED));
+    Widget::render(&ta, inner, buf);
+}
