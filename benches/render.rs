@@ -29,6 +29,32 @@ fn state_after(keys: &str) -> State {
     s
 }
 
+/// The Panes view with `n` live-looking terminals (each fed a screenful of output).
+fn panes_state(n: usize) -> State {
+    let mut s = state_after("");
+    let tiles = (0..n)
+        .map(|i| {
+            let screen = flightdeck::term::new_screen(24, 80);
+            let mut out = String::new();
+            for l in 0..30 {
+                out.push_str(&format!("\x1b[32mnode{i}\x1b[0m step {l}: loss {:.4} tok/s 2254 \x1b[1mTFLOPs 954.4\x1b[0m\r\n", 1.0 / (l as f64 + 1.0)));
+            }
+            screen.write().unwrap().process(out.as_bytes());
+            flightdeck::tui::panes::PaneTile {
+                id: i,
+                node: format!("node-{i}"),
+                host: format!("10.0.0.{i}"),
+                state: flightdeck::term::session::PaneState::Connected,
+                marked: false,
+                screen,
+                size: (80, 24),
+            }
+        })
+        .collect();
+    update(&mut s, Msg::PanesOpened { fleet: "bench".into(), tiles });
+    s
+}
+
 fn terminal(w: u16, h: u16) -> Terminal<CrosstermBackend<std::io::Sink>> {
     Terminal::with_options(
         CrosstermBackend::new(std::io::sink()),
