@@ -37,7 +37,10 @@ fn panes_state(n: usize) -> State {
             let screen = flightdeck::term::new_screen(24, 80);
             let mut out = String::new();
             for l in 0..30 {
-                out.push_str(&format!("\x1b[32mnode{i}\x1b[0m step {l}: loss {:.4} tok/s 2254 \x1b[1mTFLOPs 954.4\x1b[0m\r\n", 1.0 / (l as f64 + 1.0)));
+                out.push_str(&format!(
+                    "\x1b[32mnode{i}\x1b[0m step {l}: loss {:.4} tok/s 2254 \x1b[1mTFLOPs 954.4\x1b[0m\r\n",
+                    1.0 / (l as f64 + 1.0)
+                ));
             }
             screen.write().unwrap().process(out.as_bytes());
             flightdeck::tui::panes::PaneTile {
@@ -51,7 +54,13 @@ fn panes_state(n: usize) -> State {
             }
         })
         .collect();
-    update(&mut s, Msg::PanesOpened { fleet: "bench".into(), tiles });
+    update(
+        &mut s,
+        Msg::PanesOpened {
+            fleet: "bench".into(),
+            tiles,
+        },
+    );
     s
 }
 
@@ -72,10 +81,16 @@ fn bench(c: &mut Criterion) {
     let screens = [
         ("help", state_after("?")),
         ("palette", state_after("/gpu=H100\n:n\t")),
+        ("offers+detail", state_after("d")),
+        ("panes-16", panes_state(16)),
     ];
     let mut group = c.benchmark_group("frame");
     for (w, h) in [(160u16, 48u16), (250, 70)] {
         for (name, state) in &screens {
+            // Lay the state out for this size (pane tiles follow the terminal).
+            let mut state = state.clone();
+            update(&mut state, Msg::Resize(w, h));
+            let state = &state;
             let mut t = terminal(w, h);
             group.bench_with_input(
                 BenchmarkId::new(format!("full/{name}"), format!("{w}x{h}")),

@@ -1,22 +1,9 @@
 //! The headless CLI: help for every subcommand, exit codes, config places and errors.
 
-use std::path::Path;
-use std::process::{Command, Output, Stdio};
+mod support;
 
-fn flightdeck(home: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_flightdeck"))
-        .args(args)
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", home)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run flightdeck")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
+use std::process::Command;
+use support::{flightdeck, text};
 
 #[test]
 fn every_subcommand_has_complete_help() {

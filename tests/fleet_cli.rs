@@ -4,23 +4,8 @@
 mod support;
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
 use support::testbed::Testbed;
-
-fn flightdeck(home: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_flightdeck"))
-        .args(args)
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", home)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run flightdeck")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
+use support::{flightdeck, text};
 
 #[test]
 fn validate_reports_every_error_with_its_place() {

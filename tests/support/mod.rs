@@ -3,3 +3,19 @@
 
 pub mod testbed;
 pub mod tmux;
+
+/// Run the flightdeck binary with a clean environment: only PATH, and HOME = `home`.
+pub fn flightdeck(home: &std::path::Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_flightdeck"))
+        .args(args)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run flightdeck")
+}
+
+pub fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}

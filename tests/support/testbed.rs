@@ -66,6 +66,29 @@ fn ns_run(ns: &str, cmd: &[&str]) -> Result<String, String> {
     run(&full)
 }
 
+/// A fresh ed25519 host key at `key` (and `key.pub`).
+fn new_host_key(key: &Path) -> Result<String, String> {
+    run(&[
+        "ssh-keygen",
+        "-q",
+        "-t",
+        "ed25519",
+        "-N",
+        "",
+        "-f",
+        key.to_str().unwrap(),
+    ])
+}
+
+/// Kill every process in a network namespace (pkill would match other namespaces too).
+fn kill_ns_processes(ns: &str) {
+    if let Ok(pids) = run(&["ip", "netns", "pids", ns]) {
+        for p in pids.split_whitespace() {
+            let _ = run(&["kill", "-9", p]);
+        }
+    }
+}
+
 fn pid_alive(pid: u32) -> bool {
     Path::new(&format!("/proc/{pid}")).exists()
 }
@@ -88,11 +111,7 @@ fn clean_leftovers() {
 }
 
 fn delete_ns(name: &str) {
-    if let Ok(pids) = run(&["ip", "netns", "pids", name]) {
-        for p in pids.split_whitespace() {
-            let _ = run(&["kill", "-9", p]);
-        }
-    }
+    kill_ns_processes(name);
     let _ = run(&["ip", "netns", "del", name]);
 }
 
@@ -303,17 +322,7 @@ impl Testbed {
         let key = node.dir.join("ssh_host_ed25519_key");
         let _ = std::fs::remove_file(&key);
         let _ = std::fs::remove_file(key.with_extension("pub"));
-        run(&[
-            "ssh-keygen",
-            "-q",
-            "-t",
-            "ed25519",
-            "-N",
-            "",
-            "-f",
-            key.to_str().unwrap(),
-        ])
-        .unwrap();
+        new_host_key(&key).unwrap();
         node.start_sshd().unwrap();
         node.wait_listening().unwrap();
     }
@@ -333,16 +342,7 @@ impl TbNode {
     fn setup_sshd(&mut self, authorized: &Path) -> Result<(), String> {
         std::fs::create_dir_all(&self.dir).map_err(|e| e.to_string())?;
         let key = self.dir.join("ssh_host_ed25519_key");
-        run(&[
-            "ssh-keygen",
-            "-q",
-            "-t",
-            "ed25519",
-            "-N",
-            "",
-            "-f",
-            key.to_str().unwrap(),
-        ])?;
+        new_host_key(&key)?;
         let config = format!(
             "Port 22\nListenAddress 0.0.0.0\nHostKey {key}\nPidFile none\nUsePAM no\nPermitRootLogin prohibit-password\n\
              PubkeyAuthentication yes\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n\
@@ -385,13 +385,8 @@ impl TbNode {
             let _ = c.kill();
             let _ = c.wait();
         }
-        // Sessions sshd forked outlive the listener: kill every process of this node's
-        // network namespace (pkill would match other namespaces' sshd too).
-        if let Ok(pids) = run(&["ip", "netns", "pids", &self.ns]) {
-            for p in pids.split_whitespace() {
-                let _ = run(&["kill", "-9", p]);
-            }
-        }
+        // Sessions sshd forked outlive the listener: end every process of this node.
+        kill_ns_processes(&self.ns);
     }
 
     fn wait_listening(&mut self) -> Result<(), String> {
