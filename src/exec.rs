@@ -106,10 +106,21 @@ pub async fn run(
     fanout: usize,
     tx: mpsc::Sender<Event>,
 ) {
+    let jobs = nodes.into_iter().map(|n| (n, command.clone())).collect();
+    run_each(transport, jobs, fanout, tx).await
+}
+
+/// Run a command of its own on each node (at most `fanout` at once).
+pub async fn run_each(
+    transport: Transport,
+    jobs: Vec<(NodeTarget, String)>,
+    fanout: usize,
+    tx: mpsc::Sender<Event>,
+) {
     let sem = Arc::new(Semaphore::new(fanout.max(1)));
     let mut tasks = Vec::new();
-    for node in nodes {
-        let (transport, command, tx, sem) = (transport.clone(), command.clone(), tx.clone(), sem.clone());
+    for (node, command) in jobs {
+        let (transport, tx, sem) = (transport.clone(), tx.clone(), sem.clone());
         tasks.push(tokio::spawn(async move {
             let _permit = sem.acquire_owned().await.expect("semaphore open");
             let index = node.index;

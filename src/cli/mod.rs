@@ -199,31 +199,13 @@ pub enum NcclProfile {
 
 #[derive(Debug, Subcommand)]
 pub enum NcclCommand {
-    /// Run an NCCL benchmark across the fleet's nodes.
-    Run {
-        /// The fleet's name.
-        fleet: String,
-        /// Collective: all_reduce, all_gather, reduce_scatter, alltoall, broadcast, reduce, sendrecv.
-        #[arg(long, default_value = "all_reduce")]
-        test: String,
-        /// Smallest message size (e.g. 8, 1M).
-        #[arg(short = 'b', long = "minbytes", default_value = "8")]
-        min_bytes: String,
-        /// Largest message size (e.g. 8G).
-        #[arg(short = 'e', long = "maxbytes", default_value = "8G")]
-        max_bytes: String,
-        /// Size multiplication factor between steps.
-        #[arg(short = 'f', long = "stepfactor", default_value_t = 2)]
-        step_factor: u32,
-        /// GPUs per node (default: all of the node's GPUs).
-        #[arg(short = 'g', long = "ngpus")]
-        gpus: Option<u32>,
-        /// Benchmark engine.
-        #[arg(long, value_enum, default_value = "nccl-tests")]
-        engine: NcclEngine,
-        /// GPUDirect environment profile.
-        #[arg(long, value_enum, default_value = "auto")]
-        profile: NcclProfile,
+    /// Run an NCCL benchmark across the fleet's nodes, detached (it survives a lost
+    /// connection; `nccl attach` follows it again).
+    Run(nccl_cmd::RunArgs),
+    /// Follow a run again (the newest when no id is given), from its first line.
+    Attach {
+        /// The run's id, as `nccl run` printed it.
+        id: Option<String>,
         /// Print one JSON document instead of a table.
         #[arg(long)]
         json: bool,
@@ -305,8 +287,7 @@ impl Command {
     fn not_landed(&self) -> Option<&'static str> {
         Some(match self {
             Command::Offers(_) | Command::Fleet(_) | Command::Exec(_) => return None,
-            Command::Nccl(NcclCommand::Run { .. }) => "the NCCL runner",
-            Command::Nccl(NcclCommand::Parse { .. }) => return None,
+            Command::Nccl(_) => return None,
             Command::Nics(_) => "NIC telemetry",
             Command::Job(_) => "training jobs",
             Command::Config(_) => return None,
@@ -342,6 +323,14 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Some(Command::Offers(args)) => offers_cmd::run(args),
         Some(Command::Nccl(NcclCommand::Parse { file, json })) => nccl_cmd::parse(file, *json),
+        Some(Command::Nccl(NcclCommand::Run(args))) => {
+            init_cli_logging(&cli, &paths);
+            nccl_cmd::run(args, &cli, &paths)
+        }
+        Some(Command::Nccl(NcclCommand::Attach { id, json })) => {
+            init_cli_logging(&cli, &paths);
+            nccl_cmd::attach(id.as_deref(), *json, &cli, &paths)
+        }
         Some(other) => {
             let feature = other.not_landed().expect("landed commands are handled above");
             eprintln!(

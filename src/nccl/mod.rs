@@ -12,6 +12,7 @@
 pub mod baseline;
 mod line;
 pub mod parse;
+pub mod runner;
 pub mod transport;
 
 pub use parse::{parse_text, Device, Document, Event, Measurement, OutOfBounds, Parser, Report, Row};

@@ -1,0 +1,442 @@
+//! Running NCCL benchmarks on a fleet's nodes, detached so they survive the operator.
+//!
+//! Each node gets a run directory `~/.flightdeck/runs/<id>/` holding the script, its
+//! output (`out.log`), its pid and, once it ends, its `exit_code`. The script is started
+//! in its own session (`setsid`, stdin from /dev/null), so losing the SSH connection or
+//! quitting flightdeck loses the view, never the run. Following a run is a `tail` of the
+//! log that ends when the process does, then prints the exit code on a marker line; the
+//! same command re-attaches later.
+//!
+//! Engines:
+//! - `nccl-tests`: the `<collective>_perf` binaries found on the node (a directory can be
+//!   given), one node with `-g N`;
+//! - `torch`: a torch.distributed benchmark embedded in flightdeck, launched with
+//!   torchrun on every node (rendezvous on the first), printing rows in nccl-tests'
+//!   format so the same parser reads both.
+
+use super::transport::GpuDirect;
+use std::fmt::Write as _;
+
+/// The collectives both engines run.
+pub const COLLECTIVES: &[&str] = &[
+    "all_reduce",
+    "all_gather",
+    "reduce_scatter",
+    "alltoall",
+    "broadcast",
+    "reduce",
+    "sendrecv",
+];
+
+/// The marker line a follow command ends with: `__flightdeck_exit__ <code or ?>`.
+pub const EXIT_MARKER: &str = "__flightdeck_exit__";
+
+/// The torch.distributed benchmark, copied to the nodes by the launch script.
+pub const TORCH_BENCH: &str = include_str!("torch_bench.py");
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Engine {
+    NcclTests,
+    Torch,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunSpec {
+    pub collective: String,
+    pub min_bytes: u64,
+    pub max_bytes: u64,
+    pub step_factor: u32,
+    /// GPUs per node; `None`: all the node has (nvidia-smi counts them).
+    pub gpus: Option<u32>,
+    pub iters: u32,
+    pub warmup: u32,
+    pub dtype: String,
+    pub engine: Engine,
+    /// The GPUDirect environment to set (None: NCCL's defaults).
+    pub profile: GpuDirect,
+    /// Where the nccl-tests binaries are, if not on PATH or in the usual places.
+    pub nccl_tests_dir: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SpecError {
+    #[error("unknown collective `{name}`; expected one of {}{hint}", COLLECTIVES.join(", "))]
+    Collective { name: String, hint: String },
+    #[error("`{0}` is not a size (e.g. 8, 64K, 1M, 8G)")]
+    Size(String),
+    #[error("the smallest size {0} is above the largest {1}")]
+    Range(u64, u64),
+    #[error("the step factor must be at least 2, got {0}")]
+    Factor(u32),
+}
+
+/// `8`, `64K`, `1M`, `8G` (powers of 1024), as nccl-tests reads `-b`/`-e`.
+pub fn parse_size(s: &str) -> Result<u64, SpecError> {
+    let t = s.trim();
+    let (num, mult) = match t.chars().last().map(|c| c.to_ascii_uppercase()) {
+        Some('K') => (&t[..t.len() - 1], 1u64 << 10),
+        Some('M') => (&t[..t.len() - 1], 1 << 20),
+        Some('G') => (&t[..t.len() - 1], 1 << 30),
+        Some('T') => (&t[..t.len() - 1], 1 << 40),
+        _ => (t, 1),
+    };
+    num.parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(mult))
+        .ok_or_else(|| SpecError::Size(s.to_string()))
+}
+
+impl RunSpec {
+    pub fn check(&self) -> Result<(), SpecError> {
+        if !COLLECTIVES.contains(&self.collective.as_str()) {
+            let hint = crate::yaml::closest(&self.collective, COLLECTIVES.iter().copied())
+                .map(|h| format!("; did you mean `{h}`?"))
+                .unwrap_or_default();
+            return Err(SpecError::Collective {
+                name: self.collective.clone(),
+                hint,
+            });
+        }
+        if self.min_bytes > self.max_bytes {
+            return Err(SpecError::Range(self.min_bytes, self.max_bytes));
+        }
+        if self.step_factor < 2 {
+            return Err(SpecError::Factor(self.step_factor));
+        }
+        Ok(())
+    }
+}
+
+/// The environment of a GPUDirect flavour on GCE VMs (Debian/Ubuntu images, host NIC
+/// names), as Google and the anchors publish it (shared/reference/anchors.md (c)).
+/// Lines are shell: `export K=V`, or a `.` of the plugin's own profile when it has one.
+pub fn profile_env(profile: GpuDirect) -> Vec<String> {
+    let exports = |pairs: &[(&str, &str)]| {
+        pairs
+            .iter()
+            .map(|(k, v)| format!("export {k}='{v}'"))
+            .collect::<Vec<_>>()
+    };
+    match profile {
+        GpuDirect::None => vec![],
+        GpuDirect::Tcpx => exports(&[
+            ("NCCL_NET", "GPUDirectTCPX_v7"),
+            ("NCCL_SOCKET_IFNAME", "enp0s12"),
+            ("NCCL_GPUDIRECTTCPX_CTRL_DEV", "enp0s12"),
+            (
+                "NCCL_GPUDIRECTTCPX_SOCKET_IFNAME",
+                "enp6s0,enp12s0,enp134s0,enp140s0",
+            ),
+            ("NCCL_CROSS_NIC", "0"),
+            ("NCCL_ALGO", "Ring"),
+            ("NCCL_PROTO", "Simple"),
+            ("NCCL_NSOCKS_PERTHREAD", "4"),
+            ("NCCL_SOCKET_NTHREADS", "1"),
+            ("NCCL_NET_GDR_LEVEL", "PIX"),
+            ("NCCL_P2P_PXN_LEVEL", "0"),
+            ("NCCL_DYNAMIC_CHUNK_SIZE", "524288"),
+            ("NCCL_P2P_NET_CHUNKSIZE", "524288"),
+            ("NCCL_P2P_PCI_CHUNKSIZE", "524288"),
+            ("NCCL_P2P_NVL_CHUNKSIZE", "1048576"),
+            ("NCCL_BUFFSIZE", "4194304"),
+            (
+                "NCCL_GPUDIRECTTCPX_TX_BINDINGS",
+                "enp6s0:8-21,112-125;enp12s0:8-21,112-125;enp134s0:60-73,164-177;enp140s0:60-73,164-177",
+            ),
+            (
+                "NCCL_GPUDIRECTTCPX_RX_BINDINGS",
+                "enp6s0:22-35,126-139;enp12s0:22-35,126-139;enp134s0:74-87,178-191;enp140s0:74-87,178-191",
+            ),
+            ("NCCL_GPUDIRECTTCPX_PROGRAM_FLOW_STEERING_WAIT_MICROS", "500000"),
+            ("NCCL_GPUDIRECTTCPX_UNIX_CLIENT_PREFIX", "/run/tcpx"),
+            ("NCCL_GPUDIRECTTCPX_FORCE_ACK", "0"),
+            ("LD_LIBRARY_PATH", "/var/lib/tcpx/lib64:${LD_LIBRARY_PATH:-}"),
+        ]),
+        GpuDirect::Tcpxo => {
+            let mut v = vec![
+                "export NCCL_LIB_DIR=/var/lib/tcpxo/lib64".to_string(),
+                "[ -f \"$NCCL_LIB_DIR/nccl-env-profile.sh\" ] && . \"$NCCL_LIB_DIR/nccl-env-profile.sh\""
+                    .to_string(),
+            ];
+            v.extend(exports(&[
+                ("NCCL_FASTRAK_CTRL_DEV", "enp0s12"),
+                (
+                    "NCCL_FASTRAK_IFNAME",
+                    "enp6s0,enp7s0,enp13s0,enp14s0,enp134s0,enp135s0,enp141s0,enp142s0",
+                ),
+                ("NCCL_SOCKET_IFNAME", "enp0s12"),
+                ("NCCL_FASTRAK_LLCM_DEVICE_DIRECTORY", "/dev/aperture_devices"),
+                ("NCCL_NVLSTREE_MAX_CHUNKSIZE", "131072"),
+                ("LD_LIBRARY_PATH", "/var/lib/tcpxo/lib64:${LD_LIBRARY_PATH:-}"),
+            ]));
+            v
+        }
+        GpuDirect::Rdma => {
+            let mut v = vec![
+                "[ -f /usr/local/gib/scripts/set_nccl_env.sh ] && . /usr/local/gib/scripts/set_nccl_env.sh"
+                    .to_string(),
+            ];
+            v.extend(exports(&[
+                ("NCCL_NET", "gIB"),
+                ("NCCL_CROSS_NIC", "0"),
+                ("NCCL_NET_GDR_LEVEL", "PIX"),
+                ("NCCL_P2P_NET_CHUNKSIZE", "131072"),
+                ("NCCL_NVLS_CHUNKSIZE", "524288"),
+                ("NCCL_IB_ADAPTIVE_ROUTING", "1"),
+                ("NCCL_IB_QPS_PER_CONNECTION", "4"),
+                ("NCCL_IB_TC", "52"),
+                ("NCCL_IB_FIFO_TC", "84"),
+                ("NCCL_SOCKET_IFNAME", "enp0s19,enp192s20"),
+                ("GLOO_SOCKET_IFNAME", "enp0s19,enp192s20"),
+                ("LD_LIBRARY_PATH", "/usr/local/gib/lib64:${LD_LIBRARY_PATH:-}"),
+            ]));
+            v
+        }
+    }
+}
+
+fn quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+/// Where a run lives on a node (relative to the login's home).
+pub fn run_dir(id: &str) -> String {
+    format!(".flightdeck/runs/{id}")
+}
+
+/// The script one node runs: environment, then the engine's command. `rank` is the
+/// node's index, `nodes` the node count, `master` the first node's address.
+pub fn node_script(spec: &RunSpec, rank: usize, nodes: usize, master: &str) -> String {
+    let mut s = String::from("#!/bin/sh\n# written by flightdeck: one node of an NCCL benchmark\nset -u\n");
+    for line in profile_env(spec.profile) {
+        let _ = writeln!(s, "{line}");
+    }
+    let gpus = match spec.gpus {
+        Some(g) => g.to_string(),
+        None => "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || echo 1)".to_string(),
+    };
+    let _ = writeln!(s, "GPUS={gpus}");
+    let _ = writeln!(s, "[ \"$GPUS\" -ge 1 ] 2>/dev/null || GPUS=1");
+    match spec.engine {
+        Engine::NcclTests => {
+            let bin = format!("{}_perf", spec.collective);
+            let dirs = [
+                spec.nccl_tests_dir.clone().unwrap_or_default(),
+                "${NCCL_TESTS_DIR:-}".into(),
+                "/opt/nccl-tests/build".into(),
+                "$HOME/nccl-tests/build".into(),
+            ];
+            let _ = writeln!(s, "BIN=$(command -v {bin} 2>/dev/null || true)");
+            for d in dirs.iter().filter(|d| !d.is_empty()) {
+                let _ = writeln!(s, "[ -z \"$BIN\" ] && [ -x \"{d}/{bin}\" ] && BIN=\"{d}/{bin}\"");
+            }
+            let _ = writeln!(
+                s,
+                "[ -n \"$BIN\" ] || {{ echo \"flightdeck: {bin} not found (PATH, --nccl-tests-dir, NCCL_TESTS_DIR, /opt/nccl-tests/build, ~/nccl-tests/build)\" >&2; exit 127; }}"
+            );
+            let _ = writeln!(
+                s,
+                "exec \"$BIN\" -b {} -e {} -f {} -g \"$GPUS\" -n {} -w {} -d {}",
+                spec.min_bytes,
+                spec.max_bytes,
+                spec.step_factor,
+                spec.iters,
+                spec.warmup,
+                quote(&spec.dtype)
+            );
+        }
+        Engine::Torch => {
+            let _ = writeln!(s, "PY=$(command -v python3 || command -v python)");
+            let _ = writeln!(
+                s,
+                "exec \"$PY\" -m torch.distributed.run --nnodes {nodes} --node-rank {rank} --nproc-per-node \"$GPUS\" \
+                 --master-addr {m} --master-port 29517 torch_bench.py --op {op} --minbytes {b} --maxbytes {e} --stepfactor {f} --iters {n} --warmup {w} --dtype {d}",
+                m = quote(master),
+                op = spec.collective,
+                b = spec.min_bytes,
+                e = spec.max_bytes,
+                f = spec.step_factor,
+                n = spec.iters,
+                w = spec.warmup,
+                d = quote(&spec.dtype),
+            );
+        }
+    }
+    s
+}
+
+/// The command that starts `script` detached in the run directory and prints its pid.
+pub fn launch_command(id: &str, script: &str, with_torch_bench: bool) -> String {
+    let dir = run_dir(id);
+    // A run directory is never reused: `mkdir` of the last part fails if it exists.
+    let mut c = format!(
+        "set -e; mkdir -p \"$HOME/.flightdeck/runs\"; mkdir \"$HOME/{dir}\"; cd \"$HOME/{dir}\"\ncat > run.sh <<'__FD_SCRIPT__'\n{script}__FD_SCRIPT__\n"
+    );
+    if with_torch_bench {
+        let _ = write!(
+            c,
+            "cat > torch_bench.py <<'__FD_BENCH__'\n{TORCH_BENCH}__FD_BENCH__\n"
+        );
+    }
+    c.push_str(
+        // The outer shell outlives a stop (TERM to the session) to record the exit code;
+        // a trap (not an ignore) so the run itself still gets the default action. It
+        // writes its pid once the trap is set and it leads its session: from then on a
+        // stop reaches the whole run.
+        "rm -f pid\n\
+         setsid sh -c 'trap true TERM INT HUP; echo $$ > pid.tmp; mv pid.tmp pid; sh run.sh > out.log 2>&1; echo $? > exit_code.tmp; mv exit_code.tmp exit_code' < /dev/null > /dev/null 2>&1 &\n\
+         i=0; while [ ! -f pid ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done\n\
+         echo \"started $(cat pid)\"\n",
+    );
+    c
+}
+
+/// The command that prints a run's output from the start, follows it until the run
+/// ends, then prints the [`EXIT_MARKER`] line. Re-attaching later is the same command.
+pub fn follow_command(id: &str) -> String {
+    let dir = run_dir(id);
+    format!(
+        "cd \"$HOME/{dir}\" || {{ echo \"{EXIT_MARKER} ?\"; exit 1; }}\n\
+         touch out.log\n\
+         if [ -f exit_code ]; then cat out.log; else tail -n +1 -F --pid=\"$(cat pid)\" out.log 2>/dev/null; fi\n\
+         i=0; while [ ! -f exit_code ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done\n\
+         echo \"{EXIT_MARKER} $(cat exit_code 2>/dev/null || echo ?)\"\n"
+    )
+}
+
+/// The command that stops a run: TERM to its session, KILL after `grace_s` seconds.
+pub fn stop_command(id: &str, grace_s: u32) -> String {
+    let dir = run_dir(id);
+    format!(
+        "cd \"$HOME/{dir}\" && P=$(cat pid) && kill -TERM -\"$P\" 2>/dev/null; \
+         i=0; while kill -0 \"$P\" 2>/dev/null && [ $i -lt {n} ]; do sleep 0.1; i=$((i+1)); done; \
+         kill -KILL -\"$P\" 2>/dev/null; true",
+        n = grace_s * 10
+    )
+}
+
+/// A run id: `nccl-<collective>-<unix seconds>-<4 hex digits>`, the digits from the
+/// clock's nanoseconds and the process id so two runs in one second differ.
+pub fn new_id(collective: &str, now: u64) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    let salt = (nanos ^ std::process::id().rotate_left(16)) & 0xffff;
+    format!("nccl-{collective}-{now}-{salt:04x}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(engine: Engine) -> RunSpec {
+        RunSpec {
+            collective: "all_reduce".into(),
+            min_bytes: 8,
+            max_bytes: 1 << 30,
+            step_factor: 2,
+            gpus: Some(2),
+            iters: 20,
+            warmup: 5,
+            dtype: "float".into(),
+            engine,
+            profile: GpuDirect::None,
+            nccl_tests_dir: Some("/opt/x".into()),
+        }
+    }
+
+    #[test]
+    fn sizes_and_checks() {
+        assert_eq!(parse_size("8").unwrap(), 8);
+        assert_eq!(parse_size("64K").unwrap(), 65536);
+        assert_eq!(parse_size("8G").unwrap(), 8 << 30);
+        assert!(parse_size("8X").is_err() && parse_size("").is_err());
+        let mut s = spec(Engine::NcclTests);
+        s.collective = "allreduce".into();
+        assert!(s
+            .check()
+            .unwrap_err()
+            .to_string()
+            .contains("did you mean `all_reduce`?"));
+        s.collective = "all_reduce".into();
+        s.min_bytes = 1 << 31;
+        assert!(s.check().is_err());
+    }
+
+    #[test]
+    fn profiles_carry_the_published_variables() {
+        assert!(profile_env(GpuDirect::None).is_empty());
+        let tcpxo = profile_env(GpuDirect::Tcpxo).join("\n");
+        assert!(
+            tcpxo.contains("NCCL_NVLSTREE_MAX_CHUNKSIZE='131072'"),
+            "the guest config checker needs it"
+        );
+        assert!(profile_env(GpuDirect::Rdma).join("\n").contains("NCCL_NET='gIB'"));
+        assert!(profile_env(GpuDirect::Tcpx)
+            .join("\n")
+            .contains("NCCL_GPUDIRECTTCPX_SOCKET_IFNAME"));
+    }
+
+    /// The scripts run for real under sh: a launch of a script that prints and exits 3,
+    /// followed to its end.
+    #[test]
+    fn launch_and_follow_run_detached_under_sh() {
+        let home = tempfile::tempdir().unwrap();
+        let sh = |cmd: &str| {
+            let out = std::process::Command::new("sh")
+                .arg("-c")
+                .arg(cmd)
+                .env("HOME", home.path())
+                .output()
+                .unwrap();
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        };
+        let started = sh(&launch_command(
+            "t1",
+            "echo one\nsleep 0.3\necho two\nexit 3\n",
+            true,
+        ));
+        assert!(started.starts_with("started "), "{started}");
+        let followed = sh(&follow_command("t1"));
+        assert_eq!(followed, format!("one\ntwo\n{EXIT_MARKER} 3\n"));
+        // Re-attaching after the end shows it all again.
+        assert_eq!(sh(&follow_command("t1")), followed);
+        assert!(home.path().join(".flightdeck/runs/t1/torch_bench.py").exists());
+        assert!(
+            !sh(&launch_command("t1", "exit 0\n", false)).starts_with("started"),
+            "a run directory is never reused"
+        );
+        assert_ne!(new_id("all_reduce", 1), new_id("all_reduce", 1));
+        // Stopping a long run kills its whole session.
+        sh(&launch_command("t2", "sleep 30 & wait\n", false));
+        sh(&stop_command("t2", 1));
+        let f = sh(&follow_command("t2"));
+        assert!(f.ends_with(&format!("{EXIT_MARKER} 143\n")), "{f}");
+    }
+
+    #[test]
+    fn node_scripts_find_the_binary_or_say_where_they_looked() {
+        let s = node_script(&spec(Engine::NcclTests), 0, 1, "10.0.0.1");
+        assert!(
+            s.contains("all_reduce_perf\" -b 8 -e 1073741824 -f 2 -g \"$GPUS\" -n 20 -w 5 -d 'float'")
+                || s.contains("-b 8 -e 1073741824"),
+            "{s}"
+        );
+        let home = tempfile::tempdir().unwrap();
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(&s)
+            .env("HOME", home.path())
+            .env("PATH", "/usr/bin:/bin")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(127));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("all_reduce_perf not found"));
+        let t = node_script(&spec(Engine::Torch), 1, 2, "10.0.0.1");
+        assert!(
+            t.contains("--nnodes 2 --node-rank 1 --nproc-per-node \"$GPUS\" --master-addr '10.0.0.1'"),
+            "{t}"
+        );
+    }
+}

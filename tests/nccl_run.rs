@@ -1,0 +1,166 @@
+//! `flightdeck nccl run` and `nccl attach` end to end without GPUs: the nccl-tests binary
+//! is a double (a shell script named `all_reduce_perf` printing a recorded real run from
+//! tests/fixtures/nccl, line by line, then exiting as nccl-tests does). Everything else
+//! is real: the detached launch, the run directory, following the log, the parser, the
+//! state store; on the local backend and over SSH on the testbed.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use support::testbed::Testbed;
+use support::text;
+
+/// Write the double into `dir` and return `dir`.
+fn nccl_tests_double(dir: &Path, exit: i32, sleep_each: &str) -> PathBuf {
+    std::fs::create_dir_all(dir).unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/nccl/h200x2-all_reduce.txt");
+    let script = format!(
+        "#!/bin/sh\n# DOUBLE of nccl-tests' all_reduce_perf: prints a recorded run of the real one.\n\
+         echo \"args: $*\" >&2\n\
+         while IFS= read -r l; do printf '%s\\n' \"$l\"; sleep {sleep_each}; done < '{}'\nexit {exit}\n",
+        fixture.display()
+    );
+    let bin = dir.join("all_reduce_perf");
+    std::fs::write(&bin, script).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    dir.to_path_buf()
+}
+
+fn fd(home: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_flightdeck"))
+        .args(args)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn local_run_parses_the_recorded_output_and_records_the_run() {
+    let home = tempfile::tempdir().unwrap();
+    let local = Path::new(env!("CARGO_MANIFEST_DIR")).join("fleets/local.yaml");
+    assert!(
+        fd(home.path(), &["fleet", "apply", local.to_str().unwrap(), "--yes"])
+            .status
+            .success()
+    );
+    let dir = nccl_tests_double(&home.path().join("nt"), 0, "0");
+    let out = fd(
+        home.path(),
+        &[
+            "nccl",
+            "run",
+            "local",
+            "--nccl-tests-dir",
+            dir.to_str().unwrap(),
+            "-b",
+            "8",
+            "-e",
+            "8G",
+            "-g",
+            "2",
+            "--json",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["collective"], "all_reduce");
+    assert_eq!(doc["rows"].as_array().unwrap().len(), 31);
+    assert_eq!(doc["peak_busbw"], 347.71);
+    assert_eq!(doc["run"]["exit_codes"][0]["exit_code"], 0);
+    // The run dir on the node holds the double's arguments as flightdeck passed them.
+    let id = doc["run"]["id"].as_str().unwrap();
+    let log = std::fs::read_to_string(home.path().join(format!(".flightdeck/runs/{id}/out.log"))).unwrap();
+    assert!(
+        log.contains("args: -b 8 -e 8589934592 -f 2 -g 2 -n 20 -w 5 -d float"),
+        "{log}"
+    );
+    // Attach replays the finished run from the state store.
+    let again = fd(home.path(), &["nccl", "attach", "--json"]);
+    let again: serde_json::Value = serde_json::from_slice(&again.stdout).unwrap();
+    assert_eq!(again["rows"], doc["rows"]);
+    // A failing binary: exit code and its last lines.
+    let bad = nccl_tests_double(&home.path().join("bad"), 3, "0");
+    std::fs::write(
+        bad.join("all_reduce_perf"),
+        "#!/bin/sh\necho 'NCCL WARN Cuda failure' >&2\nexit 3\n",
+    )
+    .unwrap();
+    let out = fd(
+        home.path(),
+        &[
+            "nccl",
+            "run",
+            "local",
+            "--nccl-tests-dir",
+            bad.to_str().unwrap(),
+            "-g",
+            "1",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(3));
+    assert!(
+        text(&out.stderr).contains("local-0: NCCL WARN Cuda failure"),
+        "{}",
+        text(&out.stderr)
+    );
+    let bad_test = fd(home.path(), &["nccl", "run", "local", "--test", "allreduce"]);
+    assert_eq!(bad_test.status.code(), Some(1));
+    assert!(text(&bad_test.stderr).contains("did you mean `all_reduce`?"));
+}
+
+#[test]
+fn an_ssh_run_survives_its_follower_and_is_attached_again() {
+    let Some(tb) = Testbed::new(1, 0) else { return };
+    let home = tempfile::tempdir().unwrap();
+    let file = home.path().join("tb.yaml");
+    std::fs::write(&file, tb.fleet_yaml("tb")).unwrap();
+    let ok = fd(
+        home.path(),
+        &[
+            "fleet",
+            "apply",
+            file.to_str().unwrap(),
+            "--yes",
+            "--accept-new-host-keys",
+        ],
+    );
+    assert!(ok.status.success(), "{}", text(&ok.stderr));
+    // Node and test process share the filesystem; the double prints one line every 50 ms.
+    let dir = nccl_tests_double(&home.path().join("nt"), 0, "0.05");
+    let mut follower = Command::new(env!("CARGO_BIN_EXE_flightdeck"))
+        .args([
+            "nccl",
+            "run",
+            "tb",
+            "--nccl-tests-dir",
+            dir.to_str().unwrap(),
+            "-g",
+            "2",
+        ])
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", home.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+    // The operator's connection drops: the follower dies, the run goes on.
+    follower.kill().unwrap();
+    follower.wait().unwrap();
+    let out = fd(home.path(), &["nccl", "attach", "--json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        doc["rows"].as_array().unwrap().len(),
+        31,
+        "every row, from the start"
+    );
+    assert_eq!(doc["avg_busbw"], 112.161);
+    let state = std::fs::read_to_string(home.path().join(".local/state/flightdeck/state.json")).unwrap();
+    assert!(state.contains("\"exit_code\": 0"), "{state}");
+}
