@@ -240,6 +240,57 @@ fn offers_views() {
     snapshot("offers_bad_filter", &s);
 }
 
+fn nccl_state() -> State {
+    let mut s = state();
+    let run = |id: &str, at: u64, code: Option<i32>| flightdeck::store::RunRecord {
+        id: id.into(),
+        kind: "nccl".into(),
+        fleet: "local".into(),
+        started_at: at,
+        nodes: vec![flightdeck::store::RunNode {
+            node: 0,
+            pid: Some(42),
+            log: "~/x".into(),
+            exit_code: code,
+        }],
+    };
+    update(
+        &mut s,
+        Msg::Runs(vec![
+            run("nccl-all_reduce-1795316959-49e2", 1_795_316_959, Some(0)),
+            run("nccl-all_gather-1795316982-2360", 1_795_316_982, None),
+        ]),
+    );
+    keys(&mut s, "5j\n");
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/nccl/h200x2-all_reduce.txt"
+    ))
+    .unwrap();
+    let report = flightdeck::nccl::parse_text(&text).remove(0);
+    update(
+        &mut s,
+        Msg::RunReport {
+            id: "nccl-all_reduce-1795316959-49e2".into(),
+            report: Box::new(report),
+        },
+    );
+    update(
+        &mut s,
+        Msg::RunEnded {
+            id: "nccl-all_reduce-1795316959-49e2".into(),
+            code: Some(0),
+        },
+    );
+    s
+}
+
+#[test]
+fn nccl_view_draws_the_curve() {
+    let s = nccl_state();
+    snapshot("nccl_run", &s);
+}
+
 #[test]
 fn empty_fleets_and_panes_say_what_to_do() {
     let mut s = state();

@@ -5,6 +5,7 @@ pub mod action;
 pub mod app;
 pub mod fleets;
 pub mod keymap;
+pub mod nccl;
 pub mod offers;
 pub mod panes;
 pub mod services;

@@ -4,6 +4,7 @@
 
 use super::panes::PaneTile;
 use super::state::{Command, Msg};
+use crate::exec;
 use crate::paths::Paths;
 use crate::ssh::client::{BoxFuture, Prompter, SshOptions};
 use crate::ssh::known_hosts::HostKeyPolicy;
@@ -94,6 +95,8 @@ pub struct Services {
     panes: HashMap<usize, (PaneHandle, SharedScreen)>,
     pane_events: mpsc::Sender<PaneEvent>,
     next_pane: usize,
+    /// The task following an NCCL run, if any.
+    follow: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl Services {
@@ -135,6 +138,7 @@ impl Services {
             panes: HashMap::new(),
             pane_events,
             next_pane: 0,
+            follow: None,
         }
     }
 
@@ -145,11 +149,11 @@ impl Services {
             Command::LoadFleets => {
                 let (tx, dir) = (self.tx.clone(), self.paths.state_dir.clone());
                 tokio::task::spawn_blocking(move || {
-                    let result = Store::new(&dir)
-                        .load()
-                        .map(|(s, _)| s.fleets)
-                        .map_err(|e| e.to_string());
+                    let loaded = Store::new(&dir).load();
+                    let runs = loaded.as_ref().map(|(s, _)| s.runs.clone()).unwrap_or_default();
+                    let result = loaded.map(|(s, _)| s.fleets).map_err(|e| e.to_string());
                     let _ = tx.blocking_send(ServiceEvent::Msg(Msg::Fleets(result)));
+                    let _ = tx.blocking_send(ServiceEvent::Msg(Msg::Runs(runs)));
                 });
             }
             Command::OpenPanes(name) => {
@@ -202,8 +206,98 @@ impl Services {
                     let _ = tx.blocking_send(ServiceEvent::Msg(Msg::FileWritten(result)));
                 });
             }
+            Command::FollowRun(id) => self.follow_run(id),
             Command::Quit | Command::Suspend | Command::LoadTheme(_) | Command::Yank(_) => {}
         }
+    }
+
+    /// Follow run `id` on its first node: its log from the first line, parsed, each new
+    /// row sent as the report so far; then its end. One run followed at a time.
+    fn follow_run(&mut self, id: String) {
+        if let Some(old) = self.follow.take() {
+            old.abort();
+        }
+        let (tx, dir, pool, resolver) = (
+            self.tx.clone(),
+            self.paths.state_dir.clone(),
+            self.pool.clone(),
+            self.resolver.clone(),
+        );
+        self.follow = Some(tokio::spawn(async move {
+            let fail = |error: String| {
+                ServiceEvent::Msg(Msg::RunFailed {
+                    id: id.clone(),
+                    error,
+                })
+            };
+            let state = match tokio::task::spawn_blocking(move || Store::new(&dir).load()).await {
+                Ok(Ok((s, _))) => s,
+                Ok(Err(e)) => return drop(tx.send(fail(e.to_string())).await),
+                Err(e) => return drop(tx.send(fail(e.to_string())).await),
+            };
+            let Some(run) = state.runs.iter().find(|r| r.id == id) else {
+                return drop(tx.send(fail("the run is not in the state".into())).await);
+            };
+            let Some(fleet) = state.fleets.iter().find(|f| f.name == run.fleet) else {
+                return drop(
+                    tx.send(fail(format!("its fleet `{}` is gone from the state", run.fleet)))
+                        .await,
+                );
+            };
+            let head = run
+                .nodes
+                .first()
+                .and_then(|rn| fleet.nodes.iter().find(|n| n.index == rn.node))
+                .cloned();
+            let Some(head) = head else {
+                return drop(tx.send(fail("the run has no nodes".into())).await);
+            };
+            let transport = match fleet.backend.as_str() {
+                "local" => exec::Transport::Local,
+                "ssh" => exec::Transport::Ssh { pool, resolver },
+                other => {
+                    return drop(
+                        tx.send(fail(format!("the {other} backend is not in this build")))
+                            .await,
+                    )
+                }
+            };
+            let (etx, mut erx) = mpsc::channel(4096);
+            let follow = vec![(head, crate::nccl::runner::follow_command(&id))];
+            let job = tokio::spawn(exec::run_each(transport, follow, 1, etx));
+            let mut parser = crate::nccl::Parser::new();
+            let mut code = None;
+            while let Some(e) = erx.recv().await {
+                let exec::Event::Line { text, .. } = e else {
+                    continue;
+                };
+                if let Some(c) = text.strip_prefix(crate::nccl::runner::EXIT_MARKER) {
+                    code = c.trim().parse().ok();
+                    continue;
+                }
+                let events = parser.push_line(&text);
+                if events
+                    .iter()
+                    .any(|ev| matches!(ev, crate::nccl::Event::Row(_) | crate::nccl::Event::AvgBusBw(_)))
+                {
+                    let _ = tx
+                        .send(ServiceEvent::Msg(Msg::RunReport {
+                            id: id.clone(),
+                            report: Box::new(parser.report()),
+                        }))
+                        .await;
+                }
+            }
+            let _ = job.await;
+            parser.finish();
+            let _ = tx
+                .send(ServiceEvent::Msg(Msg::RunReport {
+                    id: id.clone(),
+                    report: Box::new(parser.report()),
+                }))
+                .await;
+            let _ = tx.send(ServiceEvent::Msg(Msg::RunEnded { id, code })).await;
+        }));
     }
 
     fn send(&self, id: usize, input: PaneInput) {

@@ -161,6 +161,7 @@ pub struct State {
     pub fleet_selected: Option<String>,
     pub panes: Panes,
     pub offers: super::offers::OffersView,
+    pub nccl: super::nccl::NcclView,
     /// Questions waiting for the overlay (host keys, passphrases), oldest first.
     pub questions: std::collections::VecDeque<Overlay>,
 }
@@ -181,6 +182,7 @@ impl State {
             fleets_error: None,
             fleet_selected: None,
             panes: Panes::default(),
+            nccl: Default::default(),
             offers: super::offers::OffersView::new(std::sync::Arc::new(
                 crate::catalog::Catalog::embedded().clone(),
             )),
@@ -230,6 +232,23 @@ pub enum Msg {
     },
     /// A `Command::WriteFile` finished: the path written, or why not.
     FileWritten(Result<String, String>),
+    /// The runs of the state store (with `Command::LoadFleets`).
+    Runs(Vec<crate::store::RunRecord>),
+    /// The followed run's report so far.
+    RunReport {
+        id: String,
+        report: Box<crate::nccl::Report>,
+    },
+    /// The followed run ended (its exit code when known).
+    RunEnded {
+        id: String,
+        code: Option<i32>,
+    },
+    /// The run could not be followed.
+    RunFailed {
+        id: String,
+        error: String,
+    },
 }
 
 /// A string that is never printed by Debug (passphrases).
@@ -278,4 +297,6 @@ pub enum Command {
         path: String,
         text: String,
     },
+    /// Follow an NCCL run of the state store from its first line.
+    FollowRun(String),
 }

@@ -5,7 +5,7 @@ use super::action::{Action, Context};
 use super::state::{Candidate, Command, FilterEntry, Msg, Overlay, Palette, State, StatusMessage, View};
 use super::theme::Tone;
 use super::views::help;
-use super::{fleets, offers, panes};
+use super::{fleets, nccl, offers, panes};
 use crossterm::event::{KeyEvent, KeyEventKind};
 use tui_textarea::TextArea;
 
@@ -134,6 +134,33 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Command> {
             state.dirty = true;
             vec![]
         }
+        Msg::Runs(runs) => {
+            state.nccl.set_runs(runs);
+            state.dirty = true;
+            vec![]
+        }
+        Msg::RunReport { id, report } => {
+            if let Some((shown, r, _)) = state.nccl.shown.as_mut().filter(|(s, _, _)| *s == id) {
+                let _ = shown;
+                *r = *report;
+                state.dirty |= state.view == View::Nccl;
+            }
+            vec![]
+        }
+        Msg::RunEnded { id, code } => {
+            if let Some((_, _, st)) = state.nccl.shown.as_mut().filter(|(s, _, _)| *s == id) {
+                *st = nccl::RunStatus::Ended(code);
+                state.dirty = true;
+            }
+            vec![Command::LoadFleets]
+        }
+        Msg::RunFailed { id, error } => {
+            if let Some((_, _, st)) = state.nccl.shown.as_mut().filter(|(s, _, _)| *s == id) {
+                *st = nccl::RunStatus::Failed(error);
+                state.dirty = true;
+            }
+            vec![]
+        }
         Msg::PassphraseQuestion { id, key } => {
             let mut input = TextArea::default();
             input.set_mask_char('•');
@@ -245,6 +272,7 @@ pub fn act(state: &mut State, action: Action) -> Vec<Command> {
         View::Panes => panes::act(state, action),
         View::Fleets => fleets::act(state, action),
         View::Offers => offers::act(state, action),
+        View::Nccl => nccl::act(state, action),
         _ => None,
     };
     if let Some(commands) = view_specific {
@@ -708,7 +736,7 @@ mod tests {
         s.dirty = false;
         assert!(ch(&mut s, 'x').is_empty());
         assert!(!s.dirty, "an unbound key changes nothing on screen");
-        ch(&mut s, '5');
+        ch(&mut s, '6');
         s.dirty = false;
         ch(&mut s, 'j');
         assert!(!s.dirty, "movement in a view without rows redraws nothing");

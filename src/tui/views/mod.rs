@@ -15,6 +15,7 @@
 
 pub mod fleets;
 pub mod help;
+pub mod nccl;
 pub mod offers;
 pub mod panes;
 pub mod planned;
@@ -77,6 +78,7 @@ pub fn render(
         View::Nodes => fleets::render_nodes(state, theme, body, buf),
         View::Panes => cursor = panes::render(state, theme, body, buf),
         View::Offers => offers::render(state, theme, body, buf),
+        View::Nccl => nccl::render(state, theme, body, buf),
         v => planned::render(v, state.filter(), theme, body, buf),
     }
 

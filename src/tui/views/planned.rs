@@ -11,11 +11,6 @@ use ratatui::widgets::{Block, Borders, Paragraph, Widget, Wrap};
 /// What each view will show, one line per feature.
 pub fn plan(view: View) -> &'static [&'static str] {
     match view {
-        View::Nccl => &[
-            "nccl-tests and torch.distributed benchmarks launched on every node",
-            "busbw drawn as rows arrive, against the expected curve of the machine type",
-            "A verdict, the transport NCCL chose, and the node or link to blame when slow",
-        ],
         View::Jobs => &[
             "Training jobs launched with torchrun on every node, detached so they survive you",
             "Live logs per node; loss, step time, tokens/s and MFU charted from the logs",
@@ -25,7 +20,7 @@ pub fn plan(view: View) -> &'static [&'static str] {
             "Flags a NIC or node running under half of its peers while traffic flows",
         ],
         // These views are built; nothing is planned for them here.
-        View::Offers | View::Fleets | View::Nodes | View::Panes => &[],
+        View::Offers | View::Fleets | View::Nodes | View::Panes | View::Nccl => &[],
     }
 }
 

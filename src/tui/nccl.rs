@@ -1,0 +1,165 @@
+//! The NCCL view's state and its share of `update`: the runs of the state store, and the
+//! followed run's report as its rows arrive (parsed by the service that follows it).
+
+use super::action::Action;
+use super::state::{Command, State, View};
+use crate::nccl::Report;
+use crate::store::RunRecord;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum RunStatus {
+    Following,
+    Ended(Option<i32>),
+    Failed(String),
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct NcclView {
+    /// NCCL runs of the state store, newest first.
+    pub runs: Vec<RunRecord>,
+    /// The selected run, by id.
+    pub selected: Option<String>,
+    /// The run being shown, its report so far and its state.
+    pub shown: Option<(String, Report, RunStatus)>,
+}
+
+impl NcclView {
+    pub fn set_runs(&mut self, mut runs: Vec<RunRecord>) {
+        runs.retain(|r| r.kind == "nccl");
+        runs.sort_by(|a, b| b.started_at.cmp(&a.started_at).then_with(|| b.id.cmp(&a.id)));
+        self.runs = runs;
+        if !self
+            .selected
+            .as_ref()
+            .is_some_and(|s| self.runs.iter().any(|r| &r.id == s))
+        {
+            self.selected = self.runs.first().map(|r| r.id.clone());
+        }
+    }
+
+    fn at(&self) -> Option<usize> {
+        self.selected
+            .as_ref()
+            .and_then(|s| self.runs.iter().position(|r| &r.id == s))
+    }
+}
+
+/// Global-context actions in the NCCL view. `None`: not an NCCL action.
+pub fn act(state: &mut State, action: Action) -> Option<Vec<Command>> {
+    let v = &mut state.nccl;
+    let last = v.runs.len().saturating_sub(1);
+    let pick = |v: &mut NcclView, i: usize| v.selected = v.runs.get(i).map(|r| r.id.clone());
+    match action {
+        Action::Up => pick(v, v.at().map_or(0, |i| i.saturating_sub(1))),
+        Action::Down => pick(v, v.at().map_or(0, |i| (i + 1).min(last))),
+        Action::Top => pick(v, 0),
+        Action::Bottom => pick(v, last),
+        Action::Select => {
+            let id = v.selected.clone()?;
+            v.shown = Some((id.clone(), Report::default(), RunStatus::Following));
+            return Some(vec![Command::FollowRun(id)]);
+        }
+        Action::Reload => return Some(vec![Command::LoadFleets]),
+        _ => return None,
+    }
+    Some(vec![])
+}
+
+/// The view's filter narrows the run list (id or fleet).
+pub fn visible(state: &State) -> Vec<&RunRecord> {
+    let f = state.filters[View::Nccl.index()].to_lowercase();
+    state
+        .nccl
+        .runs
+        .iter()
+        .filter(|r| f.is_empty() || r.id.to_lowercase().contains(&f) || r.fleet.to_lowercase().contains(&f))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::keymap::Keymap;
+    use crate::tui::state::Msg;
+    use crate::tui::update::update;
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+    fn run(id: &str, at: u64) -> RunRecord {
+        RunRecord {
+            id: id.into(),
+            kind: "nccl".into(),
+            fleet: "lab".into(),
+            started_at: at,
+            nodes: vec![],
+        }
+    }
+
+    #[test]
+    fn runs_newest_first_follow_and_rows_arrive() {
+        let mut s = State::new(Keymap::defaults(), vec![], "dark".into());
+        update(
+            &mut s,
+            Msg::Runs(vec![
+                run("old", 1),
+                run("new", 2),
+                RunRecord {
+                    kind: "job".into(),
+                    ..run("job", 3)
+                },
+            ]),
+        );
+        assert_eq!(
+            s.nccl.runs.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(),
+            vec!["new", "old"]
+        );
+        update(
+            &mut s,
+            Msg::Key(KeyEvent::new(KeyCode::Char('5'), KeyModifiers::NONE)),
+        );
+        update(
+            &mut s,
+            Msg::Key(KeyEvent::new(KeyCode::Char('j'), KeyModifiers::NONE)),
+        );
+        let cmds = update(
+            &mut s,
+            Msg::Key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE)),
+        );
+        assert_eq!(cmds, vec![Command::FollowRun("old".into())]);
+        let report = crate::nccl::parse_text(
+            &std::fs::read_to_string(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/tests/fixtures/nccl/h200x2-all_reduce.txt"
+            ))
+            .unwrap(),
+        )
+        .remove(0);
+        update(
+            &mut s,
+            Msg::RunReport {
+                id: "old".into(),
+                report: Box::new(report.clone()),
+            },
+        );
+        update(
+            &mut s,
+            Msg::RunEnded {
+                id: "old".into(),
+                code: Some(0),
+            },
+        );
+        let (id, r, st) = s.nccl.shown.clone().unwrap();
+        assert_eq!(
+            (id.as_str(), r.rows.len(), st),
+            ("old", 31, RunStatus::Ended(Some(0)))
+        );
+        // A report for a run no longer shown is dropped.
+        update(
+            &mut s,
+            Msg::RunReport {
+                id: "other".into(),
+                report: Box::new(report),
+            },
+        );
+        assert_eq!(s.nccl.shown.as_ref().unwrap().0, "old");
+    }
+}
