@@ -142,7 +142,7 @@ impl Auth {
         super::http::install_crypto_provider();
         let scopes: Vec<String> = scopes.into_iter().map(Into::into).collect();
         let (json, metadata, description) = resolve(&source)?;
-        let creds = build(&source, json.as_deref(), &scopes)?;
+        let creds = build(&source, &scopes)?;
         Ok(Auth {
             inner: Arc::new(Inner {
                 source,
@@ -195,7 +195,7 @@ impl Auth {
             return Ok(());
         }
         tracing::debug!(credentials = %self.inner.description, "refreshing the access token after a 401");
-        cur.creds = build(&self.inner.source, self.inner.json.as_deref(), &self.inner.scopes)?;
+        cur.creds = build(&self.inner.source, &self.inner.scopes)?;
         cur.generation += 1;
         Ok(())
     }
@@ -294,25 +294,23 @@ fn describe_json(v: &serde_json::Value, path: Option<&Path>) -> String {
     }
 }
 
-fn build(
-    source: &CredentialSource,
-    json: Option<&serde_json::Value>,
-    scopes: &[String],
-) -> Result<Credentials, GcpError> {
-    let built = match (source, json) {
-        (CredentialSource::Given(c), _) => return Ok(c.clone()),
-        (CredentialSource::Metadata { endpoint }, _) => {
+fn build(source: &CredentialSource, scopes: &[String]) -> Result<Credentials, GcpError> {
+    let built = match source {
+        CredentialSource::Given(c) => return Ok(c.clone()),
+        CredentialSource::Metadata { endpoint } => {
             let mut b = mds::Builder::default().with_scopes(scopes.to_vec());
             if let Some(e) = endpoint {
                 b = b.with_endpoint(e.clone());
             }
             b.build()
         }
-        (CredentialSource::Adc, None) => credentials::Builder::default()
+        // The library's own ADC, so that its rules hold exactly (GOOGLE_CLOUD_QUOTA_PROJECT,
+        // token_uri, universe domain); the JSON read here only describes the credentials.
+        CredentialSource::Adc => credentials::Builder::default()
             .with_scopes(scopes.to_vec())
             .build(),
-        (_, Some(v)) => {
-            let v = v.clone();
+        CredentialSource::Json(v) => {
+            let v = serde_json::Value::clone(v);
             match v.get("type").and_then(|t| t.as_str()).unwrap_or("") {
                 "service_account" => service_account::Builder::new(v)
                     .with_access_specifier(service_account::AccessSpecifier::from_scopes(scopes.to_vec()))
@@ -332,7 +330,6 @@ fn build(
                 }
             }
         }
-        (CredentialSource::Json(_), None) => unreachable!("a JSON source resolves to its JSON"),
     };
     built.map_err(|e| {
         let kind = if e.is_loading() {
