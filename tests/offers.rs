@@ -361,13 +361,36 @@ fn bad_queries_exit_1_with_where_and_what() {
 }
 
 #[test]
-fn refresh_does_not_pretend() {
-    let out = flightdeck(&["offers", "--refresh", "--json"]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(out.stdout.is_empty());
+fn refresh_without_credentials_keeps_the_embedded_catalog() {
+    // Hermetic: no credentials file, a metadata server address and Google endpoints that
+    // refuse connections (loopback), so nothing leaves the machine.
+    let closed = || {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+    };
+    let home = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_flightdeck"))
+        .args(["offers", "--refresh", "--json"])
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", home.path())
+        .env("GCE_METADATA_HOST", closed().to_string())
+        .env("FLIGHTDECK_GCP_COMPUTE_URL", format!("http://{}", closed()))
+        .env("FLIGHTDECK_GCP_BILLING_URL", format!("http://{}", closed()))
+        .stdin(Stdio::null())
+        .output()
+        .expect("run flightdeck");
+    assert_eq!(out.status.code(), Some(1), "the refresh failed: exit 1");
     let err = text(&out.stderr);
-    assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.contains("not available in this build yet"), "{err}");
+    assert!(err.contains("live refresh failed: credentials:"), "{err}");
+    assert!(err.contains("gcloud auth application-default login"), "{err}");
+    assert!(err.contains("the embedded catalog stays in use"), "{err}");
+    match serde_json::from_slice(&out.stdout) {
+        Ok(Value::Array(items)) => assert_eq!(items.len(), 911, "the embedded catalog is listed"),
+        other => panic!("stdout is not one JSON array: {other:?}"),
+    }
 }
 
 #[test]

@@ -11,6 +11,7 @@
 //! * [`sort::sort`]: by any [`query::Field`], stable, unknown values last.
 //! * [`Catalog::select`]: filter and sort in one call, as the view does per keystroke.
 
+pub mod live;
 mod load;
 pub mod model;
 pub mod query;

@@ -1,17 +1,33 @@
-//! `flightdeck offers`: GPU offers from the embedded catalog, as an aligned table or one
-//! JSON array.
+//! `flightdeck offers`: GPU offers from the catalog in use, as an aligned table or one JSON
+//! array; `--refresh` fetches a live catalog from Google's APIs first.
+//!
+//! Which catalog: the live one just fetched (`--refresh`), else the cached live catalog in
+//! the state dir when it is newer than the embedded one, else the embedded catalog.
 //!
 //! stdout: the table (header row first) or the JSON array, nothing else. stderr: a line
-//! naming the catalog's source and date, footnotes for unknown prices and flags, and notes
-//! (offers left out for unknown prices, no matches). Exit 0, or 1 for a bad filter, or 2
-//! for `--refresh` (not available yet).
+//! naming the catalog's source, date and age (with `--json` only when it is not the
+//! embedded catalog, or with `--refresh`), footnotes for unknown prices and flags, and
+//! notes (offers left out for unknown prices, no matches).
+//!
+//! Exit 0, or 1 for a bad filter or a failed refresh.
+//!
+//! A failed `--refresh` (no credentials, 403, offline, a malformed reply) says why on
+//! stderr, still lists the catalog that stays in use (cached or embedded, named with its age
+//! on stderr) and exits 1. Why 1 and not 0: the operator asked for current prices and did not
+//! get them; a script that passed `--refresh` must be able to tell stale prices from fresh
+//! ones without parsing stderr (prices drive money decisions). Why still list: stdout keeps
+//! its contract (one table or one JSON document of the catalog in use), so a person sees the
+//! offers anyway and the cache is left as it was, for the next run and the cockpit.
 
 use super::{OfferSort, OffersArgs, Pricing as CliPricing};
+use crate::catalog::live::{self, InUse, RefreshOptions};
 use crate::catalog::{Catalog, Direction, Field, Filtered, Flag, Offer, Pricing, Query, QueryError};
+use crate::paths::Paths;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::process::ExitCode;
+use std::time::SystemTime;
 
 impl From<CliPricing> for Pricing {
     fn from(p: CliPricing) -> Pricing {
@@ -34,14 +50,47 @@ pub fn sort_order(sort: OfferSort) -> Vec<(Field, Direction)> {
 }
 
 pub fn run(args: &OffersArgs) -> anyhow::Result<ExitCode> {
+    // A filter that cannot parse fails before any network call.
+    if let Some(text) = &args.filter {
+        if let Err(e) = Query::parse(text) {
+            eprintln!("flightdeck offers: {}", filter_error(text, &e));
+            return Ok(ExitCode::from(1));
+        }
+    }
+    let state_dir = Paths::from_env().ok().map(|p| p.state_dir);
+    let mut in_use = live::startup(state_dir.as_deref());
+    if let Some(w) = in_use.warning.take() {
+        eprintln!("flightdeck offers: {w}");
+    }
+    let mut refresh_failed = false;
     if args.refresh {
         eprintln!(
-            "flightdeck offers --refresh: live refresh from Google's APIs is not available in this \
-             build yet; without --refresh the embedded catalog is listed"
+            "flightdeck offers: refreshing from Google's APIs (Cloud Billing Catalog, Compute Engine)..."
         );
-        return Ok(ExitCode::from(2));
+        match refresh(state_dir) {
+            Ok(r) => {
+                eprintln!("flightdeck offers: refreshed: {}", r.report);
+                if let Some(w) = &r.cache_warning {
+                    eprintln!("flightdeck offers: {w}");
+                }
+                in_use = InUse::live(r);
+            }
+            Err(e) => {
+                refresh_failed = true;
+                eprintln!("flightdeck offers: live refresh failed: {e}");
+                eprintln!(
+                    "flightdeck offers: the {} catalog stays in use and is listed below; exit status 1 \
+                     because the refresh failed",
+                    if matches!(in_use.origin, live::Origin::Cached { .. }) {
+                        "cached"
+                    } else {
+                        "embedded"
+                    }
+                );
+            }
+        }
     }
-    let catalog = Catalog::embedded();
+    let catalog: &Catalog = &in_use.catalog;
     let query = match build_query(catalog, args) {
         Ok(q) => q,
         Err(message) => {
@@ -55,17 +104,19 @@ pub fn run(args: &OffersArgs) -> anyhow::Result<ExitCode> {
 
     let mut out = std::io::stdout().lock();
     let mut err = std::io::stderr().lock();
+    let described = in_use.describe(SystemTime::now());
     if args.json {
+        if args.refresh || in_use.origin != live::Origin::Embedded {
+            writeln!(err, "catalog: {described}")?;
+        }
         writeln!(out, "{}", json(&offers, pricing)?)?;
     } else {
         writeln!(
             err,
-            "{} of {} offers · {} prices in USD/hour · catalog: {}, as of {}",
+            "{} of {} offers · {} prices in USD/hour · catalog: {described}",
             offers.len(),
             catalog.offers().len(),
             pricing,
-            catalog.source(),
-            catalog.as_of()
         )?;
         write!(out, "{}", table(&offers, pricing))?;
         for line in footnotes(&offers, pricing) {
@@ -75,7 +126,24 @@ pub fn run(args: &OffersArgs) -> anyhow::Result<ExitCode> {
     for line in notes(&selected, &query, &offers, pricing) {
         writeln!(err, "{line}")?;
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(if refresh_failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Run [`live::refresh`] on a runtime of its own, caching into `state_dir`.
+fn refresh(state_dir: Option<std::path::PathBuf>) -> Result<live::Refreshed, crate::cloud::gcp::GcpError> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| crate::cloud::gcp::GcpError::Config(format!("cannot start the async runtime: {e}")))?;
+    let opts = RefreshOptions {
+        state_dir,
+        ..RefreshOptions::default()
+    };
+    rt.block_on(live::refresh(&opts))
 }
 
 /// The query of `--filter` and the other filter flags together, checked against the
@@ -260,7 +328,11 @@ pub fn footnotes(offers: &[&Offer], pricing: Pricing) -> Vec<String> {
             partial.len() - LIMIT
         ));
     }
-    if offers.iter().any(|o| o.flex.is_none()) {
+    if offers.iter().any(|o| o.flex.is_some()) {
+        if offers.iter().any(|o| o.flex.is_none()) {
+            lines.push("  flex: some offers have no flex-start (DWS) price in the catalog".to_string());
+        }
+    } else if !offers.is_empty() {
         lines.push(format!(
             "  flex: the catalog has no flex-start (DWS) prices{}",
             if pricing == Pricing::Flex {

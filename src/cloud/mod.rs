@@ -1,6 +1,7 @@
 //! Backends bring a fleet's nodes up and down behind one trait: `local` (this machine),
 //! `ssh` (existing hosts, like dstack's SSH fleets); the GCP backend plugs in here too.
 
+pub mod gcp;
 pub mod local;
 pub mod ssh_hosts;
 

@@ -1,0 +1,29 @@
+//! Google Cloud: credentials, an HTTP client for Google's REST APIs, and the typed lists the
+//! offers catalog reads (the provisioner builds on the same client).
+//!
+//! ```text
+//!  Auth (ADC via google-cloud-auth) ──headers──> GcpClient (reqwest + rustls/ring)
+//!                                                 │ get / get_json / list_pages
+//!                                                 │ retries 429/5xx, one refresh on 401
+//!              billing::list_skus ────────────────┤
+//!              compute::{list_zones, aggregated_machine_types, aggregated_accelerator_types}
+//! ```
+//!
+//! * [`auth`]: [`Auth`] from Application Default Credentials or a given source.
+//! * [`http`]: [`GcpClient`], [`Endpoints`] (`FLIGHTDECK_GCP_COMPUTE_URL`,
+//!   `FLIGHTDECK_GCP_BILLING_URL`), [`RetryPolicy`], [`ClientOptions`].
+//! * [`error`]: [`GcpError`] (`Api{service, status, reason, message}`, `Auth`, `Network`,
+//!   `Malformed{what}`, `Config`), [`Service`].
+//! * [`billing`], [`compute`]: the reply shapes and the list calls.
+//! * [`project`]: which project to call Compute for.
+
+pub mod auth;
+pub mod billing;
+pub mod compute;
+pub mod error;
+pub mod http;
+pub mod project;
+
+pub use auth::{AdcLocation, Auth, CredentialSource, CLOUD_PLATFORM_SCOPE};
+pub use error::{redact, GcpError, Service};
+pub use http::{ClientOptions, Endpoints, GcpClient, RetryPolicy};
