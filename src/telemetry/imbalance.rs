@@ -120,34 +120,62 @@ pub fn median(values: &mut [f64]) -> Option<f64> {
     })
 }
 
+/// The median of `sorted` without its element at `skip` (`None` when nothing is left).
+fn median_without(sorted: &[f64], skip: usize) -> Option<f64> {
+    let m = sorted.len().checked_sub(1).filter(|&m| m > 0)?;
+    let at = |i: usize| if i < skip { sorted[i] } else { sorted[i + 1] };
+    Some(if m % 2 == 1 {
+        at(m / 2)
+    } else {
+        (at(m / 2 - 1) + at(m / 2)) / 2.0
+    })
+}
+
+/// Values grouped by a key, each group sorted, and where each member landed.
+struct Groups<K> {
+    sorted: std::collections::HashMap<K, Vec<f64>>,
+}
+
+impl<K: std::hash::Hash + Eq> Groups<K> {
+    fn new(items: impl Iterator<Item = (K, f64)>) -> Groups<K> {
+        let mut sorted: std::collections::HashMap<K, Vec<f64>> = std::collections::HashMap::new();
+        for (k, v) in items {
+            sorted.entry(k).or_default().push(v);
+        }
+        for v in sorted.values_mut() {
+            v.sort_by(|a, b| a.total_cmp(b));
+        }
+        Groups { sorted }
+    }
+
+    /// The median of the group of `key` without one member of value `v`, and the count.
+    fn peers(&self, key: &K, v: f64) -> Option<(f64, usize)> {
+        let g = self.sorted.get(key)?;
+        let skip = g.partition_point(|x| x.total_cmp(&v).is_lt());
+        Some((median_without(g, skip)?, g.len() - 1))
+    }
+}
+
 /// Flags from the means of data NICs (only finite means are given).
 pub fn detect(rule: &Rule, means: &[NicMean]) -> Vec<Flag> {
-    let mut flags: Vec<Flag> = Vec::new();
-    let low = |bps: f64, peers: &mut Vec<f64>| -> Option<(f64, usize)> {
-        let count = peers.len();
-        let m = median(peers)?;
+    let low = |bps: f64, peers: Option<(f64, usize)>| -> Option<(f64, usize)> {
+        let (m, count) = peers?;
         (m >= rule.min_flow_bps && bps < rule.ratio * m).then_some((m, count))
     };
+    // Rails: the same device in the same direction on every node; a node: its devices.
+    let rails = Groups::new(means.iter().map(|m| ((&m.device, m.direction), m.bps)));
+    let nodes = Groups::new(means.iter().map(|m| ((m.node, m.direction), m.bps)));
+    let mut flags: Vec<Flag> = Vec::new();
     for m in means {
         let mut reasons = Vec::new();
-        let mut rail: Vec<f64> = means
-            .iter()
-            .filter(|o| o.node != m.node && o.device == m.device && o.direction == m.direction)
-            .map(|o| o.bps)
-            .collect();
-        if let Some((median_bps, peer_count)) = low(m.bps, &mut rail) {
+        if let Some((median_bps, peer_count)) = low(m.bps, rails.peers(&(&m.device, m.direction), m.bps)) {
             reasons.push(Reason {
                 peers: Peers::Rail,
                 peer_count,
                 median_bps,
             });
         }
-        let mut node: Vec<f64> = means
-            .iter()
-            .filter(|o| o.node == m.node && o.device != m.device && o.direction == m.direction)
-            .map(|o| o.bps)
-            .collect();
-        if let Some((median_bps, peer_count)) = low(m.bps, &mut node) {
+        if let Some((median_bps, peer_count)) = low(m.bps, nodes.peers(&(m.node, m.direction), m.bps)) {
             reasons.push(Reason {
                 peers: Peers::Node,
                 peer_count,
@@ -165,20 +193,13 @@ pub fn detect(rule: &Rule, means: &[NicMean]) -> Vec<Flag> {
         }
     }
     for dir in Direction::BOTH {
-        let mut totals: Vec<(usize, f64)> = Vec::new();
+        let mut totals: std::collections::BTreeMap<usize, f64> = Default::default();
         for m in means.iter().filter(|m| m.direction == dir) {
-            match totals.iter_mut().find(|(n, _)| *n == m.node) {
-                Some((_, t)) => *t += m.bps,
-                None => totals.push((m.node, m.bps)),
-            }
+            *totals.entry(m.node).or_default() += m.bps;
         }
-        for &(node, total) in &totals {
-            let mut others: Vec<f64> = totals
-                .iter()
-                .filter(|(n, _)| *n != node)
-                .map(|(_, t)| *t)
-                .collect();
-            if let Some((median_bps, peer_count)) = low(total, &mut others) {
+        let fleet = Groups::new(totals.values().map(|&t| ((), t)));
+        for (&node, &total) in &totals {
+            if let Some((median_bps, peer_count)) = low(total, fleet.peers(&(), total)) {
                 flags.push(Flag {
                     node,
                     device: None,
@@ -354,6 +375,18 @@ mod tests {
         assert_eq!(median(&mut [3.0]), Some(3.0));
         assert_eq!(median(&mut [4.0, 1.0, 3.0]), Some(3.0));
         assert_eq!(median(&mut [4.0, 1.0, 3.0, 2.0]), Some(2.5));
+        // Without one member: the same as the median of the others.
+        let sorted = [1.0, 2.0, 3.0, 5.0, 8.0];
+        for skip in 0..sorted.len() {
+            let mut rest: Vec<f64> = sorted
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| *i != skip)
+                .map(|(_, v)| *v)
+                .collect();
+            assert_eq!(median_without(&sorted, skip), median(&mut rest), "without {skip}");
+        }
+        assert_eq!(median_without(&[7.0], 0), None);
     }
 
     /// NCCL on one NIC of two: the unused one is flagged against its node.

@@ -341,3 +341,24 @@ fn an_overlong_line_is_cut_and_skipped() {
     assert_eq!(recs[0].bad_lines, 1);
     assert_eq!(recs[0].nics.len(), 1);
 }
+
+/// Recorded on a host with two H200s while PyTorch copied between them over NVLink.
+#[test]
+fn nvlink_of_two_h200s() {
+    let text = include_str!("../../tests/fixtures/telemetry/sampler-2xh200-nvlink.txt");
+    let (its, p) = items(text, 512);
+    assert_eq!(p.dropped_records(), 0);
+    assert_eq!(hello(&its).gpus.len(), 2);
+    let recs = records(&its);
+    let r = recs.iter().find(|r| r.seq == 8).unwrap();
+    assert_eq!(r.gpus.len(), 2);
+    assert_eq!(
+        (r.gpus[0].utilization_pct, r.gpus[1].utilization_pct),
+        (Some(64.0), Some(33.0))
+    );
+    let mib = 1024.0 * 1024.0 * 8.0;
+    assert_eq!(r.links[0].nvlink_tx_bps, Some(251786.0 * mib));
+    assert_eq!(r.links[0].nvlink_rx_bps, Some(0.0));
+    assert_eq!(r.links[1].nvlink_rx_bps, Some(251718.0 * mib));
+    assert_eq!(r.links[1].pcie_rx_bps, Some(8.0 * 8e6));
+}

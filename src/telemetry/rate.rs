@@ -13,9 +13,11 @@
 //! An RDMA counter stuck at `2^32 - 1` is a saturated 32-bit IB PortCounters counter: no
 //! rate. A device seen for the first time has no rate yet (NaN); a device missing from a
 //! record has no rate (NaN) there and starts afresh when it comes back. A **missed sample**
-//! (the record numbers jump, or the time since the last record is over
-//! [`MISSED_FACTOR`] intervals, or the clock went back) gives NaN for every device at that
-//! sample, never a zero; counting resumes from it.
+//! gives NaN for every device at the sample after it, never a zero; counting resumes
+//! from there. A sample was missed when the record numbers jump (a record lost), when
+//! more than [`MISSED_FACTOR`] intervals passed since the last record (the node stalled:
+//! a record that is merely late, within that, still gives the exact mean rate over its
+//! longer interval), or when the clock went back.
 
 use super::parse::{GpuReading, LinkReading, Record};
 use std::collections::HashMap;
@@ -25,7 +27,7 @@ use std::collections::HashMap;
 pub const MAX_BPS: f64 = 3.2e12;
 
 /// A gap between records longer than this many intervals counts as a missed sample.
-pub const MISSED_FACTOR: f64 = 1.75;
+pub const MISSED_FACTOR: f64 = 2.5;
 
 /// GPU figures older than this many intervals (and 3 s) are stale: not reported.
 pub const GPU_STALE_INTERVALS: i64 = 3;

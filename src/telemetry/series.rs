@@ -79,13 +79,28 @@ impl<T: Copy> Ring<T> {
         self.len().checked_sub(1).and_then(|i| self.get(i))
     }
 
-    /// Oldest to newest.
-    pub fn iter(&self) -> impl DoubleEndedIterator<Item = T> + '_ {
-        let (a, b) = if self.buf.len() < self.cap {
+    /// The values in order as two slices (oldest first).
+    fn slices(&self) -> (&[T], &[T]) {
+        if self.buf.len() < self.cap {
             (&self.buf[..], &self.buf[..0])
         } else {
             let (x, y) = self.buf.split_at(self.head);
             (y, x)
+        }
+    }
+
+    /// Oldest to newest.
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = T> + '_ {
+        self.iter_from(0)
+    }
+
+    /// From the `start`th value (0 the oldest) to the newest, without walking the first.
+    pub fn iter_from(&self, start: usize) -> impl DoubleEndedIterator<Item = T> + '_ {
+        let (a, b) = self.slices();
+        let (a, b) = if start <= a.len() {
+            (&a[start..], b)
+        } else {
+            (&a[..0], &b[(start - a.len()).min(b.len())..])
         };
         a.iter().chain(b.iter()).copied()
     }
@@ -210,13 +225,19 @@ impl<'a> Series<'a> {
         (a, b.max(a))
     }
 
-    /// Where point `i`'s interval starts.
-    fn start_of(&self, i: usize) -> u32 {
-        let t = self.t_ms.get(i).expect("in range");
-        match i.checked_sub(1).and_then(|j| self.t_ms.get(j)) {
-            Some(p) => p,
-            None => t.saturating_sub(self.interval_ms),
-        }
+    /// Points `a..b` as (start of its interval, t, value), oldest first.
+    fn points(&self, a: usize, b: usize) -> impl Iterator<Item = (u32, u32, f32)> + 'a {
+        let iv = self.interval_ms;
+        let mut prev = a.checked_sub(1).and_then(|j| self.t_ms.get(j));
+        self.t_ms
+            .iter_from(a)
+            .zip(self.v.iter_from(a))
+            .take(b.saturating_sub(a))
+            .map(move |(t, v)| {
+                let start = prev.unwrap_or(t.saturating_sub(iv));
+                prev = Some(t);
+                (start, t, v)
+            })
     }
 
     pub fn last(&self) -> Option<(u32, f32)> {
@@ -243,17 +264,10 @@ impl<'a> Series<'a> {
             ((off * n).div_ceil(span).max(1) - 1).min(n - 1) as usize
         };
         // Points whose interval reaches into the window: up to the first past its end.
-        let (a, _) = self.range(from_ms, to_ms);
-        let b = self.t_ms.partition_point(|t| t <= to_ms);
+        let (a, b) = self.range(from_ms, to_ms);
         let end = (b + 1).min(self.t_ms.len());
-        for i in a..end {
-            let v = self.v.get(i).expect("aligned");
-            if !v.is_finite() {
-                continue;
-            }
-            let start = self.start_of(i);
-            let t = self.t_ms.get(i).expect("in range");
-            if t <= from_ms || start >= to_ms {
+        for (start, t, v) in self.points(a, end) {
+            if !v.is_finite() || t <= from_ms || start >= to_ms {
                 continue;
             }
             for c in &mut out[first_col(start)..=last_col(t)] {
@@ -272,13 +286,14 @@ impl<'a> Series<'a> {
             return WindowStats::EMPTY;
         }
         let (mut sum, mut time, mut peak, mut known) = (0.0f64, 0.0f64, f64::NAN, 0usize);
-        for i in a..b {
-            let v = f64::from(self.v.get(i).expect("aligned"));
+        let mut current = f64::NAN;
+        for (start, t, v) in self.points(a, b) {
+            let v = f64::from(v);
+            current = v;
             if !v.is_finite() {
                 continue;
             }
-            let t = self.t_ms.get(i).expect("in range");
-            let dt = f64::from(t - self.start_of(i).max(from_ms)).max(0.0);
+            let dt = f64::from(t - start.max(from_ms).min(t));
             sum += v * dt;
             time += dt;
             known += 1;
@@ -287,7 +302,7 @@ impl<'a> Series<'a> {
             }
         }
         WindowStats {
-            current: f64::from(self.v.get(b - 1).expect("aligned")),
+            current,
             avg: if time > 0.0 { sum / time } else { f64::NAN },
             peak,
             known,
@@ -316,6 +331,8 @@ pub struct NodeSeries {
     t_ms: Ring<u32>,
     cols: Vec<Column>,
     index: HashMap<SeriesKey, usize>,
+    /// The (rx, tx) columns of each NIC: found without building a key.
+    net_cols: HashMap<Device, (usize, usize)>,
     /// Netdevs that belong to RDMA ports (their RDMA traffic shows on the port).
     pub rdma_netdevs: BTreeMap<String, Device>,
     pub gpus: BTreeMap<u32, GpuLatest>,
@@ -336,6 +353,7 @@ impl NodeSeries {
             t_ms: Ring::new(cap),
             cols: Vec::new(),
             index: HashMap::new(),
+            net_cols: HashMap::new(),
             rdma_netdevs: BTreeMap::new(),
             gpus: BTreeMap::new(),
             records: 0,
@@ -402,8 +420,22 @@ impl NodeSeries {
         self.cols.len() - 1
     }
 
+    fn net_columns(&mut self, d: &Device) -> (usize, usize) {
+        if let Some(&c) = self.net_cols.get(d) {
+            return c;
+        }
+        let rx = self.column(SeriesKey::net(d.clone(), Metric::Rx));
+        let tx = self.column(SeriesKey::net(d.clone(), Metric::Tx));
+        self.net_cols.insert(d.clone(), (rx, tx));
+        (rx, tx)
+    }
+
     fn put(&mut self, key: SeriesKey, v: f64, filled: &mut Vec<bool>) {
         let i = self.column(key);
+        self.put_at(i, v, filled);
+    }
+
+    fn put_at(&mut self, i: usize, v: f64, filled: &mut Vec<bool>) {
         if i >= filled.len() {
             filled.resize(i + 1, false);
         }
@@ -526,8 +558,9 @@ impl Telemetry {
             if let (Device::Rdma { .. }, Some(nd)) = (&d.device, &d.netdev) {
                 n.rdma_netdevs.insert(nd.clone(), d.device.clone());
             }
-            n.put(SeriesKey::net(d.device.clone(), Metric::Rx), d.rx_bps, filled);
-            n.put(SeriesKey::net(d.device.clone(), Metric::Tx), d.tx_bps, filled);
+            let (rx, tx) = n.net_columns(&d.device);
+            n.put_at(rx, d.rx_bps, filled);
+            n.put_at(tx, d.tx_bps, filled);
         }
         for g in &sample.gpus {
             let f = |x: Option<f32>| x.map(f64::from).unwrap_or(f64::NAN);
@@ -580,6 +613,7 @@ impl Telemetry {
                 .enumerate()
                 .map(|(i, c)| (c.key.clone(), i))
                 .collect();
+            n.net_cols.clear();
         }
         n.last_sample = Some(sample);
         n.last_sample.as_ref()

@@ -180,6 +180,24 @@ fn a_missed_sample_is_a_gap() {
     let samples: Vec<_> = recs.iter().map(|r| t.update(r)).collect();
     assert!(samples[5].missed && !samples[6].missed);
     assert!(samples[5].devices.iter().all(|d| d.tx_bps.is_nan()));
+    // A record late by 400 ms (1.8 intervals) is no gap: its rate is the mean over 0.9 s.
+    let (_, mut late) = parse(TESTBED);
+    for r in late.iter_mut().filter(|r| r.seq >= 6) {
+        r.t_ns += 400_000_000;
+    }
+    let mut t = RateTracker::new(500);
+    let samples: Vec<_> = late.iter().map(|r| t.update(r)).collect();
+    assert!(!samples[5].missed);
+    let tx = |s: &crate::telemetry::rate::Sample| {
+        s.devices
+            .iter()
+            .find(|d| d.device.label() == "eth1")
+            .unwrap()
+            .tx_bps
+    };
+    let bytes = (late[5].nics[2].tx_bytes - late[4].nics[2].tx_bytes) as f64;
+    let secs = (late[5].t_ns - late[4].t_ns) as f64 / 1e9;
+    assert!(near(tx(&samples[5]), bytes * 8.0 / secs, 1e-6));
     // A clock that goes back: a gap, and the next sample counts from there.
     let mut t = RateTracker::new(500);
     t.update(&recs[0]);
@@ -248,6 +266,15 @@ fn ring_buffers() {
     assert_eq!(r.len(), 4);
     assert_eq!(r.iter().collect::<Vec<_>>(), [7, 8, 9, 10]);
     assert_eq!(r.iter().rev().collect::<Vec<_>>(), [10, 9, 8, 7]);
+    for start in 0..6 {
+        let want: Vec<u32> = r.iter().skip(start).collect();
+        assert_eq!(r.iter_from(start).collect::<Vec<_>>(), want, "from {start}");
+    }
+    let mut half: Ring<u32> = Ring::new(4);
+    half.push(1);
+    half.push(2);
+    assert_eq!(half.iter_from(1).collect::<Vec<_>>(), [2]);
+    assert_eq!(half.iter_from(3).count(), 0);
     assert_eq!(
         (r.get(0), r.get(3), r.get(4), r.last()),
         (Some(7), Some(10), None, Some(10))

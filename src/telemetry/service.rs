@@ -283,3 +283,64 @@ async fn run_ssh(
         None => "the connection closed".to_string(),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn local_node() -> NodeTarget {
+        NodeTarget {
+            index: 3,
+            name: "l-3".into(),
+            host: "localhost".into(),
+            port: None,
+            user: None,
+            identity_file: None,
+            proxy_jump: None,
+            internal_ip: None,
+        }
+    }
+
+    /// The local backend: a hello, then records one interval apart by the node's clock,
+    /// each stamped with its arrival; dropping the samplers ends the stream.
+    #[tokio::test]
+    async fn local_sampler_streams_records() {
+        let (tx, mut rx) = mpsc::channel(64);
+        let interval = Interval::from_millis(100).unwrap();
+        let samplers = spawn(Transport::Local, vec![local_node()], Options::once(interval), tx);
+        let mut hello = None;
+        let mut records = Vec::new();
+        while records.len() < 3 {
+            match tokio::time::timeout(Duration::from_secs(10), rx.recv()).await {
+                Ok(Some(TelemetryEvent::Hello { node, hello: h })) => {
+                    assert_eq!(node, 3);
+                    hello = Some(h);
+                }
+                Ok(Some(TelemetryEvent::Record {
+                    node,
+                    record,
+                    arrived_unix_ns,
+                })) => {
+                    assert_eq!(node, 3);
+                    assert!(hello.is_some(), "the hello comes first");
+                    assert!((arrived_unix_ns - record.t_ns).abs() < 5_000_000_000);
+                    records.push(record);
+                }
+                Ok(Some(TelemetryEvent::Stderr { .. })) => {}
+                other => panic!("unexpected: {other:?}"),
+            }
+        }
+        assert_eq!(hello.unwrap().interval_ms, 100);
+        assert_eq!(records.iter().map(|r| r.seq).collect::<Vec<_>>(), [1, 2, 3]);
+        let dt = (records[2].t_ns - records[0].t_ns) as f64 / 2e6;
+        assert!((50.0..400.0).contains(&dt), "{dt} ms between records");
+        assert!(records[0].nics.iter().any(|n| n.name == "lo"));
+        drop(samplers);
+        // The task is gone: its sender with it.
+        let end = tokio::time::timeout(Duration::from_secs(5), async {
+            while rx.recv().await.is_some() {}
+        })
+        .await;
+        assert!(end.is_ok(), "the stream did not end");
+    }
+}
