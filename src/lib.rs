@@ -12,6 +12,7 @@ pub mod nccl;
 pub mod paths;
 pub mod ssh;
 pub mod store;
+pub mod telemetry;
 pub mod term;
 pub mod tui;
 pub mod yaml;

@@ -6,6 +6,7 @@ mod config_cmd;
 mod exec_cmd;
 mod fleet_cmd;
 mod nccl_cmd;
+mod nics_cmd;
 mod offers_cmd;
 pub mod prompt;
 
@@ -227,12 +228,23 @@ pub struct NicsArgs {
     /// Sampling interval, 100ms to 10s.
     #[arg(long, default_value = "1s")]
     pub interval: String,
-    /// Number of samples to take before printing.
+    /// Number of samples to take before printing (rates need one more reading).
     #[arg(long, default_value_t = 5)]
     pub samples: u32,
     /// Print one JSON document instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// Data NICs by name, instead of the automatic rule (comma-separated, * matches any
+    /// text, e.g. 'eth1,eth2' or 'enp*s0'); RDMA ports by device (mlx5_0).
+    #[arg(long, value_delimiter = ',', value_name = "NICS")]
+    pub data_nics: Vec<String>,
+    /// Control NICs by name, instead of the automatic rule (comma-separated, * wildcard).
+    #[arg(long, value_delimiter = ',', value_name = "NICS")]
+    pub control_nics: Vec<String>,
+    /// Also sample the GPUs' PCIe and NVLink throughput (nvidia-smi dmon: about 0.7% of a
+    /// core on each node).
+    #[arg(long)]
+    pub gpu_links: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -288,7 +300,7 @@ impl Command {
         Some(match self {
             Command::Offers(_) | Command::Fleet(_) | Command::Exec(_) => return None,
             Command::Nccl(_) => return None,
-            Command::Nics(_) => "NIC telemetry",
+            Command::Nics(_) => return None,
             Command::Job(_) => "training jobs",
             Command::Config(_) => return None,
         })
@@ -320,6 +332,10 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Exec(a)) => {
             init_cli_logging(&cli, &paths);
             exec_cmd::run(a, &cli, &paths)
+        }
+        Some(Command::Nics(a)) => {
+            init_cli_logging(&cli, &paths);
+            nics_cmd::run(a, &cli, &paths)
         }
         Some(Command::Offers(args)) => offers_cmd::run(args),
         Some(Command::Nccl(NcclCommand::Parse { file, json })) => nccl_cmd::parse(file, *json),

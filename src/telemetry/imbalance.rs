@@ -1,0 +1,401 @@
+//! Imbalance: the NIC, or the node, that carries much less than its peers while traffic
+//! flows. Pure: window means in, flags out.
+//!
+//! The rule, per direction (rx and tx separately: a throttled sender is slow on tx only),
+//! over a window of [`Rule::window_ms`] (3 s) ending at the newest sample of the fleet:
+//! * a **data NIC** is flagged when its mean rate over the window is under
+//!   [`Rule::ratio`] (½) of the median of its peers' means, and that median is at least
+//!   [`Rule::min_flow_bps`] (10 Mbit/s: "traffic flows"). Two peer groups are checked:
+//!   its **rail** (the data NIC of the same name on the other nodes) and its **node**
+//!   (the other data NICs of the same node). Either one flags it; the flag lists both.
+//! * a **node** is flagged when the sum of its data NICs' means is under half the median
+//!   of the other nodes' sums, that median again at least the flow threshold.
+//! * a mean needs at least [`Rule::min_samples`] known values in the window: one late
+//!   sample is not "staying" under anything. Gaps (NaN) are not zeros and count for
+//!   nothing; a NIC with no known value in the window takes no part.
+//!
+//! "Stays under" is thus read as "its mean over the window is under": the mean of rates
+//! is the bytes moved over the window, which a single spike cannot lift far when the
+//! NIC is really starved (and a NIC at a steady half rate for 3 s is what to look at).
+
+use super::layout::{Classifier, NodeLayout, Role};
+use super::rate::Device;
+use super::series::{Metric, SeriesKey, Telemetry};
+
+/// Received or sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    Rx,
+    Tx,
+}
+
+impl Direction {
+    pub const BOTH: [Direction; 2] = [Direction::Rx, Direction::Tx];
+
+    pub fn metric(self) -> Metric {
+        match self {
+            Direction::Rx => Metric::Rx,
+            Direction::Tx => Metric::Tx,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Direction::Rx => "rx",
+            Direction::Tx => "tx",
+        }
+    }
+}
+
+/// The thresholds of the rule.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct Rule {
+    pub window_ms: u32,
+    pub ratio: f64,
+    pub min_flow_bps: f64,
+    pub min_samples: usize,
+}
+
+impl Default for Rule {
+    fn default() -> Self {
+        Rule {
+            window_ms: 3000,
+            ratio: 0.5,
+            min_flow_bps: 10e6,
+            min_samples: 2,
+        }
+    }
+}
+
+/// One data NIC's mean rate over the window, in one direction.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NicMean {
+    pub node: usize,
+    pub device: Device,
+    pub direction: Direction,
+    pub bps: f64,
+}
+
+/// Whom a flagged NIC or node was compared with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Peers {
+    /// The same rail on the other nodes.
+    Rail,
+    /// The other data NICs of the node.
+    Node,
+    /// The other nodes (a node's total).
+    Fleet,
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Reason {
+    pub peers: Peers,
+    pub peer_count: usize,
+    pub median_bps: f64,
+}
+
+/// A NIC (or a whole node, `device: None`) that carries under half of its peers.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Flag {
+    pub node: usize,
+    pub device: Option<Device>,
+    pub direction: Direction,
+    pub bps: f64,
+    pub reasons: Vec<Reason>,
+}
+
+/// The median of finite values (the mean of the middle two for an even count).
+pub fn median(values: &mut [f64]) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    values.sort_by(|a, b| a.total_cmp(b));
+    let n = values.len();
+    Some(if n % 2 == 1 {
+        values[n / 2]
+    } else {
+        (values[n / 2 - 1] + values[n / 2]) / 2.0
+    })
+}
+
+/// The median of `sorted` without its element at `skip` (`None` when nothing is left).
+fn median_without(sorted: &[f64], skip: usize) -> Option<f64> {
+    let m = sorted.len().checked_sub(1).filter(|&m| m > 0)?;
+    let at = |i: usize| if i < skip { sorted[i] } else { sorted[i + 1] };
+    Some(if m % 2 == 1 {
+        at(m / 2)
+    } else {
+        (at(m / 2 - 1) + at(m / 2)) / 2.0
+    })
+}
+
+/// Values grouped by a key, each group sorted, and where each member landed.
+struct Groups<K> {
+    sorted: std::collections::HashMap<K, Vec<f64>>,
+}
+
+impl<K: std::hash::Hash + Eq> Groups<K> {
+    fn new(items: impl Iterator<Item = (K, f64)>) -> Groups<K> {
+        let mut sorted: std::collections::HashMap<K, Vec<f64>> = std::collections::HashMap::new();
+        for (k, v) in items {
+            sorted.entry(k).or_default().push(v);
+        }
+        for v in sorted.values_mut() {
+            v.sort_by(|a, b| a.total_cmp(b));
+        }
+        Groups { sorted }
+    }
+
+    /// The median of the group of `key` without one member of value `v`, and the count.
+    fn peers(&self, key: &K, v: f64) -> Option<(f64, usize)> {
+        let g = self.sorted.get(key)?;
+        let skip = g.partition_point(|x| x.total_cmp(&v).is_lt());
+        Some((median_without(g, skip)?, g.len() - 1))
+    }
+}
+
+/// Flags from the means of data NICs (only finite means are given).
+pub fn detect(rule: &Rule, means: &[NicMean]) -> Vec<Flag> {
+    let low = |bps: f64, peers: Option<(f64, usize)>| -> Option<(f64, usize)> {
+        let (m, count) = peers?;
+        (m >= rule.min_flow_bps && bps < rule.ratio * m).then_some((m, count))
+    };
+    // Rails: the same device in the same direction on every node; a node: its devices.
+    let rails = Groups::new(means.iter().map(|m| ((&m.device, m.direction), m.bps)));
+    let nodes = Groups::new(means.iter().map(|m| ((m.node, m.direction), m.bps)));
+    let mut flags: Vec<Flag> = Vec::new();
+    for m in means {
+        let mut reasons = Vec::new();
+        if let Some((median_bps, peer_count)) = low(m.bps, rails.peers(&(&m.device, m.direction), m.bps)) {
+            reasons.push(Reason {
+                peers: Peers::Rail,
+                peer_count,
+                median_bps,
+            });
+        }
+        if let Some((median_bps, peer_count)) = low(m.bps, nodes.peers(&(m.node, m.direction), m.bps)) {
+            reasons.push(Reason {
+                peers: Peers::Node,
+                peer_count,
+                median_bps,
+            });
+        }
+        if !reasons.is_empty() {
+            flags.push(Flag {
+                node: m.node,
+                device: Some(m.device.clone()),
+                direction: m.direction,
+                bps: m.bps,
+                reasons,
+            });
+        }
+    }
+    for dir in Direction::BOTH {
+        let mut totals: std::collections::BTreeMap<usize, f64> = Default::default();
+        for m in means.iter().filter(|m| m.direction == dir) {
+            *totals.entry(m.node).or_default() += m.bps;
+        }
+        let fleet = Groups::new(totals.values().map(|&t| ((), t)));
+        for (&node, &total) in &totals {
+            if let Some((median_bps, peer_count)) = low(total, fleet.peers(&(), total)) {
+                flags.push(Flag {
+                    node,
+                    device: None,
+                    direction: dir,
+                    bps: total,
+                    reasons: vec![Reason {
+                        peers: Peers::Fleet,
+                        peer_count,
+                        median_bps,
+                    }],
+                });
+            }
+        }
+    }
+    flags.sort_by(|a, b| (a.node, &a.device, a.direction).cmp(&(b.node, &b.device, b.direction)));
+    flags
+}
+
+impl Classifier {
+    /// The role of each NIC and RDMA port of `node` in `store`.
+    pub fn roles(&self, store: &Telemetry, node: usize) -> Vec<(Device, Role)> {
+        let Some(n) = store.node(node) else {
+            return Vec::new();
+        };
+        let netdevs: Vec<String> = n.rdma_netdevs.keys().cloned().collect();
+        let devices = n.devices();
+        let layout = NodeLayout {
+            default_route: n.hello.as_ref().and_then(|h| h.default_route.as_deref()),
+            rdma_netdevs: &netdevs,
+            has_rdma: devices.iter().any(|d| matches!(d, Device::Rdma { .. })),
+        };
+        devices
+            .into_iter()
+            .map(|d| (d.clone(), self.role(d, &layout)))
+            .collect()
+    }
+}
+
+/// The means of every data NIC of `nodes` over the window ending at the fleet's newest
+/// sample, then [`detect`].
+pub fn detect_in(store: &Telemetry, nodes: &[usize], classifier: &Classifier, rule: &Rule) -> Vec<Flag> {
+    let Some(now) = store.now_ms() else {
+        return Vec::new();
+    };
+    let from = now.saturating_sub(rule.window_ms);
+    let mut means = Vec::new();
+    for &node in nodes {
+        let Some(n) = store.node(node) else { continue };
+        for (device, role) in classifier.roles(store, node) {
+            if role != Role::Data {
+                continue;
+            }
+            for direction in Direction::BOTH {
+                let Some(s) = n.series(&SeriesKey::net(device.clone(), direction.metric())) else {
+                    continue;
+                };
+                let st = s.stats(from, now);
+                if st.known >= rule.min_samples && st.avg.is_finite() {
+                    means.push(NicMean {
+                        node,
+                        device: device.clone(),
+                        direction,
+                        bps: st.avg,
+                    });
+                }
+            }
+        }
+    }
+    detect(rule, &means)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mean(node: usize, nic: &str, direction: Direction, mbps: f64) -> NicMean {
+        NicMean {
+            node,
+            device: Device::nic(nic),
+            direction,
+            bps: mbps * 1e6,
+        }
+    }
+
+    fn names(flags: &[Flag]) -> Vec<String> {
+        flags
+            .iter()
+            .map(|f| {
+                let what = f.device.as_ref().map(|d| d.label()).unwrap_or_else(|| "*".into());
+                let peers: Vec<&str> = f
+                    .reasons
+                    .iter()
+                    .map(|r| match r.peers {
+                        Peers::Rail => "rail",
+                        Peers::Node => "node",
+                        Peers::Fleet => "fleet",
+                    })
+                    .collect();
+                format!("{} {what} {} {}", f.node, f.direction.as_str(), peers.join("+"))
+            })
+            .collect()
+    }
+
+    /// 4 nodes x 2 rails, every node sending to every other on both rails; `f(node, nic, dir)`
+    /// gives the Mbit/s.
+    fn fleet(f: impl Fn(usize, &str, Direction) -> f64) -> Vec<NicMean> {
+        let mut v = vec![];
+        for node in 0..4 {
+            for nic in ["eth1", "eth2"] {
+                for d in Direction::BOTH {
+                    v.push(mean(node, nic, d, f(node, nic, d)));
+                }
+            }
+        }
+        v
+    }
+
+    #[test]
+    fn table_of_cases() {
+        use Direction::*;
+        let rule = Rule::default();
+        let cases: Vec<(&str, Vec<NicMean>, Vec<&str>)> = vec![
+            ("balanced", fleet(|_, _, _| 150.0), vec![]),
+            (
+                "idle fleet: nothing flows, nothing is flagged",
+                fleet(|n, _, _| if n == 1 { 0.0 } else { 4.0 }),
+                vec![],
+            ),
+            (
+                "node 1 eth2 sender throttled to 10 Mbit/s: its receivers lose a third",
+                fleet(|n, nic, d| match (n, nic, d) {
+                    (1, "eth2", Tx) => 10.0,
+                    (_, "eth2", Rx) if n != 1 => 103.0,
+                    _ => 150.0,
+                }),
+                vec!["1 eth2 tx rail+node"],
+            ),
+            (
+                "a dead rail on one node: both directions, both peer groups",
+                fleet(|n, nic, _| if n == 2 && nic == "eth1" { 0.0 } else { 150.0 }),
+                vec!["2 eth1 rx rail+node", "2 eth1 tx rail+node"],
+            ),
+            (
+                "a node at a third of the others on every NIC: rail flags and a node flag",
+                fleet(|n, _, _| if n == 3 { 50.0 } else { 150.0 }),
+                vec![
+                    "3 eth1 rx rail",
+                    "3 eth1 tx rail",
+                    "3 eth2 rx rail",
+                    "3 eth2 tx rail",
+                    "3 * rx fleet",
+                    "3 * tx fleet",
+                ],
+            ),
+            (
+                "just above half is not flagged",
+                fleet(|n, nic, _| if n == 0 && nic == "eth2" { 76.0 } else { 150.0 }),
+                vec![],
+            ),
+        ];
+        for (what, means, want) in cases {
+            let mut got = names(&detect(&rule, &means));
+            got.sort();
+            let mut want: Vec<String> = want.into_iter().map(String::from).collect();
+            want.sort();
+            assert_eq!(got, want, "{what}");
+        }
+    }
+
+    #[test]
+    fn medians() {
+        assert_eq!(median(&mut []), None);
+        assert_eq!(median(&mut [3.0]), Some(3.0));
+        assert_eq!(median(&mut [4.0, 1.0, 3.0]), Some(3.0));
+        assert_eq!(median(&mut [4.0, 1.0, 3.0, 2.0]), Some(2.5));
+        // Without one member: the same as the median of the others.
+        let sorted = [1.0, 2.0, 3.0, 5.0, 8.0];
+        for skip in 0..sorted.len() {
+            let mut rest: Vec<f64> = sorted
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| *i != skip)
+                .map(|(_, v)| *v)
+                .collect();
+            assert_eq!(median_without(&sorted, skip), median(&mut rest), "without {skip}");
+        }
+        assert_eq!(median_without(&[7.0], 0), None);
+    }
+
+    /// NCCL on one NIC of two: the unused one is flagged against its node.
+    #[test]
+    fn one_nic_of_a_node_unused() {
+        let means = vec![
+            mean(0, "eth1", Direction::Tx, 900.0),
+            mean(0, "eth2", Direction::Tx, 0.2),
+        ];
+        assert_eq!(names(&detect(&Rule::default(), &means)), vec!["0 eth2 tx node"]);
+    }
+}
