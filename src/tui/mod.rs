@@ -6,6 +6,7 @@ pub mod app;
 pub mod fleets;
 pub mod keymap;
 pub mod nccl;
+pub mod nics;
 pub mod offers;
 pub mod panes;
 pub mod services;

@@ -97,6 +97,8 @@ pub struct Services {
     next_pane: usize,
     /// The task following an NCCL run, if any.
     follow: Option<tokio::task::JoinHandle<()>>,
+    /// The NICs view's samplers (stopped when dropped).
+    samplers: Option<crate::telemetry::service::Samplers>,
 }
 
 impl Services {
@@ -139,6 +141,7 @@ impl Services {
             pane_events,
             next_pane: 0,
             follow: None,
+            samplers: None,
         }
     }
 
@@ -207,6 +210,7 @@ impl Services {
                 });
             }
             Command::FollowRun(id) => self.follow_run(id),
+            Command::StartTelemetry(fleet) => self.start_telemetry(fleet),
             Command::Quit | Command::Suspend | Command::LoadTheme(_) | Command::Yank(_) => {}
         }
     }
@@ -298,6 +302,60 @@ impl Services {
                 .await;
             let _ = tx.send(ServiceEvent::Msg(Msg::RunEnded { id, code })).await;
         }));
+    }
+
+    /// Samplers on every node of `fleet` (the previous ones stop when dropped).
+    fn start_telemetry(&mut self, fleet: String) {
+        self.samplers = None;
+        let (tx, dir) = (self.tx.clone(), self.paths.state_dir.clone());
+        let loaded = tokio::task::block_in_place(|| Store::new(&dir).load());
+        let record = match loaded {
+            Ok((s, _)) => s.fleets.into_iter().find(|f| f.name == fleet),
+            Err(e) => {
+                let _ = tx.try_send(ServiceEvent::Msg(Msg::PanesFailed(e.to_string())));
+                return;
+            }
+        };
+        let Some(record) = record else {
+            let _ = tx.try_send(ServiceEvent::Msg(Msg::PanesFailed(format!(
+                "no fleet `{fleet}` in the state"
+            ))));
+            return;
+        };
+        let transport = match record.backend.as_str() {
+            "local" => exec::Transport::Local,
+            "ssh" => exec::Transport::Ssh {
+                pool: self.pool.clone(),
+                resolver: self.resolver.clone(),
+            },
+            other => {
+                let _ = tx.try_send(ServiceEvent::Msg(Msg::PanesFailed(format!(
+                    "the {other} backend is not in this build"
+                ))));
+                return;
+            }
+        };
+        let nodes: Vec<String> = record.nodes.iter().map(|n| n.name.clone()).collect();
+        let _ = tx.try_send(ServiceEvent::Msg(Msg::TelemetryStarted { fleet, nodes }));
+        let (ttx, mut trx) = mpsc::channel(1024);
+        let opts = crate::telemetry::service::Options::live(crate::telemetry::sampler::Interval::DEFAULT);
+        self.samplers = Some(crate::telemetry::service::spawn(
+            transport,
+            record.nodes.clone(),
+            opts,
+            ttx,
+        ));
+        tokio::spawn(async move {
+            while let Some(e) = trx.recv().await {
+                if tx
+                    .send(ServiceEvent::Msg(Msg::Telemetry(Box::new(e))))
+                    .await
+                    .is_err()
+                {
+                    return;
+                }
+            }
+        });
     }
 
     fn send(&self, id: usize, input: PaneInput) {

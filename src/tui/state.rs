@@ -162,6 +162,7 @@ pub struct State {
     pub panes: Panes,
     pub offers: super::offers::OffersView,
     pub nccl: super::nccl::NcclView,
+    pub nics: super::nics::NicsView,
     /// Questions waiting for the overlay (host keys, passphrases), oldest first.
     pub questions: std::collections::VecDeque<Overlay>,
 }
@@ -183,6 +184,7 @@ impl State {
             fleet_selected: None,
             panes: Panes::default(),
             nccl: Default::default(),
+            nics: Default::default(),
             offers: super::offers::OffersView::new(std::sync::Arc::new(
                 crate::catalog::Catalog::embedded().clone(),
             )),
@@ -244,6 +246,13 @@ pub enum Msg {
         id: String,
         code: Option<i32>,
     },
+    /// A sampler reported (NICs view).
+    Telemetry(Box<crate::telemetry::service::TelemetryEvent>),
+    /// Samplers started on a fleet's nodes (their names by index).
+    TelemetryStarted {
+        fleet: String,
+        nodes: Vec<String>,
+    },
     /// The run could not be followed.
     RunFailed {
         id: String,
@@ -299,4 +308,6 @@ pub enum Command {
     },
     /// Follow an NCCL run of the state store from its first line.
     FollowRun(String),
+    /// Start samplers on every node of a fleet (stopping any running).
+    StartTelemetry(String),
 }

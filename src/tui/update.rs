@@ -5,7 +5,7 @@ use super::action::{Action, Context};
 use super::state::{Candidate, Command, FilterEntry, Msg, Overlay, Palette, State, StatusMessage, View};
 use super::theme::Tone;
 use super::views::help;
-use super::{fleets, nccl, offers, panes};
+use super::{fleets, nccl, nics, offers, panes};
 use crossterm::event::{KeyEvent, KeyEventKind};
 use tui_textarea::TextArea;
 
@@ -131,6 +131,20 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Command> {
                     tone: Tone::Fail,
                 },
             });
+            state.dirty = true;
+            vec![]
+        }
+        Msg::Telemetry(event) => {
+            nics::ingest(state, *event);
+            vec![]
+        }
+        Msg::TelemetryStarted { fleet, nodes } => {
+            state.nics = nics::NicsView {
+                fleet: Some(fleet),
+                down: vec![None; nodes.len()],
+                nodes,
+                ..Default::default()
+            };
             state.dirty = true;
             vec![]
         }
@@ -273,6 +287,7 @@ pub fn act(state: &mut State, action: Action) -> Vec<Command> {
         View::Fleets => fleets::act(state, action),
         View::Offers => offers::act(state, action),
         View::Nccl => nccl::act(state, action),
+        View::Nics => nics::act(state, action),
         _ => None,
     };
     if let Some(commands) = view_specific {

@@ -93,28 +93,6 @@ fn pid_alive(pid: u32) -> bool {
     Path::new(&format!("/proc/{pid}")).exists()
 }
 
-/// Wait (at most 90 s) until the kernel has finished tearing down the testbeds of
-/// processes that are gone: their namespaces outlive `ip netns del` until the last
-/// reference drops, and while they linger a new bastion can accept connections without
-/// ever answering them. A leftover's root-side link (`fdtb<pid>x<n>`) marks it.
-fn wait_for_teardowns() {
-    let start = Instant::now();
-    loop {
-        let links = run(&["ip", "-o", "link", "show"]).unwrap_or_default();
-        let lingering = links
-            .split_whitespace()
-            .filter_map(|w| w.strip_prefix("fdtb"))
-            .any(|rest| {
-                let pid: u32 = rest.split('x').next().and_then(|p| p.parse().ok()).unwrap_or(0);
-                pid != 0 && pid != std::process::id() % 100000 && !pid_alive(pid)
-            });
-        if !lingering || start.elapsed() > Duration::from_secs(90) {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
-
 /// Remove namespaces left by testbeds whose process is gone.
 fn clean_leftovers() {
     let Ok(list) = run(&["ip", "netns", "list"]) else {
@@ -165,7 +143,6 @@ impl Testbed {
         }
         std::fs::create_dir_all("/run/sshd").map_err(|e| e.to_string())?;
         clean_leftovers();
-        wait_for_teardowns();
         static SEQ: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let prefix = format!("fdtb{}-{seq}", std::process::id());
@@ -224,9 +201,8 @@ impl Testbed {
             static ALLOC: std::sync::Mutex<()> = std::sync::Mutex::new(());
             let _guard = ALLOC.lock().unwrap_or_else(|p| p.into_inner());
             let used = run(&["ip", "-4", "-o", "addr", "show"])?;
-            // Start from a slot picked by pid and sequence, so a testbed does not take
-            // over the addresses of one just torn down (a namespace's teardown finishes
-            // in the kernel after `ip netns del` returns).
+            // Start from a slot picked by pid and sequence: concurrent processes rarely
+            // race for the same one.
             let start = (std::process::id().wrapping_mul(7) + seq as u32) % 64;
             let slot = (0..64u32)
                 .map(|k| (start + k) % 64)

@@ -16,6 +16,7 @@
 pub mod fleets;
 pub mod help;
 pub mod nccl;
+pub mod nics;
 pub mod offers;
 pub mod panes;
 pub mod planned;
@@ -79,6 +80,7 @@ pub fn render(
         View::Panes => cursor = panes::render(state, theme, body, buf),
         View::Offers => offers::render(state, theme, body, buf),
         View::Nccl => nccl::render(state, theme, body, buf),
+        View::Nics => nics::render(state, theme, body, buf),
         v => planned::render(v, state.filter(), theme, body, buf),
     }
 

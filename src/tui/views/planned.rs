@@ -15,12 +15,8 @@ pub fn plan(view: View) -> &'static [&'static str] {
             "Training jobs launched with torchrun on every node, detached so they survive you",
             "Live logs per node; loss, step time, tokens/s and MFU charted from the logs",
         ],
-        View::Nics => &[
-            "rx/tx of every NIC of every node, per rail, with GPU utilisation and power",
-            "Flags a NIC or node running under half of its peers while traffic flows",
-        ],
         // These views are built; nothing is planned for them here.
-        View::Offers | View::Fleets | View::Nodes | View::Panes | View::Nccl => &[],
+        View::Offers | View::Fleets | View::Nodes | View::Panes | View::Nccl | View::Nics => &[],
     }
 }
 
