@@ -404,7 +404,12 @@ pub fn load_cockpit(cli: &Cli, paths: &Paths) -> anyhow::Result<(Config, tui::ap
         .or_else(|| config.theme.clone())
         .unwrap_or_else(|| tui::theme::DEFAULT_THEME.to_string());
     let theme = tui::theme::Theme::load(&theme_name, paths, monochrome)?;
-    let state = tui::state::State::new(config.keymap(), tui::theme::Theme::available(paths), theme_name);
+    let mut state = tui::state::State::new(config.keymap(), tui::theme::Theme::available(paths), theme_name);
+    // A cached live catalog (from an earlier refresh) when it is newer than the embedded one.
+    let in_use = crate::catalog::live::startup(Some(&paths.state_dir));
+    if in_use.origin != crate::catalog::live::Origin::Embedded {
+        state.offers = tui::offers::OffersView::new(std::sync::Arc::new(in_use.catalog.into_owned()));
+    }
     Ok((
         config,
         tui::app::AppOptions {

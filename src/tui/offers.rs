@@ -289,9 +289,10 @@ pub fn act(state: &mut State, action: Action) -> Option<Vec<Command>> {
         }
         Action::Reload => {
             state.status = Some(StatusMessage {
-                text: "live refresh of prices is not in this build yet: showing the embedded catalog".into(),
-                tone: Tone::Warn,
+                text: "refreshing prices from Google's APIs (Cloud Billing Catalog, Compute Engine)…".into(),
+                tone: Tone::Info,
             });
+            return Some(vec![Command::RefreshOffers]);
         }
         _ => return None,
     }
@@ -455,6 +456,32 @@ mod tests {
             Some(first.as_str()),
             "selection moves to the group row"
         );
+    }
+
+    #[test]
+    fn r_asks_for_a_live_refresh_and_its_result_replaces_the_catalog() {
+        let mut s = state();
+        keys(&mut s, "/gpu=H200\n");
+        assert_eq!(keys(&mut s, "r"), vec![Command::RefreshOffers]);
+        update(&mut s, Msg::OffersRefreshed(Err("no credentials".into())));
+        assert!(s
+            .status
+            .as_ref()
+            .unwrap()
+            .text
+            .contains("the catalog shown stays"));
+        let rows = s.offers.rows.len();
+        let live = Catalog::parse(crate::catalog::EMBEDDED_DATA).unwrap();
+        update(
+            &mut s,
+            Msg::OffersRefreshed(Ok((Box::new(live), "13 offers".into()))),
+        );
+        assert_eq!(
+            s.offers.rows.len(),
+            rows,
+            "the filter is applied to the new catalog"
+        );
+        assert_eq!(s.status.as_ref().unwrap().tone, Tone::Pass);
     }
 
     #[test]

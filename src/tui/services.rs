@@ -210,6 +210,20 @@ impl Services {
                 });
             }
             Command::FollowRun(id) => self.follow_run(id),
+            Command::RefreshOffers => {
+                let (tx, dir) = (self.tx.clone(), self.paths.state_dir.clone());
+                tokio::spawn(async move {
+                    let opts = crate::catalog::live::RefreshOptions {
+                        state_dir: Some(dir),
+                        ..Default::default()
+                    };
+                    let result = crate::catalog::live::refresh(&opts)
+                        .await
+                        .map(|r| (Box::new(r.catalog), r.report.to_string()))
+                        .map_err(|e| e.to_string());
+                    let _ = tx.send(ServiceEvent::Msg(Msg::OffersRefreshed(result))).await;
+                });
+            }
             Command::StartTelemetry(fleet) => self.start_telemetry(fleet),
             Command::Quit | Command::Suspend | Command::LoadTheme(_) | Command::Yank(_) => {}
         }

@@ -246,6 +246,8 @@ pub enum Msg {
         id: String,
         code: Option<i32>,
     },
+    /// A live refresh of the offers catalog finished: the catalog and a one-line report.
+    OffersRefreshed(Result<(Box<crate::catalog::Catalog>, String), String>),
     /// A sampler reported (NICs view).
     Telemetry(Box<crate::telemetry::service::TelemetryEvent>),
     /// Samplers started on a fleet's nodes (their names by index).
@@ -307,6 +309,8 @@ pub enum Command {
         text: String,
     },
     /// Follow an NCCL run of the state store from its first line.
+    /// Fetch prices and machine types from Google's APIs (the Offers view's `r`).
+    RefreshOffers,
     FollowRun(String),
     /// Start samplers on every node of a fleet (stopping any running).
     StartTelemetry(String),

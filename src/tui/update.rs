@@ -134,6 +134,24 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Command> {
             state.dirty = true;
             vec![]
         }
+        Msg::OffersRefreshed(result) => {
+            state.status = Some(match result {
+                Ok((catalog, report)) => {
+                    state.offers.catalog = std::sync::Arc::new(*catalog);
+                    offers::sync_filter(state);
+                    StatusMessage {
+                        text: format!("prices refreshed: {report}"),
+                        tone: Tone::Pass,
+                    }
+                }
+                Err(e) => StatusMessage {
+                    text: format!("live refresh failed (the catalog shown stays): {e}"),
+                    tone: Tone::Fail,
+                },
+            });
+            state.dirty = true;
+            vec![]
+        }
         Msg::Telemetry(event) => {
             nics::ingest(state, *event);
             vec![]
