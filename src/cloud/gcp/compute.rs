@@ -211,37 +211,15 @@ pub async fn aggregated_machine_types(
     project: &str,
     filter: Option<&str>,
 ) -> Result<ByZone<MachineType>, GcpError> {
-    let url = client.url(
-        Service::Compute,
-        &project_path(project, "/aggregated/machineTypes"),
-    );
-    let mut query = vec![
-        ("maxResults", MAX_RESULTS.to_string()),
-        ("returnPartialSuccess", "true".to_string()),
-    ];
-    if let Some(f) = filter {
-        query.push(("filter", f.to_string()));
-    }
-    let mut out = ByZone::default();
-    client
-        .list_pages(
-            Service::Compute,
-            &url,
-            &query,
-            "Compute machine types",
-            |page: AggregatedList<MachineTypesScoped>| {
-                for (scope, s) in page.items {
-                    if let Some(z) = scope_zone(&scope) {
-                        out.items
-                            .extend(s.machine_types.into_iter().map(|m| (z.to_string(), m)));
-                    }
-                }
-                out.unreachable.extend(page.unreachables);
-                Ok(())
-            },
-        )
-        .await?;
-    Ok(out)
+    aggregated(
+        client,
+        project,
+        "/aggregated/machineTypes",
+        filter,
+        "Compute machine types",
+        |s: MachineTypesScoped| s.machine_types,
+    )
+    .await
 }
 
 /// Accelerator types in every zone.
@@ -249,32 +227,52 @@ pub async fn aggregated_accelerator_types(
     client: &GcpClient,
     project: &str,
 ) -> Result<ByZone<AcceleratorType>, GcpError> {
-    let url = client.url(
-        Service::Compute,
-        &project_path(project, "/aggregated/acceleratorTypes"),
-    );
-    let query = [
+    aggregated(
+        client,
+        project,
+        "/aggregated/acceleratorTypes",
+        None,
+        "Compute accelerator types",
+        |s: AcceleratorTypesScoped| s.accelerator_types,
+    )
+    .await
+}
+
+/// One of Compute's aggregated lists, every page, flattened to (zone, item); scopes that
+/// are not zones are skipped, unreachable scopes kept.
+async fn aggregated<S, T>(
+    client: &GcpClient,
+    project: &str,
+    path: &str,
+    filter: Option<&str>,
+    what: &str,
+    take: impl Fn(S) -> Vec<T>,
+) -> Result<ByZone<T>, GcpError>
+where
+    AggregatedList<S>: Page,
+{
+    let url = client.url(Service::Compute, &project_path(project, path));
+    let mut query = vec![
         ("maxResults", MAX_RESULTS.to_string()),
         ("returnPartialSuccess", "true".to_string()),
     ];
-    let mut out = ByZone::default();
+    if let Some(f) = filter {
+        query.push(("filter", f.to_string()));
+    }
+    let mut out = ByZone {
+        items: Vec::new(),
+        unreachable: Vec::new(),
+    };
     client
-        .list_pages(
-            Service::Compute,
-            &url,
-            &query,
-            "Compute accelerator types",
-            |page: AggregatedList<AcceleratorTypesScoped>| {
-                for (scope, s) in page.items {
-                    if let Some(z) = scope_zone(&scope) {
-                        out.items
-                            .extend(s.accelerator_types.into_iter().map(|a| (z.to_string(), a)));
-                    }
+        .list_pages(Service::Compute, &url, &query, what, |page: AggregatedList<S>| {
+            for (scope, s) in page.items {
+                if let Some(z) = scope_zone(&scope) {
+                    out.items.extend(take(s).into_iter().map(|m| (z.to_string(), m)));
                 }
-                out.unreachable.extend(page.unreachables);
-                Ok(())
-            },
-        )
+            }
+            out.unreachable.extend(page.unreachables);
+            Ok(())
+        })
         .await?;
     Ok(out)
 }
