@@ -222,7 +222,10 @@ where
     let (cols, rows) = size(screen);
     let (pty, mut child) = match pty::spawn(shell, &["-l"], cols, rows) {
         Ok(p) => p,
-        Err(e) => return End::Exited(None).or_log(format!("cannot start {shell}: {e}")),
+        Err(e) => {
+            tracing::warn!("cannot start {shell}: {e}");
+            return End::Exited(None);
+        }
     };
     state(PaneState::Connected).await;
     let mut buf = vec![0u8; 64 * 1024];
@@ -253,17 +256,6 @@ where
     }
     let code = child.wait().await.ok().and_then(|s| s.code());
     End::Exited(code)
-}
-
-trait OrLog {
-    fn or_log(self, why: String) -> Self;
-}
-
-impl OrLog for End {
-    fn or_log(self, why: String) -> Self {
-        tracing::warn!("{why}");
-        self
-    }
 }
 
 async fn run_ssh<F, Fut>(
