@@ -157,7 +157,13 @@ fn ssh_fleet_on_the_testbed_apply_exec_collapse_json() {
     // Now strict checking passes without the flag.
     let cmd = "case $(ip -4 -o addr show eth0) in *10.88.0.2/*) echo odd; exit 2;; esac; echo same";
     let out = flightdeck(home.path(), &["exec", "tb", "--collapse", "--", cmd]);
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
     let stdout = text(&out.stdout);
     assert!(
         stdout.contains("tb-1 (1 node)\n") && stdout.contains("tb-[0,2-3] (3 nodes)\n"),

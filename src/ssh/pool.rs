@@ -162,6 +162,19 @@ impl Resolver {
     }
 }
 
+/// How many times a connection is tried before its failure is reported.
+pub const CONNECT_ATTEMPTS: u32 = 3;
+
+fn transient(e: &SshError) -> bool {
+    matches!(
+        e,
+        SshError::Connect { .. }
+            | SshError::Timeout { .. }
+            | SshError::Jump { .. }
+            | SshError::Channel { .. }
+    )
+}
+
 /// One connection per jump-host chain, made once and shared.
 type JumpCells = Arc<Mutex<HashMap<String, Arc<OnceCell<Arc<Connection>>>>>>;
 
@@ -185,7 +198,25 @@ impl Pool {
     }
 
     /// Connect to the route's target through its jump hosts.
+    ///
+    /// Like OpenSSH's `ConnectionAttempts`, a connection that fails on the way (refused,
+    /// reset, timed out, a tunnel through the bastion that would not open) is tried
+    /// [`CONNECT_ATTEMPTS`] times; a host key or authentication failure is final at once.
     pub async fn connect(&self, route: &Route) -> Result<Connection, SshError> {
+        let mut attempt = 1;
+        loop {
+            match self.connect_once(route).await {
+                Err(e) if attempt < CONNECT_ATTEMPTS && transient(&e) => {
+                    tracing::info!("{e}; trying again ({attempt}/{CONNECT_ATTEMPTS})");
+                    tokio::time::sleep(Duration::from_millis(250 * attempt as u64)).await;
+                    attempt += 1;
+                }
+                result => return result,
+            }
+        }
+    }
+
+    async fn connect_once(&self, route: &Route) -> Result<Connection, SshError> {
         let mut via: Option<Arc<Connection>> = None;
         let mut key = String::new();
         for hop in &route.jumps {
