@@ -177,6 +177,57 @@ pub fn locate(text: &str, path: &[&str]) -> Option<(usize, usize)> {
     None
 }
 
+/// Where item `index` (0-based) of the list at `path` is written: the value after its
+/// `- ` in block style, or the element in a one-line flow list (`key: [a, b]`).
+pub fn locate_item(text: &str, path: &[&str], index: usize) -> Option<(usize, usize)> {
+    let (kl, kc) = locate(text, path)?;
+    let lines: Vec<&str> = text.lines().collect();
+    let key_line = lines[kl - 1];
+    let after = key_line[kc - 1..].split_once(':')?.1;
+    let start = key_line.len() - after.len();
+    if let Some(open) = after.find('[') {
+        // Flow style: count top-level commas.
+        let mut depth = 0;
+        let mut item = 0;
+        for (i, ch) in after[open + 1..].char_indices() {
+            let at = start + open + 1 + i;
+            match ch {
+                '[' | '{' => depth += 1,
+                ']' | '}' if depth == 0 => break,
+                ']' | '}' => depth -= 1,
+                ',' if depth == 0 => {
+                    item += 1;
+                    continue;
+                }
+                _ => {}
+            }
+            if item == index && !ch.is_whitespace() {
+                return Some((kl, at + 1));
+            }
+        }
+        return None;
+    }
+    let mut seen = 0;
+    for (n, line) in lines.iter().enumerate().skip(kl) {
+        let trimmed = line.trim_start();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        let indent = line.len() - trimmed.len();
+        if indent < kc - 1 || (indent == kc - 1 && !trimmed.starts_with('-')) {
+            break;
+        }
+        if indent <= kc + 1 && trimmed.starts_with('-') {
+            if seen == index {
+                let value = trimmed[1..].trim_start();
+                return Some((n + 1, line.len() - value.len() + 1));
+            }
+            seen += 1;
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -189,6 +240,18 @@ mod tests {
         name: Option<String>,
         #[allow(dead_code)]
         count: Option<u32>,
+    }
+
+    #[test]
+    fn list_items_are_found() {
+        let text = "env:\n  - A=1\n  - B\nfiles: [a.py, 'b c.py', x]\nnext:\n- one\n- two\n";
+        assert_eq!(locate_item(text, &["env"], 0), Some((2, 5)));
+        assert_eq!(locate_item(text, &["env"], 1), Some((3, 5)));
+        assert_eq!(locate_item(text, &["env"], 2), None);
+        assert_eq!(locate_item(text, &["files"], 0), Some((4, 9)));
+        assert_eq!(locate_item(text, &["files"], 1), Some((4, 15)));
+        assert_eq!(locate_item(text, &["files"], 2), Some((4, 25)));
+        assert_eq!(locate_item(text, &["next"], 1), Some((7, 3)));
     }
 
     #[test]

@@ -1,0 +1,309 @@
+//! Work started detached on a node: a directory per process group holding the script,
+//! its output (`out.log`), its pid (`pid`, the session leader) and, once it has ended,
+//! its exit code (`exit_code`). The commands here are POSIX sh, sent through
+//! [`crate::exec`]; losing the connection that started the work never stops it, and
+//! any later connection can follow, query or stop it from the directory alone.
+//!
+//! `dir` is relative to the login's home (or absolute).
+
+use std::fmt::Write as _;
+
+/// The line a follow prints when the work has ended: `__flightdeck_exit__ CODE` (`?`
+/// when the code is unknown).
+pub const EXIT_MARKER: &str = "__flightdeck_exit__";
+
+/// How many bytes of a file one upload command carries (before base64): inside Linux's
+/// 128 KiB limit on one argument (the local backend runs `sh -c COMMAND`) and OpenSSH's
+/// 256 KiB packet limit for the exec request that holds it.
+pub const UPLOAD_CHUNK: usize = 64 * 1024;
+
+/// The exit code recorded for work that had to be killed (128 + SIGKILL).
+pub const KILLED: i32 = 137;
+
+/// Single-quote `s` for sh.
+pub fn quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+/// `dir` as a shell word: relative paths are under `$HOME`.
+pub fn dir_word(dir: &str) -> String {
+    if dir.starts_with('/') {
+        quote(dir)
+    } else {
+        format!("\"$HOME\"/{}", quote(dir))
+    }
+}
+
+/// The commands that write `bytes` to `path` (relative to `dir`, or absolute) on a node,
+/// one per [`UPLOAD_CHUNK`]: the chunks go to a temporary file that is moved into place
+/// by the last command, so a reader never sees half a file. `mode` is octal (e.g. 0o644).
+pub fn upload_commands(dir: &str, path: &str, bytes: &[u8], mode: u32) -> Vec<String> {
+    use data_encoding::BASE64;
+    let d = dir_word(dir);
+    let target = if path.starts_with('/') {
+        quote(path)
+    } else {
+        format!("{d}/{}", quote(path))
+    };
+    let part = format!("{target}.fdpart");
+    let chunks: Vec<&[u8]> = if bytes.is_empty() {
+        vec![&[][..]]
+    } else {
+        bytes.chunks(UPLOAD_CHUNK).collect()
+    };
+    let n = chunks.len();
+    chunks
+        .into_iter()
+        .enumerate()
+        .map(|(i, chunk)| {
+            let mut c = String::from("set -e; umask 077\n");
+            if i == 0 {
+                let _ = writeln!(c, "mkdir -p {d} \"$(dirname {target})\"; : > {part}");
+            }
+            if !chunk.is_empty() {
+                let _ = writeln!(c, "printf '%s' '{}' | base64 -d >> {part}", BASE64.encode(chunk));
+            }
+            if i + 1 == n {
+                let _ = writeln!(c, "chmod {mode:o} {part}; mv -f {part} {target}");
+            }
+            c
+        })
+        .collect()
+}
+
+/// The command that starts `script` detached in `dir` (created if needed; refused if
+/// it already holds a started run) and prints `started PID`. The script is written with
+/// mode 0700 and new files are private (umask 077): a job's environment may hold tokens.
+pub fn launch_command(dir: &str, script: &str) -> String {
+    let d = dir_word(dir);
+    // The outer shell outlives a stop (TERM to the session) to record the exit code; a
+    // trap (not an ignore) so the work itself still gets the default action. It writes
+    // its pid once the trap is set and it leads its session: from then on a stop reaches
+    // the whole group.
+    format!(
+        "set -e; umask 077; mkdir -p {d}; cd {d}\n\
+         if [ -e pid ] || [ -e run.sh ]; then echo \"flightdeck: $PWD already holds a run\" >&2; exit 1; fi\n\
+         cat > run.sh <<'__FD_SCRIPT__'\n{script}__FD_SCRIPT__\n\
+         chmod 700 run.sh\n\
+         setsid sh -c 'trap true TERM INT HUP; echo $$ > pid.tmp; mv pid.tmp pid; sh ./run.sh > out.log 2>&1; echo $? > exit_code.tmp; mv exit_code.tmp exit_code' < /dev/null > /dev/null 2>&1 &\n\
+         i=0; while [ ! -f pid ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done\n\
+         echo \"started $(cat pid)\"\n"
+    )
+}
+
+/// The command that prints the output from line `from` (1 = the start), follows it
+/// until the work ends, then prints the [`EXIT_MARKER`] line. Re-attaching later is the
+/// same command with the count of lines already seen plus one.
+pub fn follow_command(dir: &str, from: usize) -> String {
+    let d = dir_word(dir);
+    let from = from.max(1);
+    format!(
+        "cd {d} 2>/dev/null || {{ echo \"{EXIT_MARKER} ?\"; exit 1; }}\n\
+         touch out.log\n\
+         if [ -f exit_code ]; then tail -n +{from} out.log; else tail -n +{from} -F --pid=\"$(cat pid)\" out.log 2>/dev/null; fi\n\
+         i=0; while [ ! -f exit_code ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done\n\
+         echo \"{EXIT_MARKER} $(cat exit_code 2>/dev/null || echo ?)\"\n"
+    )
+}
+
+/// The command that prints the last `lines` lines of the output (all with `None`).
+pub fn tail_command(dir: &str, lines: Option<usize>) -> String {
+    let d = dir_word(dir);
+    match lines {
+        Some(n) => format!("cd {d} && tail -n {n} out.log"),
+        None => format!("cd {d} && cat out.log"),
+    }
+}
+
+/// What [`status_command`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    Running {
+        pid: u32,
+    },
+    Exited {
+        code: i32,
+    },
+    /// The directory is there but its process is gone without an exit code (the node
+    /// rebooted, or the leader was killed).
+    Vanished,
+    /// No such directory on the node.
+    Missing,
+}
+
+/// The command that reports the work's [`Status`] as one line.
+pub fn status_command(dir: &str) -> String {
+    let d = dir_word(dir);
+    format!(
+        "cd {d} 2>/dev/null || {{ echo missing; exit 0; }}\n\
+         if [ -f exit_code ]; then echo \"exited $(cat exit_code)\"; \
+         elif [ -f pid ] && kill -0 \"$(cat pid)\" 2>/dev/null; then echo \"running $(cat pid)\"; \
+         else echo vanished; fi\n"
+    )
+}
+
+/// Read the line [`status_command`] printed.
+pub fn parse_status(line: &str) -> Option<Status> {
+    let mut w = line.split_whitespace();
+    match (w.next()?, w.next()) {
+        ("running", Some(p)) => p.parse().ok().map(|pid| Status::Running { pid }),
+        ("exited", Some(c)) => c.parse().ok().map(|code| Status::Exited { code }),
+        ("vanished", None) => Some(Status::Vanished),
+        ("missing", None) => Some(Status::Missing),
+        _ => None,
+    }
+}
+
+/// The command that stops the work: TERM to its process group and to every descendant
+/// (launchers such as torchrun start workers in sessions of their own), KILL to all of
+/// them after `grace_s` seconds, and an exit code of [`KILLED`] recorded if the group
+/// had to be killed before it could record one. Prints the status afterwards.
+pub fn stop_command(dir: &str, grace_s: u32) -> String {
+    let d = dir_word(dir);
+    format!(
+        "cd {d} 2>/dev/null || {{ echo missing; exit 0; }}\n\
+         [ -f pid ] || {{ echo vanished; exit 0; }}\n\
+         P=$(cat pid)\n\
+         desc() {{ for c in $(pgrep -P \"$1\" 2>/dev/null); do echo \"$c\"; desc \"$c\"; done; }}\n\
+         if [ ! -f exit_code ]; then\n\
+           D=$(desc \"$P\")\n\
+           kill -TERM -\"$P\" $D 2>/dev/null\n\
+           i=0; while [ ! -f exit_code ] && kill -0 \"$P\" 2>/dev/null && [ $i -lt {n} ]; do sleep 0.1; i=$((i+1)); done\n\
+           D=\"$D $(desc \"$P\")\"\n\
+           if [ ! -f exit_code ]; then kill -KILL -\"$P\" $D 2>/dev/null; sleep 0.2; [ -f exit_code ] || echo {KILLED} > exit_code; \
+           else kill -KILL $D 2>/dev/null; fi\n\
+         fi\n\
+         echo \"exited $(cat exit_code)\"\n",
+        n = grace_s.max(1) * 10
+    )
+}
+
+/// Parse the [`EXIT_MARKER`] line of a follow: `Some(Some(code))`, `Some(None)` when
+/// the code is unknown, `None` for any other line.
+pub fn exit_marker(line: &str) -> Option<Option<i32>> {
+    line.strip_prefix(EXIT_MARKER)
+        .map(|rest| rest.trim().parse().ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::Command;
+
+    fn sh(cmd: &str, home: &std::path::Path) -> String {
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(cmd)
+            .env("HOME", home)
+            .output()
+            .expect("sh runs");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    #[test]
+    fn statuses_parse() {
+        assert_eq!(parse_status("running 42"), Some(Status::Running { pid: 42 }));
+        assert_eq!(parse_status("exited 0"), Some(Status::Exited { code: 0 }));
+        assert_eq!(parse_status("exited 143\n"), Some(Status::Exited { code: 143 }));
+        assert_eq!(parse_status("vanished"), Some(Status::Vanished));
+        assert_eq!(parse_status("missing"), Some(Status::Missing));
+        assert_eq!(parse_status("exited ?"), None);
+        assert_eq!(parse_status(""), None);
+        assert_eq!(exit_marker("__flightdeck_exit__ 3"), Some(Some(3)));
+        assert_eq!(exit_marker("__flightdeck_exit__ ?"), Some(None));
+        assert_eq!(exit_marker("Step: 1"), None);
+    }
+
+    #[test]
+    fn quoting_survives_quotes() {
+        let home = tempfile::tempdir().unwrap();
+        let out = sh(
+            &format!("printf '%s' {}", quote("it's a \"test\" $HOME")),
+            home.path(),
+        );
+        assert_eq!(out, "it's a \"test\" $HOME");
+    }
+
+    #[test]
+    fn upload_in_chunks_is_byte_exact() {
+        let home = tempfile::tempdir().unwrap();
+        // Three chunks, every byte value, and a quote in the name.
+        let bytes: Vec<u8> = (0..(2 * UPLOAD_CHUNK + 17))
+            .map(|i| (i * 7 % 256) as u8)
+            .collect();
+        let cmds = upload_commands("jobs/x/0", "sub/it's.bin", &bytes, 0o640);
+        assert_eq!(cmds.len(), 3);
+        for c in &cmds {
+            sh(c, home.path());
+        }
+        let path = home.path().join("jobs/x/0/sub/it's.bin");
+        assert_eq!(std::fs::read(&path).unwrap(), bytes);
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+            0o640
+        );
+        assert!(!home.path().join("jobs/x/0/sub/it's.bin.fdpart").exists());
+        // An empty file is one command and still lands.
+        let cmds = upload_commands("jobs/x/0", "empty", b"", 0o644);
+        assert_eq!(cmds.len(), 1);
+        sh(&cmds[0], home.path());
+        assert_eq!(std::fs::read(home.path().join("jobs/x/0/empty")).unwrap(), b"");
+    }
+
+    #[test]
+    fn launch_follow_status_stop_on_this_machine() {
+        let home = tempfile::tempdir().unwrap();
+        let dir = "jobs/t/0";
+        let out = sh(&launch_command(dir, "echo one\necho two\nexit 3\n"), home.path());
+        assert!(out.starts_with("started "), "{out}");
+        let followed = sh(&follow_command(dir, 1), home.path());
+        assert_eq!(followed, format!("one\ntwo\n{EXIT_MARKER} 3\n"));
+        // From line 2: only what was not seen yet.
+        let followed = sh(&follow_command(dir, 2), home.path());
+        assert_eq!(followed, format!("two\n{EXIT_MARKER} 3\n"));
+        assert_eq!(
+            parse_status(&sh(&status_command(dir), home.path())),
+            Some(Status::Exited { code: 3 })
+        );
+        // A directory holding a run is never reused.
+        let again = sh(&launch_command(dir, "true\n"), home.path());
+        assert!(!again.starts_with("started"), "{again}");
+        assert_eq!(
+            parse_status(&sh(&status_command("jobs/none"), home.path())),
+            Some(Status::Missing)
+        );
+
+        // A long run, stopped: TERM reaches it, the code is 143.
+        let dir = "jobs/t/1";
+        sh(&launch_command(dir, "echo up\nsleep 30\n"), home.path());
+        let st = parse_status(&sh(&status_command(dir), home.path()));
+        assert!(matches!(st, Some(Status::Running { .. })), "{st:?}");
+        let stopped = sh(&stop_command(dir, 5), home.path());
+        assert_eq!(stopped.trim(), "exited 143");
+
+        // A run that ignores TERM is killed after the grace period and recorded as 137,
+        // its child too.
+        let dir = "jobs/t/2";
+        sh(
+            &launch_command(dir, "trap '' TERM\nsleep 31 &\necho $! > child\nwait\n"),
+            home.path(),
+        );
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let child: u32 = std::fs::read_to_string(home.path().join(dir).join("child"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        let stopped = sh(&stop_command(dir, 1), home.path());
+        assert_eq!(stopped.trim(), format!("exited {KILLED}"));
+        // Gone, or a zombie waiting for init to reap it.
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let stat = std::fs::read_to_string(format!("/proc/{child}/stat")).unwrap_or_default();
+        let state = stat.rsplit(") ").next().and_then(|r| r.chars().next());
+        assert!(
+            matches!(state, None | Some('Z') | Some('X')),
+            "the child {child} outlived the stop: {stat}"
+        );
+    }
+}

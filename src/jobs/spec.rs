@@ -1,0 +1,616 @@
+//! Job files: close to dstack's task format (`type: task`), so a dstack task file runs
+//! unchanged, plus flightdeck's own fields (`fleet`, `nccl_profile`, `metrics`, `model`,
+//! `gpu`, `gpus_per_node`, `stop_on_failure`).
+//!
+//! Every field dstack's task configuration has is accepted; those flightdeck does not act
+//! on are reported as ignored. Anything else is an error at its line and column with a
+//! "did you mean".
+
+use crate::fleet::{Diagnostic, Severity};
+use crate::yaml;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct JobSpec {
+    #[serde(rename = "type")]
+    pub kind: Option<TaskType>,
+    pub name: Option<String>,
+    /// The fleet to run on (flightdeck); dstack's `fleets` list is accepted too.
+    pub fleet: Option<String>,
+    pub fleets: Option<Vec<String>>,
+    /// How many of the fleet's nodes (the first N); all of them when absent.
+    pub nodes: Option<u32>,
+    pub commands: Option<Vec<String>>,
+    pub env: Option<EnvSpec>,
+    pub working_dir: Option<String>,
+    pub files: Option<Vec<FileSpec>>,
+    pub nccl_profile: Option<NcclProfile>,
+    /// Extra metric patterns: regexes with named groups (step, loss, step_time,
+    /// tokens_per_s, tflops, mfu).
+    pub metrics: Option<Vec<String>>,
+    /// What the model costs, for MFU.
+    pub model: Option<Model>,
+    /// The GPU model (e.g. H200), for its peak rate in MFU; else the fleet's.
+    pub gpu: Option<String>,
+    /// Processes per node; else the node's GPU count (1 on a node without GPUs).
+    pub gpus_per_node: Option<u32>,
+    /// Stop every node as soon as one fails.
+    pub stop_on_failure: Option<bool>,
+    /// Seconds between TERM and KILL when stopping.
+    pub stop_grace: Option<u32>,
+    // dstack task fields flightdeck accepts without acting on them.
+    pub image: Option<serde_yaml::Value>,
+    pub python: Option<serde_yaml::Value>,
+    pub nvcc: Option<serde_yaml::Value>,
+    pub resources: Option<serde_yaml::Value>,
+    pub ports: Option<serde_yaml::Value>,
+    pub setup: Option<serde_yaml::Value>,
+    pub repos: Option<serde_yaml::Value>,
+    pub volumes: Option<serde_yaml::Value>,
+    pub max_duration: Option<serde_yaml::Value>,
+    pub max_price: Option<serde_yaml::Value>,
+    pub spot_policy: Option<serde_yaml::Value>,
+    pub retry: Option<serde_yaml::Value>,
+    pub backends: Option<serde_yaml::Value>,
+    pub regions: Option<serde_yaml::Value>,
+    pub instance_types: Option<serde_yaml::Value>,
+    pub priority: Option<serde_yaml::Value>,
+    pub utilization_policy: Option<serde_yaml::Value>,
+    pub startup_order: Option<serde_yaml::Value>,
+    pub stop_criteria: Option<serde_yaml::Value>,
+    pub shell: Option<serde_yaml::Value>,
+    pub user: Option<serde_yaml::Value>,
+    pub privileged: Option<serde_yaml::Value>,
+    pub single_branch: Option<serde_yaml::Value>,
+    pub schedule: Option<serde_yaml::Value>,
+    pub idle_duration: Option<serde_yaml::Value>,
+    pub reservation: Option<serde_yaml::Value>,
+    pub creation_policy: Option<serde_yaml::Value>,
+    pub tags: Option<serde_yaml::Value>,
+    pub docker: Option<serde_yaml::Value>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TaskType {
+    Task,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NcclProfile {
+    #[default]
+    Auto,
+    None,
+    Tcpx,
+    Tcpxo,
+    Rdma,
+}
+
+/// `env` as dstack takes it: a list of `KEY=VALUE` (or bare `KEY`, taken from the
+/// environment flightdeck runs in), or a mapping.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum EnvSpec {
+    List(Vec<String>),
+    Map(BTreeMap<String, EnvValue>),
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum EnvValue {
+    Text(String),
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+}
+
+impl EnvValue {
+    fn text(&self) -> String {
+        match self {
+            EnvValue::Text(s) => s.clone(),
+            EnvValue::Int(i) => i.to_string(),
+            EnvValue::Float(f) => f.to_string(),
+            EnvValue::Bool(b) => b.to_string(),
+        }
+    }
+}
+
+/// A file or directory to upload: `local` (the same relative path on the node),
+/// `local:remote`, or dstack's `{local_path, path}`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum FileSpec {
+    Short(String),
+    Long { local_path: String, path: String },
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Model {
+    /// Training FLOPs per token (forward and backward).
+    pub flops_per_token: Option<f64>,
+    /// Parameter count; 6 x params FLOPs per token when `flops_per_token` is absent.
+    pub params: Option<f64>,
+}
+
+impl Model {
+    pub fn flops_per_token(&self) -> Option<f64> {
+        self.flops_per_token.or(self.params.map(|p| 6.0 * p))
+    }
+}
+
+/// A file to upload, resolved: where it is here, where it goes on the node (relative
+/// paths are under the working directory).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Upload {
+    pub local: PathBuf,
+    pub remote: String,
+}
+
+/// A job file, read and checked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Job {
+    pub file: PathBuf,
+    pub name: String,
+    pub fleet: String,
+    pub spec: JobSpec,
+    /// The environment, in file order, bare keys resolved.
+    pub env: Vec<(String, String)>,
+    pub uploads: Vec<Upload>,
+    pub patterns: Vec<super::metrics::Pattern>,
+    pub warnings: Vec<Diagnostic>,
+}
+
+impl Job {
+    pub fn profile(&self) -> NcclProfile {
+        self.spec.nccl_profile.unwrap_or_default()
+    }
+    pub fn stop_on_failure(&self) -> bool {
+        self.spec.stop_on_failure.unwrap_or(false)
+    }
+    pub fn stop_grace(&self) -> u32 {
+        self.spec.stop_grace.unwrap_or(10)
+    }
+}
+
+/// Fields of dstack's task format flightdeck reads but does not act on.
+const IGNORED: &[&str] = &[
+    "image",
+    "python",
+    "nvcc",
+    "resources",
+    "ports",
+    "setup",
+    "repos",
+    "volumes",
+    "max_duration",
+    "max_price",
+    "spot_policy",
+    "retry",
+    "backends",
+    "regions",
+    "instance_types",
+    "priority",
+    "utilization_policy",
+    "startup_order",
+    "stop_criteria",
+    "shell",
+    "user",
+    "privileged",
+    "single_branch",
+    "schedule",
+    "idle_duration",
+    "reservation",
+    "creation_policy",
+    "tags",
+    "docker",
+];
+
+/// Read, parse and check a job file. `lookup` resolves bare `env` keys (the process
+/// environment in real use).
+pub fn load(file: &Path, lookup: &dyn Fn(&str) -> Option<String>) -> Result<Job, Vec<Diagnostic>> {
+    let text = std::fs::read_to_string(file).map_err(|e| {
+        vec![Diagnostic {
+            file: file.to_path_buf(),
+            line: None,
+            column: None,
+            severity: Severity::Error,
+            message: format!("cannot read: {e}"),
+        }]
+    })?;
+    parse(file, &text, lookup)
+}
+
+/// Parse and check job file text.
+pub fn parse(
+    file: &Path,
+    text: &str,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<Job, Vec<Diagnostic>> {
+    let spec: JobSpec = yaml::from_str(file, text).map_err(|e| vec![Diagnostic::from(e)])?;
+    let mut c = Checker {
+        file,
+        text,
+        out: vec![],
+    };
+    let job = c.check(spec, lookup);
+    if c.out.iter().any(|d| d.severity == Severity::Error) {
+        return Err(c.out);
+    }
+    let mut job = job.expect("no errors means a job");
+    job.warnings = c.out;
+    Ok(job)
+}
+
+struct Checker<'a> {
+    file: &'a Path,
+    text: &'a str,
+    out: Vec<Diagnostic>,
+}
+
+/// Environment variable names: a letter or `_`, then letters, digits, `_`.
+fn valid_env_name(k: &str) -> bool {
+    let b = k.as_bytes();
+    !b.is_empty()
+        && (b[0].is_ascii_alphabetic() || b[0] == b'_')
+        && b.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_')
+}
+
+impl Checker<'_> {
+    fn push(&mut self, severity: Severity, path: &[&str], message: String) {
+        let found = match path.split_last() {
+            Some((last, parent)) if last.parse::<usize>().is_ok() && !parent.is_empty() => {
+                yaml::locate_item(self.text, parent, last.parse().unwrap_or(0))
+                    .or_else(|| yaml::locate(self.text, parent))
+            }
+            _ => yaml::locate(self.text, path),
+        };
+        let pos = found.or((!path.is_empty()).then_some((1, 1)));
+        let field = path.join(".");
+        let message = if field.is_empty() {
+            message
+        } else {
+            format!("{field}: {message}")
+        };
+        self.out.push(Diagnostic {
+            file: self.file.to_path_buf(),
+            line: pos.map(|p| p.0),
+            column: pos.map(|p| p.1),
+            severity,
+            message,
+        });
+    }
+
+    fn error(&mut self, path: &[&str], message: impl Into<String>) {
+        self.push(Severity::Error, path, message.into());
+    }
+
+    fn check(&mut self, spec: JobSpec, lookup: &dyn Fn(&str) -> Option<String>) -> Option<Job> {
+        if spec.kind.is_none() {
+            self.error(&["type"], "missing: a job file starts with `type: task`");
+        }
+        let name = match &spec.name {
+            None => {
+                self.error(
+                    &["name"],
+                    "missing: name the job (lowercase letters, digits and hyphens)",
+                );
+                None
+            }
+            Some(n) if !crate::fleet::valid_fleet_name(n) => {
+                self.error(
+                    &["name"],
+                    format!("`{n}` is not a valid job name: expected a lowercase letter, then lowercase letters, digits or hyphens, at most 40, not ending in a hyphen"),
+                );
+                None
+            }
+            Some(n) => Some(n.clone()),
+        };
+        let fleet = match (&spec.fleet, &spec.fleets) {
+            (Some(f), None) => Some(f.clone()),
+            (None, Some(list)) if list.len() == 1 => Some(list[0].clone()),
+            (None, Some(list)) => {
+                self.error(
+                    &["fleets"],
+                    format!(
+                        "expected exactly one fleet, got {}: a job runs on one fleet",
+                        list.len()
+                    ),
+                );
+                None
+            }
+            (Some(_), Some(_)) => {
+                self.error(&["fleets"], "give `fleet` or `fleets`, not both");
+                None
+            }
+            (None, None) => {
+                self.error(&["fleet"], "missing: which fleet the job runs on (`fleet: NAME`)");
+                None
+            }
+        };
+        if spec.nodes == Some(0) {
+            self.error(&["nodes"], "expected at least 1 node");
+        }
+        match &spec.commands {
+            None => self.error(&["commands"], "missing: the commands each node runs"),
+            Some(c) if c.is_empty() || c.iter().all(|l| l.trim().is_empty()) => {
+                self.error(&["commands"], "expected at least one command")
+            }
+            _ => {}
+        }
+        if spec.gpus_per_node == Some(0) {
+            self.error(&["gpus_per_node"], "expected at least 1");
+        }
+        let env = self.env(&spec, lookup);
+        let uploads = self.uploads(&spec);
+        let mut patterns = vec![];
+        for (i, p) in spec.metrics.iter().flatten().enumerate() {
+            match super::metrics::Pattern::new(p) {
+                Ok(pat) => patterns.push(pat),
+                Err(e) => {
+                    let idx = i.to_string();
+                    self.error(&["metrics", &idx], e)
+                }
+            }
+        }
+        if let Some(m) = &spec.model {
+            if m.flops_per_token.is_some_and(|f| f.is_nan() || f <= 0.0)
+                || m.params.is_some_and(|p| p.is_nan() || p <= 0.0)
+            {
+                self.error(&["model"], "expected positive numbers");
+            }
+        }
+        if let Some(g) = &spec.gpu {
+            if super::metrics::peak_tflops(g).is_none() {
+                self.push(
+                    Severity::Warning,
+                    &["gpu"],
+                    format!(
+                        "no peak rate known for `{g}` (known: {}): MFU will not be computed",
+                        super::metrics::PEAKS
+                            .iter()
+                            .map(|p| p.0)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                );
+            }
+        }
+        for field in IGNORED {
+            if yaml::locate(self.text, &[field]).is_some() {
+                self.push(
+                    Severity::Warning,
+                    &[field],
+                    "a dstack field flightdeck does not act on; ignored".into(),
+                );
+            }
+        }
+        Some(Job {
+            file: self.file.to_path_buf(),
+            name: name?,
+            fleet: fleet?,
+            spec,
+            env,
+            uploads,
+            patterns,
+            warnings: vec![],
+        })
+    }
+
+    fn env(&mut self, spec: &JobSpec, lookup: &dyn Fn(&str) -> Option<String>) -> Vec<(String, String)> {
+        let mut out: Vec<(String, String)> = vec![];
+        let items: Vec<(String, Option<String>, String)> = match &spec.env {
+            None => vec![],
+            Some(EnvSpec::List(l)) => l
+                .iter()
+                .enumerate()
+                .map(|(i, item)| match item.split_once('=') {
+                    Some((k, v)) => (k.to_string(), Some(v.to_string()), i.to_string()),
+                    None => (item.clone(), None, i.to_string()),
+                })
+                .collect(),
+            Some(EnvSpec::Map(m)) => m
+                .iter()
+                .map(|(k, v)| (k.clone(), Some(v.text()), k.clone()))
+                .collect(),
+        };
+        for (k, v, at) in items {
+            if !valid_env_name(&k) {
+                self.error(
+                    &["env", &at],
+                    format!(
+                        "`{k}` is not a variable name: expected a letter or _, then letters, digits or _"
+                    ),
+                );
+                continue;
+            }
+            let v = match v.or_else(|| lookup(&k)) {
+                Some(v) => v,
+                None => {
+                    self.error(
+                        &["env", &at],
+                        format!("`{k}` has no value here and is not set in flightdeck's environment"),
+                    );
+                    continue;
+                }
+            };
+            match out.iter_mut().find(|(ek, _)| *ek == k) {
+                Some(e) => e.1 = v,
+                None => out.push((k, v)),
+            }
+        }
+        out
+    }
+
+    fn uploads(&mut self, spec: &JobSpec) -> Vec<Upload> {
+        let base = self.file.parent().unwrap_or(Path::new("."));
+        let mut out = vec![];
+        for (i, f) in spec.files.iter().flatten().enumerate() {
+            let (local, remote) = match f {
+                FileSpec::Short(s) => match s.split_once(':') {
+                    Some((l, r)) => (l.to_string(), r.to_string()),
+                    None => (s.clone(), s.clone()),
+                },
+                FileSpec::Long { local_path, path } => (local_path.clone(), path.clone()),
+            };
+            let idx = i.to_string();
+            let local_path = base.join(&local);
+            if !local_path.exists() {
+                self.error(
+                    &["files", &idx],
+                    format!("`{local}` does not exist (looked for {})", local_path.display()),
+                );
+                continue;
+            }
+            if remote.is_empty() || remote.split('/').any(|p| p == "..") {
+                self.error(
+                    &["files", &idx],
+                    format!("`{remote}`: expected a path on the node without `..`"),
+                );
+                continue;
+            }
+            let remote =
+                if remote.starts_with('/') || remote.starts_with("~/") || !Path::new(&local).is_absolute() {
+                    remote
+                } else {
+                    // An absolute local path with no remote of its own goes under its name.
+                    Path::new(&local)
+                        .file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or(remote)
+                };
+            out.push(Upload {
+                local: local_path,
+                remote,
+            });
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn no_env(_: &str) -> Option<String> {
+        None
+    }
+
+    fn errors(text: &str) -> Vec<String> {
+        match parse(Path::new("job.yaml"), text, &no_env) {
+            Ok(_) => vec![],
+            Err(d) => d
+                .into_iter()
+                .filter(|d| d.severity == Severity::Error)
+                .map(|d| d.to_string())
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn a_dstack_task_file_parses() {
+        let text = "type: task\nname: train-gpt\nfleets: [h200]\nnodes: 2\npython: \"3.12\"\n\
+                    env:\n  - HF_TOKEN=abc\n  - NCCL_DEBUG=INFO\ncommands:\n  - pip install torch\n  - torchrun --nnodes=$DSTACK_NODES_NUM train.py\n\
+                    resources:\n  gpu: H200:8\n  shm_size: 24GB\n";
+        let job = parse(Path::new("job.yaml"), text, &no_env).unwrap();
+        assert_eq!(job.name, "train-gpt");
+        assert_eq!(job.fleet, "h200");
+        assert_eq!(job.spec.nodes, Some(2));
+        assert_eq!(
+            job.env,
+            vec![
+                ("HF_TOKEN".into(), "abc".into()),
+                ("NCCL_DEBUG".into(), "INFO".into())
+            ]
+        );
+        let warned: Vec<String> = job.warnings.iter().map(|d| d.to_string()).collect();
+        assert!(
+            warned
+                .iter()
+                .any(|w| w.starts_with("job.yaml:5:1: warning: python:")),
+            "{warned:?}"
+        );
+        assert!(warned.iter().any(|w| w.contains("resources:")), "{warned:?}");
+    }
+
+    #[test]
+    fn env_as_map_and_bare_keys() {
+        let text = "type: task\nname: j\nfleet: f\ncommands: [x]\nenv:\n  A: 1\n  B: true\n  C: text\n";
+        let job = parse(Path::new("j.yaml"), text, &no_env).unwrap();
+        assert_eq!(
+            job.env,
+            vec![
+                ("A".into(), "1".into()),
+                ("B".into(), "true".into()),
+                ("C".into(), "text".into())
+            ]
+        );
+        let text = "type: task\nname: j\nfleet: f\ncommands: [x]\nenv:\n  - TOKEN\n";
+        let lookup = |k: &str| (k == "TOKEN").then(|| "s3cret".to_string());
+        let job = parse(Path::new("j.yaml"), text, &lookup).unwrap();
+        assert_eq!(job.env, vec![("TOKEN".into(), "s3cret".into())]);
+        assert_eq!(
+            errors(text),
+            vec!["job.yaml:6:5: env.0: `TOKEN` has no value here and is not set in flightdeck's environment"]
+        );
+    }
+
+    #[test]
+    fn errors_point_at_the_field() {
+        let e = errors("type: task\nname: j\nfleet: f\ncomands: [x]\n");
+        assert!(
+            e[0].starts_with("job.yaml:4:1: unknown field `comands`, expected one of `type`"),
+            "{e:?}"
+        );
+        assert!(e[0].ends_with("; did you mean `commands`?"), "{e:?}");
+        let e = errors("type: task\nname: J_1\nfleet: f\n");
+        assert_eq!(e.len(), 2, "{e:?}");
+        assert!(
+            e[0].starts_with("job.yaml:2:1: name: `J_1` is not a valid job name"),
+            "{e:?}"
+        );
+        assert_eq!(
+            e[1],
+            "job.yaml:1:1: commands: missing: the commands each node runs"
+        );
+        assert_eq!(
+            errors("type: task\nname: j\nfleet: f\ncommands: [x]\nnccl_profile: tcpz\n")[0],
+            "job.yaml:5:15: nccl_profile: unknown variant `tcpz`, expected one of `auto`, `none`, `tcpx`, `tcpxo`, `rdma`; did you mean `tcpx`?"
+        );
+        assert_eq!(
+            errors("type: task\nname: j\nfleets: [a, b]\ncommands: [x]\n"),
+            vec!["job.yaml:3:1: fleets: expected exactly one fleet, got 2: a job runs on one fleet"]
+        );
+        assert_eq!(
+            errors("type: task\nname: j\nfleet: f\ncommands: [x]\nenv: [\"1X=2\"]\n"),
+            vec!["job.yaml:5:7: env.0: `1X` is not a variable name: expected a letter or _, then letters, digits or _"]
+        );
+        let e =
+            errors("type: task\nname: j\nfleet: f\ncommands: [x]\nmetrics:\n  - 'loss=(?P<los>[0-9.]+)'\n");
+        assert_eq!(e.len(), 1);
+        assert!(e[0].starts_with("job.yaml:6:5: metrics.0: "), "{e:?}");
+        assert!(e[0].contains("did you mean `loss`"), "{e:?}");
+        assert!(
+            errors("type: task\nname: j\nfleet: f\ncommands: [x]\nfiles: [nowhere.py]\n")[0]
+                .starts_with("job.yaml:5:9: files.0: `nowhere.py` does not exist")
+        );
+    }
+
+    #[test]
+    fn uploads_resolve_against_the_job_file() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("train.py"), "print(1)\n").unwrap();
+        let file = dir.path().join("job.yaml");
+        let text = "type: task\nname: j\nfleet: f\ncommands: [x]\nfiles:\n  - train.py\n  - train.py:/tmp/t.py\n  - local_path: train.py\n    path: sub/t.py\n";
+        let job = parse(&file, text, &no_env).unwrap();
+        let remotes: Vec<&str> = job.uploads.iter().map(|u| u.remote.as_str()).collect();
+        assert_eq!(remotes, ["train.py", "/tmp/t.py", "sub/t.py"]);
+        assert!(job.uploads.iter().all(|u| u.local == dir.path().join("train.py")));
+        let bad = "type: task\nname: j\nfleet: f\ncommands: [x]\nfiles: ['train.py:../x']\n";
+        assert!(parse(&file, bad, &no_env).is_err());
+    }
+}
