@@ -270,6 +270,40 @@ async fn run_ssh(
     }
 }
 
+/// Run one command per node and collect (exit code, stdout, stderr) in the jobs' order;
+/// a node that could not run it has [`UNREACHABLE`] and the reason in its stderr.
+pub async fn collect(transport: Transport, jobs: Vec<(NodeTarget, String)>) -> Vec<(i32, String, String)> {
+    let order: Vec<usize> = jobs.iter().map(|(n, _)| n.index).collect();
+    let (tx, mut rx) = mpsc::channel(1024);
+    let h = tokio::spawn(run_each(transport, jobs, 64, tx));
+    let mut out: Vec<(i32, String, String)> = vec![(UNREACHABLE, String::new(), String::new()); order.len()];
+    while let Some(e) = rx.recv().await {
+        let (Event::Line { node, .. } | Event::Done { node, .. }) = &e;
+        let Some(k) = order.iter().position(|i| i == node) else {
+            continue;
+        };
+        match e {
+            Event::Line { stream, text, .. } => {
+                let buf = if stream == Stream::Stdout {
+                    &mut out[k].1
+                } else {
+                    &mut out[k].2
+                };
+                buf.push_str(&text);
+                buf.push('\n');
+            }
+            Event::Done { result, .. } => {
+                out[k].0 = result.code;
+                if let Some(err) = result.error {
+                    out[k].2.push_str(&err);
+                }
+            }
+        }
+    }
+    let _ = h.await;
+    out
+}
+
 /// The worst (highest) exit status; 0 for no nodes.
 pub fn worst(results: &[NodeResult]) -> i32 {
     results.iter().map(|r| r.code).max().unwrap_or(0)

@@ -5,6 +5,7 @@
 mod config_cmd;
 mod exec_cmd;
 mod fleet_cmd;
+mod job_cmd;
 mod nccl_cmd;
 mod nics_cmd;
 mod offers_cmd;
@@ -249,28 +250,54 @@ pub struct NicsArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum JobCommand {
-    /// Launch the job described by a job file on its fleet.
+    /// Launch the job described by a job file on its fleet, detached on every node, and
+    /// follow it (Ctrl-C stops following; the job goes on).
     Run {
         /// The job file.
         file: PathBuf,
+        /// Start it and return, without following.
+        #[arg(long)]
+        detach: bool,
+        /// Stop every node as soon as one fails (also `stop_on_failure: true` in the file).
+        #[arg(long)]
+        stop_on_failure: bool,
     },
     /// List jobs with state, nodes, duration and exit codes.
-    List,
-    /// Print a job's logs.
-    Logs {
-        /// The job's name.
+    List {
+        /// Print one JSON document instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// A job's state, exit codes and the metrics read from its logs.
+    Show {
+        /// The job's name (its latest run) or id.
         name: String,
-        /// Only this node's log.
+        /// Print one JSON document instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a job's logs, prefixed by node.
+    Logs {
+        /// The job's name (its latest run) or id.
+        name: String,
+        /// Only this node (rank).
         #[arg(long)]
         node: Option<usize>,
-        /// Keep printing as the log grows.
-        #[arg(long)]
+        /// Keep printing as the logs grow, until the job ends.
+        #[arg(long, short)]
         follow: bool,
+        /// Only the last N lines of each node.
+        #[arg(long, value_name = "N")]
+        tail: Option<usize>,
     },
-    /// Stop a job on every node (TERM, then KILL after a grace period).
+    /// Stop a job on every node (TERM to each node's process group, KILL after a grace
+    /// period) and record the exit codes.
     Stop {
-        /// The job's name.
+        /// The job's name (its latest run) or id.
         name: String,
+        /// Seconds between TERM and KILL (default: the job file's stop_grace, else 10).
+        #[arg(long, value_name = "S")]
+        grace: Option<u32>,
     },
 }
 
@@ -294,31 +321,6 @@ pub enum ConfigCommand {
     Check,
 }
 
-impl Command {
-    /// The feature a subcommand waits for, when it has not landed in this build.
-    fn not_landed(&self) -> Option<&'static str> {
-        Some(match self {
-            Command::Offers(_) | Command::Fleet(_) | Command::Exec(_) => return None,
-            Command::Nccl(_) => return None,
-            Command::Nics(_) => return None,
-            Command::Job(_) => "training jobs",
-            Command::Config(_) => return None,
-        })
-    }
-
-    fn name(&self) -> &'static str {
-        match self {
-            Command::Offers(_) => "offers",
-            Command::Fleet(_) => "fleet",
-            Command::Exec(_) => "exec",
-            Command::Nccl(_) => "nccl",
-            Command::Nics(_) => "nics",
-            Command::Job(_) => "job",
-            Command::Config(_) => "config",
-        }
-    }
-}
-
 /// Run the parsed command line; returns the process exit code.
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let paths = Paths::from_env()?;
@@ -337,6 +339,10 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             init_cli_logging(&cli, &paths);
             nics_cmd::run(a, &cli, &paths)
         }
+        Some(Command::Job(c)) => {
+            init_cli_logging(&cli, &paths);
+            job_cmd::run(c, &cli, &paths)
+        }
         Some(Command::Offers(args)) => offers_cmd::run(args),
         Some(Command::Nccl(NcclCommand::Parse { file, json })) => nccl_cmd::parse(file, *json),
         Some(Command::Nccl(NcclCommand::Run(args))) => {
@@ -346,15 +352,6 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Nccl(NcclCommand::Attach { id, json })) => {
             init_cli_logging(&cli, &paths);
             nccl_cmd::attach(id.as_deref(), *json, &cli, &paths)
-        }
-        Some(other) => {
-            let feature = other.not_landed().expect("landed commands are handled above");
-            eprintln!(
-                "flightdeck {}: not available in this build yet ({} has not landed)",
-                other.name(),
-                feature
-            );
-            Ok(ExitCode::from(2))
         }
     }
 }

@@ -31,6 +31,8 @@ pub struct State {
     pub fleets: Vec<FleetRecord>,
     #[serde(default)]
     pub runs: Vec<RunRecord>,
+    #[serde(default)]
+    pub jobs: Vec<JobRecord>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -73,6 +75,48 @@ pub struct RunNode {
     pub pid: Option<u32>,
     pub log: String,
     pub exit_code: Option<i32>,
+}
+
+/// A training job started on a fleet's nodes. Its environment is not kept here (it may
+/// hold tokens); what is kept is what following and judging it needs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobRecord {
+    pub id: String,
+    pub name: String,
+    pub fleet: String,
+    /// The job file it was started from.
+    pub file: Option<PathBuf>,
+    pub started_at: u64,
+    /// When every node had an exit code (unix seconds).
+    #[serde(default)]
+    pub ended_at: Option<u64>,
+    /// Stopped by the operator (`job stop`, or a failure with `stop_on_failure`).
+    #[serde(default)]
+    pub stopped: bool,
+    /// In rank order: rank r's directory is `~/.flightdeck/jobs/<id>/<r>`.
+    #[serde(default)]
+    pub nodes: Vec<RunNode>,
+    /// The job's metric patterns and what MFU needs.
+    #[serde(default)]
+    pub metrics: Vec<String>,
+    #[serde(default)]
+    pub flops_per_token: Option<f64>,
+    #[serde(default)]
+    pub peak_tflops: Option<f64>,
+    /// The NCCL profile it ran with (`none`, `tcpx`, `tcpxo`, `rdma`).
+    #[serde(default)]
+    pub profile: String,
+    #[serde(default)]
+    pub stop_on_failure: bool,
+    #[serde(default)]
+    pub stop_grace: u32,
+}
+
+impl JobRecord {
+    /// Every node has an exit code.
+    pub fn finished(&self) -> bool {
+        !self.nodes.is_empty() && self.nodes.iter().all(|n| n.exit_code.is_some())
+    }
 }
 
 #[derive(Debug, thiserror::Error)]

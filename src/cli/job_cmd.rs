@@ -1,0 +1,704 @@
+//! `flightdeck job run|list|show|logs|stop`: training jobs launched detached on every
+//! node of a fleet, followed, re-attached, judged from their logs and stopped.
+
+use super::{Cli, JobCommand};
+use crate::detach::Status;
+use crate::exec::{self, Transport};
+use crate::fleet::NodeTarget;
+use crate::jobs::remote::{self, FollowEvent, JobNode};
+use crate::jobs::{self, metrics, JobMetrics};
+use crate::paths::Paths;
+use crate::store::{self, JobRecord, RunNode, Store};
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+pub fn run(c: &JobCommand, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
+    match c {
+        JobCommand::Run {
+            file,
+            detach,
+            stop_on_failure,
+        } => run_job(file, *detach, *stop_on_failure, cli, paths),
+        JobCommand::List { json } => list(*json, cli, paths),
+        JobCommand::Show { name, json } => show(name, *json, cli, paths),
+        JobCommand::Logs {
+            name,
+            node,
+            follow,
+            tail,
+        } => logs(name, *node, *follow, *tail, cli, paths),
+        JobCommand::Stop { name, grace } => stop(name, *grace, cli, paths),
+    }
+}
+
+/// The fleet's nodes and transport, and its file's spec when it has one.
+fn fleet_of(
+    fleet: &str,
+    cli: &Cli,
+    paths: &Paths,
+) -> anyhow::Result<(
+    String,
+    Vec<NodeTarget>,
+    Transport,
+    Option<crate::fleet::FleetSpec>,
+)> {
+    let (name, nodes, transport) = super::exec_cmd::resolve_fleet(fleet, cli, paths)?;
+    let (state, _) = Store::new(&paths.state_dir).load()?;
+    let file = state
+        .fleets
+        .iter()
+        .find(|f| f.name == name)
+        .and_then(|f| f.file.clone())
+        .or_else(|| std::path::Path::new(fleet).is_file().then(|| fleet.into()));
+    let spec = file.and_then(|f| crate::fleet::load(&f).ok()).map(|f| f.spec);
+    Ok((name, nodes, transport, spec))
+}
+
+fn run_job(
+    file: &std::path::Path,
+    detach: bool,
+    stop_on_failure: bool,
+    cli: &Cli,
+    paths: &Paths,
+) -> anyhow::Result<ExitCode> {
+    let lookup = |k: &str| std::env::var(k).ok();
+    let job = match jobs::spec::load(file, &lookup) {
+        Ok(j) => j,
+        Err(diags) => {
+            for d in diags {
+                eprintln!("{d}");
+            }
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    for w in &job.warnings {
+        eprintln!("{w}");
+    }
+    let (fleet, all, transport, fleet_spec) = fleet_of(&job.fleet, cli, paths)?;
+    let want = job.spec.nodes.map_or(all.len(), |n| n as usize);
+    if want > all.len() {
+        anyhow::bail!(
+            "{}: the job wants {want} nodes; fleet `{fleet}` has {}",
+            file.display(),
+            all.len()
+        );
+    }
+    let nodes: Vec<JobNode> = all
+        .into_iter()
+        .take(want)
+        .enumerate()
+        .map(|(rank, target)| JobNode { rank, target })
+        .collect();
+    let (fleet_profile, fleet_gpu) = jobs::fleet_facts(fleet_spec.as_ref());
+    let profile = jobs::profile(&job, fleet_profile);
+    let gpu = job.spec.gpu.clone().or(fleet_gpu);
+    let id = jobs::launch::new_id(&job.name, store::now_unix());
+    let record = JobRecord {
+        id: id.clone(),
+        name: job.name.clone(),
+        fleet: fleet.clone(),
+        file: std::fs::canonicalize(file).ok(),
+        started_at: store::now_unix(),
+        ended_at: None,
+        stopped: false,
+        nodes: nodes
+            .iter()
+            .map(|n| RunNode {
+                node: n.target.index,
+                pid: None,
+                log: format!("~/{}/out.log", jobs::launch::job_dir(&id, n.rank)),
+                exit_code: None,
+            })
+            .collect(),
+        metrics: job.spec.metrics.clone().unwrap_or_default(),
+        flops_per_token: job.spec.model.as_ref().and_then(|m| m.flops_per_token()),
+        peak_tflops: gpu.as_deref().and_then(metrics::peak_tflops),
+        profile: jobs::profile_name(profile).to_string(),
+        stop_on_failure: stop_on_failure || job.stop_on_failure(),
+        stop_grace: job.stop_grace(),
+    };
+    // Recorded before anything starts: a crash from here on leaves a job that `job list`
+    // finds and `job stop` can end.
+    Store::new(&paths.state_dir).update(|s| s.jobs.push(record.clone()))?;
+    let profile_lines = crate::nccl::runner::profile_env(profile);
+    eprintln!(
+        "job {id}: {} node(s) of `{fleet}`, NCCL profile {}",
+        nodes.len(),
+        jobs::profile_name(profile)
+    );
+    let rt = super::fleet_cmd::runtime()?;
+    let progress = |m: String| eprintln!("job {id}: {m}");
+    let started = rt.block_on(remote::launch(
+        transport.clone(),
+        &job,
+        &id,
+        &nodes,
+        &profile_lines,
+        &progress,
+    ));
+    let failed: Vec<String> = started
+        .iter()
+        .filter_map(|(r, res)| {
+            res.as_ref()
+                .err()
+                .map(|e| format!("{}: {e}", nodes[*r].target.name))
+        })
+        .collect();
+    Store::new(&paths.state_dir).update(|s| {
+        if let Some(j) = s.jobs.iter_mut().find(|j| j.id == id) {
+            for (r, res) in &started {
+                if let (Some(n), Ok(pid)) = (j.nodes.get_mut(*r), res) {
+                    n.pid = Some(*pid);
+                }
+            }
+        }
+    })?;
+    if !failed.is_empty() {
+        // All or nothing: the nodes that did start are stopped again.
+        let up: Vec<JobNode> = nodes
+            .iter()
+            .filter(|n| started.iter().any(|(r, res)| *r == n.rank && res.is_ok()))
+            .cloned()
+            .collect();
+        let stopped = rt.block_on(remote::stop(transport.clone(), &id, &up, 2));
+        record_codes(paths, &id, &stopped, true)?;
+        for (r, res) in &started {
+            if res.is_err() {
+                let _ = Store::new(&paths.state_dir).update(|s| {
+                    if let Some(j) = s.jobs.iter_mut().find(|j| j.id == id) {
+                        if let Some(n) = j.nodes.get_mut(*r) {
+                            n.exit_code = Some(exec::UNREACHABLE);
+                        }
+                        j.ended_at = Some(store::now_unix());
+                    }
+                });
+            }
+        }
+        anyhow::bail!(
+            "job {id} could not start on every node (the others were stopped):\n  {}",
+            failed.join("\n  ")
+        );
+    }
+    eprintln!(
+        "job {id} started; it runs on without this terminal: `flightdeck job logs {} --follow` follows it again, `flightdeck job stop {}` ends it",
+        job.name, job.name
+    );
+    if detach {
+        println!("{id}");
+        return Ok(ExitCode::SUCCESS);
+    }
+    let record = find(paths, &id)?;
+    let watched = nodes.iter().map(|n| (n.clone(), 1)).collect();
+    follow_and_report(&rt, transport, &record, &nodes, watched, true, paths)
+}
+
+/// Which job a NAME means: an id, or the latest job of that name.
+fn find(paths: &Paths, name: &str) -> anyhow::Result<JobRecord> {
+    let (state, _) = Store::new(&paths.state_dir).load()?;
+    if let Some(j) = state.jobs.iter().find(|j| j.id == name) {
+        return Ok(j.clone());
+    }
+    state
+        .jobs
+        .iter()
+        .filter(|j| j.name == name)
+        .max_by_key(|j| (j.started_at, j.id.clone()))
+        .cloned()
+        .ok_or_else(|| {
+            let names: Vec<&str> = state.jobs.iter().map(|j| j.name.as_str()).collect();
+            let hint = crate::yaml::closest(name, names.iter().copied())
+                .map(|h| format!("; did you mean `{h}`?"))
+                .unwrap_or_default();
+            anyhow::anyhow!("no job `{name}` in the state{hint}")
+        })
+}
+
+/// The job's nodes as the fleet resolves them now.
+fn job_nodes(record: &JobRecord, cli: &Cli, paths: &Paths) -> anyhow::Result<(Vec<JobNode>, Transport)> {
+    let (_, all, transport) = super::exec_cmd::resolve_fleet(&record.fleet, cli, paths)?;
+    let nodes = record
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(rank, rn)| {
+            all.iter()
+                .find(|n| n.index == rn.node)
+                .cloned()
+                .map(|target| JobNode { rank, target })
+                .ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "node {} of job {} is no longer in fleet `{}`",
+                        rn.node,
+                        record.id,
+                        record.fleet
+                    )
+                })
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    Ok((nodes, transport))
+}
+
+/// Write the exit codes found into the job's record.
+fn record_codes(
+    paths: &Paths,
+    id: &str,
+    found: &[(usize, Result<Status, String>)],
+    stopped: bool,
+) -> anyhow::Result<()> {
+    Store::new(&paths.state_dir).update(|s| {
+        if let Some(j) = s.jobs.iter_mut().find(|j| j.id == id) {
+            for (rank, res) in found {
+                if let (Some(n), Ok(st)) = (j.nodes.get_mut(*rank), res) {
+                    match st {
+                        Status::Exited { code } => n.exit_code = Some(*code),
+                        Status::Vanished | Status::Missing => {
+                            n.exit_code = n.exit_code.or(Some(exec::UNREACHABLE))
+                        }
+                        Status::Running { .. } => {}
+                    }
+                }
+            }
+            j.stopped |= stopped;
+            if j.finished() && j.ended_at.is_none() {
+                j.ended_at = Some(store::now_unix());
+            }
+        }
+    })?;
+    Ok(())
+}
+
+fn metrics_for(record: &JobRecord) -> JobMetrics {
+    let patterns = record
+        .metrics
+        .iter()
+        .filter_map(|p| metrics::Pattern::new(p).ok())
+        .collect();
+    JobMetrics::new(patterns, record.flops_per_token, record.peak_tflops)
+}
+
+/// Follow `watched` (nodes, and the line to start each at), printing lines prefixed by node,
+/// reporting a failing node at once (and stopping the others when the job asks), then
+/// a summary. Exit status: the worst node's.
+fn follow_and_report(
+    rt: &tokio::runtime::Runtime,
+    transport: Transport,
+    record: &JobRecord,
+    nodes: &[JobNode],
+    watched: Vec<(JobNode, usize)>,
+    summary: bool,
+    paths: &Paths,
+) -> anyhow::Result<ExitCode> {
+    if watched.is_empty() {
+        anyhow::bail!("job {} has no such node", record.id);
+    }
+    let prefix = watched.len() > 1;
+    let width = nodes.iter().map(|n| n.target.name.len()).max().unwrap_or(0);
+    let mut m = metrics_for(record);
+    let mut codes: BTreeMap<usize, Option<i32>> = BTreeMap::new();
+    let mut lost: Vec<(usize, String)> = vec![];
+    let stopping = Arc::new(AtomicBool::new(false));
+    rt.block_on(async {
+        let (tx, mut rx) = tokio::sync::mpsc::channel(4096);
+        let h = tokio::spawn(remote::follow(
+            transport.clone(),
+            record.id.clone(),
+            watched.clone(),
+            tx,
+        ));
+        let mut stdout = std::io::stdout().lock();
+        while let Some(ev) = rx.recv().await {
+            match ev {
+                FollowEvent::Line { rank, text } => {
+                    m.push_line(rank, &text);
+                    let r = if prefix {
+                        writeln!(stdout, "{:>width$}: {text}", nodes[rank].target.name)
+                    } else {
+                        writeln!(stdout, "{text}")
+                    };
+                    if r.is_err() {
+                        break;
+                    }
+                }
+                FollowEvent::Exit { rank, code } => {
+                    let _ = stdout.flush();
+                    codes.insert(rank, code);
+                    if code != Some(0) {
+                        eprintln!(
+                            "job {}: {} exited with {}",
+                            record.id,
+                            nodes[rank].target.name,
+                            code.map_or("an unknown code".into(), |c| c.to_string())
+                        );
+                        if record.stop_on_failure && !stopping.swap(true, Ordering::SeqCst) {
+                            eprintln!("job {}: stop_on_failure: stopping the other nodes", record.id);
+                            let others: Vec<JobNode> =
+                                nodes.iter().filter(|n| n.rank != rank).cloned().collect();
+                            let (t, id, grace) = (transport.clone(), record.id.clone(), record.stop_grace);
+                            tokio::spawn(async move { remote::stop(t, &id, &others, grace).await });
+                        }
+                    }
+                }
+                FollowEvent::Lost { rank, error } => {
+                    eprintln!("job {}: lost {}: {error}", record.id, nodes[rank].target.name);
+                    lost.push((rank, error));
+                }
+            }
+        }
+        let _ = stdout.flush();
+        drop(rx);
+        let _ = h.await;
+    });
+    let found: Vec<(usize, Result<Status, String>)> = codes
+        .iter()
+        .filter_map(|(r, c)| c.map(|code| (*r, Ok(Status::Exited { code }))))
+        .collect();
+    record_codes(paths, &record.id, &found, stopping.load(Ordering::SeqCst))?;
+    if summary {
+        eprint!("{}", summary_text(&m, nodes));
+    }
+    let worst = watched
+        .iter()
+        .map(|(n, _)| codes.get(&n.rank).copied().flatten().unwrap_or(exec::UNREACHABLE))
+        .max()
+        .unwrap_or(0);
+    if !lost.is_empty() {
+        eprintln!(
+            "job {}: following ended on {} node(s) before the job did; it may still run: `flightdeck job logs {} --follow`",
+            record.id,
+            lost.len(),
+            record.name
+        );
+    }
+    Ok(ExitCode::from(worst.clamp(0, 255) as u8))
+}
+
+fn fmt(v: Option<f64>, digits: usize) -> String {
+    v.map_or("-".into(), |x| format!("{x:.digits$}"))
+}
+
+/// The metrics in a few lines: steps, loss first and last, rates, MFU, drifting nodes.
+fn summary_text(m: &JobMetrics, nodes: &[JobNode]) -> String {
+    let s = m.summary();
+    if s.steps.is_none() {
+        return "no metric lines seen (step/loss lines in a known format or the job's `metrics` patterns)\n"
+            .into();
+    }
+    let mut out = format!(
+        "steps {}  loss {} -> {}  step time {} s  tokens/s/GPU {}  TFLOPs/s/GPU {}  MFU {}\n",
+        s.steps.map_or("-".into(), |v| v.to_string()),
+        fmt(s.first_loss, 4),
+        fmt(s.last_loss, 4),
+        fmt(s.step_time, 3),
+        fmt(s.tokens_per_s, 0),
+        fmt(s.tflops, 1),
+        s.mfu.map_or("-".into(), |v| format!("{:.1}%", v * 100.0)),
+    );
+    for d in m.drift() {
+        out.push_str(&format!(
+            "SLOW NODE: {} median step time {:.3} s, {:.0}% above the nodes' median {:.3} s\n",
+            nodes.get(d.node).map_or("?", |n| n.target.name.as_str()),
+            d.median_step_time,
+            (d.median_step_time / d.fleet_median - 1.0) * 100.0,
+            d.fleet_median
+        ));
+    }
+    out
+}
+
+/// A job's state in one word, from its record.
+pub fn state_word(j: &JobRecord) -> &'static str {
+    if !j.finished() {
+        return if j.nodes.iter().any(|n| n.exit_code.is_some()) {
+            "partial"
+        } else {
+            "running"
+        };
+    }
+    if j.stopped {
+        "stopped"
+    } else if j.nodes.iter().all(|n| n.exit_code == Some(0)) {
+        "succeeded"
+    } else {
+        "failed"
+    }
+}
+
+/// Ask the nodes of unfinished jobs how they are, and record what they say.
+fn refresh(paths: &Paths, cli: &Cli, rt: &tokio::runtime::Runtime) -> anyhow::Result<Vec<(String, String)>> {
+    let (state, _) = Store::new(&paths.state_dir).load()?;
+    let mut notes = vec![];
+    for j in state.jobs.iter().filter(|j| !j.finished()) {
+        let (nodes, transport) = match job_nodes(j, cli, paths) {
+            Ok(x) => x,
+            Err(e) => {
+                notes.push((j.id.clone(), e.to_string()));
+                continue;
+            }
+        };
+        let st = rt.block_on(remote::status(transport, &j.id, &nodes));
+        for (r, res) in &st {
+            if let Err(e) = res {
+                notes.push((j.id.clone(), format!("{}: {e}", nodes[*r].target.name)));
+            }
+        }
+        record_codes(paths, &j.id, &st, false)?;
+    }
+    Ok(notes)
+}
+
+fn duration(j: &JobRecord) -> u64 {
+    j.ended_at
+        .unwrap_or_else(store::now_unix)
+        .saturating_sub(j.started_at)
+}
+
+fn hms(s: u64) -> String {
+    format!("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+}
+
+fn list(json: bool, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
+    let rt = super::fleet_cmd::runtime()?;
+    let notes = refresh(paths, cli, &rt)?;
+    for (id, n) in &notes {
+        eprintln!("job {id}: {n}");
+    }
+    let (state, _) = Store::new(&paths.state_dir).load()?;
+    let mut jobs: Vec<&JobRecord> = state.jobs.iter().collect();
+    jobs.sort_by_key(|j| std::cmp::Reverse(j.started_at));
+    if json {
+        let doc: Vec<serde_json::Value> = jobs.iter().map(|j| job_json(j)).collect();
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "{:<20} {:<30} {:<12} {:<10} {:>5} {:>9}  EXIT CODES",
+        "NAME", "ID", "FLEET", "STATE", "NODES", "DURATION"
+    );
+    for j in jobs {
+        println!(
+            "{:<20} {:<30} {:<12} {:<10} {:>5} {:>9}  {}",
+            j.name,
+            j.id,
+            j.fleet,
+            state_word(j),
+            j.nodes.len(),
+            hms(duration(j)),
+            exit_codes(j)
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn exit_codes(j: &JobRecord) -> String {
+    j.nodes
+        .iter()
+        .map(|n| n.exit_code.map_or("-".into(), |c| c.to_string()))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn job_json(j: &JobRecord) -> serde_json::Value {
+    serde_json::json!({
+        "name": j.name,
+        "id": j.id,
+        "fleet": j.fleet,
+        "state": state_word(j),
+        "started_at": store::format_utc(j.started_at),
+        "ended_at": j.ended_at.map(store::format_utc),
+        "duration_s": duration(j),
+        "profile": j.profile,
+        "nodes": j.nodes.iter().enumerate().map(|(rank, n)| serde_json::json!({
+            "rank": rank, "node": n.node, "pid": n.pid, "exit_code": n.exit_code, "log": n.log,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+fn show(name: &str, json: bool, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
+    let rt = super::fleet_cmd::runtime()?;
+    let record = find(paths, name)?;
+    let (nodes, transport) = job_nodes(&record, cli, paths)?;
+    if !record.finished() {
+        let st = rt.block_on(remote::status(transport.clone(), &record.id, &nodes));
+        record_codes(paths, &record.id, &st, false)?;
+    }
+    let record = find(paths, &record.id)?;
+    let logs = rt.block_on(remote::tail(transport, &record.id, &nodes, Some(metrics::KEEP)));
+    let mut m = metrics_for(&record);
+    let mut unreadable = vec![];
+    for (rank, res) in &logs {
+        match res {
+            Ok(text) => {
+                for line in text.lines() {
+                    m.push_line(*rank, line);
+                }
+            }
+            Err(e) => unreadable.push(format!("{}: {e}", nodes[*rank].target.name)),
+        }
+    }
+    if json {
+        let mut doc = job_json(&record);
+        doc["metrics"] = serde_json::to_value(m.summary())?;
+        doc["per_node"] = serde_json::Value::Array(
+            nodes
+                .iter()
+                .map(|n| {
+                    let series = m.nodes.get(&n.rank);
+                    let last = series.and_then(|s| s.samples.back());
+                    serde_json::json!({
+                        "rank": n.rank,
+                        "name": n.target.name,
+                        "metric_lines": series.map_or(0, |s| s.seen),
+                        "last": last,
+                    })
+                })
+                .collect(),
+        );
+        doc["slow_nodes"] = serde_json::Value::Array(
+            m.drift()
+                .iter()
+                .map(|d| {
+                    serde_json::json!({
+                        "rank": d.node,
+                        "name": nodes.get(d.node).map(|n| n.target.name.clone()),
+                        "median_step_time_s": d.median_step_time,
+                        "nodes_median_step_time_s": d.fleet_median,
+                    })
+                })
+                .collect(),
+        );
+        doc["unreadable"] = serde_json::json!(unreadable);
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else {
+        println!(
+            "job {} ({}) on `{}`: {}, {} node(s), {} elapsed, exit codes {}",
+            record.name,
+            record.id,
+            record.fleet,
+            state_word(&record),
+            record.nodes.len(),
+            hms(duration(&record)),
+            exit_codes(&record)
+        );
+        print!("{}", summary_text(&m, &nodes));
+        for u in &unreadable {
+            eprintln!("cannot read the log of {u}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn logs(
+    name: &str,
+    node: Option<usize>,
+    follow: bool,
+    tail: Option<usize>,
+    cli: &Cli,
+    paths: &Paths,
+) -> anyhow::Result<ExitCode> {
+    let rt = super::fleet_cmd::runtime()?;
+    let record = find(paths, name)?;
+    let (nodes, transport) = job_nodes(&record, cli, paths)?;
+    if let Some(n) = node {
+        if n >= nodes.len() {
+            anyhow::bail!("--node {n}: job {} has nodes 0..{}", record.id, nodes.len() - 1);
+        }
+    }
+    let selected: Vec<JobNode> = nodes
+        .iter()
+        .filter(|n| node.is_none_or(|o| o == n.rank))
+        .cloned()
+        .collect();
+    if follow {
+        // From the start, or from the last N lines of each node.
+        let mut from = BTreeMap::new();
+        if let Some(n) = tail {
+            let cmds = selected
+                .iter()
+                .map(|j| {
+                    let dir = crate::detach::dir_word(&jobs::launch::job_dir(&record.id, j.rank));
+                    (
+                        j.target.clone(),
+                        format!("wc -l < {dir}/out.log 2>/dev/null || echo 0"),
+                    )
+                })
+                .collect();
+            for (j, (_, out, _)) in selected
+                .iter()
+                .zip(rt.block_on(exec::collect(transport.clone(), cmds)))
+            {
+                let count: usize = out.trim().parse().unwrap_or(0);
+                from.insert(j.rank, count.saturating_sub(n) + 1);
+            }
+        }
+        let watched = selected
+            .iter()
+            .map(|n| (n.clone(), from.get(&n.rank).copied().unwrap_or(1)))
+            .collect();
+        return follow_and_report(&rt, transport, &record, &nodes, watched, false, paths);
+    }
+    let got = rt.block_on(remote::tail(transport, &record.id, &selected, tail));
+    let prefix = selected.len() > 1;
+    let width = selected.iter().map(|n| n.target.name.len()).max().unwrap_or(0);
+    let mut out = std::io::stdout().lock();
+    let mut worst = 0;
+    for (rank, res) in &got {
+        match res {
+            Ok(text) => {
+                for l in text.lines() {
+                    let r = if prefix {
+                        writeln!(out, "{:>width$}: {l}", nodes[*rank].target.name)
+                    } else {
+                        writeln!(out, "{l}")
+                    };
+                    if r.is_err() {
+                        return Ok(ExitCode::SUCCESS);
+                    }
+                }
+            }
+            Err(e) => {
+                eprintln!("{}: cannot read the log: {e}", nodes[*rank].target.name);
+                worst = 1;
+            }
+        }
+    }
+    Ok(ExitCode::from(worst))
+}
+
+fn stop(name: &str, grace: Option<u32>, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
+    let rt = super::fleet_cmd::runtime()?;
+    let record = find(paths, name)?;
+    let (nodes, transport) = job_nodes(&record, cli, paths)?;
+    let grace = grace.unwrap_or(if record.stop_grace == 0 {
+        10
+    } else {
+        record.stop_grace
+    });
+    eprintln!(
+        "job {}: stopping on {} node(s) (TERM, KILL after {grace} s)",
+        record.id,
+        nodes.len()
+    );
+    let res = rt.block_on(remote::stop(transport, &record.id, &nodes, grace));
+    let mut worst = 0;
+    for (rank, r) in &res {
+        let name = &nodes[*rank].target.name;
+        match r {
+            Ok(Status::Exited { code }) => println!("{name}: exited {code}"),
+            Ok(Status::Missing) => println!("{name}: no such job on the node"),
+            Ok(Status::Vanished) => println!("{name}: gone without an exit code"),
+            Ok(Status::Running { pid }) => {
+                println!("{name}: still running (pid {pid})");
+                worst = 1;
+            }
+            Err(e) => {
+                println!("{name}: {e}");
+                worst = 1;
+            }
+        }
+    }
+    record_codes(paths, &record.id, &res, true)?;
+    Ok(ExitCode::from(worst))
+}
