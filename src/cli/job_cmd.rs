@@ -8,7 +8,7 @@ use crate::fleet::NodeTarget;
 use crate::jobs::remote::{self, FollowEvent, JobNode};
 use crate::jobs::{self, metrics, JobMetrics};
 use crate::paths::Paths;
-use crate::store::{self, JobRecord, RunNode, Store};
+use crate::store::{self, JobRecord, Store};
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::process::ExitCode;
@@ -77,111 +77,21 @@ fn run_job(
     for w in &job.warnings {
         eprintln!("{w}");
     }
-    let (fleet, all, transport, fleet_spec) = fleet_of(&job.fleet, cli, paths)?;
-    let want = job.spec.nodes.map_or(all.len(), |n| n as usize);
-    if want > all.len() {
-        anyhow::bail!(
-            "{}: the job wants {want} nodes; fleet `{fleet}` has {}",
-            file.display(),
-            all.len()
-        );
-    }
-    let nodes: Vec<JobNode> = all
-        .into_iter()
-        .take(want)
-        .enumerate()
-        .map(|(rank, target)| JobNode { rank, target })
-        .collect();
-    let (fleet_profile, fleet_gpu) = jobs::fleet_facts(fleet_spec.as_ref());
-    let profile = jobs::profile(&job, fleet_profile);
-    let gpu = job.spec.gpu.clone().or(fleet_gpu);
-    let id = jobs::launch::new_id(&job.name, store::now_unix());
-    let record = JobRecord {
-        id: id.clone(),
-        name: job.name.clone(),
-        fleet: fleet.clone(),
-        file: std::fs::canonicalize(file).ok(),
-        started_at: store::now_unix(),
-        ended_at: None,
-        stopped: false,
-        nodes: nodes
-            .iter()
-            .map(|n| RunNode {
-                node: n.target.index,
-                pid: None,
-                log: format!("~/{}/out.log", jobs::launch::job_dir(&id, n.rank)),
-                exit_code: None,
-            })
-            .collect(),
-        metrics: job.spec.metrics.clone().unwrap_or_default(),
-        flops_per_token: job.spec.model.as_ref().and_then(|m| m.flops_per_token()),
-        peak_tflops: gpu.as_deref().and_then(metrics::peak_tflops),
-        profile: jobs::profile_name(profile).to_string(),
-        stop_on_failure: stop_on_failure || job.stop_on_failure(),
-        stop_grace: job.stop_grace(),
+    let (fleet, nodes, transport, spec) = fleet_of(&job.fleet, cli, paths)?;
+    let target = remote::Target {
+        fleet,
+        nodes,
+        transport: transport.clone(),
+        spec,
     };
-    // Recorded before anything starts: a crash from here on leaves a job that `job list`
-    // finds and `job stop` can end.
-    Store::new(&paths.state_dir).update(|s| s.jobs.push(record.clone()))?;
-    let profile_lines = crate::nccl::runner::profile_env(profile);
-    eprintln!(
-        "job {id}: {} node(s) of `{fleet}`, NCCL profile {}",
-        nodes.len(),
-        jobs::profile_name(profile)
-    );
     let rt = super::fleet_cmd::runtime()?;
-    let progress = |m: String| eprintln!("job {id}: {m}");
-    let started = rt.block_on(remote::launch(
-        transport.clone(),
-        &job,
-        &id,
-        &nodes,
-        &profile_lines,
-        &progress,
-    ));
-    let failed: Vec<String> = started
-        .iter()
-        .filter_map(|(r, res)| {
-            res.as_ref()
-                .err()
-                .map(|e| format!("{}: {e}", nodes[*r].target.name))
-        })
-        .collect();
-    Store::new(&paths.state_dir).update(|s| {
-        if let Some(j) = s.jobs.iter_mut().find(|j| j.id == id) {
-            for (r, res) in &started {
-                if let (Some(n), Ok(pid)) = (j.nodes.get_mut(*r), res) {
-                    n.pid = Some(*pid);
-                }
-            }
-        }
-    })?;
-    if !failed.is_empty() {
-        // All or nothing: the nodes that did start are stopped again.
-        let up: Vec<JobNode> = nodes
-            .iter()
-            .filter(|n| started.iter().any(|(r, res)| *r == n.rank && res.is_ok()))
-            .cloned()
-            .collect();
-        let stopped = rt.block_on(remote::stop(transport.clone(), &id, &up, 2));
-        record_codes(paths, &id, &stopped, true)?;
-        for (r, res) in &started {
-            if res.is_err() {
-                let _ = Store::new(&paths.state_dir).update(|s| {
-                    if let Some(j) = s.jobs.iter_mut().find(|j| j.id == id) {
-                        if let Some(n) = j.nodes.get_mut(*r) {
-                            n.exit_code = Some(exec::UNREACHABLE);
-                        }
-                        j.ended_at = Some(store::now_unix());
-                    }
-                });
-            }
-        }
-        anyhow::bail!(
-            "job {id} could not start on every node (the others were stopped):\n  {}",
-            failed.join("\n  ")
-        );
-    }
+    let store = Store::new(&paths.state_dir);
+    let name = job.name.clone();
+    let progress = |m: String| eprintln!("job {name}: {m}");
+    let (record, nodes) = rt
+        .block_on(remote::start(&store, &job, target, stop_on_failure, &progress))
+        .map_err(anyhow::Error::msg)?;
+    let id = record.id.clone();
     eprintln!(
         "job {id} started; it runs on without this terminal: `flightdeck job logs {} --follow` follows it again, `flightdeck job stop {}` ends it",
         job.name, job.name
@@ -190,7 +100,6 @@ fn run_job(
         println!("{id}");
         return Ok(ExitCode::SUCCESS);
     }
-    let record = find(paths, &id)?;
     let watched = nodes.iter().map(|n| (n.clone(), 1)).collect();
     follow_and_report(&rt, transport, &record, &nodes, watched, true, paths)
 }
@@ -241,33 +150,18 @@ fn job_nodes(record: &JobRecord, cli: &Cli, paths: &Paths) -> anyhow::Result<(Ve
     Ok((nodes, transport))
 }
 
-/// Write the exit codes found into the job's record.
 fn record_codes(
     paths: &Paths,
     id: &str,
     found: &[(usize, Result<Status, String>)],
     stopped: bool,
 ) -> anyhow::Result<()> {
-    Store::new(&paths.state_dir).update(|s| {
-        if let Some(j) = s.jobs.iter_mut().find(|j| j.id == id) {
-            for (rank, res) in found {
-                if let (Some(n), Ok(st)) = (j.nodes.get_mut(*rank), res) {
-                    match st {
-                        Status::Exited { code } => n.exit_code = Some(*code),
-                        Status::Vanished | Status::Missing => {
-                            n.exit_code = n.exit_code.or(Some(exec::UNREACHABLE))
-                        }
-                        Status::Running { .. } => {}
-                    }
-                }
-            }
-            j.stopped |= stopped;
-            if j.finished() && j.ended_at.is_none() {
-                j.ended_at = Some(store::now_unix());
-            }
-        }
-    })?;
-    Ok(())
+    Ok(remote::record_codes(
+        &Store::new(&paths.state_dir),
+        id,
+        found,
+        stopped,
+    )?)
 }
 
 fn metrics_for(record: &JobRecord) -> JobMetrics {

@@ -284,3 +284,185 @@ pub async fn tail(
         })
         .collect()
 }
+
+/// Where a job starts: the fleet's name, nodes and transport, and its fleet file's spec.
+pub struct Target {
+    pub fleet: String,
+    pub nodes: Vec<NodeTarget>,
+    pub transport: Transport,
+    pub spec: Option<crate::fleet::FleetSpec>,
+}
+
+/// Start `job` on `target`: record it in the store first (so a crash from then on
+/// leaves a job that can be found and stopped), upload and launch on every node, then
+/// record the pids. All or nothing: when a node fails to start, those that did are
+/// stopped again and the error names each failed node. Returns the record and its nodes.
+pub async fn start(
+    store: &crate::store::Store,
+    job: &Job,
+    target: Target,
+    stop_on_failure: bool,
+    progress: &(dyn Fn(String) + Sync),
+) -> Result<(crate::store::JobRecord, Vec<JobNode>), String> {
+    use crate::store::{self, JobRecord, RunNode};
+    let want = job.spec.nodes.map_or(target.nodes.len(), |n| n as usize);
+    if want > target.nodes.len() {
+        return Err(format!(
+            "{}: the job wants {want} nodes; fleet `{}` has {}",
+            job.file.display(),
+            target.fleet,
+            target.nodes.len()
+        ));
+    }
+    let nodes: Vec<JobNode> = target
+        .nodes
+        .into_iter()
+        .take(want)
+        .enumerate()
+        .map(|(rank, target)| JobNode { rank, target })
+        .collect();
+    let (fleet_profile, fleet_gpu) = super::fleet_facts(target.spec.as_ref());
+    let profile = super::profile(job, fleet_profile);
+    let gpu = job.spec.gpu.clone().or(fleet_gpu);
+    let id = launch::new_id(&job.name, store::now_unix());
+    let record = JobRecord {
+        id: id.clone(),
+        name: job.name.clone(),
+        fleet: target.fleet.clone(),
+        file: std::fs::canonicalize(&job.file).ok(),
+        started_at: store::now_unix(),
+        ended_at: None,
+        stopped: false,
+        nodes: nodes
+            .iter()
+            .map(|n| RunNode {
+                node: n.target.index,
+                pid: None,
+                log: format!("~/{}/out.log", job_dir(&id, n.rank)),
+                exit_code: None,
+            })
+            .collect(),
+        metrics: job.spec.metrics.clone().unwrap_or_default(),
+        flops_per_token: job.spec.model.as_ref().and_then(|m| m.flops_per_token()),
+        peak_tflops: gpu.as_deref().and_then(super::metrics::peak_tflops),
+        profile: super::profile_name(profile).to_string(),
+        stop_on_failure: stop_on_failure || job.stop_on_failure(),
+        stop_grace: job.stop_grace(),
+    };
+    let s = store.clone();
+    let r = record.clone();
+    tokio::task::spawn_blocking(move || s.update(|st| st.jobs.push(r)))
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.to_string())?;
+    progress(format!(
+        "{} node(s) of `{}`, NCCL profile {}",
+        nodes.len(),
+        target.fleet,
+        super::profile_name(profile)
+    ));
+    let profile_lines = crate::nccl::runner::profile_env(profile);
+    let started = launch(
+        target.transport.clone(),
+        job,
+        &id,
+        &nodes,
+        &profile_lines,
+        progress,
+    )
+    .await;
+    let pids: Vec<(usize, Option<u32>)> = started
+        .iter()
+        .map(|(r, res)| (*r, res.as_ref().ok().copied()))
+        .collect();
+    let failed: Vec<String> = started
+        .iter()
+        .filter_map(|(r, res)| {
+            res.as_ref()
+                .err()
+                .map(|e| format!("{}: {e}", nodes[*r].target.name))
+        })
+        .collect();
+    let s = store.clone();
+    let jid = id.clone();
+    let _ = tokio::task::spawn_blocking(move || {
+        s.update(|st| {
+            if let Some(j) = st.jobs.iter_mut().find(|j| j.id == jid) {
+                for (r, pid) in &pids {
+                    if let Some(n) = j.nodes.get_mut(*r) {
+                        n.pid = *pid;
+                    }
+                }
+            }
+        })
+    })
+    .await;
+    if !failed.is_empty() {
+        let up: Vec<JobNode> = nodes
+            .iter()
+            .filter(|n| started.iter().any(|(r, res)| *r == n.rank && res.is_ok()))
+            .cloned()
+            .collect();
+        let mut found = stop(target.transport.clone(), &id, &up, 2).await;
+        for (r, res) in &started {
+            if res.is_err() {
+                found.push((
+                    *r,
+                    Ok(Status::Exited {
+                        code: exec::UNREACHABLE,
+                    }),
+                ));
+            }
+        }
+        let _ = record_codes(store, &id, &found, true);
+        return Err(format!(
+            "job {id} could not start on every node (the others were stopped):\n  {}",
+            failed.join("\n  ")
+        ));
+    }
+    let record = {
+        let s = store.clone();
+        let jid = id.clone();
+        tokio::task::spawn_blocking(move || s.load())
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| e.to_string())?
+            .0
+            .jobs
+            .into_iter()
+            .find(|j| j.id == jid)
+            .unwrap_or(record)
+    };
+    Ok((record, nodes))
+}
+
+/// Write the statuses found on the nodes into the job's record: exit codes (a node
+/// whose run vanished or is missing gets [`exec::UNREACHABLE`]), `stopped`, and the end
+/// time once every node has a code.
+pub fn record_codes(
+    store: &crate::store::Store,
+    id: &str,
+    found: &[(usize, Result<Status, String>)],
+    stopped: bool,
+) -> Result<(), crate::store::StoreError> {
+    store.update(|s| {
+        if let Some(j) = s.jobs.iter_mut().find(|j| j.id == id) {
+            for (rank, res) in found {
+                if let (Some(n), Ok(st)) = (j.nodes.get_mut(*rank), res) {
+                    match st {
+                        Status::Exited { code } => n.exit_code = Some(*code),
+                        Status::Vanished | Status::Missing => {
+                            n.exit_code = n.exit_code.or(Some(exec::UNREACHABLE))
+                        }
+                        Status::Running { .. } => {}
+                    }
+                }
+            }
+            j.stopped |= stopped;
+            if j.finished() && j.ended_at.is_none() {
+                j.ended_at = Some(crate::store::now_unix());
+            }
+        }
+    })?;
+    Ok(())
+}

@@ -146,6 +146,7 @@ pub struct Recovery {
     pub message: String,
 }
 
+#[derive(Debug, Clone)]
 pub struct Store {
     dir: PathBuf,
 }
