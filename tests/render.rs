@@ -8,7 +8,7 @@ use flightdeck::tui::keymap::Keymap;
 use flightdeck::tui::state::{Msg, Overlay, State, StatusMessage, View};
 use flightdeck::tui::theme::{Theme, Tone, EMBEDDED};
 use flightdeck::tui::update::update;
-use flightdeck::tui::views::{self, help, planned};
+use flightdeck::tui::views::{self, help};
 use flightdeck::tui::widgets::palette::{FilterWidget, PaletteWidget};
 use flightdeck::tui::widgets::status_bar::StatusBar;
 use flightdeck::tui::widgets::tabs::TabBar;
@@ -291,6 +291,140 @@ fn nccl_view_draws_the_curve() {
     snapshot("nccl_run", &s);
 }
 
+fn job_record(
+    id: &str,
+    name: &str,
+    fleet: &str,
+    at: u64,
+    codes: &[Option<i32>],
+) -> flightdeck::store::JobRecord {
+    flightdeck::store::JobRecord {
+        id: id.into(),
+        name: name.into(),
+        fleet: fleet.into(),
+        file: None,
+        started_at: at,
+        ended_at: codes.iter().all(Option::is_some).then_some(at + 88),
+        stopped: false,
+        nodes: codes
+            .iter()
+            .enumerate()
+            .map(|(i, c)| flightdeck::store::RunNode {
+                node: i,
+                pid: Some(4000 + i as u32),
+                log: format!("~/.flightdeck/jobs/{id}/{i}/out.log"),
+                exit_code: *c,
+            })
+            .collect(),
+        metrics: vec![],
+        flops_per_token: None,
+        peak_tflops: Some(989.0),
+        profile: "none".into(),
+        stop_on_failure: false,
+        stop_grace: 10,
+    }
+}
+
+/// The Jobs view: the list, then one job opened. `h200`: the example job's real log
+/// from 2x H200 (tests/fixtures/jobs); else three testbed-style nodes, node 2 slow.
+fn jobs_state(h200: bool) -> State {
+    let mut s = state();
+    update(
+        &mut s,
+        Msg::Fleets(Ok(vec![
+            fleet_record("local", "local", 1),
+            fleet_record("tb", "ssh", 3),
+        ])),
+    );
+    update(
+        &mut s,
+        Msg::Jobs {
+            jobs: vec![
+                job_record(
+                    "tiny-gpt-1795323586-af0b",
+                    "tiny-gpt",
+                    "local",
+                    1_795_323_586,
+                    &[Some(0)],
+                ),
+                job_record(
+                    "train-1795323700-1a2b",
+                    "train",
+                    "tb",
+                    1_795_323_700,
+                    &[None, None, None],
+                ),
+                job_record(
+                    "fragile-1795323800-3c4d",
+                    "fragile",
+                    "tb",
+                    1_795_323_800,
+                    &[Some(143), Some(137), Some(143)],
+                ),
+            ],
+            now: 1_795_323_760,
+        },
+    );
+    keys(&mut s, "6");
+    if h200 {
+        keys(&mut s, "jj\n");
+        let log = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/jobs/tiny-gpt-h200x2.log"
+        ))
+        .unwrap();
+        update(
+            &mut s,
+            Msg::JobLines {
+                id: "tiny-gpt-1795323586-af0b".into(),
+                lines: log.lines().map(|l| (0, l.to_string())).collect(),
+                now: 1_795_323_760,
+            },
+        );
+        update(
+            &mut s,
+            Msg::JobNode {
+                id: "tiny-gpt-1795323586-af0b".into(),
+                rank: 0,
+                follow: flightdeck::tui::jobs::NodeFollow::Exited(Some(0)),
+            },
+        );
+    } else {
+        keys(&mut s, "j\n");
+        for step in 1..=40u32 {
+            let lines = (0..3)
+                .map(|r| {
+                    let t = if r == 2 { 0.21 } else { 0.1 + 0.001 * f64::from(step % 3) };
+                    let loss = 8.0 * 0.93f64.powi(step as i32) + 0.01 * r as f64;
+                    (r, format!("Step: {step} | Time: {t:.3}s | TFLOPs/s/GPU: {:.1} | Tokens/s/GPU: {:.0} | Loss: {loss:.4}", 100.0 / t, 4096.0 / t))
+                })
+                .collect();
+            update(
+                &mut s,
+                Msg::JobLines {
+                    id: "train-1795323700-1a2b".into(),
+                    lines,
+                    now: 1_795_323_760,
+                },
+            );
+        }
+    }
+    s
+}
+
+#[test]
+fn jobs_view_lists_and_charts() {
+    let mut s = jobs_state(false);
+    snapshot("jobs_train_slow_node", &s);
+    keys(&mut s, "ll");
+    assert_eq!(s.jobs.shown.as_ref().unwrap().node, 2);
+    update(&mut s, Msg::Key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE)));
+    assert!(s.jobs.shown.is_none());
+    snapshot("jobs_list", &s);
+    let s = jobs_state(true);
+    snapshot("jobs_tiny_gpt_h200x2", &s);
+}
+
 #[test]
 fn empty_fleets_and_panes_say_what_to_do() {
     let mut s = state();
@@ -482,18 +616,13 @@ fn every_widget_survives_tiny_sizes() {
                         theme,
                     },
                 );
-                let mut buf = Buffer::empty(Rect {
-                    x: 0,
-                    y: 0,
-                    width: x + w,
-                    height: y + h,
-                });
-                planned::render(View::Nccl, "filter text", theme, area, &mut buf);
                 for s in [
                     state(),
                     palette_state.clone(),
                     filter_state.clone(),
                     panes_state(),
+                    jobs_state(false),
+                    jobs_state(true),
                 ] {
                     let mut buf = Buffer::empty(Rect {
                         x: 0,

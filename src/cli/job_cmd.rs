@@ -302,23 +302,7 @@ fn summary_text(m: &JobMetrics, nodes: &[JobNode]) -> String {
     out
 }
 
-/// A job's state in one word, from its record.
-pub fn state_word(j: &JobRecord) -> &'static str {
-    if !j.finished() {
-        return if j.nodes.iter().any(|n| n.exit_code.is_some()) {
-            "partial"
-        } else {
-            "running"
-        };
-    }
-    if j.stopped {
-        "stopped"
-    } else if j.nodes.iter().all(|n| n.exit_code == Some(0)) {
-        "succeeded"
-    } else {
-        "failed"
-    }
-}
+use crate::jobs::state_word;
 
 /// Ask the nodes of unfinished jobs how they are, and record what they say.
 fn refresh(paths: &Paths, cli: &Cli, rt: &tokio::runtime::Runtime) -> anyhow::Result<Vec<(String, String)>> {

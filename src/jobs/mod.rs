@@ -73,3 +73,22 @@ pub fn profile_name(p: GpuDirect) -> &'static str {
         GpuDirect::Rdma => "rdma",
     }
 }
+
+/// A job's state in one word, from its record: running, partial (some nodes ended),
+/// succeeded, failed, stopped.
+pub fn state_word(j: &crate::store::JobRecord) -> &'static str {
+    if !j.finished() {
+        return if j.nodes.iter().any(|n| n.exit_code.is_some()) {
+            "partial"
+        } else {
+            "running"
+        };
+    }
+    if j.stopped {
+        "stopped"
+    } else if j.nodes.iter().all(|n| n.exit_code == Some(0)) {
+        "succeeded"
+    } else {
+        "failed"
+    }
+}

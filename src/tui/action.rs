@@ -107,10 +107,11 @@ pub enum Action {
     SortReverse,
     Pricing,
     WriteFleet,
+    JobStop,
 }
 
 impl Action {
-    pub const ALL: [Action; 44] = [
+    pub const ALL: [Action; 45] = [
         Action::Quit,
         Action::Suspend,
         Action::Help,
@@ -155,6 +156,7 @@ impl Action {
         Action::SortReverse,
         Action::Pricing,
         Action::WriteFleet,
+        Action::JobStop,
     ];
 
     /// Parse a config-file name.
@@ -168,15 +170,7 @@ impl Action {
         match context {
             Context::Global => !matches!(
                 self,
-                Close
-                    | Confirm
-                    | Complete
-                    | CompletePrev
-                    | SearchNext
-                    | SearchPrev
-                    | SelectStart
-                    | Yank
-                    | AcceptAll
+                Confirm | Complete | CompletePrev | SearchNext | SearchPrev | SelectStart | Yank | AcceptAll
             ),
             Context::Help => matches!(self, Close | Quit | Up | Down | Top | Bottom | PageUp | PageDown),
             Context::Input => matches!(self, Close | Confirm | Complete | CompletePrev | Up | Down),
@@ -248,6 +242,7 @@ impl Action {
             Action::SortReverse => "reverse the sort order",
             Action::Pricing => "price by on-demand, spot or flex-start",
             Action::WriteFleet => "write a fleet file for the selected offer",
+            Action::JobStop => "stop the selected job on every node (press twice)",
         }
     }
 

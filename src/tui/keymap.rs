@@ -227,6 +227,8 @@ fn default_table() -> Vec<(Context, Action, Vec<Chord>)> {
         (Global, SortReverse, vec![p('S')]),
         (Global, Pricing, vec![p('p')]),
         (Global, WriteFleet, vec![p('w')]),
+        (Global, JobStop, vec![p('x')]),
+        (Global, Close, vec![k(KeyCode::Esc)]),
         (Global, Up, vec![k(KeyCode::Up), p('k')]),
         (Global, Down, vec![k(KeyCode::Down), p('j')]),
         (Global, Top, vec![k(KeyCode::Home), p('g')]),
@@ -361,11 +363,13 @@ impl Keymap {
     }
 
     /// Status-bar hints for `context`: (first chord, short label) for each hinted action
-    /// that has a chord, in keymap order.
+    /// that has a chord, in keymap order. Closing is hinted in layers (help, inputs,
+    /// questions), not on the cockpit itself where only an opened item closes.
     pub fn hints(&self, context: Context) -> Vec<(String, &'static str)> {
         self.rows
             .iter()
             .filter(|b| b.context == context)
+            .filter(|b| !(context == Context::Global && b.action == Action::Close))
             .filter_map(|b| Some((b.chords.first()?.to_string(), b.action.hint()?)))
             .collect()
     }

@@ -4,6 +4,8 @@
 pub mod action;
 pub mod app;
 pub mod fleets;
+pub mod job_service;
+pub mod jobs;
 pub mod keymap;
 pub mod nccl;
 pub mod nics;

@@ -99,6 +99,8 @@ pub struct Services {
     follow: Option<tokio::task::JoinHandle<()>>,
     /// The NICs view's samplers (stopped when dropped).
     samplers: Option<crate::telemetry::service::Samplers>,
+    /// The task following the opened job, if any.
+    job_follow: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl Services {
@@ -142,6 +144,7 @@ impl Services {
             next_pane: 0,
             follow: None,
             samplers: None,
+            job_follow: None,
         }
     }
 
@@ -154,9 +157,12 @@ impl Services {
                 tokio::task::spawn_blocking(move || {
                     let loaded = Store::new(&dir).load();
                     let runs = loaded.as_ref().map(|(s, _)| s.runs.clone()).unwrap_or_default();
+                    let jobs = loaded.as_ref().map(|(s, _)| s.jobs.clone()).unwrap_or_default();
                     let result = loaded.map(|(s, _)| s.fleets).map_err(|e| e.to_string());
                     let _ = tx.blocking_send(ServiceEvent::Msg(Msg::Fleets(result)));
                     let _ = tx.blocking_send(ServiceEvent::Msg(Msg::Runs(runs)));
+                    let now = crate::store::now_unix();
+                    let _ = tx.blocking_send(ServiceEvent::Msg(Msg::Jobs { jobs, now }));
                 });
             }
             Command::OpenPanes(name) => {
@@ -225,6 +231,31 @@ impl Services {
                 });
             }
             Command::StartTelemetry(fleet) => self.start_telemetry(fleet),
+            Command::FollowJob(id) => {
+                if let Some(old) = self.job_follow.take() {
+                    old.abort();
+                }
+                let (tx, dir) = (self.tx.clone(), self.paths.state_dir.clone());
+                let (pool, resolver) = (self.pool.clone(), self.resolver.clone());
+                self.job_follow = Some(tokio::spawn(super::job_service::follow(
+                    tx, dir, pool, resolver, id,
+                )));
+            }
+            Command::UnfollowJob => {
+                if let Some(old) = self.job_follow.take() {
+                    old.abort();
+                }
+            }
+            Command::StopJob(id) => {
+                let (tx, dir) = (self.tx.clone(), self.paths.state_dir.clone());
+                let (pool, resolver) = (self.pool.clone(), self.resolver.clone());
+                tokio::spawn(super::job_service::stop(tx, dir, pool, resolver, id));
+            }
+            Command::RunJob(file) => {
+                let (tx, dir) = (self.tx.clone(), self.paths.state_dir.clone());
+                let (pool, resolver) = (self.pool.clone(), self.resolver.clone());
+                tokio::spawn(super::job_service::run(tx, dir, pool, resolver, file));
+            }
             Command::Quit | Command::Suspend | Command::LoadTheme(_) | Command::Yank(_) => {}
         }
     }
@@ -449,6 +480,9 @@ fn write_new(path: &Path, text: &str) -> std::io::Result<()> {
 
 impl Drop for Services {
     fn drop(&mut self) {
+        if let Some(f) = self.job_follow.take() {
+            f.abort();
+        }
         self.close_panes();
     }
 }

@@ -163,6 +163,7 @@ pub struct State {
     pub offers: super::offers::OffersView,
     pub nccl: super::nccl::NcclView,
     pub nics: super::nics::NicsView,
+    pub jobs: super::jobs::JobsView,
     /// Questions waiting for the overlay (host keys, passphrases), oldest first.
     pub questions: std::collections::VecDeque<Overlay>,
 }
@@ -185,6 +186,7 @@ impl State {
             panes: Panes::default(),
             nccl: Default::default(),
             nics: Default::default(),
+            jobs: Default::default(),
             offers: super::offers::OffersView::new(std::sync::Arc::new(
                 crate::catalog::Catalog::embedded().clone(),
             )),
@@ -260,6 +262,30 @@ pub enum Msg {
         id: String,
         error: String,
     },
+    /// The jobs of the state store (with `Command::LoadFleets`), and the time.
+    Jobs {
+        jobs: Vec<crate::store::JobRecord>,
+        now: u64,
+    },
+    /// Lines of the followed job's nodes, in order per node: (rank, line).
+    JobLines {
+        id: String,
+        lines: Vec<(usize, String)>,
+        now: u64,
+    },
+    /// How following one node of the followed job goes.
+    JobNode {
+        id: String,
+        rank: usize,
+        follow: super::jobs::NodeFollow,
+    },
+    /// A `Command::RunJob` finished: the job's id, or why it did not start.
+    JobStarted(Result<String, String>),
+    /// A `Command::StopJob` finished: each node's outcome in a line, or why not.
+    JobStopped {
+        id: String,
+        result: Result<String, String>,
+    },
 }
 
 /// A string that is never printed by Debug (passphrases).
@@ -314,4 +340,12 @@ pub enum Command {
     FollowRun(String),
     /// Start samplers on every node of a fleet (stopping any running).
     StartTelemetry(String),
+    /// Follow a job of the state store on every node, from the first line.
+    FollowJob(String),
+    /// Stop following (the job goes on).
+    UnfollowJob,
+    /// Stop a job on every node.
+    StopJob(String),
+    /// Start the job of a job file.
+    RunJob(String),
 }

@@ -5,7 +5,7 @@ use super::action::{Action, Context};
 use super::state::{Candidate, Command, FilterEntry, Msg, Overlay, Palette, State, StatusMessage, View};
 use super::theme::Tone;
 use super::views::help;
-use super::{fleets, nccl, nics, offers, panes};
+use super::{fleets, jobs, nccl, nics, offers, panes};
 use crossterm::event::{KeyEvent, KeyEventKind};
 use tui_textarea::TextArea;
 
@@ -14,6 +14,7 @@ pub const PALETTE_COMMANDS: &[(&str, &str, &str)] = &[
     ("help", "", "show the key bindings"),
     ("open", "FLEET", "open a pane on every node of a fleet"),
     ("close", "", "close the open panes"),
+    ("run", "FILE", "start the job of a job file on its fleet"),
     ("filter", "TEXT", "filter the current table"),
     ("nofilter", "", "clear the current table's filter"),
     ("theme", "NAME", "switch the colour theme"),
@@ -193,6 +194,71 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Command> {
             }
             vec![]
         }
+        Msg::Jobs { jobs, now } => {
+            state.jobs.set_jobs(jobs, now);
+            state.dirty |= state.view == View::Jobs;
+            vec![]
+        }
+        Msg::JobLines { id, lines, now } => {
+            state.jobs.now = state.jobs.now.max(now);
+            if let Some(shown) = state.jobs.shown.as_mut().filter(|s| s.id == id) {
+                for (rank, text) in lines {
+                    shown.push(rank, text);
+                }
+                state.dirty |= state.view == View::Jobs;
+            }
+            vec![]
+        }
+        Msg::JobNode { id, rank, follow } => {
+            let ended = matches!(follow, jobs::NodeFollow::Exited(_));
+            if let Some(shown) = state.jobs.shown.as_mut().filter(|s| s.id == id) {
+                if let Some(f) = shown.follow.get_mut(rank) {
+                    *f = follow;
+                }
+                state.dirty = true;
+            }
+            if ended {
+                vec![Command::LoadFleets]
+            } else {
+                vec![]
+            }
+        }
+        Msg::JobStarted(result) => {
+            state.dirty = true;
+            match result {
+                Ok(id) => {
+                    state.status = Some(StatusMessage {
+                        text: format!("job {id} started on every node; it runs on when flightdeck quits"),
+                        tone: Tone::Pass,
+                    });
+                    state.view = View::Jobs;
+                    state.jobs.selected = Some(id);
+                    state.jobs.shown = None;
+                    vec![Command::LoadFleets]
+                }
+                Err(e) => {
+                    state.status = Some(StatusMessage {
+                        text: e,
+                        tone: Tone::Fail,
+                    });
+                    vec![]
+                }
+            }
+        }
+        Msg::JobStopped { id, result } => {
+            state.dirty = true;
+            state.status = Some(match result {
+                Ok(text) => StatusMessage {
+                    text: format!("job {id}: {text}"),
+                    tone: Tone::Info,
+                },
+                Err(e) => StatusMessage {
+                    text: format!("job {id}: {e}"),
+                    tone: Tone::Fail,
+                },
+            });
+            vec![Command::LoadFleets]
+        }
         Msg::PassphraseQuestion { id, key } => {
             let mut input = TextArea::default();
             input.set_mask_char('•');
@@ -306,6 +372,7 @@ pub fn act(state: &mut State, action: Action) -> Vec<Command> {
         View::Offers => offers::act(state, action),
         View::Nccl => nccl::act(state, action),
         View::Nics => nics::act(state, action),
+        View::Jobs => jobs::act(state, action),
         _ => None,
     };
     if let Some(commands) = view_specific {
@@ -355,7 +422,8 @@ pub fn act(state: &mut State, action: Action) -> Vec<Command> {
         | Action::Sort
         | Action::SortReverse
         | Action::Pricing
-        | Action::WriteFleet => state.dirty = false,
+        | Action::WriteFleet
+        | Action::JobStop => state.dirty = false,
         Action::Close
         | Action::Confirm
         | Action::Complete
@@ -651,6 +719,17 @@ pub fn run_command(state: &mut State, line: &str) -> Vec<Command> {
             )
         }
         "open" => vec![Command::OpenPanes(arg.to_string())],
+        "run" if arg.is_empty() => error(
+            state,
+            "run: give a job file, e.g. :run examples/train/job.yaml".into(),
+        ),
+        "run" => {
+            state.status = Some(StatusMessage {
+                text: format!("starting the job of {arg}…"),
+                tone: Tone::Info,
+            });
+            vec![Command::RunJob(arg.to_string())]
+        }
         "close" => {
             state.panes = panes::Panes::default();
             vec![Command::ClosePanes]

@@ -15,11 +15,11 @@
 
 pub mod fleets;
 pub mod help;
+pub mod jobs;
 pub mod nccl;
 pub mod nics;
 pub mod offers;
 pub mod panes;
-pub mod planned;
 pub mod question;
 
 use super::action::Context;
@@ -81,7 +81,7 @@ pub fn render(
         View::Offers => offers::render(state, theme, body, buf),
         View::Nccl => nccl::render(state, theme, body, buf),
         View::Nics => nics::render(state, theme, body, buf),
-        v => planned::render(v, state.filter(), theme, body, buf),
+        View::Jobs => jobs::render(state, theme, body, buf),
     }
 
     let context = crate::tui::update::context(state);

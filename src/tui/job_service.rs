@@ -1,0 +1,321 @@
+//! The Jobs view's services: start a job from a job file, follow an opened job on every
+//! node (reconnecting to nodes whose connection drops, from the last line seen), stop a
+//! job. The work is `crate::jobs::remote`'s, shared with `flightdeck job`.
+
+use super::jobs::NodeFollow;
+use super::services::ServiceEvent;
+use super::state::Msg;
+use crate::exec::Transport;
+use crate::jobs::remote::{self, FollowEvent, JobNode};
+use crate::ssh::pool::{Pool, Resolver};
+use crate::store::{self, FleetRecord, JobRecord, Store};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+/// How nodes of a recorded fleet are reached from the cockpit.
+pub fn transport(fleet: &FleetRecord, pool: &Pool, resolver: &Arc<Resolver>) -> Result<Transport, String> {
+    match fleet.backend.as_str() {
+        "local" => Ok(Transport::Local),
+        "ssh" | "gcp" => Ok(Transport::Ssh {
+            pool: pool.clone(),
+            resolver: resolver.clone(),
+        }),
+        other => Err(format!(
+            "fleet `{}`: the {other} backend is not in this build",
+            fleet.name
+        )),
+    }
+}
+
+async fn load(dir: PathBuf) -> Result<store::State, String> {
+    tokio::task::spawn_blocking(move || Store::new(&dir).load())
+        .await
+        .map_err(|e| e.to_string())?
+        .map(|(s, _)| s)
+        .map_err(|e| e.to_string())
+}
+
+/// A job's record, its fleet's transport and its nodes.
+async fn job_and_nodes(
+    dir: PathBuf,
+    id: &str,
+    pool: &Pool,
+    resolver: &Arc<Resolver>,
+) -> Result<(JobRecord, Transport, Vec<JobNode>), String> {
+    let state = load(dir).await?;
+    let job = state
+        .jobs
+        .iter()
+        .find(|j| j.id == id)
+        .cloned()
+        .ok_or_else(|| format!("job {id} is not in the state"))?;
+    let fleet = state
+        .fleets
+        .iter()
+        .find(|f| f.name == job.fleet)
+        .ok_or_else(|| format!("its fleet `{}` is gone from the state", job.fleet))?;
+    let t = transport(fleet, pool, resolver)?;
+    let nodes = job
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(rank, rn)| {
+            fleet
+                .nodes
+                .iter()
+                .find(|n| n.index == rn.node)
+                .cloned()
+                .map(|target| JobNode { rank, target })
+                .ok_or_else(|| format!("node {} is gone from fleet `{}`", rn.node, fleet.name))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((job, t, nodes))
+}
+
+async fn send(tx: &mpsc::Sender<ServiceEvent>, msg: Msg) -> bool {
+    tx.send(ServiceEvent::Msg(msg)).await.is_ok()
+}
+
+/// Lines are sent in batches: at most this long after the first of a batch.
+const BATCH: Duration = Duration::from_millis(50);
+
+/// Follow job `id` on every node until each has ended. A node whose connection drops
+/// is followed again after a pause (1 s, doubling to 30 s) from its last line.
+pub async fn follow(
+    tx: mpsc::Sender<ServiceEvent>,
+    dir: PathBuf,
+    pool: Pool,
+    resolver: Arc<Resolver>,
+    id: String,
+) {
+    let (_, transport, nodes) = match job_and_nodes(dir.clone(), &id, &pool, &resolver).await {
+        Ok(x) => x,
+        Err(e) => {
+            let _ = send(&tx, Msg::JobStarted(Err(format!("cannot follow job {id}: {e}")))).await;
+            return;
+        }
+    };
+    let store = Store::new(&dir);
+    let mut seen = vec![0usize; nodes.len()];
+    let mut ended = vec![false; nodes.len()];
+    let mut backoff = Duration::from_secs(1);
+    loop {
+        let todo: Vec<(JobNode, usize)> = nodes
+            .iter()
+            .filter(|n| !ended[n.rank])
+            .map(|n| (n.clone(), seen[n.rank] + 1))
+            .collect();
+        if todo.is_empty() {
+            return;
+        }
+        let (etx, mut erx) = mpsc::channel(4096);
+        let h = tokio::spawn(remote::follow(transport.clone(), id.clone(), todo, etx));
+        let mut batch: Vec<(usize, String)> = vec![];
+        let mut deadline: Option<tokio::time::Instant> = None;
+        let mut lost = false;
+        loop {
+            let ev = match deadline {
+                Some(d) => match tokio::time::timeout_at(d, erx.recv()).await {
+                    Ok(ev) => ev,
+                    Err(_) => {
+                        deadline = None;
+                        let lines = std::mem::take(&mut batch);
+                        if !send(
+                            &tx,
+                            Msg::JobLines {
+                                id: id.clone(),
+                                lines,
+                                now: store::now_unix(),
+                            },
+                        )
+                        .await
+                        {
+                            h.abort();
+                            return;
+                        }
+                        continue;
+                    }
+                },
+                None => erx.recv().await,
+            };
+            let Some(ev) = ev else { break };
+            match ev {
+                FollowEvent::Line { rank, text } => {
+                    seen[rank] += 1;
+                    batch.push((rank, text));
+                    deadline.get_or_insert_with(|| tokio::time::Instant::now() + BATCH);
+                    if batch.len() >= 2000 {
+                        deadline = Some(tokio::time::Instant::now());
+                    }
+                    continue;
+                }
+                other => {
+                    if !batch.is_empty() {
+                        deadline = None;
+                        let lines = std::mem::take(&mut batch);
+                        let _ = send(
+                            &tx,
+                            Msg::JobLines {
+                                id: id.clone(),
+                                lines,
+                                now: store::now_unix(),
+                            },
+                        )
+                        .await;
+                    }
+                    match other {
+                        FollowEvent::Exit { rank, code } => {
+                            ended[rank] = true;
+                            backoff = Duration::from_secs(1);
+                            if let Some(code) = code {
+                                let s = store.clone();
+                                let jid = id.clone();
+                                let _ = tokio::task::spawn_blocking(move || {
+                                    remote::record_codes(
+                                        &s,
+                                        &jid,
+                                        &[(rank, Ok(crate::detach::Status::Exited { code }))],
+                                        false,
+                                    )
+                                })
+                                .await;
+                            }
+                            let _ = send(
+                                &tx,
+                                Msg::JobNode {
+                                    id: id.clone(),
+                                    rank,
+                                    follow: NodeFollow::Exited(code),
+                                },
+                            )
+                            .await;
+                        }
+                        FollowEvent::Lost { rank, error } => {
+                            lost = true;
+                            let _ = send(
+                                &tx,
+                                Msg::JobNode {
+                                    id: id.clone(),
+                                    rank,
+                                    follow: NodeFollow::Lost(error),
+                                },
+                            )
+                            .await;
+                        }
+                        FollowEvent::Line { .. } => unreachable!("lines are handled above"),
+                    }
+                }
+            }
+        }
+        if !batch.is_empty() {
+            let _ = send(
+                &tx,
+                Msg::JobLines {
+                    id: id.clone(),
+                    lines: batch,
+                    now: store::now_unix(),
+                },
+            )
+            .await;
+        }
+        let _ = h.await;
+        if lost {
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(Duration::from_secs(30));
+            for n in nodes.iter().filter(|n| !ended[n.rank]) {
+                let _ = send(
+                    &tx,
+                    Msg::JobNode {
+                        id: id.clone(),
+                        rank: n.rank,
+                        follow: NodeFollow::Following,
+                    },
+                )
+                .await;
+            }
+        }
+    }
+}
+
+/// Stop job `id` on every node and record the outcome.
+pub async fn stop(
+    tx: mpsc::Sender<ServiceEvent>,
+    dir: PathBuf,
+    pool: Pool,
+    resolver: Arc<Resolver>,
+    id: String,
+) {
+    let result = async {
+        let (job, transport, nodes) = job_and_nodes(dir.clone(), &id, &pool, &resolver).await?;
+        let grace = if job.stop_grace == 0 { 10 } else { job.stop_grace };
+        let found = remote::stop(transport, &id, &nodes, grace).await;
+        let s = Store::new(&dir);
+        let f = found.clone();
+        let jid = id.clone();
+        tokio::task::spawn_blocking(move || remote::record_codes(&s, &jid, &f, true))
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| e.to_string())?;
+        Ok::<String, String>(
+            found
+                .iter()
+                .map(|(rank, r)| {
+                    let name = &nodes[*rank].target.name;
+                    match r {
+                        Ok(crate::detach::Status::Exited { code }) => format!("{name} exited {code}"),
+                        Ok(st) => format!("{name} {st:?}"),
+                        Err(e) => format!("{name}: {e}"),
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(", "),
+        )
+    }
+    .await;
+    let _ = send(&tx, Msg::JobStopped { id, result }).await;
+}
+
+/// Start the job of `file` on its fleet.
+pub async fn run(
+    tx: mpsc::Sender<ServiceEvent>,
+    dir: PathBuf,
+    pool: Pool,
+    resolver: Arc<Resolver>,
+    file: String,
+) {
+    let result = async {
+        let path = PathBuf::from(&file);
+        let lookup = |k: &str| std::env::var(k).ok();
+        let job = crate::jobs::spec::load(&path, &lookup).map_err(|d| {
+            d.iter()
+                .filter(|d| d.severity == crate::fleet::Severity::Error)
+                .map(|d| d.to_string())
+                .collect::<Vec<_>>()
+                .join("; ")
+        })?;
+        let state = load(dir.clone()).await?;
+        let fleet = state.fleets.iter().find(|f| f.name == job.fleet).ok_or_else(|| {
+            let hint = crate::yaml::closest(&job.fleet, state.fleets.iter().map(|f| f.name.as_str()))
+                .map(|h| format!("; did you mean `{h}`?"))
+                .unwrap_or_default();
+            format!("{file}: fleet `{}` is not applied{hint}", job.fleet)
+        })?;
+        let target = remote::Target {
+            fleet: fleet.name.clone(),
+            nodes: fleet.nodes.clone(),
+            transport: transport(fleet, &pool, &resolver)?,
+            spec: fleet
+                .file
+                .as_ref()
+                .and_then(|f| crate::fleet::load(f).ok())
+                .map(|f| f.spec),
+        };
+        let progress = |m: String| tracing::info!("job {}: {m}", job.name);
+        let (record, _) = remote::start(&Store::new(&dir), &job, target, false, &progress).await?;
+        Ok(record.id)
+    }
+    .await;
+    let _ = send(&tx, Msg::JobStarted(result)).await;
+}

@@ -1,0 +1,428 @@
+//! The Jobs view's state and its share of `update`: the jobs of the state store, and
+//! the opened job followed on every node: per-node logs (bounded), metrics parsed as
+//! lines arrive, each node's state.
+
+use super::action::Action;
+use super::state::{Command, State, StatusMessage, View};
+use super::theme::Tone;
+use crate::jobs::{metrics, JobMetrics};
+use crate::store::JobRecord;
+use std::collections::VecDeque;
+
+/// Log lines kept per node of the opened job.
+pub const LOG_LINES: usize = 5000;
+
+/// How following one node of the opened job goes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NodeFollow {
+    Following,
+    Exited(Option<i32>),
+    /// The connection dropped; the service follows again from the last line seen.
+    Lost(String),
+}
+
+#[derive(Debug, Clone)]
+pub struct ShownJob {
+    pub id: String,
+    /// Per rank, the last [`LOG_LINES`] lines.
+    pub logs: Vec<VecDeque<String>>,
+    /// Per rank, how many lines have arrived (to resume after a lost connection).
+    pub seen: Vec<usize>,
+    pub follow: Vec<NodeFollow>,
+    pub metrics: JobMetrics,
+    /// The node whose log is shown.
+    pub node: usize,
+    /// Lines scrolled up from the newest (0: following the tail).
+    pub scroll: usize,
+}
+
+impl ShownJob {
+    pub fn new(record: &JobRecord) -> ShownJob {
+        let n = record.nodes.len();
+        let patterns = record
+            .metrics
+            .iter()
+            .filter_map(|p| metrics::Pattern::new(p).ok())
+            .collect();
+        ShownJob {
+            id: record.id.clone(),
+            logs: vec![VecDeque::new(); n],
+            seen: vec![0; n],
+            follow: vec![NodeFollow::Following; n],
+            metrics: JobMetrics::new(patterns, record.flops_per_token, record.peak_tflops),
+            node: 0,
+            scroll: 0,
+        }
+    }
+
+    /// Take lines of node `rank` (in order).
+    pub fn push(&mut self, rank: usize, text: String) {
+        let Some(log) = self.logs.get_mut(rank) else {
+            return;
+        };
+        self.metrics.push_line(rank, &text);
+        if log.len() == LOG_LINES {
+            log.pop_front();
+        }
+        log.push_back(text);
+        self.seen[rank] += 1;
+        if rank == self.node && self.scroll > 0 {
+            // Stay on the same lines while scrolled back.
+            self.scroll = (self.scroll + 1).min(log.len().saturating_sub(1));
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct JobsView {
+    /// Jobs of the state store, newest first.
+    pub jobs: Vec<JobRecord>,
+    pub selected: Option<String>,
+    pub shown: Option<ShownJob>,
+    /// `x` was pressed once for this job: the next `x` stops it.
+    pub stop_armed: Option<String>,
+    /// Unix seconds, as of the last report (durations of running jobs).
+    pub now: u64,
+}
+
+impl JobsView {
+    pub fn set_jobs(&mut self, mut jobs: Vec<JobRecord>, now: u64) {
+        jobs.sort_by(|a, b| b.started_at.cmp(&a.started_at).then_with(|| b.id.cmp(&a.id)));
+        self.jobs = jobs;
+        self.now = self.now.max(now);
+        if !self
+            .selected
+            .as_ref()
+            .is_some_and(|s| self.jobs.iter().any(|j| &j.id == s))
+        {
+            self.selected = self.jobs.first().map(|j| j.id.clone());
+        }
+    }
+
+    pub fn record(&self, id: &str) -> Option<&JobRecord> {
+        self.jobs.iter().find(|j| j.id == id)
+    }
+
+    fn at(&self, list: &[&JobRecord]) -> Option<usize> {
+        self.selected
+            .as_ref()
+            .and_then(|s| list.iter().position(|j| &j.id == s))
+    }
+}
+
+/// The jobs the view's filter lets through (name, id or fleet), newest first.
+pub fn visible(state: &State) -> Vec<&JobRecord> {
+    let f = state.filters[View::Jobs.index()].to_lowercase();
+    state
+        .jobs
+        .jobs
+        .iter()
+        .filter(|j| {
+            f.is_empty()
+                || j.name.to_lowercase().contains(&f)
+                || j.id.to_lowercase().contains(&f)
+                || j.fleet.to_lowercase().contains(&f)
+        })
+        .collect()
+}
+
+/// The opened job's log lines of its shown node that match the filter (all without one),
+/// oldest first.
+pub fn log_lines(state: &State) -> Vec<&str> {
+    let Some(shown) = &state.jobs.shown else {
+        return vec![];
+    };
+    let f = state.filters[View::Jobs.index()].to_lowercase();
+    shown
+        .logs
+        .get(shown.node)
+        .map(|l| {
+            l.iter()
+                .filter(|t| f.is_empty() || t.to_lowercase().contains(&f))
+                .map(String::as_str)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A job's state in one word, from its record and (when opened) what following it saw.
+pub fn state_word(j: &JobRecord) -> &'static str {
+    crate::jobs::state_word(j)
+}
+
+/// Global-context actions in the Jobs view. `None`: not a Jobs action.
+pub fn act(state: &mut State, action: Action) -> Option<Vec<Command>> {
+    if action != Action::JobStop {
+        state.jobs.stop_armed = None;
+    }
+    let page = usize::from(state.size.1.saturating_sub(8)).max(1);
+    if state.jobs.shown.is_some() {
+        let lines = log_lines(state).len();
+        let shown = state.jobs.shown.as_mut().expect("checked");
+        let nodes = shown.logs.len();
+        match action {
+            Action::Up => shown.scroll = (shown.scroll + 1).min(lines.saturating_sub(1)),
+            Action::Down => shown.scroll = shown.scroll.saturating_sub(1),
+            Action::PageUp => shown.scroll = (shown.scroll + page).min(lines.saturating_sub(1)),
+            Action::PageDown => shown.scroll = shown.scroll.saturating_sub(page),
+            Action::Top => shown.scroll = lines.saturating_sub(1),
+            Action::Bottom => shown.scroll = 0,
+            Action::Left if nodes > 0 => {
+                shown.node = (shown.node + nodes - 1) % nodes;
+                shown.scroll = 0;
+            }
+            Action::Right if nodes > 0 => {
+                shown.node = (shown.node + 1) % nodes;
+                shown.scroll = 0;
+            }
+            Action::Close => {
+                state.jobs.shown = None;
+                return Some(vec![Command::UnfollowJob]);
+            }
+            Action::JobStop => {
+                let id = shown.id.clone();
+                return Some(arm_or_stop(state, id));
+            }
+            Action::Reload => return Some(vec![Command::LoadFleets]),
+            _ => return None,
+        }
+        return Some(vec![]);
+    }
+    let list: Vec<String> = visible(state).iter().map(|j| j.id.clone()).collect();
+    let refs: Vec<&JobRecord> = visible(state);
+    let at = state.jobs.at(&refs);
+    let last = list.len().saturating_sub(1);
+    let pick = |i: usize| list.get(i).cloned();
+    match action {
+        Action::Up => state.jobs.selected = pick(at.map_or(0, |i| i.saturating_sub(1))),
+        Action::Down => state.jobs.selected = pick(at.map_or(0, |i| (i + 1).min(last))),
+        Action::Top => state.jobs.selected = pick(0),
+        Action::Bottom => state.jobs.selected = pick(last),
+        Action::Select => {
+            let id = state.jobs.selected.clone()?;
+            let record = state.jobs.record(&id)?;
+            state.jobs.shown = Some(ShownJob::new(record));
+            return Some(vec![Command::FollowJob(id)]);
+        }
+        Action::JobStop => {
+            let id = state.jobs.selected.clone()?;
+            return Some(arm_or_stop(state, id));
+        }
+        Action::Reload => return Some(vec![Command::LoadFleets]),
+        _ => return None,
+    }
+    Some(vec![])
+}
+
+/// The first `x` asks, the second stops.
+fn arm_or_stop(state: &mut State, id: String) -> Vec<Command> {
+    let name = state.jobs.record(&id).map_or(id.clone(), |j| j.name.clone());
+    let finished = state.jobs.record(&id).is_some_and(JobRecord::finished);
+    if finished {
+        state.status = Some(StatusMessage {
+            text: format!("job {name} has ended on every node"),
+            tone: Tone::Info,
+        });
+        return vec![];
+    }
+    if state.jobs.stop_armed.as_deref() == Some(id.as_str()) {
+        state.jobs.stop_armed = None;
+        state.status = Some(StatusMessage {
+            text: format!("stopping job {name} on every node…"),
+            tone: Tone::Warn,
+        });
+        return vec![Command::StopJob(id)];
+    }
+    let key = state
+        .keymap
+        .chords(super::action::Context::Global, Action::JobStop)
+        .first()
+        .map_or("x".to_string(), |c| c.to_string());
+    state.status = Some(StatusMessage {
+        text: format!("stop job {name} on every node (TERM, then KILL)? press {key} again"),
+        tone: Tone::Warn,
+    });
+    state.jobs.stop_armed = Some(id);
+    vec![]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::RunNode;
+    use crate::tui::keymap::Keymap;
+    use crate::tui::state::Msg;
+    use crate::tui::update::update;
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+    pub fn record(id: &str, name: &str, at: u64, nodes: usize) -> JobRecord {
+        JobRecord {
+            id: id.into(),
+            name: name.into(),
+            fleet: "lab".into(),
+            file: None,
+            started_at: at,
+            ended_at: None,
+            stopped: false,
+            nodes: (0..nodes)
+                .map(|i| RunNode {
+                    node: i,
+                    pid: Some(100 + i as u32),
+                    log: String::new(),
+                    exit_code: None,
+                })
+                .collect(),
+            metrics: vec![],
+            flops_per_token: None,
+            peak_tflops: Some(989.0),
+            profile: "none".into(),
+            stop_on_failure: false,
+            stop_grace: 10,
+        }
+    }
+
+    fn key(s: &mut State, c: KeyCode) -> Vec<Command> {
+        update(s, Msg::Key(KeyEvent::new(c, KeyModifiers::NONE)))
+    }
+
+    fn state() -> State {
+        let mut s = State::new(Keymap::defaults(), vec![], "dark".into());
+        s.view = View::Jobs;
+        update(
+            &mut s,
+            Msg::Jobs {
+                jobs: vec![record("a-1", "a", 1, 2), record("b-2", "b", 2, 3)],
+                now: 10,
+            },
+        );
+        s
+    }
+
+    #[test]
+    fn open_follow_scroll_switch_nodes_and_close() {
+        let mut s = state();
+        assert_eq!(s.jobs.selected.as_deref(), Some("b-2"), "newest first");
+        key(&mut s, KeyCode::Down);
+        assert_eq!(s.jobs.selected.as_deref(), Some("a-1"));
+        key(&mut s, KeyCode::Up);
+        assert_eq!(
+            key(&mut s, KeyCode::Enter),
+            vec![Command::FollowJob("b-2".into())]
+        );
+        for i in 1..=12 {
+            let lines = (0..3)
+                .map(|r| {
+                    (
+                        r,
+                        format!(
+                            "Step: {i} | Time: {}s | Loss: {}",
+                            1.0 + r as f64,
+                            10.0 - i as f64
+                        ),
+                    )
+                })
+                .collect();
+            update(
+                &mut s,
+                Msg::JobLines {
+                    id: "b-2".into(),
+                    lines,
+                    now: 20,
+                },
+            );
+        }
+        let shown = s.jobs.shown.as_ref().unwrap();
+        assert_eq!(shown.seen, [12, 12, 12]);
+        assert_eq!(shown.metrics.summary().steps, Some(12));
+        assert_eq!(s.jobs.now, 20);
+        // Lines for another job are not this one's.
+        update(
+            &mut s,
+            Msg::JobLines {
+                id: "a-1".into(),
+                lines: vec![(0, "x".into())],
+                now: 21,
+            },
+        );
+        assert_eq!(s.jobs.shown.as_ref().unwrap().seen, [12, 12, 12]);
+        key(&mut s, KeyCode::Up);
+        key(&mut s, KeyCode::Up);
+        assert_eq!(s.jobs.shown.as_ref().unwrap().scroll, 2);
+        // New lines keep the scrolled view on the same lines.
+        update(
+            &mut s,
+            Msg::JobLines {
+                id: "b-2".into(),
+                lines: vec![(0, "late".into())],
+                now: 22,
+            },
+        );
+        assert_eq!(s.jobs.shown.as_ref().unwrap().scroll, 3);
+        key(&mut s, KeyCode::End);
+        assert_eq!(s.jobs.shown.as_ref().unwrap().scroll, 0);
+        key(&mut s, KeyCode::Right);
+        key(&mut s, KeyCode::Right);
+        assert_eq!(s.jobs.shown.as_ref().unwrap().node, 2);
+        key(&mut s, KeyCode::Right);
+        assert_eq!(s.jobs.shown.as_ref().unwrap().node, 0);
+        key(&mut s, KeyCode::Left);
+        assert_eq!(s.jobs.shown.as_ref().unwrap().node, 2);
+        update(
+            &mut s,
+            Msg::JobNode {
+                id: "b-2".into(),
+                rank: 1,
+                follow: NodeFollow::Exited(Some(137)),
+            },
+        );
+        assert_eq!(
+            s.jobs.shown.as_ref().unwrap().follow[1],
+            NodeFollow::Exited(Some(137))
+        );
+        assert_eq!(key(&mut s, KeyCode::Esc), vec![Command::UnfollowJob]);
+        assert!(s.jobs.shown.is_none());
+    }
+
+    #[test]
+    fn the_filter_searches_the_log() {
+        let mut s = state();
+        key(&mut s, KeyCode::Enter);
+        update(
+            &mut s,
+            Msg::JobLines {
+                id: "b-2".into(),
+                lines: vec![(0, "loading".into()), (0, "NCCL WARN x".into()), (0, "ok".into())],
+                now: 1,
+            },
+        );
+        assert_eq!(log_lines(&s).len(), 3);
+        s.filters[View::Jobs.index()] = "warn".into();
+        assert_eq!(log_lines(&s), ["NCCL WARN x"]);
+    }
+
+    #[test]
+    fn logs_are_bounded() {
+        let mut j = ShownJob::new(&record("a", "a", 0, 1));
+        for i in 0..(LOG_LINES + 10) {
+            j.push(0, i.to_string());
+        }
+        assert_eq!(j.logs[0].len(), LOG_LINES);
+        assert_eq!(j.logs[0].front().map(String::as_str), Some("10"));
+        assert_eq!(j.seen[0], LOG_LINES + 10);
+    }
+
+    #[test]
+    fn stop_asks_first() {
+        let mut s = state();
+        assert!(key(&mut s, KeyCode::Char('x')).is_empty());
+        assert!(s.status.as_ref().unwrap().text.contains("press x again"));
+        assert_eq!(
+            key(&mut s, KeyCode::Char('x')),
+            vec![Command::StopJob("b-2".into())]
+        );
+        // Any other key disarms.
+        key(&mut s, KeyCode::Char('x'));
+        key(&mut s, KeyCode::Down);
+        assert!(key(&mut s, KeyCode::Char('x')).is_empty());
+    }
+}

@@ -1,0 +1,468 @@
+//! The Jobs view: the jobs of the state store; Enter opens one, followed live on every
+//! node: a header with its state and metrics, the shown node's log (tail, scroll, the
+//! view's filter as search), and charts of loss and throughput over the steps.
+//!
+//! ```text
+//! ┌ tiny-gpt · tiny-gpt-17953…-af0b · local · running 0:01:28 · node 1/1 local-0 following ┐
+//! │ steps 300 · loss 9.1748 → 1.6170 · 0.178 s/step · 91722 tok/s/GPU · 538 TFLOPs/GPU · MFU 54.4% │
+//! ├ log local-0 ────────────────────────────┐┌ loss ──────────────────────────────────────┐
+//! │Step: 298 | Time: 0.176s | ...           ││⠑⠢⢄⣀                                       │
+//! │Step: 299 | Time: 0.176s | ...           │└────────────────────────────────────────────┘
+//! │Step: 300 | Time: 0.176s | ...           │┌ tokens/s/GPU ──────────────────────────────┐
+//! └─────────────────────────────────────────┘└────────────────────────────────────────────┘
+//! ```
+
+use crate::jobs::metrics::{JobMetrics, Sample};
+use crate::store;
+use crate::tui::jobs::{log_lines, visible, NodeFollow, ShownJob};
+use crate::tui::state::State;
+use crate::tui::theme::{Theme, Tone};
+use ratatui::buffer::Buffer;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::Style;
+use ratatui::symbols::Marker;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{
+    Axis, Block, Borders, Chart, Dataset, GraphType, Paragraph, Row, Table, Widget, Wrap,
+};
+
+pub fn render(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
+    if area.is_empty() {
+        return;
+    }
+    match &state.jobs.shown {
+        Some(shown) => render_job(state, shown, theme, area, buf),
+        None => render_list(state, theme, area, buf),
+    }
+}
+
+fn hms(s: u64) -> String {
+    format!("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+}
+
+fn duration(j: &store::JobRecord, now: u64) -> u64 {
+    j.ended_at
+        .unwrap_or(now.max(j.started_at))
+        .saturating_sub(j.started_at)
+}
+
+fn state_tone(word: &str) -> Tone {
+    match word {
+        "succeeded" => Tone::Pass,
+        "failed" => Tone::Fail,
+        "stopped" | "partial" => Tone::Warn,
+        _ => Tone::Info,
+    }
+}
+
+fn render_list(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
+    let jobs = visible(state);
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(theme.border(true))
+        .title(Span::styled(format!(" Jobs ({}) ", jobs.len()), theme.title()))
+        .style(theme.base());
+    if jobs.is_empty() {
+        Paragraph::new(vec![
+            Line::raw("No jobs yet. Start one from a job file (dstack's task format):"),
+            Line::styled(":run examples/train/job.yaml", theme.accent()),
+            Line::raw("or from a shell: flightdeck job run FILE. Jobs run detached on the nodes:"),
+            Line::raw("they go on when flightdeck quits; Enter here follows one again."),
+        ])
+        .wrap(Wrap { trim: false })
+        .block(block)
+        .render(area, buf);
+        return;
+    }
+    let header = Row::new(["NAME", "ID", "FLEET", "STATE", "NODES", "DURATION", "EXIT"]).style(theme.title());
+    let rows: Vec<Row> = jobs
+        .iter()
+        .map(|j| {
+            let word = crate::jobs::state_word(j);
+            let sel = state.jobs.selected.as_deref() == Some(j.id.as_str());
+            let codes = j
+                .nodes
+                .iter()
+                .map(|n| n.exit_code.map_or("-".into(), |c| c.to_string()))
+                .collect::<Vec<_>>()
+                .join(",");
+            Row::new(vec![
+                Line::raw(j.name.clone()),
+                Line::raw(j.id.clone()),
+                Line::raw(j.fleet.clone()),
+                Line::styled(word, theme.tone(state_tone(word))),
+                Line::raw(j.nodes.len().to_string()),
+                Line::raw(hms(duration(j, state.jobs.now))),
+                Line::raw(codes),
+            ])
+            .style(if sel { theme.selection() } else { theme.base() })
+        })
+        .collect();
+    Table::new(
+        rows,
+        [
+            Constraint::Length(16),
+            Constraint::Min(12),
+            Constraint::Length(10),
+            Constraint::Length(9),
+            Constraint::Length(5),
+            Constraint::Length(9),
+            Constraint::Length(12),
+        ],
+    )
+    .header(header)
+    .block(block)
+    .render(area, buf);
+}
+
+fn fmt(v: Option<f64>, digits: usize) -> String {
+    v.map_or("-".into(), |x| format!("{x:.digits$}"))
+}
+
+fn render_job(state: &State, shown: &ShownJob, theme: &Theme, area: Rect, buf: &mut Buffer) {
+    let record = state.jobs.record(&shown.id);
+    let word = record.map_or("?", crate::jobs::state_word);
+    let nodes = shown.logs.len();
+    let node_name = |rank: usize| {
+        record
+            .and_then(|r| r.nodes.get(rank))
+            .and_then(|rn| {
+                state
+                    .fleets
+                    .iter()
+                    .find(|f| Some(&f.name) == record.map(|r| &r.fleet))
+                    .and_then(|f| f.nodes.iter().find(|n| n.index == rn.node))
+            })
+            .map_or_else(|| format!("node {rank}"), |n| n.name.clone())
+    };
+    let follow = match shown.follow.get(shown.node) {
+        Some(NodeFollow::Following) => Span::styled("following", theme.tone(Tone::Info)),
+        Some(NodeFollow::Exited(Some(0))) => Span::styled("exited 0", theme.tone(Tone::Pass)),
+        Some(NodeFollow::Exited(Some(c))) => Span::styled(format!("exited {c}"), theme.tone(Tone::Fail)),
+        Some(NodeFollow::Exited(None)) => Span::styled("ended (code unknown)", theme.tone(Tone::Warn)),
+        Some(NodeFollow::Lost(e)) => Span::styled(format!("lost: {e}; reconnecting"), theme.tone(Tone::Warn)),
+        None => Span::raw(""),
+    };
+    let title = Line::from(vec![
+        Span::styled(
+            format!(" {} ", record.map_or(shown.id.as_str(), |r| r.name.as_str())),
+            theme.title(),
+        ),
+        Span::styled(format!("· {} · ", shown.id), theme.muted()),
+        Span::styled(word, theme.tone(state_tone(word))),
+        Span::styled(
+            format!(
+                " {} · ",
+                record.map_or_else(String::new, |r| hms(duration(r, state.jobs.now)))
+            ),
+            theme.muted(),
+        ),
+        Span::styled(
+            format!("node {}/{} {} ", shown.node + 1, nodes, node_name(shown.node)),
+            theme.base(),
+        ),
+        follow,
+        Span::raw(" "),
+    ]);
+    let outer = Block::default()
+        .borders(Borders::ALL)
+        .border_style(theme.border(true))
+        .title(title)
+        .style(theme.base());
+    let inner = outer.inner(area);
+    outer.render(area, buf);
+    if inner.is_empty() {
+        return;
+    }
+    let [head, body] = Layout::vertical([Constraint::Length(1), Constraint::Min(0)]).areas(inner);
+    summary_line(&shown.metrics, record, theme, &node_name).render(head, buf);
+    let wide = body.width >= 100;
+    let (log_area, charts) = if wide {
+        let [l, c] = Layout::horizontal([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(body);
+        (l, c)
+    } else {
+        let [c, l] = Layout::vertical([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(body);
+        (l, c)
+    };
+    render_log(state, shown, &node_name(shown.node), theme, log_area, buf);
+    let [loss, rate] = if wide {
+        Layout::vertical([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(charts)
+    } else {
+        Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(charts)
+    };
+    chart(
+        &shown.metrics,
+        "loss",
+        |s| s.loss,
+        shown.node,
+        &node_name,
+        theme,
+        loss,
+        buf,
+    );
+    chart(
+        &shown.metrics,
+        "tokens/s/GPU",
+        |s| s.tokens_per_s,
+        shown.node,
+        &node_name,
+        theme,
+        rate,
+        buf,
+    );
+}
+
+fn summary_line<'a>(
+    m: &JobMetrics,
+    record: Option<&store::JobRecord>,
+    theme: &Theme,
+    node_name: &dyn Fn(usize) -> String,
+) -> Line<'a> {
+    let s = m.summary();
+    // Flags first, so they stay in sight on a narrow terminal.
+    let mut spans = vec![];
+    for d in m.drift() {
+        spans.push(Span::styled(
+            format!(
+                "SLOW {} {:.3} s/step vs {:.3} · ",
+                node_name(d.node),
+                d.median_step_time,
+                d.fleet_median
+            ),
+            theme.tone(Tone::Fail),
+        ));
+    }
+    if let Some(r) = record {
+        let failed: Vec<String> = r
+            .nodes
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| n.exit_code.is_some_and(|c| c != 0))
+            .map(|(i, n)| format!("{} exit {}", node_name(i), n.exit_code.unwrap_or(0)))
+            .collect();
+        if !failed.is_empty() {
+            spans.push(Span::styled(
+                format!("{} · ", failed.join(", ")),
+                theme.tone(Tone::Fail),
+            ));
+        }
+    }
+    if s.steps.is_none() {
+        spans.push(Span::styled(
+            "no metric lines yet (Step/loss lines in a known format, or the job's own patterns)",
+            theme.muted(),
+        ));
+    } else {
+        spans.push(Span::styled(
+            format!(
+                "step {} · loss {} → {} · {} s/step · {} tok/s/GPU · {} TFLOPs/s/GPU · MFU {}",
+                s.steps.map_or("-".into(), |v| v.to_string()),
+                fmt(s.first_loss, 4),
+                fmt(s.last_loss, 4),
+                fmt(s.step_time, 3),
+                fmt(s.tokens_per_s, 0),
+                fmt(s.tflops, 1),
+                s.mfu.map_or_else(
+                    || if record.is_some_and(|r| r.peak_tflops.is_none()) {
+                        "- (GPU peak unknown)".into()
+                    } else {
+                        "-".into()
+                    },
+                    |v| format!("{:.1}%", v * 100.0)
+                ),
+            ),
+            theme.base(),
+        ));
+    }
+    Line::from(spans)
+}
+
+fn render_log(state: &State, shown: &ShownJob, name: &str, theme: &Theme, area: Rect, buf: &mut Buffer) {
+    let lines = log_lines(state);
+    let filter = state.filters[crate::tui::state::View::Jobs.index()].as_str();
+    let mut title = vec![Span::styled(format!(" log {name} "), theme.title())];
+    if !filter.is_empty() {
+        title.push(Span::styled(
+            format!("/{filter}: {} lines ", lines.len()),
+            theme.accent(),
+        ));
+    }
+    if shown.scroll > 0 {
+        title.push(Span::styled(format!("↑{} ", shown.scroll), theme.muted()));
+    }
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(theme.border(false))
+        .title(Line::from(title))
+        .style(theme.base());
+    let inner = block.inner(area);
+    block.render(area, buf);
+    let h = usize::from(inner.height);
+    let end = lines.len().saturating_sub(shown.scroll);
+    let start = end.saturating_sub(h);
+    let text: Vec<Line> = lines[start..end]
+        .iter()
+        .map(|l| Line::raw(l.to_string()))
+        .collect();
+    Paragraph::new(text).render(inner, buf);
+}
+
+/// Points of one metric of one node, thinned to about `width * 2` (braille dots).
+fn points(m: &JobMetrics, rank: usize, f: fn(&Sample) -> Option<f64>, width: u16) -> Vec<(f64, f64)> {
+    let Some(series) = m.nodes.get(&rank) else {
+        return vec![];
+    };
+    let all: Vec<(f64, f64)> = series
+        .samples
+        .iter()
+        .filter_map(|s| Some((s.step? as f64, f(s)?)))
+        .collect();
+    let room = usize::from(width.max(1)) * 2;
+    if all.len() <= room {
+        return all;
+    }
+    let stride = all.len().div_ceil(room);
+    all.chunks(stride)
+        .map(|c| {
+            let y = c.iter().map(|p| p.1).sum::<f64>() / c.len() as f64;
+            (c[c.len() - 1].0, y)
+        })
+        .collect()
+}
+
+fn nice_max(v: f64) -> f64 {
+    if v <= 0.0 || !v.is_finite() {
+        return 1.0;
+    }
+    let p = 10f64.powf(v.log10().floor());
+    for m in [1.0, 2.0, 2.5, 5.0, 10.0] {
+        if v <= m * p {
+            return m * p;
+        }
+    }
+    10.0 * p
+}
+
+fn short(v: f64) -> String {
+    if v >= 1e6 {
+        format!("{:.1}M", v / 1e6)
+    } else if v >= 1e4 {
+        format!("{:.0}k", v / 1e3)
+    } else if v >= 100.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// A chart of one metric over the steps: the shown node bold, every other node that
+/// reports it beside (up to 8), so a drifting node shows.
+#[allow(clippy::too_many_arguments)]
+fn chart(
+    m: &JobMetrics,
+    label: &str,
+    f: fn(&Sample) -> Option<f64>,
+    focus: usize,
+    node_name: &dyn Fn(usize) -> String,
+    theme: &Theme,
+    area: Rect,
+    buf: &mut Buffer,
+) {
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(theme.border(false))
+        .title(Span::styled(format!(" {label} "), theme.title()))
+        .style(theme.base());
+    let width = area.width.saturating_sub(8);
+    let mut ranks: Vec<usize> = m.nodes.keys().copied().filter(|r| *r != focus).take(7).collect();
+    ranks.insert(0, focus);
+    let series: Vec<(usize, Vec<(f64, f64)>)> = ranks
+        .into_iter()
+        .map(|r| (r, points(m, r, f, width)))
+        .filter(|(_, p)| !p.is_empty())
+        .collect();
+    if series.is_empty() {
+        Paragraph::new(Line::styled(format!("no {label} yet"), theme.muted()))
+            .block(block)
+            .render(area, buf);
+        return;
+    }
+    let (mut x0, mut x1, mut y1) = (f64::MAX, f64::MIN, 0f64);
+    for (_, p) in &series {
+        for (x, y) in p {
+            x0 = x0.min(*x);
+            x1 = x1.max(*x);
+            y1 = y1.max(*y);
+        }
+    }
+    if x1 <= x0 {
+        x1 = x0 + 1.0;
+    }
+    let ymax = nice_max(y1);
+    let palette = [Tone::Info, Tone::Pass, Tone::Warn, Tone::Fail];
+    let names: Vec<String> = series.iter().map(|(r, _)| node_name(*r)).collect();
+    let datasets: Vec<Dataset> = series
+        .iter()
+        .zip(&names)
+        .enumerate()
+        .map(|(i, ((_, p), name))| {
+            let style: Style = if i == 0 {
+                theme.accent()
+            } else {
+                theme.tone(palette[i % palette.len()])
+            };
+            Dataset::default()
+                .name(name.clone())
+                .marker(Marker::Braille)
+                .graph_type(GraphType::Line)
+                .style(style)
+                .data(p)
+        })
+        .collect();
+    Chart::new(datasets)
+        .block(block)
+        .x_axis(
+            Axis::default()
+                .bounds([x0, x1])
+                .labels(vec![
+                    Span::raw(format!("{x0:.0}")),
+                    Span::raw(format!("step {x1:.0}")),
+                ])
+                .style(theme.muted()),
+        )
+        .y_axis(
+            Axis::default()
+                .bounds([0.0, ymax])
+                .labels(vec![Span::raw("0"), Span::raw(short(ymax))])
+                .style(theme.muted()),
+        )
+        .hidden_legend_constraints((Constraint::Ratio(1, 2), Constraint::Ratio(1, 2)))
+        .render(area, buf);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn axes_are_rounded_up() {
+        assert_eq!(nice_max(9.17), 10.0);
+        assert_eq!(nice_max(93276.0), 100000.0);
+        assert_eq!(nice_max(1.2), 2.0);
+        assert_eq!(nice_max(0.0), 1.0);
+        assert_eq!(short(100000.0), "100k");
+        assert_eq!(short(10.0), "10.00");
+    }
+
+    #[test]
+    fn points_are_thinned_to_the_width() {
+        let mut m = JobMetrics::default();
+        for i in 1..=1000 {
+            m.push_line(0, &format!("Step: {i} | Loss: {}", 1.0 / i as f64));
+        }
+        let p = points(&m, 0, |s| s.loss, 50);
+        assert!(p.len() <= 100, "{}", p.len());
+        assert_eq!(p.last().unwrap().0, 1000.0);
+        assert!(points(&m, 3, |s| s.loss, 50).is_empty());
+    }
+}
