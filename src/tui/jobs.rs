@@ -189,6 +189,9 @@ pub fn act(state: &mut State, action: Action) -> Option<Vec<Command>> {
         return Some(vec![]);
     }
     let list: Vec<String> = visible(state).iter().map(|j| j.id.clone()).collect();
+    if list.is_empty() && action != Action::Reload {
+        return None;
+    }
     let refs: Vec<&JobRecord> = visible(state);
     let at = state.jobs.at(&refs);
     let last = list.len().saturating_sub(1);

@@ -617,7 +617,7 @@ mod tests {
             Some(Action::Close),
             "0x1d arrives as ctrl-5"
         );
-        assert_eq!(g(KeyCode::Char('x'), KeyModifiers::NONE), None);
+        assert_eq!(g(KeyCode::Char('v'), KeyModifiers::NONE), None);
         let mut release = ev(KeyCode::Char('q'), KeyModifiers::NONE);
         release.kind = KeyEventKind::Release;
         assert_eq!(km.lookup(Context::Global, &release), None);

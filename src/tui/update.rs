@@ -846,7 +846,7 @@ mod tests {
         assert_eq!(update(&mut s, ctrl('c')), vec![Command::Quit]);
         assert_eq!(update(&mut s, ctrl('z')), vec![Command::Suspend]);
         s.dirty = false;
-        assert!(ch(&mut s, 'x').is_empty());
+        assert!(ch(&mut s, 'v').is_empty());
         assert!(!s.dirty, "an unbound key changes nothing on screen");
         ch(&mut s, '6');
         s.dirty = false;
@@ -902,7 +902,7 @@ mod tests {
             .unwrap()
             .text
             .contains("unknown command `bogus`"));
-        ch(&mut s, 'x');
+        ch(&mut s, 'v');
         assert!(s.status.is_some(), "an unbound key leaves the message");
         ch(&mut s, '1');
         assert!(s.status.is_none(), "the next action clears it");
