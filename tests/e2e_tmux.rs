@@ -262,3 +262,85 @@ fn offers_filter_sort_detail_and_write_a_fleet_file() {
     t.keys(&["q"]);
     assert_eq!(t.wait_exit(), 0);
 }
+
+#[test]
+fn a_job_started_in_the_cockpit_survives_quit_and_is_followed_again() {
+    require_tmux!();
+    let t = Tmux::shell(&[], 120, 32);
+    let home = t.fd_home().parent().unwrap().to_path_buf();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_flightdeck"))
+        .args([
+            "fleet",
+            "apply",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/fleets/local.yaml"),
+            "--yes",
+        ])
+        .env("FLIGHTDECK_HOME", t.fd_home())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let job = home.join("ticker.yaml");
+    tmux::write(
+        &job,
+        "type: task\nname: ticker\nfleet: local\ncommands:\n  - |\n    for i in $(seq 1 300); do echo \"Step: $i | Time: 0.2s | Loss: $((1000 - i))\"; sleep 0.2; done\n",
+    );
+    t.run_flightdeck_line("");
+    t.wait_text("? help");
+    t.keys(&[":"]);
+    t.type_text(&format!("run {}", job.display()));
+    t.keys(&["Enter"]);
+    t.wait_text("started on every node");
+    t.wait_text("┌ Jobs (1) ");
+    t.keys(&["Enter"]);
+    t.wait_text("Step: 3 |");
+    // Quit: the job goes on without the cockpit.
+    t.keys(&["q"]);
+    t.wait_gone("? help");
+    t.echo_exit_status();
+    assert_eq!(t.wait_exit(), 0);
+    let state = std::fs::read_to_string(t.fd_home().join("state/state.json")).unwrap();
+    let doc: serde_json::Value = serde_json::from_str(&state).unwrap();
+    let id = doc["jobs"][0]["id"].as_str().unwrap().to_string();
+    let dir = home.join(format!(".flightdeck/jobs/{id}/0"));
+    let pid: u32 = std::fs::read_to_string(dir.join("pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert_ne!(
+        tmux::proc_state(pid),
+        '?',
+        "the job's process lives on after quit"
+    );
+    assert!(!dir.join("exit_code").exists());
+
+    // Again: the Jobs view lists it running; Enter follows it from its first line.
+    t.type_text("clear");
+    t.keys(&["Enter"]);
+    t.run_flightdeck_line("");
+    t.wait_text("? help");
+    t.keys(&["6"]);
+    t.wait_for("the job listed as running", |s| {
+        s.contains("ticker") && s.contains("running")
+    });
+    t.keys(&["Enter"]);
+    t.wait_text("following");
+    t.wait_for("new steps after the restart", |s| {
+        s.contains("step ") && !s.contains("Step: 3 |")
+    });
+    t.keys(&["g"]);
+    t.wait_text("Step: 1 |");
+    // Stop it from the cockpit: x asks, x again stops.
+    t.keys(&["G", "x"]);
+    t.wait_text("press x again");
+    t.keys(&["x"]);
+    t.wait_text("exited 143");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("exit_code")).unwrap().trim(),
+        "143"
+    );
+    t.keys(&["q"]);
+    t.wait_gone("? help");
+    t.echo_exit_status();
+    assert_eq!(t.wait_exit(), 0);
+}
