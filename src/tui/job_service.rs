@@ -90,7 +90,7 @@ pub async fn follow(
     resolver: Arc<Resolver>,
     id: String,
 ) {
-    let (_, transport, nodes) = match job_and_nodes(dir.clone(), &id, &pool, &resolver).await {
+    let (job, transport, nodes) = match job_and_nodes(dir.clone(), &id, &pool, &resolver).await {
         Ok(x) => x,
         Err(e) => {
             let _ = send(&tx, Msg::JobStarted(Err(format!("cannot follow job {id}: {e}")))).await;
@@ -101,6 +101,7 @@ pub async fn follow(
     let mut seen = vec![0usize; nodes.len()];
     let mut ended = vec![false; nodes.len()];
     let mut backoff = Duration::from_secs(1);
+    let mut stopping = false;
     loop {
         let todo: Vec<(JobNode, usize)> = nodes
             .iter()
@@ -191,6 +192,25 @@ pub async fn follow(
                                 },
                             )
                             .await;
+                            if code != Some(0) && job.stop_on_failure && !stopping {
+                                // The job asked for all or nothing: the others are stopped.
+                                stopping = true;
+                                let others: Vec<JobNode> =
+                                    nodes.iter().filter(|n| !ended[n.rank]).cloned().collect();
+                                let (t, jid, grace, s) = (
+                                    transport.clone(),
+                                    id.clone(),
+                                    job.stop_grace.max(1),
+                                    store.clone(),
+                                );
+                                tokio::spawn(async move {
+                                    let found = remote::stop(t, &jid, &others, grace).await;
+                                    let _ = tokio::task::spawn_blocking(move || {
+                                        remote::record_codes(&s, &jid, &found, true)
+                                    })
+                                    .await;
+                                });
+                            }
                         }
                         FollowEvent::Lost { rank, error } => {
                             lost = true;
@@ -318,4 +338,46 @@ pub async fn run(
     }
     .await;
     let _ = send(&tx, Msg::JobStarted(result)).await;
+}
+
+/// Ask the nodes of every unfinished job how it is, record what they say, and report
+/// the jobs again: a job that ended while no flightdeck was watching shows its codes.
+pub async fn refresh(tx: mpsc::Sender<ServiceEvent>, dir: PathBuf, pool: Pool, resolver: Arc<Resolver>) {
+    let Ok(state) = load(dir.clone()).await else {
+        return;
+    };
+    let mut changed = false;
+    for j in state.jobs.iter().filter(|j| !j.finished()) {
+        let Ok((_, transport, nodes)) = job_and_nodes(dir.clone(), &j.id, &pool, &resolver).await else {
+            continue;
+        };
+        let found: Vec<_> = remote::status(transport, &j.id, &nodes)
+            .await
+            .into_iter()
+            .filter(|(_, r)| {
+                matches!(
+                    r,
+                    Ok(crate::detach::Status::Exited { .. }) | Ok(crate::detach::Status::Vanished)
+                )
+            })
+            .collect();
+        if found.is_empty() {
+            continue;
+        }
+        changed = true;
+        let (s, id) = (Store::new(&dir), j.id.clone());
+        let _ = tokio::task::spawn_blocking(move || remote::record_codes(&s, &id, &found, false)).await;
+    }
+    if changed {
+        if let Ok(state) = load(dir).await {
+            let _ = send(
+                &tx,
+                Msg::Jobs {
+                    jobs: state.jobs,
+                    now: store::now_unix(),
+                },
+            )
+            .await;
+        }
+    }
 }

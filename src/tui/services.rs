@@ -154,7 +154,7 @@ impl Services {
         match command {
             Command::LoadFleets => {
                 let (tx, dir) = (self.tx.clone(), self.paths.state_dir.clone());
-                tokio::task::spawn_blocking(move || {
+                let load = tokio::task::spawn_blocking(move || {
                     let loaded = Store::new(&dir).load();
                     let runs = loaded.as_ref().map(|(s, _)| s.runs.clone()).unwrap_or_default();
                     let jobs = loaded.as_ref().map(|(s, _)| s.jobs.clone()).unwrap_or_default();
@@ -162,7 +162,16 @@ impl Services {
                     let _ = tx.blocking_send(ServiceEvent::Msg(Msg::Fleets(result)));
                     let _ = tx.blocking_send(ServiceEvent::Msg(Msg::Runs(runs)));
                     let now = crate::store::now_unix();
+                    let unfinished = jobs.iter().any(|j| !j.finished());
                     let _ = tx.blocking_send(ServiceEvent::Msg(Msg::Jobs { jobs, now }));
+                    unfinished
+                });
+                let (tx, dir) = (self.tx.clone(), self.paths.state_dir.clone());
+                let (pool, resolver) = (self.pool.clone(), self.resolver.clone());
+                tokio::spawn(async move {
+                    if load.await.unwrap_or(false) {
+                        super::job_service::refresh(tx, dir, pool, resolver).await;
+                    }
                 });
             }
             Command::OpenPanes(name) => {
