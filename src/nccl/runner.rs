@@ -219,21 +219,7 @@ pub fn node_script(spec: &RunSpec, rank: usize, nodes: usize, master: &str) -> S
     let _ = writeln!(s, "[ \"$GPUS\" -ge 1 ] 2>/dev/null || GPUS=1");
     match spec.engine {
         Engine::NcclTests => {
-            let bin = format!("{}_perf", spec.collective);
-            let dirs = [
-                spec.nccl_tests_dir.clone().unwrap_or_default(),
-                "${NCCL_TESTS_DIR:-}".into(),
-                "/opt/nccl-tests/build".into(),
-                "$HOME/nccl-tests/build".into(),
-            ];
-            let _ = writeln!(s, "BIN=$(command -v {bin} 2>/dev/null || true)");
-            for d in dirs.iter().filter(|d| !d.is_empty()) {
-                let _ = writeln!(s, "[ -z \"$BIN\" ] && [ -x \"{d}/{bin}\" ] && BIN=\"{d}/{bin}\"");
-            }
-            let _ = writeln!(
-                s,
-                "[ -n \"$BIN\" ] || {{ echo \"flightdeck: {bin} not found (PATH, --nccl-tests-dir, NCCL_TESTS_DIR, /opt/nccl-tests/build, ~/nccl-tests/build)\" >&2; exit 127; }}"
-            );
+            find_binary(&mut s, spec);
             let _ = writeln!(
                 s,
                 "exec \"$BIN\" -b {} -e {} -f {} -g \"$GPUS\" -n {} -w {} -d {}",
@@ -262,6 +248,114 @@ pub fn node_script(spec: &RunSpec, rank: usize, nodes: usize, master: &str) -> S
             );
         }
     }
+    s
+}
+
+/// Shell lines setting `BIN` to the collective's nccl-tests binary, or exiting 127 with
+/// the places looked at.
+fn find_binary(s: &mut String, spec: &RunSpec) {
+    let bin = format!("{}_perf", spec.collective);
+    let dirs = [
+        spec.nccl_tests_dir.clone().unwrap_or_default(),
+        "${NCCL_TESTS_DIR:-}".into(),
+        "/opt/nccl-tests/build".into(),
+        "$HOME/nccl-tests/build".into(),
+    ];
+    let _ = writeln!(s, "BIN=$(command -v {bin} 2>/dev/null || true)");
+    for d in dirs.iter().filter(|d| !d.is_empty()) {
+        let _ = writeln!(s, "[ -z \"$BIN\" ] && [ -x \"{d}/{bin}\" ] && BIN=\"{d}/{bin}\"");
+    }
+    let _ = writeln!(
+        s,
+        "[ -n \"$BIN\" ] || {{ echo \"flightdeck: {bin} not found (PATH, --nccl-tests-dir, NCCL_TESTS_DIR, /opt/nccl-tests/build, ~/nccl-tests/build)\" >&2; exit 127; }}"
+    );
+}
+
+/// Where flightdeck keeps the fleet's node-to-node SSH files on every node (relative to
+/// the login's home): the key pair, a known_hosts of the fleet's nodes and a config.
+pub const NODE_SSH_DIR: &str = ".flightdeck/ssh";
+
+/// One host of a multi-node run: the address the other nodes reach it on, its SSH port.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MpiHost {
+    pub addr: String,
+    pub port: Option<u16>,
+}
+
+/// An Open MPI hostfile: one line per node, `slots` = GPUs per node.
+pub fn hostfile(hosts: &[MpiHost], slots: &str) -> String {
+    hosts
+        .iter()
+        .map(|h| format!("{} slots={slots}\n", h.addr))
+        .collect()
+}
+
+/// The variable names a profile's lines export (`export K=V`).
+pub fn profile_names(lines: &[String]) -> Vec<String> {
+    lines
+        .iter()
+        .filter_map(|l| l.strip_prefix("export "))
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, _)| k.to_string())
+        .collect()
+}
+
+/// The head node's script of a multi-node nccl-tests run through mpirun: the profile's
+/// environment, the hostfile, then mpirun with one process per GPU (`-g 1` each), every
+/// variable of the profile and every `NCCL_*` set at that point passed with `-x`, output
+/// lines tagged with their rank (`--tag-output`), and mpirun's SSH to the other nodes
+/// through flightdeck's node-to-node config (strict host keys). The nccl-tests binaries
+/// must be built with MPI=1 on every node, at the same path.
+pub fn mpirun_script(spec: &RunSpec, hosts: &[MpiHost], mpirun: &str) -> String {
+    let mut s = String::from("#!/bin/sh\n# written by flightdeck: the head node of a multi-node nccl-tests run through mpirun\nset -u\n");
+    let env = profile_env(spec.profile);
+    for line in &env {
+        let _ = writeln!(s, "{line}");
+    }
+    let gpus = match spec.gpus {
+        Some(g) => g.to_string(),
+        None => "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || echo 1)".to_string(),
+    };
+    let _ = writeln!(s, "GPUS={gpus}");
+    let _ = writeln!(s, "[ \"$GPUS\" -ge 1 ] 2>/dev/null || GPUS=1");
+    find_binary(&mut s, spec);
+    let _ = writeln!(
+        s,
+        "cat > hostfile <<__FD_HOSTS__\n{}__FD_HOSTS__",
+        hostfile(hosts, "$GPUS")
+    );
+    let _ = writeln!(s, "SSHCFG=\"$HOME/{NODE_SSH_DIR}/config\"");
+    // Open MPI 4 (ORTE) and 5 (PRRTE) read their ssh arguments from these.
+    let _ = writeln!(
+        s,
+        "export OMPI_MCA_plm_rsh_args=\"-F $SSHCFG\" PRTE_MCA_plm_ssh_args=\"-F $SSHCFG\""
+    );
+    let _ = writeln!(s, "MPIRUN={}", quote(mpirun));
+    let _ = writeln!(
+        s,
+        "command -v \"$MPIRUN\" >/dev/null 2>&1 || {{ echo \"flightdeck: $MPIRUN not found on the head node (install Open MPI, or give --mpirun PATH)\" >&2; exit 127; }}"
+    );
+    let _ = writeln!(s, "ROOT=; [ \"$(id -u)\" = 0 ] && ROOT=--allow-run-as-root");
+    let mut xs: Vec<String> = profile_names(&env);
+    xs.extend(["LD_LIBRARY_PATH".to_string(), "PATH".to_string()]);
+    xs.sort();
+    xs.dedup();
+    let _ = writeln!(
+        s,
+        "XS=$(env | sed -n 's/^\\(NCCL_[A-Za-z0-9_]*\\)=.*/-x \\1/p' | sort -u | tr '\\n' ' ')"
+    );
+    let _ = writeln!(
+        s,
+        "exec \"$MPIRUN\" $ROOT --tag-output --hostfile hostfile -np $(({n} * GPUS)) --map-by ppr:\"$GPUS\":node --bind-to none {x} $XS \"$BIN\" -b {b} -e {e} -f {f} -g 1 -n {it} -w {w} -d {d}",
+        n = hosts.len(),
+        x = xs.iter().map(|k| format!("-x {k}")).collect::<Vec<_>>().join(" "),
+        b = spec.min_bytes,
+        e = spec.max_bytes,
+        f = spec.step_factor,
+        it = spec.iters,
+        w = spec.warmup,
+        d = quote(&spec.dtype),
+    );
     s
 }
 
