@@ -533,4 +533,94 @@ mod tests {
             "{t}"
         );
     }
+
+    /// The head's mpirun script, run for real under sh with a stub mpirun that prints
+    /// its arguments and the environment it was given.
+    #[test]
+    fn mpirun_script_builds_the_hostfile_and_passes_the_profile() {
+        let mut sp = spec(Engine::NcclTests);
+        sp.profile = GpuDirect::Tcpx;
+        let hosts = vec![
+            MpiHost {
+                addr: "10.0.0.1".into(),
+                port: None,
+            },
+            MpiHost {
+                addr: "10.0.0.2".into(),
+                port: Some(2222),
+            },
+        ];
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path().join("all_reduce_perf");
+        let stub = dir.path().join("mpirun");
+        std::fs::write(&bin, "#!/bin/sh\n").unwrap();
+        std::fs::write(
+            &stub,
+            "#!/bin/sh\necho \"ARGS $*\"\necho \"RSH $OMPI_MCA_plm_rsh_args\"\n",
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        for f in [&bin, &stub] {
+            std::fs::set_permissions(f, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        sp.nccl_tests_dir = Some(dir.path().display().to_string());
+        let script = mpirun_script(&sp, &hosts, stub.to_str().unwrap());
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(&script)
+            .current_dir(dir.path())
+            .env("HOME", dir.path())
+            .env("NCCL_DEBUG", "INFO")
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{text} {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("hostfile")).unwrap(),
+            "10.0.0.1 slots=2\n10.0.0.2 slots=2\n"
+        );
+        let args = text.lines().find(|l| l.starts_with("ARGS ")).unwrap();
+        assert!(
+            args.contains("--tag-output --hostfile hostfile -np 4 --map-by ppr:2:node --bind-to none"),
+            "{args}"
+        );
+        for x in [
+            "-x NCCL_GPUDIRECTTCPX_SOCKET_IFNAME",
+            "-x LD_LIBRARY_PATH",
+            "-x NCCL_DEBUG",
+            "-x NCCL_NET",
+        ] {
+            assert!(args.contains(x), "{x}: {args}");
+        }
+        assert!(
+            args.ends_with("all_reduce_perf -b 8 -e 1073741824 -f 2 -g 1 -n 20 -w 5 -d float"),
+            "{args}"
+        );
+        let rsh = text.lines().find(|l| l.starts_with("RSH ")).unwrap();
+        assert_eq!(
+            rsh,
+            format!("RSH -F {}/.flightdeck/ssh/config", dir.path().display())
+        );
+        assert_eq!(
+            profile_names(&["export A='1'".into(), ". x".into()]),
+            vec!["A".to_string()]
+        );
+        // No mpirun: a clear error.
+        let missing = mpirun_script(&sp, &hosts, "/nonexistent/mpirun");
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(&missing)
+            .current_dir(dir.path())
+            .env("HOME", dir.path())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(127));
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("/nonexistent/mpirun not found on the head node")
+        );
+    }
 }
