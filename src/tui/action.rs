@@ -107,10 +107,11 @@ pub enum Action {
     SortReverse,
     Pricing,
     WriteFleet,
+    Compare,
 }
 
 impl Action {
-    pub const ALL: [Action; 44] = [
+    pub const ALL: [Action; 45] = [
         Action::Quit,
         Action::Suspend,
         Action::Help,
@@ -155,6 +156,7 @@ impl Action {
         Action::SortReverse,
         Action::Pricing,
         Action::WriteFleet,
+        Action::Compare,
     ];
 
     /// Parse a config-file name.
@@ -248,6 +250,7 @@ impl Action {
             Action::SortReverse => "reverse the sort order",
             Action::Pricing => "price by on-demand, spot or flex-start",
             Action::WriteFleet => "write a fleet file for the selected offer",
+            Action::Compare => "mark the selected NCCL run for a side-by-side comparison (two at a time)",
         }
     }
 

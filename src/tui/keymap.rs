@@ -227,6 +227,7 @@ fn default_table() -> Vec<(Context, Action, Vec<Chord>)> {
         (Global, SortReverse, vec![p('S')]),
         (Global, Pricing, vec![p('p')]),
         (Global, WriteFleet, vec![p('w')]),
+        (Global, Compare, vec![p('c')]),
         (Global, Up, vec![k(KeyCode::Up), p('k')]),
         (Global, Down, vec![k(KeyCode::Down), p('j')]),
         (Global, Top, vec![k(KeyCode::Home), p('g')]),

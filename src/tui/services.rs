@@ -157,6 +157,9 @@ impl Services {
                     let result = loaded.map(|(s, _)| s.fleets).map_err(|e| e.to_string());
                     let _ = tx.blocking_send(ServiceEvent::Msg(Msg::Fleets(result)));
                     let _ = tx.blocking_send(ServiceEvent::Msg(Msg::Runs(runs)));
+                    // A damaged history is logged by the loader; the view goes on without it.
+                    let history = crate::nccl::history::load_all(&dir).unwrap_or_default();
+                    let _ = tx.blocking_send(ServiceEvent::Msg(Msg::NcclHistory(history)));
                 });
             }
             Command::OpenPanes(name) => {

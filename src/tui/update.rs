@@ -171,6 +171,11 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Command> {
             state.dirty = true;
             vec![]
         }
+        Msg::NcclHistory(history) => {
+            state.nccl.set_history(history);
+            state.dirty |= state.view == View::Nccl;
+            vec![]
+        }
         Msg::RunReport { id, report } => {
             if let Some((shown, r, _)) = state.nccl.shown.as_mut().filter(|(s, _, _)| *s == id) {
                 let _ = shown;
@@ -355,7 +360,8 @@ pub fn act(state: &mut State, action: Action) -> Vec<Command> {
         | Action::Sort
         | Action::SortReverse
         | Action::Pricing
-        | Action::WriteFleet => state.dirty = false,
+        | Action::WriteFleet
+        | Action::Compare => state.dirty = false,
         Action::Close
         | Action::Confirm
         | Action::Complete
