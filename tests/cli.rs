@@ -48,8 +48,14 @@ fn every_subcommand_has_complete_help() {
             &["exec"],
             &["--nodes", "FLEET", "CMD", "--fanout", "--collapse", "--json"],
         ),
-        (&["nccl"], &["run", "parse", "attach", "history", "compare", "stragglers"]),
-        (&["nccl", "stragglers"], &["FLEET", "--threshold", "--mpirun", "--engine", "--json"]),
+        (
+            &["nccl"],
+            &["run", "parse", "attach", "history", "compare", "stragglers"],
+        ),
+        (
+            &["nccl", "stragglers"],
+            &["FLEET", "--threshold", "--mpirun", "--engine", "--json"],
+        ),
         (&["nccl", "compare"], &["A", "B", "--json"]),
         (
             &["nccl", "run"],

@@ -311,7 +311,7 @@ mod tests {
 use super::{Cli, NcclEngine, NcclProfile};
 use crate::exec::{self, Event, Stream, Transport};
 use crate::fleet::NodeTarget;
-use crate::nccl::expect::{self, Verdict};
+use crate::nccl::expect::Verdict;
 use crate::nccl::history::{self, SavedRun, SavedSpec};
 use crate::nccl::runner::{self, Engine, MpiHost, RunSpec, EXIT_MARKER};
 use crate::nccl::{nodessh, GpuDirect};
@@ -859,21 +859,8 @@ pub(super) fn conclude(paths: &Paths, fleet: &str, id: &str, nodes: &[NodeTarget
             },
             ..Default::default()
         });
-    saved.set_report(&f.report);
-    saved.ended_at = Some(store::now_unix());
-    // The nodes that ran a script report codes; the others (mpirun's) share the head's.
-    let head_code = f.codes.first().and_then(|c| c.1);
-    saved.exit_codes = (0..saved.nodes.len().max(1))
-        .map(|i| f.codes.get(i).map_or(head_code, |c| c.1))
-        .collect();
-    if saved.machine_type.is_none() {
-        if let Some((m, _)) = expect::machine_from_devices(&f.report) {
-            saved.machine_type = Some(m);
-            saved.machine_type_from = Some("nccl-tests rank list".into());
-        }
-    }
-    let nodes_n = u32::try_from(saved.nodes.len()).ok().filter(|n| *n > 0);
-    saved.verdict = Some(expect::judge(&f.report, saved.machine_type.as_deref(), nodes_n));
+    let codes: Vec<Option<i32>> = f.codes.iter().map(|c| c.1).collect();
+    saved.conclude(&f.report, &codes, store::now_unix());
     if let Err(e) = history::save(&paths.state_dir, &saved) {
         eprintln!("{e}");
     }

@@ -90,6 +90,26 @@ impl SavedRun {
             .collect();
     }
 
+    /// Conclude the entry of an ended run: its figures, the exit codes (`codes` of the
+    /// nodes that ran a script, in node order; the others, mpirun's, share the first's),
+    /// the machine type from nccl-tests' rank list when nothing named it, the verdict.
+    pub fn conclude(&mut self, report: &Report, codes: &[Option<i32>], now: u64) {
+        self.set_report(report);
+        self.ended_at = Some(now);
+        let head = codes.first().copied().flatten();
+        self.exit_codes = (0..self.nodes.len().max(1))
+            .map(|i| codes.get(i).copied().unwrap_or(head))
+            .collect();
+        if self.machine_type.is_none() {
+            if let Some((m, _)) = super::expect::machine_from_devices(report) {
+                self.machine_type = Some(m);
+                self.machine_type_from = Some("nccl-tests rank list".into());
+            }
+        }
+        let nodes = u32::try_from(self.nodes.len()).ok().filter(|n| *n > 0);
+        self.verdict = Some(super::expect::judge(report, self.machine_type.as_deref(), nodes));
+    }
+
     /// `pass`, `warn`, `fail`, `unknown`, or `-` without a verdict.
     pub fn grade(&self) -> &'static str {
         self.verdict.as_ref().map_or("-", |v| v.grade.as_str())

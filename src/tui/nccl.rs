@@ -219,4 +219,56 @@ mod tests {
         );
         assert_eq!(s.nccl.shown.as_ref().unwrap().0, "old");
     }
+
+    #[test]
+    fn compare_marks_two_runs_and_the_verdict_falls_back_to_the_rank_list() {
+        let mut s = State::new(Keymap::defaults(), vec![], "dark".into());
+        update(&mut s, Msg::Runs(vec![run("a", 1), run("b", 2), run("c", 3)]));
+        let key = |s: &mut State, c: char| {
+            update(s, Msg::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE)));
+        };
+        key(&mut s, '5');
+        for c in ['c', 'j', 'c', 'j', 'c'] {
+            key(&mut s, c);
+        }
+        assert_eq!(
+            s.nccl.compare,
+            vec!["b".to_string(), "a".into()],
+            "the first mark drops out"
+        );
+        assert!(s.nccl.comparison().is_none(), "not in the history yet");
+        let report = crate::nccl::parse_text(include_str!("../../tests/fixtures/nccl/h200x2-all_reduce.txt"))
+            .remove(0);
+        let entry = |id: &str| {
+            let mut e = SavedRun {
+                id: id.into(),
+                nodes: vec!["lab-0".into()],
+                ..Default::default()
+            };
+            e.conclude(&report, &[Some(0)], 9);
+            e
+        };
+        update(&mut s, Msg::NcclHistory(vec![entry("a"), entry("b")]));
+        let (cmp, a, b) = s.nccl.comparison().unwrap();
+        assert_eq!(
+            (a.id.as_str(), b.id.as_str(), cmp.peak_ratio),
+            ("b", "a", Some(1.0))
+        );
+        // A run with no history entry is judged by the GPUs of its rank list.
+        let v = s.nccl.verdict("c", &report).unwrap();
+        assert_eq!(
+            (v.machine_type.as_deref(), v.grade),
+            (Some("2xH200"), crate::nccl::expect::Grade::Pass)
+        );
+        assert!(
+            s.nccl.verdict("c", &Report::default()).is_none(),
+            "no verdict before the first row"
+        );
+        key(&mut s, 'c');
+        assert_eq!(
+            s.nccl.compare,
+            vec!["b".to_string()],
+            "c on a marked run unmarks it"
+        );
+    }
 }
