@@ -48,7 +48,15 @@ fn every_subcommand_has_complete_help() {
             &["exec"],
             &["--nodes", "FLEET", "CMD", "--fanout", "--collapse", "--json"],
         ),
-        (&["nccl"], &["run", "parse", "attach"]),
+        (
+            &["nccl"],
+            &["run", "parse", "attach", "history", "compare", "stragglers"],
+        ),
+        (
+            &["nccl", "stragglers"],
+            &["FLEET", "--threshold", "--mpirun", "--engine", "--json"],
+        ),
+        (&["nccl", "compare"], &["A", "B", "--json"]),
         (
             &["nccl", "run"],
             &[
@@ -63,7 +71,7 @@ fn every_subcommand_has_complete_help() {
                 "tcpxo",
             ],
         ),
-        (&["nccl", "parse"], &["FILE", "--json"]),
+        (&["nccl", "parse"], &["FILE", "--json", "--machine-type"]),
         (&["nics"], &["--interval", "--samples", "--json"]),
         (&["job"], &["run", "list", "logs", "stop"]),
         (&["job", "logs"], &["--node", "--follow"]),

@@ -164,3 +164,144 @@ fn an_ssh_run_survives_its_follower_and_is_attached_again() {
     let state = std::fs::read_to_string(home.path().join(".local/state/flightdeck/state.json")).unwrap();
     assert!(state.contains("\"exit_code\": 0"), "{state}");
 }
+
+/// Runs are judged against the expected curve, kept in the history with their profile,
+/// and compared; `nccl parse` judges with --machine-type.
+#[test]
+fn local_runs_are_judged_kept_and_compared() {
+    let home = tempfile::tempdir().unwrap();
+    let local = Path::new(env!("CARGO_MANIFEST_DIR")).join("fleets/local.yaml");
+    assert!(
+        fd(home.path(), &["fleet", "apply", local.to_str().unwrap(), "--yes"])
+            .status
+            .success()
+    );
+    let dir = support::nccl_double::install(&home.path().join("nt"), "0");
+    let d = dir.to_str().unwrap();
+    // The machine from nccl-tests' rank list (2x NVIDIA H200): our measured curve.
+    let out = fd(
+        home.path(),
+        &["nccl", "run", "local", "--nccl-tests-dir", d, "-g", "2", "--json"],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let a: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        a["machine_type"],
+        serde_json::json!({"name": "2xH200", "from": "nccl-tests rank list"})
+    );
+    assert_eq!(a["verdict"]["grade"], "pass");
+    assert_eq!(a["verdict"]["expected_peak_busbw"], 347.71);
+    assert_eq!(a["profile"]["name"], "none");
+    // The same machine slowed to 75%: a warning. Named by --machine-type; auto picks no
+    // GPUDirect profile for it, and says so before the run.
+    // The double's pace keys the slowness by the node's eth0 address (`none` without).
+    let addr = Command::new("sh")
+        .arg("-c")
+        .arg("ip -4 -o addr show dev eth0 2>/dev/null | awk '{print $4}' | cut -d/ -f1 | head -n1")
+        .output()
+        .unwrap();
+    let addr = text(&addr.stdout).trim().to_string();
+    let key = if addr.is_empty() { "none".to_string() } else { addr };
+    std::fs::write(dir.join(format!("slow.{key}")), "1.333333").unwrap();
+    let out = fd(
+        home.path(),
+        &[
+            "nccl",
+            "run",
+            "local",
+            "--nccl-tests-dir",
+            d,
+            "-g",
+            "2",
+            "--machine-type",
+            "2xH200",
+            "--json",
+        ],
+    );
+    let b: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        b["peak_busbw"], 260.78,
+        "347.71 / 1.333333 as the double prints it"
+    );
+    assert_eq!(b["verdict"]["grade"], "warn", "{b:#}");
+    assert_eq!(b["machine_type"]["from"], "--machine-type");
+    assert!(
+        text(&out.stderr).contains("NCCL profile none"),
+        "{}",
+        text(&out.stderr)
+    );
+    // A GPUDirect machine: the profile's variables are shown before the run and saved.
+    let out = fd(
+        home.path(),
+        &[
+            "nccl",
+            "run",
+            "local",
+            "--nccl-tests-dir",
+            d,
+            "-g",
+            "2",
+            "--machine-type",
+            "a3-megagpu-8g",
+            "--json",
+        ],
+    );
+    let c: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(text(&out.stderr).contains("NCCL profile tcpxo (auto, for a3-megagpu-8g)"));
+    assert!(text(&out.stderr).contains("export NCCL_NVLSTREE_MAX_CHUNKSIZE='131072'"));
+    assert_eq!(c["verdict"]["grade"], "unknown");
+    assert_eq!(
+        c["verdict"]["reason"],
+        "no reference for all_reduce on 1 node(s) of a3-megagpu-8g"
+    );
+    // History: every run with its verdict and profile (the three started within a
+    // second or two, so their order is not asserted).
+    let h = fd(home.path(), &["nccl", "history", "--json"]);
+    let h: serde_json::Value = serde_json::from_slice(&h.stdout).unwrap();
+    let h = h.as_array().unwrap();
+    assert_eq!(h.len(), 3);
+    let entry = |run: &serde_json::Value| h.iter().find(|e| e["id"] == run["run"]["id"]).unwrap().clone();
+    assert_eq!(entry(&c)["profile"], "tcpxo");
+    assert_eq!(entry(&a)["verdict"], "pass");
+    assert_eq!(entry(&b)["verdict"], "warn");
+    assert_eq!(entry(&b)["peak_busbw"], 260.78);
+    let saved = std::fs::read_to_string(home.path().join(format!(
+        ".local/state/flightdeck/nccl/{}.json",
+        c["run"]["id"].as_str().unwrap()
+    )))
+    .unwrap();
+    assert!(
+        saved.contains("NCCL_FASTRAK_CTRL_DEV"),
+        "the profile's env is saved with the run"
+    );
+    let table = fd(home.path(), &["nccl", "history"]);
+    assert!(text(&table.stdout).starts_with("ID "), "{}", text(&table.stdout));
+    // Compare A and B per size.
+    let (ia, ib) = (a["run"]["id"].as_str().unwrap(), b["run"]["id"].as_str().unwrap());
+    let cmp = fd(home.path(), &["nccl", "compare", ia, ib, "--json"]);
+    assert!(cmp.status.success(), "{}", text(&cmp.stderr));
+    let cmp: serde_json::Value = serde_json::from_slice(&cmp.stdout).unwrap();
+    let last = cmp["rows"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["size"], 8589934592u64);
+    assert_eq!(last["a"], 347.71);
+    assert_eq!(last["b"], b["peak_busbw"]);
+    let missing = fd(home.path(), &["nccl", "compare", ia, "nccl-nope"]);
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(text(&missing.stderr).contains("no NCCL run `nccl-nope` in the history"));
+    // parse judges only when told the machine.
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/nccl/h200x2-all_reduce.txt");
+    let f = fixture.to_str().unwrap();
+    let plain: serde_json::Value =
+        serde_json::from_slice(&fd(home.path(), &["nccl", "parse", f, "--json"]).stdout).unwrap();
+    assert!(plain.get("verdict").is_none());
+    let judged: serde_json::Value = serde_json::from_slice(
+        &fd(
+            home.path(),
+            &["nccl", "parse", f, "--json", "--machine-type", "2xH200"],
+        )
+        .stdout,
+    )
+    .unwrap();
+    assert_eq!(judged["verdict"]["grade"], "pass");
+    assert_eq!(judged["peak_busbw"], 347.71);
+}

@@ -425,6 +425,73 @@ fn jobs_view_lists_and_charts() {
     snapshot("jobs_tiny_gpt_h200x2", &s);
 }
 
+/// History entries for the two runs of `nccl_state`: the second slowed to 80%.
+fn nccl_history() -> Vec<flightdeck::nccl::history::SavedRun> {
+    use flightdeck::nccl::history::{SavedRun, SavedSpec};
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/nccl/h200x2-all_reduce.txt"
+    ))
+    .unwrap();
+    let report = flightdeck::nccl::parse_text(&text).remove(0);
+    let mut slow = report.clone();
+    for row in &mut slow.rows {
+        for m in [row.out_of_place.as_mut(), row.in_place.as_mut()]
+            .into_iter()
+            .flatten()
+        {
+            m.busbw = (m.busbw * 80.0).round() / 100.0;
+        }
+    }
+    let entry = |id: &str, at: u64, r: &flightdeck::nccl::Report| {
+        let mut e = SavedRun {
+            id: id.into(),
+            fleet: "local".into(),
+            started_at: at,
+            spec: SavedSpec {
+                collective: "all_reduce".into(),
+                engine: "nccl-tests".into(),
+                args: "-b 8B -e 8G -f 2 -g 2 -n 20 -w 5 -d float".into(),
+                profile: "none".into(),
+                env: vec![],
+            },
+            nodes: vec!["local-0".into()],
+            machine_type: Some("2xH200".into()),
+            machine_type_from: Some("nccl-tests rank list".into()),
+            exit_codes: vec![Some(0)],
+            ..Default::default()
+        };
+        e.set_report(r);
+        e.verdict = Some(flightdeck::nccl::expect::judge(r, Some("2xH200"), Some(1)));
+        e
+    };
+    vec![
+        entry("nccl-all_gather-1795316982-2360", 1_795_316_982, &slow),
+        entry("nccl-all_reduce-1795316959-49e2", 1_795_316_959, &report),
+    ]
+}
+
+#[test]
+fn nccl_view_judges_against_the_expected_curve_and_compares_two_runs() {
+    let mut s = nccl_state();
+    update(&mut s, Msg::NcclHistory(nccl_history()));
+    snapshot("nccl_verdict", &s);
+    let t = format!("{}", draw(&s, &Theme::default_theme(), 160, 48).backend());
+    assert!(t.contains("PASS 100% of 347.71 GB/s at 8G"), "{t}");
+    assert!(t.contains("expected (measured)"), "{t}");
+    // Mark the newer run (A), then the older (B): side by side.
+    keys(&mut s, "kcjc");
+    assert_eq!(s.nccl.compare.len(), 2);
+    snapshot("nccl_compare", &s);
+    let t = format!("{}", draw(&s, &Theme::default_theme(), 160, 48).backend());
+    assert!(t.contains("peak A 278.17 · B 347.71 · B/A 1.250"), "{t}");
+    // c again unmarks; Enter follows the selected run and leaves the comparison.
+    keys(&mut s, "c");
+    assert_eq!(s.nccl.compare.len(), 1);
+    keys(&mut s, "c\n");
+    assert!(s.nccl.compare.is_empty());
+}
+
 #[test]
 fn empty_fleets_and_panes_say_what_to_do() {
     let mut s = state();

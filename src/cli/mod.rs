@@ -7,6 +7,7 @@ mod exec_cmd;
 mod fleet_cmd;
 mod job_cmd;
 mod nccl_cmd;
+mod nccl_stragglers;
 mod nics_cmd;
 mod offers_cmd;
 pub mod prompt;
@@ -219,7 +220,33 @@ pub enum NcclCommand {
         /// Print one JSON document instead of a table.
         #[arg(long)]
         json: bool,
+        /// Judge the run against the expected curve of this machine type (e.g.
+        /// a3-megagpu-8g, or 2xH200 for one node with two H200s).
+        #[arg(long, value_name = "TYPE")]
+        machine_type: Option<String>,
+        /// Nodes the run spanned (default: ranks / GPUs per node of the machine type).
+        #[arg(long, value_name = "N", requires = "machine_type")]
+        nodes: Option<u32>,
     },
+    /// List the NCCL runs kept in the state dir: when, what, peak busbw, verdict.
+    History {
+        /// Print one JSON document instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Compare two runs of the history: busbw per message size of both, and B/A.
+    Compare {
+        /// The first run (A).
+        a: String,
+        /// The second run (B).
+        b: String,
+        /// Print one JSON document instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Find the slow node or link of a fleet: every node alone, then a ring of node pairs,
+    /// then bisection of the suspects with a good node; nodes and links ranked by busbw.
+    Stragglers(nccl_stragglers::StragglerArgs),
 }
 
 #[derive(Debug, Args)]
@@ -344,7 +371,18 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             job_cmd::run(c, &cli, &paths)
         }
         Some(Command::Offers(args)) => offers_cmd::run(args),
-        Some(Command::Nccl(NcclCommand::Parse { file, json })) => nccl_cmd::parse(file, *json),
+        Some(Command::Nccl(NcclCommand::Parse {
+            file,
+            json,
+            machine_type,
+            nodes,
+        })) => nccl_cmd::parse(file, *json, machine_type.as_deref(), *nodes),
+        Some(Command::Nccl(NcclCommand::History { json })) => nccl_cmd::history_list(*json, &paths),
+        Some(Command::Nccl(NcclCommand::Compare { a, b, json })) => nccl_cmd::compare(a, b, *json, &paths),
+        Some(Command::Nccl(NcclCommand::Stragglers(args))) => {
+            init_cli_logging(&cli, &paths);
+            nccl_stragglers::run(args, &cli, &paths)
+        }
         Some(Command::Nccl(NcclCommand::Run(args))) => {
             init_cli_logging(&cli, &paths);
             nccl_cmd::run(args, &cli, &paths)

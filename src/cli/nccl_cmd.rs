@@ -20,13 +20,31 @@ pub enum NcclParseError {
     NotNcclTests { name: String },
 }
 
-/// Run `nccl parse`.
-pub fn parse(file: &str, json: bool) -> anyhow::Result<ExitCode> {
+/// Run `nccl parse`. With a machine type, each test gets a verdict (`verdict` in the
+/// JSON document, a last line in the table).
+pub fn parse(
+    file: &str,
+    json: bool,
+    machine_type: Option<&str>,
+    nodes: Option<u32>,
+) -> anyhow::Result<ExitCode> {
     let reports = read_reports(file)?;
+    let verdicts: Vec<Option<crate::nccl::expect::Verdict>> = reports
+        .iter()
+        .map(|r| machine_type.map(|m| crate::nccl::expect::judge(r, Some(m), nodes)))
+        .collect();
     let text = if json {
-        json_text(&reports)?
+        json_text(&reports, &verdicts)?
     } else {
-        reports.iter().map(table).collect::<Vec<_>>().join("\n")
+        reports
+            .iter()
+            .zip(&verdicts)
+            .map(|(r, v)| match v {
+                Some(v) => format!("{}{}\n", table(r), verdict_line(v, Some("--machine-type"))),
+                None => table(r),
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
     };
     let mut out = io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
@@ -77,10 +95,29 @@ fn read_reports(file: &str) -> Result<Vec<Report>, NcclParseError> {
 
 /// One document for one test (the DESIGN.md contract); an array of them when the input
 /// held several tests.
-fn json_text(reports: &[Report]) -> serde_json::Result<String> {
-    let mut text = match reports {
-        [one] => serde_json::to_string_pretty(&one.document())?,
-        many => serde_json::to_string_pretty(&many.iter().map(Report::document).collect::<Vec<_>>())?,
+fn json_text(
+    reports: &[Report],
+    verdicts: &[Option<crate::nccl::expect::Verdict>],
+) -> serde_json::Result<String> {
+    /// The document of DESIGN.md, its keys in order, then the verdict.
+    #[derive(serde::Serialize)]
+    struct Judged<'a> {
+        #[serde(flatten)]
+        doc: crate::nccl::Document<'a>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        verdict: Option<&'a crate::nccl::expect::Verdict>,
+    }
+    let docs: Vec<Judged> = reports
+        .iter()
+        .zip(verdicts)
+        .map(|(r, v)| Judged {
+            doc: r.document(),
+            verdict: v.as_ref(),
+        })
+        .collect();
+    let mut text = match docs.as_slice() {
+        [one] => serde_json::to_string_pretty(one)?,
+        many => serde_json::to_string_pretty(many)?,
     };
     text.push('\n');
     Ok(text)
@@ -274,8 +311,10 @@ mod tests {
 use super::{Cli, NcclEngine, NcclProfile};
 use crate::exec::{self, Event, Stream, Transport};
 use crate::fleet::NodeTarget;
-use crate::nccl::runner::{self, Engine, RunSpec, EXIT_MARKER};
-use crate::nccl::GpuDirect;
+use crate::nccl::expect::Verdict;
+use crate::nccl::history::{self, SavedRun, SavedSpec};
+use crate::nccl::runner::{self, Engine, MpiHost, RunSpec, EXIT_MARKER};
+use crate::nccl::{nodessh, GpuDirect};
 use crate::paths::Paths;
 use crate::store::{self, RunNode, RunRecord, Store};
 
@@ -307,15 +346,23 @@ pub struct RunArgs {
     /// Data type (float, half, bfloat16, double, int32, ...).
     #[arg(short = 'd', long = "datatype", default_value = "float")]
     pub dtype: String,
-    /// Benchmark engine: nccl-tests binaries on the node, or flightdeck's torch.distributed benchmark.
+    /// Benchmark engine: nccl-tests binaries on the node (several nodes: through mpirun
+    /// on the first), or flightdeck's torch.distributed benchmark (torchrun on every node).
     #[arg(long, value_enum, default_value = "nccl-tests")]
     pub engine: NcclEngine,
-    /// GPUDirect environment profile (auto: none for local and SSH fleets).
+    /// GPUDirect environment profile (auto: from the machine type; none when unknown).
     #[arg(long, value_enum, default_value = "auto")]
     pub profile: NcclProfile,
     /// Where the nccl-tests binaries are on the nodes (else PATH, NCCL_TESTS_DIR, /opt/nccl-tests/build, ~/nccl-tests/build).
     #[arg(long, value_name = "DIR")]
     pub nccl_tests_dir: Option<String>,
+    /// The mpirun of the head node for nccl-tests on several nodes.
+    #[arg(long, value_name = "PATH", default_value = "mpirun")]
+    pub mpirun: String,
+    /// The machine type the verdict is judged for (default: the fleet file's
+    /// instance_types, else the GPUs nccl-tests lists, e.g. 2xH200).
+    #[arg(long, value_name = "TYPE")]
+    pub machine_type: Option<String>,
     /// Only these node indices, e.g. 0,1.
     #[arg(long, value_delimiter = ',', value_name = "N,N")]
     pub nodes: Vec<usize>,
@@ -324,37 +371,153 @@ pub struct RunArgs {
     pub json: bool,
 }
 
-fn spec(args: &RunArgs) -> anyhow::Result<RunSpec> {
+/// The benchmark flags shared by `nccl run` and `nccl stragglers`.
+pub(super) struct Bench<'a> {
+    pub test: &'a str,
+    pub min_bytes: &'a str,
+    pub max_bytes: &'a str,
+    pub step_factor: u32,
+    pub gpus: Option<u32>,
+    pub iters: u32,
+    pub warmup: u32,
+    pub dtype: &'a str,
+    pub engine: NcclEngine,
+    pub profile: NcclProfile,
+    pub nccl_tests_dir: Option<&'a str>,
+}
+
+/// The run's spec; `auto` picks the profile of the machine type.
+pub(super) fn spec(b: &Bench, machine: Option<&str>) -> anyhow::Result<RunSpec> {
     let s = RunSpec {
-        collective: args.test.clone(),
-        min_bytes: runner::parse_size(&args.min_bytes)?,
-        max_bytes: runner::parse_size(&args.max_bytes)?,
-        step_factor: args.step_factor,
-        gpus: args.gpus,
-        iters: args.iters,
-        warmup: args.warmup,
-        dtype: args.dtype.clone(),
-        engine: match args.engine {
+        collective: b.test.to_string(),
+        min_bytes: runner::parse_size(b.min_bytes)?,
+        max_bytes: runner::parse_size(b.max_bytes)?,
+        step_factor: b.step_factor,
+        gpus: b.gpus,
+        iters: b.iters,
+        warmup: b.warmup,
+        dtype: b.dtype.to_string(),
+        engine: match b.engine {
             NcclEngine::NcclTests => Engine::NcclTests,
             NcclEngine::Torch => Engine::Torch,
         },
-        profile: match args.profile {
-            NcclProfile::Auto | NcclProfile::None => GpuDirect::None,
+        profile: match b.profile {
+            NcclProfile::Auto => machine.map_or(GpuDirect::None, GpuDirect::for_machine_type),
+            NcclProfile::None => GpuDirect::None,
             NcclProfile::Tcpx => GpuDirect::Tcpx,
             NcclProfile::Tcpxo => GpuDirect::Tcpxo,
             NcclProfile::Rdma => GpuDirect::Rdma,
         },
-        nccl_tests_dir: args.nccl_tests_dir.clone(),
+        nccl_tests_dir: b.nccl_tests_dir.map(str::to_string),
     };
     s.check()?;
     Ok(s)
 }
 
+fn profile_name(p: GpuDirect) -> &'static str {
+    match p {
+        GpuDirect::None => "none",
+        GpuDirect::Tcpx => "tcpx",
+        GpuDirect::Tcpxo => "tcpxo",
+        GpuDirect::Rdma => "rdma",
+    }
+}
+
+/// The machine type of a fleet: the first of `instance_types` in its fleet file.
+pub(super) fn fleet_machine_type(fleet_arg: &str, fleet: &str, paths: &Paths) -> Option<String> {
+    let file = Store::new(&paths.state_dir)
+        .load()
+        .ok()
+        .and_then(|(s, _)| s.fleets.into_iter().find(|f| f.name == fleet))
+        .and_then(|f| f.file)
+        .or_else(|| {
+            std::path::Path::new(fleet_arg)
+                .is_file()
+                .then(|| fleet_arg.into())
+        })?;
+    let f = crate::fleet::load(&file).ok()?;
+    f.spec.instance_types.as_ref()?.first().cloned()
+}
+
+/// The history entry of a run about to start: what it is, its profile's environment.
+pub(super) fn saved_run(
+    id: &str,
+    fleet: &str,
+    spec: &RunSpec,
+    nodes: &[NodeTarget],
+    machine: Option<(String, &str)>,
+    purpose: Option<String>,
+) -> SavedRun {
+    SavedRun {
+        id: id.to_string(),
+        fleet: fleet.to_string(),
+        started_at: store::now_unix(),
+        spec: SavedSpec {
+            collective: spec.collective.clone(),
+            engine: match spec.engine {
+                Engine::NcclTests => "nccl-tests".into(),
+                Engine::Torch => "torch".into(),
+            },
+            args: format!(
+                "-b {} -e {} -f {} -g {} -n {} -w {} -d {}",
+                human_size(spec.min_bytes),
+                human_size(spec.max_bytes),
+                spec.step_factor,
+                spec.gpus.map_or("all".into(), |g| g.to_string()),
+                spec.iters,
+                spec.warmup,
+                spec.dtype
+            ),
+            profile: profile_name(spec.profile).into(),
+            env: runner::profile_env(spec.profile),
+        },
+        nodes: nodes.iter().map(|n| n.name.clone()).collect(),
+        machine_type: machine.as_ref().map(|m| m.0.clone()),
+        machine_type_from: machine.map(|m| m.1.to_string()),
+        exit_codes: vec![None; nodes.len()],
+        purpose,
+        ..Default::default()
+    }
+}
+
+/// The profile, shown before a run.
+fn show_profile(spec: &RunSpec, why: &str) {
+    let env = runner::profile_env(spec.profile);
+    if env.is_empty() {
+        eprintln!("NCCL profile none ({why}): NCCL's defaults, no variables set");
+    } else {
+        eprintln!(
+            "NCCL profile {} ({why}), set on every node:",
+            profile_name(spec.profile)
+        );
+        for l in env {
+            eprintln!("  {l}");
+        }
+    }
+}
+
 /// Launch the run on the nodes, record it, and follow it.
 pub fn run(args: &RunArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
-    let spec = spec(args)?;
     let (fleet, all, transport) = super::exec_cmd::resolve_fleet(&args.fleet, cli, paths)?;
-    let mut nodes: Vec<NodeTarget> = if args.nodes.is_empty() {
+    let machine: Option<(String, &str)> = match &args.machine_type {
+        Some(m) => Some((m.clone(), "--machine-type")),
+        None => fleet_machine_type(&args.fleet, &fleet, paths).map(|m| (m, "fleet instance_types")),
+    };
+    let bench = Bench {
+        test: &args.test,
+        min_bytes: &args.min_bytes,
+        max_bytes: &args.max_bytes,
+        step_factor: args.step_factor,
+        gpus: args.gpus,
+        iters: args.iters,
+        warmup: args.warmup,
+        dtype: &args.dtype,
+        engine: args.engine,
+        profile: args.profile,
+        nccl_tests_dir: args.nccl_tests_dir.as_deref(),
+    };
+    let spec = spec(&bench, machine.as_ref().map(|m| m.0.as_str()))?;
+    let nodes: Vec<NodeTarget> = if args.nodes.is_empty() {
         all.clone()
     } else {
         all.iter()
@@ -365,60 +528,165 @@ pub fn run(args: &RunArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode>
     if nodes.is_empty() {
         anyhow::bail!("no nodes selected");
     }
+    let why = match (args.profile, &machine) {
+        (NcclProfile::Auto, Some((m, _))) => format!("auto, for {m}"),
+        (NcclProfile::Auto, None) => "auto; the machine type is unknown".to_string(),
+        _ => "--profile".to_string(),
+    };
+    show_profile(&spec, &why);
+    let rt = super::fleet_cmd::runtime()?;
+    let id = runner::new_id(&spec.collective, store::now_unix());
     if spec.engine == Engine::NcclTests && nodes.len() > 1 {
+        eprintln!("setting up SSH between the {} nodes for mpirun", nodes.len());
+        rt.block_on(setup_node_ssh(transport.clone(), &fleet, &nodes))?;
+    }
+    let saved = saved_run(&id, &fleet, &spec, &nodes, machine, None);
+    let started = rt.block_on(launch(transport.clone(), &id, &spec, &nodes, &args.mpirun))?;
+    record_run(paths, &fleet, &id, &started)?;
+    history::save(&paths.state_dir, &saved)?;
+    eprintln!(
+        "run {id} started on {} node(s) of `{fleet}`; it survives this terminal: `flightdeck nccl attach {id}` follows it again",
+        nodes.len()
+    );
+    let heads: Vec<NodeTarget> = started.iter().map(|(n, _)| n.clone()).collect();
+    follow(&rt, transport, &fleet, &id, &heads, args.json, paths)
+}
+
+/// Set up SSH among `nodes` (see [`nodessh`]): collect each node's keys, install them on all.
+pub(super) async fn setup_node_ssh(
+    transport: Transport,
+    fleet: &str,
+    nodes: &[NodeTarget],
+) -> anyhow::Result<()> {
+    let jobs: Vec<(NodeTarget, String)> = nodes
+        .iter()
+        .map(|n| (n.clone(), nodessh::collect_command(fleet, n.port)))
+        .collect();
+    let out = collect(transport.clone(), jobs).await?;
+    let mut peers = vec![];
+    let mut failed = vec![];
+    for (n, (code, stdout, stderr)) in nodes.iter().zip(&out) {
+        match (code, nodessh::parse_collect(stdout)) {
+            (0, Ok(keys)) => peers.push((peer_of(n), keys)),
+            (_, Err(e)) => failed.push(format!("{}: {e} {}", n.name, stderr.trim())),
+            (c, Ok(_)) => failed.push(format!("{}: exit {c} {}", n.name, stderr.trim())),
+        }
+    }
+    if !failed.is_empty() {
+        anyhow::bail!("node-to-node SSH could not be set up:\n  {}", failed.join("\n  "));
+    }
+    let install = nodessh::install_command(fleet, &peers);
+    let jobs: Vec<(NodeTarget, String)> = nodes.iter().map(|n| (n.clone(), install.clone())).collect();
+    let out = collect(transport, jobs).await?;
+    let failed: Vec<String> = nodes
+        .iter()
+        .zip(&out)
+        .filter(|(_, (c, o, _))| *c != 0 || o.trim() != "installed")
+        .map(|(n, (c, _, e))| format!("{}: exit {c} {}", n.name, e.trim()))
+        .collect();
+    if !failed.is_empty() {
         anyhow::bail!(
-            "nccl-tests across {} nodes needs mpirun between them, which is not in this build: use --engine torch, or one node with --nodes 0",
-            nodes.len()
+            "node-to-node SSH could not be installed:\n  {}",
+            failed.join("\n  ")
         );
     }
+    Ok(())
+}
+
+/// A node as the others reach it: its internal address, else the address flightdeck uses.
+fn peer_of(n: &NodeTarget) -> nodessh::Peer {
+    nodessh::Peer {
+        name: n.name.clone(),
+        addr: n.internal_ip.clone().unwrap_or_else(|| n.host.clone()),
+        port: n.port,
+        user: n.user.clone(),
+    }
+}
+
+/// Start run `id` detached: one node with nccl-tests; several through mpirun on the first
+/// (only it runs a script); torch on every node. Returns the nodes that run a script,
+/// with their pids.
+pub(super) async fn launch(
+    transport: Transport,
+    id: &str,
+    spec: &RunSpec,
+    nodes: &[NodeTarget],
+    mpirun: &str,
+) -> anyhow::Result<Vec<(NodeTarget, Option<u32>)>> {
     let master = nodes[0]
         .internal_ip
         .clone()
         .unwrap_or_else(|| nodes[0].host.clone());
-    let id = runner::new_id(&spec.collective, store::now_unix());
     let count = nodes.len();
-    let jobs: Vec<(NodeTarget, String)> = nodes
-        .iter()
-        .enumerate()
-        .map(|(rank, n)| {
-            let script = runner::node_script(&spec, rank, count, &master);
-            (
-                n.clone(),
-                runner::launch_command(&id, &script, spec.engine == Engine::Torch),
-            )
-        })
-        .collect();
-    let rt = super::fleet_cmd::runtime()?;
-    let launched = rt.block_on(collect(transport.clone(), jobs))?;
+    let jobs: Vec<(NodeTarget, String)> = if spec.engine == Engine::NcclTests && count > 1 {
+        let hosts: Vec<MpiHost> = nodes
+            .iter()
+            .map(|n| {
+                let p = peer_of(n);
+                MpiHost {
+                    addr: p.addr,
+                    port: p.port,
+                }
+            })
+            .collect();
+        let script = runner::mpirun_script(spec, &hosts, mpirun);
+        vec![(nodes[0].clone(), runner::launch_command(id, &script, false))]
+    } else {
+        nodes
+            .iter()
+            .enumerate()
+            .map(|(rank, n)| {
+                let script = runner::node_script(spec, rank, count, &master);
+                (
+                    n.clone(),
+                    runner::launch_command(id, &script, spec.engine == Engine::Torch),
+                )
+            })
+            .collect()
+    };
+    let launched_on: Vec<NodeTarget> = jobs.iter().map(|(n, _)| n.clone()).collect();
+    let launched = collect(transport, jobs).await?;
     let mut failed = vec![];
-    for (n, (code, out, err)) in nodes.iter().zip(&launched) {
+    let mut started = vec![];
+    for (n, (code, out, err)) in launched_on.iter().zip(&launched) {
         if *code != 0 || !out.starts_with("started ") {
             failed.push(format!("{}: {} {}", n.name, out.trim(), err.trim()));
         }
+        started.push((
+            n.clone(),
+            out.trim().strip_prefix("started ").and_then(|p| p.parse().ok()),
+        ));
     }
     if !failed.is_empty() {
         anyhow::bail!("the run could not start:\n  {}", failed.join("\n  "));
     }
+    Ok(started)
+}
+
+/// Record a started run in the state store.
+pub(super) fn record_run(
+    paths: &Paths,
+    fleet: &str,
+    id: &str,
+    started: &[(NodeTarget, Option<u32>)],
+) -> anyhow::Result<()> {
     let record = RunRecord {
-        id: id.clone(),
+        id: id.to_string(),
         kind: "nccl".into(),
-        fleet: fleet.clone(),
+        fleet: fleet.to_string(),
         started_at: store::now_unix(),
-        nodes: nodes
+        nodes: started
             .iter()
-            .zip(&launched)
-            .map(|(n, (_, out, _))| RunNode {
+            .map(|(n, pid)| RunNode {
                 node: n.index,
-                pid: out.trim().strip_prefix("started ").and_then(|p| p.parse().ok()),
-                log: format!("~/{}/out.log", runner::run_dir(&id)),
+                pid: *pid,
+                log: format!("~/{}/out.log", runner::run_dir(id)),
                 exit_code: None,
             })
             .collect(),
     };
     Store::new(&paths.state_dir).update(|s| s.runs.push(record))?;
-    eprintln!("run {id} started on {count} node(s) of `{fleet}`; it survives this terminal: `flightdeck nccl attach {id}` follows it again");
-    nodes.truncate(count);
-    follow(&rt, transport, &fleet, &id, &nodes, args.json, paths)
+    Ok(())
 }
 
 /// Follow a recorded run from its first line.
@@ -434,7 +702,7 @@ pub fn attach(id: Option<&str>, json: bool, cli: &Cli, paths: &Paths) -> anyhow:
         })?,
         None => runs
             .iter()
-            .max_by_key(|r| r.started_at)
+            .max_by_key(|r| (r.started_at, r.id.clone()))
             .copied()
             .ok_or_else(|| anyhow::anyhow!("no NCCL runs yet"))?,
     };
@@ -449,7 +717,7 @@ pub fn attach(id: Option<&str>, json: bool, cli: &Cli, paths: &Paths) -> anyhow:
 }
 
 /// Run one command per node and collect (exit code, stdout, stderr) in node order.
-async fn collect(
+pub(super) async fn collect(
     transport: Transport,
     jobs: Vec<(NodeTarget, String)>,
 ) -> anyhow::Result<Vec<(i32, String, String)>> {
@@ -483,76 +751,92 @@ async fn collect(
     Ok(out)
 }
 
-/// Stream the run's output: the first node's through the parser (rows shown as they
-/// come), every node's exit code from its marker line.
-fn follow(
-    rt: &tokio::runtime::Runtime,
+/// What following a run found.
+pub(super) struct Followed {
+    pub report: Report,
+    /// Per node: its exit code (`None` when it printed none).
+    pub codes: Vec<(usize, Option<i32>)>,
+    /// The head node's last lines (shown when the run fails).
+    pub head_tail: Vec<String>,
+    /// The other nodes' lines, prefixed by their names.
+    pub others: Vec<String>,
+}
+
+impl Followed {
+    pub fn worst(&self) -> i32 {
+        self.codes
+            .iter()
+            .map(|(_, c)| c.unwrap_or(exec::UNREACHABLE))
+            .max()
+            .unwrap_or(0)
+    }
+}
+
+/// Stream run `id`'s output: the first node's through the parser (`on_row` for each row
+/// as it comes), every node's exit code from its marker line.
+pub(super) async fn follow_core(
     transport: Transport,
-    fleet: &str,
     id: &str,
     nodes: &[NodeTarget],
-    json: bool,
-    paths: &Paths,
-) -> anyhow::Result<ExitCode> {
-    let head = nodes
-        .first()
-        .map(|n| n.index)
-        .ok_or_else(|| anyhow::anyhow!("the run has no nodes"))?;
+    mut on_row: impl FnMut(&Row),
+) -> Followed {
+    let head = nodes.first().map(|n| n.index);
     let jobs: Vec<(NodeTarget, String)> = nodes
         .iter()
         .map(|n| (n.clone(), runner::follow_command(id)))
         .collect();
     let mut parser = Parser::new();
-    let mut codes: Vec<(usize, Option<i32>)> = nodes.iter().map(|n| (n.index, None)).collect();
-    let mut others: Vec<String> = vec![];
-    // The head node's last lines, shown when the run fails.
-    let mut head_tail: Vec<String> = vec![];
-    rt.block_on(async {
-        let (tx, mut rx) = tokio::sync::mpsc::channel(4096);
-        let h = tokio::spawn(exec::run_each(transport, jobs, 64, tx));
-        while let Some(e) = rx.recv().await {
-            let Event::Line { node, text, .. } = e else {
-                continue;
-            };
-            if let Some(code) = text.strip_prefix(EXIT_MARKER) {
-                if let Some(c) = codes.iter_mut().find(|(n, _)| *n == node) {
-                    c.1 = code.trim().parse().ok();
-                }
-                continue;
+    let mut f = Followed {
+        report: Report::default(),
+        codes: nodes.iter().map(|n| (n.index, None)).collect(),
+        head_tail: vec![],
+        others: vec![],
+    };
+    let (tx, mut rx) = tokio::sync::mpsc::channel(4096);
+    let h = tokio::spawn(exec::run_each(transport, jobs, 64, tx));
+    while let Some(e) = rx.recv().await {
+        let Event::Line { node, text, .. } = e else {
+            continue;
+        };
+        if let Some(code) = text.strip_prefix(EXIT_MARKER) {
+            if let Some(c) = f.codes.iter_mut().find(|(n, _)| *n == node) {
+                c.1 = code.trim().parse().ok();
             }
-            if node != head {
-                others.push(format!(
-                    "{}: {text}",
-                    nodes
-                        .iter()
-                        .find(|n| n.index == node)
-                        .map_or("?", |n| n.name.as_str())
-                ));
-                continue;
+            continue;
+        }
+        if Some(node) != head {
+            f.others.push(format!(
+                "{}: {text}",
+                nodes
+                    .iter()
+                    .find(|n| n.index == node)
+                    .map_or("?", |n| n.name.as_str())
+            ));
+            if f.others.len() > 200 {
+                f.others.remove(0);
             }
-            head_tail.push(text.clone());
-            if head_tail.len() > 40 {
-                head_tail.remove(0);
-            }
-            for ev in parser.push_line(&text) {
-                if let (crate::nccl::Event::Row(row), false) = (&ev, json) {
-                    let oop = row.out_of_place.as_ref();
-                    eprintln!(
-                        "{:>8}  busbw {:>8} GB/s  algbw {:>8} GB/s  {:>10} us",
-                        human_size(row.size),
-                        oop.map_or("-".into(), |m| format!("{:.2}", m.busbw)),
-                        oop.map_or("-".into(), |m| format!("{:.2}", m.algbw)),
-                        oop.map_or("-".into(), |m| format!("{:.1}", m.time_us)),
-                    );
-                }
+            continue;
+        }
+        f.head_tail.push(text.clone());
+        if f.head_tail.len() > 40 {
+            f.head_tail.remove(0);
+        }
+        for ev in parser.push_line(&text) {
+            if let crate::nccl::Event::Row(row) = &ev {
+                on_row(row);
             }
         }
-        let _ = h.await;
-    });
+    }
+    let _ = h.await;
     parser.finish();
-    let report = parser.report();
-    // Record the exit codes.
-    let recorded = codes.clone();
+    f.report = parser.report();
+    f
+}
+
+/// Write the exit codes to the state store; fill and save the history entry (machine
+/// type from the rank list when nothing else named it, verdict); returns it.
+pub(super) fn conclude(paths: &Paths, fleet: &str, id: &str, nodes: &[NodeTarget], f: &Followed) -> SavedRun {
+    let recorded = f.codes.clone();
     let _ = Store::new(&paths.state_dir).update(|s| {
         if let Some(r) = s.runs.iter_mut().find(|r| r.id == id) {
             for rn in &mut r.nodes {
@@ -562,38 +846,108 @@ fn follow(
             }
         }
     });
-    if let Some(w) = crate::nccl::fallback_warning(GpuDirect::None, report.transport.as_ref()) {
+    let mut saved = history::load(&paths.state_dir, id)
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| SavedRun {
+            id: id.to_string(),
+            fleet: fleet.to_string(),
+            nodes: nodes.iter().map(|n| n.name.clone()).collect(),
+            spec: SavedSpec {
+                collective: f.report.collective.clone().unwrap_or_default(),
+                ..Default::default()
+            },
+            ..Default::default()
+        });
+    let codes: Vec<Option<i32>> = f.codes.iter().map(|c| c.1).collect();
+    saved.conclude(&f.report, &codes, store::now_unix());
+    if let Err(e) = history::save(&paths.state_dir, &saved) {
+        eprintln!("{e}");
+    }
+    saved
+}
+
+/// The verdict line of the text output.
+pub(super) fn verdict_line(v: &Verdict, from: Option<&str>) -> String {
+    let machine = match (&v.machine_type, from) {
+        (Some(m), Some(f)) => format!(" [{m}, from {f}]"),
+        (Some(m), None) => format!(" [{m}]"),
+        _ => String::new(),
+    };
+    format!(
+        "verdict {}: {}{machine}",
+        v.grade.as_str().to_uppercase(),
+        v.reason
+    )
+}
+
+/// Follow run `id` and print it (rows live on stderr, then the table or the JSON).
+fn follow(
+    rt: &tokio::runtime::Runtime,
+    transport: Transport,
+    fleet: &str,
+    id: &str,
+    nodes: &[NodeTarget],
+    json: bool,
+    paths: &Paths,
+) -> anyhow::Result<ExitCode> {
+    if nodes.is_empty() {
+        anyhow::bail!("the run has no nodes");
+    }
+    let f = rt.block_on(follow_core(transport, id, nodes, |row| {
+        if !json {
+            let oop = row.out_of_place.as_ref();
+            eprintln!(
+                "{:>8}  busbw {:>8} GB/s  algbw {:>8} GB/s  {:>10} us",
+                human_size(row.size),
+                oop.map_or("-".into(), |m| format!("{:.2}", m.busbw)),
+                oop.map_or("-".into(), |m| format!("{:.2}", m.algbw)),
+                oop.map_or("-".into(), |m| format!("{:.1}", m.time_us)),
+            );
+        }
+    }));
+    let saved = conclude(paths, fleet, id, nodes, &f);
+    let report = &f.report;
+    let gd = saved
+        .machine_type
+        .as_deref()
+        .map_or(GpuDirect::None, GpuDirect::for_machine_type);
+    if let Some(w) = crate::nccl::fallback_warning(gd, report.transport.as_ref()) {
         eprintln!("{w}");
     }
-    let worst = codes
-        .iter()
-        .map(|(_, c)| c.unwrap_or(exec::UNREACHABLE))
-        .max()
-        .unwrap_or(0);
+    let worst = f.worst();
     if json {
         let mut doc = serde_json::to_value(report.document())?;
         doc["run"] = serde_json::json!({
             "id": id,
             "fleet": fleet,
-            "exit_codes": codes.iter().map(|(n, c)| serde_json::json!({"node": n, "exit_code": c})).collect::<Vec<_>>(),
+            "nodes": saved.nodes,
+            "exit_codes": f.codes.iter().map(|(n, c)| serde_json::json!({"node": n, "exit_code": c})).collect::<Vec<_>>(),
         });
+        doc["machine_type"] =
+            serde_json::json!({"name": saved.machine_type, "from": saved.machine_type_from});
+        doc["profile"] = serde_json::json!({"name": saved.spec.profile, "env": saved.spec.env});
+        doc["verdict"] = serde_json::to_value(&saved.verdict)?;
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else if !report.rows.is_empty() {
-        print!("{}", table(&report));
+        print!("{}", table(report));
+        if let Some(v) = &saved.verdict {
+            println!("{}", verdict_line(v, saved.machine_type_from.as_deref()));
+        }
     }
     if worst != 0 {
         eprintln!(
             "run {id}: exit codes {:?}",
-            codes
+            f.codes
                 .iter()
                 .map(|(n, c)| (n, c.unwrap_or(exec::UNREACHABLE)))
                 .collect::<Vec<_>>()
         );
         let head_name = nodes[0].name.as_str();
-        for l in head_tail.iter().filter(|l| !l.starts_with('#')) {
+        for l in f.head_tail.iter().filter(|l| !l.starts_with('#')) {
             eprintln!("{head_name}: {l}");
         }
-        for l in others.iter().rev().take(20).rev() {
+        for l in f.others.iter().rev().take(20).rev() {
             eprintln!("{l}");
         }
     }
@@ -602,4 +956,159 @@ fn follow(
         return Ok(ExitCode::FAILURE);
     }
     Ok(ExitCode::from(worst.clamp(0, 255) as u8))
+}
+
+// ---- nccl history / nccl compare ----
+
+/// `nccl history`: the runs of the history, newest first, with runs of the state store
+/// that have no history entry (started by an older flightdeck) listed too.
+pub fn history_list(json: bool, paths: &Paths) -> anyhow::Result<ExitCode> {
+    let mut runs = history::load_all(&paths.state_dir)?;
+    if let Ok((state, _)) = Store::new(&paths.state_dir).load() {
+        for r in state.runs.iter().filter(|r| r.kind == "nccl") {
+            if !runs.iter().any(|s| s.id == r.id) {
+                runs.push(SavedRun {
+                    id: r.id.clone(),
+                    fleet: r.fleet.clone(),
+                    started_at: r.started_at,
+                    exit_codes: r.nodes.iter().map(|n| n.exit_code).collect(),
+                    ..Default::default()
+                });
+            }
+        }
+    }
+    history::sort_newest_first(&mut runs);
+    if json {
+        let docs: Vec<serde_json::Value> = runs
+            .iter()
+            .map(|r| {
+                serde_json::json!({
+                    "id": r.id, "fleet": r.fleet, "started_at": r.started_at, "ended_at": r.ended_at,
+                    "collective": r.spec.collective, "engine": r.spec.engine, "args": r.spec.args,
+                    "profile": r.spec.profile, "nodes": r.nodes, "machine_type": r.machine_type,
+                    "exit_code": r.exit_code(), "peak_busbw": r.peak_busbw, "avg_busbw": r.avg_busbw,
+                    "verdict": r.verdict.as_ref().map(|v| v.grade), "purpose": r.purpose,
+                })
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&docs)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    if runs.is_empty() {
+        eprintln!("no NCCL runs yet (flightdeck nccl run FLEET)");
+        return Ok(ExitCode::SUCCESS);
+    }
+    let rows: Vec<Vec<String>> = runs
+        .iter()
+        .map(|r| {
+            vec![
+                r.id.clone(),
+                store::format_utc(r.started_at),
+                r.fleet.clone(),
+                if r.spec.collective.is_empty() {
+                    "-".into()
+                } else {
+                    r.spec.collective.clone()
+                },
+                r.nodes.len().to_string(),
+                r.machine_type.clone().unwrap_or_else(|| "-".into()),
+                if r.spec.profile.is_empty() {
+                    "-".into()
+                } else {
+                    r.spec.profile.clone()
+                },
+                r.peak_busbw.map_or("-".into(), |b| format!("{b:.2}")),
+                r.grade().into(),
+                r.exit_code().map_or("-".into(), |c| c.to_string()),
+            ]
+        })
+        .collect();
+    let header = [
+        "ID",
+        "STARTED (UTC)",
+        "FLEET",
+        "COLLECTIVE",
+        "NODES",
+        "MACHINE",
+        "PROFILE",
+        "PEAK GB/s",
+        "VERDICT",
+        "EXIT",
+    ];
+    print!("{}", aligned(&header, &rows));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A left-aligned table with two spaces between columns.
+fn aligned(header: &[&str], rows: &[Vec<String>]) -> String {
+    let mut w: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    for r in rows {
+        for (x, c) in w.iter_mut().zip(r) {
+            *x = (*x).max(c.chars().count());
+        }
+    }
+    let line = |cells: Vec<String>| {
+        let s: Vec<String> = cells.iter().zip(&w).map(|(c, x)| format!("{c:<x$}")).collect();
+        s.join("  ").trim_end().to_string() + "\n"
+    };
+    let mut out = line(header.iter().map(|h| h.to_string()).collect());
+    for r in rows {
+        out.push_str(&line(r.clone()));
+    }
+    out
+}
+
+/// `nccl compare A B`: busbw per size of both runs and B/A.
+pub fn compare(a: &str, b: &str, json: bool, paths: &Paths) -> anyhow::Result<ExitCode> {
+    let all = history::load_all(&paths.state_dir)?;
+    let find = |id: &str| {
+        all.iter().find(|r| r.id == id).ok_or_else(|| {
+            let hint = crate::yaml::closest(id, all.iter().map(|r| r.id.as_str()))
+                .map(|h| format!("; did you mean `{h}`?"))
+                .unwrap_or_default();
+            anyhow::anyhow!("no NCCL run `{id}` in the history{hint}")
+        })
+    };
+    let (ra, rb) = (find(a)?, find(b)?);
+    let c = history::compare(ra, rb);
+    if json {
+        println!("{}", serde_json::to_string_pretty(&c)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let f = |v: Option<f64>| v.map_or("-".into(), |x| format!("{x:.2}"));
+    let rows: Vec<Vec<String>> = c
+        .rows
+        .iter()
+        .map(|r| {
+            vec![
+                human_size(r.size),
+                f(r.a),
+                f(r.b),
+                r.ratio.map_or("-".into(), |x| format!("{x:.3}")),
+            ]
+        })
+        .collect();
+    println!(
+        "A {}  ({}, {})",
+        ra.id,
+        ra.spec.collective,
+        ra.machine_type.as_deref().unwrap_or("machine unknown")
+    );
+    println!(
+        "B {}  ({}, {})",
+        rb.id,
+        rb.spec.collective,
+        rb.machine_type.as_deref().unwrap_or("machine unknown")
+    );
+    print!("{}", aligned(&["SIZE", "A busbw", "B busbw", "B/A"], &rows));
+    println!(
+        "peak: A {} GB/s, B {} GB/s, B/A {}",
+        f(c.peak_a),
+        f(c.peak_b),
+        c.peak_ratio.map_or("-".into(), |x| format!("{x:.3}"))
+    );
+    for n in &c.notes {
+        println!("note: {n}");
+    }
+    Ok(ExitCode::SUCCESS)
 }

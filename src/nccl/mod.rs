@@ -6,13 +6,23 @@
 //! - [`transport`]: which transport NCCL used ([`Transport`], from `NCCL_DEBUG=INFO`
 //!   lines) and the warning for a GPUDirect machine that fell back to sockets
 //!   ([`fallback_warning`]).
+//! - [`expect`]: expected curves per machine type, collective and node count, and the
+//!   verdict of a run against them.
+//! - [`history`]: runs kept in the state dir, and two runs compared.
+//! - [`straggler`]: the straggler finder's decisions (which nodes to run together next,
+//!   rankings, the slow node or link).
+//! - [`runner`]: the commands that launch, follow and stop runs on the nodes.
 //!
 //! Pure: no I/O, no terminal, no clock.
 
 pub mod baseline;
+pub mod expect;
+pub mod history;
 mod line;
+pub mod nodessh;
 pub mod parse;
 pub mod runner;
+pub mod straggler;
 pub mod transport;
 
 pub use parse::{parse_text, Device, Document, Event, Measurement, OutOfBounds, Parser, Report, Row};

@@ -219,21 +219,7 @@ pub fn node_script(spec: &RunSpec, rank: usize, nodes: usize, master: &str) -> S
     let _ = writeln!(s, "[ \"$GPUS\" -ge 1 ] 2>/dev/null || GPUS=1");
     match spec.engine {
         Engine::NcclTests => {
-            let bin = format!("{}_perf", spec.collective);
-            let dirs = [
-                spec.nccl_tests_dir.clone().unwrap_or_default(),
-                "${NCCL_TESTS_DIR:-}".into(),
-                "/opt/nccl-tests/build".into(),
-                "$HOME/nccl-tests/build".into(),
-            ];
-            let _ = writeln!(s, "BIN=$(command -v {bin} 2>/dev/null || true)");
-            for d in dirs.iter().filter(|d| !d.is_empty()) {
-                let _ = writeln!(s, "[ -z \"$BIN\" ] && [ -x \"{d}/{bin}\" ] && BIN=\"{d}/{bin}\"");
-            }
-            let _ = writeln!(
-                s,
-                "[ -n \"$BIN\" ] || {{ echo \"flightdeck: {bin} not found (PATH, --nccl-tests-dir, NCCL_TESTS_DIR, /opt/nccl-tests/build, ~/nccl-tests/build)\" >&2; exit 127; }}"
-            );
+            find_binary(&mut s, spec);
             let _ = writeln!(
                 s,
                 "exec \"$BIN\" -b {} -e {} -f {} -g \"$GPUS\" -n {} -w {} -d {}",
@@ -262,6 +248,114 @@ pub fn node_script(spec: &RunSpec, rank: usize, nodes: usize, master: &str) -> S
             );
         }
     }
+    s
+}
+
+/// Shell lines setting `BIN` to the collective's nccl-tests binary, or exiting 127 with
+/// the places looked at.
+fn find_binary(s: &mut String, spec: &RunSpec) {
+    let bin = format!("{}_perf", spec.collective);
+    let dirs = [
+        spec.nccl_tests_dir.clone().unwrap_or_default(),
+        "${NCCL_TESTS_DIR:-}".into(),
+        "/opt/nccl-tests/build".into(),
+        "$HOME/nccl-tests/build".into(),
+    ];
+    let _ = writeln!(s, "BIN=$(command -v {bin} 2>/dev/null || true)");
+    for d in dirs.iter().filter(|d| !d.is_empty()) {
+        let _ = writeln!(s, "[ -z \"$BIN\" ] && [ -x \"{d}/{bin}\" ] && BIN=\"{d}/{bin}\"");
+    }
+    let _ = writeln!(
+        s,
+        "[ -n \"$BIN\" ] || {{ echo \"flightdeck: {bin} not found (PATH, --nccl-tests-dir, NCCL_TESTS_DIR, /opt/nccl-tests/build, ~/nccl-tests/build)\" >&2; exit 127; }}"
+    );
+}
+
+/// Where flightdeck keeps the fleet's node-to-node SSH files on every node (relative to
+/// the login's home): the key pair, a known_hosts of the fleet's nodes and a config.
+pub const NODE_SSH_DIR: &str = ".flightdeck/ssh";
+
+/// One host of a multi-node run: the address the other nodes reach it on, its SSH port.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MpiHost {
+    pub addr: String,
+    pub port: Option<u16>,
+}
+
+/// An Open MPI hostfile: one line per node, `slots` = GPUs per node.
+pub fn hostfile(hosts: &[MpiHost], slots: &str) -> String {
+    hosts
+        .iter()
+        .map(|h| format!("{} slots={slots}\n", h.addr))
+        .collect()
+}
+
+/// The variable names a profile's lines export (`export K=V`).
+pub fn profile_names(lines: &[String]) -> Vec<String> {
+    lines
+        .iter()
+        .filter_map(|l| l.strip_prefix("export "))
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, _)| k.to_string())
+        .collect()
+}
+
+/// The head node's script of a multi-node nccl-tests run through mpirun: the profile's
+/// environment, the hostfile, then mpirun with one process per GPU (`-g 1` each), every
+/// variable of the profile and every `NCCL_*` set at that point passed with `-x`, output
+/// lines tagged with their rank (`--tag-output`), and mpirun's SSH to the other nodes
+/// through flightdeck's node-to-node config (strict host keys). The nccl-tests binaries
+/// must be built with MPI=1 on every node, at the same path.
+pub fn mpirun_script(spec: &RunSpec, hosts: &[MpiHost], mpirun: &str) -> String {
+    let mut s = String::from("#!/bin/sh\n# written by flightdeck: the head node of a multi-node nccl-tests run through mpirun\nset -u\n");
+    let env = profile_env(spec.profile);
+    for line in &env {
+        let _ = writeln!(s, "{line}");
+    }
+    let gpus = match spec.gpus {
+        Some(g) => g.to_string(),
+        None => "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || echo 1)".to_string(),
+    };
+    let _ = writeln!(s, "GPUS={gpus}");
+    let _ = writeln!(s, "[ \"$GPUS\" -ge 1 ] 2>/dev/null || GPUS=1");
+    find_binary(&mut s, spec);
+    let _ = writeln!(
+        s,
+        "cat > hostfile <<__FD_HOSTS__\n{}__FD_HOSTS__",
+        hostfile(hosts, "$GPUS")
+    );
+    let _ = writeln!(s, "SSHCFG=\"$HOME/{NODE_SSH_DIR}/config\"");
+    // Open MPI 4 (ORTE) and 5 (PRRTE) read their ssh arguments from these.
+    let _ = writeln!(
+        s,
+        "export OMPI_MCA_plm_rsh_args=\"-F $SSHCFG\" PRTE_MCA_plm_ssh_args=\"-F $SSHCFG\""
+    );
+    let _ = writeln!(s, "MPIRUN={}", quote(mpirun));
+    let _ = writeln!(
+        s,
+        "command -v \"$MPIRUN\" >/dev/null 2>&1 || {{ echo \"flightdeck: $MPIRUN not found on the head node (install Open MPI, or give --mpirun PATH)\" >&2; exit 127; }}"
+    );
+    let _ = writeln!(s, "ROOT=; [ \"$(id -u)\" = 0 ] && ROOT=--allow-run-as-root");
+    let mut xs: Vec<String> = profile_names(&env);
+    xs.extend(["LD_LIBRARY_PATH".to_string(), "PATH".to_string()]);
+    xs.sort();
+    xs.dedup();
+    let _ = writeln!(
+        s,
+        "XS=$(env | sed -n 's/^\\(NCCL_[A-Za-z0-9_]*\\)=.*/-x \\1/p' | sort -u | tr '\\n' ' ')"
+    );
+    let _ = writeln!(
+        s,
+        "exec \"$MPIRUN\" $ROOT --tag-output --hostfile hostfile -np $(({n} * GPUS)) --map-by ppr:\"$GPUS\":node --bind-to none {x} $XS \"$BIN\" -b {b} -e {e} -f {f} -g 1 -n {it} -w {w} -d {d}",
+        n = hosts.len(),
+        x = xs.iter().map(|k| format!("-x {k}")).collect::<Vec<_>>().join(" "),
+        b = spec.min_bytes,
+        e = spec.max_bytes,
+        f = spec.step_factor,
+        it = spec.iters,
+        w = spec.warmup,
+        d = quote(&spec.dtype),
+    );
     s
 }
 
@@ -437,6 +531,96 @@ mod tests {
         assert!(
             t.contains("--nnodes 2 --node-rank 1 --nproc-per-node \"$GPUS\" --master-addr '10.0.0.1'"),
             "{t}"
+        );
+    }
+
+    /// The head's mpirun script, run for real under sh with a stub mpirun that prints
+    /// its arguments and the environment it was given.
+    #[test]
+    fn mpirun_script_builds_the_hostfile_and_passes_the_profile() {
+        let mut sp = spec(Engine::NcclTests);
+        sp.profile = GpuDirect::Tcpx;
+        let hosts = vec![
+            MpiHost {
+                addr: "10.0.0.1".into(),
+                port: None,
+            },
+            MpiHost {
+                addr: "10.0.0.2".into(),
+                port: Some(2222),
+            },
+        ];
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path().join("all_reduce_perf");
+        let stub = dir.path().join("mpirun");
+        std::fs::write(&bin, "#!/bin/sh\n").unwrap();
+        std::fs::write(
+            &stub,
+            "#!/bin/sh\necho \"ARGS $*\"\necho \"RSH $OMPI_MCA_plm_rsh_args\"\n",
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        for f in [&bin, &stub] {
+            std::fs::set_permissions(f, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        sp.nccl_tests_dir = Some(dir.path().display().to_string());
+        let script = mpirun_script(&sp, &hosts, stub.to_str().unwrap());
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(&script)
+            .current_dir(dir.path())
+            .env("HOME", dir.path())
+            .env("NCCL_DEBUG", "INFO")
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{text} {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("hostfile")).unwrap(),
+            "10.0.0.1 slots=2\n10.0.0.2 slots=2\n"
+        );
+        let args = text.lines().find(|l| l.starts_with("ARGS ")).unwrap();
+        assert!(
+            args.contains("--tag-output --hostfile hostfile -np 4 --map-by ppr:2:node --bind-to none"),
+            "{args}"
+        );
+        for x in [
+            "-x NCCL_GPUDIRECTTCPX_SOCKET_IFNAME",
+            "-x LD_LIBRARY_PATH",
+            "-x NCCL_DEBUG",
+            "-x NCCL_NET",
+        ] {
+            assert!(args.contains(x), "{x}: {args}");
+        }
+        assert!(
+            args.ends_with("all_reduce_perf -b 8 -e 1073741824 -f 2 -g 1 -n 20 -w 5 -d float"),
+            "{args}"
+        );
+        let rsh = text.lines().find(|l| l.starts_with("RSH ")).unwrap();
+        assert_eq!(
+            rsh,
+            format!("RSH -F {}/.flightdeck/ssh/config", dir.path().display())
+        );
+        assert_eq!(
+            profile_names(&["export A='1'".into(), ". x".into()]),
+            vec!["A".to_string()]
+        );
+        // No mpirun: a clear error.
+        let missing = mpirun_script(&sp, &hosts, "/nonexistent/mpirun");
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(&missing)
+            .current_dir(dir.path())
+            .env("HOME", dir.path())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(127));
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("/nonexistent/mpirun not found on the head node")
         );
     }
 }

@@ -108,10 +108,11 @@ pub enum Action {
     Pricing,
     WriteFleet,
     JobStop,
+    Compare,
 }
 
 impl Action {
-    pub const ALL: [Action; 45] = [
+    pub const ALL: [Action; 46] = [
         Action::Quit,
         Action::Suspend,
         Action::Help,
@@ -157,6 +158,7 @@ impl Action {
         Action::Pricing,
         Action::WriteFleet,
         Action::JobStop,
+        Action::Compare,
     ];
 
     /// Parse a config-file name.
@@ -243,6 +245,7 @@ impl Action {
             Action::Pricing => "price by on-demand, spot or flex-start",
             Action::WriteFleet => "write a fleet file for the selected offer",
             Action::JobStop => "stop the selected job on every node (press twice)",
+            Action::Compare => "mark the selected NCCL run for a side-by-side comparison (two at a time)",
         }
     }
 

@@ -229,6 +229,7 @@ fn default_table() -> Vec<(Context, Action, Vec<Chord>)> {
         (Global, WriteFleet, vec![p('w')]),
         (Global, JobStop, vec![p('x')]),
         (Global, Close, vec![k(KeyCode::Esc)]),
+        (Global, Compare, vec![p('c')]),
         (Global, Up, vec![k(KeyCode::Up), p('k')]),
         (Global, Down, vec![k(KeyCode::Down), p('j')]),
         (Global, Top, vec![k(KeyCode::Home), p('g')]),

@@ -164,6 +164,9 @@ impl Services {
                     let now = crate::store::now_unix();
                     let unfinished = jobs.iter().any(|j| !j.finished());
                     let _ = tx.blocking_send(ServiceEvent::Msg(Msg::Jobs { jobs, now }));
+                    // A damaged history is logged by the loader; the view goes on without it.
+                    let history = crate::nccl::history::load_all(&dir).unwrap_or_default();
+                    let _ = tx.blocking_send(ServiceEvent::Msg(Msg::NcclHistory(history)));
                     unfinished
                 });
                 let (tx, dir) = (self.tx.clone(), self.paths.state_dir.clone());
@@ -282,6 +285,7 @@ impl Services {
             self.resolver.clone(),
         );
         self.follow = Some(tokio::spawn(async move {
+            let state_dir = dir.clone();
             let fail = |error: String| {
                 ServiceEvent::Msg(Msg::RunFailed {
                     id: id.clone(),
@@ -348,10 +352,30 @@ impl Services {
             }
             let _ = job.await;
             parser.finish();
+            let report = parser.report();
+            // The history entry of a run that ended: its rows and verdict, as `nccl run`
+            // writes them (a run started elsewhere whose follower was lost gets them here).
+            if code.is_some() {
+                let (dir, r, id2) = (state_dir.clone(), report.clone(), id.clone());
+                let saved = tokio::task::spawn_blocking(move || {
+                    let mut e = crate::nccl::history::load(&dir, &id2).ok().flatten()?;
+                    if e.ended_at.is_none() {
+                        e.conclude(&r, &[code], crate::store::now_unix());
+                        if let Err(err) = crate::nccl::history::save(&dir, &e) {
+                            tracing::warn!(error = %err, "nccl history");
+                        }
+                    }
+                    crate::nccl::history::load_all(&dir).ok()
+                })
+                .await;
+                if let Ok(Some(all)) = saved {
+                    let _ = tx.send(ServiceEvent::Msg(Msg::NcclHistory(all))).await;
+                }
+            }
             let _ = tx
                 .send(ServiceEvent::Msg(Msg::RunReport {
                     id: id.clone(),
-                    report: Box::new(parser.report()),
+                    report: Box::new(report),
                 }))
                 .await;
             let _ = tx.send(ServiceEvent::Msg(Msg::RunEnded { id, code })).await;

@@ -238,6 +238,8 @@ pub enum Msg {
     FileWritten(Result<String, String>),
     /// The runs of the state store (with `Command::LoadFleets`).
     Runs(Vec<crate::store::RunRecord>),
+    /// The NCCL history of the state dir (with `Command::LoadFleets`).
+    NcclHistory(Vec<crate::nccl::history::SavedRun>),
     /// The followed run's report so far.
     RunReport {
         id: String,

@@ -172,6 +172,11 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Command> {
             state.dirty = true;
             vec![]
         }
+        Msg::NcclHistory(history) => {
+            state.nccl.set_history(history);
+            state.dirty |= state.view == View::Nccl;
+            vec![]
+        }
         Msg::RunReport { id, report } => {
             if let Some((shown, r, _)) = state.nccl.shown.as_mut().filter(|(s, _, _)| *s == id) {
                 let _ = shown;
@@ -423,7 +428,8 @@ pub fn act(state: &mut State, action: Action) -> Vec<Command> {
         | Action::SortReverse
         | Action::Pricing
         | Action::WriteFleet
-        | Action::JobStop => state.dirty = false,
+        | Action::JobStop
+        | Action::Compare => state.dirty = false,
         Action::Close
         | Action::Confirm
         | Action::Complete

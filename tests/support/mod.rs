@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod gcp_double;
+pub mod nccl_double;
 pub mod testbed;
 pub mod tmux;
 

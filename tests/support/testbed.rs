@@ -32,6 +32,9 @@ pub struct TbNode {
     pub host_key_pub: String,
     dir: PathBuf,
     sshd: Option<Child>,
+    /// The node's own home for root (bind-mounted over /root for its sshd and sessions),
+    /// when the testbed was built with private homes.
+    pub home: Option<PathBuf>,
 }
 
 pub struct Testbed {
@@ -118,7 +121,19 @@ fn delete_ns(name: &str) {
 impl Testbed {
     /// Build a testbed of `n` nodes with `k` data NICs each, or explain why not.
     pub fn new(n: usize, k: usize) -> Option<Testbed> {
-        match Self::build(n, k) {
+        Self::new_with(n, k, false)
+    }
+
+    /// Like [`Testbed::new`], but each node has its own home for root (a directory of the
+    /// testbed bind-mounted over /root in a mount namespace of its sshd), as separate
+    /// machines have: what one node writes under `~` the others do not see, and
+    /// `~/.ssh/authorized_keys` is read besides the testbed's user key.
+    pub fn new_private_homes(n: usize, k: usize) -> Option<Testbed> {
+        Self::new_with(n, k, true)
+    }
+
+    fn new_with(n: usize, k: usize, private_homes: bool) -> Option<Testbed> {
+        match Self::build(n, k, private_homes) {
             Ok(tb) => Some(tb),
             Err(why) => {
                 if std::env::var_os("CI").is_some() {
@@ -130,7 +145,7 @@ impl Testbed {
         }
     }
 
-    fn build(n: usize, k: usize) -> Result<Testbed, String> {
+    fn build(n: usize, k: usize, private_homes: bool) -> Result<Testbed, String> {
         assert!(n <= 200 && k <= 8, "testbed size");
         if unsafe_geteuid() != 0 {
             return Err("not running as root".into());
@@ -158,6 +173,7 @@ impl Testbed {
                 host_key_pub: String::new(),
                 dir: dir.path().join("bastion"),
                 sshd: None,
+                home: None,
             },
             user_key: dir.path().join("id_ed25519"),
             known_hosts: dir.path().join("known_hosts"),
@@ -271,6 +287,7 @@ impl Testbed {
                 host_key_pub: String::new(),
                 dir: tb.dir.path().join(format!("node{i}")),
                 sshd: None,
+                home: private_homes.then(|| tb.dir.path().join(format!("node{i}/home"))),
             });
         }
         let auth = tb.dir.path().join("authorized_keys");
@@ -347,10 +364,19 @@ impl TbNode {
         std::fs::create_dir_all(&self.dir).map_err(|e| e.to_string())?;
         let key = self.dir.join("ssh_host_ed25519_key");
         new_host_key(&key)?;
+        if let Some(home) = &self.home {
+            std::fs::create_dir_all(home).map_err(|e| e.to_string())?;
+        }
+        // With a private home, also the home's own authorized_keys, as a machine's sshd.
+        let own = if self.home.is_some() {
+            " .ssh/authorized_keys"
+        } else {
+            ""
+        };
         let config = format!(
             "Port 22\nListenAddress 0.0.0.0\nHostKey {key}\nPidFile none\nUsePAM no\nPermitRootLogin prohibit-password\n\
              PubkeyAuthentication yes\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n\
-             AuthorizedKeysFile {auth}\nStrictModes no\nAllowTcpForwarding yes\nX11Forwarding no\nPrintMotd no\n\
+             AuthorizedKeysFile {auth}{own}\nStrictModes no\nAllowTcpForwarding yes\nX11Forwarding no\nPrintMotd no\n\
              PrintLastLog no\nLogLevel ERROR\nMaxSessions 64\nMaxStartups 200\n",
             key = key.display(),
             auth = authorized.display()
@@ -364,17 +390,25 @@ impl TbNode {
 
     fn start_sshd(&mut self) -> Result<(), String> {
         let cfg = self.dir.join("sshd_config");
-        let child = Command::new("ip")
-            .args([
-                "netns",
-                "exec",
-                &self.ns,
-                "/usr/sbin/sshd",
-                "-D",
-                "-e",
-                "-f",
-                cfg.to_str().unwrap(),
-            ])
+        let mut cmd = Command::new("ip");
+        cmd.args(["netns", "exec", &self.ns]);
+        match &self.home {
+            None => cmd.args(["/usr/sbin/sshd", "-D", "-e", "-f", cfg.to_str().unwrap()]),
+            Some(home) => cmd.args([
+                "unshare",
+                "--mount",
+                "--propagation",
+                "private",
+                "sh",
+                "-c",
+                &format!(
+                    "mount --bind '{}' /root && exec /usr/sbin/sshd -D -e -f '{}'",
+                    home.display(),
+                    cfg.display()
+                ),
+            ]),
+        };
+        let child = cmd
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())

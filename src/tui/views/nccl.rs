@@ -1,15 +1,21 @@
-//! The NCCL view: the runs of the state store, and the chosen run's busbw curve drawn as
-//! its rows arrive, with its rows and summary.
+//! The NCCL view: the runs of the state store with their verdicts, the chosen run's busbw
+//! curves (out-of-place, in-place) drawn as its rows arrive against the expected curve of
+//! its machine type, its verdict, profile and summary; or two marked runs side by side.
 //!
 //! ```text
-//! ┌ NCCL runs (2) ──────────┐┌ nccl-all_reduce-… · all_reduce · 2 ranks · NCCL 2.28.9 · ended 0 ┐
-//! │▌nccl-all_reduce-… local ││ busbw GB/s                                      ⣀⣠⠤⠒⠉ 347.7     │
-//! │ nccl-all_gather-… lab   ││                                     ⣀⠤⠔⠒⠉                         │
-//! │                         ││ 8B ─────────────── message size (log) ────────────────── 8G    │
-//! │                         ││ peak 347.71 GB/s at 8G · avg 112.161 · transport NVLink P2P    │
-//! └─────────────────────────┘└────────────────────────────────────────────────────────────────┘
+//! ┌ NCCL runs (2) ──────────────┐┌ nccl-all_reduce-… · all_reduce · 2 ranks · NCCL 2.28.9 · ended 0 ┐
+//! │▌A all_reduce-… local ok pass││ 347 GB/s                                 ⣀⣠⠤⠒⠉ ── out-of-place   │
+//! │ B all_gather-… lab   ok warn││                                 ⣀⠤⠔⠒⠉      ·· expected         │
+//! │                             ││ 8B ─────────────── message size (log2) ─────────────── 8G       │
+//! │                             ││ peak 347.71 GB/s at 8G · avg 112.161 · 31 rows · transport …    │
+//! │                             ││ PASS 100% of 347.71 GB/s (measured at 8G) · 2xH200 · profile none│
+//! └─────────────────────────────┘└──────────────────────────────────────────────────────────────────┘
 //! ```
+//! With two runs marked (`c`), the right side shows both curves and a table per size:
+//! busbw of A and B and B/A.
 
+use crate::nccl::expect::{self, Grade};
+use crate::nccl::history::{Comparison, SavedRun};
 use crate::nccl::human_size;
 use crate::store;
 use crate::tui::nccl::{visible, RunStatus};
@@ -17,11 +23,21 @@ use crate::tui::state::State;
 use crate::tui::theme::{Theme, Tone};
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::Style;
 use ratatui::symbols::Marker;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{
-    Axis, Block, Borders, Chart, Dataset, GraphType, Paragraph, Row, Table, Widget, Wrap,
+    Axis, Block, Borders, Chart, Dataset, GraphType, LegendPosition, Paragraph, Row, Table, Widget, Wrap,
 };
+
+fn grade_tone(g: Grade) -> Tone {
+    match g {
+        Grade::Pass => Tone::Pass,
+        Grade::Warn => Tone::Warn,
+        Grade::Fail => Tone::Fail,
+        Grade::Unknown => Tone::Info,
+    }
+}
 
 pub fn render(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
     let [list, main] = Layout::horizontal([
@@ -40,10 +56,23 @@ pub fn render(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
                 Some(c) => Span::styled(format!("exit {c}"), theme.tone(Tone::Fail)),
                 None => Span::styled("running?", theme.tone(Tone::Info)),
             };
+            let mark = match state.nccl.compare.iter().position(|c| *c == r.id) {
+                Some(0) => "A ",
+                Some(_) => "B ",
+                None => "",
+            };
+            let verdict = match state.nccl.saved(&r.id).and_then(|s| s.verdict.as_ref()) {
+                Some(v) => Span::styled(v.grade.as_str(), theme.tone(grade_tone(v.grade))),
+                None => Span::styled("-", theme.muted()),
+            };
             Row::new(vec![
-                Line::raw(r.id.trim_start_matches("nccl-").to_string()),
+                Line::from(vec![
+                    Span::styled(mark, theme.accent()),
+                    Span::raw(r.id.trim_start_matches("nccl-").to_string()),
+                ]),
                 Line::raw(r.fleet.clone()),
                 Line::from(status),
+                Line::from(verdict),
             ])
             .style(if sel { theme.selection() } else { theme.base() })
         })
@@ -60,7 +89,7 @@ pub fn render(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
         Paragraph::new(vec![
             Line::raw("No NCCL runs yet. Start one from a shell:"),
             Line::styled("flightdeck nccl run FLEET -b 8 -e 8G -g 8", theme.accent()),
-            Line::raw("then r here; Enter follows the selected run."),
+            Line::raw("then r here; Enter follows the selected run, c marks two to compare."),
         ])
         .wrap(Wrap { trim: false })
         .block(block)
@@ -68,12 +97,72 @@ pub fn render(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
     } else {
         Table::new(
             rows,
-            [Constraint::Min(12), Constraint::Length(8), Constraint::Length(8)],
+            [
+                Constraint::Min(12),
+                Constraint::Length(8),
+                Constraint::Length(8),
+                Constraint::Length(7),
+            ],
         )
         .block(block)
         .render(list, buf);
     }
-    render_run(state, theme, main, buf);
+    match state.nccl.comparison() {
+        Some((cmp, a, b)) => render_compare(theme, main, buf, &cmp, a, b),
+        None => render_run(state, theme, main, buf),
+    }
+}
+
+/// `(log2 size, busbw)` points of the rows.
+fn curve(rows: impl Iterator<Item = (u64, Option<f64>)>) -> Vec<(f64, f64)> {
+    rows.filter_map(|(size, bw)| bw.map(|b| ((size.max(1) as f64).log2(), b)))
+        .collect()
+}
+
+/// One curve of a chart: its legend name, style and `(log2 size, busbw)` points.
+type Series = (String, Style, Vec<(f64, f64)>);
+
+/// A busbw chart over message size (log2 x axis).
+fn busbw_chart(theme: &Theme, series: &[Series], area: Rect, buf: &mut Buffer) {
+    let all = || series.iter().flat_map(|s| s.2.iter());
+    let x0 = all().map(|p| p.0).fold(f64::INFINITY, f64::min);
+    let x1 = all().map(|p| p.0).fold(f64::NEG_INFINITY, f64::max);
+    if !x0.is_finite() {
+        return;
+    }
+    let x1 = x1.max(x0 + 1.0);
+    let ymax = all().map(|p| p.1).fold(0.0f64, f64::max).max(1.0) * 1.1;
+    let datasets: Vec<Dataset> = series
+        .iter()
+        .map(|(name, style, points)| {
+            Dataset::default()
+                .name(name.clone())
+                .marker(Marker::Braille)
+                .graph_type(GraphType::Line)
+                .style(*style)
+                .data(points)
+        })
+        .collect();
+    let size_label = |x: f64| human_size(2f64.powf(x).round() as u64);
+    Chart::new(datasets)
+        .legend_position(Some(LegendPosition::TopLeft))
+        .hidden_legend_constraints((Constraint::Percentage(60), Constraint::Percentage(60)))
+        .x_axis(Axis::default().bounds([x0, x1]).style(theme.muted()).labels(vec![
+            Line::raw(size_label(x0)),
+            Line::raw("size (log2)"),
+            Line::raw(size_label(x1)),
+        ]))
+        .y_axis(
+            Axis::default()
+                .bounds([0.0, ymax])
+                .style(theme.muted())
+                .labels(vec![
+                    Line::raw("0"),
+                    Line::raw(format!("{:.0}", ymax / 2.0)),
+                    Line::raw(format!("{:.0} GB/s", ymax)),
+                ]),
+        )
+        .render(area, buf);
 }
 
 fn render_run(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
@@ -119,47 +208,58 @@ fn render_run(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
     if inner.height < 3 {
         return;
     }
-    let [chart_area, summary] = Layout::vertical([Constraint::Min(3), Constraint::Length(2)]).areas(inner);
-    let points: Vec<(f64, f64)> = report
-        .rows
-        .iter()
-        .filter_map(|r| {
-            r.out_of_place
-                .as_ref()
-                .map(|m| ((r.size.max(1) as f64).log2(), m.busbw))
-        })
-        .collect();
-    if points.is_empty() {
+    let [chart_area, summary] = Layout::vertical([Constraint::Min(3), Constraint::Length(3)]).areas(inner);
+    let oop = curve(
+        report
+            .rows
+            .iter()
+            .map(|r| (r.size, r.out_of_place.as_ref().map(|m| m.busbw))),
+    );
+    let ip = curve(
+        report
+            .rows
+            .iter()
+            .map(|r| (r.size, r.in_place.as_ref().map(|m| m.busbw))),
+    );
+    let machine = state.nccl.machine(id, report);
+    let reference = match (&machine, report.collective.as_deref()) {
+        (Some((m, nodes)), Some(c)) => {
+            let nodes = nodes.or_else(|| {
+                let g = expect::gpus_per_node(m)?;
+                report.ranks().filter(|r| g > 0 && r % g == 0).map(|r| r / g)
+            });
+            nodes.and_then(|n| expect::reference(m, c, n))
+        }
+        _ => None,
+    };
+    // The expected curve over the run's sizes (its whole range before the first row).
+    let (lo, hi) = match (report.rows.first(), report.rows.last()) {
+        (Some(a), Some(b)) => (a.size.min(b.size), a.size.max(b.size)),
+        _ => (0, u64::MAX),
+    };
+    let expected = reference.as_ref().map_or(vec![], |r| {
+        curve(
+            r.points
+                .iter()
+                .filter(|p| (lo..=hi).contains(&p.0))
+                .map(|p| (p.0, Some(p.1))),
+        )
+    });
+    if oop.is_empty() && expected.is_empty() {
         Paragraph::new("waiting for the first row…").render(chart_area, buf);
     } else {
-        let (x0, x1) = (
-            points.first().map_or(0.0, |p| p.0),
-            points.last().map_or(1.0, |p| p.0).max(points[0].0 + 1.0),
-        );
-        let ymax = points.iter().map(|p| p.1).fold(0.0f64, f64::max).max(1.0) * 1.1;
-        let ds = Dataset::default()
-            .marker(Marker::Braille)
-            .graph_type(GraphType::Line)
-            .style(theme.rx())
-            .data(&points);
-        let size_label = |x: f64| human_size(2f64.powf(x).round() as u64);
-        Chart::new(vec![ds])
-            .x_axis(Axis::default().bounds([x0, x1]).style(theme.muted()).labels(vec![
-                Line::raw(size_label(x0)),
-                Line::raw("message size (log)"),
-                Line::raw(size_label(x1)),
-            ]))
-            .y_axis(
-                Axis::default()
-                    .bounds([0.0, ymax])
-                    .style(theme.muted())
-                    .labels(vec![
-                        Line::raw("0"),
-                        Line::raw(format!("{:.0}", ymax / 2.0)),
-                        Line::raw(format!("{:.0} GB/s", ymax)),
-                    ]),
-            )
-            .render(chart_area, buf);
+        let mut series = vec![(String::from("out-of-place"), theme.rx(), oop)];
+        if !ip.is_empty() {
+            series.push(("in-place".into(), theme.tx(), ip));
+        }
+        if !expected.is_empty() {
+            let name = match reference.as_ref().map(|r| r.kind) {
+                Some("published") => "expected (published)",
+                _ => "expected (measured)",
+            };
+            series.push((name.into(), theme.expected(), expected));
+        }
+        busbw_chart(theme, &series, chart_area, buf);
     }
     let peak = report.peak_row().map(|r| {
         format!(
@@ -184,9 +284,124 @@ fn render_run(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
         .find(|r| &r.id == id)
         .map(|r| format!("started {} UTC on {}", store::format_utc(r.started_at), r.fleet))
         .unwrap_or_default();
+    let saved = state.nccl.saved(id);
+    let profile = saved.map_or("profile ?".to_string(), |s| {
+        format!("profile {} ({} variables)", s.spec.profile, s.spec.env.len())
+    });
+    let machine_text = match (&machine, saved.and_then(|s| s.machine_type_from.as_deref())) {
+        (Some((m, _)), Some(from)) => format!("{m} ({from})"),
+        (Some((m, _)), None) => format!("{m} (nccl-tests rank list)"),
+        (None, _) => "machine unknown".to_string(),
+    };
+    let verdict = match state.nccl.verdict(id, report) {
+        Some(v) => {
+            let text = match (v.ratio, v.expected_peak_busbw, v.expected_at) {
+                (Some(r), Some(e), Some(at)) => format!(
+                    "{} {:.0}% of {e} GB/s at {}",
+                    v.grade.as_str().to_uppercase(),
+                    r * 100.0,
+                    human_size(at)
+                ),
+                _ => format!("{}: {}", v.grade.as_str().to_uppercase(), v.reason),
+            };
+            Span::styled(text, theme.tone(grade_tone(v.grade)))
+        }
+        None => Span::styled("no verdict yet", theme.muted()),
+    };
     Paragraph::new(vec![
         Line::styled(line, theme.base()),
+        Line::from(vec![
+            verdict,
+            Span::styled(format!(" · {machine_text} · {profile}"), theme.muted()),
+        ]),
         Line::styled(started, theme.muted()),
     ])
     .render(summary, buf);
+}
+
+/// Two runs side by side: both curves, then busbw per size and B/A.
+fn render_compare(theme: &Theme, area: Rect, buf: &mut Buffer, cmp: &Comparison, a: &SavedRun, b: &SavedRun) {
+    let title = Line::from(vec![
+        Span::styled(" compare ", theme.title()),
+        Span::styled(
+            format!(
+                "A {} · B {} ",
+                a.id.trim_start_matches("nccl-"),
+                b.id.trim_start_matches("nccl-")
+            ),
+            theme.muted(),
+        ),
+    ]);
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(theme.border(true))
+        .title(title)
+        .style(theme.base());
+    let inner = block.inner(area);
+    block.render(area, buf);
+    if inner.height < 4 {
+        return;
+    }
+    let [chart_area, table_area] =
+        Layout::vertical([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(inner);
+    let series = vec![
+        (
+            format!("A {}", a.spec.collective),
+            theme.rx(),
+            curve(a.rows.iter().map(|r| (r.size, r.busbw))),
+        ),
+        (
+            format!("B {}", b.spec.collective),
+            theme.tx(),
+            curve(b.rows.iter().map(|r| (r.size, r.busbw))),
+        ),
+    ];
+    busbw_chart(theme, &series, chart_area, buf);
+    let f = |v: Option<f64>| v.map_or("-".into(), |x| format!("{x:.2}"));
+    let peak = format!(
+        "peak A {} · B {} · B/A {}",
+        f(cmp.peak_a),
+        f(cmp.peak_b),
+        cmp.peak_ratio.map_or("-".into(), |x| format!("{x:.3}"))
+    );
+    let mut notes: Vec<Line> = vec![Line::styled(peak, theme.base())];
+    notes.extend(
+        cmp.notes
+            .iter()
+            .map(|n| Line::styled(format!("note: {n}"), theme.tone(Tone::Warn))),
+    );
+    let rows_room = (table_area.height as usize).saturating_sub(1 + notes.len());
+    // The largest sizes matter most: show the last rows that fit.
+    let skip = cmp.rows.len().saturating_sub(rows_room);
+    let rows: Vec<Row> = cmp.rows[skip..]
+        .iter()
+        .map(|r| {
+            let ratio = r.ratio.map_or("-".into(), |x| format!("{x:.3}"));
+            let tone = match r.ratio {
+                Some(x) if x < expect::WARN => theme.tone(Tone::Fail),
+                Some(x) if x < expect::PASS => theme.tone(Tone::Warn),
+                _ => theme.base(),
+            };
+            Row::new(vec![
+                Line::raw(human_size(r.size)),
+                Line::raw(f(r.a)),
+                Line::raw(f(r.b)),
+                Line::styled(ratio, tone),
+            ])
+        })
+        .collect();
+    let [t, n] =
+        Layout::vertical([Constraint::Min(1), Constraint::Length(notes.len() as u16)]).areas(table_area);
+    Table::new(
+        rows,
+        [
+            Constraint::Length(6),
+            Constraint::Length(10),
+            Constraint::Length(10),
+            Constraint::Length(7),
+        ],
+    )
+    .header(Row::new(vec!["size", "A GB/s", "B GB/s", "B/A"]).style(theme.title()))
+    .render(t, buf);
+    Paragraph::new(notes).wrap(Wrap { trim: true }).render(n, buf);
 }

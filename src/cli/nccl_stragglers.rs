@@ -1,0 +1,308 @@
+//! `flightdeck nccl stragglers FLEET`: find the slow node or link. The decisions (which
+//! groups to run, rankings, the verdict) are [`crate::nccl::straggler`]'s; this drives
+//! them with real runs through the runner: each group is one detached run, recorded in
+//! the state store and the history like any other (with its purpose), the groups of a
+//! step in parallel.
+//!
+//! Engines: nccl-tests alone on a node with `-g N`, and for groups of nodes through
+//! mpirun on the group's first node (flightdeck sets up the node-to-node SSH first); or
+//! the torch engine, torchrun on every node of the group.
+//!
+//! Exit code: 0 when no node or link is slow, 1 when one is named (or a run failed).
+
+use super::nccl_cmd::{self, Bench};
+use super::{Cli, NcclEngine, NcclProfile};
+use crate::fleet::NodeTarget;
+use crate::nccl::history;
+use crate::nccl::runner::{self, Engine};
+use crate::nccl::straggler::{Finder, Finding, Stage, Step};
+use crate::paths::Paths;
+use crate::store;
+use std::process::ExitCode;
+
+#[derive(Debug, clap::Args)]
+pub struct StragglerArgs {
+    /// The fleet's name (or a fleet file).
+    pub fleet: String,
+    /// Collective to measure with.
+    #[arg(long, default_value = "all_reduce")]
+    pub test: String,
+    /// Smallest message size.
+    #[arg(short = 'b', long = "minbytes", default_value = "64M")]
+    pub min_bytes: String,
+    /// Largest message size.
+    #[arg(short = 'e', long = "maxbytes", default_value = "4G")]
+    pub max_bytes: String,
+    /// Size multiplication factor between steps.
+    #[arg(short = 'f', long = "stepfactor", default_value_t = 2)]
+    pub step_factor: u32,
+    /// GPUs per node (default: all of the node's GPUs).
+    #[arg(short = 'g', long = "ngpus")]
+    pub gpus: Option<u32>,
+    /// Timed iterations per size.
+    #[arg(short = 'n', long = "iters", default_value_t = 20)]
+    pub iters: u32,
+    /// Warm-up iterations per size.
+    #[arg(short = 'w', long = "warmup_iters", default_value_t = 5)]
+    pub warmup: u32,
+    /// Data type.
+    #[arg(short = 'd', long = "datatype", default_value = "float")]
+    pub dtype: String,
+    /// nccl-tests (groups through mpirun) or flightdeck's torch.distributed benchmark.
+    #[arg(long, value_enum, default_value = "nccl-tests")]
+    pub engine: NcclEngine,
+    /// GPUDirect environment profile (auto: from the machine type).
+    #[arg(long, value_enum, default_value = "auto")]
+    pub profile: NcclProfile,
+    /// Where the nccl-tests binaries are on the nodes.
+    #[arg(long, value_name = "DIR")]
+    pub nccl_tests_dir: Option<String>,
+    /// The mpirun of the nodes, for groups of nodes with nccl-tests.
+    #[arg(long, value_name = "PATH", default_value = "mpirun")]
+    pub mpirun: String,
+    /// The machine type (default: the fleet file's instance_types).
+    #[arg(long, value_name = "TYPE")]
+    pub machine_type: Option<String>,
+    /// A figure below this share of its stage's usual figure is slow.
+    #[arg(long, default_value_t = crate::nccl::straggler::THRESHOLD)]
+    pub threshold: f64,
+    /// Print one JSON document instead of a report.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn stage_name(s: Stage) -> &'static str {
+    match s {
+        Stage::Singles => "single nodes",
+        Stage::Ring => "ring of pairs",
+        Stage::Bisect => "bisection",
+    }
+}
+
+/// One group's run: its id and its peak busbw (`None` when it failed or printed no rows).
+struct GroupRun {
+    group: Vec<usize>,
+    id: String,
+    busbw: Option<f64>,
+    error: Option<String>,
+}
+
+pub fn run(args: &StragglerArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
+    if !(0.0..=1.0).contains(&args.threshold) || args.threshold == 0.0 {
+        anyhow::bail!(
+            "--threshold {}: give a share between 0 and 1, e.g. 0.9",
+            args.threshold
+        );
+    }
+    let (fleet, nodes, transport) = super::exec_cmd::resolve_fleet(&args.fleet, cli, paths)?;
+    if nodes.is_empty() {
+        anyhow::bail!("fleet `{fleet}` has no nodes");
+    }
+    let machine: Option<(String, &str)> = match &args.machine_type {
+        Some(m) => Some((m.clone(), "--machine-type")),
+        None => nccl_cmd::fleet_machine_type(&args.fleet, &fleet, paths).map(|m| (m, "fleet instance_types")),
+    };
+    let bench = Bench {
+        test: &args.test,
+        min_bytes: &args.min_bytes,
+        max_bytes: &args.max_bytes,
+        step_factor: args.step_factor,
+        gpus: args.gpus,
+        iters: args.iters,
+        warmup: args.warmup,
+        dtype: &args.dtype,
+        engine: args.engine,
+        profile: args.profile,
+        nccl_tests_dir: args.nccl_tests_dir.as_deref(),
+    };
+    let spec = nccl_cmd::spec(&bench, machine.as_ref().map(|m| m.0.as_str()))?;
+    let rt = super::fleet_cmd::runtime()?;
+    let mut finder = Finder::new(nodes.len());
+    finder.threshold = args.threshold;
+    let mut ssh_ready = false;
+    let mut runs: Vec<GroupRun> = vec![];
+    let finding: Finding =
+        loop {
+            match finder.next_step() {
+                Step::Done(f) => break f,
+                Step::Run { stage, groups } => {
+                    let names: Vec<String> = groups
+                        .iter()
+                        .map(|g| {
+                            g.iter()
+                                .map(|i| nodes[*i].name.as_str())
+                                .collect::<Vec<_>>()
+                                .join("+")
+                        })
+                        .collect();
+                    eprintln!("{}: {}", stage_name(stage), names.join(", "));
+                    if spec.engine == Engine::NcclTests && groups.iter().any(|g| g.len() > 1) && !ssh_ready {
+                        eprintln!("setting up SSH between the {} nodes for mpirun", nodes.len());
+                        rt.block_on(nccl_cmd::setup_node_ssh(transport.clone(), &fleet, &nodes))?;
+                        ssh_ready = true;
+                    }
+                    let mut handles = vec![];
+                    for g in groups {
+                        let group_nodes: Vec<NodeTarget> = g.iter().map(|i| nodes[*i].clone()).collect();
+                        let purpose = format!(
+                            "stragglers, {}: {}",
+                            stage_name(stage),
+                            group_nodes
+                                .iter()
+                                .map(|n| n.name.as_str())
+                                .collect::<Vec<_>>()
+                                .join(" ")
+                        );
+                        let (transport, spec, paths, fleet, mpirun) = (
+                            transport.clone(),
+                            spec.clone(),
+                            paths.clone(),
+                            fleet.clone(),
+                            args.mpirun.clone(),
+                        );
+                        let machine = machine.as_ref().map(|(m, f)| (m.clone(), f.to_string()));
+                        handles.push(rt.spawn(async move {
+                            let id = runner::new_id(&spec.collective, store::now_unix());
+                            let m = machine.as_ref().map(|(m, f)| (m.clone(), f.as_str()));
+                            let saved =
+                                nccl_cmd::saved_run(&id, &fleet, &spec, &group_nodes, m, Some(purpose));
+                            let started =
+                                match nccl_cmd::launch(transport.clone(), &id, &spec, &group_nodes, &mpirun)
+                                    .await
+                                {
+                                    Ok(s) => s,
+                                    Err(e) => {
+                                        return GroupRun {
+                                            group: g,
+                                            id,
+                                            busbw: None,
+                                            error: Some(e.to_string()),
+                                        }
+                                    }
+                                };
+                            if let Err(e) = nccl_cmd::record_run(&paths, &fleet, &id, &started)
+                                .and_then(|()| history::save(&paths.state_dir, &saved).map_err(Into::into))
+                            {
+                                tracing::warn!(error = %e, "stragglers: recording a run");
+                            }
+                            let heads: Vec<NodeTarget> = started.into_iter().map(|(n, _)| n).collect();
+                            let f = nccl_cmd::follow_core(transport, &id, &heads, |_| {}).await;
+                            nccl_cmd::conclude(&paths, &fleet, &id, &heads, &f);
+                            let worst = f.worst();
+                            let busbw = if worst == 0 { f.report.peak_busbw() } else { None };
+                            let error = match (worst, busbw) {
+                                (0, Some(_)) => None,
+                                (0, None) => Some("no rows of nccl-tests output".to_string()),
+                                (c, _) => Some(format!(
+                                    "exit {c}: {}",
+                                    f.head_tail
+                                        .iter()
+                                        .rev()
+                                        .find(|l| !l.starts_with('#') && !l.trim().is_empty())
+                                        .map_or("", |l| l.as_str())
+                                )),
+                            };
+                            GroupRun {
+                                group: g,
+                                id,
+                                busbw,
+                                error,
+                            }
+                        }));
+                    }
+                    let mut figures = vec![];
+                    for h in handles {
+                        let r = rt.block_on(h)?;
+                        let label = r
+                            .group
+                            .iter()
+                            .map(|i| nodes[*i].name.as_str())
+                            .collect::<Vec<_>>()
+                            .join("+");
+                        match (&r.busbw, &r.error) {
+                            (Some(b), _) => eprintln!("  {label}: peak busbw {b} GB/s ({})", r.id),
+                            (None, e) => {
+                                eprintln!("  {label}: failed ({}): {}", r.id, e.as_deref().unwrap_or("?"))
+                            }
+                        }
+                        figures.push((r.group.clone(), r.busbw));
+                        runs.push(r);
+                    }
+                    finder.record(&figures);
+                }
+            }
+        };
+    let name = |i: usize| nodes[i].name.clone();
+    let run_id = |group: &[usize]| runs.iter().find(|r| r.group == group).map(|r| r.id.clone());
+    if args.json {
+        let doc = serde_json::json!({
+            "fleet": fleet,
+            "nodes": nodes.iter().map(|n| n.name.clone()).collect::<Vec<_>>(),
+            "collective": spec.collective,
+            "threshold": args.threshold,
+            "runs": finding.runs.iter().map(|m| serde_json::json!({
+                "stage": m.stage, "nodes": m.nodes.iter().map(|i| name(*i)).collect::<Vec<_>>(),
+                "busbw": m.busbw, "slow": m.slow, "id": run_id(&m.nodes),
+            })).collect::<Vec<_>>(),
+            "node_ranking": finding.node_ranking.iter().map(|(i, b)| serde_json::json!({"node": name(*i), "busbw": b})).collect::<Vec<_>>(),
+            "link_ranking": finding.link_ranking.iter().map(|((a, b), bw)| serde_json::json!({"nodes": [name(*a), name(*b)], "busbw": bw})).collect::<Vec<_>>(),
+            "slow_nodes": finding.slow_nodes.iter().map(|b| serde_json::json!({"node": name(b.nodes[0]), "reason": b.reason})).collect::<Vec<_>>(),
+            "slow_links": finding.slow_links.iter().map(|b| serde_json::json!({"nodes": b.nodes.iter().map(|i| name(*i)).collect::<Vec<_>>(), "reason": b.reason})).collect::<Vec<_>>(),
+            "unresolved": finding.unresolved.iter().map(|i| name(*i)).collect::<Vec<_>>(),
+            "named": finding.named().map(name),
+        });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else {
+        print!("{}", report(&finding, &|i| name(i)));
+    }
+    let slow =
+        !finding.slow_nodes.is_empty() || !finding.slow_links.is_empty() || !finding.unresolved.is_empty();
+    Ok(if slow {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// The text report: rankings, then what is slow and why.
+fn report(f: &Finding, name: &dyn Fn(usize) -> String) -> String {
+    use std::fmt::Write as _;
+    let bw = |b: Option<f64>| b.map_or("failed".to_string(), |x| format!("{x:.2} GB/s"));
+    let mut s = String::from("nodes alone, slowest first:\n");
+    for (i, b) in &f.node_ranking {
+        let _ = writeln!(s, "  {:<20} {}", name(*i), bw(*b));
+    }
+    if !f.link_ranking.is_empty() {
+        s.push_str("node pairs, slowest first:\n");
+        for ((a, b), x) in &f.link_ranking {
+            let _ = writeln!(s, "  {:<20} {}", format!("{}+{}", name(*a), name(*b)), bw(*x));
+        }
+    }
+    for b in &f.slow_nodes {
+        let _ = writeln!(s, "SLOW NODE {}: {}", name(b.nodes[0]), b.reason);
+    }
+    for b in &f.slow_links {
+        let _ = writeln!(
+            s,
+            "SLOW LINK {}-{}: {}",
+            name(b.nodes[0]),
+            name(b.nodes[1]),
+            b.reason
+        );
+    }
+    if !f.unresolved.is_empty() {
+        let _ = writeln!(
+            s,
+            "UNRESOLVED: {} (every pair with them slow or failed, and no good node to test them with)",
+            f.unresolved
+                .iter()
+                .map(|i| name(*i))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    if f.slow_nodes.is_empty() && f.slow_links.is_empty() && f.unresolved.is_empty() {
+        s.push_str("no slow node or link: every figure is within the threshold of its stage's usual one\n");
+    }
+    s
+}
