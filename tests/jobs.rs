@@ -226,6 +226,12 @@ fn testbed_job_rendezvous_reattach_slow_node_failure_and_stop() {
     let train = job(&list, "train");
     assert_eq!(train["state"], "running", "{train}");
     ids.push(train["id"].as_str().unwrap().to_string());
+    // Live metrics, read from the nodes' logs while the job runs.
+    let live = json(&fd(home.path(), &["job", "show", "train", "--json"]));
+    assert_eq!(live["state"], "running", "{live}");
+    assert!(live["metrics"]["steps"].as_u64().unwrap() >= 3, "{live}");
+    assert!(live["metrics"]["steps"].as_u64().unwrap() < 30, "{live}");
+    assert_eq!(live["metrics"]["first_loss"], 7.2);
 
     let out = fd(home.path(), &["job", "logs", "train", "--follow"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
