@@ -123,7 +123,7 @@ fn a_local_job_runs_is_judged_and_stopped() {
     );
     assert_eq!(stdout.matches("Step: ").count(), 5);
     assert!(
-        text(&out.stderr).contains("steps 5  loss 7.2000 -> 4.7239"),
+        text(&out.stderr).contains("step 5 · loss 7.2000 → 4.7239 · "),
         "{}",
         text(&out.stderr)
     );

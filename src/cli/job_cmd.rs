@@ -269,27 +269,13 @@ fn follow_and_report(
     Ok(ExitCode::from(worst.clamp(0, 255) as u8))
 }
 
-fn fmt(v: Option<f64>, digits: usize) -> String {
-    v.map_or("-".into(), |x| format!("{x:.digits$}"))
-}
-
 /// The metrics in a few lines: steps, loss first and last, rates, MFU, drifting nodes.
 fn summary_text(m: &JobMetrics, nodes: &[JobNode]) -> String {
-    let s = m.summary();
-    if s.steps.is_none() {
+    let Some(parts) = m.summary().parts() else {
         return "no metric lines seen (step/loss lines in a known format or the job's `metrics` patterns)\n"
             .into();
-    }
-    let mut out = format!(
-        "steps {}  loss {} -> {}  step time {} s  tokens/s/GPU {}  TFLOPs/s/GPU {}  MFU {}\n",
-        s.steps.map_or("-".into(), |v| v.to_string()),
-        fmt(s.first_loss, 4),
-        fmt(s.last_loss, 4),
-        fmt(s.step_time, 3),
-        fmt(s.tokens_per_s, 0),
-        fmt(s.tflops, 1),
-        s.mfu.map_or("-".into(), |v| format!("{:.1}%", v * 100.0)),
-    );
+    };
+    let mut out = parts.join(" · ") + "\n";
     for d in m.drift() {
         out.push_str(&format!(
             "SLOW NODE: {} median step time {:.3} s, {:.0}% above the nodes' median {:.3} s\n",

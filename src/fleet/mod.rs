@@ -37,6 +37,35 @@ impl fmt::Display for Diagnostic {
     }
 }
 
+impl Diagnostic {
+    /// A finding about the field at `path` of `text` (the contents of `file`), placed at
+    /// the field's key; a numeric last part names an item of a list. A field that is not
+    /// written (a missing one) is placed at the top of the file.
+    pub fn at(file: &Path, text: &str, severity: Severity, path: &[&str], message: String) -> Diagnostic {
+        let found = match path.split_last() {
+            Some((last, parent)) if !parent.is_empty() && last.parse::<usize>().is_ok() => {
+                yaml::locate_item(text, parent, last.parse().unwrap_or(0))
+                    .or_else(|| yaml::locate(text, parent))
+            }
+            _ => yaml::locate(text, path),
+        };
+        let pos = found.or((!path.is_empty()).then_some((1, 1)));
+        let field = path.join(".");
+        let message = if field.is_empty() {
+            message
+        } else {
+            format!("{field}: {message}")
+        };
+        Diagnostic {
+            file: file.to_path_buf(),
+            line: pos.map(|p| p.0),
+            column: pos.map(|p| p.1),
+            severity,
+            message,
+        }
+    }
+}
+
 impl From<YamlError> for Diagnostic {
     fn from(e: YamlError) -> Self {
         Diagnostic {
@@ -213,20 +242,8 @@ pub fn valid_fleet_name(name: &str) -> bool {
 
 impl Validator<'_> {
     fn push(&mut self, severity: Severity, path: &[&str], message: String) {
-        let pos = yaml::locate(self.text, path).or((!path.is_empty()).then_some((1, 1)));
-        let field = path.join(".");
-        let message = if field.is_empty() {
-            message
-        } else {
-            format!("{field}: {message}")
-        };
-        self.out.push(Diagnostic {
-            file: self.file.to_path_buf(),
-            line: pos.map(|p| p.0),
-            column: pos.map(|p| p.1),
-            severity,
-            message,
-        });
+        self.out
+            .push(Diagnostic::at(self.file, self.text, severity, path, message));
     }
 
     fn error(&mut self, path: &[&str], message: impl Into<String>) {

@@ -223,21 +223,32 @@ mod tests {
             .collect()
     }
 
-    /// Run the script's commands here (as node 1 of 3) and read what they printed.
-    #[test]
-    fn the_script_gives_every_name_the_frameworks_read() {
+    /// Run a node script here as node `rank` would, in a temporary home; its output and
+    /// its job directory.
+    fn run_here(
+        script: &str,
+        id: &str,
+        rank: usize,
+    ) -> (std::process::Output, std::path::PathBuf, tempfile::TempDir) {
         let home = tempfile::tempdir().unwrap();
-        let j = job("gpus_per_node: 4\nenv:\n  TOKEN: \"it's secret\"\n  MASTER_PORT: 29999\n");
-        let script = node_script(&j, "tiny-1-abcd", &nodes(3), 1, &["export NCCL_NET='gIB'".into()]);
-        let dir = home.path().join(job_dir("tiny-1-abcd", 1));
+        let dir = home.path().join(job_dir(id, rank));
         std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("run.sh"), &script).unwrap();
+        std::fs::write(dir.join("run.sh"), script).unwrap();
         let out = std::process::Command::new("sh")
             .arg("run.sh")
             .current_dir(&dir)
             .env("HOME", home.path())
             .output()
             .unwrap();
+        (out, dir, home)
+    }
+
+    /// Run the script's commands here (as node 1 of 3) and read what they printed.
+    #[test]
+    fn the_script_gives_every_name_the_frameworks_read() {
+        let j = job("gpus_per_node: 4\nenv:\n  TOKEN: \"it's secret\"\n  MASTER_PORT: 29999\n");
+        let script = node_script(&j, "tiny-1-abcd", &nodes(3), 1, &["export NCCL_NET='gIB'".into()]);
+        let (out, dir, _home) = run_here(&script, "tiny-1-abcd", 1);
         let text = String::from_utf8_lossy(&out.stdout);
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(
@@ -254,19 +265,10 @@ mod tests {
 
     #[test]
     fn a_failing_command_stops_the_script() {
-        let home = tempfile::tempdir().unwrap();
         let text = "type: task\nname: t\nfleet: f\ncommands:\n  - echo a\n  - \"false\"\n  - echo b\n";
         let j = super::super::spec::parse(Path::new("j.yaml"), text, &|_| None).unwrap();
         let script = node_script(&j, "t-1-0000", &nodes(1), 0, &[]);
-        let dir = home.path().join(job_dir("t-1-0000", 0));
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("run.sh"), &script).unwrap();
-        let out = std::process::Command::new("sh")
-            .arg("run.sh")
-            .current_dir(&dir)
-            .env("HOME", home.path())
-            .output()
-            .unwrap();
+        let (out, _, _home) = run_here(&script, "t-1-0000", 0);
         assert_eq!(String::from_utf8_lossy(&out.stdout), "a\n");
         assert_eq!(out.status.code(), Some(1));
     }

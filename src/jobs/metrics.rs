@@ -247,6 +247,26 @@ pub struct Summary {
     pub mfu: Option<f64>,
 }
 
+impl Summary {
+    /// The summary as labelled figures (`-` where unknown), in one order for every
+    /// place that shows it; `None` before the first metric line.
+    pub fn parts(&self) -> Option<Vec<String>> {
+        let f = |v: Option<f64>, d: usize| v.map_or("-".to_string(), |x| format!("{x:.d$}"));
+        self.steps?;
+        Some(vec![
+            format!("step {}", self.steps.map_or("-".into(), |v| v.to_string())),
+            format!("loss {} → {}", f(self.first_loss, 4), f(self.last_loss, 4)),
+            format!("{} s/step", f(self.step_time, 3)),
+            format!("{} tok/s/GPU", f(self.tokens_per_s, 0)),
+            format!("{} TFLOPs/s/GPU", f(self.tflops, 1)),
+            format!(
+                "MFU {}",
+                self.mfu.map_or("-".into(), |v| format!("{:.1}%", v * 100.0))
+            ),
+        ])
+    }
+}
+
 fn median(mut v: Vec<f64>) -> Option<f64> {
     if v.is_empty() {
         return None;

@@ -197,27 +197,37 @@ pub async fn follow(
     h.abort();
 }
 
+/// Run one command per node (made from the node's job directory) and read each node's
+/// (exit code, stdout, stderr) into a result.
+async fn on_nodes<T>(
+    transport: Transport,
+    id: &str,
+    nodes: &[JobNode],
+    command: impl Fn(&str) -> String,
+    read: impl Fn(i32, String, String) -> Result<T, String>,
+) -> Vec<(usize, Result<T, String>)> {
+    let cmds: Vec<(NodeTarget, String)> = nodes
+        .iter()
+        .map(|n| (n.target.clone(), command(&job_dir(id, n.rank))))
+        .collect();
+    let res = exec::collect(transport, cmds).await;
+    nodes
+        .iter()
+        .zip(res)
+        .map(|(n, (code, out, err))| (n.rank, read(code, out, err)))
+        .collect()
+}
+
 /// Each node's [`Status`], or why it could not be read.
 pub async fn status(
     transport: Transport,
     id: &str,
     nodes: &[JobNode],
 ) -> Vec<(usize, Result<Status, String>)> {
-    let cmds: Vec<(NodeTarget, String)> = nodes
-        .iter()
-        .map(|n| (n.target.clone(), detach::status_command(&job_dir(id, n.rank))))
-        .collect();
-    let res = exec::collect(transport, cmds).await;
-    nodes
-        .iter()
-        .zip(res)
-        .map(|(n, (code, out, err))| {
-            (
-                n.rank,
-                detach::parse_status(out.trim()).ok_or_else(|| fail_text(code, &out, &err)),
-            )
-        })
-        .collect()
+    on_nodes(transport, id, nodes, detach::status_command, |code, out, err| {
+        detach::parse_status(out.trim()).ok_or_else(|| fail_text(code, &out, &err))
+    })
+    .await
 }
 
 /// Stop the job on `nodes` (TERM, then KILL after `grace_s`); each node's exit code.
@@ -227,29 +237,19 @@ pub async fn stop(
     nodes: &[JobNode],
     grace_s: u32,
 ) -> Vec<(usize, Result<Status, String>)> {
-    let cmds: Vec<(NodeTarget, String)> = nodes
-        .iter()
-        .map(|n| {
-            (
-                n.target.clone(),
-                detach::stop_command(&job_dir(id, n.rank), grace_s),
-            )
-        })
-        .collect();
-    let res = exec::collect(transport, cmds).await;
-    nodes
-        .iter()
-        .zip(res)
-        .map(|(n, (code, out, err))| {
-            (
-                n.rank,
-                out.lines()
-                    .last()
-                    .and_then(detach::parse_status)
-                    .ok_or_else(|| fail_text(code, &out, &err)),
-            )
-        })
-        .collect()
+    on_nodes(
+        transport,
+        id,
+        nodes,
+        |dir| detach::stop_command(dir, grace_s),
+        |code, out, err| {
+            out.lines()
+                .last()
+                .and_then(detach::parse_status)
+                .ok_or_else(|| fail_text(code, &out, &err))
+        },
+    )
+    .await
 }
 
 /// The last `lines` lines of each node's output (all with `None`).
@@ -259,30 +259,34 @@ pub async fn tail(
     nodes: &[JobNode],
     lines: Option<usize>,
 ) -> Vec<(usize, Result<String, String>)> {
-    let cmds: Vec<(NodeTarget, String)> = nodes
-        .iter()
-        .map(|n| {
-            (
-                n.target.clone(),
-                detach::tail_command(&job_dir(id, n.rank), lines),
-            )
-        })
-        .collect();
-    let res = exec::collect(transport, cmds).await;
-    nodes
-        .iter()
-        .zip(res)
-        .map(|(n, (code, out, err))| {
-            (
-                n.rank,
-                if code == 0 {
-                    Ok(out)
-                } else {
-                    Err(fail_text(code, &out, &err))
-                },
-            )
-        })
-        .collect()
+    on_nodes(
+        transport,
+        id,
+        nodes,
+        |dir| detach::tail_command(dir, lines),
+        |code, out, err| {
+            if code == 0 {
+                Ok(out)
+            } else {
+                Err(fail_text(code, &out, &err))
+            }
+        },
+    )
+    .await
+}
+
+/// [`record_codes`] off the async threads.
+pub async fn record_codes_async(
+    store: &crate::store::Store,
+    id: &str,
+    found: Vec<(usize, Result<Status, String>)>,
+    stopped: bool,
+) -> Result<(), String> {
+    let (s, id) = (store.clone(), id.to_string());
+    tokio::task::spawn_blocking(move || record_codes(&s, &id, &found, stopped))
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.to_string())
 }
 
 /// Where a job starts: the fleet's name, nodes and transport, and its fleet file's spec.

@@ -262,27 +262,8 @@ fn valid_env_name(k: &str) -> bool {
 
 impl Checker<'_> {
     fn push(&mut self, severity: Severity, path: &[&str], message: String) {
-        let found = match path.split_last() {
-            Some((last, parent)) if last.parse::<usize>().is_ok() && !parent.is_empty() => {
-                yaml::locate_item(self.text, parent, last.parse().unwrap_or(0))
-                    .or_else(|| yaml::locate(self.text, parent))
-            }
-            _ => yaml::locate(self.text, path),
-        };
-        let pos = found.or((!path.is_empty()).then_some((1, 1)));
-        let field = path.join(".");
-        let message = if field.is_empty() {
-            message
-        } else {
-            format!("{field}: {message}")
-        };
-        self.out.push(Diagnostic {
-            file: self.file.to_path_buf(),
-            line: pos.map(|p| p.0),
-            column: pos.map(|p| p.1),
-            severity,
-            message,
-        });
+        self.out
+            .push(Diagnostic::at(self.file, self.text, severity, path, message));
     }
 
     fn error(&mut self, path: &[&str], message: impl Into<String>) {

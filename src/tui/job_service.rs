@@ -171,17 +171,8 @@ pub async fn follow(
                             ended[rank] = true;
                             backoff = Duration::from_secs(1);
                             if let Some(code) = code {
-                                let s = store.clone();
-                                let jid = id.clone();
-                                let _ = tokio::task::spawn_blocking(move || {
-                                    remote::record_codes(
-                                        &s,
-                                        &jid,
-                                        &[(rank, Ok(crate::detach::Status::Exited { code }))],
-                                        false,
-                                    )
-                                })
-                                .await;
+                                let found = vec![(rank, Ok(crate::detach::Status::Exited { code }))];
+                                let _ = remote::record_codes_async(&store, &id, found, false).await;
                             }
                             let _ = send(
                                 &tx,
@@ -205,10 +196,7 @@ pub async fn follow(
                                 );
                                 tokio::spawn(async move {
                                     let found = remote::stop(t, &jid, &others, grace).await;
-                                    let _ = tokio::task::spawn_blocking(move || {
-                                        remote::record_codes(&s, &jid, &found, true)
-                                    })
-                                    .await;
+                                    let _ = remote::record_codes_async(&s, &jid, found, true).await;
                                 });
                             }
                         }
@@ -271,13 +259,7 @@ pub async fn stop(
         let (job, transport, nodes) = job_and_nodes(dir.clone(), &id, &pool, &resolver).await?;
         let grace = if job.stop_grace == 0 { 10 } else { job.stop_grace };
         let found = remote::stop(transport, &id, &nodes, grace).await;
-        let s = Store::new(&dir);
-        let f = found.clone();
-        let jid = id.clone();
-        tokio::task::spawn_blocking(move || remote::record_codes(&s, &jid, &f, true))
-            .await
-            .map_err(|e| e.to_string())?
-            .map_err(|e| e.to_string())?;
+        remote::record_codes_async(&Store::new(&dir), &id, found.clone(), true).await?;
         Ok::<String, String>(
             found
                 .iter()
@@ -365,8 +347,7 @@ pub async fn refresh(tx: mpsc::Sender<ServiceEvent>, dir: PathBuf, pool: Pool, r
             continue;
         }
         changed = true;
-        let (s, id) = (Store::new(&dir), j.id.clone());
-        let _ = tokio::task::spawn_blocking(move || remote::record_codes(&s, &id, &found, false)).await;
+        let _ = remote::record_codes_async(&Store::new(&dir), &j.id, found, false).await;
     }
     if changed {
         if let Ok(state) = load(dir).await {

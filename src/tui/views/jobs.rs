@@ -115,10 +115,6 @@ fn render_list(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
     .render(area, buf);
 }
 
-fn fmt(v: Option<f64>, digits: usize) -> String {
-    v.map_or("-".into(), |x| format!("{x:.digits$}"))
-}
-
 fn render_job(state: &State, shown: &ShownJob, theme: &Theme, area: Rect, buf: &mut Buffer) {
     let record = state.jobs.record(&shown.id);
     let word = record.map_or("?", crate::jobs::state_word);
@@ -247,32 +243,19 @@ fn summary_line<'a>(
             ));
         }
     }
-    if s.steps.is_none() {
-        spans.push(Span::styled(
+    match s.parts() {
+        None => spans.push(Span::styled(
             "no metric lines yet (Step/loss lines in a known format, or the job's own patterns)",
             theme.muted(),
-        ));
-    } else {
-        spans.push(Span::styled(
-            format!(
-                "step {} · loss {} → {} · {} s/step · {} tok/s/GPU · {} TFLOPs/s/GPU · MFU {}",
-                s.steps.map_or("-".into(), |v| v.to_string()),
-                fmt(s.first_loss, 4),
-                fmt(s.last_loss, 4),
-                fmt(s.step_time, 3),
-                fmt(s.tokens_per_s, 0),
-                fmt(s.tflops, 1),
-                s.mfu.map_or_else(
-                    || if record.is_some_and(|r| r.peak_tflops.is_none()) {
-                        "- (GPU peak unknown)".into()
-                    } else {
-                        "-".into()
-                    },
-                    |v| format!("{:.1}%", v * 100.0)
-                ),
-            ),
-            theme.base(),
-        ));
+        )),
+        Some(mut parts) => {
+            if s.mfu.is_none() && record.is_some_and(|r| r.peak_tflops.is_none()) {
+                if let Some(last) = parts.last_mut() {
+                    last.push_str(" (GPU peak unknown)");
+                }
+            }
+            spans.push(Span::styled(parts.join(" · "), theme.base()));
+        }
     }
     Line::from(spans)
 }
