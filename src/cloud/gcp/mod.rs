@@ -18,11 +18,17 @@
 //! * [`project`]: which project to call Compute for.
 
 pub mod auth;
+pub mod backend;
 pub mod billing;
 pub mod compute;
 pub mod error;
 pub mod http;
+pub mod layout;
+pub mod ops;
+pub mod plan;
 pub mod project;
+pub mod provision;
+pub mod settings;
 
 pub use auth::{AdcLocation, Auth, CredentialSource, CLOUD_PLATFORM_SCOPE};
 pub use error::{redact, GcpError, Service};

@@ -1,0 +1,968 @@
+//! The GCP backend: apply, delete, gc and node checks through the Compute API.
+//!
+//! ```text
+//!  apply:  reconcile records left `creating`/`deleting` by a crash (GET each: adopt or forget)
+//!          for each candidate in price order (skipping blocked zones / regions):
+//!            networks, firewalls, subnetworks, placement policy  (recorded, then inserted)
+//!            instances, all at once                              (recorded, then inserted)
+//!            stockout → block the zone; regional quota → block the region;
+//!            permission / global quota / other → stop
+//!            placement: cluster → a partial set is deleted before the next candidate
+//!          all failed → everything this run created is deleted
+//!          RUNNING + SSH banner on port 22 → nodes
+//!  delete: recorded + labelled resources, teardown order, until gone
+//!  gc:     labelled / marked resources of this owner that no fleet record knows
+//! ```
+//!
+//! Every resource is written to the state (through [`Recorder`]) as `creating` *before*
+//! its insert is sent and as `deleting` before its delete; a record is dropped only once
+//! Compute says the resource is gone.
+
+use super::error::GcpError;
+use super::ops::{advice, classify, Compute, ComputeError, Failure, Instance, Named, Scope};
+use super::plan::{self, Candidate, Context, Kind, Resource, FLEET_LABEL, OWNER_LABEL};
+use super::settings::GcpSettings;
+use crate::catalog::Catalog;
+use crate::cloud::Progress;
+use crate::fleet::spec::Placement;
+use crate::fleet::{Fleet, NodeTarget};
+use crate::store::{FleetRecord, ResourceRecord};
+use serde::Deserialize;
+use serde_json::Value;
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Where resource records go: the state store in the CLI and cockpit, memory in tests.
+pub trait Recorder: Send + Sync {
+    /// Insert or replace (by kind, name and place).
+    fn put(&self, r: &ResourceRecord) -> Result<(), String>;
+    fn remove(&self, r: &ResourceRecord) -> Result<(), String>;
+    /// The fleet's records now.
+    fn list(&self) -> Result<Vec<ResourceRecord>, String>;
+}
+
+/// The GCP backend of one project.
+pub struct Gcp {
+    pub compute: Compute,
+    pub settings: GcpSettings,
+    pub catalog: Arc<Catalog>,
+    /// The `flightdeck-owner` label value.
+    pub owner: String,
+    /// `user:ssh-ed25519 …` lines for the `ssh-keys` metadata.
+    pub ssh_keys: String,
+    pub identity_file: Option<String>,
+    /// How long to wait for instances to run and for SSH to answer.
+    pub ready_wait: Duration,
+    /// Port probed for the SSH banner (22 on GCE).
+    pub ssh_port: u16,
+}
+
+/// Why an attempt in one place failed.
+struct AttemptError {
+    failure: Failure,
+    error: ComputeError,
+}
+
+impl Gcp {
+    fn context<'a>(
+        &'a self,
+        fleet: &'a Fleet,
+        regions: &'a [String],
+        subnets: &'a BTreeMap<(String, String), Vec<String>>,
+    ) -> Context<'a> {
+        Context {
+            fleet,
+            settings: &self.settings,
+            project: &self.compute.project,
+            owner: &self.owner,
+            ssh_keys: &self.ssh_keys,
+            regions,
+            subnets,
+        }
+    }
+
+    /// What apply would do (pure but for nothing: no API call).
+    pub fn plan(&self, fleet: &Fleet, recorded: Option<&FleetRecord>) -> Result<crate::cloud::Plan, String> {
+        let cands = plan::candidates(fleet, &self.settings, &self.catalog)?;
+        let regions = plan::regions(&cands);
+        let subnets = named_subnet_placeholders(fleet, &self.settings, &regions);
+        let ctx = self.context(fleet, &regions, &subnets);
+        plan::plan(&ctx, &cands, recorded)
+    }
+
+    /// Settle records a crash left half-way: a `creating` resource that exists is adopted
+    /// (`created`), one that does not is forgotten; a `deleting` one is deleted again.
+    pub async fn reconcile(&self, rec: &dyn Recorder, progress: Progress<'_>) -> Result<(), String> {
+        for r in rec.list()? {
+            if r.state == "created" {
+                continue;
+            }
+            let Some(kind) = Kind::parse(&r.kind) else {
+                continue;
+            };
+            let scope = plan::record_scope(&r);
+            if r.state == "deleting" {
+                progress(format!("{} {}: deleting (left half-way)", r.kind, r.name));
+                self.compute
+                    .delete_wait(&scope, kind.collection(), &r.name)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                rec.remove(&r)?;
+                continue;
+            }
+            let found = self
+                .settle(kind, &scope, &r.name)
+                .await
+                .map_err(|e| e.to_string())?;
+            match found {
+                Some(inst) => {
+                    let mut r = r.clone();
+                    r.state = "created".into();
+                    if let Some(i) = inst {
+                        r.external_ip = i.external_ip().map(str::to_string);
+                        r.internal_ip = i.internal_ip().map(str::to_string);
+                    }
+                    progress(format!(
+                        "{} {}: found in {} (recorded before an interrupted apply), adopted",
+                        r.kind,
+                        r.name,
+                        place(&scope)
+                    ));
+                    rec.put(&r)?;
+                }
+                None => {
+                    progress(format!(
+                        "{} {}: recorded as creating but absent in {}, forgotten",
+                        r.kind,
+                        r.name,
+                        place(&scope)
+                    ));
+                    rec.remove(&r)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Does it exist (an instance: once it is no longer provisioning)? `Some(Some(instance))`
+    /// for instances, `Some(None)` for other kinds, `None` when absent.
+    async fn settle(
+        &self,
+        kind: Kind,
+        scope: &Scope,
+        name: &str,
+    ) -> Result<Option<Option<Instance>>, ComputeError> {
+        if kind != Kind::Instance {
+            let got: Option<Value> = self.compute.get(scope, kind.collection(), name).await?;
+            return Ok(got.map(|_| None));
+        }
+        let start = tokio::time::Instant::now();
+        loop {
+            let got: Option<Instance> = self.compute.get(scope, "instances", name).await?;
+            match got {
+                None => return Ok(None),
+                Some(i)
+                    if matches!(i.status.as_str(), "PROVISIONING" | "STAGING")
+                        && start.elapsed() < self.ready_wait =>
+                {
+                    tokio::time::sleep(self.compute.wait.poll).await;
+                }
+                Some(i) => return Ok(Some(Some(i))),
+            }
+        }
+    }
+
+    /// Bring the fleet up; returns its nodes once SSH answers on each.
+    pub async fn apply(
+        &self,
+        fleet: &Fleet,
+        rec: &dyn Recorder,
+        progress: Progress<'_>,
+    ) -> Result<Vec<NodeTarget>, String> {
+        self.reconcile(rec, progress).await?;
+        let cands = plan::candidates(fleet, &self.settings, &self.catalog)?;
+        let regions = plan::regions(&cands);
+        let recorded = FleetRecord {
+            name: fleet.name.clone(),
+            backend: "gcp".into(),
+            file: None,
+            nodes: vec![],
+            resources: rec.list()?,
+            created_at: 0,
+        };
+        let order = plan::ordered(&cands, Some(&recorded));
+        let mut subnets = BTreeMap::new();
+        let mut blocked_zones = HashSet::new();
+        let mut blocked_regions = HashSet::new();
+        let mut created: Vec<ResourceRecord> = vec![];
+        let mut attempts = vec![];
+        let mut outcome: Result<(), String> = Err(String::new());
+        for (n, c) in order.iter().enumerate() {
+            if blocked_zones.contains(&c.zone) || blocked_regions.contains(&c.region) {
+                continue;
+            }
+            progress(format!("try {}: {}", n + 1, c.describe()));
+            if let Err(e) = self.find_named_subnets(fleet, c, &mut subnets).await {
+                outcome = Err(e);
+                break;
+            }
+            let ctx = self.context(fleet, &regions, &subnets);
+            let res = match plan::resources(&ctx, c) {
+                Ok(r) => r,
+                Err(e) => {
+                    outcome = Err(e);
+                    break;
+                }
+            };
+            match self.attempt(fleet, c, &res, rec, &mut created, progress).await {
+                Ok(()) => {
+                    attempts.push(format!("{}: created", c.describe()));
+                    outcome = Ok(());
+                    break;
+                }
+                Err(AttemptError { failure, error }) => {
+                    let reason = format!("{}: {}", error.code(), error.message());
+                    attempts.push(format!("{}: {reason}", c.describe()));
+                    match failure {
+                        Failure::Capacity | Failure::ZoneUnusable => {
+                            let hint = error.zones_available();
+                            let hint = if hint.is_empty() {
+                                String::new()
+                            } else {
+                                format!(" (Google suggests {})", hint.join(", "))
+                            };
+                            progress(format!("  {}: {reason}; trying the next zone{hint}", c.zone));
+                            blocked_zones.insert(c.zone.clone());
+                        }
+                        Failure::RegionQuota => {
+                            progress(format!("  {}: {reason}; trying another region", c.region));
+                            progress(format!("  {}", advice(&error, failure, &self.compute.project)));
+                            blocked_regions.insert(c.region.clone());
+                        }
+                        Failure::GlobalQuota | Failure::Permission | Failure::Other => {
+                            let what = advice(&error, failure, &self.compute.project);
+                            let mut msg = format!("{}: {error}", c.describe());
+                            if !what.is_empty() {
+                                msg.push_str(&format!("\n  what to do: {what}"));
+                            }
+                            outcome = Err(msg);
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        if let Err(e) = outcome {
+            let mut msg = String::new();
+            if !e.is_empty() {
+                msg.push_str(&e);
+                msg.push('\n');
+            }
+            if !attempts.is_empty() {
+                msg.push_str(&format!(
+                    "tried {} place(s):\n  {}",
+                    attempts.len(),
+                    attempts.join("\n  ")
+                ));
+            } else if e.is_empty() {
+                msg.push_str("no place left to try");
+            }
+            if !created.is_empty() {
+                progress(format!(
+                    "rolling back {} resource(s) this apply created",
+                    created.len()
+                ));
+                if let Err(r) = self.teardown(created, rec, progress).await {
+                    msg.push_str(&format!(
+                        "\nrollback incomplete (the state keeps what is left; `fleet delete` retries): {r}"
+                    ));
+                }
+            }
+            return Err(msg.trim_end().to_string());
+        }
+        self.ready_nodes(rec, progress).await
+    }
+
+    /// Names of the subnetworks of named VPCs in the candidate's region, listed once.
+    async fn find_named_subnets(
+        &self,
+        fleet: &Fleet,
+        c: &Candidate,
+        subnets: &mut BTreeMap<(String, String), Vec<String>>,
+    ) -> Result<(), String> {
+        let empty = BTreeMap::new();
+        let regions = [c.region.clone()];
+        let ctx = self.context(fleet, &regions, &empty);
+        let nets = plan::networks(&ctx, c.flavour, &c.zone)?;
+        for n in nets.iter().filter(|n| !n.create) {
+            let key = (n.name.clone(), c.region.clone());
+            if subnets.contains_key(&key) {
+                continue;
+            }
+            let url = format!(
+                "https://www.googleapis.com/compute/v1/projects/{}/global/networks/{}",
+                self.compute.project, n.name
+            );
+            let mut found: Vec<Named> = self
+                .compute
+                .list(
+                    &Scope::Region(c.region.clone()),
+                    "subnetworks",
+                    Some(&format!("network = \"{url}\"")),
+                )
+                .await
+                .map_err(|e| format!("subnetworks of VPC {} in {}: {e}", n.name, c.region))?;
+            found.sort_by(|a, b| a.name.cmp(&b.name));
+            let names: Vec<String> = found.into_iter().map(|s| s.name).collect();
+            let need = if n.role == plan::NetRole::Roce { 8 } else { 1 };
+            if names.len() < need {
+                return Err(format!(
+                    "VPC {} has {} subnetwork(s) in {}, {need} needed: create them, or set network.create: true to let flightdeck make its own VPCs",
+                    n.name,
+                    names.len(),
+                    c.region
+                ));
+            }
+            subnets.insert(key, names);
+        }
+        Ok(())
+    }
+
+    /// Create the fleet's resources in one candidate.
+    async fn attempt(
+        &self,
+        fleet: &Fleet,
+        c: &Candidate,
+        res: &[Resource],
+        rec: &dyn Recorder,
+        created: &mut Vec<ResourceRecord>,
+        progress: Progress<'_>,
+    ) -> Result<(), AttemptError> {
+        let fatal = |e: String| AttemptError {
+            failure: Failure::Other,
+            error: ComputeError::Http(GcpError::Config(e)),
+        };
+        let had = rec.list().map_err(fatal)?;
+        for r in res.iter().filter(|r| r.kind != Kind::Instance) {
+            let record = r.record("creating");
+            if had.iter().any(|h| h.same(&record) && h.state == "created") {
+                continue;
+            }
+            rec.put(&record).map_err(fatal)?;
+            progress(format!(
+                "  create {} {} ({})",
+                r.kind.as_str(),
+                r.name,
+                place(&r.scope)
+            ));
+            match self
+                .compute
+                .insert_wait(&r.scope, r.kind.collection(), &r.body)
+                .await
+            {
+                Ok(_) => {}
+                Err(e) if e.status() == Some(409) => {
+                    // Exists: ours (an earlier run) is adopted, anything else is refused.
+                    let got: Option<Named> = self
+                        .compute
+                        .get(&r.scope, r.kind.collection(), &r.name)
+                        .await
+                        .map_err(|e| AttemptError {
+                        failure: classify(&e),
+                        error: e,
+                    })?;
+                    let ours = got
+                        .as_ref()
+                        .and_then(|g| plan::parse_marker(&g.description))
+                        .is_some_and(|(f, _)| f == fleet.name);
+                    if !ours {
+                        rec.remove(&record).map_err(fatal)?;
+                        return Err(fatal(format!(
+                            "{} {} exists in project {} and is not this fleet's: rename the fleet or name that resource in the fleet file",
+                            r.kind.as_str(),
+                            r.name,
+                            self.compute.project
+                        )));
+                    }
+                    progress(format!(
+                        "  {} {} exists (this fleet's), adopted",
+                        r.kind.as_str(),
+                        r.name
+                    ));
+                }
+                Err(e) => {
+                    // Compute created nothing; make sure, then forget the record.
+                    let gone = self
+                        .compute
+                        .get::<Value>(&r.scope, r.kind.collection(), &r.name)
+                        .await
+                        .is_ok_and(|g| g.is_none());
+                    if gone {
+                        rec.remove(&record).map_err(fatal)?;
+                    }
+                    return Err(AttemptError {
+                        failure: classify(&e),
+                        error: e,
+                    });
+                }
+            }
+            let done = r.record("created");
+            rec.put(&done).map_err(fatal)?;
+            created.push(done);
+        }
+        // Instances: the nodes not yet up, all inserted at once.
+        let up: HashSet<usize> = rec
+            .list()
+            .map_err(fatal)?
+            .iter()
+            .filter(|h| h.kind == "instance" && h.state == "created")
+            .filter_map(|h| h.node)
+            .collect();
+        let todo: Vec<&Resource> = res
+            .iter()
+            .filter(|r| r.kind == Kind::Instance && !r.node.is_some_and(|n| up.contains(&n)))
+            .collect();
+        for r in &todo {
+            rec.put(&r.record("creating")).map_err(fatal)?;
+        }
+        let mut set = tokio::task::JoinSet::new();
+        for (i, r) in todo.iter().enumerate() {
+            progress(format!(
+                "  create instance {} ({}, {}, NICs {})",
+                r.name,
+                c.zone,
+                c.model.api(),
+                r.nics.as_ref().map_or("?".into(), |n| n.layout.clone())
+            ));
+            let compute = self.compute.clone();
+            let scope = r.scope.clone();
+            let body = r.body.clone();
+            set.spawn(async move { (i, compute.insert_wait(&scope, "instances", &body).await) });
+        }
+        let mut results: Vec<Option<Result<(), ComputeError>>> = vec![None; todo.len()];
+        while let Some(joined) = set.join_next().await {
+            if let Ok((i, r)) = joined {
+                results[i] = Some(r.map(|_| ()));
+            }
+        }
+        let mut first_error: Option<ComputeError> = None;
+        let mut ok_now = vec![];
+        for (r, result) in todo.iter().zip(results) {
+            let result = result.unwrap_or_else(|| {
+                Err(ComputeError::Http(GcpError::Config(
+                    "the create task stopped".into(),
+                )))
+            });
+            match result {
+                Ok(()) => {
+                    let done = r.record("created");
+                    rec.put(&done).map_err(fatal)?;
+                    progress(format!("  instance {}: created", r.name));
+                    created.push(done.clone());
+                    ok_now.push(done);
+                }
+                Err(e) => {
+                    progress(format!("  instance {}: {}: {}", r.name, e.code(), e.message()));
+                    // A failed insert normally leaves nothing; delete whatever is there.
+                    let record = r.record("deleting");
+                    rec.put(&record).map_err(fatal)?;
+                    match self.compute.delete_wait(&r.scope, "instances", &r.name).await {
+                        Ok(()) => rec.remove(&record).map_err(fatal)?,
+                        Err(d) => progress(format!(
+                            "  instance {}: cleanup failed ({d}); kept in the state",
+                            r.name
+                        )),
+                    }
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        let Some(error) = first_error else {
+            return Ok(());
+        };
+        let cluster = fleet.spec.placement == Some(Placement::Cluster);
+        if cluster && !ok_now.is_empty() {
+            progress(format!(
+                "  placement: cluster is all or nothing: deleting the {} instance(s) created in {}",
+                ok_now.len(),
+                c.zone
+            ));
+            let names: HashSet<String> = ok_now.iter().map(|r| r.name.clone()).collect();
+            created.retain(|r| {
+                !(r.kind == "instance" && names.contains(&r.name) && r.zone.as_deref() == Some(&c.zone))
+            });
+            if let Err(e) = self.teardown(ok_now, rec, progress).await {
+                return Err(fatal(format!("rolling back the partial cluster failed: {e}")));
+            }
+        }
+        Err(AttemptError {
+            failure: classify(&error),
+            error,
+        })
+    }
+
+    /// Delete resources in teardown order (instances first), each recorded `deleting` before
+    /// its call and forgotten once gone. Continues past failures; returns them.
+    pub async fn teardown(
+        &self,
+        mut items: Vec<ResourceRecord>,
+        rec: &dyn Recorder,
+        progress: Progress<'_>,
+    ) -> Result<(), String> {
+        items.sort_by_key(|r| Kind::parse(&r.kind).map_or(9, Kind::teardown_rank));
+        let mut failures = vec![];
+        let mut i = 0;
+        while i < items.len() {
+            let rank = Kind::parse(&items[i].kind).map_or(9, Kind::teardown_rank);
+            let group: Vec<ResourceRecord> = items[i..]
+                .iter()
+                .take_while(|r| Kind::parse(&r.kind).map_or(9, Kind::teardown_rank) == rank)
+                .cloned()
+                .collect();
+            i += group.len();
+            let mut set = tokio::task::JoinSet::new();
+            for r in &group {
+                let mut d = r.clone();
+                d.state = "deleting".into();
+                if let Err(e) = rec.put(&d) {
+                    failures.push(e);
+                    continue;
+                }
+                progress(format!(
+                    "  delete {} {} ({})",
+                    r.kind,
+                    r.name,
+                    place(&plan::record_scope(r))
+                ));
+                let compute = self.compute.clone();
+                let collection = Kind::parse(&r.kind).map_or("instances", Kind::collection);
+                let scope = plan::record_scope(r);
+                let name = r.name.clone();
+                let d2 = d.clone();
+                set.spawn(async move { (d2, compute.delete_wait(&scope, collection, &name).await) });
+            }
+            while let Some(joined) = set.join_next().await {
+                match joined {
+                    Ok((d, Ok(()))) => {
+                        if let Err(e) = rec.remove(&d) {
+                            failures.push(e);
+                        }
+                        progress(format!("  {} {}: deleted", d.kind, d.name));
+                    }
+                    Ok((d, Err(e))) => failures.push(format!("{} {}: {e}", d.kind, d.name)),
+                    Err(e) => failures.push(format!("delete task: {e}")),
+                }
+            }
+        }
+        if failures.is_empty() {
+            Ok(())
+        } else {
+            Err(failures.join("; "))
+        }
+    }
+
+    /// Wait until every recorded instance runs and answers on SSH; their nodes.
+    async fn ready_nodes(
+        &self,
+        rec: &dyn Recorder,
+        progress: Progress<'_>,
+    ) -> Result<Vec<NodeTarget>, String> {
+        let mut instances: Vec<ResourceRecord> = rec
+            .list()?
+            .into_iter()
+            .filter(|r| r.kind == "instance" && r.state == "created")
+            .collect();
+        instances.sort_by_key(|r| r.node.unwrap_or(usize::MAX));
+        let start = tokio::time::Instant::now();
+        let public = self.settings.public_ips.unwrap_or(true);
+        let mut nodes = vec![];
+        for r in &mut instances {
+            let scope = plan::record_scope(r);
+            let inst = loop {
+                let got: Option<Instance> = self
+                    .compute
+                    .get(&scope, "instances", &r.name)
+                    .await
+                    .map_err(|e| format!("instance {}: {e}", r.name))?;
+                match got {
+                    None => {
+                        return Err(format!(
+                            "instance {} vanished after it was created (preempted?)",
+                            r.name
+                        ))
+                    }
+                    Some(i) if i.status == "RUNNING" => break i,
+                    Some(i) if start.elapsed() >= self.ready_wait => {
+                        return Err(format!(
+                            "instance {} is {} after {:?}",
+                            r.name, i.status, self.ready_wait
+                        ))
+                    }
+                    Some(_) => tokio::time::sleep(self.compute.wait.poll).await,
+                }
+            };
+            r.external_ip = inst.external_ip().map(str::to_string);
+            r.internal_ip = inst.internal_ip().map(str::to_string);
+            rec.put(r)?;
+            let host = if public {
+                r.external_ip.clone()
+            } else {
+                r.internal_ip.clone()
+            };
+            let host = host.ok_or_else(|| {
+                format!(
+                    "instance {} has no {} address",
+                    r.name,
+                    if public { "external" } else { "internal" }
+                )
+            })?;
+            let left = self.ready_wait.saturating_sub(start.elapsed());
+            let banner = wait_ssh(&host, self.ssh_port, left.max(Duration::from_secs(5)))
+                .await
+                .map_err(|e| format!("instance {} ({host}): SSH not answering: {e}", r.name))?;
+            progress(format!("  {}: RUNNING at {host}, SSH answers ({banner})", r.name));
+            nodes.push(NodeTarget {
+                index: r.node.unwrap_or(nodes.len()),
+                name: r.name.clone(),
+                host,
+                port: (self.ssh_port != 22).then_some(self.ssh_port),
+                user: Some(self.settings.ssh_user()),
+                identity_file: self.identity_file.clone(),
+                proxy_jump: None,
+                internal_ip: r.internal_ip.clone(),
+            });
+        }
+        Ok(nodes)
+    }
+
+    /// The `labels.flightdeck-fleet = F AND labels.flightdeck-owner = O` filter.
+    fn fleet_filter(&self, fleet: &str) -> String {
+        format!(
+            "(labels.{FLEET_LABEL} = \"{fleet}\") AND (labels.{OWNER_LABEL} = \"{}\")",
+            self.owner
+        )
+    }
+
+    /// Delete everything of the fleet: recorded resources and instances labelled with its
+    /// name; returns once none is left. Idempotent.
+    pub async fn delete(
+        &self,
+        fleet: &str,
+        rec: &dyn Recorder,
+        progress: Progress<'_>,
+    ) -> Result<(), String> {
+        let mut items = rec.list()?;
+        let labelled = self
+            .compute
+            .aggregated_instances(&self.fleet_filter(fleet))
+            .await
+            .map_err(|e| e.to_string())?;
+        for i in &labelled {
+            let mut r = ResourceRecord::new("instance", &i.name, "deleting");
+            r.zone = Some(i.zone_name().to_string());
+            if !items.iter().any(|h| h.same(&r)) {
+                progress(format!(
+                    "  instance {} ({}): labelled for this fleet but not recorded",
+                    i.name,
+                    i.zone_name()
+                ));
+                items.push(r);
+            }
+        }
+        if items.is_empty() {
+            progress(format!(
+                "{fleet}: nothing recorded and no labelled instance: already gone"
+            ));
+            return Ok(());
+        }
+        self.teardown(items, rec, progress).await?;
+        let left = self
+            .compute
+            .aggregated_instances(&self.fleet_filter(fleet))
+            .await
+            .map_err(|e| e.to_string())?;
+        if !left.is_empty() {
+            let names: Vec<&str> = left.iter().map(|i| i.name.as_str()).collect();
+            return Err(format!("still there after delete: {}", names.join(", ")));
+        }
+        Ok(())
+    }
+
+    /// Resources of this owner that no fleet record knows: labelled instances and
+    /// marked networks, firewalls, subnetworks and resource policies.
+    pub async fn orphans(&self, known: &[FleetRecord]) -> Result<Vec<Orphan>, String> {
+        let e = |e: ComputeError| e.to_string();
+        let knows = |kind: &str, name: &str, zone: Option<&str>, region: Option<&str>| {
+            known.iter().flat_map(|f| &f.resources).any(|r| {
+                r.kind == kind
+                    && r.name == name
+                    && (zone.is_none() || r.zone.as_deref() == zone)
+                    && (region.is_none() || r.region.as_deref() == region)
+            })
+        };
+        let mut out = vec![];
+        let filter = format!("labels.{OWNER_LABEL} = \"{}\"", self.owner);
+        for i in self.compute.aggregated_instances(&filter).await.map_err(e)? {
+            if !knows("instance", &i.name, Some(i.zone_name()), None) {
+                out.push(Orphan {
+                    kind: Kind::Instance,
+                    name: i.name.clone(),
+                    scope: Scope::Zone(i.zone_name().to_string()),
+                    fleet: i.labels.get(FLEET_LABEL).cloned().unwrap_or_default(),
+                });
+            }
+        }
+        for kind in [
+            Kind::PlacementPolicy,
+            Kind::Firewall,
+            Kind::Subnetwork,
+            Kind::Network,
+        ] {
+            let items: Vec<(Scope, Named)> = match kind {
+                Kind::Firewall | Kind::Network => self
+                    .compute
+                    .list::<Named>(&Scope::Global, kind.collection(), None)
+                    .await
+                    .map_err(e)?
+                    .into_iter()
+                    .map(|n| (Scope::Global, n))
+                    .collect(),
+                _ => self.aggregated(kind).await.map_err(e)?,
+            };
+            for (scope, n) in items {
+                let Some((fleet, owner)) = plan::parse_marker(&n.description) else {
+                    continue;
+                };
+                if owner != self.owner {
+                    continue;
+                }
+                let region = match &scope {
+                    Scope::Region(r) => Some(r.as_str()),
+                    _ => None,
+                };
+                if !knows(kind.as_str(), &n.name, None, region) {
+                    out.push(Orphan {
+                        kind,
+                        name: n.name,
+                        scope,
+                        fleet,
+                    });
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// `aggregated/{collection}` of a regional kind: `(region, item)` pairs.
+    async fn aggregated(&self, kind: Kind) -> Result<Vec<(Scope, Named)>, ComputeError> {
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Agg {
+            #[serde(default)]
+            items: BTreeMap<String, Value>,
+            #[serde(default)]
+            next_page_token: String,
+        }
+        impl super::http::Page for Agg {
+            fn next_page_token(&self) -> Option<&str> {
+                Some(&self.next_page_token)
+            }
+        }
+        let url = self.compute.client.url(
+            super::error::Service::Compute,
+            &format!(
+                "/projects/{}/aggregated/{}",
+                self.compute.project,
+                kind.collection()
+            ),
+        );
+        let mut out = vec![];
+        self.compute
+            .client
+            .list_pages::<Agg>(
+                super::error::Service::Compute,
+                &url,
+                &[("returnPartialSuccess", "true".to_string())],
+                kind.collection(),
+                |p| {
+                    for (scope, v) in p.items {
+                        let region = scope.strip_prefix("regions/").unwrap_or(&scope).to_string();
+                        for item in v
+                            .get(kind.collection())
+                            .and_then(Value::as_array)
+                            .into_iter()
+                            .flatten()
+                        {
+                            if let Ok(n) = serde_json::from_value::<Named>(item.clone()) {
+                                out.push((Scope::Region(region.clone()), n));
+                            }
+                        }
+                    }
+                    Ok(())
+                },
+            )
+            .await?;
+        Ok(out)
+    }
+
+    /// Delete orphans (teardown order); records nothing (they were unknown).
+    pub async fn delete_orphans(&self, orphans: &[Orphan], progress: Progress<'_>) -> Result<(), String> {
+        let mut items = orphans.to_vec();
+        items.sort_by_key(|o| o.kind.teardown_rank());
+        let mut failures = vec![];
+        for o in &items {
+            progress(format!(
+                "  delete {} {} ({})",
+                o.kind.as_str(),
+                o.name,
+                place(&o.scope)
+            ));
+            if let Err(e) = self
+                .compute
+                .delete_wait(&o.scope, o.kind.collection(), &o.name)
+                .await
+            {
+                failures.push(format!("{} {}: {e}", o.kind.as_str(), o.name));
+            }
+        }
+        if failures.is_empty() {
+            Ok(())
+        } else {
+            Err(failures.join("; "))
+        }
+    }
+
+    /// How each recorded instance is doing: running, or lost (preempted, stopped, gone).
+    pub async fn check(&self, record: &FleetRecord) -> Result<Vec<NodeHealth>, String> {
+        let mut out = vec![];
+        for r in record.resources.iter().filter(|r| r.kind == "instance") {
+            let scope = plan::record_scope(r);
+            let got: Option<Instance> = self
+                .compute
+                .get(&scope, "instances", &r.name)
+                .await
+                .map_err(|e| e.to_string())?;
+            let preempted = match &scope {
+                Scope::Zone(_) => {
+                    let ops: Vec<Value> = self
+                        .compute
+                        .list(
+                            &scope,
+                            "operations",
+                            Some("operationType = \"compute.instances.preempted\""),
+                        )
+                        .await
+                        .map_err(|e| e.to_string())?;
+                    ops.iter().any(|o| {
+                        o["targetLink"]
+                            .as_str()
+                            .is_some_and(|t| t.ends_with(&format!("/instances/{}", r.name)))
+                    })
+                }
+                _ => false,
+            };
+            let status = got.as_ref().map_or("GONE".to_string(), |i| i.status.clone());
+            let lost = match (status.as_str(), preempted) {
+                ("RUNNING", _) => None,
+                (_, true) => Some(format!("preempted ({status})")),
+                ("GONE", false) => Some("deleted outside flightdeck".into()),
+                (s, false) => Some(format!("not running ({s})")),
+            };
+            out.push(NodeHealth {
+                name: r.name.clone(),
+                zone: r.zone.clone().unwrap_or_default(),
+                status,
+                provisioning_model: r.provisioning_model.clone().unwrap_or_default(),
+                lost,
+            });
+        }
+        Ok(out)
+    }
+}
+
+/// A resource flightdeck made that no fleet record knows.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Orphan {
+    #[serde(serialize_with = "kind_name")]
+    pub kind: Kind,
+    pub name: String,
+    #[serde(serialize_with = "scope_name")]
+    pub scope: Scope,
+    /// The fleet its label or description names.
+    pub fleet: String,
+}
+
+fn kind_name<S: serde::Serializer>(k: &Kind, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(k.as_str())
+}
+
+fn scope_name<S: serde::Serializer>(k: &Scope, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&place(k))
+}
+
+/// A node's state as Compute reports it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct NodeHealth {
+    pub name: String,
+    pub zone: String,
+    /// RUNNING, TERMINATED, ..., or GONE.
+    pub status: String,
+    pub provisioning_model: String,
+    /// Why the node is lost, when it is.
+    pub lost: Option<String>,
+}
+
+fn place(scope: &Scope) -> String {
+    match scope {
+        Scope::Global => "global".into(),
+        other => other.location().to_string(),
+    }
+}
+
+/// For a plan (no API calls): named VPCs' subnetworks are shown by their VPC only.
+fn named_subnet_placeholders(
+    _fleet: &Fleet,
+    _settings: &GcpSettings,
+    _regions: &[String],
+) -> BTreeMap<(String, String), Vec<String>> {
+    BTreeMap::new()
+}
+
+/// Connect to `host:port` until the server sends an SSH banner (`SSH-2.0-…`); the banner.
+pub async fn wait_ssh(host: &str, port: u16, within: Duration) -> Result<String, String> {
+    use tokio::io::AsyncReadExt;
+    let start = tokio::time::Instant::now();
+    loop {
+        let attempt = async {
+            let mut s = tokio::time::timeout(
+                Duration::from_secs(5),
+                tokio::net::TcpStream::connect((host, port)),
+            )
+            .await
+            .map_err(|_| "connect timed out".to_string())?
+            .map_err(|e| e.to_string())?;
+            let mut buf = vec![0u8; 256];
+            let n = tokio::time::timeout(Duration::from_secs(10), s.read(&mut buf))
+                .await
+                .map_err(|_| "no banner".to_string())?
+                .map_err(|e| e.to_string())?;
+            let text = String::from_utf8_lossy(&buf[..n]).to_string();
+            match text.lines().next() {
+                Some(l) if l.starts_with("SSH-") => Ok(l.trim().to_string()),
+                _ => Err(format!(
+                    "not an SSH server: {:?}",
+                    text.chars().take(40).collect::<String>()
+                )),
+            }
+        };
+        let last = match attempt.await {
+            Ok(b) => return Ok(b),
+            Err(e) => e,
+        };
+        if start.elapsed() >= within {
+            return Err(format!("{last} (waited {:?})", start.elapsed()));
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
