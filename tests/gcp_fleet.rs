@@ -1,0 +1,275 @@
+//! GCP provisioning against the Compute Engine **double** (tests/support/gce_double.rs):
+//! the real `flightdeck` binary plans, applies, checks and deletes fleets; the double
+//! records what it received, so the NIC layouts, scheduling and labels of the actual
+//! requests are asserted. Nothing here talks to Google. Node addresses are loopback
+//! addresses with an SSH banner on port 22 (tests run as root, like the SSH testbed).
+
+mod support;
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::time::Duration;
+use support::gce_double::{GceDouble, SshBanner, PROJECT};
+use support::text;
+
+const KEY: &str = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGceDoubleTestKeyOnlyForTests tester@flightdeck";
+
+/// A home with an SSH key, credentials for the double and a config pointing at it.
+struct Env {
+    _dir: tempfile::TempDir,
+    home: PathBuf,
+    env: Vec<(&'static str, String)>,
+    _banners: Vec<SshBanner>,
+    ips: Vec<String>,
+}
+
+static NEXT_NET: AtomicU8 = AtomicU8::new(1);
+
+impl Env {
+    async fn new(d: &GceDouble, extra_config: &str) -> Env {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().to_path_buf();
+        std::fs::create_dir_all(home.join(".ssh")).unwrap();
+        std::fs::create_dir_all(home.join("fd")).unwrap();
+        std::fs::write(home.join(".ssh/id_ed25519.pub"), format!("{KEY}\n")).unwrap();
+        std::fs::write(home.join("adc.json"), d.credentials().to_string()).unwrap();
+        std::fs::write(
+            home.join("fd/config.yaml"),
+            format!(
+                "gcp:\n  project_id: {PROJECT}\n  owner: tester\n  operation_poll_secs: 0.02\n  ssh_wait_secs: 30\n{extra_config}"
+            ),
+        )
+        .unwrap();
+        // Four loopback addresses of our own, each with an SSH banner on port 22.
+        let net = NEXT_NET.fetch_add(1, Ordering::Relaxed);
+        let pid = (std::process::id() % 200) as u8 + 20;
+        let ips: Vec<String> = (1..=4).map(|i| format!("127.{pid}.{net}.{i}")).collect();
+        let mut banners = vec![];
+        for ip in &ips {
+            banners.push(SshBanner::start(ip).await);
+        }
+        let refs: Vec<&str> = ips.iter().map(String::as_str).collect();
+        d.nat_pool(&refs);
+        let env = vec![
+            ("FLIGHTDECK_HOME", home.join("fd").display().to_string()),
+            ("GOOGLE_APPLICATION_CREDENTIALS", home.join("adc.json").display().to_string()),
+            ("FLIGHTDECK_GCP_COMPUTE_URL", d.origin()),
+            ("USER", "tester".to_string()),
+        ];
+        Env {
+            _dir: dir,
+            home,
+            env,
+            _banners: banners,
+            ips,
+        }
+    }
+
+    /// Run flightdeck off the runtime's threads.
+    async fn run(&self, args: &[&str]) -> std::process::Output {
+        let home = self.home.clone();
+        let env = self.env.clone();
+        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        tokio::task::spawn_blocking(move || {
+            let a: Vec<&str> = args.iter().map(String::as_str).collect();
+            support::flightdeck_env(&home, &a, &env)
+        })
+        .await
+        .unwrap()
+    }
+
+    fn state(&self) -> Value {
+        let text = std::fs::read_to_string(self.home.join("fd/state/state.json")).unwrap_or_else(|_| "{}".into());
+        serde_json::from_str(&text).unwrap()
+    }
+
+    fn fleet_resources(&self, fleet: &str) -> Vec<Value> {
+        self.state()["fleets"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|f| f["name"] == fleet)
+            .flat_map(|f| f["resources"].as_array().cloned().unwrap_or_default())
+            .collect()
+    }
+
+    fn write_fleet(&self, name: &str, text: &str) -> String {
+        let p = self.home.join(name);
+        std::fs::write(&p, text).unwrap();
+        p.display().to_string()
+    }
+}
+
+fn example(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fleets").join(name).display().to_string()
+}
+
+fn ok(out: &std::process::Output, what: &str) -> String {
+    let err = text(&out.stderr);
+    assert!(out.status.success(), "{what} failed: {:?}\nstdout:\n{}\nstderr:\n{err}", out.status, text(&out.stdout));
+    err
+}
+
+fn nic_types(body: &Value) -> Vec<String> {
+    body["networkInterfaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["nicType"].as_str().unwrap_or("DEFAULT").to_string())
+        .collect()
+}
+
+/// Every mutating request carried a requestId.
+fn assert_request_ids(d: &GceDouble) {
+    for r in d.requests() {
+        if r.method == "POST" && r.path.starts_with("/compute/") || r.method == "DELETE" {
+            assert!(r.param("requestId").is_some_and(|id| id.len() == 36), "{} {} without requestId", r.method, r.path);
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a3_mega_two_nodes_apply_with_tcpxo_layout_then_delete_twice() {
+    let d = GceDouble::start().await;
+    let env = Env::new(&d, "").await;
+    let file = example("a3-mega-tcpxo.yaml");
+    let out = env.run(&["fleet", "plan", &file, "--json"]).await;
+    ok(&out, "plan");
+    let plan: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let inst: Vec<&Value> = plan["changes"].as_array().unwrap().iter().filter(|c| c["kind"] == "instance").collect();
+    assert_eq!(inst.len(), 2);
+    assert_eq!(inst[0]["nics"]["count"], 9);
+    assert_eq!(inst[0]["provisioning_model"], "SPOT");
+    assert!(d.requests().is_empty(), "plan calls nothing");
+
+    let out = env.run(&["fleet", "apply", &file, "--yes"]).await;
+    let err = ok(&out, "apply");
+    assert!(err.contains("try 1: a3-megagpu-8g SPOT in us-east4-a"), "{err}");
+    assert!(err.contains("SSH answers"), "{err}");
+
+    let inserts = d.instance_inserts();
+    assert_eq!(inserts.len(), 2, "one insert per node");
+    for (i, body) in inserts.iter().enumerate() {
+        assert_eq!(nic_types(body), vec!["GVNIC"; 9]);
+        let nets: Vec<&str> = body["networkInterfaces"].as_array().unwrap().iter().map(|n| n["network"].as_str().unwrap()).collect();
+        assert_eq!(nets[0], format!("projects/{PROJECT}/global/networks/a3-mega-net"));
+        for k in 1..=8 {
+            assert_eq!(nets[k], format!("projects/{PROJECT}/global/networks/a3-mega-data-{k}"));
+            assert_eq!(
+                body["networkInterfaces"][k]["subnetwork"],
+                format!("projects/{PROJECT}/regions/us-east4/subnetworks/a3-mega-data-{k}-us-east4")
+            );
+        }
+        assert!(body["networkInterfaces"][0]["accessConfigs"].is_array());
+        assert!(body["networkInterfaces"][1]["accessConfigs"].is_null());
+        assert_eq!(body["scheduling"]["provisioningModel"], "SPOT");
+        assert_eq!(body["scheduling"]["instanceTerminationAction"], "STOP");
+        assert_eq!(body["scheduling"]["onHostMaintenance"], "TERMINATE");
+        assert_eq!(body["labels"]["flightdeck-fleet"], "a3-mega");
+        assert_eq!(body["labels"]["flightdeck-owner"], "tester");
+        assert_eq!(body["metadata"]["items"][0]["value"], format!("ubuntu:{KEY}"));
+        assert_eq!(
+            body["resourcePolicies"][0],
+            format!("projects/{PROJECT}/regions/us-east4/resourcePolicies/a3-mega-placement")
+        );
+        assert!(body["name"].as_str().unwrap().ends_with(&i.to_string()) || inserts.len() == 2);
+    }
+    let policy: Value = serde_json::from_str(&d.calls("POST", "/regions/us-east4/resourcePolicies")[0].body).unwrap();
+    assert_eq!(policy["groupPlacementPolicy"]["collocation"], "COLLOCATED");
+    assert_eq!(policy["groupPlacementPolicy"]["vmCount"], 2);
+    let data1 = d.resource("networks", "global", "a3-mega-data-1").unwrap();
+    assert_eq!(data1["mtu"], 8244);
+    assert_request_ids(&d);
+
+    // Every resource is recorded and created; the nodes are reachable addresses.
+    let res = env.fleet_resources("a3-mega");
+    assert_eq!(res.len(), 9 + 10 + 9 + 1 + 2, "{res:?}");
+    assert!(res.iter().all(|r| r["state"] == "created"));
+    let state = env.state();
+    let nodes = state["fleets"][0]["nodes"].as_array().unwrap();
+    assert_eq!(nodes.len(), 2);
+    assert_eq!(nodes[0]["host"], env.ips[0].as_str());
+    assert_eq!(nodes[0]["user"], "ubuntu");
+
+    // Apply again: nothing new.
+    let api_posts = |d: &GceDouble| d.calls("POST", "").iter().filter(|r| r.path.starts_with("/compute/")).count();
+    let before = api_posts(&d);
+    let out = env.run(&["fleet", "plan", &file, "--json"]).await;
+    let plan: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(plan["changes"].as_array().unwrap().iter().all(|c| c["action"] == "keep"), "{plan}");
+    let out = env.run(&["fleet", "apply", &file, "--yes"]).await;
+    ok(&out, "apply again");
+    assert_eq!(api_posts(&d), before, "a second apply creates nothing");
+
+    let out = env.run(&["fleet", "delete", "a3-mega", "--yes"]).await;
+    ok(&out, "delete");
+    for c in ["instances", "networks", "firewalls", "subnetworks", "resourcePolicies"] {
+        assert!(d.existing(c).is_empty(), "{c} left: {:?}", d.existing(c));
+    }
+    assert!(env.state()["fleets"].as_array().unwrap().is_empty());
+    let out = env.run(&["fleet", "delete", "a3-mega", "--yes"]).await;
+    let err = ok(&out, "delete twice");
+    assert!(err.contains("already gone"), "{err}");
+}
+
+async fn apply_flavour(file: &str, config: &str, prepare: impl Fn(&GceDouble)) -> (GceDouble, Env, Vec<Value>) {
+    let d = GceDouble::start().await;
+    prepare(&d);
+    let env = Env::new(&d, config).await;
+    let out = env.run(&["fleet", "apply", file, "--yes"]).await;
+    ok(&out, file);
+    let inserts = d.instance_inserts();
+    (d, env, inserts)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a3_high_tcpx_a3_ultra_and_a4_rdma_layouts_and_scheduling() {
+    // A3 High: nic0 + 4 gVNIC data NICs; created VPCs with MTU 8244.
+    let (d, _env, inserts) = apply_flavour(&example("a3-high-tcpx.yaml"), "", |_| {}).await;
+    assert_eq!(inserts.len(), 2);
+    assert_eq!(nic_types(&inserts[0]), vec!["GVNIC"; 5]);
+    assert_eq!(inserts[0]["disks"][0]["initializeParams"]["sourceImage"], "projects/cos-cloud/global/images/cos-105-17412-535-78");
+    assert_eq!(d.resource("networks", "global", "a3-high-data-4").unwrap()["mtu"], 8244);
+    assert!(d.resource("networks", "global", "a3-high-data-5").is_none());
+
+    // A3 Ultra, Spot: 2 gVNIC + 8 MRDMA on a RoCE VPC made with the zone's profile.
+    let (d, _env, inserts) = apply_flavour(&example("a3-ultra-rdma.yaml"), "", |_| {}).await;
+    let mut want = vec!["GVNIC"; 2];
+    want.extend(vec!["MRDMA"; 8]);
+    assert_eq!(nic_types(&inserts[0]), want);
+    let roce = d.resource("networks", "global", "a3-ultra-roce-us-central1-b").unwrap();
+    assert_eq!(roce["networkProfile"], format!("projects/{PROJECT}/global/networkProfiles/us-central1-b-vpc-roce"));
+    assert!(d.resource("firewalls", "global", "a3-ultra-roce-us-central1-b-internal").is_none());
+    for (j, nic) in inserts[1]["networkInterfaces"].as_array().unwrap()[2..].iter().enumerate() {
+        assert_eq!(
+            nic["subnetwork"],
+            format!("projects/{PROJECT}/regions/us-central1/subnetworks/a3-ultra-roce-us-central1-b-us-central1-{j}")
+        );
+    }
+    assert_eq!(inserts[0]["scheduling"]["provisioningModel"], "SPOT");
+    assert_eq!(inserts[0]["disks"][0]["initializeParams"]["diskType"], "zones/us-central1-b/diskTypes/hyperdisk-balanced");
+
+    // A4, flex-start, named VPCs (planted with their subnetworks).
+    let (d, _env, inserts) = apply_flavour(&example("a4-rdma.yaml"), "", |d| {
+        let net = |n: &str| format!("projects/{PROJECT}/global/networks/{n}");
+        for n in ["a4-net-0", "a4-net-1", "a4-roce"] {
+            d.plant("networks", "global", n, serde_json::json!({}));
+        }
+        d.plant("subnetworks", "regions/us-west2", "a4-sub-0", serde_json::json!({"network": net("a4-net-0")}));
+        d.plant("subnetworks", "regions/us-west2", "a4-sub-1", serde_json::json!({"network": net("a4-net-1")}));
+        for j in 0..8 {
+            d.plant("subnetworks", "regions/us-west2", &format!("a4-roce-sub-{j}"), serde_json::json!({"network": net("a4-roce")}));
+        }
+    })
+    .await;
+    assert_eq!(nic_types(&inserts[0]), want);
+    let nics = inserts[0]["networkInterfaces"].as_array().unwrap();
+    assert_eq!(nics[0]["subnetwork"], format!("projects/{PROJECT}/regions/us-west2/subnetworks/a4-sub-0"));
+    assert_eq!(nics[1]["subnetwork"], format!("projects/{PROJECT}/regions/us-west2/subnetworks/a4-sub-1"));
+    assert_eq!(nics[9]["subnetwork"], format!("projects/{PROJECT}/regions/us-west2/subnetworks/a4-roce-sub-7"));
+    assert_eq!(inserts[0]["scheduling"]["provisioningModel"], "FLEX_START");
+    assert_eq!(inserts[0]["scheduling"]["maxRunDuration"]["seconds"], "86400");
+    assert_eq!(inserts[0]["reservationAffinity"]["consumeReservationType"], "NO_RESERVATION");
+    assert!(d.calls("POST", "/networks").is_empty(), "named VPCs are used, not created");
+}
