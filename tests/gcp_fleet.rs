@@ -53,7 +53,10 @@ impl Env {
         d.nat_pool(&refs);
         let env = vec![
             ("FLIGHTDECK_HOME", home.join("fd").display().to_string()),
-            ("GOOGLE_APPLICATION_CREDENTIALS", home.join("adc.json").display().to_string()),
+            (
+                "GOOGLE_APPLICATION_CREDENTIALS",
+                home.join("adc.json").display().to_string(),
+            ),
             ("FLIGHTDECK_GCP_COMPUTE_URL", d.origin()),
             ("USER", "tester".to_string()),
         ];
@@ -80,7 +83,8 @@ impl Env {
     }
 
     fn state(&self) -> Value {
-        let text = std::fs::read_to_string(self.home.join("fd/state/state.json")).unwrap_or_else(|_| "{}".into());
+        let text =
+            std::fs::read_to_string(self.home.join("fd/state/state.json")).unwrap_or_else(|_| "{}".into());
         serde_json::from_str(&text).unwrap()
     }
 
@@ -102,12 +106,21 @@ impl Env {
 }
 
 fn example(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("fleets").join(name).display().to_string()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fleets")
+        .join(name)
+        .display()
+        .to_string()
 }
 
 fn ok(out: &std::process::Output, what: &str) -> String {
     let err = text(&out.stderr);
-    assert!(out.status.success(), "{what} failed: {:?}\nstdout:\n{}\nstderr:\n{err}", out.status, text(&out.stdout));
+    assert!(
+        out.status.success(),
+        "{what} failed: {:?}\nstdout:\n{}\nstderr:\n{err}",
+        out.status,
+        text(&out.stdout)
+    );
     err
 }
 
@@ -124,7 +137,12 @@ fn nic_types(body: &Value) -> Vec<String> {
 fn assert_request_ids(d: &GceDouble) {
     for r in d.requests() {
         if r.method == "POST" && r.path.starts_with("/compute/") || r.method == "DELETE" {
-            assert!(r.param("requestId").is_some_and(|id| id.len() == 36), "{} {} without requestId", r.method, r.path);
+            assert!(
+                r.param("requestId").is_some_and(|id| id.len() == 36),
+                "{} {} without requestId",
+                r.method,
+                r.path
+            );
         }
     }
 }
@@ -137,7 +155,12 @@ async fn a3_mega_two_nodes_apply_with_tcpxo_layout_then_delete_twice() {
     let out = env.run(&["fleet", "plan", &file, "--json"]).await;
     ok(&out, "plan");
     let plan: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let inst: Vec<&Value> = plan["changes"].as_array().unwrap().iter().filter(|c| c["kind"] == "instance").collect();
+    let inst: Vec<&Value> = plan["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["kind"] == "instance")
+        .collect();
     assert_eq!(inst.len(), 2);
     assert_eq!(inst[0]["nics"]["count"], 9);
     assert_eq!(inst[0]["provisioning_model"], "SPOT");
@@ -152,10 +175,18 @@ async fn a3_mega_two_nodes_apply_with_tcpxo_layout_then_delete_twice() {
     assert_eq!(inserts.len(), 2, "one insert per node");
     for (i, body) in inserts.iter().enumerate() {
         assert_eq!(nic_types(body), vec!["GVNIC"; 9]);
-        let nets: Vec<&str> = body["networkInterfaces"].as_array().unwrap().iter().map(|n| n["network"].as_str().unwrap()).collect();
+        let nets: Vec<&str> = body["networkInterfaces"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n["network"].as_str().unwrap())
+            .collect();
         assert_eq!(nets[0], format!("projects/{PROJECT}/global/networks/a3-mega-net"));
         for k in 1..=8 {
-            assert_eq!(nets[k], format!("projects/{PROJECT}/global/networks/a3-mega-data-{k}"));
+            assert_eq!(
+                nets[k],
+                format!("projects/{PROJECT}/global/networks/a3-mega-data-{k}")
+            );
             assert_eq!(
                 body["networkInterfaces"][k]["subnetwork"],
                 format!("projects/{PROJECT}/regions/us-east4/subnetworks/a3-mega-data-{k}-us-east4")
@@ -175,7 +206,8 @@ async fn a3_mega_two_nodes_apply_with_tcpxo_layout_then_delete_twice() {
         );
         assert!(body["name"].as_str().unwrap().ends_with(&i.to_string()) || inserts.len() == 2);
     }
-    let policy: Value = serde_json::from_str(&d.calls("POST", "/regions/us-east4/resourcePolicies")[0].body).unwrap();
+    let policy: Value =
+        serde_json::from_str(&d.calls("POST", "/regions/us-east4/resourcePolicies")[0].body).unwrap();
     assert_eq!(policy["groupPlacementPolicy"]["collocation"], "COLLOCATED");
     assert_eq!(policy["groupPlacementPolicy"]["vmCount"], 2);
     let data1 = d.resource("networks", "global", "a3-mega-data-1").unwrap();
@@ -189,22 +221,46 @@ async fn a3_mega_two_nodes_apply_with_tcpxo_layout_then_delete_twice() {
     let state = env.state();
     let nodes = state["fleets"][0]["nodes"].as_array().unwrap();
     assert_eq!(nodes.len(), 2);
-    assert_eq!(nodes[0]["host"], env.ips[0].as_str());
+    let hosts: std::collections::BTreeSet<&str> = nodes.iter().map(|n| n["host"].as_str().unwrap()).collect();
+    assert_eq!(hosts.len(), 2, "{nodes:?}");
+    assert!(
+        hosts.iter().all(|h| env.ips.iter().any(|ip| ip == h)),
+        "{nodes:?}"
+    );
+    assert_eq!(nodes[0]["name"], "a3-mega-0");
     assert_eq!(nodes[0]["user"], "ubuntu");
 
     // Apply again: nothing new.
-    let api_posts = |d: &GceDouble| d.calls("POST", "").iter().filter(|r| r.path.starts_with("/compute/")).count();
+    let api_posts = |d: &GceDouble| {
+        d.calls("POST", "")
+            .iter()
+            .filter(|r| r.path.starts_with("/compute/"))
+            .count()
+    };
     let before = api_posts(&d);
     let out = env.run(&["fleet", "plan", &file, "--json"]).await;
     let plan: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert!(plan["changes"].as_array().unwrap().iter().all(|c| c["action"] == "keep"), "{plan}");
+    assert!(
+        plan["changes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["action"] == "keep"),
+        "{plan}"
+    );
     let out = env.run(&["fleet", "apply", &file, "--yes"]).await;
     ok(&out, "apply again");
     assert_eq!(api_posts(&d), before, "a second apply creates nothing");
 
     let out = env.run(&["fleet", "delete", "a3-mega", "--yes"]).await;
     ok(&out, "delete");
-    for c in ["instances", "networks", "firewalls", "subnetworks", "resourcePolicies"] {
+    for c in [
+        "instances",
+        "networks",
+        "firewalls",
+        "subnetworks",
+        "resourcePolicies",
+    ] {
         assert!(d.existing(c).is_empty(), "{c} left: {:?}", d.existing(c));
     }
     assert!(env.state()["fleets"].as_array().unwrap().is_empty());
@@ -213,7 +269,11 @@ async fn a3_mega_two_nodes_apply_with_tcpxo_layout_then_delete_twice() {
     assert!(err.contains("already gone"), "{err}");
 }
 
-async fn apply_flavour(file: &str, config: &str, prepare: impl Fn(&GceDouble)) -> (GceDouble, Env, Vec<Value>) {
+async fn apply_flavour(
+    file: &str,
+    config: &str,
+    prepare: impl Fn(&GceDouble),
+) -> (GceDouble, Env, Vec<Value>) {
     let d = GceDouble::start().await;
     prepare(&d);
     let env = Env::new(&d, config).await;
@@ -229,8 +289,14 @@ async fn a3_high_tcpx_a3_ultra_and_a4_rdma_layouts_and_scheduling() {
     let (d, _env, inserts) = apply_flavour(&example("a3-high-tcpx.yaml"), "", |_| {}).await;
     assert_eq!(inserts.len(), 2);
     assert_eq!(nic_types(&inserts[0]), vec!["GVNIC"; 5]);
-    assert_eq!(inserts[0]["disks"][0]["initializeParams"]["sourceImage"], "projects/cos-cloud/global/images/cos-105-17412-535-78");
-    assert_eq!(d.resource("networks", "global", "a3-high-data-4").unwrap()["mtu"], 8244);
+    assert_eq!(
+        inserts[0]["disks"][0]["initializeParams"]["sourceImage"],
+        "projects/cos-cloud/global/images/cos-105-17412-535-78"
+    );
+    assert_eq!(
+        d.resource("networks", "global", "a3-high-data-4").unwrap()["mtu"],
+        8244
+    );
     assert!(d.resource("networks", "global", "a3-high-data-5").is_none());
 
     // A3 Ultra, Spot: 2 gVNIC + 8 MRDMA on a RoCE VPC made with the zone's profile.
@@ -238,17 +304,30 @@ async fn a3_high_tcpx_a3_ultra_and_a4_rdma_layouts_and_scheduling() {
     let mut want = vec!["GVNIC"; 2];
     want.extend(vec!["MRDMA"; 8]);
     assert_eq!(nic_types(&inserts[0]), want);
-    let roce = d.resource("networks", "global", "a3-ultra-roce-us-central1-b").unwrap();
-    assert_eq!(roce["networkProfile"], format!("projects/{PROJECT}/global/networkProfiles/us-central1-b-vpc-roce"));
-    assert!(d.resource("firewalls", "global", "a3-ultra-roce-us-central1-b-internal").is_none());
-    for (j, nic) in inserts[1]["networkInterfaces"].as_array().unwrap()[2..].iter().enumerate() {
+    let roce = d
+        .resource("networks", "global", "a3-ultra-roce-us-central1-b")
+        .unwrap();
+    assert_eq!(
+        roce["networkProfile"],
+        format!("projects/{PROJECT}/global/networkProfiles/us-central1-b-vpc-roce")
+    );
+    assert!(d
+        .resource("firewalls", "global", "a3-ultra-roce-us-central1-b-internal")
+        .is_none());
+    for (j, nic) in inserts[1]["networkInterfaces"].as_array().unwrap()[2..]
+        .iter()
+        .enumerate()
+    {
         assert_eq!(
             nic["subnetwork"],
             format!("projects/{PROJECT}/regions/us-central1/subnetworks/a3-ultra-roce-us-central1-b-us-central1-{j}")
         );
     }
     assert_eq!(inserts[0]["scheduling"]["provisioningModel"], "SPOT");
-    assert_eq!(inserts[0]["disks"][0]["initializeParams"]["diskType"], "zones/us-central1-b/diskTypes/hyperdisk-balanced");
+    assert_eq!(
+        inserts[0]["disks"][0]["initializeParams"]["diskType"],
+        "zones/us-central1-b/diskTypes/hyperdisk-balanced"
+    );
 
     // A4, flex-start, named VPCs (planted with their subnetworks).
     let (d, _env, inserts) = apply_flavour(&example("a4-rdma.yaml"), "", |d| {
@@ -256,20 +335,397 @@ async fn a3_high_tcpx_a3_ultra_and_a4_rdma_layouts_and_scheduling() {
         for n in ["a4-net-0", "a4-net-1", "a4-roce"] {
             d.plant("networks", "global", n, serde_json::json!({}));
         }
-        d.plant("subnetworks", "regions/us-west2", "a4-sub-0", serde_json::json!({"network": net("a4-net-0")}));
-        d.plant("subnetworks", "regions/us-west2", "a4-sub-1", serde_json::json!({"network": net("a4-net-1")}));
+        d.plant(
+            "subnetworks",
+            "regions/us-west2",
+            "a4-sub-0",
+            serde_json::json!({"network": net("a4-net-0")}),
+        );
+        d.plant(
+            "subnetworks",
+            "regions/us-west2",
+            "a4-sub-1",
+            serde_json::json!({"network": net("a4-net-1")}),
+        );
         for j in 0..8 {
-            d.plant("subnetworks", "regions/us-west2", &format!("a4-roce-sub-{j}"), serde_json::json!({"network": net("a4-roce")}));
+            d.plant(
+                "subnetworks",
+                "regions/us-west2",
+                &format!("a4-roce-sub-{j}"),
+                serde_json::json!({"network": net("a4-roce")}),
+            );
         }
     })
     .await;
     assert_eq!(nic_types(&inserts[0]), want);
     let nics = inserts[0]["networkInterfaces"].as_array().unwrap();
-    assert_eq!(nics[0]["subnetwork"], format!("projects/{PROJECT}/regions/us-west2/subnetworks/a4-sub-0"));
-    assert_eq!(nics[1]["subnetwork"], format!("projects/{PROJECT}/regions/us-west2/subnetworks/a4-sub-1"));
-    assert_eq!(nics[9]["subnetwork"], format!("projects/{PROJECT}/regions/us-west2/subnetworks/a4-roce-sub-7"));
+    assert_eq!(
+        nics[0]["subnetwork"],
+        format!("projects/{PROJECT}/regions/us-west2/subnetworks/a4-sub-0")
+    );
+    assert_eq!(
+        nics[1]["subnetwork"],
+        format!("projects/{PROJECT}/regions/us-west2/subnetworks/a4-sub-1")
+    );
+    assert_eq!(
+        nics[9]["subnetwork"],
+        format!("projects/{PROJECT}/regions/us-west2/subnetworks/a4-roce-sub-7")
+    );
     assert_eq!(inserts[0]["scheduling"]["provisioningModel"], "FLEX_START");
     assert_eq!(inserts[0]["scheduling"]["maxRunDuration"]["seconds"], "86400");
-    assert_eq!(inserts[0]["reservationAffinity"]["consumeReservationType"], "NO_RESERVATION");
-    assert!(d.calls("POST", "/networks").is_empty(), "named VPCs are used, not created");
+    assert_eq!(
+        inserts[0]["reservationAffinity"]["consumeReservationType"],
+        "NO_RESERVATION"
+    );
+    assert!(
+        d.calls("POST", "/networks").is_empty(),
+        "named VPCs are used, not created"
+    );
+}
+
+const MEGA_SPOT: &str = "type: fleet\nname: mega\nnodes: 2\nplacement: cluster\ninstance_types: [a3-megagpu-8g]\nregions: [us-east4, us-central1]\nspot_policy: spot\nnetwork:\n  gpudirect: none\n";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stockout_fails_over_to_the_next_zone_and_shows_every_attempt() {
+    let d = GceDouble::start().await;
+    d.stockout("us-east4-a");
+    let env = Env::new(&d, "").await;
+    let file = env.write_fleet("mega.yaml", MEGA_SPOT);
+    let out = env.run(&["fleet", "apply", &file, "--yes"]).await;
+    let err = ok(&out, "apply");
+    assert!(err.contains("try 1: a3-megagpu-8g SPOT in us-east4-a"), "{err}");
+    assert!(err.contains("ZONE_RESOURCE_POOL_EXHAUSTED_WITH_DETAILS"), "{err}");
+    assert!(err.contains("trying the next zone"), "{err}");
+    assert!(err.contains("try 2: a3-megagpu-8g SPOT in us-east4-b"), "{err}");
+    let zones: Vec<String> = d.existing("instances").into_iter().map(|(z, _)| z).collect();
+    assert_eq!(zones, vec!["zones/us-east4-b", "zones/us-east4-b"]);
+    let res = env.fleet_resources("mega");
+    assert!(res
+        .iter()
+        .filter(|r| r["kind"] == "instance")
+        .all(|r| r["zone"] == "us-east4-b"));
+    // The failed zone's instances are in no record.
+    assert!(!res.iter().any(|r| r["zone"] == "us-east4-a"), "{res:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partial_cluster_is_rolled_back_and_a_failed_apply_leaves_nothing() {
+    let d = GceDouble::start().await;
+    // us-east4-a has room for one of the two nodes.
+    d.capacity("us-east4-a", 1);
+    let env = Env::new(&d, "").await;
+    let file = env.write_fleet("mega.yaml", MEGA_SPOT);
+    let out = env.run(&["fleet", "apply", &file, "--yes"]).await;
+    let err = ok(&out, "apply");
+    assert!(err.contains("placement: cluster is all or nothing"), "{err}");
+    let deleted: Vec<String> = d
+        .calls("DELETE", "")
+        .iter()
+        .filter(|r| r.path.contains("/zones/us-east4-a/instances/"))
+        .map(|r| r.path.clone())
+        .collect();
+    assert_eq!(
+        deleted.len(),
+        2,
+        "the node that was created and the failed one: {deleted:?}"
+    );
+    let zones: Vec<String> = d.existing("instances").into_iter().map(|(z, _)| z).collect();
+    assert_eq!(
+        zones,
+        vec!["zones/us-east4-b", "zones/us-east4-b"],
+        "the whole cluster in one zone"
+    );
+    ok(&env.run(&["fleet", "delete", "mega", "--yes"]).await, "delete");
+
+    // No capacity anywhere: everything this apply made is deleted, nothing stays recorded.
+    for z in [
+        "us-east4-a",
+        "us-east4-b",
+        "us-east4-c",
+        "us-central1-a",
+        "us-central1-b",
+        "us-central1-c",
+    ] {
+        d.stockout(z);
+    }
+    let file = env.write_fleet(
+        "mega2.yaml",
+        &MEGA_SPOT
+            .replace("name: mega", "name: mega2")
+            .replace("gpudirect: none", "create: true"),
+    );
+    let out = env.run(&["fleet", "apply", &file, "--yes"]).await;
+    let err = text(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("tried 6 place(s)"), "{err}");
+    assert!(err.contains("rolling back"), "{err}");
+    assert!(err.contains("nothing was recorded"), "{err}");
+    for c in [
+        "instances",
+        "networks",
+        "firewalls",
+        "subnetworks",
+        "resourcePolicies",
+    ] {
+        assert!(d.existing(c).is_empty(), "{c} left: {:?}", d.existing(c));
+    }
+    assert!(env.fleet_resources("mega2").is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quota_moves_to_another_region_and_permission_errors_say_what_to_do() {
+    let d = GceDouble::start().await;
+    d.quota_exceeded("us-east4", "PREEMPTIBLE_NVIDIA_H100_MEGA_GPUS");
+    let env = Env::new(&d, "").await;
+    let file = env.write_fleet("mega.yaml", MEGA_SPOT);
+    let out = env.run(&["fleet", "apply", &file, "--yes"]).await;
+    let err = ok(&out, "apply");
+    assert!(err.contains("QUOTA_EXCEEDED"), "{err}");
+    assert!(err.contains("trying another region"), "{err}");
+    assert!(err.contains("iam-admin/quotas?project=double-project"), "{err}");
+    assert!(
+        !err.contains("try 2: a3-megagpu-8g SPOT in us-east4-b"),
+        "the region is skipped: {err}"
+    );
+    assert!(d
+        .existing("instances")
+        .iter()
+        .all(|(z, _)| z.starts_with("zones/us-central1-")));
+
+    let d = GceDouble::start().await;
+    d.deny_instance_inserts();
+    let env = Env::new(&d, "").await;
+    let file = env.write_fleet("mega.yaml", MEGA_SPOT);
+    let out = env.run(&["fleet", "apply", &file, "--yes"]).await;
+    let err = text(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("compute.instances.create"), "{err}");
+    assert!(err.contains("roles/compute.instanceAdmin.v1"), "{err}");
+    assert_eq!(
+        d.calls("POST", "/instances").len(),
+        2,
+        "no other zone is tried after a permission error"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_mid_apply_then_applied_again_leaves_no_duplicate_and_nothing_unrecorded() {
+    let d = GceDouble::start().await;
+    d.slow_operations(Duration::from_secs(3));
+    let env = Env::new(&d, "").await;
+    let file = env.write_fleet("mega.yaml", MEGA_SPOT);
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_flightdeck"));
+    cmd.args(["fleet", "apply", &file, "--yes"])
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", &env.home)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    for (k, v) in &env.env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().unwrap();
+    // Wait (with a deadline) until both instance inserts reached the double, then kill -9.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while d.calls("POST", "/instances").len() < 2 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the inserts never came: {:?}",
+            d.requests().len()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // Everything the double has is in the state (recorded before its create call).
+    let res = env.fleet_resources("mega");
+    for (zone, name) in d.existing("instances") {
+        let zone = zone.trim_start_matches("zones/").to_string();
+        assert!(
+            res.iter()
+                .any(|r| r["kind"] == "instance" && r["name"] == name.as_str() && r["zone"] == zone.as_str()),
+            "{name} in {zone} unrecorded: {res:?}"
+        );
+    }
+    assert!(res.iter().any(|r| r["state"] == "creating"), "{res:?}");
+
+    d.slow_operations(Duration::from_millis(20));
+    let out = env.run(&["fleet", "apply", &file, "--yes"]).await;
+    let err = ok(&out, "apply again");
+    assert!(err.contains("adopted"), "{err}");
+    for name in ["mega-0", "mega-1"] {
+        let posts = d.instance_inserts().iter().filter(|b| b["name"] == name).count();
+        assert_eq!(posts, 1, "{name} inserted once");
+    }
+    assert_eq!(d.existing("instances").len(), 2);
+    assert!(env
+        .fleet_resources("mega")
+        .iter()
+        .all(|r| r["state"] == "created"));
+    // gc agrees: nothing unknown.
+    let out = env.run(&["fleet", "gc", "--json"]).await;
+    ok(&out, "gc");
+    let orphans: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(orphans, serde_json::json!([]));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gc_finds_a_planted_orphan_and_deletes_it_with_yes() {
+    let d = GceDouble::start().await;
+    let env = Env::new(&d, "").await;
+    let file = env.write_fleet("mega.yaml", MEGA_SPOT);
+    ok(&env.run(&["fleet", "apply", &file, "--yes"]).await, "apply");
+    d.plant_instance(
+        "us-central1-a",
+        "ghost-0",
+        serde_json::json!({"flightdeck-fleet": "ghost", "flightdeck-owner": "tester"}),
+    );
+    d.plant_instance(
+        "us-central1-a",
+        "someone-else",
+        serde_json::json!({"flightdeck-fleet": "x", "flightdeck-owner": "bob"}),
+    );
+    let out = env.run(&["fleet", "gc", "--json"]).await;
+    ok(&out, "gc");
+    let orphans: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        orphans,
+        serde_json::json!([{"kind": "instance", "name": "ghost-0", "scope": "us-central1-a", "fleet": "ghost"}])
+    );
+    assert!(
+        d.calls("DELETE", "").is_empty(),
+        "gc without --yes deletes nothing"
+    );
+    let out = env.run(&["fleet", "gc", "--yes"]).await;
+    ok(&out, "gc --yes");
+    let mut left: Vec<String> = d.existing("instances").into_iter().map(|(_, n)| n).collect();
+    left.sort();
+    assert_eq!(left, vec!["mega-0", "mega-1", "someone-else"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn preempted_spot_nodes_show_up_in_status() {
+    let d = GceDouble::start().await;
+    d.preempt_spot_after(Duration::from_millis(200));
+    let env = Env::new(&d, "").await;
+    let file = env.write_fleet("mega.yaml", MEGA_SPOT);
+    ok(&env.run(&["fleet", "apply", &file, "--yes"]).await, "apply");
+    // Poll status until the double has preempted both (a deadline, not a timed assertion).
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let health = loop {
+        let out = env.run(&["fleet", "status", "mega", "--json"]).await;
+        let h: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+        if h.as_array()
+            .is_some_and(|a| a.iter().all(|n| !n["lost"].is_null()))
+        {
+            assert_eq!(out.status.code(), Some(1), "lost nodes make status fail");
+            break h;
+        }
+        assert!(std::time::Instant::now() < deadline, "never preempted: {h}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    for n in health.as_array().unwrap() {
+        assert_eq!(n["status"], "TERMINATED");
+        assert_eq!(n["lost"], "preempted (TERMINATED)");
+        assert_eq!(n["provisioning_model"], "SPOT");
+    }
+    let res = env.fleet_resources("mega");
+    assert!(res
+        .iter()
+        .filter(|r| r["kind"] == "instance")
+        .all(|r| r["lost"] == "preempted (TERMINATED)"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bursts_of_429_and_503_are_retried_with_the_same_request_id() {
+    let d = GceDouble::start().await;
+    d.burst("/zones/us-east4-a/instances", 503, 2);
+    d.burst("/operations/", 429, 3);
+    let env = Env::new(&d, "").await;
+    let file = env.write_fleet("mega.yaml", MEGA_SPOT);
+    ok(&env.run(&["fleet", "apply", &file, "--yes"]).await, "apply");
+    let posts = d.calls("POST", "/zones/us-east4-a/instances");
+    assert_eq!(posts.iter().filter(|r| r.status == 503).count(), 2);
+    assert_eq!(posts.iter().filter(|r| r.status == 200).count(), 2);
+    for ok_post in posts.iter().filter(|r| r.status == 200) {
+        let name = serde_json::from_str::<Value>(&ok_post.body).unwrap()["name"].clone();
+        let ids: std::collections::HashSet<&str> = posts
+            .iter()
+            .filter(|r| serde_json::from_str::<Value>(&r.body).unwrap()["name"] == name)
+            .map(|r| r.param("requestId").unwrap())
+            .collect();
+        assert_eq!(ids.len(), 1, "retries of {name} carry one requestId");
+    }
+    assert_eq!(d.existing("instances").len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dstack_a4_and_a3_mega_files_plan_as_is() {
+    let d = GceDouble::start().await;
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/dstack");
+    // dstack's backend settings for A3 Mega: eight extra VPCs.
+    let vpcs: Vec<String> = (1..=8).map(|k| format!("dstack-gpu-data-net-{k}")).collect();
+    let env = Env::new(
+        &d,
+        &format!("  regions: [europe-west4]\n  extra_vpcs: [{}]\n", vpcs.join(", ")),
+    )
+    .await;
+    let out = env
+        .run(&[
+            "fleet",
+            "plan",
+            &fixtures.join("a3mega-fleet.dstack.yml").display().to_string(),
+            "--json",
+        ])
+        .await;
+    ok(&out, "plan a3mega");
+    let plan: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let kinds: Vec<&str> = plan["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, vec!["placement_policy", "instance", "instance"]);
+    let i = &plan["changes"][1];
+    assert_eq!(
+        (i["zone"].as_str(), i["provisioning_model"].as_str()),
+        (Some("europe-west4-b"), Some("SPOT"))
+    );
+    assert_eq!(i["nics"]["layout"], "1+8 GVNIC");
+    assert!(plan["fallbacks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|f| f.as_str().unwrap().contains("STANDARD")));
+
+    // A4: one extra VPC and a RoCE VPC, in the zone the file names.
+    let env = Env::new(
+        &d,
+        "  extra_vpcs: [dstack-gvnic-net-1]\n  roce_vpcs: [dstack-mrdma]\n",
+    )
+    .await;
+    let out = env
+        .run(&[
+            "fleet",
+            "plan",
+            &fixtures.join("a4-fleet.dstack.yml").display().to_string(),
+            "--json",
+        ])
+        .await;
+    ok(&out, "plan a4");
+    let plan: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let i = plan["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["kind"] == "instance")
+        .unwrap()
+        .clone();
+    assert_eq!(i["zone"], "us-west2-c");
+    assert_eq!(i["machine_type"], "a4-highgpu-8g");
+    assert_eq!(i["nics"]["count"], 10);
+    assert_eq!(i["hourly_usd"], Value::Null, "the catalog has no A4 host price");
+    assert!(d.requests().is_empty(), "plans call nothing");
 }

@@ -37,6 +37,15 @@ pub const PROJECT: &str = "double-project";
 pub const CLIENT_ID: &str = "gce-double-client.apps.googleusercontent.com";
 pub const CLIENT_SECRET: &str = "gce-double-secret-do-not-print";
 pub const REFRESH_TOKEN: &str = "1//gce-double-refresh-do-not-print";
+/// Regions the `default` VPC has a subnetwork in.
+pub const DEFAULT_REGIONS: [&str; 6] = [
+    "us-central1",
+    "us-east1",
+    "us-east4",
+    "us-west2",
+    "europe-west4",
+    "asia-southeast1",
+];
 const SELF: &str = "https://www.googleapis.com/compute/v1";
 
 #[derive(Debug, Clone)]
@@ -130,7 +139,24 @@ impl GceDouble {
                 });
             }
         });
-        GceDouble { addr, state, task }
+        let d = GceDouble { addr, state, task };
+        // A fresh project's `default` VPC: auto mode, a `default` subnetwork per region.
+        d.plant(
+            "networks",
+            "global",
+            "default",
+            json!({"autoCreateSubnetworks": true, "mtu": 1460}),
+        );
+        for (i, r) in DEFAULT_REGIONS.iter().enumerate() {
+            d.plant(
+                "subnetworks",
+                &format!("regions/{r}"),
+                "default",
+                json!({"network": format!("{SELF}/projects/{PROJECT}/global/networks/default"),
+                       "ipCidrRange": format!("10.{}.0.0/20", 128 + i), "region": format!("{SELF}/projects/{PROJECT}/regions/{r}")}),
+            );
+        }
+        d
     }
 
     pub fn origin(&self) -> String {
@@ -242,13 +268,14 @@ impl GceDouble {
             .collect()
     }
 
-    /// Names of the resources of a collection that exist now, with their scope.
+    /// Names of the resources of a collection that exist now, with their scope (the
+    /// project's `default` VPC left out).
     pub fn existing(&self, collection: &str) -> Vec<(String, String)> {
         let mut st = self.state.lock().unwrap();
         tick(&mut st);
         st.resources
             .keys()
-            .filter(|(c, _, _)| c == collection)
+            .filter(|(c, _, n)| c == collection && n != "default")
             .map(|(_, s, n)| (s.clone(), n.clone()))
             .collect()
     }
