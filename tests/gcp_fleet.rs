@@ -729,3 +729,30 @@ async fn dstack_a4_and_a3_mega_files_plan_as_is() {
     assert_eq!(i["hourly_usd"], Value::Null, "the catalog has no A4 host price");
     assert!(d.requests().is_empty(), "plans call nothing");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shrinking_a_fleet_deletes_the_nodes_the_plan_says() {
+    let d = GceDouble::start().await;
+    let env = Env::new(&d, "").await;
+    let file = env.write_fleet("mega.yaml", &MEGA_SPOT.replace("nodes: 2", "nodes: 3"));
+    ok(&env.run(&["fleet", "apply", &file, "--yes"]).await, "apply 3");
+    assert_eq!(d.existing("instances").len(), 3);
+    let file = env.write_fleet("mega.yaml", MEGA_SPOT);
+    let out = env.run(&["fleet", "plan", &file, "--json"]).await;
+    let plan: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let deletes: Vec<&str> = plan["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["action"] == "delete")
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(deletes, vec!["mega-2"]);
+    ok(&env.run(&["fleet", "apply", &file, "--yes"]).await, "apply 2");
+    let mut left: Vec<String> = d.existing("instances").into_iter().map(|(_, n)| n).collect();
+    left.sort();
+    assert_eq!(left, vec!["mega-0", "mega-1"]);
+    let state = env.state();
+    assert_eq!(state["fleets"][0]["nodes"].as_array().unwrap().len(), 2);
+    assert!(!env.fleet_resources("mega").iter().any(|r| r["name"] == "mega-2"));
+}

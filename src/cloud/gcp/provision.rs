@@ -218,7 +218,7 @@ impl Gcp {
             match self.attempt(fleet, c, &res, rec, &mut created, progress).await {
                 Ok(()) => {
                     attempts.push(format!("{}: created", c.describe()));
-                    outcome = Ok(());
+                    outcome = self.drop_stale(fleet, c, &res, rec, progress).await;
                     break;
                 }
                 Err(AttemptError { failure, error }) => {
@@ -344,72 +344,23 @@ impl Gcp {
             error: ComputeError::Http(GcpError::Config(e)),
         };
         let had = rec.list().map_err(fatal)?;
-        for r in res.iter().filter(|r| r.kind != Kind::Instance) {
-            let record = r.record("creating");
-            if had.iter().any(|h| h.same(&record) && h.state == "created") {
-                continue;
-            }
-            rec.put(&record).map_err(fatal)?;
-            progress(format!(
-                "  create {} {} ({})",
-                r.kind.as_str(),
-                r.name,
-                place(&r.scope)
-            ));
-            match self
-                .compute
-                .insert_wait(&r.scope, r.kind.collection(), &r.body)
-                .await
-            {
-                Ok(_) => {}
-                Err(e) if e.status() == Some(409) => {
-                    // Exists: ours (an earlier run) is adopted, anything else is refused.
-                    let got: Option<Named> = self
-                        .compute
-                        .get(&r.scope, r.kind.collection(), &r.name)
-                        .await
-                        .map_err(|e| AttemptError {
-                        failure: classify(&e),
-                        error: e,
-                    })?;
-                    let ours = got
-                        .as_ref()
-                        .and_then(|g| plan::parse_marker(&g.description))
-                        .is_some_and(|(f, _)| f == fleet.name);
-                    if !ours {
-                        rec.remove(&record).map_err(fatal)?;
-                        return Err(fatal(format!(
-                            "{} {} exists in project {} and is not this fleet's: rename the fleet or name that resource in the fleet file",
-                            r.kind.as_str(),
-                            r.name,
-                            self.compute.project
-                        )));
-                    }
-                    progress(format!(
-                        "  {} {} exists (this fleet's), adopted",
-                        r.kind.as_str(),
-                        r.name
-                    ));
-                }
-                Err(e) => {
-                    // Compute created nothing; make sure, then forget the record.
-                    let gone = self
-                        .compute
-                        .get::<Value>(&r.scope, r.kind.collection(), &r.name)
-                        .await
-                        .is_ok_and(|g| g.is_none());
-                    if gone {
-                        rec.remove(&record).map_err(fatal)?;
-                    }
-                    return Err(AttemptError {
-                        failure: classify(&e),
-                        error: e,
-                    });
-                }
-            }
-            let done = r.record("created");
-            rec.put(&done).map_err(fatal)?;
-            created.push(done);
+        // Networks first, then their firewalls and subnetworks, then the placement policy;
+        // the resources of one step are created at once.
+        let steps: [&[Kind]; 3] = [
+            &[Kind::Network],
+            &[Kind::Firewall, Kind::Subnetwork],
+            &[Kind::PlacementPolicy],
+        ];
+        for kinds in steps {
+            let group: Vec<&Resource> = res
+                .iter()
+                .filter(|r| kinds.contains(&r.kind))
+                .filter(|r| {
+                    !had.iter()
+                        .any(|h| h.same(&r.record("creating")) && h.state == "created")
+                })
+                .collect();
+            self.create_group(fleet, &group, rec, created, progress).await?;
         }
         // Instances: the nodes not yet up, all inserted at once.
         let up: HashSet<usize> = rec
@@ -500,6 +451,161 @@ impl Gcp {
             failure: classify(&error),
             error,
         })
+    }
+
+    /// After a successful attempt: delete what the fleet no longer needs (nodes beyond its
+    /// count, resources of places it left), as the plan showed.
+    async fn drop_stale(
+        &self,
+        fleet: &Fleet,
+        c: &Candidate,
+        res: &[Resource],
+        rec: &dyn Recorder,
+        progress: Progress<'_>,
+    ) -> Result<(), String> {
+        let count = plan::node_count(fleet);
+        let all = rec.list()?;
+        let used_regions: HashSet<String> = all
+            .iter()
+            .filter(|r| r.kind == "instance" && r.node.is_some_and(|n| n < count))
+            .filter_map(|r| {
+                r.zone
+                    .as_deref()
+                    .map(|z| super::compute::region_of_zone(z).to_string())
+            })
+            .collect();
+        let stale: Vec<ResourceRecord> = all
+            .into_iter()
+            .filter(|h| {
+                if res.iter().any(|r| r.record("x").same(h)) {
+                    return false;
+                }
+                // Nodes left in other regions (placement: any) keep their networks there.
+                let elsewhere = used_regions.iter().any(|r| r != &c.region);
+                match (h.kind.as_str(), &h.region) {
+                    ("instance", _) => h.node.is_none_or(|n| n >= count),
+                    (_, Some(r)) => r == &c.region || !used_regions.contains(r),
+                    (_, None) => !elsewhere,
+                }
+            })
+            .collect();
+        if stale.is_empty() {
+            return Ok(());
+        }
+        progress(format!(
+            "deleting {} resource(s) the fleet no longer needs",
+            stale.len()
+        ));
+        self.teardown(stale, rec, progress).await
+    }
+
+    /// Create non-instance resources at once: each recorded `creating` first, then inserted;
+    /// an existing one of this fleet (409 with its marker) is adopted.
+    async fn create_group(
+        &self,
+        fleet: &Fleet,
+        group: &[&Resource],
+        rec: &dyn Recorder,
+        created: &mut Vec<ResourceRecord>,
+        progress: Progress<'_>,
+    ) -> Result<(), AttemptError> {
+        let fatal = |e: String| AttemptError {
+            failure: Failure::Other,
+            error: ComputeError::Http(GcpError::Config(e)),
+        };
+        for r in group {
+            rec.put(&r.record("creating")).map_err(fatal)?;
+            progress(format!(
+                "  create {} {} ({})",
+                r.kind.as_str(),
+                r.name,
+                place(&r.scope)
+            ));
+        }
+        let mut set = tokio::task::JoinSet::new();
+        for (i, r) in group.iter().enumerate() {
+            let compute = self.compute.clone();
+            let (scope, collection, body) = (r.scope.clone(), r.kind.collection(), r.body.clone());
+            set.spawn(async move { (i, compute.insert_wait(&scope, collection, &body).await) });
+        }
+        let mut results: Vec<Option<Result<(), ComputeError>>> = vec![None; group.len()];
+        while let Some(joined) = set.join_next().await {
+            if let Ok((i, r)) = joined {
+                results[i] = Some(r.map(|_| ()));
+            }
+        }
+        let mut first_error = None;
+        for (r, result) in group.iter().zip(results) {
+            let record = r.record("creating");
+            let result = result.unwrap_or_else(|| {
+                Err(ComputeError::Http(GcpError::Config(
+                    "the create task stopped".into(),
+                )))
+            });
+            match result {
+                Ok(()) => {}
+                Err(e) if e.status() == Some(409) => {
+                    // Exists: ours (an earlier run) is adopted, anything else is refused.
+                    let got: Option<Named> = self
+                        .compute
+                        .get(&r.scope, r.kind.collection(), &r.name)
+                        .await
+                        .map_err(|e| AttemptError {
+                        failure: classify(&e),
+                        error: e,
+                    })?;
+                    let ours = got
+                        .as_ref()
+                        .and_then(|g| plan::parse_marker(&g.description))
+                        .is_some_and(|(f, _)| f == fleet.name);
+                    if !ours {
+                        rec.remove(&record).map_err(fatal)?;
+                        first_error.get_or_insert(fatal(format!(
+                            "{} {} exists in project {} and is not this fleet's: rename the fleet or name that resource in the fleet file",
+                            r.kind.as_str(),
+                            r.name,
+                            self.compute.project
+                        )));
+                        continue;
+                    }
+                    progress(format!(
+                        "  {} {} exists (this fleet's), adopted",
+                        r.kind.as_str(),
+                        r.name
+                    ));
+                }
+                Err(e) => {
+                    progress(format!(
+                        "  {} {}: {}: {}",
+                        r.kind.as_str(),
+                        r.name,
+                        e.code(),
+                        e.message()
+                    ));
+                    // Compute created nothing; make sure, then forget the record.
+                    let gone = self
+                        .compute
+                        .get::<Value>(&r.scope, r.kind.collection(), &r.name)
+                        .await
+                        .is_ok_and(|g| g.is_none());
+                    if gone {
+                        rec.remove(&record).map_err(fatal)?;
+                    }
+                    first_error.get_or_insert(AttemptError {
+                        failure: classify(&e),
+                        error: e,
+                    });
+                    continue;
+                }
+            }
+            let done = r.record("created");
+            rec.put(&done).map_err(fatal)?;
+            created.push(done);
+        }
+        match first_error {
+            None => Ok(()),
+            Some(e) => Err(e),
+        }
     }
 
     /// Delete resources in teardown order (instances first), each recorded `deleting` before
