@@ -756,3 +756,70 @@ async fn shrinking_a_fleet_deletes_the_nodes_the_plan_says() {
     assert_eq!(state["fleets"][0]["nodes"].as_array().unwrap().len(), 2);
     assert!(!env.fleet_resources("mega").iter().any(|r| r["name"] == "mega-2"));
 }
+
+/// The double's instances bound to testbed nodes (real sshd in network namespaces behind
+/// a bastion): apply logs in to each through the bastion, `exec` runs on them, delete.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn instances_bound_to_testbed_nodes_apply_exec_delete() {
+    let Some(tb) = tokio::task::spawn_blocking(|| support::testbed::Testbed::new(2, 0))
+        .await
+        .unwrap()
+    else {
+        return;
+    };
+    let d = GceDouble::start().await;
+    let addrs: Vec<String> = tb.nodes.iter().map(|n| n.addr.clone()).collect();
+    let refs: Vec<&str> = addrs.iter().map(String::as_str).collect();
+    d.internal_pool(&refs);
+    let key = tb.user_key.display();
+    let config = format!(
+        "  public_ips: false\n  ssh_user: root\n  ssh_public_key: {key}.pub\n  identity_file: {key}\n  proxy_jump:\n    hostname: {b}\n    user: root\n    identity_file: {key}\n",
+        b = tb.bastion.addr
+    );
+    let env = Env::new(&d, &config).await;
+    let file = env.write_fleet("tbg.yaml", &MEGA_SPOT.replace("name: mega", "name: tbg"));
+    let out = env
+        .run(&["fleet", "apply", &file, "--yes", "--accept-new-host-keys"])
+        .await;
+    let err = ok(&out, "apply");
+    assert!(err.contains("SSH login works"), "{err}");
+    let body = &d.instance_inserts()[0];
+    assert!(
+        body["networkInterfaces"][0]["accessConfigs"].is_null(),
+        "no external IP: {body}"
+    );
+    let state = env.state();
+    let mut hosts: Vec<String> = state["fleets"][0]["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| {
+            assert_eq!(n["proxy_jump"]["host"], tb.bastion.addr.as_str());
+            n["host"].as_str().unwrap().to_string()
+        })
+        .collect();
+    hosts.sort();
+    let mut want = addrs.clone();
+    want.sort();
+    assert_eq!(hosts, want);
+
+    let out = env.run(&["exec", "tbg", "--", "ip -4 -o addr show eth0"]).await;
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    for i in 0..2 {
+        assert_eq!(
+            stdout
+                .lines()
+                .filter(|l| l.starts_with(&format!("tbg-{i}: ")))
+                .count(),
+            1,
+            "{stdout}"
+        );
+    }
+    for a in &addrs {
+        assert!(stdout.contains(&format!("{a}/")), "{a} not among\n{stdout}");
+    }
+    ok(&env.run(&["fleet", "delete", "tbg", "--yes"]).await, "delete");
+    assert!(d.existing("instances").is_empty());
+    drop(tb);
+}

@@ -253,6 +253,7 @@ fn gcp_backend(paths: &Paths) -> anyhow::Result<GcpBackend> {
         catalog: Arc::new(catalog),
         state_dir: paths.state_dir.clone(),
         home: std::env::var_os("HOME").map(std::path::PathBuf::from),
+        ssh: None,
     })
 }
 
@@ -387,7 +388,14 @@ pub fn backend(kind: BackendKind, cli: &Cli, paths: &Paths) -> anyhow::Result<Bo
                 fanout: 64,
             })
         }
-        BackendKind::Gcp => Box::new(gcp_backend(paths)?),
+        BackendKind::Gcp => {
+            let mut b = gcp_backend(paths)?;
+            if b.settings.proxy_jump.is_some() {
+                let (pool, resolver) = super::ssh_setup(cli);
+                b.ssh = Some(crate::exec::Transport::Ssh { pool, resolver });
+            }
+            Box::new(b)
+        }
     })
 }
 

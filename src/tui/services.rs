@@ -272,7 +272,7 @@ impl Services {
             };
             let transport = match fleet.backend.as_str() {
                 "local" => exec::Transport::Local,
-                "ssh" => exec::Transport::Ssh { pool, resolver },
+                "ssh" | "gcp" => exec::Transport::Ssh { pool, resolver },
                 other => {
                     return drop(
                         tx.send(fail(format!("the {other} backend is not in this build")))
@@ -338,7 +338,7 @@ impl Services {
         };
         let transport = match record.backend.as_str() {
             "local" => exec::Transport::Local,
-            "ssh" => exec::Transport::Ssh {
+            "ssh" | "gcp" => exec::Transport::Ssh {
                 pool: self.pool.clone(),
                 resolver: self.resolver.clone(),
             },
@@ -397,7 +397,7 @@ impl Services {
         for node in &record.nodes {
             let target = match record.backend.as_str() {
                 "local" => PaneTarget::Local { shell: shell.clone() },
-                "ssh" => PaneTarget::Ssh {
+                "ssh" | "gcp" => PaneTarget::Ssh {
                     pool: self.pool.clone(),
                     route: self.resolver.route(node),
                 },

@@ -86,6 +86,7 @@ struct State {
     running_since: HashMap<Key, Instant>,
     nat_pool: Vec<String>,
     nat_next: usize,
+    internal_pool: Vec<String>,
     // Faults.
     stockout: HashSet<String>,
     quota: HashMap<String, String>,
@@ -177,6 +178,11 @@ impl GceDouble {
     /// External addresses handed to new instances, in order (then cycled).
     pub fn nat_pool(&self, ips: &[&str]) {
         self.state.lock().unwrap().nat_pool = ips.iter().map(|s| s.to_string()).collect();
+    }
+
+    /// nic0's internal addresses for new instances, in order (binds them to testbed nodes).
+    pub fn internal_pool(&self, ips: &[&str]) {
+        self.state.lock().unwrap().internal_pool = ips.iter().map(|s| s.to_string()).collect();
     }
 
     /// Inserts of instances in `zone` fail with ZONE_RESOURCE_POOL_EXHAUSTED.
@@ -846,10 +852,15 @@ fn finish(st: &mut State, key: &(String, String)) {
                 } else {
                     st.nat_pool[st.nat_next % st.nat_pool.len()].clone()
                 };
+                let internal = (!st.internal_pool.is_empty())
+                    .then(|| st.internal_pool[(st.nat_next) % st.internal_pool.len()].clone());
                 st.nat_next += 1;
                 if let Some(v) = st.resources.get_mut(&rk) {
                     v["status"] = json!("RUNNING");
-                    if let Some(ac) = v["networkInterfaces"][0]["accessConfigs"].get_mut(0) {
+                    if let (Some(ip), Some(nic0)) = (internal, v.pointer_mut("/networkInterfaces/0")) {
+                        nic0["networkIP"] = json!(ip);
+                    }
+                    if let Some(ac) = v.pointer_mut("/networkInterfaces/0/accessConfigs/0") {
                         ac["natIP"] = json!(ip);
                     }
                 }

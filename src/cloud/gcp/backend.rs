@@ -24,6 +24,8 @@ pub struct GcpBackend {
     pub catalog: Arc<Catalog>,
     pub state_dir: PathBuf,
     pub home: Option<PathBuf>,
+    /// SSH for nodes behind `gcp.proxy_jump`.
+    pub ssh: Option<crate::exec::Transport>,
 }
 
 /// The state store as a [`Recorder`] for one fleet: every call is one locked transaction.
@@ -183,6 +185,7 @@ impl GcpBackend {
             identity_file,
             ready_wait: Duration::from_secs(self.settings.ssh_wait_secs.unwrap_or(600)),
             ssh_port: 22,
+            ssh: self.ssh.clone(),
         })
     }
 

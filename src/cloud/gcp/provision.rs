@@ -56,6 +56,9 @@ pub struct Gcp {
     pub ready_wait: Duration,
     /// Port probed for the SSH banner (22 on GCE).
     pub ssh_port: u16,
+    /// How to log in to nodes behind `gcp.proxy_jump` (their readiness is a login there,
+    /// since their port cannot be probed from here).
+    pub ssh: Option<crate::exec::Transport>,
 }
 
 /// Why an attempt in one place failed.
@@ -723,23 +726,95 @@ impl Gcp {
                     if public { "external" } else { "internal" }
                 )
             })?;
-            let left = self.ready_wait.saturating_sub(start.elapsed());
-            let banner = wait_ssh(&host, self.ssh_port, left.max(Duration::from_secs(5)))
-                .await
-                .map_err(|e| format!("instance {} ({host}): SSH not answering: {e}", r.name))?;
-            progress(format!("  {}: RUNNING at {host}, SSH answers ({banner})", r.name));
-            nodes.push(NodeTarget {
+            let node = NodeTarget {
                 index: r.node.unwrap_or(nodes.len()),
                 name: r.name.clone(),
-                host,
+                host: host.clone(),
                 port: (self.ssh_port != 22).then_some(self.ssh_port),
                 user: Some(self.settings.ssh_user()),
                 identity_file: self.identity_file.clone(),
-                proxy_jump: None,
+                proxy_jump: self
+                    .settings
+                    .proxy_jump
+                    .as_ref()
+                    .map(crate::fleet::JumpTarget::from),
                 internal_ip: r.internal_ip.clone(),
-            });
+            };
+            if node.proxy_jump.is_none() {
+                let left = self.ready_wait.saturating_sub(start.elapsed());
+                let banner = wait_ssh(&host, self.ssh_port, left.max(Duration::from_secs(5)))
+                    .await
+                    .map_err(|e| format!("instance {} ({host}): SSH not answering: {e}", r.name))?;
+                progress(format!("  {}: RUNNING at {host}, SSH answers ({banner})", r.name));
+            }
+            nodes.push(node);
+        }
+        if self.settings.proxy_jump.is_some() {
+            self.wait_login(&nodes, start, progress).await?;
         }
         Ok(nodes)
+    }
+
+    /// Log in to every node (through the bastion) until each runs `uname -n`.
+    async fn wait_login(
+        &self,
+        nodes: &[NodeTarget],
+        start: tokio::time::Instant,
+        progress: Progress<'_>,
+    ) -> Result<(), String> {
+        let transport = self
+            .ssh
+            .clone()
+            .ok_or("gcp.proxy_jump is set but no SSH client was given to reach the nodes through it")?;
+        let mut waiting: Vec<NodeTarget> = nodes.to_vec();
+        loop {
+            let (tx, mut rx) = tokio::sync::mpsc::channel(64);
+            let run = tokio::spawn(crate::exec::run(
+                transport.clone(),
+                waiting.clone(),
+                "uname -n".into(),
+                32,
+                tx,
+            ));
+            let mut names = vec![String::new(); waiting.len()];
+            let mut ready = vec![false; waiting.len()];
+            let mut last = vec![String::new(); waiting.len()];
+            while let Some(e) = rx.recv().await {
+                match e {
+                    crate::exec::Event::Line { node, text, .. } => names[node] = text,
+                    crate::exec::Event::Done { node, result } => {
+                        ready[node] = result.code == 0 && result.error.is_none();
+                        last[node] = result.error.unwrap_or_else(|| format!("exit {}", result.code));
+                    }
+                }
+            }
+            let _ = run.await;
+            let mut still = vec![];
+            let mut why = vec![];
+            for (i, n) in waiting.iter().enumerate() {
+                if ready[i] {
+                    progress(format!(
+                        "  {}: RUNNING at {}, SSH login works ({})",
+                        n.name, n.host, names[i]
+                    ));
+                } else {
+                    still.push(n.clone());
+                    why.push(format!("{}: {}", n.name, last[i]));
+                }
+            }
+            if still.is_empty() {
+                return Ok(());
+            }
+            if start.elapsed() >= self.ready_wait {
+                return Err(format!(
+                    "SSH login failed after {:?}: {}",
+                    self.ready_wait,
+                    why.join("; ")
+                ));
+            }
+            waiting = still;
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
     }
 
     /// The `labels.flightdeck-fleet = F AND labels.flightdeck-owner = O` filter.

@@ -57,6 +57,9 @@ pub struct GcpSettings {
     pub ssh_wait_secs: Option<u64>,
     /// Seconds between polls of a Compute operation (default 2).
     pub operation_poll_secs: Option<f64>,
+    /// A bastion to reach the nodes through (as in a fleet file's `ssh_config.proxy_jump`);
+    /// with `public_ips: false` nodes are then reached on their internal addresses.
+    pub proxy_jump: Option<crate::fleet::spec::ProxyJump>,
 }
 
 /// dstack's `creds`: `{type: default}` (Application Default Credentials) or
