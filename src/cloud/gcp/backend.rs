@@ -175,7 +175,8 @@ impl GcpBackend {
                 .map_or(WaitOptions::default().poll, Duration::from_secs_f64),
             timeout: WaitOptions::default().timeout,
         };
-        let (ssh_keys, identity_file) = self.ssh_key()?;
+        // Only apply needs the key (it checks first); delete, gc and status do not.
+        let (ssh_keys, identity_file) = self.ssh_key().unwrap_or_default();
         Ok(Gcp {
             compute,
             settings: self.settings.clone(),
@@ -227,6 +228,7 @@ impl Backend for GcpBackend {
         progress: Progress<'a>,
     ) -> BoxFuture<'a, Result<Vec<NodeTarget>, String>> {
         Box::pin(async move {
+            self.ssh_key()?;
             let gcp = self.connect().await?;
             progress(format!(
                 "project {}, owner {}, {} as {}",

@@ -776,40 +776,49 @@ pub fn instance_body(
     body
 }
 
-/// The candidate the recorded instances are in, if any: a fleet that is up stays where it is.
-pub fn recorded_candidate(cands: &[Candidate], recorded: Option<&FleetRecord>) -> Option<Candidate> {
-    let inst = recorded?
-        .resources
+/// The candidate the recorded instances are in, if any: a fleet that is up stays where it
+/// is. `Err` when the fleet file no longer allows it (another machine type or model).
+pub fn recorded_candidate(
+    cands: &[Candidate],
+    recorded: Option<&FleetRecord>,
+) -> Result<Option<Candidate>, String> {
+    let Some(inst) = recorded.and_then(|r| {
+        r.resources
+            .iter()
+            .find(|r| r.kind == "instance" && r.state == "created")
+    }) else {
+        return Ok(None);
+    };
+    let zone = inst.zone.clone().unwrap_or_default();
+    let mt = inst.machine_type.clone().unwrap_or_default();
+    let model = inst.provisioning_model.clone().unwrap_or_default();
+    match cands
         .iter()
-        .find(|r| r.kind == "instance" && r.state == "created")?;
-    let zone = inst.zone.clone()?;
-    let mt = inst.machine_type.clone()?;
-    let model = inst.provisioning_model.as_deref().and_then(Model::parse)?;
-    cands
-        .iter()
-        .find(|c| c.zone == zone && c.machine_type == mt && c.model == model)
-        .cloned()
-        .or_else(|| {
-            Some(Candidate {
-                region: super::compute::region_of_zone(&zone).to_string(),
-                zone,
-                flavour: layout::flavour(&mt),
-                machine_type: mt,
-                model,
-                hourly_usd: inst.hourly_micro_usd.map(|m| m as f64 / 1e6),
-                attached: None,
-            })
-        })
+        .find(|c| c.zone == zone && c.machine_type == mt && c.model.api() == model)
+    {
+        Some(c) => Ok(Some(c.clone())),
+        None => Err(format!(
+            "the fleet runs {mt} {model} in {zone}, which the fleet file no longer allows (machine type, provisioning model, zones or max_price changed): delete the fleet first (`flightdeck fleet delete NAME`), then apply"
+        )),
+    }
 }
 
-/// Candidates with the recorded one first.
-pub fn ordered(cands: &[Candidate], recorded: Option<&FleetRecord>) -> Vec<Candidate> {
+/// Candidates with the recorded one first; for `placement: cluster` with nodes up, only
+/// the recorded one (a cluster is not split over zones).
+pub fn ordered(
+    fleet: &Fleet,
+    cands: &[Candidate],
+    recorded: Option<&FleetRecord>,
+) -> Result<Vec<Candidate>, String> {
     let mut out = cands.to_vec();
-    if let Some(r) = recorded_candidate(cands, recorded) {
+    if let Some(r) = recorded_candidate(cands, recorded)? {
+        if fleet.spec.placement == Some(Placement::Cluster) {
+            return Ok(vec![r]);
+        }
         out.retain(|c| !(c.zone == r.zone && c.machine_type == r.machine_type && c.model == r.model));
         out.insert(0, r);
     }
-    out
+    Ok(out)
 }
 
 /// All regions of the candidates, sorted.
@@ -823,7 +832,7 @@ pub fn regions(cands: &[Candidate]) -> Vec<String> {
 /// The plan: the resources of the first candidate (or where the fleet already is) against
 /// the recorded ones.
 pub fn plan(ctx: &Context, cands: &[Candidate], recorded: Option<&FleetRecord>) -> Result<Plan, String> {
-    let order = ordered(cands, recorded);
+    let order = ordered(ctx.fleet, cands, recorded)?;
     let first = order.first().ok_or("no place to create the fleet in")?;
     let want = resources(ctx, first)?;
     let had: Vec<ResourceRecord> = recorded.map(|r| r.resources.clone()).unwrap_or_default();

@@ -194,7 +194,7 @@ impl Gcp {
             resources: rec.list()?,
             created_at: 0,
         };
-        let order = plan::ordered(&cands, Some(&recorded));
+        let order = plan::ordered(fleet, &cands, Some(&recorded))?;
         let mut subnets = BTreeMap::new();
         let mut blocked_zones = HashSet::new();
         let mut blocked_regions = HashSet::new();
