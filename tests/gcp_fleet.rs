@@ -823,3 +823,33 @@ async fn instances_bound_to_testbed_nodes_apply_exec_delete() {
     assert!(d.existing("instances").is_empty());
     drop(tb);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delete_also_finds_unrecorded_resources_marked_for_the_fleet() {
+    let d = GceDouble::start().await;
+    let env = Env::new(&d, "").await;
+    let file = env.write_fleet("mega.yaml", MEGA_SPOT);
+    ok(&env.run(&["fleet", "apply", &file, "--yes"]).await, "apply");
+    let marker = flightdeck::cloud::gcp::plan::marker("mega", "tester");
+    d.plant(
+        "networks",
+        "global",
+        "mega-stray",
+        serde_json::json!({"description": marker}),
+    );
+    d.plant(
+        "networks",
+        "global",
+        "theirs",
+        serde_json::json!({"description": "not ours"}),
+    );
+    let out = env.run(&["fleet", "delete", "mega", "--yes"]).await;
+    let err = ok(&out, "delete");
+    assert!(
+        err.contains("mega-stray: marked for this fleet but not recorded"),
+        "{err}"
+    );
+    let nets: Vec<String> = d.existing("networks").into_iter().map(|(_, n)| n).collect();
+    assert_eq!(nets, vec!["theirs"]);
+    assert!(d.existing("instances").is_empty());
+}

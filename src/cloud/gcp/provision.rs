@@ -851,6 +851,26 @@ impl Gcp {
                 items.push(r);
             }
         }
+        // Networks, firewalls, subnetworks and policies marked for this fleet, recorded or not.
+        for o in self.orphans(&[]).await? {
+            if o.fleet != fleet || o.kind == Kind::Instance {
+                continue;
+            }
+            let mut r = ResourceRecord::new(o.kind.as_str(), &o.name, "deleting");
+            match &o.scope {
+                Scope::Zone(z) => r.zone = Some(z.clone()),
+                Scope::Region(g) => r.region = Some(g.clone()),
+                Scope::Global => {}
+            }
+            if !items.iter().any(|h| h.same(&r)) {
+                progress(format!(
+                    "  {} {}: marked for this fleet but not recorded",
+                    o.kind.as_str(),
+                    o.name
+                ));
+                items.push(r);
+            }
+        }
         if items.is_empty() {
             progress(format!(
                 "{fleet}: nothing recorded and no labelled instance: already gone"
