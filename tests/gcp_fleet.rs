@@ -853,3 +853,47 @@ async fn delete_also_finds_unrecorded_resources_marked_for_the_fleet() {
     assert_eq!(nets, vec!["theirs"]);
     assert!(d.existing("instances").is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spot_policy_auto_falls_back_to_on_demand_after_every_spot_zone() {
+    let d = GceDouble::start().await;
+    d.spot_outage();
+    let env = Env::new(&d, "").await;
+    let file = env.write_fleet(
+        "mega.yaml",
+        &MEGA_SPOT.replace("spot_policy: spot", "spot_policy: auto"),
+    );
+    let out = env.run(&["fleet", "apply", &file, "--yes"]).await;
+    let err = ok(&out, "apply");
+    for n in 1..=6 {
+        assert!(err.contains(&format!("try {n}: a3-megagpu-8g SPOT in")), "{err}");
+    }
+    assert!(
+        err.contains("try 7: a3-megagpu-8g STANDARD in us-central1-a at $92.21/h"),
+        "{err}"
+    );
+    let models: Vec<Value> = d
+        .instance_inserts()
+        .iter()
+        .map(|b| b["scheduling"]["provisioningModel"].clone())
+        .collect();
+    assert_eq!(
+        models.iter().filter(|m| *m == "SPOT").count(),
+        12,
+        "two nodes in each of six Spot zones"
+    );
+    assert_eq!(models.iter().filter(|m| *m == "STANDARD").count(), 2);
+    let standard = d
+        .instance_inserts()
+        .into_iter()
+        .find(|b| b["scheduling"]["provisioningModel"] == "STANDARD")
+        .unwrap();
+    assert_eq!(standard["scheduling"]["automaticRestart"], true);
+    assert_eq!(standard["scheduling"]["onHostMaintenance"], "TERMINATE");
+    assert!(standard["scheduling"]["instanceTerminationAction"].is_null());
+    let res = env.fleet_resources("mega");
+    assert!(res
+        .iter()
+        .filter(|r| r["kind"] == "instance")
+        .all(|r| r["provisioning_model"] == "STANDARD"));
+}

@@ -96,6 +96,7 @@ struct State {
     deny_inserts: bool,
     page_size: Option<usize>,
     capacity: HashMap<String, usize>,
+    spot_outage: bool,
 }
 
 /// The double; stops when dropped.
@@ -183,6 +184,11 @@ impl GceDouble {
     /// nic0's internal addresses for new instances, in order (binds them to testbed nodes).
     pub fn internal_pool(&self, ips: &[&str]) {
         self.state.lock().unwrap().internal_pool = ips.iter().map(|s| s.to_string()).collect();
+    }
+
+    /// No Spot capacity anywhere: every Spot instance insert ends in a stockout.
+    pub fn spot_outage(&self) {
+        self.state.lock().unwrap().spot_outage = true;
     }
 
     /// Inserts of instances in `zone` fail with ZONE_RESOURCE_POOL_EXHAUSTED.
@@ -673,7 +679,8 @@ fn insert(st: &mut State, scope: &str, collection: &str, req: &Recorded) -> Repl
             }
             None => false,
         };
-        if st.stockout.contains(&zone) || out_of_capacity {
+        let spot = body["scheduling"]["provisioningModel"] == "SPOT";
+        if st.stockout.contains(&zone) || out_of_capacity || (spot && st.spot_outage) {
             let mt = body["machineType"]
                 .as_str()
                 .unwrap_or("")

@@ -202,7 +202,13 @@ impl Gcp {
         let mut attempts = vec![];
         let mut outcome: Result<(), String> = Err(String::new());
         for (n, c) in order.iter().enumerate() {
-            if blocked_zones.contains(&c.zone) || blocked_regions.contains(&c.region) {
+            // Capacity and quota are per provisioning model (Spot has its own pool and its
+            // PREEMPTIBLE_* quotas); an unusable zone is unusable for all.
+            let all = None;
+            if blocked_zones.contains(&(c.zone.clone(), Some(c.model)))
+                || blocked_zones.contains(&(c.zone.clone(), all))
+                || blocked_regions.contains(&(c.region.clone(), Some(c.model)))
+            {
                 continue;
             }
             progress(format!("try {}: {}", n + 1, c.describe()));
@@ -236,12 +242,13 @@ impl Gcp {
                                 format!(" (Google suggests {})", hint.join(", "))
                             };
                             progress(format!("  {}: {reason}; trying the next zone{hint}", c.zone));
-                            blocked_zones.insert(c.zone.clone());
+                            let model = (failure == Failure::Capacity).then_some(c.model);
+                            blocked_zones.insert((c.zone.clone(), model));
                         }
                         Failure::RegionQuota => {
                             progress(format!("  {}: {reason}; trying another region", c.region));
                             progress(format!("  {}", advice(&error, failure, &self.compute.project)));
-                            blocked_regions.insert(c.region.clone());
+                            blocked_regions.insert((c.region.clone(), Some(c.model)));
                         }
                         Failure::GlobalQuota | Failure::Permission | Failure::Other => {
                             let what = advice(&error, failure, &self.compute.project);
