@@ -607,10 +607,21 @@ async fn gc_finds_a_planted_orphan_and_deletes_it_with_yes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn preempted_spot_nodes_show_up_in_status() {
     let d = GceDouble::start().await;
-    d.preempt_spot_after(Duration::from_millis(200));
     let env = Env::new(&d, "").await;
     let file = env.write_fleet("mega.yaml", MEGA_SPOT);
     ok(&env.run(&["fleet", "apply", &file, "--yes"]).await, "apply");
+    let out = env.run(&["fleet", "status", "mega", "--json"]).await;
+    ok(&out, "status while running");
+    let h: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        h.as_array()
+            .unwrap()
+            .iter()
+            .all(|n| n["status"] == "RUNNING" && n["lost"].is_null()),
+        "{h}"
+    );
+    // Spot VMs that have run 100 ms are preempted from now on.
+    d.preempt_spot_after(Duration::from_millis(100));
     // Poll status until the double has preempted both (a deadline, not a timed assertion).
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     let health = loop {

@@ -227,7 +227,14 @@ impl Gcp {
             match self.attempt(fleet, c, &res, rec, &mut created, progress).await {
                 Ok(()) => {
                     attempts.push(format!("{}: created", c.describe()));
-                    outcome = self.drop_stale(fleet, c, &res, rec, progress).await;
+                    // What is left over stays recorded for the next apply or delete; the
+                    // fleet just made is not rolled back for it.
+                    if let Err(e) = self.drop_stale(fleet, c, &res, rec, progress).await {
+                        progress(format!(
+                            "warning: could not delete what the fleet no longer needs: {e}"
+                        ));
+                    }
+                    outcome = Ok(());
                     break;
                 }
                 Err(AttemptError { failure, error }) => {
@@ -709,6 +716,17 @@ impl Gcp {
                         ))
                     }
                     Some(i) if i.status == "RUNNING" => break i,
+                    Some(i)
+                        if matches!(
+                            i.status.as_str(),
+                            "TERMINATED" | "STOPPED" | "STOPPING" | "SUSPENDED"
+                        ) =>
+                    {
+                        return Err(format!(
+                            "instance {} is {} before it was ready (preempted?)",
+                            r.name, i.status
+                        ))
+                    }
                     Some(i) if start.elapsed() >= self.ready_wait => {
                         return Err(format!(
                             "instance {} is {} after {:?}",
@@ -1044,6 +1062,7 @@ impl Gcp {
     /// How each recorded instance is doing: running, or lost (preempted, stopped, gone).
     pub async fn check(&self, record: &FleetRecord) -> Result<Vec<NodeHealth>, String> {
         let mut out = vec![];
+        let mut events: BTreeMap<Scope, Vec<Value>> = BTreeMap::new();
         for r in record.resources.iter().filter(|r| r.kind == "instance") {
             let scope = plan::record_scope(r);
             let got: Option<Instance> = self
@@ -1051,25 +1070,24 @@ impl Gcp {
                 .get(&scope, "instances", &r.name)
                 .await
                 .map_err(|e| e.to_string())?;
-            let preempted = match &scope {
-                Scope::Zone(_) => {
-                    let ops: Vec<Value> = self
-                        .compute
-                        .list(
-                            &scope,
-                            "operations",
-                            Some("operationType = \"compute.instances.preempted\""),
-                        )
-                        .await
-                        .map_err(|e| e.to_string())?;
-                    ops.iter().any(|o| {
-                        o["targetLink"]
-                            .as_str()
-                            .is_some_and(|t| t.ends_with(&format!("/instances/{}", r.name)))
-                    })
-                }
-                _ => false,
-            };
+            // The zone's preemption events, listed once per zone.
+            if let (Scope::Zone(z), false) = (&scope, events.contains_key(&scope)) {
+                let ops: Vec<Value> = self
+                    .compute
+                    .list(
+                        &scope,
+                        "operations",
+                        Some("operationType = \"compute.instances.preempted\""),
+                    )
+                    .await
+                    .map_err(|e| format!("preemption events of {z}: {e}"))?;
+                events.insert(scope.clone(), ops);
+            }
+            let preempted = events.get(&scope).into_iter().flatten().any(|o| {
+                o["targetLink"]
+                    .as_str()
+                    .is_some_and(|t| t.ends_with(&format!("/instances/{}", r.name)))
+            });
             let status = got.as_ref().map_or("GONE".to_string(), |i| i.status.clone());
             let lost = match (status.as_str(), preempted) {
                 ("RUNNING", _) => None,
