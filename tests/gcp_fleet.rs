@@ -230,6 +230,14 @@ async fn a3_mega_two_nodes_apply_with_tcpxo_layout_then_delete_twice() {
     assert_eq!(nodes[0]["name"], "a3-mega-0");
     assert_eq!(nodes[0]["user"], "ubuntu");
 
+    // No credential reaches the state, the log or the output.
+    let mut written = std::fs::read_to_string(env.home.join("fd/state/state.json")).unwrap();
+    written.push_str(&std::fs::read_to_string(env.home.join("fd/state/flightdeck.log")).unwrap_or_default());
+    written.push_str(&err);
+    for secret in ["do-not-print", "ya29.", "1//"] {
+        assert!(!written.contains(secret), "`{secret}` leaked");
+    }
+
     // Apply again: nothing new.
     let api_posts = |d: &GceDouble| {
         d.calls("POST", "")
