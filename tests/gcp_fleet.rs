@@ -98,6 +98,22 @@ impl Env {
             .collect()
     }
 
+    /// Start flightdeck in the background (to kill it mid-way).
+    fn spawn(&self, args: &[&str]) -> std::process::Child {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_flightdeck"));
+        cmd.args(args)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", &self.home)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        for (k, v) in &self.env {
+            cmd.env(k, v);
+        }
+        cmd.spawn().unwrap()
+    }
+
     fn write_fleet(&self, name: &str, text: &str) -> String {
         let p = self.home.join(name);
         std::fs::write(&p, text).unwrap();
@@ -522,18 +538,7 @@ async fn killed_mid_apply_then_applied_again_leaves_no_duplicate_and_nothing_unr
     d.slow_operations(Duration::from_secs(3));
     let env = Env::new(&d, "").await;
     let file = env.write_fleet("mega.yaml", MEGA_SPOT);
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_flightdeck"));
-    cmd.args(["fleet", "apply", &file, "--yes"])
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", &env.home)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
-    for (k, v) in &env.env {
-        cmd.env(k, v);
-    }
-    let mut child = cmd.spawn().unwrap();
+    let mut child = env.spawn(&["fleet", "apply", &file, "--yes"]);
     // Wait (with a deadline) until both instance inserts reached the double, then kill -9.
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     while d.calls("POST", "/instances").len() < 2 {
@@ -915,4 +920,41 @@ async fn spot_policy_auto_falls_back_to_on_demand_after_every_spot_zone() {
         .iter()
         .filter(|r| r["kind"] == "instance")
         .all(|r| r["provisioning_model"] == "STANDARD"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_mid_delete_then_deleted_again_leaves_nothing() {
+    let d = GceDouble::start().await;
+    let env = Env::new(&d, "").await;
+    let file = env.write_fleet("mega.yaml", &MEGA_SPOT.replace("gpudirect: none", "create: true"));
+    ok(&env.run(&["fleet", "apply", &file, "--yes"]).await, "apply");
+    d.slow_operations(Duration::from_secs(3));
+    let mut child = env.spawn(&["fleet", "delete", "mega", "--yes"]);
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while d.calls("DELETE", "").len() < 2 {
+        assert!(std::time::Instant::now() < deadline, "the deletes never came");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let res = env.fleet_resources("mega");
+    assert!(
+        res.iter().any(|r| r["state"] == "deleting"),
+        "recorded as deleting before the call: {res:?}"
+    );
+    d.slow_operations(Duration::from_millis(20));
+    ok(
+        &env.run(&["fleet", "delete", "mega", "--yes"]).await,
+        "delete again",
+    );
+    for c in [
+        "instances",
+        "networks",
+        "firewalls",
+        "subnetworks",
+        "resourcePolicies",
+    ] {
+        assert!(d.existing(c).is_empty(), "{c} left: {:?}", d.existing(c));
+    }
+    assert!(env.state()["fleets"].as_array().unwrap().is_empty());
 }
