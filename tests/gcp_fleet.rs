@@ -958,3 +958,47 @@ async fn killed_mid_delete_then_deleted_again_leaves_nothing() {
     }
     assert!(env.state()["fleets"].as_array().unwrap().is_empty());
 }
+
+/// What the cockpit runs on each reload of the Fleets view: every GCP fleet's nodes
+/// checked, lost ones marked in the state (the views show them).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cockpits_check_marks_preempted_nodes_in_the_state() {
+    use flightdeck::cloud::gcp::backend::GcpBackend;
+    use flightdeck::cloud::gcp::settings::{Creds, GcpSettings};
+    let d = GceDouble::start().await;
+    let env = Env::new(&d, "").await;
+    let file = env.write_fleet("mega.yaml", MEGA_SPOT);
+    ok(&env.run(&["fleet", "apply", &file, "--yes"]).await, "apply");
+    // Only this test reads the process environment (the others hand it to children).
+    std::env::set_var("FLIGHTDECK_GCP_COMPUTE_URL", d.origin());
+    let backend = GcpBackend {
+        settings: GcpSettings {
+            project_id: Some(PROJECT.into()),
+            owner: Some("tester".into()),
+            creds: Some(Creds::ServiceAccount {
+                filename: None,
+                data: Some(d.credentials().to_string()),
+            }),
+            ..GcpSettings::default()
+        },
+        catalog: std::sync::Arc::new(flightdeck::catalog::Catalog::embedded().clone()),
+        state_dir: env.home.join("fd/state"),
+        home: Some(env.home.clone()),
+        ssh: None,
+    };
+    let check = flightdeck::cloud::gcp::upkeep::check_all(&backend).await.unwrap();
+    assert!(!check, "all running: nothing changed");
+    d.preempt_spot_after(Duration::from_millis(100));
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !flightdeck::cloud::gcp::upkeep::check_all(&backend).await.unwrap() {
+        assert!(std::time::Instant::now() < deadline, "never preempted");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let lost: Vec<Value> = env
+        .fleet_resources("mega")
+        .into_iter()
+        .filter(|r| r["kind"] == "instance")
+        .map(|r| r["lost"].clone())
+        .collect();
+    assert!(lost.iter().any(|l| l == "preempted (TERMINATED)"), "{lost:?}");
+}

@@ -343,15 +343,7 @@ fn status(paths: &Paths, name: &str, json: bool) -> anyhow::Result<ExitCode> {
     let rt = runtime()?;
     let gcp = rt.block_on(backend.connect()).map_err(anyhow::Error::msg)?;
     let health = rt.block_on(gcp.check(&record)).map_err(anyhow::Error::msg)?;
-    store.update(|s| {
-        if let Some(f) = s.fleets.iter_mut().find(|f| f.name == name) {
-            for r in f.resources.iter_mut().filter(|r| r.kind == "instance") {
-                if let Some(h) = health.iter().find(|h| h.name == r.name) {
-                    r.lost = h.lost.clone();
-                }
-            }
-        }
-    })?;
+    crate::cloud::gcp::upkeep::record_health(&store, name, &health).map_err(anyhow::Error::msg)?;
     if json {
         println!("{}", serde_json::to_string_pretty(&health)?);
     } else {

@@ -158,6 +158,7 @@ impl Services {
                     let _ = tx.blocking_send(ServiceEvent::Msg(Msg::Fleets(result)));
                     let _ = tx.blocking_send(ServiceEvent::Msg(Msg::Runs(runs)));
                 });
+                self.check_gcp_nodes();
             }
             Command::OpenPanes(name) => {
                 let (tx, dir) = (self.tx.clone(), self.paths.state_dir.clone());
@@ -378,6 +379,37 @@ impl Services {
                 tracing::warn!("pane {id}: input queue full or closed; keystrokes dropped");
             }
         }
+    }
+
+    /// Ask Google how GCP fleets' nodes are (preempted, stopped, gone): the finding is
+    /// written to the state and the fleets are shown again when it changed anything.
+    /// Failures go to the log; the views keep what the state says.
+    fn check_gcp_nodes(&self) {
+        let (tx, paths) = (self.tx.clone(), self.paths.clone());
+        tokio::spawn(async move {
+            let Ok(config) = crate::config::Config::load(&paths) else {
+                return;
+            };
+            let Some(settings) = config.gcp else { return };
+            let backend = crate::cloud::gcp::backend::GcpBackend {
+                settings,
+                catalog: Arc::new(crate::catalog::Catalog::embedded().clone()),
+                state_dir: paths.state_dir.clone(),
+                home: std::env::var_os("HOME").map(std::path::PathBuf::from),
+                ssh: None,
+            };
+            match crate::cloud::gcp::upkeep::check_all(&backend).await {
+                Ok(true) => {
+                    let dir = paths.state_dir.clone();
+                    let loaded = tokio::task::spawn_blocking(move || Store::new(&dir).load()).await;
+                    if let Ok(Ok((s, _))) = loaded {
+                        let _ = tx.send(ServiceEvent::Msg(Msg::Fleets(Ok(s.fleets)))).await;
+                    }
+                }
+                Ok(false) => {}
+                Err(e) => tracing::warn!("checking GCP nodes: {e}"),
+            }
+        });
     }
 
     fn close_panes(&mut self) {

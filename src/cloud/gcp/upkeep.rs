@@ -308,3 +308,57 @@ pub struct NodeHealth {
     /// Why the node is lost, when it is.
     pub lost: Option<String>,
 }
+
+/// Write what a check found into the state: each instance's `lost` (cleared when it runs
+/// again). Returns whether anything changed.
+pub fn record_health(
+    store: &crate::store::Store,
+    fleet: &str,
+    health: &[NodeHealth],
+) -> Result<bool, String> {
+    store
+        .update(|s| {
+            let mut changed = false;
+            if let Some(f) = s.fleets.iter_mut().find(|f| f.name == fleet) {
+                for r in f.resources.iter_mut().filter(|r| r.kind == "instance") {
+                    if let Some(h) = health.iter().find(|h| h.name == r.name) {
+                        changed |= r.lost != h.lost;
+                        r.lost = h.lost.clone();
+                    }
+                }
+            }
+            changed
+        })
+        .map(|(c, _)| c)
+        .map_err(|e| e.to_string())
+}
+
+/// Check every GCP fleet of the state (the cockpit does on each reload); whether any
+/// node's state changed. The state file is read and written off the async threads.
+pub async fn check_all(backend: &super::backend::GcpBackend) -> Result<bool, String> {
+    let dir = backend.state_dir.clone();
+    let fleets: Vec<FleetRecord> = tokio::task::spawn_blocking(move || crate::store::Store::new(&dir).load())
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.to_string())?
+        .0
+        .fleets
+        .into_iter()
+        .filter(|f| f.backend == "gcp")
+        .collect();
+    if fleets.is_empty() {
+        return Ok(false);
+    }
+    let gcp = backend.connect().await?;
+    let mut changed = false;
+    for f in fleets {
+        let health = gcp.check(&f).await?;
+        let dir = backend.state_dir.clone();
+        changed |= tokio::task::spawn_blocking(move || {
+            record_health(&crate::store::Store::new(&dir), &f.name, &health)
+        })
+        .await
+        .map_err(|e| e.to_string())??;
+    }
+    Ok(changed)
+}
