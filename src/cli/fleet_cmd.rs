@@ -163,14 +163,23 @@ pub fn run(cmd: &FleetCommand, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitC
                 Some(r) => r,
                 // A GCP fleet already deleted (or never recorded): look for labelled
                 // instances anyway, so `delete` twice is fine and finds stragglers.
-                None if gcp_configured(paths) => FleetRecord {
-                    name: name.clone(),
-                    backend: "gcp".into(),
-                    file: None,
-                    nodes: vec![],
-                    resources: vec![],
-                    created_at: 0,
-                },
+                None if gcp_configured(paths) => {
+                    let names: Vec<&str> = state.fleets.iter().map(|f| f.name.as_str()).collect();
+                    let hint = crate::yaml::closest(name, names.iter().copied())
+                        .map(|h| format!(" (did you mean `{h}`?)"))
+                        .unwrap_or_default();
+                    eprintln!(
+                        "no fleet `{name}` in the state{hint}; looking for GCP resources labelled with it"
+                    );
+                    FleetRecord {
+                        name: name.clone(),
+                        backend: "gcp".into(),
+                        file: None,
+                        nodes: vec![],
+                        resources: vec![],
+                        created_at: 0,
+                    }
+                }
                 None => {
                     let names: Vec<&str> = state.fleets.iter().map(|f| f.name.as_str()).collect();
                     let hint = crate::yaml::closest(name, names.iter().copied())
