@@ -22,6 +22,9 @@ pub struct Config {
     /// Key binding overrides per context.
     #[serde(default)]
     pub keys: KeyOverrides,
+    /// The GCP backend: dstack's gcp backend fields plus SSH settings
+    /// (see `cloud::gcp::settings`).
+    pub gcp: Option<crate::cloud::gcp::settings::GcpSettings>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, clap::ValueEnum)]
@@ -83,6 +86,18 @@ pub fn default_text() -> String {
          # --log-level overrides it.\n\
          # log_level: info\n\
          \n\
+         # The GCP backend (dstack's gcp backend fields, plus SSH settings for new VMs).\n\
+         # gcp:\n\
+         #   project_id: my-project\n\
+         #   creds: {type: default}      # or {type: service_account, filename: ~/sa.json}\n\
+         #   regions: [us-central1]\n\
+         #   vpc_name: default\n\
+         #   extra_vpcs: []              # data VPCs, in NIC order (TCPX 4, TCPXO 8)\n\
+         #   roce_vpcs: []               # the RoCE VPC of MRDMA NICs (A3 Ultra, A4)\n\
+         #   vm_service_account: sa@my-project.iam.gserviceaccount.com\n\
+         #   ssh_user: ubuntu\n\
+         #   ssh_public_key: ~/.ssh/id_ed25519.pub\n\
+         \n\
          # Key bindings per context. An entry replaces that action's default keys; a key\n\
          # given here is taken away from any other action of the same context.\n\
          # Chords: q, G, ctrl-c, alt-x, shift-tab, esc, enter, tab, space, up, pageup, f1...\n\
@@ -123,6 +138,7 @@ mod tests {
             .filter(|l| {
                 l.starts_with("theme:")
                     || l.starts_with("log_level:")
+                    || l.starts_with("gcp:")
                     || l.starts_with("keys:")
                     || l.starts_with("  ")
             })
@@ -133,6 +149,10 @@ mod tests {
         assert_eq!(cfg.theme.as_deref(), Some("dark"));
         assert_eq!(cfg.log_level, Some(LogLevel::Info));
         assert_eq!(cfg.keymap().bindings(), Keymap::defaults().bindings());
+        assert_eq!(
+            cfg.gcp.as_ref().and_then(|g| g.project_id.as_deref()),
+            Some("my-project")
+        );
         // As shipped (all commented) it is the empty default config.
         let cfg: Config = yaml::from_str(Path::new("default.yaml"), &text).unwrap();
         assert!(cfg.theme.is_none() && cfg.keys.0.is_empty());

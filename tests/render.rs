@@ -703,3 +703,38 @@ fn every_widget_survives_tiny_sizes() {
         }
     }
 }
+
+#[test]
+fn gcp_fleet_in_the_fleets_and_nodes_views() {
+    use flightdeck::store::ResourceRecord;
+    let mut rec = fleet_record("mega", "gcp", 2);
+    for n in &mut rec.nodes {
+        n.proxy_jump = None;
+        n.user = Some("ubuntu".into());
+    }
+    rec.file = Some("/home/op/fleets/a3-mega-tcpxo.yaml".into());
+    for i in 0..2 {
+        rec.resources.push(ResourceRecord {
+            zone: Some("us-east4-b".into()),
+            machine_type: Some("a3-megagpu-8g".into()),
+            provisioning_model: Some("SPOT".into()),
+            node: Some(i),
+            external_ip: Some(format!("10.88.0.{}", i + 1)),
+            internal_ip: Some(format!("10.10.0.{}", i + 2)),
+            nics: Some("1+8 GVNIC".into()),
+            hourly_micro_usd: Some(16_598_720),
+            lost: (i == 1).then(|| "preempted (TERMINATED)".to_string()),
+            ..ResourceRecord::new("instance", &format!("mega-{i}"), "created")
+        });
+    }
+    rec.resources.push(ResourceRecord {
+        region: Some("us-east4".into()),
+        ..ResourceRecord::new("placement_policy", "mega-placement", "created")
+    });
+    let mut s = state();
+    update(&mut s, Msg::Fleets(Ok(vec![rec])));
+    keys(&mut s, "2");
+    snapshot("gcp_fleets", &s);
+    keys(&mut s, "3");
+    snapshot("gcp_nodes", &s);
+}

@@ -44,7 +44,7 @@ pub fn resolve_fleet(
     };
     let transport = match backend.as_str() {
         "local" => Transport::Local,
-        "ssh" => {
+        "ssh" | "gcp" => {
             let (pool, resolver) = super::ssh_setup(cli);
             Transport::Ssh { pool, resolver }
         }

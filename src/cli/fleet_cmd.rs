@@ -1,12 +1,17 @@
-//! `flightdeck fleet validate|plan|apply|list|delete` for the local and SSH backends.
+//! `flightdeck fleet validate|plan|apply|list|delete|gc|status` for the local, SSH and GCP
+//! backends.
 
 use super::{Cli, FleetCommand};
+use crate::cloud::gcp::backend::GcpBackend;
+use crate::cloud::gcp::ops::Scope;
 use crate::cloud::{self, Backend, Plan};
+use crate::config::Config;
 use crate::fleet::{self, BackendKind, Fleet, Severity};
 use crate::paths::Paths;
 use crate::store::{self, FleetRecord, Store};
 use std::io::IsTerminal;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 pub fn run(cmd: &FleetCommand, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
     match cmd {
@@ -19,8 +24,14 @@ pub fn run(cmd: &FleetCommand, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitC
             let (state, recovery) = store.load()?;
             note_recovery(recovery);
             let recorded = state.fleets.iter().find(|f| f.name == fleet.name);
-            let backend = backend(fleet.backend, cli)?;
-            let plan = backend.plan(&fleet, recorded);
+            let backend = backend(fleet.backend, cli, paths)?;
+            let plan = match backend.plan(&fleet, recorded) {
+                Ok(p) => p,
+                Err(e) => {
+                    eprintln!("fleet plan: {e}");
+                    return Ok(ExitCode::FAILURE);
+                }
+            };
             if *json {
                 println!("{}", serde_json::to_string_pretty(&plan)?);
             } else {
@@ -46,8 +57,14 @@ pub fn run(cmd: &FleetCommand, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitC
                     );
                 }
             }
-            let backend = backend(fleet.backend, cli)?;
-            let plan = backend.plan(&fleet, recorded);
+            let backend = backend(fleet.backend, cli, paths)?;
+            let plan = match backend.plan(&fleet, recorded) {
+                Ok(p) => p,
+                Err(e) => {
+                    eprintln!("fleet apply: {e}");
+                    return Ok(ExitCode::FAILURE);
+                }
+            };
             print_plan(&plan);
             if !yes && !ask(&format!("Apply fleet `{}`?", fleet.name))? {
                 eprintln!("nothing changed");
@@ -59,21 +76,51 @@ pub fn run(cmd: &FleetCommand, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitC
                 Ok(n) => n,
                 Err(e) => {
                     eprintln!("fleet apply: {e}");
-                    eprintln!("nothing was recorded");
+                    // Cloud resources are recorded as they are made: say what is left.
+                    let (left, _) = store.update(|s| {
+                        let left = s
+                            .fleets
+                            .iter()
+                            .find(|f| f.name == fleet.name)
+                            .map(|f| f.resources.len() + f.nodes.len())
+                            .unwrap_or(0);
+                        if left == 0 {
+                            s.fleets.retain(|f| f.name != fleet.name);
+                        }
+                        left
+                    })?;
+                    if left == 0 {
+                        eprintln!("nothing was recorded");
+                    } else {
+                        eprintln!(
+                            "the state keeps fleet `{}` with what it has ({left} resource(s)/node(s)); `flightdeck fleet apply` again or `flightdeck fleet delete {}`",
+                            fleet.name, fleet.name
+                        );
+                    }
                     return Ok(ExitCode::FAILURE);
                 }
             };
-            let record = FleetRecord {
-                name: fleet.name.clone(),
-                backend: fleet.backend.as_str().to_string(),
-                file: std::fs::canonicalize(&fleet.file).ok(),
-                nodes,
-                resources: vec![],
-                created_at: recorded.map(|r| r.created_at).unwrap_or_else(store::now_unix),
-            };
-            store.update(|s| {
+            let file = std::fs::canonicalize(&fleet.file).ok();
+            let created_at = recorded.map(|r| r.created_at).unwrap_or_else(store::now_unix);
+            let (record, _) = store.update(|s| {
+                // Resources were recorded during apply (GCP): keep them.
+                let resources = s
+                    .fleets
+                    .iter()
+                    .find(|f| f.name == fleet.name)
+                    .map(|f| f.resources.clone())
+                    .unwrap_or_default();
+                let record = FleetRecord {
+                    name: fleet.name.clone(),
+                    backend: fleet.backend.as_str().to_string(),
+                    file: file.clone(),
+                    nodes: nodes.clone(),
+                    resources,
+                    created_at,
+                };
                 s.fleets.retain(|f| f.name != record.name);
                 s.fleets.push(record.clone());
+                record
             })?;
             eprintln!("fleet `{}`: {} node(s) ready", fleet.name, record.nodes.len());
             Ok(ExitCode::SUCCESS)
@@ -112,41 +159,73 @@ pub fn run(cmd: &FleetCommand, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitC
             let store = Store::new(&paths.state_dir);
             let (state, recovery) = store.load()?;
             note_recovery(recovery);
-            let Some(record) = state.fleets.iter().find(|f| f.name == *name).cloned() else {
-                let names: Vec<&str> = state.fleets.iter().map(|f| f.name.as_str()).collect();
-                let hint = crate::yaml::closest(name, names.iter().copied())
-                    .map(|h| format!("; did you mean `{h}`?"))
-                    .unwrap_or_default();
-                anyhow::bail!("no fleet `{name}` in the state{hint}");
+            let record = match state.fleets.iter().find(|f| f.name == *name).cloned() {
+                Some(r) => r,
+                // A GCP fleet already deleted (or never recorded): look for labelled
+                // instances anyway, so `delete` twice is fine and finds stragglers.
+                None if gcp_configured(paths) => {
+                    let names: Vec<&str> = state.fleets.iter().map(|f| f.name.as_str()).collect();
+                    let hint = crate::yaml::closest(name, names.iter().copied())
+                        .map(|h| format!(" (did you mean `{h}`?)"))
+                        .unwrap_or_default();
+                    eprintln!(
+                        "no fleet `{name}` in the state{hint}; looking for GCP resources labelled with it"
+                    );
+                    FleetRecord {
+                        name: name.clone(),
+                        backend: "gcp".into(),
+                        file: None,
+                        nodes: vec![],
+                        resources: vec![],
+                        created_at: 0,
+                    }
+                }
+                None => {
+                    let names: Vec<&str> = state.fleets.iter().map(|f| f.name.as_str()).collect();
+                    let hint = crate::yaml::closest(name, names.iter().copied())
+                        .map(|h| format!("; did you mean `{h}`?"))
+                        .unwrap_or_default();
+                    anyhow::bail!("no fleet `{name}` in the state{hint}");
+                }
             };
             let kind = match record.backend.as_str() {
                 "local" => BackendKind::Local,
                 "ssh" => BackendKind::Ssh,
+                "gcp" => BackendKind::Gcp,
                 other => {
-                    anyhow::bail!("fleet `{name}` uses the {other} backend, which is not in this build yet")
+                    anyhow::bail!("fleet `{name}` uses the {other} backend, which this build does not know")
                 }
             };
             for n in &record.nodes {
                 eprintln!("  delete  node  {:<20} {}", n.name, n.host);
             }
+            for r in &record.resources {
+                let place = r
+                    .zone
+                    .clone()
+                    .or_else(|| r.region.clone())
+                    .unwrap_or_else(|| "global".into());
+                eprintln!("  delete  {:<16} {:<28} {place}", r.kind, r.name);
+            }
             if !yes && !ask(&format!("Delete fleet `{name}`?"))? {
                 eprintln!("nothing changed");
                 return Ok(ExitCode::FAILURE);
             }
-            let backend = backend(kind, cli)?;
+            let backend = backend(kind, cli, paths)?;
             let progress = |line: String| eprintln!("{line}");
-            runtime()?
-                .block_on(backend.delete(&record, &progress))
-                .map_err(anyhow::Error::msg)?;
+            if let Err(e) = runtime()?.block_on(backend.delete(&record, &progress)) {
+                eprintln!("fleet delete: {e}");
+                eprintln!(
+                    "what could not be deleted stays in the state; `flightdeck fleet delete {name}` retries"
+                );
+                return Ok(ExitCode::FAILURE);
+            }
             store.update(|s| s.fleets.retain(|f| f.name != *name))?;
+            eprintln!("fleet `{name}`: deleted");
             Ok(ExitCode::SUCCESS)
         }
-        FleetCommand::Gc { .. } => {
-            eprintln!(
-                "flightdeck fleet gc: not available in this build yet (the GCP backend has not landed)"
-            );
-            Ok(ExitCode::from(2))
-        }
+        FleetCommand::Gc { yes, json } => gc(paths, *yes, *json),
+        FleetCommand::Status { name, json } => status(paths, name, *json),
     }
 }
 
@@ -171,8 +250,135 @@ pub fn note_recovery(r: Option<store::Recovery>) {
     }
 }
 
+/// The GCP backend from the config file's `gcp:` block.
+fn gcp_backend(paths: &Paths) -> anyhow::Result<GcpBackend> {
+    let config = Config::load(paths)?;
+    let settings = config.gcp.unwrap_or_default();
+    let catalog = crate::catalog::live::startup(Some(&paths.state_dir))
+        .catalog
+        .into_owned();
+    Ok(GcpBackend {
+        settings,
+        catalog: Arc::new(catalog),
+        state_dir: paths.state_dir.clone(),
+        home: std::env::var_os("HOME").map(std::path::PathBuf::from),
+        ssh: None,
+    })
+}
+
+fn gcp_configured(paths: &Paths) -> bool {
+    Config::load(paths).is_ok_and(|c| c.gcp.is_some())
+}
+
+/// `fleet gc`: resources of this owner that no fleet record knows.
+fn gc(paths: &Paths, yes: bool, json: bool) -> anyhow::Result<ExitCode> {
+    let backend = gcp_backend(paths)?;
+    let store = Store::new(&paths.state_dir);
+    let rt = runtime()?;
+    let gcp = rt.block_on(backend.connect()).map_err(anyhow::Error::msg)?;
+    let (state, recovery) = store.load()?;
+    note_recovery(recovery);
+    let orphans = rt
+        .block_on(gcp.orphans(&state.fleets))
+        .map_err(anyhow::Error::msg)?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&orphans)?);
+    } else if orphans.is_empty() {
+        eprintln!(
+            "no orphans: every resource labelled flightdeck-owner={} in project {} is in the state",
+            gcp.owner, gcp.compute.project
+        );
+    } else {
+        let rows: Vec<[String; 4]> = orphans
+            .iter()
+            .map(|o| {
+                [
+                    o.kind.as_str().to_string(),
+                    o.name.clone(),
+                    match &o.scope {
+                        Scope::Global => "global".to_string(),
+                        s => s.location().to_string(),
+                    },
+                    o.fleet.clone(),
+                ]
+            })
+            .collect();
+        print_table(&["KIND", "NAME", "WHERE", "FLEET"], &rows);
+    }
+    if orphans.is_empty() {
+        return Ok(ExitCode::SUCCESS);
+    }
+    if !yes {
+        if json || !std::io::stdin().is_terminal() {
+            eprintln!(
+                "{} orphan(s) found; `flightdeck fleet gc --yes` deletes them",
+                orphans.len()
+            );
+            return Ok(ExitCode::SUCCESS);
+        }
+        if !ask(&format!("Delete these {} resource(s)?", orphans.len()))? {
+            eprintln!("nothing changed");
+            return Ok(ExitCode::SUCCESS);
+        }
+    }
+    let progress = |line: String| eprintln!("{line}");
+    match rt.block_on(gcp.delete_orphans(&orphans, &progress)) {
+        Ok(()) => {
+            eprintln!("{} orphan(s) deleted", orphans.len());
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            eprintln!("fleet gc: {e}");
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
+/// `fleet status NAME`: each node as Compute sees it; lost nodes are marked in the state.
+fn status(paths: &Paths, name: &str, json: bool) -> anyhow::Result<ExitCode> {
+    let store = Store::new(&paths.state_dir);
+    let (state, recovery) = store.load()?;
+    note_recovery(recovery);
+    let Some(record) = state.fleets.iter().find(|f| f.name == name).cloned() else {
+        anyhow::bail!("no fleet `{name}` in the state");
+    };
+    if record.backend != "gcp" {
+        anyhow::bail!(
+            "fleet `{name}` is a {} fleet; status asks the cloud, for GCP fleets",
+            record.backend
+        );
+    }
+    let backend = gcp_backend(paths)?;
+    let rt = runtime()?;
+    let gcp = rt.block_on(backend.connect()).map_err(anyhow::Error::msg)?;
+    let health = rt.block_on(gcp.check(&record)).map_err(anyhow::Error::msg)?;
+    crate::cloud::gcp::upkeep::record_health(&store, name, &health).map_err(anyhow::Error::msg)?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&health)?);
+    } else {
+        let rows: Vec<[String; 5]> = health
+            .iter()
+            .map(|h| {
+                [
+                    h.name.clone(),
+                    h.zone.clone(),
+                    h.provisioning_model.clone(),
+                    h.status.clone(),
+                    h.lost.clone().unwrap_or_default(),
+                ]
+            })
+            .collect();
+        print_table(&["NODE", "ZONE", "MODEL", "STATUS", "LOST"], &rows);
+    }
+    Ok(if health.iter().any(|h| h.lost.is_some()) {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
 /// The backend for a kind, with SSH settings from the command line.
-pub fn backend(kind: BackendKind, cli: &Cli) -> anyhow::Result<Box<dyn Backend>> {
+pub fn backend(kind: BackendKind, cli: &Cli, paths: &Paths) -> anyhow::Result<Box<dyn Backend>> {
     Ok(match kind {
         BackendKind::Local => Box::new(cloud::local::Local),
         BackendKind::Ssh => {
@@ -183,7 +389,14 @@ pub fn backend(kind: BackendKind, cli: &Cli) -> anyhow::Result<Box<dyn Backend>>
                 fanout: 64,
             })
         }
-        BackendKind::Gcp => anyhow::bail!("the gcp backend is not in this build yet"),
+        BackendKind::Gcp => {
+            let mut b = gcp_backend(paths)?;
+            if b.settings.proxy_jump.is_some() {
+                let (pool, resolver) = super::ssh_setup(cli);
+                b.ssh = Some(crate::exec::Transport::Ssh { pool, resolver });
+            }
+            Box::new(b)
+        }
     })
 }
 
@@ -241,10 +454,55 @@ fn validate(files: &[std::path::PathBuf]) -> ExitCode {
 fn print_plan(plan: &Plan) {
     eprintln!("fleet `{}` ({} backend):", plan.fleet, plan.backend);
     for c in &plan.changes {
-        eprintln!("  {:<7} {:<5} {:<20} {}", c.action, c.kind, c.name, c.place);
+        match &c.cloud {
+            None => eprintln!("  {:<7} {:<5} {:<20} {}", c.action, c.kind, c.name, c.place),
+            Some(d) => {
+                let mut extra = vec![];
+                if let Some(m) = &d.machine_type {
+                    extra.push(m.clone());
+                }
+                if let Some(n) = &d.nics {
+                    extra.push(format!("NICs {}", n.layout));
+                }
+                if let Some(p) = &d.provisioning_model {
+                    extra.push(p.clone());
+                }
+                if c.kind == "instance" {
+                    extra.push(cost(d.hourly_usd));
+                }
+                eprintln!(
+                    "  {:<7} {:<16} {:<28} {:<16} {}",
+                    c.action,
+                    c.kind,
+                    c.name,
+                    c.place,
+                    extra.join("  ")
+                );
+            }
+        }
     }
     if plan.is_noop() {
         eprintln!("  (no changes)");
+    }
+    if let Some(total) = plan.hourly_usd {
+        eprintln!("  cost when up: {}", cost(total));
+    }
+    if !plan.fallbacks.is_empty() {
+        eprintln!("  if out of capacity, then (in order):");
+        for f in plan.fallbacks.iter().take(8) {
+            eprintln!("    {f}");
+        }
+        if plan.fallbacks.len() > 8 {
+            eprintln!("    ... and {} more", plan.fallbacks.len() - 8);
+        }
+    }
+}
+
+/// `$33.20/h ($24,236/month)`, or `price unknown`.
+fn cost(hourly: Option<f64>) -> String {
+    match hourly {
+        Some(h) => format!("${h:.2}/h (${:.0}/month)", h * 730.0),
+        None => "price unknown".into(),
     }
 }
 

@@ -161,6 +161,17 @@ pub enum FleetCommand {
         /// Delete what was found without asking.
         #[arg(long)]
         yes: bool,
+        /// Print one JSON document of what was found.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Ask the cloud how a fleet's nodes are: running, or preempted / stopped / gone.
+    Status {
+        /// The fleet's name.
+        name: String,
+        /// Print one JSON document instead of a table.
+        #[arg(long)]
+        json: bool,
     },
 }
 

@@ -10,23 +10,61 @@ use crate::ssh::client::BoxFuture;
 use crate::store::FleetRecord;
 
 /// One step of a plan.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Change {
     /// create, delete or keep.
     pub action: &'static str,
-    /// What kind of thing: node (and, with GCP, instance, network, ...).
+    /// What kind of thing: node; with GCP instance, placement_policy, network, subnetwork,
+    /// firewall.
     pub kind: &'static str,
     pub name: String,
-    /// Where it is: an address, or a zone.
+    /// Where it is: an address, a zone, a region or `global`.
     pub place: String,
+    /// Cloud resources: zone or region, machine type, NICs, provisioning model and price.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub cloud: Option<CloudDetail>,
+}
+
+/// What a plan says about a cloud resource.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct CloudDetail {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub zone: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub region: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub machine_type: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nics: Option<NicSummary>,
+    /// STANDARD, SPOT, FLEX_START.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provisioning_model: Option<String>,
+    /// USD per hour; null when the catalog has no price.
+    pub hourly_usd: Option<f64>,
+}
+
+/// The NICs of an instance: how many, and each one's type in order (`GVNIC`, `MRDMA`;
+/// `DEFAULT` where the API picks).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct NicSummary {
+    pub count: usize,
+    pub types: Vec<String>,
+    /// `1+8 GVNIC`.
+    pub layout: String,
 }
 
 /// What `apply` would do, from the fleet file against what the state records.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct Plan {
     pub fleet: String,
     pub backend: &'static str,
     pub changes: Vec<Change>,
+    /// The cost per hour of what the fleet will run (cloud backends); null when unknown.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hourly_usd: Option<Option<f64>>,
+    /// Where apply tries, in order, if the first place has no capacity (cloud backends).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub fallbacks: Vec<String>,
 }
 
 impl Plan {
@@ -42,8 +80,8 @@ pub trait Backend: Send + Sync {
     fn kind(&self) -> BackendKind;
 
     /// What apply would do; changes nothing.
-    fn plan(&self, fleet: &Fleet, recorded: Option<&FleetRecord>) -> Plan {
-        node_plan(self.kind(), fleet, recorded)
+    fn plan(&self, fleet: &Fleet, recorded: Option<&FleetRecord>) -> Result<Plan, String> {
+        Ok(node_plan(self.kind(), fleet, recorded))
     }
 
     /// Bring the fleet up (or check it is reachable); returns its nodes as reached.
@@ -77,6 +115,7 @@ pub fn node_plan(kind: BackendKind, fleet: &Fleet, recorded: Option<&FleetRecord
             kind: "node",
             name: n.name.clone(),
             place: place(n),
+            cloud: None,
         });
     }
     for h in &had {
@@ -86,6 +125,7 @@ pub fn node_plan(kind: BackendKind, fleet: &Fleet, recorded: Option<&FleetRecord
                 kind: "node",
                 name: h.name.clone(),
                 place: place(h),
+                cloud: None,
             });
         }
     }
@@ -93,6 +133,7 @@ pub fn node_plan(kind: BackendKind, fleet: &Fleet, recorded: Option<&FleetRecord
         fleet: fleet.name.clone(),
         backend: kind.as_str(),
         changes,
+        ..Plan::default()
     }
 }
 

@@ -409,6 +409,70 @@ impl Validator<'_> {
             if n.min == Some(0) && n.max == Some(0) {
                 self.error(&["nodes"], "0 nodes: expected at least 1");
             }
+            if n.min.is_none() {
+                self.error(&["nodes"], format!("{n}: a GCP fleet needs a minimum node count"));
+            }
+        }
+        if let Some(d) = s.flex_start {
+            if !(600..=604_800).contains(&d.0) {
+                self.error(
+                    &["flex_start"],
+                    format!(
+                        "{}s: flex-start VMs run between 10 minutes and 7 days (600..604800 s)",
+                        d.0
+                    ),
+                );
+            }
+            if matches!(
+                s.spot_policy,
+                Some(spec::SpotPolicy::Spot | spec::SpotPolicy::Auto)
+            ) {
+                self.error(
+                    &["spot_policy"],
+                    "flex-start VMs are not Spot VMs: drop `spot_policy` or set it to on-demand",
+                );
+            }
+        }
+        let net = s.network.clone().unwrap_or_default();
+        let mut flavours = Vec::new();
+        for (i, mt) in s.instance_types.iter().flatten().enumerate() {
+            match crate::cloud::gcp::layout::resolve(net.gpudirect, mt) {
+                Ok(f) => flavours.push(f),
+                Err(e) => {
+                    let at: &[&str] = if yaml::locate(self.text, &["network", "gpudirect"]).is_some() {
+                        &["network", "gpudirect"]
+                    } else {
+                        &["instance_types"]
+                    };
+                    self.error(at, format!("instance_types[{i}]: {e}"));
+                }
+            }
+        }
+        if let Some(vpcs) = &net.data_vpcs {
+            for f in &flavours {
+                let want = crate::cloud::gcp::layout::profile("", *f).data_nics as usize;
+                if vpcs.len() != want {
+                    self.error(
+                        &["network", "data_vpcs"],
+                        format!(
+                            "{} VPCs listed, but {} needs {want} (one per data NIC)",
+                            vpcs.len(),
+                            if *f == crate::catalog::GpuDirect::None {
+                                "GPUDirect off".to_string()
+                            } else {
+                                format!("GPUDirect-{}", f.label())
+                            }
+                        ),
+                    );
+                    break;
+                }
+            }
+        }
+        if net.roce_vpc.is_some() && flavours.iter().any(|f| *f != crate::catalog::GpuDirect::Rdma) {
+            self.error(
+                &["network", "roce_vpc"],
+                "a RoCE VPC is for RDMA machine types (a3-ultragpu-8g, a4-highgpu-8g) only",
+            );
         }
     }
 }
@@ -551,8 +615,64 @@ mod tests {
     }
 
     #[test]
+    fn gpudirect_flavours_are_checked_against_the_machine_type() {
+        let e = errors(
+            "type: fleet\nname: a\nnodes: 2\ninstance_types: [a3-megagpu-8g]\nnetwork:\n  gpudirect: tcpx\n",
+        );
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert!(
+            e[0].starts_with("f.yaml:6:3: network.gpudirect: instance_types[0]: a3-megagpu-8g has GPUDirect-TCPXO, not TCPX"),
+            "{e:?}"
+        );
+        let e = errors(
+            "type: fleet\nname: a\nnodes: 1\ninstance_types: [g2-standard-8]\nnetwork:\n  gpudirect: rdma\n",
+        );
+        assert!(
+            e[0].contains("g2-standard-8 has no GPUDirect networking, not RDMA"),
+            "{e:?}"
+        );
+        let e = errors("type: fleet\nname: a\nnodes: 1\ninstance_types: [a3-highgpu-8g]\nnetwork:\n  data_vpcs: [a, b]\n");
+        assert!(
+            e[0].starts_with("f.yaml:6:3: network.data_vpcs: 2 VPCs listed, but GPUDirect-TCPX needs 4"),
+            "{e:?}"
+        );
+        let e = errors("type: fleet\nname: a\nnodes: 1\ninstance_types: [a3-megagpu-8g]\nflex_start: 5m\nspot_policy: spot\n");
+        assert!(
+            e.iter().any(|m| m.starts_with("f.yaml:5:1: flex_start: 300s")),
+            "{e:?}"
+        );
+        assert!(
+            e.iter()
+                .any(|m| m.contains("spot_policy: flex-start VMs are not Spot VMs")),
+            "{e:?}"
+        );
+        ok("type: fleet\nname: a\nnodes: 2\ninstance_types: [a3-megagpu-8g]\nnetwork:\n  gpudirect: none\n");
+        let f = ok("type: fleet\nname: a\nnodes: 2\ninstance_types: [a4-highgpu-8g]\nflex_start: 7d\n");
+        assert_eq!(f.spec.flex_start, Some(spec::RunDuration(604_800)));
+    }
+
+    #[test]
+    fn dstack_gcp_cluster_files_validate() {
+        for f in ["a4-fleet.dstack.yml", "a3mega-fleet.dstack.yml"] {
+            let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures/dstack")
+                .join(f);
+            let fleet = load(&path).unwrap_or_else(|d| panic!("{f}: {d:?}"));
+            assert_eq!(fleet.backend, BackendKind::Gcp, "{f}");
+            assert!(fleet.warnings.is_empty(), "{f}: {:?}", fleet.warnings);
+        }
+    }
+
+    #[test]
     fn shipped_examples_validate() {
-        for f in ["local.yaml", "ssh-hosts.yaml"] {
+        for f in [
+            "local.yaml",
+            "ssh-hosts.yaml",
+            "a3-high-tcpx.yaml",
+            "a3-mega-tcpxo.yaml",
+            "a3-ultra-rdma.yaml",
+            "a4-rdma.yaml",
+        ] {
             let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("fleets").join(f);
             let fleet = load(&path).unwrap_or_else(|d| panic!("{f}: {d:?}"));
             assert!(fleet.warnings.is_empty(), "{f}: {:?}", fleet.warnings);

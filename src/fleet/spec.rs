@@ -30,6 +30,9 @@ pub struct FleetSpec {
     pub ssh_config: Option<SshConfig>,
     /// flightdeck's own block: GPUDirect flavour and VPCs.
     pub network: Option<Network>,
+    /// flightdeck's own: provision as flex-start (Dynamic Workload Scheduler) VMs that run
+    /// at most this long (`24h`, `7d`, `3600`; 10 minutes to 7 days).
+    pub flex_start: Option<RunDuration>,
     // dstack fields flightdeck accepts without acting on them.
     pub env: Option<serde_yaml::Value>,
     pub reservation: Option<String>,
@@ -482,6 +485,53 @@ impl<'de> Deserialize<'de> for GpuSpec {
                     count: m.count.unwrap_or(Range::exact(1)),
                     memory: m.memory,
                 })
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// A run duration in seconds: `600`, `90m`, `24h`, `7d`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunDuration(pub u64);
+
+impl std::str::FromStr for RunDuration {
+    type Err = String;
+    fn from_str(s: &str) -> Result<RunDuration, String> {
+        let t = s.trim();
+        let (num, mult) = match t.char_indices().last() {
+            Some((i, 's')) => (&t[..i], 1),
+            Some((i, 'm')) => (&t[..i], 60),
+            Some((i, 'h')) => (&t[..i], 3600),
+            Some((i, 'd')) => (&t[..i], 86_400),
+            _ => (t, 1),
+        };
+        let n: u64 = num
+            .trim()
+            .parse()
+            .map_err(|_| format!("`{s}` is not a duration: expected e.g. 24h, 90m, 7d or seconds"))?;
+        Ok(RunDuration(n.saturating_mul(mult)))
+    }
+}
+
+impl<'de> Deserialize<'de> for RunDuration {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> de::Visitor<'de> for V {
+            type Value = RunDuration;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a duration like 24h, 90m, 7d or seconds")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<RunDuration, E> {
+                v.parse().map_err(E::custom)
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<RunDuration, E> {
+                Ok(RunDuration(v))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<RunDuration, E> {
+                u64::try_from(v)
+                    .map(RunDuration)
+                    .map_err(|_| E::custom(format!("{v} is not a duration")))
             }
         }
         d.deserialize_any(V)

@@ -50,12 +50,71 @@ pub struct FleetRecord {
     pub created_at: u64,
 }
 
+/// A cloud resource of a fleet. Written with state `creating` before its create call is
+/// sent, so a crash leaves it known; `created` once the create operation finished, then
+/// `deleting` before its delete call. Fields past `state` were added after schema 1 and
+/// are optional, so older files still read.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ResourceRecord {
+    /// instance, placement_policy, network, subnetwork, firewall.
     pub kind: String,
     pub name: String,
+    /// Zonal resources (instances).
     pub zone: Option<String>,
+    /// creating, created, deleting.
     pub state: String,
+    /// Regional resources (subnetworks, placement policies).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub region: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine_type: Option<String>,
+    /// STANDARD, SPOT, FLEX_START.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provisioning_model: Option<String>,
+    /// The node index of an instance.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub external_ip: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub internal_ip: Option<String>,
+    /// `1+8 GVNIC`: the NIC layout of an instance.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nics: Option<String>,
+    /// Price per hour in micro-USD (an integer keeps the record `Eq`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hourly_micro_usd: Option<u64>,
+    /// Set when the instance was found preempted or stopped while the fleet was up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lost: Option<String>,
+}
+
+impl ResourceRecord {
+    pub fn new(kind: &str, name: &str, state: &str) -> ResourceRecord {
+        ResourceRecord {
+            kind: kind.into(),
+            name: name.into(),
+            zone: None,
+            state: state.into(),
+            region: None,
+            machine_type: None,
+            provisioning_model: None,
+            node: None,
+            external_ip: None,
+            internal_ip: None,
+            nics: None,
+            hourly_micro_usd: None,
+            lost: None,
+        }
+    }
+
+    /// The same resource: kind, name and place.
+    pub fn same(&self, other: &ResourceRecord) -> bool {
+        self.kind == other.kind
+            && self.name == other.name
+            && self.zone == other.zone
+            && self.region == other.region
+    }
 }
 
 /// Something started on a fleet's nodes (an NCCL run, a job), detached there.
@@ -459,6 +518,25 @@ mod tests {
         // The next write starts afresh without touching the file set aside.
         store.update(|s| s.fleets.push(fleet("new"))).unwrap();
         assert_eq!(store.load().unwrap().0.fleets.len(), 1);
+    }
+
+    #[test]
+    fn resource_records_of_the_first_shape_still_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path());
+        fs::write(
+            store.path(),
+            r#"{"schema": 1, "fleets": [{"name": "g", "backend": "gcp", "file": null, "nodes": [],
+               "resources": [{"kind": "instance", "name": "g-0", "zone": "us-east4-b", "state": "created"}],
+               "created_at": 5}]}"#,
+        )
+        .unwrap();
+        let (s, _) = store.load().unwrap();
+        let r = &s.fleets[0].resources[0];
+        assert_eq!((r.name.as_str(), r.region.as_ref(), r.node), ("g-0", None, None));
+        store.update(|_| ()).unwrap();
+        let text = fs::read_to_string(store.path()).unwrap();
+        assert!(!text.contains("machine_type"), "unset fields stay out: {text}");
     }
 
     #[test]

@@ -176,6 +176,7 @@ impl Services {
                         super::job_service::refresh(tx, dir, pool, resolver).await;
                     }
                 });
+                self.check_gcp_nodes();
             }
             Command::OpenPanes(name) => {
                 let (tx, dir) = (self.tx.clone(), self.paths.state_dir.clone());
@@ -316,7 +317,7 @@ impl Services {
             };
             let transport = match fleet.backend.as_str() {
                 "local" => exec::Transport::Local,
-                "ssh" => exec::Transport::Ssh { pool, resolver },
+                "ssh" | "gcp" => exec::Transport::Ssh { pool, resolver },
                 other => {
                     return drop(
                         tx.send(fail(format!("the {other} backend is not in this build")))
@@ -402,7 +403,7 @@ impl Services {
         };
         let transport = match record.backend.as_str() {
             "local" => exec::Transport::Local,
-            "ssh" => exec::Transport::Ssh {
+            "ssh" | "gcp" => exec::Transport::Ssh {
                 pool: self.pool.clone(),
                 resolver: self.resolver.clone(),
             },
@@ -444,6 +445,37 @@ impl Services {
         }
     }
 
+    /// Ask Google how GCP fleets' nodes are (preempted, stopped, gone): the finding is
+    /// written to the state and the fleets are shown again when it changed anything.
+    /// Failures go to the log; the views keep what the state says.
+    fn check_gcp_nodes(&self) {
+        let (tx, paths) = (self.tx.clone(), self.paths.clone());
+        tokio::spawn(async move {
+            let Ok(config) = crate::config::Config::load(&paths) else {
+                return;
+            };
+            let Some(settings) = config.gcp else { return };
+            let backend = crate::cloud::gcp::backend::GcpBackend {
+                settings,
+                catalog: Arc::new(crate::catalog::Catalog::embedded().clone()),
+                state_dir: paths.state_dir.clone(),
+                home: std::env::var_os("HOME").map(std::path::PathBuf::from),
+                ssh: None,
+            };
+            match crate::cloud::gcp::upkeep::check_all(&backend).await {
+                Ok(true) => {
+                    let dir = paths.state_dir.clone();
+                    let loaded = tokio::task::spawn_blocking(move || Store::new(&dir).load()).await;
+                    if let Ok(Ok((s, _))) = loaded {
+                        let _ = tx.send(ServiceEvent::Msg(Msg::Fleets(Ok(s.fleets)))).await;
+                    }
+                }
+                Ok(false) => {}
+                Err(e) => tracing::warn!("checking GCP nodes: {e}"),
+            }
+        });
+    }
+
     fn close_panes(&mut self) {
         for (_, (h, _)) in self.panes.drain() {
             let _ = h.input.try_send(PaneInput::Close);
@@ -461,7 +493,7 @@ impl Services {
         for node in &record.nodes {
             let target = match record.backend.as_str() {
                 "local" => PaneTarget::Local { shell: shell.clone() },
-                "ssh" => PaneTarget::Ssh {
+                "ssh" | "gcp" => PaneTarget::Ssh {
                     pool: self.pool.clone(),
                     route: self.resolver.route(node),
                 },

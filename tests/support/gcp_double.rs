@@ -253,20 +253,31 @@ impl GcpDouble {
 }
 
 async fn serve(mut conn: TcpStream, state: Arc<Mutex<State>>) -> std::io::Result<()> {
-    // Read the head, then Content-Length bytes of body.
+    let Some(mut rec) = read_request(&mut conn).await? else {
+        return Ok(());
+    };
+    let reply = respond(&rec, &state);
+    rec.status = reply.status;
+    state.lock().unwrap().requests.push(rec);
+    write_reply(&mut conn, &reply).await
+}
+
+/// Read one HTTP/1.1 request (head, then Content-Length bytes of body); `None` when the
+/// peer closed first.
+pub async fn read_request(conn: &mut TcpStream) -> std::io::Result<Option<Recorded>> {
     let mut buf = Vec::new();
     let mut chunk = [0u8; 4096];
     let head_end = loop {
         let n = conn.read(&mut chunk).await?;
         if n == 0 {
-            return Ok(());
+            return Ok(None);
         }
         buf.extend_from_slice(&chunk[..n]);
         if let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
             break p;
         }
         if buf.len() > 1 << 20 {
-            return Ok(());
+            return Ok(None);
         }
     };
     let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
@@ -296,23 +307,25 @@ async fn serve(mut conn: TcpStream, state: Arc<Mutex<State>>) -> std::io::Result
         Some((p, q)) => (p.to_string(), parse_query(q)),
         None => (target.clone(), Vec::new()),
     };
-    let mut rec = Recorded {
+    Ok(Some(Recorded {
         method,
         path,
         query,
         headers,
         body: String::from_utf8_lossy(&body).into_owned(),
         status: 0,
-    };
-    let reply = respond(&rec, &state);
-    rec.status = reply.status;
-    state.lock().unwrap().requests.push(rec);
+    }))
+}
+
+/// Write a reply and close the connection.
+pub async fn write_reply(conn: &mut TcpStream, reply: &Reply) -> std::io::Result<()> {
     let reason = match reply.status {
         200 => "OK",
         400 => "Bad Request",
         401 => "Unauthorized",
         403 => "Forbidden",
         404 => "Not Found",
+        409 => "Conflict",
         429 => "Too Many Requests",
         500 => "Internal Server Error",
         503 => "Service Unavailable",
@@ -333,14 +346,14 @@ async fn serve(mut conn: TcpStream, state: Arc<Mutex<State>>) -> std::io::Result
     conn.shutdown().await
 }
 
-struct Reply {
-    status: u16,
-    content_type: &'static str,
-    body: String,
-    retry_after: Option<u64>,
+pub struct Reply {
+    pub status: u16,
+    pub content_type: &'static str,
+    pub body: String,
+    pub retry_after: Option<u64>,
 }
 
-fn json_reply(status: u16, v: Value) -> Reply {
+pub fn json_reply(status: u16, v: Value) -> Reply {
     Reply {
         status,
         content_type: "application/json; charset=UTF-8",
@@ -351,12 +364,13 @@ fn json_reply(status: u16, v: Value) -> Reply {
 
 /// Google's error body: `{"error": {"code", "message", "errors": [{"message", "domain",
 /// "reason"}], "status"}}`.
-fn google_error(status: u16, reason: &str, message: &str) -> Value {
+pub fn google_error(status: u16, reason: &str, message: &str) -> Value {
     let grpc = match status {
         400 => "INVALID_ARGUMENT",
         401 => "UNAUTHENTICATED",
         403 => "PERMISSION_DENIED",
         404 => "NOT_FOUND",
+        409 => "ALREADY_EXISTS",
         429 => "RESOURCE_EXHAUSTED",
         503 => "UNAVAILABLE",
         _ => "INTERNAL",
@@ -518,7 +532,7 @@ fn page(pages: &[Value], token: Option<&str>) -> Reply {
     json_reply(200, v)
 }
 
-fn parse_query(q: &str) -> Vec<(String, String)> {
+pub fn parse_query(q: &str) -> Vec<(String, String)> {
     q.split('&')
         .filter(|p| !p.is_empty())
         .map(|p| {

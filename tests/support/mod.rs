@@ -1,6 +1,7 @@
 //! Shared test harnesses.
 #![allow(dead_code)]
 
+pub mod gce_double;
 pub mod gcp_double;
 pub mod nccl_double;
 pub mod testbed;
@@ -20,4 +21,18 @@ pub fn flightdeck(home: &std::path::Path, args: &[&str]) -> std::process::Output
 
 pub fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
+}
+
+/// Run the flightdeck binary with a clean environment plus `env`.
+pub fn flightdeck_env(home: &std::path::Path, args: &[&str], env: &[(&str, String)]) -> std::process::Output {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_flightdeck"));
+    c.args(args)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .stdin(std::process::Stdio::null());
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().expect("run flightdeck")
 }

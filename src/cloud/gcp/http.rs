@@ -305,15 +305,42 @@ impl GcpClient {
         url: &str,
         query: &[(&str, String)],
     ) -> Result<Vec<u8>, GcpError> {
+        self.send(Method::Get, service, url, query, None).await
+    }
+
+    /// One authorized request with retries; the reply body on 2xx. A POST or DELETE is
+    /// retried only when the caller made it idempotent (Compute's `requestId` in `query`):
+    /// the same query, so the same `requestId`, goes with every attempt.
+    pub async fn send(
+        &self,
+        method: Method,
+        service: Service,
+        url: &str,
+        query: &[(&str, String)],
+        body: Option<&serde_json::Value>,
+    ) -> Result<Vec<u8>, GcpError> {
         let policy = self.options.retry;
         let max = policy.max_attempts.max(1);
         let mut attempt = 0u32;
         let mut refreshed = false;
         let path = url_path(url);
+        let verb = method.as_str();
+        let payload = body.map(|b| b.to_string());
         loop {
             attempt += 1;
             let (generation, headers) = self.auth.headers().await?;
-            let sent = self.http.get(url).query(query).headers(headers).send().await;
+            let builder = match method {
+                Method::Get => self.http.get(url),
+                Method::Post => self.http.post(url),
+                Method::Delete => self.http.delete(url),
+            };
+            let mut builder = builder.query(query).headers(headers);
+            if let Some(p) = &payload {
+                builder = builder
+                    .header(reqwest::header::CONTENT_TYPE, "application/json")
+                    .body(p.clone());
+            }
+            let sent = builder.send().await;
             let (status, retry_after, body) = match sent {
                 Ok(resp) => {
                     let status = resp.status().as_u16();
@@ -327,7 +354,7 @@ impl GcpClient {
                         Ok(b) => (status, retry_after, b.to_vec()),
                         Err(e) => {
                             let err = network_error(service, &e);
-                            tracing::debug!(%path, attempt, "GET {}: body: {}", service.host(), err);
+                            tracing::debug!(%path, attempt, "{verb} {}: body: {}", service.host(), err);
                             if transient(&e) && attempt < max {
                                 self.pause(attempt, None).await;
                                 continue;
@@ -338,7 +365,7 @@ impl GcpClient {
                 }
                 Err(e) => {
                     let err = network_error(service, &e);
-                    tracing::debug!(%path, attempt, "GET {}: {}", service.host(), err);
+                    tracing::debug!(%path, attempt, "{verb} {}: {}", service.host(), err);
                     if transient(&e) && attempt < max {
                         self.pause(attempt, None).await;
                         continue;
@@ -346,7 +373,7 @@ impl GcpClient {
                     return Err(err);
                 }
             };
-            tracing::debug!(%path, attempt, status, "GET {}", service.host());
+            tracing::debug!(%path, attempt, status, "{verb} {}", service.host());
             if (200..300).contains(&status) {
                 return Ok(body);
             }
@@ -379,6 +406,24 @@ impl GcpClient {
             None => policy.delay(attempt, jitter()),
         };
         tokio::time::sleep(d).await;
+    }
+}
+
+/// The HTTP methods the Google clients use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    Get,
+    Post,
+    Delete,
+}
+
+impl Method {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Method::Get => "GET",
+            Method::Post => "POST",
+            Method::Delete => "DELETE",
+        }
     }
 }
 

@@ -7,6 +7,10 @@
 //! │▌lab       ssh      8      2h ago      /home/op/fleets/lab.yaml│
 //! │ local     local    1      3d ago      …/fleets/local.yaml    │
 //! └──────────────────────────────────────────────────────────────┘
+//! ┌ Nodes of mega (gcp backend) ─────────────────────────────────────────────────┐
+//! │NODE      ADDRESS   INTERNAL  ZONE       MODEL  NICS      $/H     STATE       │
+//! │mega-1    34.1.2.4  10.10.0.3 us-east4-b SPOT   1+8 GVNIC $16.60  preempted   │
+//! └──────────────────────────────────────────────────────────────────────────────┘
 //! ```
 
 use crate::store::{self, FleetRecord};
@@ -75,7 +79,7 @@ pub fn render_fleets(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer)
             Row::new(vec![
                 format!("{}{}", f.name, if open { " ◆" } else { "" }),
                 f.backend.clone(),
-                f.nodes.len().to_string(),
+                node_count(f),
                 store::format_utc(f.created_at),
                 f.file
                     .as_ref()
@@ -101,6 +105,93 @@ pub fn render_fleets(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer)
     .render(area, buf);
 }
 
+/// `2`, or for cloud fleets with lost nodes `2 ✗1` (the Nodes view says why).
+fn node_count(f: &FleetRecord) -> String {
+    let lost = f
+        .resources
+        .iter()
+        .filter(|r| r.kind == "instance" && r.lost.is_some())
+        .count();
+    if lost == 0 {
+        f.nodes.len().to_string()
+    } else {
+        format!("{} ✗{lost}", f.nodes.len())
+    }
+}
+
+/// The Nodes view of a GCP fleet: each node with its zone, provisioning model, NIC
+/// layout, price and, when `fleet status` found it so, why it is lost.
+fn render_gcp_nodes(
+    state: &State,
+    fleet: &FleetRecord,
+    filter: &str,
+    theme: &Theme,
+    area: Rect,
+    buf: &mut Buffer,
+) {
+    let rows: Vec<Row> = fleet
+        .resources
+        .iter()
+        .filter(|r| r.kind == "instance")
+        .filter(|r| {
+            filter.is_empty()
+                || r.name.to_lowercase().contains(filter)
+                || r.zone.as_deref().unwrap_or("").contains(filter)
+        })
+        .map(|r| {
+            let node = fleet.nodes.iter().find(|n| n.name == r.name);
+            let pane = state.panes.tiles.iter().find(|t| t.node == r.name);
+            let (status, tone) = match (&r.lost, pane.map(|t| &t.state), r.state.as_str()) {
+                (Some(l), _, _) => (l.clone(), Tone::Fail),
+                (None, _, s) if s != "created" => (s.to_string(), Tone::Warn),
+                (None, Some(p), _) => (p.label(), super::panes::tone(p)),
+                (None, None, _) => ("-".to_string(), Tone::Info),
+            };
+            let price = r
+                .hourly_micro_usd
+                .map_or("?".to_string(), |m| format!("${:.2}", m as f64 / 1e6));
+            Row::new(vec![
+                Span::raw(r.name.clone()),
+                Span::raw(
+                    node.map(|n| n.host.clone())
+                        .or(r.external_ip.clone())
+                        .unwrap_or_default(),
+                ),
+                Span::raw(r.internal_ip.clone().unwrap_or_default()),
+                Span::raw(r.zone.clone().unwrap_or_default()),
+                Span::raw(r.provisioning_model.clone().unwrap_or_default()),
+                Span::raw(r.nics.clone().unwrap_or_default()),
+                Span::raw(price),
+                Span::styled(status, theme.tone(tone)),
+            ])
+        })
+        .collect();
+    let header = Row::new(vec![
+        "NODE", "ADDRESS", "INTERNAL", "ZONE", "MODEL", "NICS", "$/H", "STATE",
+    ])
+    .style(theme.muted());
+    Table::new(
+        rows,
+        [
+            Constraint::Length(18),
+            Constraint::Length(16),
+            Constraint::Length(14),
+            Constraint::Length(16),
+            Constraint::Length(10),
+            Constraint::Length(11),
+            Constraint::Length(8),
+            Constraint::Min(10),
+        ],
+    )
+    .header(header)
+    .block(block(
+        format!("Nodes of {} (gcp backend)", fleet.name),
+        filter,
+        theme,
+    ))
+    .render(area, buf);
+}
+
 pub fn render_nodes(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
     let filter = state.filters[crate::tui::state::View::Nodes.index()].to_lowercase();
     let Some(fleet) = fleets::current(state) else {
@@ -114,6 +205,9 @@ pub fn render_nodes(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) 
             buf,
         );
     };
+    if fleet.backend == "gcp" {
+        return render_gcp_nodes(state, fleet, &filter, theme, area, buf);
+    }
     let rows: Vec<Row> = fleet
         .nodes
         .iter()

@@ -1,0 +1,307 @@
+use super::*;
+use crate::catalog::Catalog;
+use std::path::Path;
+
+fn fleet(text: &str) -> Fleet {
+    crate::fleet::parse(Path::new("f.yaml"), text).unwrap_or_else(|d| panic!("{d:?}"))
+}
+
+fn ctx_with<'a>(
+    f: &'a Fleet,
+    s: &'a GcpSettings,
+    regions: &'a [String],
+    subnets: &'a BTreeMap<(String, String), Vec<String>>,
+) -> Context<'a> {
+    Context {
+        fleet: f,
+        settings: s,
+        project: "p1",
+        owner: "alice",
+        ssh_keys: "ubuntu:ssh-ed25519 AAAAC3Nz alice@laptop",
+        regions,
+        subnets,
+    }
+}
+
+const MEGA: &str = "type: fleet\nname: mega\nnodes: 2\nplacement: cluster\ninstance_types: [a3-megagpu-8g]\nregions: [us-east4]\nspot_policy: auto\nnetwork:\n  create: true\n";
+
+#[test]
+fn candidates_are_in_model_then_price_order() {
+    let f = fleet(MEGA);
+    let c = candidates(&f, &GcpSettings::default(), Catalog::embedded()).unwrap();
+    // us-east4 has three zones at the same prices: Spot first, then on-demand.
+    let models: Vec<Model> = c.iter().map(|c| c.model).collect();
+    assert_eq!(
+        models,
+        vec![
+            Model::Spot,
+            Model::Spot,
+            Model::Spot,
+            Model::Standard,
+            Model::Standard,
+            Model::Standard
+        ]
+    );
+    assert_eq!(c[0].zone, "us-east4-a");
+    assert_eq!(c[0].hourly_usd, Some(16.59872));
+    assert_eq!(c[3].hourly_usd, Some(92.2143));
+    assert!(c[0]
+        .describe()
+        .starts_with("a3-megagpu-8g SPOT in us-east4-a at $16.60/h"));
+    let f = fleet("type: fleet\nname: x\nnodes: 1\ninstance_types: [a3-megagpu-8g]\nregions: [us-east4]\nmax_price: 5\n");
+    let e = candidates(&f, &GcpSettings::default(), Catalog::embedded()).unwrap_err();
+    assert!(
+        e.contains("no offer in the catalog matches") && e.contains("above max_price"),
+        "{e}"
+    );
+}
+
+#[test]
+fn gpu_specs_pick_machine_types() {
+    let f = fleet("type: fleet\nname: b\nnodes: 2\nresources:\n  gpu: B200:8\nspot_policy: spot\n");
+    let c = candidates(&f, &GcpSettings::default(), Catalog::embedded()).unwrap();
+    assert!(c
+        .iter()
+        .all(|c| c.machine_type == "a4-highgpu-8g" && c.model == Model::Spot));
+    // The embedded catalog has no A4 host price: unknown, ordered by zone.
+    assert!(c.iter().all(|c| c.hourly_usd.is_none()));
+    let zones: Vec<&str> = c.iter().map(|c| c.zone.as_str()).collect();
+    let mut sorted = zones.clone();
+    sorted.sort();
+    assert_eq!(zones, sorted);
+}
+
+#[test]
+fn a3_mega_layout_placement_and_spot_scheduling() {
+    let f = fleet(MEGA);
+    let s = GcpSettings::default();
+    let cands = candidates(&f, &s, Catalog::embedded()).unwrap();
+    let regions = regions(&cands);
+    let subnets = BTreeMap::new();
+    let ctx = ctx_with(&f, &s, &regions, &subnets);
+    let res = resources(&ctx, &cands[0]).unwrap();
+    let kinds: Vec<(&str, &str)> = res.iter().map(|r| (r.kind.as_str(), r.name.as_str())).collect();
+    assert_eq!(kinds[0], ("network", "mega-net"));
+    assert_eq!(kinds[8], ("network", "mega-data-8"));
+    assert!(kinds.contains(&("firewall", "mega-net-ssh")));
+    assert!(kinds.contains(&("subnetwork", "mega-data-3-us-east4")));
+    assert_eq!(kinds[kinds.len() - 3], ("placement_policy", "mega-placement"));
+    assert_eq!(
+        &kinds[kinds.len() - 2..],
+        &[("instance", "mega-0"), ("instance", "mega-1")]
+    );
+    let data_net = res.iter().find(|r| r.name == "mega-data-1").unwrap();
+    assert_eq!(data_net.body["mtu"], 8244);
+    let sub = res.iter().find(|r| r.name == "mega-data-2-us-east4").unwrap();
+    assert_eq!(sub.body["ipCidrRange"], "192.168.2.0/24");
+    let i = &res[res.len() - 1].body;
+    let nics = i["networkInterfaces"].as_array().unwrap();
+    assert_eq!(nics.len(), 9);
+    assert!(nics.iter().all(|n| n["nicType"] == "GVNIC"));
+    assert_eq!(nics[0]["network"], "projects/p1/global/networks/mega-net");
+    assert_eq!(
+        nics[0]["subnetwork"],
+        "projects/p1/regions/us-east4/subnetworks/mega-net-us-east4"
+    );
+    assert_eq!(nics[0]["accessConfigs"][0]["type"], "ONE_TO_ONE_NAT");
+    assert_eq!(nics[8]["network"], "projects/p1/global/networks/mega-data-8");
+    assert!(nics[1].get("accessConfigs").is_none());
+    assert_eq!(
+        i["scheduling"],
+        json!({"provisioningModel": "SPOT", "instanceTerminationAction": "STOP",
+               "onHostMaintenance": "TERMINATE", "automaticRestart": false})
+    );
+    assert_eq!(
+        i["resourcePolicies"][0],
+        "projects/p1/regions/us-east4/resourcePolicies/mega-placement"
+    );
+    assert_eq!(i["labels"][FLEET_LABEL], "mega");
+    assert_eq!(i["labels"][OWNER_LABEL], "alice");
+    assert_eq!(i["metadata"]["items"][0]["key"], "ssh-keys");
+    assert_eq!(i["machineType"], "zones/us-east4-a/machineTypes/a3-megagpu-8g");
+    assert_eq!(
+        i["disks"][0]["initializeParams"]["diskType"],
+        "zones/us-east4-a/diskTypes/pd-balanced"
+    );
+}
+
+#[test]
+fn a4_rdma_layout_with_named_vpcs_and_flex_start() {
+    let f = fleet("type: fleet\nname: b\nnodes: 2\nplacement: cluster\ninstance_types: [a4-highgpu-8g]\navailability_zones: [us-east4-b]\nflex_start: 24h\nnetwork:\n  gpudirect: rdma\n  vpc: main\n  data_vpcs: [second]\n  roce_vpc: roce\n");
+    let s = GcpSettings::default();
+    let cands = candidates(&f, &s, Catalog::embedded()).unwrap();
+    assert_eq!(cands[0].model, Model::FlexStart);
+    let regions = regions(&cands);
+    let mut subnets = BTreeMap::new();
+    subnets.insert(
+        ("main".to_string(), "us-east4".to_string()),
+        vec!["main-sub".to_string()],
+    );
+    subnets.insert(
+        ("second".to_string(), "us-east4".to_string()),
+        vec!["second-sub".to_string()],
+    );
+    subnets.insert(
+        ("roce".to_string(), "us-east4".to_string()),
+        (0..8).map(|j| format!("roce-sub-{j}")).collect(),
+    );
+    let ctx = ctx_with(&f, &s, &regions, &subnets);
+    let res = resources(&ctx, &cands[0]).unwrap();
+    assert!(
+        res.iter()
+            .all(|r| matches!(r.kind, Kind::Instance | Kind::PlacementPolicy)),
+        "named VPCs are not created"
+    );
+    let i = &res.last().unwrap().body;
+    let nics = i["networkInterfaces"].as_array().unwrap();
+    let types: Vec<&str> = nics.iter().map(|n| n["nicType"].as_str().unwrap()).collect();
+    assert_eq!(types, [vec!["GVNIC"; 2], vec!["MRDMA"; 8]].concat());
+    assert_eq!(
+        nics[1]["subnetwork"],
+        "projects/p1/regions/us-east4/subnetworks/second-sub"
+    );
+    assert_eq!(
+        nics[9]["subnetwork"],
+        "projects/p1/regions/us-east4/subnetworks/roce-sub-7"
+    );
+    assert_eq!(nics[9]["network"], "projects/p1/global/networks/roce");
+    assert_eq!(
+        i["scheduling"],
+        json!({"provisioningModel": "FLEX_START", "maxRunDuration": {"seconds": "86400"},
+               "instanceTerminationAction": "DELETE", "onHostMaintenance": "TERMINATE",
+               "automaticRestart": false})
+    );
+    assert_eq!(
+        i["reservationAffinity"]["consumeReservationType"],
+        "NO_RESERVATION"
+    );
+    assert_eq!(
+        i["disks"][0]["initializeParams"]["diskType"],
+        "zones/us-east4-b/diskTypes/hyperdisk-balanced"
+    );
+}
+
+#[test]
+fn created_roce_vpc_has_the_zone_profile_and_no_firewall() {
+    let f = fleet("type: fleet\nname: u\nnodes: 1\ninstance_types: [a3-ultragpu-8g]\navailability_zones: [us-central1-b]\nnetwork:\n  create: true\n");
+    let s = GcpSettings::default();
+    let cands = candidates(&f, &s, Catalog::embedded()).unwrap();
+    let regions = regions(&cands);
+    let subnets = BTreeMap::new();
+    let ctx = ctx_with(&f, &s, &regions, &subnets);
+    let res = resources(&ctx, &cands[0]).unwrap();
+    let roce = res.iter().find(|r| r.name == "u-roce-us-central1-b").unwrap();
+    assert_eq!(
+        roce.body["networkProfile"],
+        "projects/p1/global/networkProfiles/us-central1-b-vpc-roce"
+    );
+    assert_eq!(roce.body["mtu"], 8896);
+    assert!(!res
+        .iter()
+        .any(|r| r.kind == Kind::Firewall && r.name.starts_with("u-roce")));
+    let roce_subnets = res
+        .iter()
+        .filter(|r| r.kind == Kind::Subnetwork && r.name.starts_with("u-roce"))
+        .count();
+    assert_eq!(roce_subnets, 8);
+    assert!(
+        !res.iter().any(|r| r.kind == Kind::PlacementPolicy),
+        "one node, no placement policy"
+    );
+}
+
+#[test]
+fn missing_data_vpcs_say_what_to_do() {
+    let f =
+        fleet("type: fleet\nname: h\nnodes: 2\ninstance_types: [a3-highgpu-8g]\nregions: [us-central1]\n");
+    let s = GcpSettings::default();
+    let cands = candidates(&f, &s, Catalog::embedded()).unwrap();
+    let regions = regions(&cands);
+    let subnets = BTreeMap::new();
+    let ctx = ctx_with(&f, &s, &regions, &subnets);
+    let e = resources(&ctx, &cands[0]).unwrap_err();
+    assert!(
+        e.contains("GPUDirect-TCPX needs 4 data VPCs") && e.contains("network.create: true"),
+        "{e}"
+    );
+    let s = GcpSettings {
+        extra_vpcs: Some(vec!["d1".into(), "d2".into(), "d3".into(), "d4".into()]),
+        ..Default::default()
+    };
+    let ctx = ctx_with(&f, &s, &regions, &subnets);
+    let res = resources(&ctx, &cands[0]).unwrap();
+    let nics = res[0].body["networkInterfaces"].as_array().unwrap();
+    assert_eq!(nics.len(), 5);
+    assert_eq!(nics[4]["network"], "projects/p1/global/networks/d4");
+}
+
+#[test]
+fn plan_diffs_against_the_record_and_stays_in_the_recorded_zone() {
+    let f = fleet(MEGA);
+    let s = GcpSettings::default();
+    let cands = candidates(&f, &s, Catalog::embedded()).unwrap();
+    let regions = regions(&cands);
+    let subnets = BTreeMap::new();
+    let ctx = ctx_with(&f, &s, &regions, &subnets);
+    let p = plan(&ctx, &cands, None).unwrap();
+    assert!(p.changes.iter().all(|c| c.action == "create"));
+    let total = p.hourly_usd.unwrap().unwrap();
+    assert!((total - 2.0 * 16.59872).abs() < 1e-9, "{total}");
+    assert_eq!(p.fallbacks.len(), cands.len() - 1);
+    let json = serde_json::to_value(&p).unwrap();
+    let inst = json["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["kind"] == "instance")
+        .unwrap();
+    assert_eq!(inst["zone"], "us-east4-a");
+    assert_eq!(inst["machine_type"], "a3-megagpu-8g");
+    assert_eq!(inst["nics"]["count"], 9);
+    assert_eq!(inst["provisioning_model"], "SPOT");
+    assert_eq!(inst["hourly_usd"], 16.59872);
+    // Recorded in another zone (after a failover): the plan keeps it there.
+    let other = cands
+        .iter()
+        .find(|c| c.zone == "us-east4-c" && c.model == Model::Spot)
+        .unwrap();
+    let mut rec = FleetRecord {
+        name: "mega".into(),
+        backend: "gcp".into(),
+        file: None,
+        nodes: vec![],
+        resources: resources(&ctx, other)
+            .unwrap()
+            .iter()
+            .map(|r| r.record("created"))
+            .collect(),
+        created_at: 0,
+    };
+    rec.resources.push(ResourceRecord {
+        zone: Some("us-east4-c".into()),
+        ..ResourceRecord::new("instance", "mega-7", "created")
+    });
+    let p = plan(&ctx, &cands, Some(&rec)).unwrap();
+    let summary: Vec<(&str, &str)> = p
+        .changes
+        .iter()
+        .filter(|c| c.kind == "instance")
+        .map(|c| (c.action, c.name.as_str()))
+        .collect();
+    assert_eq!(
+        summary,
+        vec![("keep", "mega-0"), ("keep", "mega-1"), ("delete", "mega-7")]
+    );
+    assert!(p
+        .changes
+        .iter()
+        .filter(|c| c.kind != "instance")
+        .all(|c| c.action == "keep"));
+}
+
+#[test]
+fn markers_round_trip() {
+    let m = marker("demo", "alice");
+    assert_eq!(parse_marker(&m), Some(("demo".into(), "alice".into())));
+    assert_eq!(parse_marker("someone else's"), None);
+}

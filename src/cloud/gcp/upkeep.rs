@@ -1,0 +1,364 @@
+//! Keeping a GCP fleet's resources accounted for once it is up: delete (recorded,
+//! labelled and marked resources, in teardown order, until none is left), gc (this
+//! owner's resources no fleet record knows) and node checks (preempted, stopped, gone).
+
+use super::ops::{ComputeError, Instance, Named, Scope};
+use super::plan::{self, Kind, FLEET_LABEL, OWNER_LABEL};
+use super::provision::{place, Gcp, Recorder};
+use crate::cloud::Progress;
+use crate::store::{FleetRecord, ResourceRecord};
+use serde::Deserialize;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+impl Gcp {
+    /// The `labels.flightdeck-fleet = F AND labels.flightdeck-owner = O` filter.
+    pub(super) fn fleet_filter(&self, fleet: &str) -> String {
+        format!(
+            "(labels.{FLEET_LABEL} = \"{fleet}\") AND (labels.{OWNER_LABEL} = \"{}\")",
+            self.owner
+        )
+    }
+
+    /// Delete everything of the fleet: recorded resources and instances labelled with its
+    /// name; returns once none is left. Idempotent.
+    pub async fn delete(
+        &self,
+        fleet: &str,
+        rec: &dyn Recorder,
+        progress: Progress<'_>,
+    ) -> Result<(), String> {
+        let mut items = rec.list()?;
+        let labelled = self
+            .compute
+            .aggregated_instances(&self.fleet_filter(fleet))
+            .await
+            .map_err(|e| e.to_string())?;
+        for i in &labelled {
+            let mut r = ResourceRecord::new("instance", &i.name, "deleting");
+            r.zone = Some(i.zone_name().to_string());
+            if !items.iter().any(|h| h.same(&r)) {
+                progress(format!(
+                    "  instance {} ({}): labelled for this fleet but not recorded",
+                    i.name,
+                    i.zone_name()
+                ));
+                items.push(r);
+            }
+        }
+        // Networks, firewalls, subnetworks and policies marked for this fleet, recorded or not.
+        for o in self.orphans(&[]).await? {
+            if o.fleet != fleet || o.kind == Kind::Instance {
+                continue;
+            }
+            let mut r = ResourceRecord::new(o.kind.as_str(), &o.name, "deleting");
+            match &o.scope {
+                Scope::Zone(z) => r.zone = Some(z.clone()),
+                Scope::Region(g) => r.region = Some(g.clone()),
+                Scope::Global => {}
+            }
+            if !items.iter().any(|h| h.same(&r)) {
+                progress(format!(
+                    "  {} {}: marked for this fleet but not recorded",
+                    o.kind.as_str(),
+                    o.name
+                ));
+                items.push(r);
+            }
+        }
+        if items.is_empty() {
+            progress(format!(
+                "{fleet}: nothing recorded and no labelled instance: already gone"
+            ));
+            return Ok(());
+        }
+        self.teardown(items, rec, progress).await?;
+        let left = self
+            .compute
+            .aggregated_instances(&self.fleet_filter(fleet))
+            .await
+            .map_err(|e| e.to_string())?;
+        if !left.is_empty() {
+            let names: Vec<&str> = left.iter().map(|i| i.name.as_str()).collect();
+            return Err(format!("still there after delete: {}", names.join(", ")));
+        }
+        Ok(())
+    }
+
+    /// Resources of this owner that no fleet record knows: labelled instances and
+    /// marked networks, firewalls, subnetworks and resource policies.
+    pub async fn orphans(&self, known: &[FleetRecord]) -> Result<Vec<Orphan>, String> {
+        let e = |e: ComputeError| e.to_string();
+        let knows = |kind: &str, name: &str, zone: Option<&str>, region: Option<&str>| {
+            known.iter().flat_map(|f| &f.resources).any(|r| {
+                r.kind == kind
+                    && r.name == name
+                    && (zone.is_none() || r.zone.as_deref() == zone)
+                    && (region.is_none() || r.region.as_deref() == region)
+            })
+        };
+        let mut out = vec![];
+        let filter = format!("labels.{OWNER_LABEL} = \"{}\"", self.owner);
+        for i in self.compute.aggregated_instances(&filter).await.map_err(e)? {
+            if !knows("instance", &i.name, Some(i.zone_name()), None) {
+                out.push(Orphan {
+                    kind: Kind::Instance,
+                    name: i.name.clone(),
+                    scope: Scope::Zone(i.zone_name().to_string()),
+                    fleet: i.labels.get(FLEET_LABEL).cloned().unwrap_or_default(),
+                });
+            }
+        }
+        for kind in [
+            Kind::PlacementPolicy,
+            Kind::Firewall,
+            Kind::Subnetwork,
+            Kind::Network,
+        ] {
+            let items: Vec<(Scope, Named)> = match kind {
+                Kind::Firewall | Kind::Network => self
+                    .compute
+                    .list::<Named>(&Scope::Global, kind.collection(), None)
+                    .await
+                    .map_err(e)?
+                    .into_iter()
+                    .map(|n| (Scope::Global, n))
+                    .collect(),
+                _ => self.aggregated(kind).await.map_err(e)?,
+            };
+            for (scope, n) in items {
+                let Some((fleet, owner)) = plan::parse_marker(&n.description) else {
+                    continue;
+                };
+                if owner != self.owner {
+                    continue;
+                }
+                let region = match &scope {
+                    Scope::Region(r) => Some(r.as_str()),
+                    _ => None,
+                };
+                if !knows(kind.as_str(), &n.name, None, region) {
+                    out.push(Orphan {
+                        kind,
+                        name: n.name,
+                        scope,
+                        fleet,
+                    });
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// `aggregated/{collection}` of a regional kind: `(region, item)` pairs.
+    async fn aggregated(&self, kind: Kind) -> Result<Vec<(Scope, Named)>, ComputeError> {
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Agg {
+            #[serde(default)]
+            items: BTreeMap<String, Value>,
+            #[serde(default)]
+            next_page_token: String,
+        }
+        impl super::http::Page for Agg {
+            fn next_page_token(&self) -> Option<&str> {
+                Some(&self.next_page_token)
+            }
+        }
+        let url = self.compute.client.url(
+            super::error::Service::Compute,
+            &format!(
+                "/projects/{}/aggregated/{}",
+                self.compute.project,
+                kind.collection()
+            ),
+        );
+        let mut out = vec![];
+        self.compute
+            .client
+            .list_pages::<Agg>(
+                super::error::Service::Compute,
+                &url,
+                &[("returnPartialSuccess", "true".to_string())],
+                kind.collection(),
+                |p| {
+                    for (scope, v) in p.items {
+                        let region = scope.strip_prefix("regions/").unwrap_or(&scope).to_string();
+                        for item in v
+                            .get(kind.collection())
+                            .and_then(Value::as_array)
+                            .into_iter()
+                            .flatten()
+                        {
+                            if let Ok(n) = serde_json::from_value::<Named>(item.clone()) {
+                                out.push((Scope::Region(region.clone()), n));
+                            }
+                        }
+                    }
+                    Ok(())
+                },
+            )
+            .await?;
+        Ok(out)
+    }
+
+    /// Delete orphans (teardown order); records nothing (they were unknown).
+    pub async fn delete_orphans(&self, orphans: &[Orphan], progress: Progress<'_>) -> Result<(), String> {
+        let mut items = orphans.to_vec();
+        items.sort_by_key(|o| o.kind.teardown_rank());
+        let mut failures = vec![];
+        for o in &items {
+            progress(format!(
+                "  delete {} {} ({})",
+                o.kind.as_str(),
+                o.name,
+                place(&o.scope)
+            ));
+            if let Err(e) = self
+                .compute
+                .delete_wait(&o.scope, o.kind.collection(), &o.name)
+                .await
+            {
+                failures.push(format!("{} {}: {e}", o.kind.as_str(), o.name));
+            }
+        }
+        if failures.is_empty() {
+            Ok(())
+        } else {
+            Err(failures.join("; "))
+        }
+    }
+
+    /// How each recorded instance is doing: running, or lost (preempted, stopped, gone).
+    pub async fn check(&self, record: &FleetRecord) -> Result<Vec<NodeHealth>, String> {
+        let mut out = vec![];
+        let mut events: BTreeMap<Scope, Vec<Value>> = BTreeMap::new();
+        for r in record.resources.iter().filter(|r| r.kind == "instance") {
+            let scope = plan::record_scope(r);
+            let got: Option<Instance> = self
+                .compute
+                .get(&scope, "instances", &r.name)
+                .await
+                .map_err(|e| e.to_string())?;
+            // The zone's preemption events, listed once per zone.
+            if let (Scope::Zone(z), false) = (&scope, events.contains_key(&scope)) {
+                let ops: Vec<Value> = self
+                    .compute
+                    .list(
+                        &scope,
+                        "operations",
+                        Some("operationType = \"compute.instances.preempted\""),
+                    )
+                    .await
+                    .map_err(|e| format!("preemption events of {z}: {e}"))?;
+                events.insert(scope.clone(), ops);
+            }
+            let preempted = events.get(&scope).into_iter().flatten().any(|o| {
+                o["targetLink"]
+                    .as_str()
+                    .is_some_and(|t| t.ends_with(&format!("/instances/{}", r.name)))
+            });
+            let status = got.as_ref().map_or("GONE".to_string(), |i| i.status.clone());
+            let lost = match (status.as_str(), preempted) {
+                ("RUNNING", _) => None,
+                (_, true) => Some(format!("preempted ({status})")),
+                ("GONE", false) => Some("deleted outside flightdeck".into()),
+                (s, false) => Some(format!("not running ({s})")),
+            };
+            out.push(NodeHealth {
+                name: r.name.clone(),
+                zone: r.zone.clone().unwrap_or_default(),
+                status,
+                provisioning_model: r.provisioning_model.clone().unwrap_or_default(),
+                lost,
+            });
+        }
+        Ok(out)
+    }
+}
+
+/// A resource flightdeck made that no fleet record knows.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Orphan {
+    #[serde(serialize_with = "kind_name")]
+    pub kind: Kind,
+    pub name: String,
+    #[serde(serialize_with = "scope_name")]
+    pub scope: Scope,
+    /// The fleet its label or description names.
+    pub fleet: String,
+}
+
+fn kind_name<S: serde::Serializer>(k: &Kind, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(k.as_str())
+}
+
+fn scope_name<S: serde::Serializer>(k: &Scope, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&place(k))
+}
+
+/// A node's state as Compute reports it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct NodeHealth {
+    pub name: String,
+    pub zone: String,
+    /// RUNNING, TERMINATED, ..., or GONE.
+    pub status: String,
+    pub provisioning_model: String,
+    /// Why the node is lost, when it is.
+    pub lost: Option<String>,
+}
+
+/// Write what a check found into the state: each instance's `lost` (cleared when it runs
+/// again). Returns whether anything changed.
+pub fn record_health(
+    store: &crate::store::Store,
+    fleet: &str,
+    health: &[NodeHealth],
+) -> Result<bool, String> {
+    store
+        .update(|s| {
+            let mut changed = false;
+            if let Some(f) = s.fleets.iter_mut().find(|f| f.name == fleet) {
+                for r in f.resources.iter_mut().filter(|r| r.kind == "instance") {
+                    if let Some(h) = health.iter().find(|h| h.name == r.name) {
+                        changed |= r.lost != h.lost;
+                        r.lost = h.lost.clone();
+                    }
+                }
+            }
+            changed
+        })
+        .map(|(c, _)| c)
+        .map_err(|e| e.to_string())
+}
+
+/// Check every GCP fleet of the state (the cockpit does on each reload); whether any
+/// node's state changed. The state file is read and written off the async threads.
+pub async fn check_all(backend: &super::backend::GcpBackend) -> Result<bool, String> {
+    let dir = backend.state_dir.clone();
+    let fleets: Vec<FleetRecord> = tokio::task::spawn_blocking(move || crate::store::Store::new(&dir).load())
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.to_string())?
+        .0
+        .fleets
+        .into_iter()
+        .filter(|f| f.backend == "gcp")
+        .collect();
+    if fleets.is_empty() {
+        return Ok(false);
+    }
+    let gcp = backend.connect().await?;
+    let mut changed = false;
+    for f in fleets {
+        let health = gcp.check(&f).await?;
+        let dir = backend.state_dir.clone();
+        changed |= tokio::task::spawn_blocking(move || {
+            record_health(&crate::store::Store::new(&dir), &f.name, &health)
+        })
+        .await
+        .map_err(|e| e.to_string())??;
+    }
+    Ok(changed)
+}
