@@ -643,6 +643,30 @@ impl Telemetry {
         out
     }
 
+    /// The total of `keys` bucket by bucket, as [`Telemetry::aggregate`], but strict
+    /// about gaps: a bucket is NaN wherever one of the series that knows anything in the
+    /// window knows nothing (a sum over part of the NICs is not the total, and a lost
+    /// sample must not look like a drop). Series with nothing known in the window (a NIC
+    /// that vanished, a node down all along) take no part.
+    pub fn total(&self, keys: &[(usize, SeriesKey)], from_ms: u32, to_ms: u32, columns: usize) -> Vec<f32> {
+        let mut out = vec![f32::NAN; columns];
+        let mut first = true;
+        for (node, key) in keys {
+            let Some(s) = self.node(*node).and_then(|n| n.series(key)) else {
+                continue;
+            };
+            let d = s.downsample(from_ms, to_ms, columns);
+            if d.iter().all(|v| v.is_nan()) {
+                continue;
+            }
+            for (o, v) in out.iter_mut().zip(d) {
+                *o = if first { v } else { *o + v };
+            }
+            first = false;
+        }
+        out
+    }
+
     /// Take in what the sampler printed, whole (tests, benchmarks, replays).
     pub fn ingest_text(&mut self, node: usize, text: &str) -> usize {
         let mut p = super::parse::RecordParser::new();

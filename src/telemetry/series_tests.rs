@@ -524,3 +524,38 @@ fn fleet_aggregate_sums_nodes() {
         );
     }
 }
+
+#[test]
+fn a_total_has_a_gap_where_one_of_its_parts_has() {
+    use crate::telemetry::synth::Synth;
+    let mut synth = Synth::new(2, &["eth1", "eth2"], 0, 1000);
+    let mut store = Telemetry::new(100);
+    synth.fill(
+        &mut store,
+        20,
+        |node, nic, _| (1e9 * (1 + node * 2 + nic) as f64, 0.0),
+        |_, _, _| (0.0, 0.0),
+        |node, seq| node == 1 && seq == 10,
+    );
+    let keys: Vec<(usize, SeriesKey)> = (0..2)
+        .flat_map(|n| {
+            ["eth1", "eth2", "gone"]
+                .into_iter()
+                .map(move |d| (n, SeriesKey::net(Device::nic(d), Metric::Rx)))
+        })
+        .collect();
+    let now = store.now_ms().unwrap();
+    // One column per second over the last 18 s.
+    let total = store.total(&keys, now - 18_000, now, 18);
+    let loose = store.aggregate(&keys, now - 18_000, now, 18);
+    // Columns hold records 3..20. Node 1's record 10 is lost: its record 11 has no rate
+    // over (9 s, 11 s], columns 7 and 8.
+    for (c, (t, l)) in total.iter().zip(&loose).enumerate() {
+        if c == 7 || c == 8 {
+            assert!(t.is_nan(), "the gap stays a gap: {total:?}");
+            assert_eq!(*l, 3e9, "the loose sum drops to node 0 alone");
+        } else {
+            assert_eq!(*t, 10e9, "column {c}: {total:?}");
+        }
+    }
+}

@@ -217,6 +217,9 @@ fn default_table() -> Vec<(Context, Action, Vec<Chord>)> {
         (Global, ViewNics, vec![p('7')]),
         (Global, Select, vec![k(KeyCode::Enter)]),
         (Global, Reload, vec![p('r')]),
+        (Global, NicsMode, vec![p('v')]),
+        (Global, NextItem, vec![p('n')]),
+        (Global, PrevItem, vec![p('N')]),
         (Global, PaneInsert, vec![p('i')]),
         (Global, PaneZoom, vec![p('z')]),
         (Global, PaneMark, vec![p('m')]),
@@ -367,6 +370,15 @@ impl Keymap {
             .iter()
             .filter(|b| b.context == context)
             .filter_map(|b| Some((b.chords.first()?.to_string(), b.action.hint()?)))
+            .collect()
+    }
+
+    /// Status-bar hints for `context` while `view` is shown ([`Action::hint_in`]).
+    pub fn hints_in(&self, context: Context, view: super::state::View) -> Vec<(String, &'static str)> {
+        self.rows
+            .iter()
+            .filter(|b| b.context == context)
+            .filter_map(|b| Some((b.chords.first()?.to_string(), b.action.hint_in(view)?)))
             .collect()
     }
 }

@@ -355,7 +355,10 @@ pub fn act(state: &mut State, action: Action) -> Vec<Command> {
         | Action::Sort
         | Action::SortReverse
         | Action::Pricing
-        | Action::WriteFleet => state.dirty = false,
+        | Action::WriteFleet
+        | Action::NicsMode
+        | Action::NextItem
+        | Action::PrevItem => state.dirty = false,
         Action::Close
         | Action::Confirm
         | Action::Complete

@@ -1,6 +1,7 @@
 //! Widgets shared by the views: the tab bar, the status bar, the palette and filter entry.
 
 pub mod palette;
+pub mod rate_chart;
 pub mod status_bar;
 pub mod tabs;
 
