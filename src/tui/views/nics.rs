@@ -87,6 +87,9 @@ fn span_name(ms: u32) -> &'static str {
 
 /// A rate for a table cell: full units when wide, `9.41 G` when not.
 fn rate(bps: f64, wide: bool) -> String {
+    if bps == 0.0 {
+        return if wide { "0 bit/s" } else { "0" }.into();
+    }
     let s = format_bps(Some(bps).filter(|b| b.is_finite()));
     if wide {
         s
@@ -652,6 +655,45 @@ fn node_total(c: &Ctx, i: usize, metric: Metric, curve: &[f32]) -> WindowStats {
     }
 }
 
+/// A node's total rx and tx per braille column, and their now / average / peak.
+struct NodeTotals {
+    rx: Vec<f32>,
+    tx: Vec<f32>,
+    srx: WindowStats,
+    stx: WindowStats,
+}
+
+/// The column-by-column sum of `curves`, NaN wherever one of them is (curves with
+/// nothing known take no part), as [`crate::telemetry::Telemetry::total`].
+fn strict_sum<'a>(curves: impl Iterator<Item = &'a [f32]>, cols: usize) -> Vec<f32> {
+    let mut out = vec![f32::NAN; cols];
+    let mut first = true;
+    for curve in curves.filter(|c| c.iter().any(|v| v.is_finite())) {
+        for (o, v) in out.iter_mut().zip(curve) {
+            *o = if first { *v } else { *o + v };
+        }
+        first = false;
+    }
+    out
+}
+
+/// `v` in `n` buckets, each the largest known value of its share of `v` (NaN: none).
+fn rebin(v: &[f32], n: usize) -> Vec<f32> {
+    (0..n)
+        .map(|b| {
+            let (a, z) = (
+                b * v.len() / n.max(1),
+                ((b + 1) * v.len() / n.max(1)).max(b * v.len() / n.max(1) + 1),
+            );
+            v[a.min(v.len())..z.min(v.len())]
+                .iter()
+                .copied()
+                .filter(|x| x.is_finite())
+                .fold(f32::NAN, |m, x| if m.is_nan() || x > m { x } else { m })
+        })
+        .collect()
+}
+
 /// The fleet: its total rx and tx over time, and every node's totals (the selected node
 /// highlighted; `v` takes it to the per-node mode).
 fn render_fleet(c: &Ctx, area: Rect, buf: &mut Buffer) {
@@ -667,13 +709,28 @@ fn render_fleet(c: &Ctx, area: Rect, buf: &mut Buffer) {
         .copied()
         .filter(|&i| !matches!(v.down.get(i), Some(Some(_))))
         .collect();
-    let rx = totals(c, &up, Metric::Rx, pc);
-    let tx = totals(c, &up, Metric::Tx, pc);
+    // Each node's totals once: the fleet's is their sum, the table shows them.
+    let per_node: Vec<Option<NodeTotals>> = all
+        .iter()
+        .map(|&i| {
+            if !up.contains(&i) || c.v.store.node(i).is_none() {
+                return None;
+            }
+            let (rx, tx) = (totals(c, &[i], Metric::Rx, pc), totals(c, &[i], Metric::Tx, pc));
+            let srx = node_total(c, i, Metric::Rx, &rx);
+            let stx = node_total(c, i, Metric::Tx, &tx);
+            Some(NodeTotals { rx, tx, srx, stx })
+        })
+        .collect();
+    let known = per_node.iter().flatten();
+    let rx = strict_sum(known.clone().map(|t| t.rx.as_slice()), pc);
+    let tx = strict_sum(known.clone().map(|t| t.tx.as_slice()), pc);
     let fleet_flags = v.flags.iter().filter(|f| f.device.is_none()).count();
     // Now: the sum of the nodes' latest rates (as the table's rows add up).
-    let now = |m: Metric| {
-        up.iter()
-            .map(|&i| node_total(c, i, m, &[]).current)
+    let now = |pick: fn(&NodeTotals) -> f64| {
+        known
+            .clone()
+            .map(pick)
             .filter(|x| x.is_finite())
             .fold(f64::NAN, |a, x| if a.is_nan() { x } else { a + x })
     };
@@ -687,9 +744,9 @@ fn render_fleet(c: &Ctx, area: Rect, buf: &mut Buffer) {
             c.theme.title(),
         ),
         Span::styled("rx", c.theme.rx()),
-        Span::raw(format!(" {} ", rate(now(Metric::Rx), chart.width >= WIDE))),
+        Span::raw(format!(" {} ", rate(now(|t| t.srx.current), chart.width >= WIDE))),
         Span::styled("tx", c.theme.tx()),
-        Span::raw(format!(" {} ", rate(now(Metric::Tx), chart.width >= WIDE))),
+        Span::raw(format!(" {} ", rate(now(|t| t.stx.current), chart.width >= WIDE))),
         if fleet_flags > 0 {
             Span::styled(
                 format!("· ! {fleet_flags} node totals under half "),
@@ -740,12 +797,10 @@ fn render_fleet(c: &Ctx, area: Rect, buf: &mut Buffer) {
             if let Some((text, style)) = node_unavailable(c, i) {
                 return Row::new(vec![name, Cell::from(Span::styled(text, style))]).style(row_style);
             }
-            let curve_rx = totals(c, &[i], Metric::Rx, pc);
-            let curve_tx = totals(c, &[i], Metric::Tx, pc);
-            let (srx, stx) = (
-                node_total(c, i, Metric::Rx, &curve_rx),
-                node_total(c, i, Metric::Tx, &curve_tx),
-            );
+            let Some(t) = &per_node[i] else {
+                return Row::new(vec![name]).style(row_style);
+            };
+            let (srx, stx) = (t.srx, t.stx);
             let nic_flags = v
                 .flags
                 .iter()
@@ -761,7 +816,7 @@ fn render_fleet(c: &Ctx, area: Rect, buf: &mut Buffer) {
             };
             cells.push(Cell::from(mark));
             cells.push(Cell::from(Span::styled(
-                spark(&totals(c, &[i], Metric::Rx, spark_w), 0.0),
+                spark(&rebin(&t.rx, spark_w), 0.0),
                 c.theme.rx(),
             )));
             let style = if node_flag || nic_flags > 0 {
