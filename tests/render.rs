@@ -521,6 +521,11 @@ fn nics_view_pages_64_nodes_at_80x24() {
     }
     let text = format!("{}", draw(&s, &theme, 80, 24).backend());
     assert!(text.contains("lab-63"), "{text}");
+    // The filter: lab-6 and lab-60..63, in the rail table and the title.
+    keys(&mut s, "/lab-6\n");
+    let text = format!("{}", draw(&s, &theme, 80, 24).backend());
+    assert!(text.contains("5 of 64 nodes match"), "{text}");
+    assert!(text.contains("lab-60") && !text.contains("lab-59"), "{text}");
 }
 
 #[test]

@@ -93,12 +93,32 @@ impl NicsView {
         Classifier::auto().rails(&self.store, &self.node_indices())
     }
 
-    /// How many rows the current mode's list has: the node's charted NICs, or the nodes.
-    pub fn rows(&self) -> usize {
+    /// The nodes the `/` filter lets through (its text in the name, any case; all of
+    /// them for an empty filter), in order.
+    pub fn shown(&self, filter: &str) -> Vec<usize> {
+        let f = filter.trim().to_lowercase();
+        (0..self.nodes.len())
+            .filter(|&i| f.is_empty() || self.nodes[i].to_lowercase().contains(&f))
+            .collect()
+    }
+
+    /// How many rows the current mode's list has: the node's charted NICs, or the nodes
+    /// shown.
+    pub fn rows(&self, filter: &str) -> usize {
         match self.mode {
             Mode::Node => Classifier::auto().charted(&self.store, self.node).len(),
-            Mode::Rail | Mode::Fleet => self.nodes.len(),
+            Mode::Rail | Mode::Fleet => self.shown(filter).len(),
         }
+    }
+
+    /// After the filter changed: the selected node is one shown (if any is), lists start
+    /// at the top.
+    pub fn filter_changed(&mut self, filter: &str) {
+        let shown = self.shown(filter);
+        if !shown.contains(&self.node) {
+            self.node = shown.first().copied().unwrap_or(self.node);
+        }
+        self.scroll = 0;
     }
 
     fn refresh_flags(&mut self) {
@@ -114,6 +134,22 @@ fn step(i: usize, n: usize, forward: bool) -> usize {
         (n, true) => (i + 1) % n,
         (n, false) => (i % n + n - 1) % n,
     }
+}
+
+/// The node `by` places from `node` among `shown` (clamped, or wrapping by one).
+fn move_in(shown: &[usize], node: usize, by: isize, wrap: bool) -> usize {
+    if shown.is_empty() {
+        return node;
+    }
+    let at = shown.iter().position(|&i| i == node);
+    let n = shown.len();
+    let at = match (at, wrap) {
+        (Some(a), true) => step(a, n, by > 0),
+        (Some(a), false) => (a as isize + by).clamp(0, n as isize - 1) as usize,
+        // Not shown (filtered out): start from the first.
+        (None, _) => 0,
+    };
+    shown[at]
 }
 
 /// Ingest one sampler event (pure: the record carries its own clock).
@@ -159,26 +195,26 @@ pub fn act(state: &mut State, action: Action) -> Option<Vec<Command>> {
         }
         _ => {}
     }
+    let filter = state.filter().to_string();
     let v = &mut state.nics;
-    let page = usize::from(state.size.1 / 3).max(1);
-    let last = v.rows().saturating_sub(1);
-    // Fleet mode moves the selected node; the others scroll their list.
-    let fleet = v.mode == Mode::Fleet;
-    let cursor = if fleet { v.node } else { v.scroll };
-    let moved = match action {
-        Action::Up => Some(cursor.saturating_sub(1)),
-        Action::Down => Some(cursor + 1),
-        Action::PageUp => Some(cursor.saturating_sub(page)),
-        Action::PageDown => Some(cursor + page),
-        Action::Top => Some(0),
-        Action::Bottom => Some(last),
+    let shown = v.shown(&filter);
+    let page = usize::from(state.size.1 / 3).max(1) as isize;
+    let moved: Option<isize> = match action {
+        Action::Up => Some(-1),
+        Action::Down => Some(1),
+        Action::PageUp => Some(-page),
+        Action::PageDown => Some(page),
+        Action::Top => Some(isize::MIN / 2),
+        Action::Bottom => Some(isize::MAX / 2),
         _ => None,
     };
-    if let Some(c) = moved {
-        if fleet {
-            v.node = c.min(last);
+    if let Some(by) = moved {
+        // Fleet mode moves the selected node; the others scroll their list.
+        if v.mode == Mode::Fleet {
+            v.node = move_in(&shown, v.node, by, false);
         } else {
-            v.scroll = c.min(last);
+            let last = v.rows(&filter).saturating_sub(1) as isize;
+            v.scroll = (v.scroll as isize).saturating_add(by).clamp(0, last) as usize;
         }
         return Some(vec![]);
     }
@@ -199,7 +235,7 @@ pub fn act(state: &mut State, action: Action) -> Option<Vec<Command>> {
             let forward = matches!(action, Action::NextItem | Action::Right);
             match v.mode {
                 Mode::Node | Mode::Fleet => {
-                    v.node = step(v.node, v.nodes.len(), forward);
+                    v.node = move_in(&shown, v.node, if forward { 1 } else { -1 }, true);
                     if v.mode == Mode::Node {
                         v.scroll = 0;
                     }
@@ -431,5 +467,41 @@ mod tests {
         );
         let panes = km.hints_in(crate::tui::action::Context::Global, View::Panes);
         assert!(panes.contains(&("i".to_string(), "type")), "{panes:?}");
+    }
+
+    #[test]
+    fn the_filter_narrows_every_mode_to_the_matching_nodes() {
+        let (mut s, _) = lab();
+        for c in "/lab-2".chars() {
+            key(&mut s, c);
+        }
+        update(
+            &mut s,
+            Msg::Key(crossterm::event::KeyEvent::new(
+                crossterm::event::KeyCode::Enter,
+                crossterm::event::KeyModifiers::NONE,
+            )),
+        );
+        assert_eq!(s.filter(), "lab-2");
+        assert_eq!(s.nics.shown(s.filter()), vec![2]);
+        assert_eq!(s.nics.node, 2, "the selection moved to the one node shown");
+        key(&mut s, 'n');
+        assert_eq!(s.nics.node, 2, "n stays among the nodes shown");
+        key(&mut s, 'v');
+        assert_eq!(s.nics.rows(s.filter()), 1, "the rail table lists one node");
+        key(&mut s, 'v');
+        key(&mut s, 'k');
+        assert_eq!(s.nics.node, 2);
+        // Cleared: all three again, the selection stays.
+        update(
+            &mut s,
+            Msg::Key(crossterm::event::KeyEvent::new(
+                crossterm::event::KeyCode::Char('l'),
+                crossterm::event::KeyModifiers::CONTROL,
+            )),
+        );
+        assert_eq!(s.nics.shown(s.filter()).len(), 3);
+        key(&mut s, 'k');
+        assert_eq!(s.nics.node, 1);
     }
 }

@@ -528,6 +528,10 @@ fn filter_changed(state: &mut State) {
     if state.view == View::Offers {
         offers::sync_filter(state);
     }
+    if state.view == View::Nics {
+        let filter = state.filter().to_string();
+        state.nics.filter_changed(&filter);
+    }
 }
 
 fn refresh_candidates(state: &mut State) {

@@ -45,6 +45,8 @@ const WIDE: u16 = 120;
 /// What every part of the view draws from: the state, the theme and the window.
 struct Ctx<'a> {
     v: &'a NicsView,
+    /// The nodes the filter lets through.
+    shown: Vec<usize>,
     theme: &'a Theme,
     from: u32,
     to: u32,
@@ -116,6 +118,7 @@ pub fn render(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
     let (from, to) = v.window();
     let c = Ctx {
         v,
+        shown: v.shown(state.filter()),
         theme,
         from,
         to,
@@ -141,8 +144,13 @@ pub fn render(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
         }
         m => m.label().to_string(),
     };
+    let count = if c.shown.len() == n {
+        format!("{n} nodes")
+    } else {
+        format!("{} of {n} nodes match", c.shown.len())
+    };
     let mut title = vec![Span::styled(
-        format!(" NICs of {fleet} · {what} · {} · {n} nodes ", span_name(span)),
+        format!(" NICs of {fleet} · {what} · {} · {count} ", span_name(span)),
         theme.title(),
     )];
     if v.paused {
@@ -259,6 +267,15 @@ fn render_node(c: &Ctx, area: Rect, buf: &mut Buffer) {
     let v = c.v;
     if v.nodes.is_empty() {
         return message(c, area, buf, "the fleet has no nodes".into(), c.theme.muted());
+    }
+    if c.shown.is_empty() {
+        return message(
+            c,
+            area,
+            buf,
+            "no node matches the filter (ctrl-l clears it)".into(),
+            c.theme.muted(),
+        );
     }
     let i = v.node.min(v.nodes.len() - 1);
     if let Some((text, style)) = node_unavailable(c, i) {
@@ -490,7 +507,8 @@ fn render_rail(c: &Ctx, area: Rect, buf: &mut Buffer) {
     }
     let ri = v.rail.min(rails.len() - 1);
     let rail = &rails[ri];
-    let n = v.nodes.len();
+    let shown = &c.shown;
+    let n = shown.len();
     let h = area.height;
     let table_h = if h < 10 {
         0
@@ -514,8 +532,9 @@ fn render_rail(c: &Ctx, area: Rect, buf: &mut Buffer) {
             cell.width = cell.width.saturating_sub(1);
         }
         let pc = plot_columns(cell);
-        let mut lines: Vec<(Vec<f32>, Style, bool)> = (0..n)
-            .map(|i| {
+        let mut lines: Vec<(Vec<f32>, Style, bool)> = shown
+            .iter()
+            .map(|&i| {
                 let flagged = v
                     .flags
                     .iter()
@@ -573,9 +592,10 @@ fn render_rail(c: &Ctx, area: Rect, buf: &mut Buffer) {
     let wide = table.width >= WIDE;
     let visible = usize::from(table_h.saturating_sub(1)).max(1);
     let first = v.scroll.min(n.saturating_sub(visible));
-    let rows: Vec<Row> = (first..n)
+    let rows: Vec<Row> = shown[first..]
+        .iter()
         .take(visible)
-        .map(|i| {
+        .map(|&i| {
             let flagged = v
                 .flags
                 .iter()
@@ -698,8 +718,8 @@ fn rebin(v: &[f32], n: usize) -> Vec<f32> {
 /// highlighted; `v` takes it to the per-node mode).
 fn render_fleet(c: &Ctx, area: Rect, buf: &mut Buffer) {
     let v = c.v;
-    let n = v.nodes.len();
-    let all = v.node_indices();
+    let all = &c.shown;
+    let n = all.len();
     let h = area.height;
     let table_h = if h < 10 { 0 } else { (1 + n as u16).min(h / 2) };
     let [chart, table] = Layout::vertical([Constraint::Min(1), Constraint::Length(table_h)]).areas(area);
@@ -779,17 +799,18 @@ fn render_fleet(c: &Ctx, area: Rect, buf: &mut Buffer) {
     }
     let wide = table.width >= WIDE;
     let visible = usize::from(table_h.saturating_sub(1)).max(1);
-    let sel = v.node.min(n - 1);
-    // Keep the selected node on the page.
+    // The selected node's row, kept on the page.
+    let sel = all.iter().position(|&i| i == v.node).unwrap_or(0);
     let first = sel.saturating_sub(visible - 1);
     let name_w: u16 = if wide { 18 } else { 12 };
     let rate_w: u16 = if wide { 12 } else { 9 };
     let spark_w = usize::from(table.width.saturating_sub(name_w + 9 + 7 * (rate_w + 1))).max(4);
     let rows: Vec<Row> = (first..n)
         .take(visible)
-        .map(|i| {
+        .map(|row| {
+            let i = all[row];
             let name = Cell::from(c.node_name(i).to_string());
-            let row_style = if i == sel {
+            let row_style = if row == sel {
                 c.theme.selection()
             } else {
                 c.theme.base()
@@ -797,7 +818,7 @@ fn render_fleet(c: &Ctx, area: Rect, buf: &mut Buffer) {
             if let Some((text, style)) = node_unavailable(c, i) {
                 return Row::new(vec![name, Cell::from(Span::styled(text, style))]).style(row_style);
             }
-            let Some(t) = &per_node[i] else {
+            let Some(t) = &per_node[row] else {
                 return Row::new(vec![name]).style(row_style);
             };
             let (srx, stx) = (t.srx, t.stx);
