@@ -45,6 +45,20 @@ impl<T: Copy> Ring<T> {
         self.cap
     }
 
+    /// A ring of capacity `cap` holding `values`, oldest first (at most `cap` of them:
+    /// the newest are kept).
+    pub fn from_oldest(mut values: Vec<T>, cap: usize) -> Ring<T> {
+        let cap = cap.max(1);
+        if values.len() > cap {
+            values.drain(..values.len() - cap);
+        }
+        Ring {
+            buf: values,
+            head: 0,
+            cap,
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.buf.len()
     }
@@ -253,16 +267,11 @@ impl<'a> Series<'a> {
         }
         let span = u64::from(to_ms - from_ms);
         let n = columns as u64;
-        // Bucket c holds (from + c*w, from + (c+1)*w]: an interval (start, t] covers the
-        // buckets from the one just after `start` to the one holding `t`.
-        let first_col = |start: u32| -> usize {
-            let off = u64::from(start.clamp(from_ms, to_ms) - from_ms);
-            ((off * n) / span).min(n - 1) as usize
-        };
-        let last_col = |t: u32| -> usize {
-            let off = u64::from(t.clamp(from_ms, to_ms) - from_ms);
-            ((off * n).div_ceil(span).max(1) - 1).min(n - 1) as usize
-        };
+        // Bucket c holds (from + c*w, from + (c+1)*w] with w = span/n: an interval
+        // (start, t] covers the buckets from floor(start'*n/span) to ceil(t'*n/span) - 1
+        // (primes: offsets from `from`). Both move only forward as the points do, so two
+        // cursors find them with multiplications alone.
+        let (mut first, mut last) = (0u64, 0u64);
         // Points whose interval reaches into the window: up to the first past its end.
         let (a, b) = self.range(from_ms, to_ms);
         let end = (b + 1).min(self.t_ms.len());
@@ -270,13 +279,82 @@ impl<'a> Series<'a> {
             if !v.is_finite() || t <= from_ms || start >= to_ms {
                 continue;
             }
-            for c in &mut out[first_col(start)..=last_col(t)] {
+            let s_off = u64::from(start.clamp(from_ms, to_ms) - from_ms) * n;
+            let t_off = u64::from(t.clamp(from_ms, to_ms) - from_ms) * n;
+            while first + 1 < n && (first + 1) * span <= s_off {
+                first += 1;
+            }
+            last = last.max(first);
+            while last + 1 < n && t_off > (last + 1) * span {
+                last += 1;
+            }
+            for c in &mut out[first as usize..=last as usize] {
                 if c.is_nan() || v > *c {
                     *c = v;
                 }
             }
         }
         out
+    }
+
+    /// [`Series::downsample`] and [`Series::stats`] of one window in one pass (what a
+    /// chart with its figures needs).
+    pub fn summary(&self, from_ms: u32, to_ms: u32, columns: usize) -> (Vec<f32>, WindowStats) {
+        let mut out = vec![f32::NAN; columns];
+        let (a, b) = self.range(from_ms, to_ms);
+        if a == b && (columns == 0 || to_ms <= from_ms) {
+            return (out, WindowStats::EMPTY);
+        }
+        let span = u64::from(to_ms.saturating_sub(from_ms)).max(1);
+        let n = columns as u64;
+        let (mut first, mut last) = (0u64, 0u64);
+        let (mut sum, mut time, mut peak, mut known) = (0.0f64, 0.0f64, f64::NAN, 0usize);
+        let mut current = f64::NAN;
+        let end = (b + 1).min(self.t_ms.len());
+        for (k, (start, t, v)) in self.points(a, end).enumerate() {
+            if a + k < b {
+                let x = f64::from(v);
+                current = x;
+                if x.is_finite() {
+                    let dt = f64::from(t - start.max(from_ms).min(t));
+                    sum += x * dt;
+                    time += dt;
+                    known += 1;
+                    if peak.is_nan() || x > peak {
+                        peak = x;
+                    }
+                }
+            }
+            if n == 0 || !v.is_finite() || t <= from_ms || start >= to_ms {
+                continue;
+            }
+            let s_off = u64::from(start.clamp(from_ms, to_ms) - from_ms) * n;
+            let t_off = u64::from(t.clamp(from_ms, to_ms) - from_ms) * n;
+            while first + 1 < n && (first + 1) * span <= s_off {
+                first += 1;
+            }
+            last = last.max(first);
+            while last + 1 < n && t_off > (last + 1) * span {
+                last += 1;
+            }
+            for c in &mut out[first as usize..=last as usize] {
+                if c.is_nan() || v > *c {
+                    *c = v;
+                }
+            }
+        }
+        let stats = if a == b {
+            WindowStats::EMPTY
+        } else {
+            WindowStats {
+                current,
+                avg: if time > 0.0 { sum / time } else { f64::NAN },
+                peak,
+                known,
+                points: b - a,
+            }
+        };
+        (out, stats)
     }
 
     /// Current, time-weighted average and peak over `(from_ms, to_ms]`.
@@ -379,6 +457,42 @@ impl NodeSeries {
             v: &self.cols[i].v,
             interval_ms: self.interval_ms(),
         })
+    }
+
+    /// The sum of `keys` point by point over `(from_ms, to_ms]` (and the point just
+    /// before and after, which reach into it), as values aligned with [`Self::times`]:
+    /// the known values added, NaN where none of them is known (a sample missed by the
+    /// node is NaN for all its series). NaN outside the window. `None` when none of the
+    /// keys has a series. View it with [`Self::series_of`].
+    pub fn sum_in(&self, keys: &[SeriesKey], from_ms: u32, to_ms: u32) -> Option<Ring<f32>> {
+        let cols: Vec<&Column> = keys
+            .iter()
+            .filter_map(|k| self.index.get(k).map(|&i| &self.cols[i]))
+            .collect();
+        if cols.is_empty() {
+            return None;
+        }
+        let len = self.t_ms.len();
+        let a = self.t_ms.partition_point(|t| t <= from_ms).saturating_sub(1);
+        let b = (self.t_ms.partition_point(|t| t <= to_ms) + 1).min(len);
+        let mut acc = vec![f32::NAN; len];
+        for c in cols {
+            for (o, v) in acc[a..b.max(a)].iter_mut().zip(c.v.iter_from(a)) {
+                if v.is_finite() {
+                    *o = if o.is_nan() { v } else { *o + v };
+                }
+            }
+        }
+        Some(Ring::from_oldest(acc, self.t_ms.capacity()))
+    }
+
+    /// A series of this node's times with `values` (from [`Self::sum_in`]).
+    pub fn series_of<'a>(&'a self, values: &'a Ring<f32>) -> Series<'a> {
+        Series {
+            t_ms: &self.t_ms,
+            v: values,
+            interval_ms: self.interval_ms(),
+        }
     }
 
     /// Every series key of the node, sorted.
@@ -639,30 +753,6 @@ impl Telemetry {
                     *o = if o.is_nan() { v } else { *o + v };
                 }
             }
-        }
-        out
-    }
-
-    /// The total of `keys` bucket by bucket, as [`Telemetry::aggregate`], but strict
-    /// about gaps: a bucket is NaN wherever one of the series that knows anything in the
-    /// window knows nothing (a sum over part of the NICs is not the total, and a lost
-    /// sample must not look like a drop). Series with nothing known in the window (a NIC
-    /// that vanished, a node down all along) take no part.
-    pub fn total(&self, keys: &[(usize, SeriesKey)], from_ms: u32, to_ms: u32, columns: usize) -> Vec<f32> {
-        let mut out = vec![f32::NAN; columns];
-        let mut first = true;
-        for (node, key) in keys {
-            let Some(s) = self.node(*node).and_then(|n| n.series(key)) else {
-                continue;
-            };
-            let d = s.downsample(from_ms, to_ms, columns);
-            if d.iter().all(|v| v.is_nan()) {
-                continue;
-            }
-            for (o, v) in out.iter_mut().zip(d) {
-                *o = if first { v } else { *o + v };
-            }
-            first = false;
         }
         out
     }

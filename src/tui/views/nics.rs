@@ -54,10 +54,11 @@ struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    fn series(&self, node: &NodeSeries, dev: &Device, m: Metric, cols: usize) -> Vec<f32> {
+    /// A NIC's values per braille column and its figures over the window, in one pass.
+    fn summary(&self, node: &NodeSeries, dev: &Device, m: Metric, cols: usize) -> (Vec<f32>, WindowStats) {
         node.series(&SeriesKey::net(dev.clone(), m))
-            .map(|s| s.downsample(self.from, self.to, cols))
-            .unwrap_or_else(|| vec![f32::NAN; cols])
+            .map(|s| s.summary(self.from, self.to, cols))
+            .unwrap_or_else(|| (vec![f32::NAN; cols], WindowStats::EMPTY))
     }
 
     fn stats(&self, node: &NodeSeries, dev: &Device, m: Metric) -> WindowStats {
@@ -321,6 +322,8 @@ fn render_node(c: &Ctx, area: Rect, buf: &mut Buffer) {
     let rows = (n - first).div_ceil(cols).min(rows_fit);
     let wide = charts.width / cols as u16 >= 50;
     let grid_rows = Layout::vertical(vec![Constraint::Ratio(1, rows as u32); rows]).split(charts);
+    // The figures of the charted NICs, for the table (the same window, computed once).
+    let mut charted: std::collections::HashMap<Device, (WindowStats, WindowStats)> = Default::default();
     for (r, row_area) in grid_rows.iter().enumerate() {
         let cells = Layout::horizontal(vec![Constraint::Ratio(1, cols as u32); cols]).split(*row_area);
         for (k, cell) in cells.iter().enumerate() {
@@ -337,17 +340,18 @@ fn render_node(c: &Ctx, area: Rect, buf: &mut Buffer) {
                 *cell
             };
             let pc = plot_columns(cell);
-            let rx = c.series(node, dev, Metric::Rx, pc);
-            let tx = c.series(node, dev, Metric::Tx, pc);
+            let (rx, srx) = c.summary(node, dev, Metric::Rx, pc);
+            let (tx, stx) = c.summary(node, dev, Metric::Tx, pc);
             let flag = c.flagged(i, Some(dev));
             let title = chart_title(
                 c,
                 format!("{} {}", dev.label(), role_name(*role)),
-                &c.stats(node, dev, Metric::Rx),
-                &c.stats(node, dev, Metric::Tx),
+                &srx,
+                &stx,
                 flag,
                 wide,
             );
+            charted.insert(dev.clone(), (srx, stx));
             RateChart {
                 title,
                 series: vec![
@@ -386,7 +390,10 @@ fn render_node(c: &Ctx, area: Rect, buf: &mut Buffer) {
                 if wide {
                     cells.push(Cell::from(role_name(*role)));
                 }
-                let (rx, tx) = (c.stats(node, dev, Metric::Rx), c.stats(node, dev, Metric::Tx));
+                let (rx, tx) = charted
+                    .get(dev)
+                    .copied()
+                    .unwrap_or_else(|| (c.stats(node, dev, Metric::Rx), c.stats(node, dev, Metric::Tx)));
                 cells.extend(rate_cells(&rx, &tx, wide));
                 let style = if flagged {
                     c.theme.tone(Tone::Fail)
@@ -437,7 +444,10 @@ fn gpu_strip(
     let t = c.theme;
     let last = |g: u32, m: Metric, w: usize| -> (Vec<f32>, f64) {
         match node.series(&SeriesKey::gpu(g, m)) {
-            Some(s) => (s.downsample(c.from, c.to, w), s.stats(c.from, c.to).current),
+            Some(s) => {
+                let (values, stats) = s.summary(c.from, c.to, w);
+                (values, stats.current)
+            }
             None => (vec![f32::NAN; w], f64::NAN),
         }
     };
@@ -526,6 +536,8 @@ fn render_rail(c: &Ctx, area: Rect, buf: &mut Buffer) {
         (Metric::Rx, crate::telemetry::Direction::Rx),
         (Metric::Tx, crate::telemetry::Direction::Tx),
     ];
+    // Each node's figures on the rail, per direction, for the table.
+    let mut figures: std::collections::HashMap<usize, [WindowStats; 2]> = Default::default();
     for (k, (metric, dir)) in dirs.into_iter().enumerate() {
         let mut cell = halves[k];
         if side && k == 0 {
@@ -540,7 +552,11 @@ fn render_rail(c: &Ctx, area: Rect, buf: &mut Buffer) {
                     .iter()
                     .any(|f| f.node == i && f.device.as_ref() == Some(rail) && f.direction == dir);
                 let values = match v.store.node(i) {
-                    Some(node) => c.series(node, rail, metric, pc),
+                    Some(node) => {
+                        let (values, stats) = c.summary(node, rail, metric, pc);
+                        figures.entry(i).or_insert([WindowStats::EMPTY; 2])[k] = stats;
+                        values
+                    }
                     None => vec![f32::NAN; pc],
                 };
                 let style = if flagged {
@@ -607,10 +623,9 @@ fn render_rail(c: &Ctx, area: Rect, buf: &mut Buffer) {
             if let Some((text, style)) = node_unavailable(c, i) {
                 return Row::new(vec![name, Cell::from(Span::styled(text, style))]);
             }
-            let Some(node) = v.store.node(i) else {
+            let Some([rx, tx]) = figures.get(&i).copied() else {
                 return Row::new(vec![name]);
             };
-            let (rx, tx) = (c.stats(node, rail, Metric::Rx), c.stats(node, rail, Metric::Tx));
             let mut cells = vec![name];
             cells.extend(rate_cells(&rx, &tx, wide));
             Row::new(cells).style(if flagged {
@@ -629,50 +644,18 @@ fn render_rail(c: &Ctx, area: Rect, buf: &mut Buffer) {
         .render(table, buf);
 }
 
-/// The sum over `nodes`' charted NICs of one metric, per braille column; a gap where one
-/// of them has one ([`crate::telemetry::Telemetry::total`]). Nodes whose sampler is down
-/// are left out (and the title says how many are counted).
-fn totals(c: &Ctx, nodes: &[usize], metric: Metric, cols: usize) -> Vec<f32> {
-    let keys: Vec<(usize, SeriesKey)> = nodes
-        .iter()
-        .flat_map(|&i| {
-            Classifier::auto()
-                .charted(&c.v.store, i)
-                .into_iter()
-                .map(move |(d, _)| (i, SeriesKey::net(d, metric)))
-        })
+/// A node's total of one metric over its charted NICs ([`NodeSeries::sum_in`]): per
+/// braille column (max per column), and its now / average / peak over the window.
+fn node_sum(c: &Ctx, i: usize, metric: Metric, cols: usize) -> Option<(Vec<f32>, WindowStats)> {
+    let node = c.v.store.node(i)?;
+    let keys: Vec<SeriesKey> = Classifier::auto()
+        .charted(&c.v.store, i)
+        .into_iter()
+        .map(|(d, _)| SeriesKey::net(d, metric))
         .collect();
-    c.v.store.total(&keys, c.from, c.to, cols)
-}
-
-/// The now / average of a node's total (sums of its NICs'), and its peak from `curve`.
-fn node_total(c: &Ctx, i: usize, metric: Metric, curve: &[f32]) -> WindowStats {
-    let Some(node) = c.v.store.node(i) else {
-        return WindowStats::EMPTY;
-    };
-    let (mut now, mut avg) = (f64::NAN, f64::NAN);
-    for (d, _) in Classifier::auto().charted(&c.v.store, i) {
-        let s = c.stats(node, &d, metric);
-        let add = |acc: f64, x: f64| match (acc.is_nan(), x.is_finite()) {
-            (_, false) => acc,
-            (true, true) => x,
-            (false, true) => acc + x,
-        };
-        now = add(now, s.current);
-        avg = add(avg, s.avg);
-    }
-    let peak = crate::tui::widgets::rate_chart::visible_max([curve]);
-    WindowStats {
-        current: now,
-        avg,
-        peak: if curve.iter().any(|x| x.is_finite()) {
-            peak
-        } else {
-            f64::NAN
-        },
-        known: 0,
-        points: 0,
-    }
+    let sum = node.sum_in(&keys, c.from, c.to)?;
+    let s = node.series_of(&sum);
+    Some(s.summary(c.from, c.to, cols))
 }
 
 /// A node's total rx and tx per braille column, and their now / average / peak.
@@ -733,12 +716,11 @@ fn render_fleet(c: &Ctx, area: Rect, buf: &mut Buffer) {
     let per_node: Vec<Option<NodeTotals>> = all
         .iter()
         .map(|&i| {
-            if !up.contains(&i) || c.v.store.node(i).is_none() {
+            if !up.contains(&i) {
                 return None;
             }
-            let (rx, tx) = (totals(c, &[i], Metric::Rx, pc), totals(c, &[i], Metric::Tx, pc));
-            let srx = node_total(c, i, Metric::Rx, &rx);
-            let stx = node_total(c, i, Metric::Tx, &tx);
+            let (rx, srx) = node_sum(c, i, Metric::Rx, pc)?;
+            let (tx, stx) = node_sum(c, i, Metric::Tx, pc)?;
             Some(NodeTotals { rx, tx, srx, stx })
         })
         .collect();
