@@ -103,6 +103,20 @@ impl<T: Copy> Ring<T> {
         }
     }
 
+    /// Values `a..b` (0 the oldest) as up to two slices, in order.
+    fn range_slices(&self, a: usize, b: usize) -> (&[T], &[T]) {
+        let (x, y) = self.slices();
+        let b = b.min(x.len() + y.len());
+        let a = a.min(b);
+        if b <= x.len() {
+            (&x[a..b], &y[..0])
+        } else if a >= x.len() {
+            (&y[a - x.len()..b - x.len()], &x[..0])
+        } else {
+            (&x[a..], &y[..b - x.len()])
+        }
+    }
+
     /// Oldest to newest.
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = T> + '_ {
         self.iter_from(0)
@@ -258,6 +272,35 @@ impl<'a> Series<'a> {
         Some((self.t_ms.last()?, self.v.last()?))
     }
 
+    /// Calls `f(t, v)` for points `a..b`, oldest first, walking both rings' memory in
+    /// step (their oldest values need not sit at the same place): the hot loop of the
+    /// views, free of iterator adaptors.
+    fn for_each(&self, a: usize, b: usize, mut f: impl FnMut(u32, f32)) {
+        let (t1, t2) = self.t_ms.range_slices(a, b);
+        let (v1, v2) = self.v.range_slices(a, b);
+        let (mut ts, mut tn, mut vs, mut vn) = (t1, t2, v1, v2);
+        loop {
+            if ts.is_empty() {
+                if tn.is_empty() {
+                    break;
+                }
+                ts = std::mem::take(&mut tn);
+            }
+            if vs.is_empty() {
+                if vn.is_empty() {
+                    break;
+                }
+                vs = std::mem::take(&mut vn);
+            }
+            let k = ts.len().min(vs.len());
+            for (t, v) in ts[..k].iter().zip(&vs[..k]) {
+                f(*t, *v);
+            }
+            ts = &ts[k..];
+            vs = &vs[k..];
+        }
+    }
+
     /// The values over `(from_ms, to_ms]` in `columns` buckets of equal time, each the
     /// largest value whose interval touches the bucket; NaN where nothing is known.
     pub fn downsample(&self, from_ms: u32, to_ms: u32, columns: usize) -> Vec<f32> {
@@ -311,22 +354,33 @@ impl<'a> Series<'a> {
         let (mut sum, mut time, mut peak, mut known) = (0.0f64, 0.0f64, f64::NAN, 0usize);
         let mut current = f64::NAN;
         let end = (b + 1).min(self.t_ms.len());
-        for (k, (start, t, v)) in self.points(a, end).enumerate() {
-            if a + k < b {
+        let mut prev = a.checked_sub(1).and_then(|j| self.t_ms.get(j));
+        let iv = self.interval_ms;
+        let mut k = a;
+        self.for_each(a, end, |t, v| {
+            let start = prev.unwrap_or(t.saturating_sub(iv));
+            prev = Some(t);
+            let in_window = k < b;
+            k += 1;
+            if !v.is_finite() {
+                if in_window {
+                    current = f64::NAN;
+                }
+                return;
+            }
+            if in_window {
                 let x = f64::from(v);
                 current = x;
-                if x.is_finite() {
-                    let dt = f64::from(t - start.max(from_ms).min(t));
-                    sum += x * dt;
-                    time += dt;
-                    known += 1;
-                    if peak.is_nan() || x > peak {
-                        peak = x;
-                    }
+                let dt = f64::from(t - start.max(from_ms).min(t));
+                sum += x * dt;
+                time += dt;
+                known += 1;
+                if peak.is_nan() || x > peak {
+                    peak = x;
                 }
             }
-            if n == 0 || !v.is_finite() || t <= from_ms || start >= to_ms {
-                continue;
+            if n == 0 || t <= from_ms || start >= to_ms {
+                return;
             }
             let s_off = u64::from(start.clamp(from_ms, to_ms) - from_ms) * n;
             let t_off = u64::from(t.clamp(from_ms, to_ms) - from_ms) * n;
@@ -342,7 +396,7 @@ impl<'a> Series<'a> {
                     *c = v;
                 }
             }
-        }
+        });
         let stats = if a == b {
             WindowStats::EMPTY
         } else {
