@@ -375,9 +375,7 @@ impl<'a> Series<'a> {
                 sum += x * dt;
                 time += dt;
                 known += 1;
-                if peak.is_nan() || x > peak {
-                    peak = x;
-                }
+                peak = peak.max(x); // max ignores the NaN of "nothing yet"
             }
             if n == 0 || t <= from_ms || start >= to_ms {
                 return;
@@ -391,9 +389,12 @@ impl<'a> Series<'a> {
             while last + 1 < n && t_off > (last + 1) * span {
                 last += 1;
             }
-            for c in &mut out[first as usize..=last as usize] {
-                if c.is_nan() || v > *c {
-                    *c = v;
+            if first == last {
+                let c = &mut out[first as usize];
+                *c = c.max(v);
+            } else {
+                for c in &mut out[first as usize..=last as usize] {
+                    *c = c.max(v);
                 }
             }
         });
