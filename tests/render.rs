@@ -548,6 +548,20 @@ fn nics_view_survives_tiny_sizes_in_every_mode() {
                     height: y + h,
                 });
                 views::nics::render(&s, &theme, area, &mut buf);
+                let node = s.nics.store.node(0).unwrap();
+                let (from, to) = s.nics.window();
+                for roomy in [true, false] {
+                    flightdeck::tui::widgets::gpu_strip::GpuStrip {
+                        node,
+                        gpus: &[0, 1],
+                        from,
+                        to,
+                        roomy,
+                        per_row: 0,
+                        theme: &theme,
+                    }
+                    .render(area, &mut buf);
+                }
             }
         }
         keys(&mut s, "v");

@@ -418,7 +418,16 @@ fn render_node(c: &Ctx, area: Rect, buf: &mut Buffer) {
             .render(table, buf);
     }
     if gpu_h > 0 {
-        gpu_strip(c, node, &gpus, roomy, per_row, strip, buf);
+        crate::tui::widgets::gpu_strip::GpuStrip {
+            node,
+            gpus: &gpus,
+            from: c.from,
+            to: c.to,
+            roomy,
+            per_row,
+            theme: c.theme,
+        }
+        .render(strip, buf);
     }
 }
 
@@ -429,75 +438,6 @@ fn rate_cells<'a>(rx: &WindowStats, tx: &WindowStats, wide: bool) -> Vec<Cell<'a
         .into_iter()
         .map(|b| Cell::from(rate(b, wide)))
         .collect()
-}
-
-/// Utilisation and power sparklines per GPU: a row each when roomy, packed when not.
-fn gpu_strip(
-    c: &Ctx,
-    node: &NodeSeries,
-    gpus: &[u32],
-    roomy: bool,
-    per_row: usize,
-    area: Rect,
-    buf: &mut Buffer,
-) {
-    let t = c.theme;
-    let last = |g: u32, m: Metric, w: usize| -> (Vec<f32>, f64) {
-        match node.series(&SeriesKey::gpu(g, m)) {
-            Some(s) => {
-                let (values, stats) = s.summary(c.from, c.to, w);
-                (values, stats.current)
-            }
-            None => (vec![f32::NAN; w], f64::NAN),
-        }
-    };
-    let limit = |g: u32| {
-        node.gpus
-            .get(&g)
-            .and_then(|l| l.info.as_ref())
-            .and_then(|i| i.power_limit_w)
-            .unwrap_or(0.0)
-    };
-    let num = |x: f64, unit: &str| {
-        if x.is_finite() {
-            format!("{x:>3.0}{unit}")
-        } else {
-            format!("  -{unit}")
-        }
-    };
-    let mut lines: Vec<Line> = Vec::new();
-    if roomy {
-        // GPU0 util ▁▂▅ 97%  power ▁▂▅ 650 W
-        let w = usize::from(area.width).saturating_sub(30) / 2;
-        for &g in gpus {
-            let (u, uc) = last(g, Metric::GpuUtil, w);
-            let (p, pc) = last(g, Metric::GpuPower, w);
-            lines.push(Line::from(vec![
-                Span::styled(format!("GPU{g:<2} util "), t.muted()),
-                Span::styled(spark(&u, 100.0), t.rx()),
-                Span::raw(format!(" {}  ", num(uc, "%"))),
-                Span::styled("power ", t.muted()),
-                Span::styled(spark(&p, limit(g)), t.tx()),
-                Span::raw(format!(" {}", num(pc, " W"))),
-            ]));
-        }
-    } else {
-        // g0 ▂▃▅▇▇▇▇▇ 97% ▂▃▅▇▇▇▇▇ 650W, several to a row
-        for chunk in gpus.chunks(per_row) {
-            let mut spans = vec![];
-            for &g in chunk {
-                let (u, uc) = last(g, Metric::GpuUtil, 6);
-                let (p, pc) = last(g, Metric::GpuPower, 6);
-                spans.push(Span::styled(format!("g{g:<2}"), t.muted()));
-                spans.push(Span::styled(spark(&u, 100.0), t.rx()));
-                spans.push(Span::raw(format!("{} ", num(uc, "%"))));
-                spans.push(Span::styled(spark(&p, limit(g)), t.tx()));
-                spans.push(Span::raw(format!(" {}  ", num(pc, "W"))));
-            }
-            lines.push(Line::from(spans));
-        }
-    }
-    Paragraph::new(lines).render(area, buf);
 }
 
 /// Per rail: rail i of every node in one chart (rx, and tx), a line per node, and the
