@@ -64,6 +64,52 @@ fn panes_state(n: usize) -> State {
     s
 }
 
+/// The NICs view on a constructed fleet (flightdeck::telemetry::synth) of 8 nodes, each
+/// with 9 NICs (a control gVNIC and 8 data gVNICs, as an a3-megagpu-8g) and 8 GPUs, an
+/// hour of records at 1 s (every ring full), the span at 1 h, in mode `mode` presses of v.
+fn nics_state(mode: usize) -> State {
+    use flightdeck::telemetry::synth::Synth;
+    let mut s = state_after("7");
+    let nodes: Vec<String> = (0..8).map(|i| format!("a3mega-{i}")).collect();
+    update(
+        &mut s,
+        Msg::TelemetryStarted {
+            fleet: "bench".into(),
+            nodes,
+        },
+    );
+    let nics = [
+        "enp0s12", "enp6s0", "enp7s0", "enp13s0", "enp14s0", "enp134s0", "enp135s0", "enp141s0", "enp142s0",
+    ];
+    let mut synth = Synth::new(8, &nics, 8, 1000);
+    synth.route = Some("enp0s12".into());
+    synth.fill(
+        &mut s.nics.store,
+        3600,
+        |node, nic, seq| {
+            let saw = ((seq + (node * 13 + nic * 7) as u64) % 60) as f64 / 60.0;
+            if nic == 0 {
+                (1e6 * (1.0 + saw), 5e5)
+            } else {
+                (1.5e11 + 5e10 * saw, 1.4e11 + 6e10 * saw)
+            }
+        },
+        |_, g, seq| {
+            let saw = ((seq + u64::from(g) * 9) % 40) as f32 / 40.0;
+            (50.0 + 50.0 * saw, 300.0 + 400.0 * saw)
+        },
+        |node, seq| node == 3 && seq % 600 == 0,
+    );
+    let keys = format!("zzz{}", "v".repeat(mode));
+    for c in keys.chars() {
+        update(
+            &mut s,
+            Msg::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE)),
+        );
+    }
+    s
+}
+
 fn terminal(w: u16, h: u16) -> Terminal<CrosstermBackend<std::io::Sink>> {
     Terminal::with_options(
         CrosstermBackend::new(std::io::sink()),
@@ -83,6 +129,9 @@ fn bench(c: &mut Criterion) {
         ("palette", state_after("/gpu=H100\n:n\t")),
         ("offers+detail", state_after("d")),
         ("panes-16", panes_state(16)),
+        ("nics-node-8x9-1h", nics_state(0)),
+        ("nics-rail-8x9-1h", nics_state(1)),
+        ("nics-fleet-8x9-1h", nics_state(2)),
     ];
     let mut group = c.benchmark_group("frame");
     for (w, h) in [(160u16, 48u16), (250, 70)] {

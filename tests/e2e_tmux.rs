@@ -211,6 +211,90 @@ fn local_fleet_panes_type_copy_and_yank() {
     assert_restored(&t);
 }
 
+/// The interface and gateway of this machine's IPv4 default route (/proc/net/route).
+fn default_route() -> Option<(String, std::net::Ipv4Addr)> {
+    let text = std::fs::read_to_string("/proc/net/route").ok()?;
+    text.lines().skip(1).find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        if f.len() < 3 || f[1] != "00000000" {
+            return None;
+        }
+        let gw = u32::from_str_radix(f[2], 16).ok()?;
+        (gw != 0).then(|| (f[0].to_string(), std::net::Ipv4Addr::from(gw.to_le_bytes())))
+    })
+}
+
+/// The NICs view on this machine (fleets/local.yaml): Enter starts the sampler, a braille
+/// chart of a real NIC's live rates appears, and the mode keys switch views.
+#[test]
+fn local_fleet_nics_view_charts_live_traffic() {
+    require_tmux!();
+    let t = Tmux::start(&[], &[], 120, 40);
+    t.wait_text("? help");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_flightdeck"))
+        .args([
+            "fleet",
+            "apply",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/fleets/local.yaml"),
+            "--yes",
+        ])
+        .env("FLIGHTDECK_HOME", t.fd_home())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    t.keys(&["2"]);
+    t.keys(&["r"]);
+    t.wait_text("local                  local");
+    t.keys(&[":"]);
+    t.type_text("nics");
+    t.keys(&["Enter"]);
+    t.wait_text("No samplers running.");
+    t.keys(&["Enter"]);
+    t.wait_text("per node: local-0 (1/1)");
+    // A chart of a real NIC (control or data: whatever this machine has) with its axis,
+    // and braille drawn from the samples as they arrive: the rates of two samples.
+    let braille = |s: &str| s.chars().any(|c| ('\u{2801}'..='\u{28ff}').contains(&c));
+    let screen = t.wait_for("a chart with live samples", |s| {
+        (s.contains(" ctl rx ") || s.contains(" data rx ")) && s.contains("now") && braille(s)
+    });
+    assert!(screen.contains("RX now"), "the rate table: {screen}");
+    // Real traffic out of the default route's NIC (UDP to the gateway's discard port,
+    // ~1.6 Mbit/s for a few seconds): its chart title shows a tx rate in Mbit/s.
+    if let Some((dev, gateway)) = default_route() {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let sender = {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let sock = std::net::UdpSocket::bind("0.0.0.0:0").unwrap();
+                let payload = [0u8; 1000];
+                for _ in 0..2000 {
+                    if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        break;
+                    }
+                    let _ = sock.send_to(&payload, (gateway, 9));
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+            })
+        };
+        let want = format!("{dev} ctl rx ");
+        t.wait_for("a tx rate in Mbit/s on the default route's NIC", |s| {
+            s.lines()
+                .any(|l| l.contains(&want) && l.contains(" Mbit/s") && l.contains(" tx "))
+        });
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        sender.join().unwrap();
+    }
+    t.keys(&["v"]);
+    t.wait_text("· per rail");
+    t.keys(&["v"]);
+    t.wait_text("fleet total of 1 nodes");
+    t.keys(&["z", "m"]);
+    t.wait_text("· 5 min · 1 nodes · paused");
+    t.keys(&["q"]);
+    assert_eq!(t.wait_exit(), 0);
+    assert_restored(&t);
+}
+
 #[test]
 fn offers_filter_sort_detail_and_write_a_fleet_file() {
     require_tmux!();

@@ -598,6 +598,177 @@ fn no_color_is_monochrome_with_reverse_video() {
     );
 }
 
+/// A constructed fleet (flightdeck::telemetry::synth: no recording) of `nodes` nodes with
+/// eth0 (control) and eth1..eth3 (data) and 2 GPUs each, 120 records at 1 s: data NICs
+/// at 6..9 Gbit/s in a sawtooth, node 1's eth2 at a tenth (flagged), and node 1's record
+/// 100 lost (a gap 20 s before the end).
+fn nics_state(nodes: usize) -> State {
+    use flightdeck::telemetry::service::TelemetryEvent;
+    use flightdeck::telemetry::synth::Synth;
+    let mut s = state();
+    keys(&mut s, "7");
+    update(
+        &mut s,
+        Msg::TelemetryStarted {
+            fleet: "lab".into(),
+            nodes: (0..nodes).map(|i| format!("lab-{i}")).collect(),
+        },
+    );
+    let mut synth = Synth::new(nodes, &["eth0", "eth1", "eth2", "eth3"], 2, 1000);
+    for node in 0..nodes {
+        let hello = synth.hello(node);
+        update(
+            &mut s,
+            Msg::Telemetry(Box::new(TelemetryEvent::Hello { node, hello })),
+        );
+    }
+    for seq in 1..=120u64 {
+        for node in 0..nodes {
+            let saw = |k: u64| ((seq + k) % 30) as f64 / 30.0;
+            let record = synth.record(
+                node,
+                seq,
+                |nic| match (node, nic) {
+                    (_, 0) => (2e6 + 1e5 * saw(0), 1e6),
+                    (1, 2) => (7e8, 6e8),
+                    (_, k) => (6e9 + 3e9 * saw(k as u64 * 7), 6e9 + 2e9 * saw(k as u64 * 11)),
+                },
+                |g| {
+                    (
+                        40.0 + 55.0 * saw(u64::from(g) * 5) as f32,
+                        200.0 + 450.0 * saw(u64::from(g) * 5) as f32,
+                    )
+                },
+            );
+            if node == 1 && seq == 100 {
+                continue;
+            }
+            let arrived_unix_ns = record.t_ns;
+            update(
+                &mut s,
+                Msg::Telemetry(Box::new(TelemetryEvent::Record {
+                    node,
+                    record,
+                    arrived_unix_ns,
+                })),
+            );
+        }
+    }
+    s
+}
+
+#[test]
+fn nics_view_in_every_mode() {
+    let mut s = nics_state(3);
+    assert!(
+        s.nics
+            .flags
+            .iter()
+            .any(|f| f.node == 1 && f.device.as_ref().map(|d| d.label()).as_deref() == Some("eth2")),
+        "{:?}",
+        s.nics.flags
+    );
+    // Per node, on lab-1: its gap and its flagged eth2.
+    keys(&mut s, "n");
+    snapshot("nics_node", &s);
+    let theme = Theme::default_theme();
+    let t = draw(&s, &theme, 160, 48);
+    let text = format!("{}", t.backend());
+    for want in [
+        "per node: lab-1 (2/3)",
+        "eth1 data",
+        "! eth2 data",
+        "eth0 ctl",
+        "RX peak",
+        "GPU0",
+        "! lab-1 eth2",
+    ] {
+        assert!(text.contains(want), "{want}:\n{text}");
+    }
+    // The rail of eth2 across the nodes.
+    keys(&mut s, "vn");
+    snapshot("nics_rail", &s);
+    let text = format!("{}", draw(&s, &theme, 80, 24).backend());
+    assert!(text.contains("per rail: eth2 (2/3)"), "{text}");
+    // The fleet's totals.
+    keys(&mut s, "v");
+    snapshot("nics_fleet", &s);
+    // Paused on 5 min, back per node: the title says so, the hints name the keys.
+    keys(&mut s, "zmv");
+    snapshot("nics_node_paused", &s);
+    let text = format!("{}", draw(&s, &theme, 160, 48).backend());
+    for want in ["5 min", "paused", "v mode", "n next", "z span", "m pause"] {
+        assert!(text.contains(want), "{want}:\n{text}");
+    }
+}
+
+#[test]
+fn nics_view_pages_64_nodes_at_80x24() {
+    let mut s = nics_state(64);
+    let theme = Theme::default_theme();
+    // Fleet mode: the selected node stays on the page.
+    keys(&mut s, "vvG");
+    let text = format!("{}", draw(&s, &theme, 80, 24).backend());
+    assert!(text.contains("lab-63"), "{text}");
+    assert!(!text.contains("lab-0 "), "{text}");
+    // Per node: n from the last node wraps to the first.
+    keys(&mut s, "vn");
+    let text = format!("{}", draw(&s, &theme, 80, 24).backend());
+    assert!(text.contains("per node: lab-0 (1/64)"), "{text}");
+    // Per rail: the table pages with j.
+    keys(&mut s, "v");
+    for _ in 0..70 {
+        keys(&mut s, "j");
+    }
+    let text = format!("{}", draw(&s, &theme, 80, 24).backend());
+    assert!(text.contains("lab-63"), "{text}");
+    // The filter: lab-6 and lab-60..63, in the rail table and the title.
+    keys(&mut s, "/lab-6\n");
+    let text = format!("{}", draw(&s, &theme, 80, 24).backend());
+    assert!(text.contains("5 of 64 nodes match"), "{text}");
+    assert!(text.contains("lab-60") && !text.contains("lab-59"), "{text}");
+}
+
+#[test]
+fn nics_view_survives_tiny_sizes_in_every_mode() {
+    let mut s = nics_state(3);
+    let theme = Theme::default_theme();
+    for _ in 0..3 {
+        for (w, h) in [(0, 0), (1, 1), (20, 5), (2, 30), (200, 3)] {
+            for (x, y) in [(0, 0), (3, 2)] {
+                let area = Rect {
+                    x,
+                    y,
+                    width: w,
+                    height: h,
+                };
+                let mut buf = Buffer::empty(Rect {
+                    x: 0,
+                    y: 0,
+                    width: x + w,
+                    height: y + h,
+                });
+                views::nics::render(&s, &theme, area, &mut buf);
+                let node = s.nics.store.node(0).unwrap();
+                let (from, to) = s.nics.window();
+                for roomy in [true, false] {
+                    flightdeck::tui::widgets::gpu_strip::GpuStrip {
+                        node,
+                        gpus: &[0, 1],
+                        from,
+                        to,
+                        roomy,
+                        per_row: 0,
+                        theme: &theme,
+                    }
+                    .render(area, &mut buf);
+                }
+            }
+        }
+        keys(&mut s, "v");
+    }
+}
+
 /// Render `w` into a buffer of `area`'s size (offset to test non-zero origins too).
 fn render_at(area: Rect, w: impl Widget) {
     let mut buf = Buffer::empty(Rect {
@@ -656,7 +827,7 @@ fn every_widget_survives_tiny_sizes() {
                         keymap: &km,
                         context: Context::Global,
                         filterable: true,
-                        panes: true,
+                        view: View::Panes,
                         message: Some(&msg),
                         left: "Offers".into(),
                     },
@@ -668,12 +839,27 @@ fn every_widget_survives_tiny_sizes() {
                         keymap: &km,
                         context: Context::Input,
                         filterable: false,
-                        panes: false,
+                        view: View::Nics,
                         message: None,
                         left: "x".repeat(300),
                     },
                 );
                 render_at(area, PaletteWidget { palette, theme });
+                let values = [1e9f32, f32::NAN, 2e9, 3e9];
+                render_at(
+                    area,
+                    flightdeck::tui::widgets::rate_chart::RateChart {
+                        title: ratatui::text::Line::raw("eth1 rx"),
+                        series: vec![flightdeck::tui::widgets::rate_chart::Trace {
+                            values: &values,
+                            style: theme.rx(),
+                        }],
+                        span_ms: 60_000,
+                        theme,
+                        rule: theme.muted(),
+                        top: None,
+                    },
+                );
                 render_at(area, FilterWidget { entry, theme });
                 render_at(
                     area,

@@ -238,6 +238,35 @@ impl Classifier {
     }
 }
 
+impl Classifier {
+    /// The NICs of `node` worth a chart (data and control; not loopback, virtual NICs or
+    /// the netdevs of RDMA ports), in natural order ([`super::layout::device_cmp`]).
+    pub fn charted(&self, store: &Telemetry, node: usize) -> Vec<(Device, Role)> {
+        let mut v: Vec<(Device, Role)> = self
+            .roles(store, node)
+            .into_iter()
+            .filter(|(_, r)| *r != Role::Other)
+            .collect();
+        v.sort_by(|a, b| super::layout::device_cmp(&a.0, &b.0));
+        v
+    }
+
+    /// The rails of `nodes`: every data NIC label seen on any of them, in natural order.
+    /// Rail `i` is the `i`th of these on every node.
+    pub fn rails(&self, store: &Telemetry, nodes: &[usize]) -> Vec<Device> {
+        let mut v: Vec<Device> = Vec::new();
+        for &n in nodes {
+            for (d, r) in self.roles(store, n) {
+                if r == Role::Data && !v.contains(&d) {
+                    v.push(d);
+                }
+            }
+        }
+        v.sort_by(super::layout::device_cmp);
+        v
+    }
+}
+
 /// The means of every data NIC of `nodes` over the window ending at the fleet's newest
 /// sample, then [`detect`].
 pub fn detect_in(store: &Telemetry, nodes: &[usize], classifier: &Classifier, rule: &Rule) -> Vec<Flag> {

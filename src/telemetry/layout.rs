@@ -154,6 +154,48 @@ impl Classifier {
     }
 }
 
+/// Names in the order people number them: runs of digits compare by value (`eth2` before
+/// `eth10`, `enp6s0` before `enp13s0`), the rest by character.
+pub fn natural_cmp(a: &str, b: &str) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    let (mut x, mut y) = (a.as_bytes(), b.as_bytes());
+    loop {
+        match (x.first(), y.first()) {
+            (None, None) => return a.cmp(b),
+            (None, Some(_)) => return Ordering::Less,
+            (Some(_), None) => return Ordering::Greater,
+            (Some(c), Some(d)) if c.is_ascii_digit() && d.is_ascii_digit() => {
+                let n = x.iter().take_while(|c| c.is_ascii_digit()).count();
+                let m = y.iter().take_while(|c| c.is_ascii_digit()).count();
+                let (p, q) = (&x[..n], &y[..m]);
+                let trim = |s: &[u8]| -> usize { s.iter().take_while(|&&c| c == b'0').count() };
+                let (p, q) = (&p[trim(p)..], &q[trim(q)..]);
+                let o = p.len().cmp(&q.len()).then_with(|| p.cmp(q));
+                if o != Ordering::Equal {
+                    return o;
+                }
+                x = &x[n..];
+                y = &y[m..];
+            }
+            (Some(c), Some(d)) => {
+                if c != d {
+                    return c.cmp(d);
+                }
+                x = &x[1..];
+                y = &y[1..];
+            }
+        }
+    }
+}
+
+/// [`natural_cmp`] of two devices: NICs before RDMA ports, then by label.
+pub fn device_cmp(a: &Device, b: &Device) -> std::cmp::Ordering {
+    let kind = |d: &Device| matches!(d, Device::Rdma { .. });
+    kind(a)
+        .cmp(&kind(b))
+        .then_with(|| natural_cmp(&a.label(), &b.label()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -245,6 +287,26 @@ mod tests {
             ],
             "eth4: a node with RDMA ports keeps its other NICs for control"
         );
+    }
+
+    #[test]
+    fn natural_order() {
+        let mut v = vec![
+            "eth10", "eth2", "enp13s0", "enp6s0", "eth1", "enp142s0", "eth02", "lo",
+        ];
+        v.sort_by(|a, b| natural_cmp(a, b));
+        assert_eq!(
+            v,
+            ["enp6s0", "enp13s0", "enp142s0", "eth1", "eth02", "eth2", "eth10", "lo"]
+        );
+        let mut d = [
+            Device::rdma("mlx5_10", 1),
+            Device::nic("eth1"),
+            Device::rdma("mlx5_2", 1),
+        ];
+        d.sort_by(device_cmp);
+        let labels: Vec<String> = d.iter().map(Device::label).collect();
+        assert_eq!(labels, ["eth1", "mlx5_2/1", "mlx5_10/1"]);
     }
 
     #[test]

@@ -22,6 +22,7 @@ pub mod report;
 pub mod sampler;
 pub mod series;
 pub mod service;
+pub mod synth;
 
 pub use imbalance::{Direction, Flag, Rule};
 pub use layout::{Classifier, Role};

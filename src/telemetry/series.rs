@@ -45,6 +45,20 @@ impl<T: Copy> Ring<T> {
         self.cap
     }
 
+    /// A ring of capacity `cap` holding `values`, oldest first (at most `cap` of them:
+    /// the newest are kept).
+    pub fn from_oldest(mut values: Vec<T>, cap: usize) -> Ring<T> {
+        let cap = cap.max(1);
+        if values.len() > cap {
+            values.drain(..values.len() - cap);
+        }
+        Ring {
+            buf: values,
+            head: 0,
+            cap,
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.buf.len()
     }
@@ -86,6 +100,20 @@ impl<T: Copy> Ring<T> {
         } else {
             let (x, y) = self.buf.split_at(self.head);
             (y, x)
+        }
+    }
+
+    /// Values `a..b` (0 the oldest) as up to two slices, in order.
+    fn range_slices(&self, a: usize, b: usize) -> (&[T], &[T]) {
+        let (x, y) = self.slices();
+        let b = b.min(x.len() + y.len());
+        let a = a.min(b);
+        if b <= x.len() {
+            (&x[a..b], &y[..0])
+        } else if a >= x.len() {
+            (&y[a - x.len()..b - x.len()], &x[..0])
+        } else {
+            (&x[a..], &y[..b - x.len()])
         }
     }
 
@@ -244,6 +272,35 @@ impl<'a> Series<'a> {
         Some((self.t_ms.last()?, self.v.last()?))
     }
 
+    /// Calls `f(t, v)` for points `a..b`, oldest first, walking both rings' memory in
+    /// step (their oldest values need not sit at the same place): the hot loop of the
+    /// views, free of iterator adaptors.
+    fn for_each(&self, a: usize, b: usize, mut f: impl FnMut(u32, f32)) {
+        let (t1, t2) = self.t_ms.range_slices(a, b);
+        let (v1, v2) = self.v.range_slices(a, b);
+        let (mut ts, mut tn, mut vs, mut vn) = (t1, t2, v1, v2);
+        loop {
+            if ts.is_empty() {
+                if tn.is_empty() {
+                    break;
+                }
+                ts = std::mem::take(&mut tn);
+            }
+            if vs.is_empty() {
+                if vn.is_empty() {
+                    break;
+                }
+                vs = std::mem::take(&mut vn);
+            }
+            let k = ts.len().min(vs.len());
+            for (t, v) in ts[..k].iter().zip(&vs[..k]) {
+                f(*t, *v);
+            }
+            ts = &ts[k..];
+            vs = &vs[k..];
+        }
+    }
+
     /// The values over `(from_ms, to_ms]` in `columns` buckets of equal time, each the
     /// largest value whose interval touches the bucket; NaN where nothing is known.
     pub fn downsample(&self, from_ms: u32, to_ms: u32, columns: usize) -> Vec<f32> {
@@ -253,16 +310,11 @@ impl<'a> Series<'a> {
         }
         let span = u64::from(to_ms - from_ms);
         let n = columns as u64;
-        // Bucket c holds (from + c*w, from + (c+1)*w]: an interval (start, t] covers the
-        // buckets from the one just after `start` to the one holding `t`.
-        let first_col = |start: u32| -> usize {
-            let off = u64::from(start.clamp(from_ms, to_ms) - from_ms);
-            ((off * n) / span).min(n - 1) as usize
-        };
-        let last_col = |t: u32| -> usize {
-            let off = u64::from(t.clamp(from_ms, to_ms) - from_ms);
-            ((off * n).div_ceil(span).max(1) - 1).min(n - 1) as usize
-        };
+        // Bucket c holds (from + c*w, from + (c+1)*w] with w = span/n: an interval
+        // (start, t] covers the buckets from floor(start'*n/span) to ceil(t'*n/span) - 1
+        // (primes: offsets from `from`). Both move only forward as the points do, so two
+        // cursors find them with multiplications alone.
+        let (mut first, mut last) = (0u64, 0u64);
         // Points whose interval reaches into the window: up to the first past its end.
         let (a, b) = self.range(from_ms, to_ms);
         let end = (b + 1).min(self.t_ms.len());
@@ -270,13 +322,94 @@ impl<'a> Series<'a> {
             if !v.is_finite() || t <= from_ms || start >= to_ms {
                 continue;
             }
-            for c in &mut out[first_col(start)..=last_col(t)] {
+            let s_off = u64::from(start.clamp(from_ms, to_ms) - from_ms) * n;
+            let t_off = u64::from(t.clamp(from_ms, to_ms) - from_ms) * n;
+            while first + 1 < n && (first + 1) * span <= s_off {
+                first += 1;
+            }
+            last = last.max(first);
+            while last + 1 < n && t_off > (last + 1) * span {
+                last += 1;
+            }
+            for c in &mut out[first as usize..=last as usize] {
                 if c.is_nan() || v > *c {
                     *c = v;
                 }
             }
         }
         out
+    }
+
+    /// [`Series::downsample`] and [`Series::stats`] of one window in one pass (what a
+    /// chart with its figures needs).
+    pub fn summary(&self, from_ms: u32, to_ms: u32, columns: usize) -> (Vec<f32>, WindowStats) {
+        let mut out = vec![f32::NAN; columns];
+        let (a, b) = self.range(from_ms, to_ms);
+        if a == b && (columns == 0 || to_ms <= from_ms) {
+            return (out, WindowStats::EMPTY);
+        }
+        let span = u64::from(to_ms.saturating_sub(from_ms)).max(1);
+        let n = columns as u64;
+        let (mut first, mut last) = (0u64, 0u64);
+        let (mut sum, mut time, mut peak, mut known) = (0.0f64, 0.0f64, f64::NAN, 0usize);
+        let mut current = f64::NAN;
+        let end = (b + 1).min(self.t_ms.len());
+        let mut prev = a.checked_sub(1).and_then(|j| self.t_ms.get(j));
+        let iv = self.interval_ms;
+        let mut k = a;
+        self.for_each(a, end, |t, v| {
+            let start = prev.unwrap_or(t.saturating_sub(iv));
+            prev = Some(t);
+            let in_window = k < b;
+            k += 1;
+            if !v.is_finite() {
+                if in_window {
+                    current = f64::NAN;
+                }
+                return;
+            }
+            if in_window {
+                let x = f64::from(v);
+                current = x;
+                let dt = f64::from(t - start.max(from_ms).min(t));
+                sum += x * dt;
+                time += dt;
+                known += 1;
+                peak = peak.max(x); // max ignores the NaN of "nothing yet"
+            }
+            if n == 0 || t <= from_ms || start >= to_ms {
+                return;
+            }
+            let s_off = u64::from(start.clamp(from_ms, to_ms) - from_ms) * n;
+            let t_off = u64::from(t.clamp(from_ms, to_ms) - from_ms) * n;
+            while first + 1 < n && (first + 1) * span <= s_off {
+                first += 1;
+            }
+            last = last.max(first);
+            while last + 1 < n && t_off > (last + 1) * span {
+                last += 1;
+            }
+            if first == last {
+                let c = &mut out[first as usize];
+                *c = c.max(v);
+            } else {
+                for c in &mut out[first as usize..=last as usize] {
+                    *c = c.max(v);
+                }
+            }
+        });
+        let stats = if a == b {
+            WindowStats::EMPTY
+        } else {
+            WindowStats {
+                current,
+                avg: if time > 0.0 { sum / time } else { f64::NAN },
+                peak,
+                known,
+                points: b - a,
+            }
+        };
+        (out, stats)
     }
 
     /// Current, time-weighted average and peak over `(from_ms, to_ms]`.
@@ -379,6 +512,42 @@ impl NodeSeries {
             v: &self.cols[i].v,
             interval_ms: self.interval_ms(),
         })
+    }
+
+    /// The sum of `keys` point by point over `(from_ms, to_ms]` (and the point just
+    /// before and after, which reach into it), as values aligned with [`Self::times`]:
+    /// the known values added, NaN where none of them is known (a sample missed by the
+    /// node is NaN for all its series). NaN outside the window. `None` when none of the
+    /// keys has a series. View it with [`Self::series_of`].
+    pub fn sum_in(&self, keys: &[SeriesKey], from_ms: u32, to_ms: u32) -> Option<Ring<f32>> {
+        let cols: Vec<&Column> = keys
+            .iter()
+            .filter_map(|k| self.index.get(k).map(|&i| &self.cols[i]))
+            .collect();
+        if cols.is_empty() {
+            return None;
+        }
+        let len = self.t_ms.len();
+        let a = self.t_ms.partition_point(|t| t <= from_ms).saturating_sub(1);
+        let b = (self.t_ms.partition_point(|t| t <= to_ms) + 1).min(len);
+        let mut acc = vec![f32::NAN; len];
+        for c in cols {
+            for (o, v) in acc[a..b.max(a)].iter_mut().zip(c.v.iter_from(a)) {
+                if v.is_finite() {
+                    *o = if o.is_nan() { v } else { *o + v };
+                }
+            }
+        }
+        Some(Ring::from_oldest(acc, self.t_ms.capacity()))
+    }
+
+    /// A series of this node's times with `values` (from [`Self::sum_in`]).
+    pub fn series_of<'a>(&'a self, values: &'a Ring<f32>) -> Series<'a> {
+        Series {
+            t_ms: &self.t_ms,
+            v: values,
+            interval_ms: self.interval_ms(),
+        }
     }
 
     /// Every series key of the node, sorted.

@@ -524,3 +524,85 @@ fn fleet_aggregate_sums_nodes() {
         );
     }
 }
+
+#[test]
+fn a_node_sum_adds_known_values_and_keeps_a_missed_sample_a_gap() {
+    use crate::telemetry::synth::Synth;
+    let mut synth = Synth::new(1, &["eth1", "eth2"], 0, 1000);
+    let mut store = Telemetry::new(10);
+    synth.fill(
+        &mut store,
+        20,
+        |_, nic, _| (1e9 * (1 + nic) as f64, 0.0),
+        |_, _, _| (0.0, 0.0),
+        |_, seq| seq == 15,
+    );
+    let node = store.node(0).unwrap();
+    let keys: Vec<SeriesKey> = ["eth1", "eth2", "gone"]
+        .into_iter()
+        .map(|d| SeriesKey::net(Device::nic(d), Metric::Rx))
+        .collect();
+    assert!(node.sum_in(&keys[2..], 0, u32::MAX).is_none());
+    let now = store.now_ms().unwrap();
+    // The ring is full (capacity 10, 19 records): records 10..20 without 15. The window
+    // (12 s, 20 s] starts at record 13; record 12 reaches into it, 10 and 11 are NaN.
+    let sum = node.sum_in(&keys, now - 8_000, now).unwrap();
+    let s = node.series_of(&sum);
+    let v: Vec<f32> = s.v.iter().collect();
+    assert_eq!(v.len(), 10);
+    // Record 16 follows the lost 15: no rates, a gap in the sum too.
+    let t: Vec<u32> = s.t_ms.iter().collect();
+    let at16 = t.iter().position(|&x| x == now - 4_000).unwrap();
+    assert!(v[at16].is_nan(), "{v:?}");
+    assert!(v[0].is_nan() && v[1].is_nan(), "{v:?}");
+    for (i, x) in v.iter().enumerate().filter(|(i, _)| *i != at16 && *i > 1) {
+        assert_eq!(*x, 3e9, "point {i}: {v:?}");
+    }
+    let st = s.stats(now - 8_000, now);
+    assert_eq!((st.current, st.peak, st.known, st.points), (3e9, 3e9, 6, 7));
+    let d = s.downsample(now - 8_000, now, 8);
+    assert_eq!(d.iter().filter(|x| x.is_nan()).count(), 2, "{d:?}");
+}
+
+#[test]
+fn a_summary_is_downsample_and_stats_in_one() {
+    use crate::telemetry::synth::Synth;
+    let mut synth = Synth::new(1, &["eth1"], 0, 1000);
+    let mut store = Telemetry::new(50);
+    synth.fill(
+        &mut store,
+        80,
+        |_, _, seq| (1e6 * (seq % 7) as f64, 0.0),
+        |_, _, _| (0.0, 0.0),
+        |_, seq| seq % 13 == 0,
+    );
+    let node = store.node(0).unwrap();
+    let s = node
+        .series(&SeriesKey::net(Device::nic("eth1"), Metric::Rx))
+        .unwrap();
+    let now = store.now_ms().unwrap();
+    for (from, to, cols) in [
+        (now - 30_000, now, 17),
+        (now - 60_000, now, 100),
+        (now - 10_500, now - 2_200, 3),
+        (0, now, 1),
+        (now - 5_000, now, 0),
+        (now + 1, now + 10, 4),
+    ] {
+        let (d, st) = s.summary(from, to, cols);
+        let (d0, st0) = (s.downsample(from, to, cols), s.stats(from, to));
+        let same = |x: f32, y: f32| x == y || (x.is_nan() && y.is_nan());
+        assert!(
+            d.iter().zip(&d0).all(|(x, y)| same(*x, *y)) && d.len() == d0.len(),
+            "{d:?} {d0:?}"
+        );
+        let same64 = |x: f64, y: f64| x == y || (x.is_nan() && y.is_nan());
+        assert!(
+            same64(st.current, st0.current)
+                && same64(st.avg, st0.avg)
+                && same64(st.peak, st0.peak)
+                && (st.known, st.points) == (st0.known, st0.points),
+            "{st:?} {st0:?}"
+        );
+    }
+}

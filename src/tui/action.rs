@@ -109,10 +109,13 @@ pub enum Action {
     WriteFleet,
     JobStop,
     Compare,
+    NicsMode,
+    NextItem,
+    PrevItem,
 }
 
 impl Action {
-    pub const ALL: [Action; 46] = [
+    pub const ALL: [Action; 49] = [
         Action::Quit,
         Action::Suspend,
         Action::Help,
@@ -159,6 +162,9 @@ impl Action {
         Action::WriteFleet,
         Action::JobStop,
         Action::Compare,
+        Action::NicsMode,
+        Action::NextItem,
+        Action::PrevItem,
     ];
 
     /// Parse a config-file name.
@@ -230,8 +236,8 @@ impl Action {
             Action::Select => "open the selected item (a fleet's panes; type into a pane)",
             Action::Reload => "reload the view (restart an exited pane)",
             Action::PaneInsert => "type into the focused pane (or all, when broadcasting)",
-            Action::PaneZoom => "zoom the focused pane / back to the grid",
-            Action::PaneMark => "mark the focused pane for broadcast",
+            Action::PaneZoom => "zoom the focused pane / back to the grid; NICs: time span 1 min .. 1 h",
+            Action::PaneMark => "mark the focused pane for broadcast; NICs: pause / resume the charts",
             Action::PaneBroadcast => "broadcast typing: off, all panes, marked panes",
             Action::PaneCopy => "copy mode: scroll, search and yank the pane's scrollback",
             Action::SearchNext => "next match",
@@ -246,6 +252,9 @@ impl Action {
             Action::WriteFleet => "write a fleet file for the selected offer",
             Action::JobStop => "stop the selected job on every node (press twice)",
             Action::Compare => "mark the selected NCCL run for a side-by-side comparison (two at a time)",
+            Action::NicsMode => "NICs: per node, per rail, fleet total (cycles)",
+            Action::NextItem => "NICs: next node (per node, fleet) or next rail (per rail)",
+            Action::PrevItem => "NICs: previous node or rail",
         }
     }
 
@@ -266,6 +275,21 @@ impl Action {
             Action::AcceptAll => "all",
             _ => return None,
         })
+    }
+
+    /// The status-bar label of this action in `view`: view-specific keys are hinted only
+    /// in their view, and a key shared by views gets each view's word for it.
+    pub fn hint_in(self, view: crate::tui::state::View) -> Option<&'static str> {
+        use crate::tui::state::View;
+        match (self, view) {
+            (Action::PaneInsert | Action::PaneBroadcast, View::Panes) => self.hint(),
+            (Action::PaneInsert | Action::PaneBroadcast, _) => None,
+            (Action::PaneZoom, View::Nics) => Some("span"),
+            (Action::PaneMark, View::Nics) => Some("pause"),
+            (Action::NicsMode, View::Nics) => Some("mode"),
+            (Action::NextItem, View::Nics) => Some("next"),
+            _ => self.hint(),
+        }
     }
 
     /// The config-file name of this action.

@@ -217,6 +217,9 @@ fn default_table() -> Vec<(Context, Action, Vec<Chord>)> {
         (Global, ViewNics, vec![p('7')]),
         (Global, Select, vec![k(KeyCode::Enter)]),
         (Global, Reload, vec![p('r')]),
+        (Global, NicsMode, vec![p('v')]),
+        (Global, NextItem, vec![p('n')]),
+        (Global, PrevItem, vec![p('N')]),
         (Global, PaneInsert, vec![p('i')]),
         (Global, PaneZoom, vec![p('z')]),
         (Global, PaneMark, vec![p('m')]),
@@ -372,6 +375,20 @@ impl Keymap {
             .filter(|b| b.context == context)
             .filter(|b| !(context == Context::Global && b.action == Action::Close))
             .filter_map(|b| Some((b.chords.first()?.to_string(), b.action.hint()?)))
+            .collect()
+    }
+
+    /// Status-bar hints for `context` while `view` is shown ([`Action::hint_in`]).
+    /// Closing is hinted in layers (help, inputs, questions) and in the Jobs view, where
+    /// it closes the opened job; elsewhere on the cockpit there is nothing to close.
+    pub fn hints_in(&self, context: Context, view: super::state::View) -> Vec<(String, &'static str)> {
+        self.rows
+            .iter()
+            .filter(|b| b.context == context)
+            .filter(|b| {
+                !(context == Context::Global && b.action == Action::Close && view != super::state::View::Jobs)
+            })
+            .filter_map(|b| Some((b.chords.first()?.to_string(), b.action.hint_in(view)?)))
             .collect()
     }
 }
@@ -618,7 +635,7 @@ mod tests {
             Some(Action::Close),
             "0x1d arrives as ctrl-5"
         );
-        assert_eq!(g(KeyCode::Char('v'), KeyModifiers::NONE), None);
+        assert_eq!(g(KeyCode::Char('u'), KeyModifiers::NONE), None);
         let mut release = ev(KeyCode::Char('q'), KeyModifiers::NONE);
         release.kind = KeyEventKind::Release;
         assert_eq!(km.lookup(Context::Global, &release), None);

@@ -1,6 +1,8 @@
 //! The NICs view's state and its share of `update`: samplers on every node of the
 //! current fleet (started with Enter), their records ingested into the telemetry store
-//! as they arrive, a time span to look at, pause, and the imbalance flags.
+//! as they arrive, the imbalance flags, and what the operator looks at: a mode (one
+//! node's NICs, one rail across the nodes, the fleet's totals), the node or rail in it,
+//! a time span, pause (the window stops moving), and how far the lists are scrolled.
 
 use super::action::Action;
 use super::state::{Command, State, StatusMessage};
@@ -13,6 +15,38 @@ use crate::telemetry::service::TelemetryEvent;
 /// The spans `z` steps through (ms): 1 min, 5 min, 15 min, 1 h.
 pub const SPANS_MS: [u32; 4] = [60_000, 300_000, 900_000, 3_600_000];
 
+/// What the NICs view shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Mode {
+    /// One node: a chart per NIC, its rate table, its GPU strip.
+    #[default]
+    Node,
+    /// One rail (data NIC index) across every node: a dataset per node.
+    Rail,
+    /// The fleet's total over time and each node's total.
+    Fleet,
+}
+
+impl Mode {
+    pub const ALL: [Mode; 3] = [Mode::Node, Mode::Rail, Mode::Fleet];
+
+    pub fn next(self) -> Mode {
+        match self {
+            Mode::Node => Mode::Rail,
+            Mode::Rail => Mode::Fleet,
+            Mode::Fleet => Mode::Node,
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Mode::Node => "per node",
+            Mode::Rail => "per rail",
+            Mode::Fleet => "fleet",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct NicsView {
     /// The fleet being sampled, and its node names by index.
@@ -21,11 +55,101 @@ pub struct NicsView {
     pub store: Telemetry,
     /// Why a node's sampler is down, by node index.
     pub down: Vec<Option<String>>,
+    /// Index into [`SPANS_MS`].
     pub span: usize,
-    /// Frozen: records still come in, the view does not move.
+    /// Frozen: records still come in, the window and the flags do not move.
     pub paused: bool,
+    /// The end of the window while paused (store time, ms).
+    pub frozen_at: Option<u32>,
     pub flags: Vec<Flag>,
+    pub mode: Mode,
+    /// The node of the per-node mode, also the one selected in the fleet mode.
+    pub node: usize,
+    /// The rail of the rail mode (index into [`NicsView::rails`]).
+    pub rail: usize,
+    /// The first NIC shown (per node) or the first node row (per rail).
     pub scroll: usize,
+}
+
+impl NicsView {
+    pub fn span_ms(&self) -> u32 {
+        SPANS_MS[self.span % SPANS_MS.len()]
+    }
+
+    /// The window on screen: `(from, to]` in store ms, ending at the newest sample (or
+    /// where pause froze it).
+    pub fn window(&self) -> (u32, u32) {
+        let to = self.frozen_at.or(self.store.now_ms()).unwrap_or(0);
+        (to.saturating_sub(self.span_ms()), to)
+    }
+
+    /// The node indices (every node of the fleet).
+    pub fn node_indices(&self) -> Vec<usize> {
+        (0..self.nodes.len()).collect()
+    }
+
+    /// The rails of the fleet (data NIC labels, natural order).
+    pub fn rails(&self) -> Vec<crate::telemetry::Device> {
+        Classifier::auto().rails(&self.store, &self.node_indices())
+    }
+
+    /// The nodes the `/` filter lets through (its text in the name, any case; all of
+    /// them for an empty filter), in order.
+    pub fn shown(&self, filter: &str) -> Vec<usize> {
+        let f = filter.trim().to_lowercase();
+        (0..self.nodes.len())
+            .filter(|&i| f.is_empty() || self.nodes[i].to_lowercase().contains(&f))
+            .collect()
+    }
+
+    /// How many rows the current mode's list has: the node's charted NICs, or the nodes
+    /// shown.
+    pub fn rows(&self, filter: &str) -> usize {
+        match self.mode {
+            Mode::Node => Classifier::auto().charted(&self.store, self.node).len(),
+            Mode::Rail | Mode::Fleet => self.shown(filter).len(),
+        }
+    }
+
+    /// After the filter changed: the selected node is one shown (if any is), lists start
+    /// at the top.
+    pub fn filter_changed(&mut self, filter: &str) {
+        let shown = self.shown(filter);
+        if !shown.contains(&self.node) {
+            self.node = shown.first().copied().unwrap_or(self.node);
+        }
+        self.scroll = 0;
+    }
+
+    fn refresh_flags(&mut self) {
+        let nodes = self.node_indices();
+        self.flags = detect_in(&self.store, &nodes, &Classifier::auto(), &Rule::default());
+    }
+}
+
+/// One step forward or back in a list of `n`, wrapping.
+fn step(i: usize, n: usize, forward: bool) -> usize {
+    match (n, forward) {
+        (0, _) => 0,
+        (n, true) => (i + 1) % n,
+        (n, false) => (i % n + n - 1) % n,
+    }
+}
+
+/// The node `by` places from `node` among `shown` (clamped, or wrapping by one).
+fn move_in(shown: &[usize], node: usize, by: isize, wrap: bool) -> usize {
+    if shown.is_empty() {
+        return node;
+    }
+    let at = shown.iter().position(|&i| i == node);
+    let n = shown.len();
+    let at = match (at, wrap) {
+        (Some(a), true) => step(a, n, by > 0),
+        (Some(a), false) => (a as isize + by).clamp(0, n as isize - 1) as usize,
+        // Not shown (filtered out): start from the first.
+        (None, _) => 0,
+    };
+    shown[at]
 }
 
 /// Ingest one sampler event (pure: the record carries its own clock).
@@ -42,8 +166,9 @@ pub fn ingest(state: &mut State, event: TelemetryEvent) {
             if let Some(d) = v.down.get_mut(node) {
                 *d = None;
             }
-            let nodes: Vec<usize> = (0..v.nodes.len()).collect();
-            v.flags = detect_in(&v.store, &nodes, &Classifier::auto(), &Rule::default());
+            if !v.paused {
+                v.refresh_flags();
+            }
         }
         TelemetryEvent::Down { node, error, .. } => {
             if let Some(d) = v.down.get_mut(node) {
@@ -68,11 +193,56 @@ pub fn act(state: &mut State, action: Action) -> Option<Vec<Command>> {
             };
             return Some(vec![Command::StartTelemetry(fleet)]);
         }
-        Action::PaneZoom => state.nics.span = (state.nics.span + 1) % SPANS_MS.len(),
-        Action::PaneMark => state.nics.paused = !state.nics.paused,
-        Action::Up => state.nics.scroll = state.nics.scroll.saturating_sub(1),
-        Action::Down => state.nics.scroll += 1,
-        Action::Top => state.nics.scroll = 0,
+        _ => {}
+    }
+    let filter = state.filter().to_string();
+    let v = &mut state.nics;
+    let shown = v.shown(&filter);
+    let page = usize::from(state.size.1 / 3).max(1) as isize;
+    let moved: Option<isize> = match action {
+        Action::Up => Some(-1),
+        Action::Down => Some(1),
+        Action::PageUp => Some(-page),
+        Action::PageDown => Some(page),
+        Action::Top => Some(isize::MIN / 2),
+        Action::Bottom => Some(isize::MAX / 2),
+        _ => None,
+    };
+    if let Some(by) = moved {
+        // Fleet mode moves the selected node; the others scroll their list.
+        if v.mode == Mode::Fleet {
+            v.node = move_in(&shown, v.node, by, false);
+        } else {
+            let last = v.rows(&filter).saturating_sub(1) as isize;
+            v.scroll = (v.scroll as isize).saturating_add(by).clamp(0, last) as usize;
+        }
+        return Some(vec![]);
+    }
+    match action {
+        Action::PaneZoom => v.span = (v.span + 1) % SPANS_MS.len(),
+        Action::PaneMark => {
+            v.paused = !v.paused;
+            v.frozen_at = if v.paused { v.store.now_ms() } else { None };
+            if !v.paused {
+                v.refresh_flags();
+            }
+        }
+        Action::NicsMode => {
+            v.mode = v.mode.next();
+            v.scroll = 0;
+        }
+        Action::NextItem | Action::Right | Action::PrevItem | Action::Left => {
+            let forward = matches!(action, Action::NextItem | Action::Right);
+            match v.mode {
+                Mode::Node | Mode::Fleet => {
+                    v.node = move_in(&shown, v.node, if forward { 1 } else { -1 }, true);
+                    if v.mode == Mode::Node {
+                        v.scroll = 0;
+                    }
+                }
+                Mode::Rail => v.rail = step(v.rail, v.rails().len(), forward),
+            }
+        }
         _ => return None,
     }
     Some(vec![])
@@ -123,5 +293,215 @@ mod tests {
             )),
         );
         assert!(cmds.is_empty() && s.status.is_some(), "no fleet yet: says so");
+    }
+
+    fn key(s: &mut State, c: char) -> Vec<Command> {
+        update(
+            s,
+            Msg::Key(crossterm::event::KeyEvent::new(
+                crossterm::event::KeyCode::Char(c),
+                crossterm::event::KeyModifiers::NONE,
+            )),
+        )
+    }
+
+    /// Records `from..=to` of a constructed 3-node fleet (eth0 control, eth1..3 data),
+    /// sent through `update` as a sampler's events; node 1's eth2 runs at a tenth.
+    fn feed(s: &mut State, synth: &mut crate::telemetry::synth::Synth, from: u64, to: u64) {
+        for seq in from..=to {
+            for node in 0..3 {
+                let record = synth.record(
+                    node,
+                    seq,
+                    |nic| match (node, nic) {
+                        (_, 0) => (1e6, 1e6),
+                        (1, 2) => (8e8, 8e8),
+                        _ => (8e9, 8e9),
+                    },
+                    |_| (90.0, 600.0),
+                );
+                let arrived_unix_ns = record.t_ns;
+                update(
+                    s,
+                    Msg::Telemetry(Box::new(TelemetryEvent::Record {
+                        node,
+                        record,
+                        arrived_unix_ns,
+                    })),
+                );
+            }
+        }
+    }
+
+    fn lab() -> (State, crate::telemetry::synth::Synth) {
+        let mut s = State::new(Keymap::defaults(), vec![], "dark".into());
+        s.view = super::super::state::View::Nics;
+        let nodes: Vec<String> = (0..3).map(|i| format!("lab-{i}")).collect();
+        update(
+            &mut s,
+            Msg::TelemetryStarted {
+                fleet: "lab".into(),
+                nodes,
+            },
+        );
+        let mut synth = crate::telemetry::synth::Synth::new(3, &["eth0", "eth1", "eth2", "eth3"], 2, 1000);
+        for node in 0..3 {
+            let hello = synth.hello(node);
+            update(
+                &mut s,
+                Msg::Telemetry(Box::new(TelemetryEvent::Hello { node, hello })),
+            );
+        }
+        feed(&mut s, &mut synth, 1, 10);
+        (s, synth)
+    }
+
+    #[test]
+    fn modes_cycle_and_each_keeps_its_own_place() {
+        let (mut s, _) = lab();
+        assert_eq!(s.nics.mode, Mode::Node);
+        assert_eq!(s.nics.rails().len(), 3, "eth1..eth3; eth0 is control");
+        // Per node: n / N (and the arrows) step through the nodes, wrapping.
+        key(&mut s, 'n');
+        assert_eq!(s.nics.node, 1);
+        key(&mut s, 'N');
+        key(&mut s, 'N');
+        assert_eq!(s.nics.node, 2, "wraps backwards");
+        key(&mut s, 'l');
+        assert_eq!(s.nics.node, 0, "right is next, wrapping forwards");
+        // j scrolls the node's NICs, no further than the last of its 4.
+        for _ in 0..10 {
+            key(&mut s, 'j');
+        }
+        assert_eq!(s.nics.scroll, 3);
+        key(&mut s, 'g');
+        assert_eq!(s.nics.scroll, 0);
+        key(&mut s, 'j');
+        // v: per rail; the list starts at the top again, n steps through the rails.
+        key(&mut s, 'v');
+        assert_eq!((s.nics.mode, s.nics.scroll), (Mode::Rail, 0));
+        key(&mut s, 'n');
+        key(&mut s, 'n');
+        assert_eq!(s.nics.rail, 2);
+        key(&mut s, 'n');
+        assert_eq!(s.nics.rail, 0, "3 rails, wrapping");
+        assert_eq!(s.nics.node, 0, "the node stays");
+        // v: the fleet; j / k move the selected node (clamped), G to the last.
+        key(&mut s, 'v');
+        assert_eq!(s.nics.mode, Mode::Fleet);
+        key(&mut s, 'j');
+        assert_eq!(s.nics.node, 1);
+        key(&mut s, 'G');
+        key(&mut s, 'j');
+        assert_eq!(s.nics.node, 2);
+        // Back to per node, on the node selected in the fleet.
+        key(&mut s, 'v');
+        assert_eq!((s.nics.mode, s.nics.node), (Mode::Node, 2));
+        assert!(s.status.is_none(), "no key complained");
+    }
+
+    #[test]
+    fn span_and_pause_work_in_every_mode() {
+        let (mut s, mut synth) = lab();
+        let mut seq = 10;
+        for mode in Mode::ALL {
+            assert_eq!(s.nics.mode, mode);
+            let span = s.nics.span;
+            key(&mut s, 'z');
+            assert_eq!(s.nics.span, (span + 1) % SPANS_MS.len());
+            let (from, to) = s.nics.window();
+            assert_eq!(to - from.min(to), SPANS_MS[s.nics.span].min(to));
+            // Paused: records still come in, the window and the flags stay.
+            key(&mut s, 'm');
+            assert!(s.nics.paused);
+            let flags = s.nics.flags.clone();
+            let window = s.nics.window();
+            s.dirty = false;
+            feed(&mut s, &mut synth, seq + 1, seq + 5);
+            seq += 5;
+            assert_eq!(s.nics.window(), window, "frozen");
+            assert_eq!(s.nics.flags, flags);
+            assert!(!s.dirty, "nothing to redraw while paused");
+            assert_eq!(s.nics.store.node(0).unwrap().records, seq, "records kept coming");
+            // Unpaused: the window jumps to the newest sample.
+            key(&mut s, 'm');
+            assert!(!s.nics.paused);
+            assert_eq!(s.nics.window().1, s.nics.store.now_ms().unwrap());
+            assert!(s.nics.window().1 > window.1);
+            key(&mut s, 'v');
+        }
+    }
+
+    #[test]
+    fn the_slow_nic_is_flagged_in_every_mode() {
+        let (mut s, _) = lab();
+        let want = |s: &State| {
+            s.nics
+                .flags
+                .iter()
+                .any(|f| f.node == 1 && f.device == Some(crate::telemetry::Device::nic("eth2")))
+        };
+        for _ in Mode::ALL {
+            assert!(want(&s), "{:?}: {:?}", s.nics.mode, s.nics.flags);
+            key(&mut s, 'v');
+        }
+    }
+
+    #[test]
+    fn mode_keys_are_hinted_in_the_nics_view_only() {
+        use super::super::state::View;
+        let km = Keymap::defaults();
+        let nics = km.hints_in(crate::tui::action::Context::Global, View::Nics);
+        for want in [("v", "mode"), ("n", "next"), ("z", "span"), ("m", "pause")] {
+            assert!(
+                nics.contains(&(want.0.to_string(), want.1)),
+                "{want:?} in {nics:?}"
+            );
+        }
+        let offers = km.hints_in(crate::tui::action::Context::Global, View::Offers);
+        assert!(
+            offers
+                .iter()
+                .all(|(_, l)| !matches!(*l, "mode" | "next" | "span" | "pause" | "type")),
+            "{offers:?}"
+        );
+        let panes = km.hints_in(crate::tui::action::Context::Global, View::Panes);
+        assert!(panes.contains(&("i".to_string(), "type")), "{panes:?}");
+    }
+
+    #[test]
+    fn the_filter_narrows_every_mode_to_the_matching_nodes() {
+        let (mut s, _) = lab();
+        for c in "/lab-2".chars() {
+            key(&mut s, c);
+        }
+        update(
+            &mut s,
+            Msg::Key(crossterm::event::KeyEvent::new(
+                crossterm::event::KeyCode::Enter,
+                crossterm::event::KeyModifiers::NONE,
+            )),
+        );
+        assert_eq!(s.filter(), "lab-2");
+        assert_eq!(s.nics.shown(s.filter()), vec![2]);
+        assert_eq!(s.nics.node, 2, "the selection moved to the one node shown");
+        key(&mut s, 'n');
+        assert_eq!(s.nics.node, 2, "n stays among the nodes shown");
+        key(&mut s, 'v');
+        assert_eq!(s.nics.rows(s.filter()), 1, "the rail table lists one node");
+        key(&mut s, 'v');
+        key(&mut s, 'k');
+        assert_eq!(s.nics.node, 2);
+        // Cleared: all three again, the selection stays.
+        update(
+            &mut s,
+            Msg::Key(crossterm::event::KeyEvent::new(
+                crossterm::event::KeyCode::Char('l'),
+                crossterm::event::KeyModifiers::CONTROL,
+            )),
+        );
+        assert_eq!(s.nics.shown(s.filter()).len(), 3);
+        key(&mut s, 'k');
+        assert_eq!(s.nics.node, 1);
     }
 }

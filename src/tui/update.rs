@@ -429,7 +429,10 @@ pub fn act(state: &mut State, action: Action) -> Vec<Command> {
         | Action::Pricing
         | Action::WriteFleet
         | Action::JobStop
-        | Action::Compare => state.dirty = false,
+        | Action::Compare
+        | Action::NicsMode
+        | Action::NextItem
+        | Action::PrevItem => state.dirty = false,
         Action::Close
         | Action::Confirm
         | Action::Complete
@@ -598,6 +601,10 @@ fn filter_changed(state: &mut State) {
     fleets::fix_selection(state);
     if state.view == View::Offers {
         offers::sync_filter(state);
+    }
+    if state.view == View::Nics {
+        let filter = state.filter().to_string();
+        state.nics.filter_changed(&filter);
     }
 }
 
@@ -852,7 +859,7 @@ mod tests {
         assert_eq!(update(&mut s, ctrl('c')), vec![Command::Quit]);
         assert_eq!(update(&mut s, ctrl('z')), vec![Command::Suspend]);
         s.dirty = false;
-        assert!(ch(&mut s, 'v').is_empty());
+        assert!(ch(&mut s, 'u').is_empty());
         assert!(!s.dirty, "an unbound key changes nothing on screen");
         ch(&mut s, '6');
         s.dirty = false;
@@ -908,7 +915,7 @@ mod tests {
             .unwrap()
             .text
             .contains("unknown command `bogus`"));
-        ch(&mut s, 'v');
+        ch(&mut s, 'u');
         assert!(s.status.is_some(), "an unbound key leaves the message");
         ch(&mut s, '1');
         assert!(s.status.is_none(), "the next action clears it");

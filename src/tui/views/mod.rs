@@ -94,7 +94,7 @@ pub fn render(
                 keymap: &state.keymap,
                 context,
                 filterable: state.view.has_table(),
-                panes: state.view == View::Panes,
+                view: state.view,
                 message: state.status.as_ref(),
                 left,
             }

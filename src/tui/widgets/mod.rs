@@ -1,6 +1,8 @@
 //! Widgets shared by the views: the tab bar, the status bar, the palette and filter entry.
 
+pub mod gpu_strip;
 pub mod palette;
+pub mod rate_chart;
 pub mod status_bar;
 pub mod tabs;
 

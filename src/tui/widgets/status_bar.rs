@@ -3,7 +3,7 @@
 
 use crate::tui::action::Context;
 use crate::tui::keymap::Keymap;
-use crate::tui::state::StatusMessage;
+use crate::tui::state::{StatusMessage, View};
 use crate::tui::theme::{Theme, Tone};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -16,8 +16,8 @@ pub struct StatusBar<'a> {
     pub context: Context,
     /// Whether the current view has a table (else the filter hint is left out).
     pub filterable: bool,
-    /// Whether the Panes view is shown (pane hints only there).
-    pub panes: bool,
+    /// The view shown (its own keys are hinted only there).
+    pub view: View,
     pub message: Option<&'a StatusMessage>,
     /// Shown when there is no message.
     pub left: String,
@@ -33,10 +33,9 @@ impl Widget for StatusBar<'_> {
         // Hints, dropped from the right until they leave room for some message text.
         let mut hints: Vec<(String, &str)> = self
             .keymap
-            .hints(self.context)
+            .hints_in(self.context, self.view)
             .into_iter()
             .filter(|(_, label)| self.filterable || *label != "filter")
-            .filter(|(_, label)| self.panes || !matches!(*label, "type" | "broadcast"))
             .collect();
         let hint_width = |h: &[(String, &str)]| {
             h.iter()
