@@ -72,6 +72,10 @@ if [ "$ng" -gt 0 ]; then
 fi
 # A private directory for the GPU batches and for the tick of bash.
 if [ "$ng" -gt 0 ] || [ -n "${BASH_VERSION:-}" ]; then
+  # Directories of samplers that were killed outright (SIGKILL skips the EXIT trap).
+  for x in "${TMPDIR:-/tmp}"/flightdeck-sampler.*; do
+    [ -O "$x" ] && ! kill -0 "${x##*.}" 2>/dev/null && rm -rf "$x"
+  done
   d=${TMPDIR:-/tmp}/flightdeck-sampler.$$
   rm -rf "$d"
   mkdir -m 700 "$d" 2>/dev/null || d=
