@@ -234,8 +234,17 @@ async fn iperf3_bitrate_matches_the_measured_rate() {
     });
     let server = spawn_in(&tb, 1, &["iperf3", "-s", "-1", "-B", "10.88.2.2", "-p", "5201"]);
     wait_listening(&tb, 1, 5201);
-    tokio::time::sleep(Duration::from_millis(800)).await; // samplers running
-    assert_eq!(samplers_left(&tb, 0), 1, "one sampler shell per node");
+    // One sampler shell per node once it runs (a short-lived child of its start-up, such
+    // as the `rm` of a stale directory, carries the name too, so poll for a while).
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while samplers_left(&tb, 0) != 1 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "one sampler shell per node: {}",
+            samplers_left(&tb, 0)
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     let t0 = unix_ms();
     let client = tokio::task::spawn_blocking(move || {
         let out = Command::new("ip")
