@@ -20,7 +20,7 @@ pub enum Context {
     Copy,
     /// A question only the operator can answer (an unknown host key).
     Question,
-    /// The fleet-file editor of the Offers view.
+    /// The fleet-file editor (Offers view `w`, Fleets view `e`).
     Editor,
 }
 
@@ -109,10 +109,13 @@ pub enum Action {
     WriteFleet,
     JobStop,
     Compare,
+    FleetApply,
+    FleetDelete,
+    FleetEdit,
 }
 
 impl Action {
-    pub const ALL: [Action; 46] = [
+    pub const ALL: [Action; 49] = [
         Action::Quit,
         Action::Suspend,
         Action::Help,
@@ -159,6 +162,9 @@ impl Action {
         Action::WriteFleet,
         Action::JobStop,
         Action::Compare,
+        Action::FleetApply,
+        Action::FleetDelete,
+        Action::FleetEdit,
     ];
 
     /// Parse a config-file name.
@@ -246,6 +252,9 @@ impl Action {
             Action::WriteFleet => "write a fleet file for the selected offer",
             Action::JobStop => "stop the selected job on every node (press twice)",
             Action::Compare => "mark the selected NCCL run for a side-by-side comparison (two at a time)",
+            Action::FleetApply => "apply the selected fleet's file: its plan and cost per hour, then confirm",
+            Action::FleetDelete => "delete the selected fleet: what goes, then confirm",
+            Action::FleetEdit => "edit the selected fleet's file (validated as you type)",
         }
     }
 
