@@ -98,6 +98,8 @@ pub fn fleet_confirm(c: &crate::tui::fleets::Confirm, theme: &Theme, area: Rect,
     if shown.is_empty() {
         lines.push(Line::raw("nothing to change: the fleet is as the file says"));
     }
+    // Narrow screens put each resource's machine, NICs, model and price on a second line.
+    let wide = area.width >= 110;
     for ch in &shown {
         let d = ch.cloud.clone().unwrap_or_default();
         let tone = if ch.action == "delete" {
@@ -109,26 +111,33 @@ pub fn fleet_confirm(c: &crate::tui::fleets::Confirm, theme: &Theme, area: Rect,
             Span::styled(format!("{:<7}", ch.action), tone),
             Span::raw(format!("{:<17}{:<22} {:<14}", ch.kind, ch.name, ch.place)),
         ];
-        if let Some(m) = &d.machine_type {
-            cols.push(Span::raw(format!(
-                " {:<15} {:<10} {:<10} {:>9}",
+        let detail = d.machine_type.as_ref().map(|m| {
+            format!(
+                "{:<15} {:<10} {:<10} {:>9}",
                 m,
                 d.nics.as_ref().map(|n| n.layout.as_str()).unwrap_or(""),
                 d.provisioning_model.as_deref().unwrap_or(""),
                 price(d.hourly_usd)
-            )));
+            )
+        });
+        match detail {
+            Some(text) if wide => {
+                cols.push(Span::raw(format!(" {text}")));
+                lines.push(Line::from(cols));
+            }
+            Some(text) => {
+                lines.push(Line::from(cols));
+                lines.push(Line::styled(format!("         {text}"), theme.muted()));
+            }
+            None => lines.push(Line::from(cols)),
         }
-        lines.push(Line::from(cols));
     }
     let kept = c.plan.changes.len() - shown.len();
     if kept > 0 {
         lines.push(Line::styled(format!("{kept} kept as they are"), theme.muted()));
     }
     if let Some(total) = c.plan.hourly_usd {
-        lines.push(Line::styled(
-            format!("total {} per hour", price(total)),
-            theme.accent(),
-        ));
+        lines.push(Line::styled(format!("total {}", price(total)), theme.accent()));
     }
     if !c.plan.fallbacks.is_empty() {
         lines.push(Line::styled(
