@@ -252,7 +252,7 @@ impl Action {
             Action::WriteFleet => "write a fleet file for the selected offer",
             Action::JobStop => "stop the selected job on every node (press twice)",
             Action::Compare => "mark the selected NCCL run for a side-by-side comparison (two at a time)",
-            Action::FleetApply => "apply the selected fleet's file: its plan and cost per hour, then confirm",
+            Action::FleetApply => "apply the selected fleet's file: its plan and $/h, then confirm",
             Action::FleetDelete => "delete the selected fleet: what goes, then confirm",
             Action::FleetEdit => "edit the selected fleet's file (validated as you type)",
         }

@@ -278,7 +278,7 @@ pub fn done(state: &mut State, name: String, result: Result<String, String>) -> 
     let what = state.fleet_ops.running.take().unwrap_or_default();
     match &result {
         Ok(summary) => {
-            state.fleet_ops.push(summary.clone());
+            // The log's last line already says how it ended (the shared lifecycle's).
             state.status = Some(StatusMessage {
                 text: summary.clone(),
                 tone: Tone::Pass,
