@@ -167,3 +167,25 @@ pub fn spawn_save(tx: mpsc::Sender<ServiceEvent>, path: String, text: String, or
         let _ = tx.blocking_send(ServiceEvent::Msg(Msg::FileWritten(result)));
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use super::save;
+
+    #[test]
+    fn save_writes_over_the_file_only_if_unchanged_on_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f.yaml");
+        std::fs::write(&p, "name: a\n").unwrap();
+        save(&p, "name: b\n", "name: a\n").unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "name: b\n");
+        // Someone else changed it meanwhile: refused, their text kept.
+        let e = save(&p, "name: c\n", "name: a\n").unwrap_err();
+        assert!(e.contains("changed on disk"), "{e}");
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "name: b\n");
+        assert!(!p.with_extension("flightdeck-tmp").exists());
+        // Gone: says so.
+        std::fs::remove_file(&p).unwrap();
+        assert!(save(&p, "x", "name: b\n").is_err());
+    }
+}

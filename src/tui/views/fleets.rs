@@ -119,7 +119,7 @@ fn render_table(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
             vec![
                 Line::styled("No fleets yet.", theme.title()),
                 Line::raw(""),
-                Line::raw("Apply one from a shell, then press r here:"),
+                Line::raw("Apply one here with :apply FILE, or from a shell and press r:"),
                 Line::styled("  flightdeck fleet apply fleets/local.yaml", theme.accent()),
                 Line::styled("  flightdeck fleet apply fleets/ssh-hosts.yaml", theme.accent()),
             ],
