@@ -924,3 +924,86 @@ fn gcp_fleet_in_the_fleets_and_nodes_views() {
     keys(&mut s, "3");
     snapshot("gcp_nodes", &s);
 }
+
+fn mega_plan() -> flightdeck::cloud::Plan {
+    use flightdeck::cloud::{Change, CloudDetail, NicSummary, Plan};
+    let mut changes = vec![Change {
+        action: "create",
+        kind: "placement_policy",
+        name: "mega-placement".into(),
+        place: "us-east4".into(),
+        cloud: Some(CloudDetail {
+            region: Some("us-east4".into()),
+            ..Default::default()
+        }),
+    }];
+    for i in 0..2 {
+        changes.push(Change {
+            action: "create",
+            kind: "instance",
+            name: format!("mega-{i}"),
+            place: "us-east4-a".into(),
+            cloud: Some(CloudDetail {
+                zone: Some("us-east4-a".into()),
+                machine_type: Some("a3-megagpu-8g".into()),
+                nics: Some(NicSummary {
+                    count: 9,
+                    types: vec!["GVNIC".into(); 9],
+                    layout: "1+8 GVNIC".into(),
+                }),
+                provisioning_model: Some("SPOT".into()),
+                hourly_usd: Some(16.59872),
+                ..Default::default()
+            }),
+        });
+    }
+    Plan {
+        fleet: "mega".into(),
+        backend: "gcp",
+        changes,
+        hourly_usd: Some(Some(33.19744)),
+        fallbacks: vec!["us-east4-b".into(), "us-central1-a".into()],
+    }
+}
+
+#[test]
+fn fleet_apply_confirmation_provisioning_log_and_delete_confirmation() {
+    use flightdeck::tui::fleets::{Confirm, Op};
+    let mut s = state();
+    update(&mut s, Msg::Fleets(Ok(vec![fleet_record("lab", "ssh", 2)])));
+    keys(&mut s, "2");
+    update(
+        &mut s,
+        Msg::FleetPlanned(Ok(Box::new(Confirm {
+            op: Op::Apply {
+                file: "fleets/mega.yaml".into(),
+            },
+            plan: mega_plan(),
+        }))),
+    );
+    snapshot("fleet_apply_confirm", &s);
+    keys(&mut s, "y");
+    for line in [
+        "try 1: a3-megagpu-8g SPOT in us-east4-a ($33.20/h for 2)",
+        "  placement_policy mega-placement: created",
+        "  instance mega-0: ZONE_RESOURCE_POOL_EXHAUSTED_WITH_DETAILS: no a3-megagpu-8g left",
+        "  us-east4-a: out of capacity; rolling back 1 instance(s)",
+        "  us-east4-a: ZONE_RESOURCE_POOL_EXHAUSTED_WITH_DETAILS; trying the next zone",
+        "try 2: a3-megagpu-8g SPOT in us-east4-b ($33.20/h for 2)",
+        "  instance mega-0: created",
+        "  instance mega-1: created",
+        "  mega-0: RUNNING at 34.1.2.3, waiting for SSH",
+    ] {
+        update(&mut s, Msg::FleetLog(line.into()));
+    }
+    snapshot("fleet_provisioning_log", &s);
+    update(
+        &mut s,
+        Msg::FleetDone {
+            name: "lab".into(),
+            result: Ok("fleet `lab`: 2 node(s) ready; Enter opens their panes".into()),
+        },
+    );
+    keys(&mut s, "D");
+    snapshot("fleet_delete_confirm", &s);
+}

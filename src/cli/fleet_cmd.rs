@@ -11,7 +11,6 @@ use crate::paths::Paths;
 use crate::store::{self, FleetRecord, Store};
 use std::io::IsTerminal;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 pub fn run(cmd: &FleetCommand, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
     match cmd {
@@ -47,16 +46,7 @@ pub fn run(cmd: &FleetCommand, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitC
             let (state, recovery) = store.load()?;
             note_recovery(recovery);
             let recorded = state.fleets.iter().find(|f| f.name == fleet.name);
-            if let Some(r) = recorded {
-                if r.backend != fleet.backend.as_str() {
-                    anyhow::bail!(
-                        "fleet `{}` is recorded with the {} backend; delete it before applying it on {}",
-                        fleet.name,
-                        r.backend,
-                        fleet.backend.as_str()
-                    );
-                }
-            }
+            cloud::lifecycle::check_backend(&fleet, recorded).map_err(anyhow::Error::msg)?;
             let backend = backend(fleet.backend, cli, paths)?;
             let plan = match backend.plan(&fleet, recorded) {
                 Ok(p) => p,
@@ -72,58 +62,18 @@ pub fn run(cmd: &FleetCommand, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitC
             }
             let rt = runtime()?;
             let progress = |line: String| eprintln!("{line}");
-            let nodes = match rt.block_on(backend.apply(&fleet, &progress)) {
-                Ok(n) => n,
+            match rt.block_on(cloud::lifecycle::apply(
+                &store,
+                backend.as_ref(),
+                &fleet,
+                &progress,
+            )) {
+                Ok(_) => Ok(ExitCode::SUCCESS),
                 Err(e) => {
                     eprintln!("fleet apply: {e}");
-                    // Cloud resources are recorded as they are made: say what is left.
-                    let (left, _) = store.update(|s| {
-                        let left = s
-                            .fleets
-                            .iter()
-                            .find(|f| f.name == fleet.name)
-                            .map(|f| f.resources.len() + f.nodes.len())
-                            .unwrap_or(0);
-                        if left == 0 {
-                            s.fleets.retain(|f| f.name != fleet.name);
-                        }
-                        left
-                    })?;
-                    if left == 0 {
-                        eprintln!("nothing was recorded");
-                    } else {
-                        eprintln!(
-                            "the state keeps fleet `{}` with what it has ({left} resource(s)/node(s)); `flightdeck fleet apply` again or `flightdeck fleet delete {}`",
-                            fleet.name, fleet.name
-                        );
-                    }
-                    return Ok(ExitCode::FAILURE);
+                    Ok(ExitCode::FAILURE)
                 }
-            };
-            let file = std::fs::canonicalize(&fleet.file).ok();
-            let created_at = recorded.map(|r| r.created_at).unwrap_or_else(store::now_unix);
-            let (record, _) = store.update(|s| {
-                // Resources were recorded during apply (GCP): keep them.
-                let resources = s
-                    .fleets
-                    .iter()
-                    .find(|f| f.name == fleet.name)
-                    .map(|f| f.resources.clone())
-                    .unwrap_or_default();
-                let record = FleetRecord {
-                    name: fleet.name.clone(),
-                    backend: fleet.backend.as_str().to_string(),
-                    file: file.clone(),
-                    nodes: nodes.clone(),
-                    resources,
-                    created_at,
-                };
-                s.fleets.retain(|f| f.name != record.name);
-                s.fleets.push(record.clone());
-                record
-            })?;
-            eprintln!("fleet `{}`: {} node(s) ready", fleet.name, record.nodes.len());
-            Ok(ExitCode::SUCCESS)
+            }
         }
         FleetCommand::List { json } => {
             let (state, recovery) = Store::new(&paths.state_dir).load()?;
@@ -213,15 +163,15 @@ pub fn run(cmd: &FleetCommand, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitC
             }
             let backend = backend(kind, cli, paths)?;
             let progress = |line: String| eprintln!("{line}");
-            if let Err(e) = runtime()?.block_on(backend.delete(&record, &progress)) {
+            if let Err(e) = runtime()?.block_on(cloud::lifecycle::delete(
+                &store,
+                backend.as_ref(),
+                &record,
+                &progress,
+            )) {
                 eprintln!("fleet delete: {e}");
-                eprintln!(
-                    "what could not be deleted stays in the state; `flightdeck fleet delete {name}` retries"
-                );
                 return Ok(ExitCode::FAILURE);
             }
-            store.update(|s| s.fleets.retain(|f| f.name != *name))?;
-            eprintln!("fleet `{name}`: deleted");
             Ok(ExitCode::SUCCESS)
         }
         FleetCommand::Gc { yes, json } => gc(paths, *yes, *json),
@@ -252,18 +202,7 @@ pub fn note_recovery(r: Option<store::Recovery>) {
 
 /// The GCP backend from the config file's `gcp:` block.
 fn gcp_backend(paths: &Paths) -> anyhow::Result<GcpBackend> {
-    let config = Config::load(paths)?;
-    let settings = config.gcp.unwrap_or_default();
-    let catalog = crate::catalog::live::startup(Some(&paths.state_dir))
-        .catalog
-        .into_owned();
-    Ok(GcpBackend {
-        settings,
-        catalog: Arc::new(catalog),
-        state_dir: paths.state_dir.clone(),
-        home: std::env::var_os("HOME").map(std::path::PathBuf::from),
-        ssh: None,
-    })
+    cloud::lifecycle::gcp_backend(paths).map_err(anyhow::Error::msg)
 }
 
 fn gcp_configured(paths: &Paths) -> bool {
@@ -379,25 +318,7 @@ fn status(paths: &Paths, name: &str, json: bool) -> anyhow::Result<ExitCode> {
 
 /// The backend for a kind, with SSH settings from the command line.
 pub fn backend(kind: BackendKind, cli: &Cli, paths: &Paths) -> anyhow::Result<Box<dyn Backend>> {
-    Ok(match kind {
-        BackendKind::Local => Box::new(cloud::local::Local),
-        BackendKind::Ssh => {
-            let (pool, resolver) = super::ssh_setup(cli);
-            Box::new(cloud::ssh_hosts::SshHosts {
-                pool,
-                resolver,
-                fanout: 64,
-            })
-        }
-        BackendKind::Gcp => {
-            let mut b = gcp_backend(paths)?;
-            if b.settings.proxy_jump.is_some() {
-                let (pool, resolver) = super::ssh_setup(cli);
-                b.ssh = Some(crate::exec::Transport::Ssh { pool, resolver });
-            }
-            Box::new(b)
-        }
-    })
+    cloud::lifecycle::backend(kind, paths, || super::ssh_setup(cli)).map_err(anyhow::Error::msg)
 }
 
 fn load_reporting(file: &std::path::Path) -> Option<Fleet> {

@@ -20,7 +20,7 @@ pub enum Context {
     Copy,
     /// A question only the operator can answer (an unknown host key).
     Question,
-    /// The fleet-file editor of the Offers view.
+    /// The fleet-file editor (Offers view `w`, Fleets view `e`).
     Editor,
 }
 
@@ -112,10 +112,13 @@ pub enum Action {
     NicsMode,
     NextItem,
     PrevItem,
+    FleetApply,
+    FleetDelete,
+    FleetEdit,
 }
 
 impl Action {
-    pub const ALL: [Action; 49] = [
+    pub const ALL: [Action; 52] = [
         Action::Quit,
         Action::Suspend,
         Action::Help,
@@ -165,6 +168,9 @@ impl Action {
         Action::NicsMode,
         Action::NextItem,
         Action::PrevItem,
+        Action::FleetApply,
+        Action::FleetDelete,
+        Action::FleetEdit,
     ];
 
     /// Parse a config-file name.
@@ -255,6 +261,9 @@ impl Action {
             Action::NicsMode => "NICs: per node, per rail, fleet total (cycles)",
             Action::NextItem => "NICs: next node (per node, fleet) or next rail (per rail)",
             Action::PrevItem => "NICs: previous node or rail",
+            Action::FleetApply => "apply the selected fleet's file: its plan and $/h, then confirm",
+            Action::FleetDelete => "delete the selected fleet: what goes, then confirm",
+            Action::FleetEdit => "edit the selected fleet's file (validated as you type)",
         }
     }
 

@@ -2,7 +2,8 @@
 //! with the selection kept by name so a reload does not move it.
 
 use super::action::Action;
-use super::state::{Command, State, View};
+use super::state::{Command, Overlay, State, StatusMessage, View};
+use super::theme::Tone;
 use crate::store::FleetRecord;
 
 /// The fleets the Fleets view shows: those matching its filter (any column, any case).
@@ -51,6 +52,7 @@ pub fn act(state: &mut State, action: Action) -> Option<Vec<Command>> {
         Action::Top => state.fleet_selected = pick(0),
         Action::Bottom => state.fleet_selected = pick(names.len().saturating_sub(1)),
         Action::Reload => return Some(vec![Command::LoadFleets]),
+        Action::FleetApply | Action::FleetDelete | Action::FleetEdit => return Some(fleet_op(state, action)),
         Action::Select => {
             return Some(
                 state
@@ -64,4 +66,461 @@ pub fn act(state: &mut State, action: Action) -> Option<Vec<Command>> {
         _ => return None,
     }
     Some(vec![])
+}
+
+/// The most lines the provisioning log keeps (the oldest go first).
+pub const LOG_LINES: usize = 500;
+
+/// Apply and delete from the cockpit: the provisioning log of the last one and whether one
+/// is running (one at a time).
+#[derive(Debug, Clone, Default)]
+pub struct FleetOps {
+    pub log: std::collections::VecDeque<String>,
+    /// What is running now (`apply fleets/a.yaml`), if anything.
+    pub running: Option<String>,
+    /// How the last one ended: its summary, or why it failed.
+    pub outcome: Option<Result<String, String>>,
+}
+
+impl FleetOps {
+    pub fn push(&mut self, line: String) {
+        for l in line.lines() {
+            if self.log.len() == LOG_LINES {
+                self.log.pop_front();
+            }
+            self.log.push_back(l.to_string());
+        }
+    }
+}
+
+/// What a confirmation is about.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Op {
+    Apply { file: String },
+    Delete { name: String },
+}
+
+/// The confirmation overlay: the plan of an apply or delete, answered y or n.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Confirm {
+    pub op: Op,
+    pub plan: crate::cloud::Plan,
+}
+
+/// The plan of deleting a recorded fleet: every node and resource it holds.
+pub fn delete_plan(record: &FleetRecord) -> crate::cloud::Plan {
+    use crate::cloud::{Change, CloudDetail, NicSummary};
+    let mut changes = vec![];
+    for r in &record.resources {
+        let place = r
+            .zone
+            .clone()
+            .or_else(|| r.region.clone())
+            .unwrap_or_else(|| "global".into());
+        let price = r.hourly_micro_usd.map(|m| m as f64 / 1e6);
+        changes.push(Change {
+            action: "delete",
+            kind: crate::cloud::gcp::plan::Kind::parse(&r.kind).map_or("resource", |k| k.as_str()),
+            name: r.name.clone(),
+            place,
+            cloud: Some(CloudDetail {
+                zone: r.zone.clone(),
+                region: r.region.clone(),
+                machine_type: r.machine_type.clone(),
+                nics: r.nics.as_ref().map(|l| NicSummary {
+                    count: 0,
+                    types: vec![],
+                    layout: l.clone(),
+                }),
+                provisioning_model: r.provisioning_model.clone(),
+                hourly_usd: price,
+            }),
+        });
+    }
+    for n in &record.nodes {
+        if record
+            .resources
+            .iter()
+            .any(|r| r.kind == "instance" && r.name == n.name)
+        {
+            continue;
+        }
+        changes.push(Change {
+            action: "delete",
+            kind: "node",
+            name: n.name.clone(),
+            place: n.host.clone(),
+            cloud: None,
+        });
+    }
+    let prices: Vec<Option<f64>> = record
+        .resources
+        .iter()
+        .filter(|r| r.kind == "instance")
+        .map(|r| r.hourly_micro_usd.map(|m| m as f64 / 1e6))
+        .collect();
+    crate::cloud::Plan {
+        fleet: record.name.clone(),
+        backend: match record.backend.as_str() {
+            "local" => "local",
+            "ssh" => "ssh",
+            "gcp" => "gcp",
+            _ => "unknown",
+        },
+        changes,
+        hourly_usd: (!prices.is_empty()).then(|| prices.iter().copied().sum::<Option<f64>>()),
+        fallbacks: vec![],
+    }
+}
+
+fn busy(state: &mut State) -> bool {
+    if let Some(what) = &state.fleet_ops.running {
+        state.status = Some(StatusMessage {
+            text: format!("{what} is still running; its log is below"),
+            tone: Tone::Warn,
+        });
+        return true;
+    }
+    false
+}
+
+/// Plan an apply of `file` (the confirmation opens when the plan is back).
+pub fn start_apply(state: &mut State, file: String) -> Vec<Command> {
+    if busy(state) {
+        return vec![];
+    }
+    state.status = Some(StatusMessage {
+        text: format!("planning {file}…"),
+        tone: Tone::Info,
+    });
+    vec![Command::PlanFleet(file)]
+}
+
+/// The apply, delete and edit keys of the Fleets view.
+fn fleet_op(state: &mut State, action: Action) -> Vec<Command> {
+    let Some(record) = current_selected(state).cloned() else {
+        state.status = Some(StatusMessage {
+            text: "no fleet selected; :apply FILE applies a fleet file".into(),
+            tone: Tone::Warn,
+        });
+        return vec![];
+    };
+    let file = record.file.as_ref().map(|p| p.display().to_string());
+    match (action, file) {
+        (Action::FleetDelete, _) => {
+            if busy(state) {
+                return vec![];
+            }
+            state.overlay = Overlay::FleetConfirm(Box::new(Confirm {
+                op: Op::Delete {
+                    name: record.name.clone(),
+                },
+                plan: delete_plan(&record),
+            }));
+            vec![]
+        }
+        (Action::FleetApply, Some(f)) => start_apply(state, f),
+        (Action::FleetEdit, Some(f)) => vec![Command::EditFile(f)],
+        (_, None) => {
+            state.status = Some(StatusMessage {
+                text: format!(
+                    "fleet `{}` has no recorded file; :apply FILE applies one",
+                    record.name
+                ),
+                tone: Tone::Warn,
+            });
+            vec![]
+        }
+        _ => vec![],
+    }
+}
+
+fn current_selected(state: &State) -> Option<&FleetRecord> {
+    let name = state.fleet_selected.as_ref()?;
+    state.fleets.iter().find(|f| &f.name == name)
+}
+
+/// y or n on the confirmation overlay.
+pub fn answer(state: &mut State, action: Action) -> Vec<Command> {
+    let Overlay::FleetConfirm(c) = std::mem::take(&mut state.overlay) else {
+        return vec![];
+    };
+    state.dirty = true;
+    if action != Action::Confirm {
+        state.status = Some(StatusMessage {
+            text: "nothing changed".into(),
+            tone: Tone::Info,
+        });
+        return vec![];
+    }
+    let ops = &mut state.fleet_ops;
+    ops.log.clear();
+    ops.outcome = None;
+    state.view = View::Fleets;
+    let (what, command) = match c.op {
+        Op::Apply { file } => (format!("apply {file}"), Command::ApplyFleet(file)),
+        Op::Delete { name } => (format!("delete {name}"), Command::DeleteFleet(name)),
+    };
+    ops.push(format!("{what}: started"));
+    ops.running = Some(what);
+    vec![command]
+}
+
+/// A line of the running apply or delete.
+pub fn log(state: &mut State, line: String) {
+    state.fleet_ops.push(line);
+    state.dirty = true;
+}
+
+/// The apply or delete ended: the fleets reload; a new fleet is selected (Enter opens
+/// its panes).
+pub fn done(state: &mut State, name: String, result: Result<String, String>) -> Vec<Command> {
+    let what = state.fleet_ops.running.take().unwrap_or_default();
+    match &result {
+        Ok(summary) => {
+            // The log's last line already says how it ended (the shared lifecycle's).
+            state.status = Some(StatusMessage {
+                text: summary.clone(),
+                tone: Tone::Pass,
+            });
+            if what.starts_with("apply") {
+                state.fleet_selected = Some(name);
+            }
+        }
+        Err(e) => {
+            state.fleet_ops.push(format!("failed: {e}"));
+            state.status = Some(StatusMessage {
+                text: format!("{what} failed: {}", e.lines().next().unwrap_or("")),
+                tone: Tone::Fail,
+            });
+        }
+    }
+    state.fleet_ops.outcome = Some(result);
+    state.dirty = true;
+    vec![Command::LoadFleets]
+}
+
+/// The plan for an apply came back: ask.
+pub fn planned(state: &mut State, plan: Result<Box<Confirm>, String>) {
+    state.dirty = true;
+    match plan {
+        Ok(c) if matches!(state.overlay, Overlay::None) => {
+            state.status = None;
+            state.overlay = Overlay::FleetConfirm(c);
+        }
+        Ok(c) => state.questions.push_back(Overlay::FleetConfirm(c)),
+        Err(e) => {
+            state.status = Some(StatusMessage {
+                text: format!("cannot plan: {}", e.lines().next().unwrap_or("")),
+                tone: Tone::Fail,
+            });
+            state.fleet_ops.outcome = Some(Err(e.clone()));
+            state.fleet_ops.log.clear();
+            state.fleet_ops.push(format!("plan failed: {e}"));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::ResourceRecord;
+    use crate::tui::keymap::Keymap;
+    use crate::tui::state::Msg;
+    use crate::tui::update::update;
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+    fn key(s: &mut State, c: KeyCode) -> Vec<Command> {
+        update(s, Msg::Key(KeyEvent::new(c, KeyModifiers::NONE)))
+    }
+
+    fn gcp_record() -> FleetRecord {
+        let mut inst = ResourceRecord::new("instance", "mega-0", "created");
+        inst.zone = Some("us-east4-b".into());
+        inst.machine_type = Some("a3-megagpu-8g".into());
+        inst.provisioning_model = Some("SPOT".into());
+        inst.nics = Some("1+8 GVNIC".into());
+        inst.hourly_micro_usd = Some(25_500_000);
+        let mut pol = ResourceRecord::new("placement_policy", "mega-pp", "created");
+        pol.region = Some("us-east4".into());
+        FleetRecord {
+            name: "mega".into(),
+            backend: "gcp".into(),
+            file: Some("/work/fleets/mega.yaml".into()),
+            nodes: vec![],
+            resources: vec![inst, pol],
+            created_at: 0,
+        }
+    }
+
+    fn state() -> State {
+        let mut s = State::new(Keymap::defaults(), vec![], "dark".into());
+        s.view = View::Fleets;
+        update(&mut s, Msg::Fleets(Ok(vec![gcp_record()])));
+        s
+    }
+
+    #[test]
+    fn apply_plans_then_confirm_runs_and_cancel_changes_nothing() {
+        let mut s = state();
+        assert_eq!(
+            key(&mut s, KeyCode::Char('a')),
+            vec![Command::PlanFleet("/work/fleets/mega.yaml".into())]
+        );
+        let plan = crate::cloud::Plan {
+            fleet: "mega".into(),
+            backend: "gcp",
+            ..Default::default()
+        };
+        let confirm = Confirm {
+            op: Op::Apply {
+                file: "/work/fleets/mega.yaml".into(),
+            },
+            plan,
+        };
+        update(&mut s, Msg::FleetPlanned(Ok(Box::new(confirm.clone()))));
+        assert!(matches!(&s.overlay, Overlay::FleetConfirm(c) if **c == confirm));
+        // n cancels: nothing runs.
+        assert_eq!(key(&mut s, KeyCode::Char('n')), vec![]);
+        assert!(matches!(s.overlay, Overlay::None));
+        assert_eq!(s.fleet_ops.running, None);
+        // Again, and y.
+        update(&mut s, Msg::FleetPlanned(Ok(Box::new(confirm))));
+        assert_eq!(
+            key(&mut s, KeyCode::Char('y')),
+            vec![Command::ApplyFleet("/work/fleets/mega.yaml".into())]
+        );
+        assert_eq!(
+            s.fleet_ops.running.as_deref(),
+            Some("apply /work/fleets/mega.yaml")
+        );
+        // While it runs, another apply is refused.
+        assert_eq!(key(&mut s, KeyCode::Char('a')), vec![]);
+        update(
+            &mut s,
+            Msg::FleetLog("try 1: a3-megagpu-8g SPOT in us-east4-a".into()),
+        );
+        let done = update(
+            &mut s,
+            Msg::FleetDone {
+                name: "mega".into(),
+                result: Ok("fleet `mega`: 2 node(s) ready".into()),
+            },
+        );
+        assert_eq!(done, vec![Command::LoadFleets]);
+        assert_eq!(s.fleet_ops.running, None);
+        assert!(s.fleet_ops.log.iter().any(|l| l.starts_with("try 1")));
+        assert_eq!(s.fleet_selected.as_deref(), Some("mega"));
+        // Enter opens its panes.
+        assert_eq!(
+            key(&mut s, KeyCode::Enter),
+            vec![Command::OpenPanes("mega".into())]
+        );
+    }
+
+    #[test]
+    fn delete_asks_with_what_goes_and_its_price() {
+        let mut s = state();
+        assert_eq!(key(&mut s, KeyCode::Char('D')), vec![]);
+        let Overlay::FleetConfirm(c) = &s.overlay else {
+            panic!("no confirmation: {:?}", s.overlay)
+        };
+        assert_eq!(c.op, Op::Delete { name: "mega".into() });
+        let kinds: Vec<(&str, &str, &str)> = c
+            .plan
+            .changes
+            .iter()
+            .map(|ch| (ch.action, ch.kind, ch.place.as_str()))
+            .collect();
+        assert_eq!(
+            kinds,
+            vec![
+                ("delete", "instance", "us-east4-b"),
+                ("delete", "placement_policy", "us-east4")
+            ]
+        );
+        assert_eq!(c.plan.hourly_usd, Some(Some(25.5)));
+        assert_eq!(key(&mut s, KeyCode::Esc), vec![]);
+        assert!(matches!(s.overlay, Overlay::None));
+        key(&mut s, KeyCode::Char('D'));
+        assert_eq!(
+            key(&mut s, KeyCode::Char('y')),
+            vec![Command::DeleteFleet("mega".into())]
+        );
+        let failed = update(
+            &mut s,
+            Msg::FleetDone {
+                name: "mega".into(),
+                result: Err("quota".into()),
+            },
+        );
+        assert_eq!(failed, vec![Command::LoadFleets]);
+        assert_eq!(s.status.as_ref().map(|m| m.tone), Some(Tone::Fail));
+    }
+
+    #[test]
+    fn palette_apply_and_a_failed_plan_and_the_log_is_bounded() {
+        let mut s = state();
+        assert_eq!(
+            crate::tui::update::run_command(&mut s, "apply fleets/x.yaml"),
+            vec![Command::PlanFleet("fleets/x.yaml".into())]
+        );
+        update(
+            &mut s,
+            Msg::FleetPlanned(Err("fleets/x.yaml:3:1: unknown field".into())),
+        );
+        assert!(matches!(s.overlay, Overlay::None));
+        assert!(s.fleet_ops.log[0].contains("3:1"));
+        for i in 0..LOG_LINES + 10 {
+            s.fleet_ops.push(format!("line {i}"));
+        }
+        assert_eq!(s.fleet_ops.log.len(), LOG_LINES);
+        assert_eq!(
+            s.fleet_ops.log.back().unwrap(),
+            &format!("line {}", LOG_LINES + 9)
+        );
+    }
+
+    #[test]
+    fn edit_opens_the_recorded_file_and_saves_it_over_itself() {
+        let mut s = state();
+        assert_eq!(
+            key(&mut s, KeyCode::Char('e')),
+            vec![Command::EditFile("/work/fleets/mega.yaml".into())]
+        );
+        let text = "type: fleet\nname: mega\nnodes: 2\nbackends: [gcp]\ninstance_types: [a3-megagpu-8g]\n"
+            .to_string();
+        update(
+            &mut s,
+            Msg::FileOpened(Ok(("/work/fleets/mega.yaml".into(), text.clone()))),
+        );
+        assert_eq!(
+            crate::tui::update::context(&s),
+            crate::tui::action::Context::Editor
+        );
+        assert_eq!(s.offers.editor.as_ref().unwrap().problem, None);
+        // A typo shows where it is, and ctrl-s refuses it.
+        key(&mut s, KeyCode::Char('x'));
+        let p = s
+            .offers
+            .editor
+            .as_ref()
+            .unwrap()
+            .problem
+            .clone()
+            .expect("invalid");
+        assert!(p.contains("mega.yaml:1:"), "{p}");
+        let save = KeyEvent::new(KeyCode::Char('s'), KeyModifiers::CONTROL);
+        assert_eq!(update(&mut s, Msg::Key(save)), vec![]);
+        key(&mut s, KeyCode::Backspace);
+        assert_eq!(
+            update(&mut s, Msg::Key(save)),
+            vec![Command::SaveFile {
+                path: "/work/fleets/mega.yaml".into(),
+                text: text.clone(),
+                original: text,
+            }]
+        );
+        assert!(s.offers.editor.is_none());
+    }
 }

@@ -3,6 +3,7 @@
 
 pub mod action;
 pub mod app;
+pub mod fleet_service;
 pub mod fleets;
 pub mod job_service;
 pub mod jobs;

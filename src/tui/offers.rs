@@ -44,6 +44,10 @@ pub struct FleetEditor {
     pub path: String,
     /// The first problem with the text, or None when it validates.
     pub problem: Option<String>,
+    /// An existing file opened for editing: its text as read. Saving writes over the file
+    /// only while it still holds this text on disk (else it is refused). None: a new file,
+    /// never written over an existing one.
+    pub original: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -283,6 +287,7 @@ pub fn act(state: &mut State, action: Action) -> Option<Vec<Command>> {
                 input,
                 path: format!("fleets/{name}.yaml"),
                 problem: None,
+                original: None,
             };
             validate(&mut editor);
             v.editor = Some(editor);
@@ -297,6 +302,20 @@ pub fn act(state: &mut State, action: Action) -> Option<Vec<Command>> {
         _ => return None,
     }
     Some(vec![])
+}
+
+/// Open an existing fleet file in the editor (the Fleets view's `e`).
+pub fn open_editor(state: &mut State, path: String, text: String) {
+    let mut input = TextArea::new(text.lines().map(str::to_string).collect());
+    input.move_cursor(tui_textarea::CursorMove::Top);
+    let mut editor = FleetEditor {
+        input,
+        path,
+        problem: None,
+        original: Some(text),
+    };
+    validate(&mut editor);
+    state.offers.editor = Some(editor);
 }
 
 /// A key in the fleet-file editor: esc closes, ctrl-s writes, the rest edits.
@@ -322,8 +341,12 @@ pub fn editor_key(state: &mut State, key: KeyEvent) -> Vec<Command> {
             }
             let text = editor.input.lines().join("\n") + "\n";
             let path = editor.path.clone();
+            let original = editor.original.clone();
             state.offers.editor = None;
-            vec![Command::WriteFile { path, text }]
+            match original {
+                None => vec![Command::WriteFile { path, text }],
+                Some(original) => vec![Command::SaveFile { path, text, original }],
+            }
         }
         _ => {
             if editor.input.input(key) {

@@ -269,7 +269,27 @@ impl Services {
                 let (pool, resolver) = (self.pool.clone(), self.resolver.clone());
                 tokio::spawn(super::job_service::run(tx, dir, pool, resolver, file));
             }
+            Command::PlanFleet(file) => {
+                super::fleet_service::spawn_plan(self.tx.clone(), self.paths.clone(), self.ssh(), file)
+            }
+            Command::ApplyFleet(file) => {
+                super::fleet_service::spawn_apply(self.tx.clone(), self.paths.clone(), self.ssh(), file)
+            }
+            Command::DeleteFleet(name) => {
+                super::fleet_service::spawn_delete(self.tx.clone(), self.paths.clone(), self.ssh(), name)
+            }
+            Command::EditFile(path) => super::fleet_service::spawn_edit(self.tx.clone(), path),
+            Command::SaveFile { path, text, original } => {
+                super::fleet_service::spawn_save(self.tx.clone(), path, text, original)
+            }
             Command::Quit | Command::Suspend | Command::LoadTheme(_) | Command::Yank(_) => {}
+        }
+    }
+
+    fn ssh(&self) -> super::fleet_service::Ssh {
+        super::fleet_service::Ssh {
+            pool: self.pool.clone(),
+            resolver: self.resolver.clone(),
         }
     }
 

@@ -135,6 +135,8 @@ pub enum Overlay {
         key: String,
         input: TextArea<'static>,
     },
+    /// Apply or delete a fleet? The plan with its cost per hour (y / n).
+    FleetConfirm(Box<super::fleets::Confirm>),
 }
 
 /// Everything the cockpit shows.
@@ -160,6 +162,8 @@ pub struct State {
     /// The selected fleet in the Fleets view (kept by name across reloads).
     pub fleet_selected: Option<String>,
     pub panes: Panes,
+    /// Apply and delete from the Fleets view: the provisioning log.
+    pub fleet_ops: super::fleets::FleetOps,
     pub offers: super::offers::OffersView,
     pub nccl: super::nccl::NcclView,
     pub nics: super::nics::NicsView,
@@ -184,6 +188,7 @@ impl State {
             fleets_error: None,
             fleet_selected: None,
             panes: Panes::default(),
+            fleet_ops: Default::default(),
             nccl: Default::default(),
             nics: Default::default(),
             jobs: Default::default(),
@@ -283,6 +288,17 @@ pub enum Msg {
     },
     /// A `Command::RunJob` finished: the job's id, or why it did not start.
     JobStarted(Result<String, String>),
+    /// A `Command::PlanFleet` finished: the confirmation to show, or why there is none.
+    FleetPlanned(Result<Box<super::fleets::Confirm>, String>),
+    /// A line of the running apply or delete (zone tried, stockout, rollback, SSH wait).
+    FleetLog(String),
+    /// The apply or delete of fleet `name` ended: a summary, or why it failed.
+    FleetDone {
+        name: String,
+        result: Result<String, String>,
+    },
+    /// A `Command::EditFile` read the file: its path and text, or why not.
+    FileOpened(Result<(String, String), String>),
     /// A `Command::StopJob` finished: each node's outcome in a line, or why not.
     JobStopped {
         id: String,
@@ -350,4 +366,19 @@ pub enum Command {
     StopJob(String),
     /// Start the job of a job file.
     RunJob(String),
+    /// Plan the apply of a fleet file (answered by `Msg::FleetPlanned`).
+    PlanFleet(String),
+    /// Apply a fleet file, streaming its progress (`Msg::FleetLog`, `Msg::FleetDone`).
+    ApplyFleet(String),
+    /// Delete a recorded fleet, streaming its progress.
+    DeleteFleet(String),
+    /// Read a fleet file into the editor.
+    EditFile(String),
+    /// Write an edited file over itself, refused if it changed on disk since `original`
+    /// was read.
+    SaveFile {
+        path: String,
+        text: String,
+        original: String,
+    },
 }

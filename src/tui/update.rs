@@ -15,6 +15,11 @@ pub const PALETTE_COMMANDS: &[(&str, &str, &str)] = &[
     ("open", "FLEET", "open a pane on every node of a fleet"),
     ("close", "", "close the open panes"),
     ("run", "FILE", "start the job of a job file on its fleet"),
+    (
+        "apply",
+        "FILE",
+        "apply a fleet file: its plan and cost per hour, then confirm",
+    ),
     ("filter", "TEXT", "filter the current table"),
     ("nofilter", "", "clear the current table's filter"),
     ("theme", "NAME", "switch the colour theme"),
@@ -250,6 +255,28 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Command> {
                 }
             }
         }
+        Msg::FleetPlanned(plan) => {
+            fleets::planned(state, plan);
+            vec![]
+        }
+        Msg::FleetLog(line) => {
+            fleets::log(state, line);
+            vec![]
+        }
+        Msg::FleetDone { name, result } => fleets::done(state, name, result),
+        Msg::FileOpened(result) => {
+            state.dirty = true;
+            match result {
+                Ok((path, text)) => offers::open_editor(state, path, text),
+                Err(e) => {
+                    state.status = Some(StatusMessage {
+                        text: e,
+                        tone: Tone::Fail,
+                    })
+                }
+            }
+            vec![]
+        }
         Msg::JobStopped { id, result } => {
             state.dirty = true;
             state.status = Some(match result {
@@ -310,11 +337,15 @@ pub fn context(state: &State) -> Context {
     match state.overlay {
         Overlay::None if state.view == View::Panes && state.panes.copy.is_some() => Context::Copy,
         Overlay::None if state.view == View::Panes && state.panes.insert => Context::Pane,
-        Overlay::None if state.view == View::Offers && state.offers.editor.is_some() => Context::Editor,
+        Overlay::None
+            if matches!(state.view, View::Offers | View::Fleets) && state.offers.editor.is_some() =>
+        {
+            Context::Editor
+        }
         Overlay::None => Context::Global,
         Overlay::Help { .. } => Context::Help,
         Overlay::Palette(_) | Overlay::Filter(_) | Overlay::Passphrase { .. } => Context::Input,
-        Overlay::HostKey { .. } => Context::Question,
+        Overlay::HostKey { .. } | Overlay::FleetConfirm(_) => Context::Question,
     }
 }
 
@@ -325,6 +356,11 @@ fn on_key(state: &mut State, key: KeyEvent) -> Vec<Command> {
         (Context::Pane, _) => panes::key(state, key),
         (Context::Copy, _) => panes::copy_key(state, key),
         (Context::Editor, _) => offers::editor_key(state, key),
+        (Context::Question, Some(a)) if matches!(state.overlay, Overlay::FleetConfirm(_)) => {
+            let commands = fleets::answer(state, a);
+            next_question(state);
+            commands
+        }
         (Context::Question, Some(a)) => {
             let Overlay::HostKey { id, .. } = std::mem::take(&mut state.overlay) else {
                 return vec![];
@@ -424,6 +460,9 @@ pub fn act(state: &mut State, action: Action) -> Vec<Command> {
         | Action::PaneBroadcast
         | Action::PaneCopy
         | Action::Detail
+        | Action::FleetApply
+        | Action::FleetDelete
+        | Action::FleetEdit
         | Action::Sort
         | Action::SortReverse
         | Action::Pricing
@@ -743,6 +782,11 @@ pub fn run_command(state: &mut State, line: &str) -> Vec<Command> {
             });
             vec![Command::RunJob(arg.to_string())]
         }
+        "apply" if arg.is_empty() => error(
+            state,
+            "apply: give a fleet file, e.g. :apply fleets/local.yaml".into(),
+        ),
+        "apply" => fleets::start_apply(state, arg.to_string()),
         "close" => {
             state.panes = panes::Panes::default();
             vec![Command::ClosePanes]

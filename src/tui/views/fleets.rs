@@ -41,7 +41,65 @@ fn message(lines: Vec<Line<'static>>, block: Block<'_>, area: Rect, buf: &mut Bu
         .render(area, buf);
 }
 
+/// The fleets table; below it the provisioning log of the last apply or delete; over
+/// both the fleet-file editor when it is open.
 pub fn render_fleets(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
+    let ops = &state.fleet_ops;
+    if ops.log.is_empty() && ops.running.is_none() {
+        render_table(state, theme, area, buf);
+    } else {
+        let log_h = (area.height / 2).max(area.height.min(5));
+        let [top, bottom] =
+            ratatui::layout::Layout::vertical([Constraint::Min(3), Constraint::Length(log_h)]).areas(area);
+        render_table(state, theme, top, buf);
+        render_log(ops, theme, bottom, buf);
+    }
+    if let Some(e) = &state.offers.editor {
+        super::offers::render_editor(e, theme, area, buf);
+    }
+}
+
+/// The live provisioning log: its last lines, as many as fit.
+pub fn render_log(ops: &fleets::FleetOps, theme: &Theme, area: Rect, buf: &mut Buffer) {
+    let (title, tone) = match (&ops.running, &ops.outcome) {
+        (Some(what), _) => (format!("{what} · running"), Tone::Info),
+        (None, Some(Ok(_))) => ("last apply/delete · done".to_string(), Tone::Pass),
+        (None, Some(Err(_))) => ("last apply/delete · failed".to_string(), Tone::Fail),
+        (None, None) => ("provisioning log".to_string(), Tone::Info),
+    };
+    let b = Block::default()
+        .borders(Borders::ALL)
+        .border_style(theme.border(false))
+        .title(Span::styled(format!(" {title} "), theme.tone(tone)))
+        .style(theme.base());
+    let rows = usize::from(b.inner(area).height);
+    let skip = ops.log.len().saturating_sub(rows);
+    let lines: Vec<Line> = ops
+        .log
+        .iter()
+        .skip(skip)
+        .map(|l| {
+            let t = l.trim_start();
+            let style = if t.starts_with("try ") {
+                theme.accent()
+            } else if l.contains("EXHAUSTED")
+                || l.contains("failed")
+                || l.contains("rolling back")
+                || l.contains("QUOTA")
+            {
+                theme.tone(Tone::Fail)
+            } else if l.contains("ready") || l.contains("deleted") || l.contains("SSH") {
+                theme.tone(Tone::Pass)
+            } else {
+                theme.base()
+            };
+            Line::styled(l.clone(), style)
+        })
+        .collect();
+    Paragraph::new(lines).block(b).render(area, buf);
+}
+
+fn render_table(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
     let filter = &state.filters[crate::tui::state::View::Fleets.index()];
     let shown = fleets::visible(state);
     let b = block(format!("Fleets ({})", shown.len()), filter, theme);
@@ -61,7 +119,7 @@ pub fn render_fleets(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer)
             vec![
                 Line::styled("No fleets yet.", theme.title()),
                 Line::raw(""),
-                Line::raw("Apply one from a shell, then press r here:"),
+                Line::raw("Apply one here with :apply FILE, or from a shell and press r:"),
                 Line::styled("  flightdeck fleet apply fleets/local.yaml", theme.accent()),
                 Line::styled("  flightdeck fleet apply fleets/ssh-hosts.yaml", theme.accent()),
             ],

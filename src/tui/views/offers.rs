@@ -370,7 +370,7 @@ fn render_detail(o: &Offer, pricing: Pricing, theme: &Theme, area: Rect, buf: &m
         .render(area, buf);
 }
 
-fn render_editor(e: &crate::tui::offers::FleetEditor, theme: &Theme, area: Rect, buf: &mut Buffer) {
+pub fn render_editor(e: &crate::tui::offers::FleetEditor, theme: &Theme, area: Rect, buf: &mut Buffer) {
     let r = centered(
         area,
         area.width.saturating_sub(4).clamp(area.width.min(20), 100),

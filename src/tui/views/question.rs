@@ -80,3 +80,93 @@ pub fn passphrase(key: &str, input: &TextArea<'static>, theme: &Theme, area: Rec
         );
     }
 }
+
+/// Apply or delete a fleet? Each resource of the plan with where it goes, its machine
+/// type, NICs, provisioning model and price per hour, the total, and y / n.
+pub fn fleet_confirm(c: &crate::tui::fleets::Confirm, theme: &Theme, area: Rect, buf: &mut Buffer) {
+    let price = |p: Option<f64>| p.map_or_else(|| "$?/h".to_string(), |v| format!("${v:.2}/h"));
+    use crate::tui::fleets::Op;
+    let (title, question) = match &c.op {
+        Op::Apply { file } => (format!("Apply {}", c.plan.fleet), format!("from {file}")),
+        Op::Delete { name } => (format!("Delete {name}"), "everything below goes".to_string()),
+    };
+    let mut lines = vec![Line::styled(
+        format!("{} backend · {question}", c.plan.backend),
+        theme.muted(),
+    )];
+    let shown: Vec<&crate::cloud::Change> = c.plan.changes.iter().filter(|ch| ch.action != "keep").collect();
+    if shown.is_empty() {
+        lines.push(Line::raw("nothing to change: the fleet is as the file says"));
+    }
+    // Narrow screens put each resource's machine, NICs, model and price on a second line.
+    let wide = area.width >= 110;
+    for ch in &shown {
+        let d = ch.cloud.clone().unwrap_or_default();
+        let tone = if ch.action == "delete" {
+            theme.tone(crate::tui::theme::Tone::Fail)
+        } else {
+            theme.tone(crate::tui::theme::Tone::Pass)
+        };
+        let mut cols = vec![
+            Span::styled(format!("{:<7}", ch.action), tone),
+            Span::raw(format!("{:<17}{:<22} {:<14}", ch.kind, ch.name, ch.place)),
+        ];
+        let detail = d.machine_type.as_ref().map(|m| {
+            format!(
+                "{:<15} {:<10} {:<10} {:>9}",
+                m,
+                d.nics.as_ref().map(|n| n.layout.as_str()).unwrap_or(""),
+                d.provisioning_model.as_deref().unwrap_or(""),
+                price(d.hourly_usd)
+            )
+        });
+        match detail {
+            Some(text) if wide => {
+                cols.push(Span::raw(format!(" {text}")));
+                lines.push(Line::from(cols));
+            }
+            Some(text) => {
+                lines.push(Line::from(cols));
+                lines.push(Line::styled(format!("         {text}"), theme.muted()));
+            }
+            None => lines.push(Line::from(cols)),
+        }
+    }
+    let kept = c.plan.changes.len() - shown.len();
+    if kept > 0 {
+        lines.push(Line::styled(format!("{kept} kept as they are"), theme.muted()));
+    }
+    if let Some(total) = c.plan.hourly_usd {
+        lines.push(Line::styled(format!("total {}", price(total)), theme.accent()));
+    }
+    if !c.plan.fallbacks.is_empty() {
+        lines.push(Line::styled(
+            format!("if out of capacity, then: {}", c.plan.fallbacks.join(", ")),
+            theme.muted(),
+        ));
+    }
+    lines.push(Line::raw(""));
+    lines.push(Line::from(vec![
+        Span::styled("y", theme.key_hint()),
+        Span::raw(" go ahead   "),
+        Span::styled("n", theme.key_hint()),
+        Span::raw(" / "),
+        Span::styled("esc", theme.key_hint()),
+        Span::raw(" cancel"),
+    ]));
+    let h = (lines.len() as u16 + 2).min(area.height);
+    let r = centered(
+        area,
+        area.width.saturating_sub(2).clamp(area.width.min(20), 130),
+        h,
+    );
+    Clear.render(r, buf);
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(theme.border(true))
+        .title(Span::styled(format!(" {title} "), theme.title()))
+        .style(theme.base());
+    let inner = block.inner(r);
+    block.render(r, buf);
+    Paragraph::new(lines).render(inner, buf);
+}

@@ -1,0 +1,173 @@
+//! Apply and delete of a fleet with its state-store bookkeeping, shared by `flightdeck
+//! fleet apply|delete` and the cockpit's Fleets view. Progress goes through a callback
+//! (stderr for the CLI, the provisioning log for the cockpit).
+
+use super::{Backend, Progress};
+use crate::fleet::Fleet;
+use crate::store::{self, FleetRecord, Store};
+
+/// Refuse to apply a fleet whose recorded backend differs from the file's.
+pub fn check_backend(fleet: &Fleet, recorded: Option<&FleetRecord>) -> Result<(), String> {
+    match recorded {
+        Some(r) if r.backend != fleet.backend.as_str() => Err(format!(
+            "fleet `{}` is recorded with the {} backend; delete it before applying it on {}",
+            fleet.name,
+            r.backend,
+            fleet.backend.as_str()
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Bring `fleet` up with `backend` and record it in the state. On failure the error says
+/// what the state keeps (cloud resources are recorded as they are made) and what to do.
+pub async fn apply(
+    store: &Store,
+    backend: &dyn Backend,
+    fleet: &Fleet,
+    progress: Progress<'_>,
+) -> Result<FleetRecord, String> {
+    let recorded = store
+        .load()
+        .map_err(|e| e.to_string())?
+        .0
+        .fleets
+        .into_iter()
+        .find(|f| f.name == fleet.name);
+    check_backend(fleet, recorded.as_ref())?;
+    let nodes = match backend.apply(fleet, progress).await {
+        Ok(n) => n,
+        Err(e) => {
+            let (left, _) = store
+                .update(|s| {
+                    let left = s
+                        .fleets
+                        .iter()
+                        .find(|f| f.name == fleet.name)
+                        .map(|f| f.resources.len() + f.nodes.len())
+                        .unwrap_or(0);
+                    if left == 0 {
+                        s.fleets.retain(|f| f.name != fleet.name);
+                    }
+                    left
+                })
+                .map_err(|se| format!("{e}; and the state could not be read: {se}"))?;
+            return Err(if left == 0 {
+                format!("{e}\nnothing was recorded")
+            } else {
+                format!(
+                    "{e}\nthe state keeps fleet `{}` with what it has ({left} resource(s)/node(s)); `flightdeck fleet apply` again or `flightdeck fleet delete {}`",
+                    fleet.name, fleet.name
+                )
+            });
+        }
+    };
+    let file = std::fs::canonicalize(&fleet.file).ok();
+    let created_at = recorded.map(|r| r.created_at).unwrap_or_else(store::now_unix);
+    let (record, _) = store
+        .update(|s| {
+            // Resources were recorded during apply (GCP): keep them.
+            let resources = s
+                .fleets
+                .iter()
+                .find(|f| f.name == fleet.name)
+                .map(|f| f.resources.clone())
+                .unwrap_or_default();
+            let record = FleetRecord {
+                name: fleet.name.clone(),
+                backend: fleet.backend.as_str().to_string(),
+                file: file.clone(),
+                nodes: nodes.clone(),
+                resources,
+                created_at,
+            };
+            s.fleets.retain(|f| f.name != record.name);
+            s.fleets.push(record.clone());
+            record
+        })
+        .map_err(|e| e.to_string())?;
+    progress(format!(
+        "fleet `{}`: {} node(s) ready",
+        fleet.name,
+        record.nodes.len()
+    ));
+    Ok(record)
+}
+
+/// Take a recorded fleet down and forget it. What could not be deleted stays recorded.
+pub async fn delete(
+    store: &Store,
+    backend: &dyn Backend,
+    record: &FleetRecord,
+    progress: Progress<'_>,
+) -> Result<(), String> {
+    if let Err(e) = backend.delete(record, progress).await {
+        return Err(format!(
+            "{e}\nwhat could not be deleted stays in the state; `flightdeck fleet delete {}` retries",
+            record.name
+        ));
+    }
+    store
+        .update(|s| s.fleets.retain(|f| f.name != record.name))
+        .map_err(|e| e.to_string())?;
+    progress(format!("fleet `{}`: deleted", record.name));
+    Ok(())
+}
+
+/// The GCP backend from the config file's `gcp:` block.
+pub fn gcp_backend(paths: &crate::paths::Paths) -> Result<super::gcp::backend::GcpBackend, String> {
+    let config = crate::config::Config::load(paths).map_err(|e| e.to_string())?;
+    let settings = config.gcp.unwrap_or_default();
+    let catalog = crate::catalog::live::startup(Some(&paths.state_dir))
+        .catalog
+        .into_owned();
+    Ok(super::gcp::backend::GcpBackend {
+        settings,
+        catalog: std::sync::Arc::new(catalog),
+        state_dir: paths.state_dir.clone(),
+        home: std::env::var_os("HOME").map(std::path::PathBuf::from),
+        ssh: None,
+    })
+}
+
+/// The backend for a kind; `ssh` gives the SSH pool and resolver where one is needed.
+pub fn backend(
+    kind: crate::fleet::BackendKind,
+    paths: &crate::paths::Paths,
+    ssh: impl FnOnce() -> (crate::ssh::pool::Pool, std::sync::Arc<crate::ssh::pool::Resolver>),
+) -> Result<Box<dyn Backend>, String> {
+    use crate::fleet::BackendKind;
+    Ok(match kind {
+        BackendKind::Local => Box::new(super::local::Local),
+        BackendKind::Ssh => {
+            let (pool, resolver) = ssh();
+            Box::new(super::ssh_hosts::SshHosts {
+                pool,
+                resolver,
+                fanout: 64,
+            })
+        }
+        BackendKind::Gcp => {
+            let mut b = gcp_backend(paths)?;
+            if b.settings.proxy_jump.is_some() {
+                let (pool, resolver) = ssh();
+                b.ssh = Some(crate::exec::Transport::Ssh { pool, resolver });
+            }
+            Box::new(b)
+        }
+    })
+}
+
+/// The backend kind a fleet record names.
+pub fn record_kind(record: &FleetRecord) -> Result<crate::fleet::BackendKind, String> {
+    use crate::fleet::BackendKind;
+    match record.backend.as_str() {
+        "local" => Ok(BackendKind::Local),
+        "ssh" => Ok(BackendKind::Ssh),
+        "gcp" => Ok(BackendKind::Gcp),
+        other => Err(format!(
+            "fleet `{}` uses the {other} backend, which this build does not know",
+            record.name
+        )),
+    }
+}

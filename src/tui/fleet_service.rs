@@ -1,0 +1,191 @@
+//! The Fleets view's services: plan, apply and delete a fleet with the code `flightdeck
+//! fleet` runs (`crate::cloud::lifecycle`), every progress line streamed to the
+//! provisioning log; read a fleet file into the editor and save it back.
+
+use super::fleets::{Confirm, Op};
+use super::services::ServiceEvent;
+use super::state::Msg;
+use crate::cloud::{self, Backend};
+use crate::paths::Paths;
+use crate::ssh::pool::{Pool, Resolver};
+use crate::store::Store;
+use std::path::Path;
+use std::sync::Arc;
+use tokio::sync::mpsc;
+
+/// The SSH pool and resolver of the cockpit, for backends that reach nodes.
+#[derive(Clone)]
+pub struct Ssh {
+    pub pool: Pool,
+    pub resolver: Arc<Resolver>,
+}
+
+fn load_fleet(file: &str) -> Result<crate::fleet::Fleet, String> {
+    crate::fleet::load(Path::new(file))
+        .map_err(|diags| diags.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("\n"))
+}
+
+fn backend(kind: crate::fleet::BackendKind, paths: &Paths, ssh: &Ssh) -> Result<Box<dyn Backend>, String> {
+    cloud::lifecycle::backend(kind, paths, || (ssh.pool.clone(), ssh.resolver.clone()))
+}
+
+/// What applying `file` would do, against the state.
+pub fn plan(paths: &Paths, ssh: &Ssh, file: &str) -> Result<Confirm, String> {
+    let fleet = load_fleet(file)?;
+    let (state, _) = Store::new(&paths.state_dir).load().map_err(|e| e.to_string())?;
+    let recorded = state.fleets.iter().find(|f| f.name == fleet.name);
+    cloud::lifecycle::check_backend(&fleet, recorded)?;
+    let plan = backend(fleet.backend, paths, ssh)?.plan(&fleet, recorded)?;
+    Ok(Confirm {
+        op: Op::Apply {
+            file: file.to_string(),
+        },
+        plan,
+    })
+}
+
+/// Lines of `progress` reach the cockpit in order, none dropped.
+fn forwarder(tx: &mpsc::Sender<ServiceEvent>) -> mpsc::UnboundedSender<String> {
+    let (ltx, mut lrx) = mpsc::unbounded_channel::<String>();
+    let tx = tx.clone();
+    tokio::spawn(async move {
+        while let Some(line) = lrx.recv().await {
+            if tx.send(ServiceEvent::Msg(Msg::FleetLog(line))).await.is_err() {
+                return;
+            }
+        }
+    });
+    ltx
+}
+
+/// Apply `file`; returns the fleet's name and how it went.
+pub async fn apply(
+    paths: Paths,
+    ssh: Ssh,
+    file: String,
+    lines: mpsc::UnboundedSender<String>,
+) -> (String, Result<String, String>) {
+    let fleet = match load_fleet(&file) {
+        Ok(f) => f,
+        Err(e) => return (file, Err(e)),
+    };
+    let name = fleet.name.clone();
+    let result = async {
+        let backend = backend(fleet.backend, &paths, &ssh)?;
+        let store = Store::new(&paths.state_dir);
+        let progress = move |line: String| {
+            let _ = lines.send(line);
+        };
+        let record = cloud::lifecycle::apply(&store, backend.as_ref(), &fleet, &progress).await?;
+        Ok(format!(
+            "fleet `{}`: {} node(s) ready; Enter opens their panes",
+            record.name,
+            record.nodes.len()
+        ))
+    }
+    .await;
+    (name, result)
+}
+
+/// Delete the recorded fleet `name`.
+pub async fn delete(
+    paths: Paths,
+    ssh: Ssh,
+    name: String,
+    lines: mpsc::UnboundedSender<String>,
+) -> Result<String, String> {
+    let store = Store::new(&paths.state_dir);
+    let (state, _) = store.load().map_err(|e| e.to_string())?;
+    let record = state
+        .fleets
+        .into_iter()
+        .find(|f| f.name == name)
+        .ok_or_else(|| format!("no fleet `{name}` in the state"))?;
+    let backend = backend(cloud::lifecycle::record_kind(&record)?, &paths, &ssh)?;
+    let progress = move |line: String| {
+        let _ = lines.send(line);
+    };
+    cloud::lifecycle::delete(&store, backend.as_ref(), &record, &progress).await?;
+    Ok(format!("fleet `{name}`: deleted"))
+}
+
+/// Run `Command::PlanFleet`, `ApplyFleet` or `DeleteFleet` in a task.
+pub fn spawn_plan(tx: mpsc::Sender<ServiceEvent>, paths: Paths, ssh: Ssh, file: String) {
+    tokio::task::spawn_blocking(move || {
+        let result = plan(&paths, &ssh, &file).map(Box::new);
+        let _ = tx.blocking_send(ServiceEvent::Msg(Msg::FleetPlanned(result)));
+    });
+}
+
+pub fn spawn_apply(tx: mpsc::Sender<ServiceEvent>, paths: Paths, ssh: Ssh, file: String) {
+    let lines = forwarder(&tx);
+    tokio::spawn(async move {
+        let (name, result) = apply(paths, ssh, file, lines).await;
+        // The log's last lines are in the forwarder's queue: let them go first.
+        tokio::task::yield_now().await;
+        let _ = tx.send(ServiceEvent::Msg(Msg::FleetDone { name, result })).await;
+    });
+}
+
+pub fn spawn_delete(tx: mpsc::Sender<ServiceEvent>, paths: Paths, ssh: Ssh, name: String) {
+    let lines = forwarder(&tx);
+    tokio::spawn(async move {
+        let result = delete(paths, ssh, name.clone(), lines).await;
+        tokio::task::yield_now().await;
+        let _ = tx.send(ServiceEvent::Msg(Msg::FleetDone { name, result })).await;
+    });
+}
+
+/// Read a fleet file for the editor.
+pub fn spawn_edit(tx: mpsc::Sender<ServiceEvent>, path: String) {
+    tokio::task::spawn_blocking(move || {
+        let result = std::fs::read_to_string(&path)
+            .map(|text| (path.clone(), text))
+            .map_err(|e| format!("{path}: {e}"));
+        let _ = tx.blocking_send(ServiceEvent::Msg(Msg::FileOpened(result)));
+    });
+}
+
+/// Write `text` over `path` if the file still holds `original`; atomically (a temporary
+/// file renamed over it), so a crash leaves the old or the new text, never half.
+pub fn save(path: &Path, text: &str, original: &str) -> Result<(), String> {
+    let p = path.display();
+    let now = std::fs::read_to_string(path).map_err(|e| format!("{p}: {e}"))?;
+    if now != original {
+        return Err(format!(
+            "{p} changed on disk since it was opened; not saved (open it again with e)"
+        ));
+    }
+    let tmp = path.with_extension("flightdeck-tmp");
+    std::fs::write(&tmp, text).map_err(|e| format!("{}: {e}", tmp.display()))?;
+    std::fs::rename(&tmp, path).map_err(|e| format!("{p}: {e}"))
+}
+
+pub fn spawn_save(tx: mpsc::Sender<ServiceEvent>, path: String, text: String, original: String) {
+    tokio::task::spawn_blocking(move || {
+        let result = save(Path::new(&path), &text, &original).map(|()| path);
+        let _ = tx.blocking_send(ServiceEvent::Msg(Msg::FileWritten(result)));
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::save;
+
+    #[test]
+    fn save_writes_over_the_file_only_if_unchanged_on_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f.yaml");
+        std::fs::write(&p, "name: a\n").unwrap();
+        save(&p, "name: b\n", "name: a\n").unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "name: b\n");
+        // Someone else changed it meanwhile: refused, their text kept.
+        let e = save(&p, "name: c\n", "name: a\n").unwrap_err();
+        assert!(e.contains("changed on disk"), "{e}");
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "name: b\n");
+        assert!(!p.with_extension("flightdeck-tmp").exists());
+        // Gone: says so.
+        std::fs::remove_file(&p).unwrap();
+        assert!(save(&p, "x", "name: b\n").is_err());
+    }
+}
