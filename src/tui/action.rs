@@ -20,18 +20,19 @@ pub enum Context {
     Copy,
     /// A question only the operator can answer (an unknown host key).
     Question,
-    /// The fleet-file editor of the Offers view.
+    /// The fleet-file editor of the Offers view and the NCCL view's run dialog.
     Editor,
 }
 
 impl Context {
-    pub const ALL: [Context; 6] = [
+    pub const ALL: [Context; 7] = [
         Context::Global,
         Context::Help,
         Context::Input,
         Context::Pane,
         Context::Copy,
         Context::Question,
+        Context::Editor,
     ];
 
     pub fn name(self) -> &'static str {
@@ -54,7 +55,7 @@ impl Context {
             Context::Pane => "Typing into panes",
             Context::Copy => "Copy mode",
             Context::Question => "Questions (host keys)",
-            Context::Editor => "Fleet-file editor",
+            Context::Editor => "Editors (fleet file, NCCL run dialog)",
         }
     }
 }
@@ -109,10 +110,13 @@ pub enum Action {
     WriteFleet,
     JobStop,
     Compare,
+    NcclRun,
+    NextField,
+    PrevField,
 }
 
 impl Action {
-    pub const ALL: [Action; 46] = [
+    pub const ALL: [Action; 49] = [
         Action::Quit,
         Action::Suspend,
         Action::Help,
@@ -159,6 +163,9 @@ impl Action {
         Action::WriteFleet,
         Action::JobStop,
         Action::Compare,
+        Action::NcclRun,
+        Action::NextField,
+        Action::PrevField,
     ];
 
     /// Parse a config-file name.
@@ -172,7 +179,16 @@ impl Action {
         match context {
             Context::Global => !matches!(
                 self,
-                Confirm | Complete | CompletePrev | SearchNext | SearchPrev | SelectStart | Yank | AcceptAll
+                Confirm
+                    | Complete
+                    | CompletePrev
+                    | SearchNext
+                    | SearchPrev
+                    | SelectStart
+                    | Yank
+                    | AcceptAll
+                    | NextField
+                    | PrevField
             ),
             Context::Help => matches!(self, Close | Quit | Up | Down | Top | Bottom | PageUp | PageDown),
             Context::Input => matches!(self, Close | Confirm | Complete | CompletePrev | Up | Down),
@@ -193,7 +209,7 @@ impl Action {
                     | Yank
             ),
             Context::Question => matches!(self, Confirm | Close | AcceptAll),
-            Context::Editor => matches!(self, Confirm | Close),
+            Context::Editor => matches!(self, Confirm | Close | NextField | PrevField | Left | Right),
         }
     }
 
@@ -246,6 +262,11 @@ impl Action {
             Action::WriteFleet => "write a fleet file for the selected offer",
             Action::JobStop => "stop the selected job on every node (press twice)",
             Action::Compare => "mark the selected NCCL run for a side-by-side comparison (two at a time)",
+            Action::NcclRun => {
+                "start an NCCL run: a dialog for the fleet, sizes, engine and GPUDirect profile"
+            }
+            Action::NextField => "next field (NCCL run dialog)",
+            Action::PrevField => "previous field (NCCL run dialog)",
         }
     }
 

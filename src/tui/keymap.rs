@@ -230,6 +230,7 @@ fn default_table() -> Vec<(Context, Action, Vec<Chord>)> {
         (Global, JobStop, vec![p('x')]),
         (Global, Close, vec![k(KeyCode::Esc)]),
         (Global, Compare, vec![p('c')]),
+        (Global, NcclRun, vec![p('n')]),
         (Global, Up, vec![k(KeyCode::Up), p('k')]),
         (Global, Down, vec![k(KeyCode::Down), p('j')]),
         (Global, Top, vec![k(KeyCode::Home), p('g')]),
@@ -272,6 +273,10 @@ fn default_table() -> Vec<(Context, Action, Vec<Chord>)> {
         (Question, AcceptAll, vec![p('a')]),
         (Editor, Close, vec![k(KeyCode::Esc)]),
         (Editor, Confirm, vec![Chord::ctrl('s')]),
+        (Editor, NextField, vec![k(KeyCode::Tab)]),
+        (Editor, PrevField, vec![k(KeyCode::BackTab)]),
+        (Editor, Left, vec![k(KeyCode::Left)]),
+        (Editor, Right, vec![k(KeyCode::Right)]),
     ]
 }
 
