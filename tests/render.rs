@@ -291,6 +291,88 @@ fn nccl_view_draws_the_curve() {
     snapshot("nccl_run", &s);
 }
 
+/// The run dialog over the NCCL view: a fleet of a3-megagpu-8g (auto picks TCPXO), the
+/// focus on the profile, one line added to its environment.
+#[test]
+fn nccl_run_dialog() {
+    use flightdeck::nccl::GpuDirect;
+    use flightdeck::tui::nccl::FleetChoice;
+    let mut s = nccl_state();
+    keys(&mut s, "n");
+    update(
+        &mut s,
+        Msg::NcclRunFleets(Ok(vec![
+            FleetChoice {
+                name: "local".into(),
+                nodes: 1,
+                machine_type: None,
+                auto: GpuDirect::None,
+                auto_from: "machine type unknown".into(),
+            },
+            FleetChoice {
+                name: "mega".into(),
+                nodes: 4,
+                machine_type: Some("a3-megagpu-8g".into()),
+                auto: GpuDirect::Tcpxo,
+                auto_from: "machine type".into(),
+            },
+        ])),
+    );
+    update(
+        &mut s,
+        Msg::Key(KeyEvent::new(KeyCode::Right, KeyModifiers::NONE)),
+    );
+    keys(&mut s, "\t\t\t\t\t\t\t\t\n");
+    update(&mut s, Msg::Paste("export NCCL_DEBUG='INFO'".into()));
+    assert_eq!(flightdeck::tui::update::context(&s), Context::Editor);
+    snapshot("nccl_run_dialog", &s);
+    // A refused start names the problem at the bottom.
+    keys(&mut s, "\t\t\t\t\t");
+    update(
+        &mut s,
+        Msg::Key(KeyEvent::new(KeyCode::Backspace, KeyModifiers::NONE)),
+    );
+    keys(&mut s, "1");
+    update(
+        &mut s,
+        Msg::Key(KeyEvent::new(KeyCode::Char('s'), KeyModifiers::CONTROL)),
+    );
+    snapshot("nccl_run_dialog_problem", &s);
+}
+
+/// The last straggler finder result under the run list, the slow node named.
+#[test]
+fn nccl_view_shows_the_straggler_result() {
+    use flightdeck::nccl::history::StragglerReport;
+    let mut s = nccl_state();
+    let r = StragglerReport {
+        fleet: "lab".into(),
+        at: 1_795_317_000,
+        collective: "all_reduce".into(),
+        threshold: 0.9,
+        nodes: vec!["lab-0".into(), "lab-1".into(), "lab-2".into()],
+        node_ranking: vec![
+            ("lab-1".into(), Some(173.9)),
+            ("lab-0".into(), Some(347.7)),
+            ("lab-2".into(), Some(347.5)),
+        ],
+        link_ranking: vec![
+            ("lab-1".into(), "lab-2".into(), Some(20.1)),
+            ("lab-0".into(), "lab-1".into(), Some(20.3)),
+            ("lab-2".into(), "lab-0".into(), Some(38.9)),
+        ],
+        slow_nodes: vec![(
+            "lab-1".into(),
+            "alone 173.90 GB/s, 50% of the usual 347.70".into(),
+        )],
+        slow_links: vec![],
+        unresolved: vec![],
+        named: Some("lab-1".into()),
+    };
+    update(&mut s, Msg::Stragglers(Some(Box::new(r))));
+    snapshot("nccl_stragglers", &s);
+}
+
 fn job_record(
     id: &str,
     name: &str,

@@ -309,14 +309,15 @@ mod tests {
 // ---- nccl run / nccl attach ----
 
 use super::{Cli, NcclEngine, NcclProfile};
-use crate::exec::{self, Event, Stream, Transport};
+use crate::exec::{self, Transport};
 use crate::fleet::NodeTarget;
 use crate::nccl::expect::Verdict;
-use crate::nccl::history::{self, SavedRun, SavedSpec};
-use crate::nccl::runner::{self, Engine, MpiHost, RunSpec, EXIT_MARKER};
-use crate::nccl::{nodessh, GpuDirect};
+use crate::nccl::history::{self, SavedRun};
+use crate::nccl::remote::{self, conclude, follow_core};
+use crate::nccl::runner::{self, Engine, RunSpec};
+use crate::nccl::{profile, GpuDirect};
 use crate::paths::Paths;
-use crate::store::{self, RunNode, RunRecord, Store};
+use crate::store::{self, RunRecord, Store};
 
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
@@ -386,9 +387,42 @@ pub(super) struct Bench<'a> {
     pub nccl_tests_dir: Option<&'a str>,
 }
 
-/// The run's spec; `auto` picks the profile of the machine type.
-pub(super) fn spec(b: &Bench, machine: Option<&str>) -> anyhow::Result<RunSpec> {
-    let s = RunSpec {
+/// What a run is, planned from the flags and the fleet: its spec, the machine type the
+/// verdict is judged for (and where it came from), and why the profile is what it is.
+pub(super) struct Plan {
+    pub spec: RunSpec,
+    pub machine: Option<(String, String)>,
+    pub why: String,
+}
+
+/// Plan a run: the machine type from `--machine-type`, else the fleet file's
+/// instance_types; `--profile auto` picks [`profile::auto_profile`]'s (the fleet file's
+/// `network.gpudirect` first, then the machine type's flavour).
+pub(super) fn plan(
+    b: &Bench,
+    machine_type: Option<&str>,
+    fleet_arg: &str,
+    fleet: &str,
+    paths: &Paths,
+) -> anyhow::Result<Plan> {
+    let fleet_spec = remote::fleet_spec(&paths.state_dir, fleet_arg, fleet);
+    let machine: Option<(String, String)> = match machine_type {
+        Some(m) => Some((m.to_string(), "--machine-type".into())),
+        None => fleet_spec
+            .as_ref()
+            .and_then(|f| f.instance_types.as_ref()?.first().cloned())
+            .map(|m| (m, "fleet instance_types".into())),
+    };
+    let (auto, source) = profile::auto_profile(fleet_spec.as_ref(), machine.as_ref().map(|m| m.0.as_str()));
+    let why = match (b.profile, source, &machine) {
+        (NcclProfile::Auto, profile::Source::FleetNetwork, _) => {
+            "auto, from the fleet file's network.gpudirect".to_string()
+        }
+        (NcclProfile::Auto, profile::Source::MachineType, Some((m, _))) => format!("auto, for {m}"),
+        (NcclProfile::Auto, _, _) => "auto; the machine type is unknown".to_string(),
+        _ => "--profile".to_string(),
+    };
+    let spec = RunSpec {
         collective: b.test.to_string(),
         min_bytes: runner::parse_size(b.min_bytes)?,
         max_bytes: runner::parse_size(b.max_bytes)?,
@@ -402,93 +436,28 @@ pub(super) fn spec(b: &Bench, machine: Option<&str>) -> anyhow::Result<RunSpec> 
             NcclEngine::Torch => Engine::Torch,
         },
         profile: match b.profile {
-            NcclProfile::Auto => machine.map_or(GpuDirect::None, GpuDirect::for_machine_type),
+            NcclProfile::Auto => auto,
             NcclProfile::None => GpuDirect::None,
             NcclProfile::Tcpx => GpuDirect::Tcpx,
             NcclProfile::Tcpxo => GpuDirect::Tcpxo,
             NcclProfile::Rdma => GpuDirect::Rdma,
         },
         nccl_tests_dir: b.nccl_tests_dir.map(str::to_string),
+        env: None,
     };
-    s.check()?;
-    Ok(s)
-}
-
-fn profile_name(p: GpuDirect) -> &'static str {
-    match p {
-        GpuDirect::None => "none",
-        GpuDirect::Tcpx => "tcpx",
-        GpuDirect::Tcpxo => "tcpxo",
-        GpuDirect::Rdma => "rdma",
-    }
-}
-
-/// The machine type of a fleet: the first of `instance_types` in its fleet file.
-pub(super) fn fleet_machine_type(fleet_arg: &str, fleet: &str, paths: &Paths) -> Option<String> {
-    let file = Store::new(&paths.state_dir)
-        .load()
-        .ok()
-        .and_then(|(s, _)| s.fleets.into_iter().find(|f| f.name == fleet))
-        .and_then(|f| f.file)
-        .or_else(|| {
-            std::path::Path::new(fleet_arg)
-                .is_file()
-                .then(|| fleet_arg.into())
-        })?;
-    let f = crate::fleet::load(&file).ok()?;
-    f.spec.instance_types.as_ref()?.first().cloned()
-}
-
-/// The history entry of a run about to start: what it is, its profile's environment.
-pub(super) fn saved_run(
-    id: &str,
-    fleet: &str,
-    spec: &RunSpec,
-    nodes: &[NodeTarget],
-    machine: Option<(String, &str)>,
-    purpose: Option<String>,
-) -> SavedRun {
-    SavedRun {
-        id: id.to_string(),
-        fleet: fleet.to_string(),
-        started_at: store::now_unix(),
-        spec: SavedSpec {
-            collective: spec.collective.clone(),
-            engine: match spec.engine {
-                Engine::NcclTests => "nccl-tests".into(),
-                Engine::Torch => "torch".into(),
-            },
-            args: format!(
-                "-b {} -e {} -f {} -g {} -n {} -w {} -d {}",
-                human_size(spec.min_bytes),
-                human_size(spec.max_bytes),
-                spec.step_factor,
-                spec.gpus.map_or("all".into(), |g| g.to_string()),
-                spec.iters,
-                spec.warmup,
-                spec.dtype
-            ),
-            profile: profile_name(spec.profile).into(),
-            env: runner::profile_env(spec.profile),
-        },
-        nodes: nodes.iter().map(|n| n.name.clone()).collect(),
-        machine_type: machine.as_ref().map(|m| m.0.clone()),
-        machine_type_from: machine.map(|m| m.1.to_string()),
-        exit_codes: vec![None; nodes.len()],
-        purpose,
-        ..Default::default()
-    }
+    spec.check()?;
+    Ok(Plan { spec, machine, why })
 }
 
 /// The profile, shown before a run.
 fn show_profile(spec: &RunSpec, why: &str) {
-    let env = runner::profile_env(spec.profile);
+    let env = spec.env_lines();
     if env.is_empty() {
         eprintln!("NCCL profile none ({why}): NCCL's defaults, no variables set");
     } else {
         eprintln!(
             "NCCL profile {} ({why}), set on every node:",
-            profile_name(spec.profile)
+            remote::profile_name(spec.profile)
         );
         for l in env {
             eprintln!("  {l}");
@@ -499,10 +468,6 @@ fn show_profile(spec: &RunSpec, why: &str) {
 /// Launch the run on the nodes, record it, and follow it.
 pub fn run(args: &RunArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
     let (fleet, all, transport) = super::exec_cmd::resolve_fleet(&args.fleet, cli, paths)?;
-    let machine: Option<(String, &str)> = match &args.machine_type {
-        Some(m) => Some((m.clone(), "--machine-type")),
-        None => fleet_machine_type(&args.fleet, &fleet, paths).map(|m| (m, "fleet instance_types")),
-    };
     let bench = Bench {
         test: &args.test,
         min_bytes: &args.min_bytes,
@@ -516,7 +481,7 @@ pub fn run(args: &RunArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode>
         profile: args.profile,
         nccl_tests_dir: args.nccl_tests_dir.as_deref(),
     };
-    let spec = spec(&bench, machine.as_ref().map(|m| m.0.as_str()))?;
+    let plan = plan(&bench, args.machine_type.as_deref(), &args.fleet, &fleet, paths)?;
     let nodes: Vec<NodeTarget> = if args.nodes.is_empty() {
         all.clone()
     } else {
@@ -528,165 +493,22 @@ pub fn run(args: &RunArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode>
     if nodes.is_empty() {
         anyhow::bail!("no nodes selected");
     }
-    let why = match (args.profile, &machine) {
-        (NcclProfile::Auto, Some((m, _))) => format!("auto, for {m}"),
-        (NcclProfile::Auto, None) => "auto; the machine type is unknown".to_string(),
-        _ => "--profile".to_string(),
-    };
-    show_profile(&spec, &why);
+    show_profile(&plan.spec, &plan.why);
     let rt = super::fleet_cmd::runtime()?;
-    let id = runner::new_id(&spec.collective, store::now_unix());
-    if spec.engine == Engine::NcclTests && nodes.len() > 1 {
-        eprintln!("setting up SSH between the {} nodes for mpirun", nodes.len());
-        rt.block_on(setup_node_ssh(transport.clone(), &fleet, &nodes))?;
-    }
-    let saved = saved_run(&id, &fleet, &spec, &nodes, machine, None);
-    let started = rt.block_on(launch(transport.clone(), &id, &spec, &nodes, &args.mpirun))?;
-    record_run(paths, &fleet, &id, &started)?;
-    history::save(&paths.state_dir, &saved)?;
-    eprintln!(
-        "run {id} started on {} node(s) of `{fleet}`; it survives this terminal: `flightdeck nccl attach {id}` follows it again",
-        nodes.len()
-    );
-    let heads: Vec<NodeTarget> = started.iter().map(|(n, _)| n.clone()).collect();
-    follow(&rt, transport, &fleet, &id, &heads, args.json, paths)
-}
-
-/// Set up SSH among `nodes` (see [`nodessh`]): collect each node's keys, install them on all.
-pub(super) async fn setup_node_ssh(
-    transport: Transport,
-    fleet: &str,
-    nodes: &[NodeTarget],
-) -> anyhow::Result<()> {
-    let jobs: Vec<(NodeTarget, String)> = nodes
-        .iter()
-        .map(|n| (n.clone(), nodessh::collect_command(fleet, n.port)))
-        .collect();
-    let out = collect(transport.clone(), jobs).await?;
-    let mut peers = vec![];
-    let mut failed = vec![];
-    for (n, (code, stdout, stderr)) in nodes.iter().zip(&out) {
-        match (code, nodessh::parse_collect(stdout)) {
-            (0, Ok(keys)) => peers.push((peer_of(n), keys)),
-            (_, Err(e)) => failed.push(format!("{}: {e} {}", n.name, stderr.trim())),
-            (c, Ok(_)) => failed.push(format!("{}: exit {c} {}", n.name, stderr.trim())),
-        }
-    }
-    if !failed.is_empty() {
-        anyhow::bail!("node-to-node SSH could not be set up:\n  {}", failed.join("\n  "));
-    }
-    let install = nodessh::install_command(fleet, &peers);
-    let jobs: Vec<(NodeTarget, String)> = nodes.iter().map(|n| (n.clone(), install.clone())).collect();
-    let out = collect(transport, jobs).await?;
-    let failed: Vec<String> = nodes
-        .iter()
-        .zip(&out)
-        .filter(|(_, (c, o, _))| *c != 0 || o.trim() != "installed")
-        .map(|(n, (c, _, e))| format!("{}: exit {c} {}", n.name, e.trim()))
-        .collect();
-    if !failed.is_empty() {
-        anyhow::bail!(
-            "node-to-node SSH could not be installed:\n  {}",
-            failed.join("\n  ")
-        );
-    }
-    Ok(())
-}
-
-/// A node as the others reach it: its internal address, else the address flightdeck uses.
-fn peer_of(n: &NodeTarget) -> nodessh::Peer {
-    nodessh::Peer {
-        name: n.name.clone(),
-        addr: n.internal_ip.clone().unwrap_or_else(|| n.host.clone()),
-        port: n.port,
-        user: n.user.clone(),
-    }
-}
-
-/// Start run `id` detached: one node with nccl-tests; several through mpirun on the first
-/// (only it runs a script); torch on every node. Returns the nodes that run a script,
-/// with their pids.
-pub(super) async fn launch(
-    transport: Transport,
-    id: &str,
-    spec: &RunSpec,
-    nodes: &[NodeTarget],
-    mpirun: &str,
-) -> anyhow::Result<Vec<(NodeTarget, Option<u32>)>> {
-    let master = nodes[0]
-        .internal_ip
-        .clone()
-        .unwrap_or_else(|| nodes[0].host.clone());
-    let count = nodes.len();
-    let jobs: Vec<(NodeTarget, String)> = if spec.engine == Engine::NcclTests && count > 1 {
-        let hosts: Vec<MpiHost> = nodes
-            .iter()
-            .map(|n| {
-                let p = peer_of(n);
-                MpiHost {
-                    addr: p.addr,
-                    port: p.port,
-                }
-            })
-            .collect();
-        let script = runner::mpirun_script(spec, &hosts, mpirun);
-        vec![(nodes[0].clone(), runner::launch_command(id, &script, false))]
-    } else {
-        nodes
-            .iter()
-            .enumerate()
-            .map(|(rank, n)| {
-                let script = runner::node_script(spec, rank, count, &master);
-                (
-                    n.clone(),
-                    runner::launch_command(id, &script, spec.engine == Engine::Torch),
-                )
-            })
-            .collect()
+    let start = remote::Start {
+        fleet: fleet.clone(),
+        nodes,
+        transport: transport.clone(),
+        spec: plan.spec,
+        mpirun: args.mpirun.clone(),
+        machine: plan.machine,
+        purpose: None,
+        node_ssh: true,
     };
-    let launched_on: Vec<NodeTarget> = jobs.iter().map(|(n, _)| n.clone()).collect();
-    let launched = collect(transport, jobs).await?;
-    let mut failed = vec![];
-    let mut started = vec![];
-    for (n, (code, out, err)) in launched_on.iter().zip(&launched) {
-        if *code != 0 || !out.starts_with("started ") {
-            failed.push(format!("{}: {} {}", n.name, out.trim(), err.trim()));
-        }
-        started.push((
-            n.clone(),
-            out.trim().strip_prefix("started ").and_then(|p| p.parse().ok()),
-        ));
-    }
-    if !failed.is_empty() {
-        anyhow::bail!("the run could not start:\n  {}", failed.join("\n  "));
-    }
-    Ok(started)
-}
-
-/// Record a started run in the state store.
-pub(super) fn record_run(
-    paths: &Paths,
-    fleet: &str,
-    id: &str,
-    started: &[(NodeTarget, Option<u32>)],
-) -> anyhow::Result<()> {
-    let record = RunRecord {
-        id: id.to_string(),
-        kind: "nccl".into(),
-        fleet: fleet.to_string(),
-        started_at: store::now_unix(),
-        nodes: started
-            .iter()
-            .map(|(n, pid)| RunNode {
-                node: n.index,
-                pid: *pid,
-                log: format!("~/{}/out.log", runner::run_dir(id)),
-                exit_code: None,
-            })
-            .collect(),
-    };
-    Store::new(&paths.state_dir).update(|s| s.runs.push(record))?;
-    Ok(())
+    let started = rt.block_on(remote::start(&paths.state_dir, &start, &|m| eprintln!("{m}")))?;
+    let id = started.id;
+    eprintln!("it survives this terminal: `flightdeck nccl attach {id}` follows it again");
+    follow(&rt, transport, &fleet, &id, &started.heads, args.json, paths)
 }
 
 /// Follow a recorded run from its first line.
@@ -714,157 +536,6 @@ pub fn attach(id: Option<&str>, json: bool, cli: &Cli, paths: &Paths) -> anyhow:
         .collect();
     let rt = super::fleet_cmd::runtime()?;
     follow(&rt, transport, &fleet, &run.id, &nodes, json, paths)
-}
-
-/// Run one command per node and collect (exit code, stdout, stderr) in node order.
-pub(super) async fn collect(
-    transport: Transport,
-    jobs: Vec<(NodeTarget, String)>,
-) -> anyhow::Result<Vec<(i32, String, String)>> {
-    let order: Vec<usize> = jobs.iter().map(|(n, _)| n.index).collect();
-    let (tx, mut rx) = tokio::sync::mpsc::channel(1024);
-    let h = tokio::spawn(exec::run_each(transport, jobs, 64, tx));
-    let mut out: Vec<(i32, String, String)> =
-        vec![(exec::UNREACHABLE, String::new(), String::new()); order.len()];
-    while let Some(e) = rx.recv().await {
-        match e {
-            Event::Line { node, stream, text } => {
-                let k = order.iter().position(|i| *i == node).expect("known node");
-                let buf = if stream == Stream::Stdout {
-                    &mut out[k].1
-                } else {
-                    &mut out[k].2
-                };
-                buf.push_str(&text);
-                buf.push('\n');
-            }
-            Event::Done { node, result } => {
-                let k = order.iter().position(|i| *i == node).expect("known node");
-                out[k].0 = result.code;
-                if let Some(err) = result.error {
-                    out[k].2.push_str(&err);
-                }
-            }
-        }
-    }
-    h.await?;
-    Ok(out)
-}
-
-/// What following a run found.
-pub(super) struct Followed {
-    pub report: Report,
-    /// Per node: its exit code (`None` when it printed none).
-    pub codes: Vec<(usize, Option<i32>)>,
-    /// The head node's last lines (shown when the run fails).
-    pub head_tail: Vec<String>,
-    /// The other nodes' lines, prefixed by their names.
-    pub others: Vec<String>,
-}
-
-impl Followed {
-    pub fn worst(&self) -> i32 {
-        self.codes
-            .iter()
-            .map(|(_, c)| c.unwrap_or(exec::UNREACHABLE))
-            .max()
-            .unwrap_or(0)
-    }
-}
-
-/// Stream run `id`'s output: the first node's through the parser (`on_row` for each row
-/// as it comes), every node's exit code from its marker line.
-pub(super) async fn follow_core(
-    transport: Transport,
-    id: &str,
-    nodes: &[NodeTarget],
-    mut on_row: impl FnMut(&Row),
-) -> Followed {
-    let head = nodes.first().map(|n| n.index);
-    let jobs: Vec<(NodeTarget, String)> = nodes
-        .iter()
-        .map(|n| (n.clone(), runner::follow_command(id)))
-        .collect();
-    let mut parser = Parser::new();
-    let mut f = Followed {
-        report: Report::default(),
-        codes: nodes.iter().map(|n| (n.index, None)).collect(),
-        head_tail: vec![],
-        others: vec![],
-    };
-    let (tx, mut rx) = tokio::sync::mpsc::channel(4096);
-    let h = tokio::spawn(exec::run_each(transport, jobs, 64, tx));
-    while let Some(e) = rx.recv().await {
-        let Event::Line { node, text, .. } = e else {
-            continue;
-        };
-        if let Some(code) = text.strip_prefix(EXIT_MARKER) {
-            if let Some(c) = f.codes.iter_mut().find(|(n, _)| *n == node) {
-                c.1 = code.trim().parse().ok();
-            }
-            continue;
-        }
-        if Some(node) != head {
-            f.others.push(format!(
-                "{}: {text}",
-                nodes
-                    .iter()
-                    .find(|n| n.index == node)
-                    .map_or("?", |n| n.name.as_str())
-            ));
-            if f.others.len() > 200 {
-                f.others.remove(0);
-            }
-            continue;
-        }
-        f.head_tail.push(text.clone());
-        if f.head_tail.len() > 40 {
-            f.head_tail.remove(0);
-        }
-        for ev in parser.push_line(&text) {
-            if let crate::nccl::Event::Row(row) = &ev {
-                on_row(row);
-            }
-        }
-    }
-    let _ = h.await;
-    parser.finish();
-    f.report = parser.report();
-    f
-}
-
-/// Write the exit codes to the state store; fill and save the history entry (machine
-/// type from the rank list when nothing else named it, verdict); returns it.
-pub(super) fn conclude(paths: &Paths, fleet: &str, id: &str, nodes: &[NodeTarget], f: &Followed) -> SavedRun {
-    let recorded = f.codes.clone();
-    let _ = Store::new(&paths.state_dir).update(|s| {
-        if let Some(r) = s.runs.iter_mut().find(|r| r.id == id) {
-            for rn in &mut r.nodes {
-                if let Some((_, Some(c))) = recorded.iter().find(|(n, _)| *n == rn.node) {
-                    rn.exit_code = Some(*c);
-                }
-            }
-        }
-    });
-    let mut saved = history::load(&paths.state_dir, id)
-        .ok()
-        .flatten()
-        .unwrap_or_else(|| SavedRun {
-            id: id.to_string(),
-            fleet: fleet.to_string(),
-            nodes: nodes.iter().map(|n| n.name.clone()).collect(),
-            spec: SavedSpec {
-                collective: f.report.collective.clone().unwrap_or_default(),
-                ..Default::default()
-            },
-            ..Default::default()
-        });
-    let codes: Vec<Option<i32>> = f.codes.iter().map(|c| c.1).collect();
-    saved.conclude(&f.report, &codes, store::now_unix());
-    if let Err(e) = history::save(&paths.state_dir, &saved) {
-        eprintln!("{e}");
-    }
-    saved
 }
 
 /// The verdict line of the text output.
@@ -906,12 +577,12 @@ fn follow(
             );
         }
     }));
-    let saved = conclude(paths, fleet, id, nodes, &f);
+    let saved = conclude(&paths.state_dir, fleet, id, nodes, &f);
     let report = &f.report;
     let gd = saved
         .machine_type
         .as_deref()
-        .map_or(GpuDirect::None, GpuDirect::for_machine_type);
+        .map_or(GpuDirect::None, profile::machine_flavour);
     if let Some(w) = crate::nccl::fallback_warning(gd, report.transport.as_ref()) {
         eprintln!("{w}");
     }

@@ -13,8 +13,9 @@
 use super::nccl_cmd::{self, Bench};
 use super::{Cli, NcclEngine, NcclProfile};
 use crate::fleet::NodeTarget;
-use crate::nccl::history;
-use crate::nccl::runner::{self, Engine};
+use crate::nccl::history::{self, StragglerReport};
+use crate::nccl::remote;
+use crate::nccl::runner::Engine;
 use crate::nccl::straggler::{Finder, Finding, Stage, Step};
 use crate::paths::Paths;
 use crate::store;
@@ -98,10 +99,6 @@ pub fn run(args: &StragglerArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<Exi
     if nodes.is_empty() {
         anyhow::bail!("fleet `{fleet}` has no nodes");
     }
-    let machine: Option<(String, &str)> = match &args.machine_type {
-        Some(m) => Some((m.clone(), "--machine-type")),
-        None => nccl_cmd::fleet_machine_type(&args.fleet, &fleet, paths).map(|m| (m, "fleet instance_types")),
-    };
     let bench = Bench {
         test: &args.test,
         min_bytes: &args.min_bytes,
@@ -115,125 +112,151 @@ pub fn run(args: &StragglerArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<Exi
         profile: args.profile,
         nccl_tests_dir: args.nccl_tests_dir.as_deref(),
     };
-    let spec = nccl_cmd::spec(&bench, machine.as_ref().map(|m| m.0.as_str()))?;
+    let plan = nccl_cmd::plan(&bench, args.machine_type.as_deref(), &args.fleet, &fleet, paths)?;
+    let (spec, machine) = (plan.spec, plan.machine);
     let rt = super::fleet_cmd::runtime()?;
     let mut finder = Finder::new(nodes.len());
     finder.threshold = args.threshold;
     let mut ssh_ready = false;
     let mut runs: Vec<GroupRun> = vec![];
-    let finding: Finding =
-        loop {
-            match finder.next_step() {
-                Step::Done(f) => break f,
-                Step::Run { stage, groups } => {
-                    let names: Vec<String> = groups
-                        .iter()
-                        .map(|g| {
-                            g.iter()
-                                .map(|i| nodes[*i].name.as_str())
-                                .collect::<Vec<_>>()
-                                .join("+")
-                        })
-                        .collect();
-                    eprintln!("{}: {}", stage_name(stage), names.join(", "));
-                    if spec.engine == Engine::NcclTests && groups.iter().any(|g| g.len() > 1) && !ssh_ready {
-                        eprintln!("setting up SSH between the {} nodes for mpirun", nodes.len());
-                        rt.block_on(nccl_cmd::setup_node_ssh(transport.clone(), &fleet, &nodes))?;
-                        ssh_ready = true;
-                    }
-                    let mut handles = vec![];
-                    for g in groups {
-                        let group_nodes: Vec<NodeTarget> = g.iter().map(|i| nodes[*i].clone()).collect();
-                        let purpose = format!(
-                            "stragglers, {}: {}",
-                            stage_name(stage),
-                            group_nodes
-                                .iter()
-                                .map(|n| n.name.as_str())
-                                .collect::<Vec<_>>()
-                                .join(" ")
-                        );
-                        let (transport, spec, paths, fleet, mpirun) = (
-                            transport.clone(),
-                            spec.clone(),
-                            paths.clone(),
-                            fleet.clone(),
-                            args.mpirun.clone(),
-                        );
-                        let machine = machine.as_ref().map(|(m, f)| (m.clone(), f.to_string()));
-                        handles.push(rt.spawn(async move {
-                            let id = runner::new_id(&spec.collective, store::now_unix());
-                            let m = machine.as_ref().map(|(m, f)| (m.clone(), f.as_str()));
-                            let saved =
-                                nccl_cmd::saved_run(&id, &fleet, &spec, &group_nodes, m, Some(purpose));
-                            let started =
-                                match nccl_cmd::launch(transport.clone(), &id, &spec, &group_nodes, &mpirun)
-                                    .await
-                                {
-                                    Ok(s) => s,
-                                    Err(e) => {
-                                        return GroupRun {
-                                            group: g,
-                                            id,
-                                            busbw: None,
-                                            error: Some(e.to_string()),
-                                        }
-                                    }
-                                };
-                            if let Err(e) = nccl_cmd::record_run(&paths, &fleet, &id, &started)
-                                .and_then(|()| history::save(&paths.state_dir, &saved).map_err(Into::into))
-                            {
-                                tracing::warn!(error = %e, "stragglers: recording a run");
-                            }
-                            let heads: Vec<NodeTarget> = started.into_iter().map(|(n, _)| n).collect();
-                            let f = nccl_cmd::follow_core(transport, &id, &heads, |_| {}).await;
-                            nccl_cmd::conclude(&paths, &fleet, &id, &heads, &f);
-                            let worst = f.worst();
-                            let busbw = if worst == 0 { f.report.peak_busbw() } else { None };
-                            let error = match (worst, busbw) {
-                                (0, Some(_)) => None,
-                                (0, None) => Some("no rows of nccl-tests output".to_string()),
-                                (c, _) => Some(format!(
-                                    "exit {c}: {}",
-                                    f.head_tail
-                                        .iter()
-                                        .rev()
-                                        .find(|l| !l.starts_with('#') && !l.trim().is_empty())
-                                        .map_or("", |l| l.as_str())
-                                )),
-                            };
-                            GroupRun {
-                                group: g,
-                                id,
-                                busbw,
-                                error,
-                            }
-                        }));
-                    }
-                    let mut figures = vec![];
-                    for h in handles {
-                        let r = rt.block_on(h)?;
-                        let label = r
-                            .group
-                            .iter()
+    let finding: Finding = loop {
+        match finder.next_step() {
+            Step::Done(f) => break f,
+            Step::Run { stage, groups } => {
+                let names: Vec<String> = groups
+                    .iter()
+                    .map(|g| {
+                        g.iter()
                             .map(|i| nodes[*i].name.as_str())
                             .collect::<Vec<_>>()
-                            .join("+");
-                        match (&r.busbw, &r.error) {
-                            (Some(b), _) => eprintln!("  {label}: peak busbw {b} GB/s ({})", r.id),
-                            (None, e) => {
-                                eprintln!("  {label}: failed ({}): {}", r.id, e.as_deref().unwrap_or("?"))
-                            }
-                        }
-                        figures.push((r.group.clone(), r.busbw));
-                        runs.push(r);
-                    }
-                    finder.record(&figures);
+                            .join("+")
+                    })
+                    .collect();
+                eprintln!("{}: {}", stage_name(stage), names.join(", "));
+                if spec.engine == Engine::NcclTests && groups.iter().any(|g| g.len() > 1) && !ssh_ready {
+                    eprintln!("setting up SSH between the {} nodes for mpirun", nodes.len());
+                    rt.block_on(remote::setup_node_ssh(transport.clone(), &fleet, &nodes))?;
+                    ssh_ready = true;
                 }
+                let mut handles = vec![];
+                for g in groups {
+                    let group_nodes: Vec<NodeTarget> = g.iter().map(|i| nodes[*i].clone()).collect();
+                    let purpose = format!(
+                        "stragglers, {}: {}",
+                        stage_name(stage),
+                        group_nodes
+                            .iter()
+                            .map(|n| n.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(" ")
+                    );
+                    let (transport, spec, paths, fleet, mpirun) = (
+                        transport.clone(),
+                        spec.clone(),
+                        paths.clone(),
+                        fleet.clone(),
+                        args.mpirun.clone(),
+                    );
+                    let machine = machine.clone();
+                    handles.push(rt.spawn(async move {
+                        let start = remote::Start {
+                            fleet: fleet.clone(),
+                            nodes: group_nodes,
+                            transport: transport.clone(),
+                            spec,
+                            mpirun,
+                            machine,
+                            purpose: Some(purpose),
+                            node_ssh: false,
+                        };
+                        let started = match remote::start(&paths.state_dir, &start, &|_| {}).await {
+                            Ok(s) => s,
+                            Err(e) => {
+                                return GroupRun {
+                                    group: g,
+                                    id: String::new(),
+                                    busbw: None,
+                                    error: Some(e.to_string()),
+                                }
+                            }
+                        };
+                        let (id, heads) = (started.id, started.heads);
+                        let f = remote::follow_core(transport, &id, &heads, |_| {}).await;
+                        remote::conclude(&paths.state_dir, &fleet, &id, &heads, &f);
+                        let worst = f.worst();
+                        let busbw = if worst == 0 { f.report.peak_busbw() } else { None };
+                        let error = match (worst, busbw) {
+                            (0, Some(_)) => None,
+                            (0, None) => Some("no rows of nccl-tests output".to_string()),
+                            (c, _) => Some(format!(
+                                "exit {c}: {}",
+                                f.head_tail
+                                    .iter()
+                                    .rev()
+                                    .find(|l| !l.starts_with('#') && !l.trim().is_empty())
+                                    .map_or("", |l| l.as_str())
+                            )),
+                        };
+                        GroupRun {
+                            group: g,
+                            id,
+                            busbw,
+                            error,
+                        }
+                    }));
+                }
+                let mut figures = vec![];
+                for h in handles {
+                    let r = rt.block_on(h)?;
+                    let label = r
+                        .group
+                        .iter()
+                        .map(|i| nodes[*i].name.as_str())
+                        .collect::<Vec<_>>()
+                        .join("+");
+                    match (&r.busbw, &r.error) {
+                        (Some(b), _) => eprintln!("  {label}: peak busbw {b} GB/s ({})", r.id),
+                        (None, e) => {
+                            eprintln!("  {label}: failed ({}): {}", r.id, e.as_deref().unwrap_or("?"))
+                        }
+                    }
+                    figures.push((r.group.clone(), r.busbw));
+                    runs.push(r);
+                }
+                finder.record(&figures);
             }
-        };
+        }
+    };
     let name = |i: usize| nodes[i].name.clone();
     let run_id = |group: &[usize]| runs.iter().find(|r| r.group == group).map(|r| r.id.clone());
+    let saved = StragglerReport {
+        fleet: fleet.clone(),
+        at: store::now_unix(),
+        collective: spec.collective.clone(),
+        threshold: args.threshold,
+        nodes: nodes.iter().map(|n| n.name.clone()).collect(),
+        node_ranking: finding.node_ranking.iter().map(|(i, b)| (name(*i), *b)).collect(),
+        link_ranking: finding
+            .link_ranking
+            .iter()
+            .map(|((a, b), bw)| (name(*a), name(*b), *bw))
+            .collect(),
+        slow_nodes: finding
+            .slow_nodes
+            .iter()
+            .map(|b| (name(b.nodes[0]), b.reason.clone()))
+            .collect(),
+        slow_links: finding
+            .slow_links
+            .iter()
+            .map(|b| (name(b.nodes[0]), name(b.nodes[1]), b.reason.clone()))
+            .collect(),
+        unresolved: finding.unresolved.iter().map(|i| name(*i)).collect(),
+        named: finding.named().map(name),
+    };
+    if let Err(e) = history::save_stragglers(&paths.state_dir, &saved) {
+        eprintln!("the result could not be kept for the cockpit: {e}");
+    }
     if args.json {
         let doc = serde_json::json!({
             "fleet": fleet,

@@ -325,7 +325,7 @@ pub async fn start(
         .enumerate()
         .map(|(rank, target)| JobNode { rank, target })
         .collect();
-    let (fleet_profile, fleet_gpu) = super::fleet_facts(target.spec.as_ref());
+    let (fleet_profile, fleet_gpu) = crate::nccl::profile::fleet_facts(target.spec.as_ref());
     let profile = super::profile(job, fleet_profile);
     let gpu = job.spec.gpu.clone().or(fleet_gpu);
     let id = launch::new_id(&job.name, store::now_unix());

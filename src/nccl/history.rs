@@ -225,6 +225,95 @@ pub fn prune(runs: &[(String, u64)], cap: usize) -> Vec<String> {
     v.into_iter().skip(cap).map(|(id, _)| id.clone()).collect()
 }
 
+/// A straggler finder result, kept per fleet (the last one) in
+/// `<state dir>/nccl/stragglers/<fleet>.json`, shown by the cockpit.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StragglerReport {
+    pub fleet: String,
+    /// Unix seconds when the finder ended.
+    pub at: u64,
+    pub collective: String,
+    pub threshold: f64,
+    pub nodes: Vec<String>,
+    /// Nodes alone, slowest first: (node, peak busbw GB/s; `None`: the run failed).
+    pub node_ranking: Vec<(String, Option<f64>)>,
+    /// Node pairs, slowest first: (node, node, peak busbw).
+    pub link_ranking: Vec<(String, String, Option<f64>)>,
+    /// (node, why).
+    pub slow_nodes: Vec<(String, String)>,
+    /// (node, node, why).
+    pub slow_links: Vec<(String, String, String)>,
+    pub unresolved: Vec<String>,
+    /// The one node to blame, when there is one.
+    pub named: Option<String>,
+}
+
+fn stragglers_dir(state_dir: &Path) -> PathBuf {
+    dir(state_dir).join("stragglers")
+}
+
+/// Save a straggler finder result (replacing the fleet's previous one), atomically.
+pub fn save_stragglers(state_dir: &Path, r: &StragglerReport) -> Result<(), HistoryError> {
+    let d = stragglers_dir(state_dir);
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| HistoryError::Io { path, source }
+    };
+    std::fs::create_dir_all(&d).map_err(io(&d))?;
+    let name: String = r
+        .fleet
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "._-".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let path = d.join(format!("{name}.json"));
+    let tmp = path.with_extension("json.tmp");
+    let text = serde_json::to_string_pretty(r).map_err(|source| HistoryError::Json {
+        path: path.clone(),
+        source,
+    })?;
+    std::fs::write(&tmp, text).map_err(io(&tmp))?;
+    std::fs::rename(&tmp, &path).map_err(io(&path))
+}
+
+/// The newest straggler finder result of any fleet; `None` before the first. Files that
+/// do not parse are skipped (and logged).
+pub fn load_stragglers(state_dir: &Path) -> Result<Option<StragglerReport>, HistoryError> {
+    let d = stragglers_dir(state_dir);
+    let entries = match std::fs::read_dir(&d) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => return Err(HistoryError::Io { path: d, source }),
+    };
+    let mut newest: Option<StragglerReport> = None;
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.extension().and_then(|e| e.to_str()) != Some("json") {
+            continue;
+        }
+        match std::fs::read_to_string(&path)
+            .ok()
+            .and_then(|t| serde_json::from_str::<StragglerReport>(&t).ok())
+        {
+            Some(r)
+                if newest
+                    .as_ref()
+                    .is_none_or(|n| (r.at, &r.fleet) > (n.at, &n.fleet)) =>
+            {
+                newest = Some(r)
+            }
+            Some(_) => {}
+            None => tracing::warn!(path = %path.display(), "nccl stragglers: unreadable result skipped"),
+        }
+    }
+    Ok(newest)
+}
+
 /// One message size of a comparison.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CompareRow {

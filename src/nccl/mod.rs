@@ -12,8 +12,11 @@
 //! - [`straggler`]: the straggler finder's decisions (which nodes to run together next,
 //!   rankings, the slow node or link).
 //! - [`runner`]: the commands that launch, follow and stop runs on the nodes.
+//! - [`profile`]: the GPUDirect profile `auto` picks for a fleet (runs and jobs).
+//! - [`remote`]: the I/O side: starting a run on a fleet's nodes, recording it, and
+//!   following it, shared by `flightdeck nccl` and the cockpit.
 //!
-//! Pure: no I/O, no terminal, no clock.
+//! Pure but for [`remote`]: no I/O, no terminal, no clock.
 
 pub mod baseline;
 pub mod expect;
@@ -21,6 +24,8 @@ pub mod history;
 mod line;
 pub mod nodessh;
 pub mod parse;
+pub mod profile;
+pub mod remote;
 pub mod runner;
 pub mod straggler;
 pub mod transport;

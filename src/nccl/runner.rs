@@ -5,7 +5,8 @@
 //! in its own session (`setsid`, stdin from /dev/null), so losing the SSH connection or
 //! quitting flightdeck loses the view, never the run. Following a run is a `tail` of the
 //! log that ends when the process does, then prints the exit code on a marker line; the
-//! same command re-attaches later.
+//! same command re-attaches later. The launch, follow and stop commands are
+//! [`crate::detach`]'s, as for jobs.
 //!
 //! Engines:
 //! - `nccl-tests`: the `<collective>_perf` binaries found on the node (a directory can be
@@ -15,6 +16,7 @@
 //!   format so the same parser reads both.
 
 use super::transport::GpuDirect;
+use crate::detach::{self, quote};
 use std::fmt::Write as _;
 
 /// The collectives both engines run.
@@ -29,7 +31,7 @@ pub const COLLECTIVES: &[&str] = &[
 ];
 
 /// The marker line a follow command ends with: `__flightdeck_exit__ <code or ?>`.
-pub const EXIT_MARKER: &str = "__flightdeck_exit__";
+pub use crate::detach::EXIT_MARKER;
 
 /// The torch.distributed benchmark, copied to the nodes by the launch script.
 pub const TORCH_BENCH: &str = include_str!("torch_bench.py");
@@ -56,6 +58,9 @@ pub struct RunSpec {
     pub profile: GpuDirect,
     /// Where the nccl-tests binaries are, if not on PATH or in the usual places.
     pub nccl_tests_dir: Option<String>,
+    /// The environment lines the node scripts set, as edited before the run; `None`:
+    /// the profile's own ([`profile_env`]).
+    pub env: Option<Vec<String>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -68,6 +73,8 @@ pub enum SpecError {
     Range(u64, u64),
     #[error("the step factor must be at least 2, got {0}")]
     Factor(u32),
+    #[error("environment line {0}: {1}")]
+    Env(usize, String),
 }
 
 /// `8`, `64K`, `1M`, `8G` (powers of 1024), as nccl-tests reads `-b`/`-e`.
@@ -103,7 +110,23 @@ impl RunSpec {
         if self.step_factor < 2 {
             return Err(SpecError::Factor(self.step_factor));
         }
+        for (i, line) in self.env.iter().flatten().enumerate() {
+            if line.contains("__FD_") {
+                return Err(SpecError::Env(
+                    i + 1,
+                    "`__FD_` is reserved for flightdeck's script markers".into(),
+                ));
+            }
+            if line.chars().any(|c| c.is_control() && c != '\t') {
+                return Err(SpecError::Env(i + 1, "holds a control character".into()));
+            }
+        }
         Ok(())
+    }
+
+    /// The environment lines the node scripts set: the edited ones, else the profile's.
+    pub fn env_lines(&self) -> Vec<String> {
+        self.env.clone().unwrap_or_else(|| profile_env(self.profile))
     }
 }
 
@@ -195,10 +218,6 @@ pub fn profile_env(profile: GpuDirect) -> Vec<String> {
     }
 }
 
-fn quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', "'\\''"))
-}
-
 /// Where a run lives on a node (relative to the login's home).
 pub fn run_dir(id: &str) -> String {
     format!(".flightdeck/runs/{id}")
@@ -208,7 +227,7 @@ pub fn run_dir(id: &str) -> String {
 /// node's index, `nodes` the node count, `master` the first node's address.
 pub fn node_script(spec: &RunSpec, rank: usize, nodes: usize, master: &str) -> String {
     let mut s = String::from("#!/bin/sh\n# written by flightdeck: one node of an NCCL benchmark\nset -u\n");
-    for line in profile_env(spec.profile) {
+    for line in spec.env_lines() {
         let _ = writeln!(s, "{line}");
     }
     let gpus = match spec.gpus {
@@ -308,7 +327,7 @@ pub fn profile_names(lines: &[String]) -> Vec<String> {
 /// must be built with MPI=1 on every node, at the same path.
 pub fn mpirun_script(spec: &RunSpec, hosts: &[MpiHost], mpirun: &str) -> String {
     let mut s = String::from("#!/bin/sh\n# written by flightdeck: the head node of a multi-node nccl-tests run through mpirun\nset -u\n");
-    let env = profile_env(spec.profile);
+    let env = spec.env_lines();
     for line in &env {
         let _ = writeln!(s, "{line}");
     }
@@ -359,54 +378,35 @@ pub fn mpirun_script(spec: &RunSpec, hosts: &[MpiHost], mpirun: &str) -> String 
     s
 }
 
-/// The command that starts `script` detached in the run directory and prints its pid.
+/// The command that starts `script` detached in the run directory and prints its pid
+/// ([`crate::detach::launch_command`]: a run directory is never reused). With the torch
+/// engine the script first writes the embedded benchmark next to itself.
 pub fn launch_command(id: &str, script: &str, with_torch_bench: bool) -> String {
-    let dir = run_dir(id);
-    // A run directory is never reused: `mkdir` of the last part fails if it exists.
-    let mut c = format!(
-        "set -e; mkdir -p \"$HOME/.flightdeck/runs\"; mkdir \"$HOME/{dir}\"; cd \"$HOME/{dir}\"\ncat > run.sh <<'__FD_SCRIPT__'\n{script}__FD_SCRIPT__\n"
-    );
-    if with_torch_bench {
-        let _ = write!(
-            c,
-            "cat > torch_bench.py <<'__FD_BENCH__'\n{TORCH_BENCH}__FD_BENCH__\n"
-        );
-    }
-    c.push_str(
-        // The outer shell outlives a stop (TERM to the session) to record the exit code;
-        // a trap (not an ignore) so the run itself still gets the default action. It
-        // writes its pid once the trap is set and it leads its session: from then on a
-        // stop reaches the whole run.
-        "rm -f pid\n\
-         setsid sh -c 'trap true TERM INT HUP; echo $$ > pid.tmp; mv pid.tmp pid; sh run.sh > out.log 2>&1; echo $? > exit_code.tmp; mv exit_code.tmp exit_code' < /dev/null > /dev/null 2>&1 &\n\
-         i=0; while [ ! -f pid ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done\n\
-         echo \"started $(cat pid)\"\n",
-    );
-    c
+    let script = if with_torch_bench {
+        let bench = format!("cat > torch_bench.py <<'__FD_BENCH__'\n{TORCH_BENCH}__FD_BENCH__\n");
+        match script
+            .split_once('\n')
+            .filter(|(first, _)| first.starts_with("#!"))
+        {
+            Some((shebang, rest)) => format!("{shebang}\n{bench}{rest}"),
+            None => format!("{bench}{script}"),
+        }
+    } else {
+        script.to_string()
+    };
+    detach::launch_command(&run_dir(id), &script)
 }
 
 /// The command that prints a run's output from the start, follows it until the run
 /// ends, then prints the [`EXIT_MARKER`] line. Re-attaching later is the same command.
 pub fn follow_command(id: &str) -> String {
-    let dir = run_dir(id);
-    format!(
-        "cd \"$HOME/{dir}\" || {{ echo \"{EXIT_MARKER} ?\"; exit 1; }}\n\
-         touch out.log\n\
-         if [ -f exit_code ]; then cat out.log; else tail -n +1 -F --pid=\"$(cat pid)\" out.log 2>/dev/null; fi\n\
-         i=0; while [ ! -f exit_code ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done\n\
-         echo \"{EXIT_MARKER} $(cat exit_code 2>/dev/null || echo ?)\"\n"
-    )
+    detach::follow_command(&run_dir(id), 1)
 }
 
-/// The command that stops a run: TERM to its session, KILL after `grace_s` seconds.
+/// The command that stops a run: TERM to its session and every descendant, KILL after
+/// `grace_s` seconds (recording exit code 137 when it had to).
 pub fn stop_command(id: &str, grace_s: u32) -> String {
-    let dir = run_dir(id);
-    format!(
-        "cd \"$HOME/{dir}\" && P=$(cat pid) && kill -TERM -\"$P\" 2>/dev/null; \
-         i=0; while kill -0 \"$P\" 2>/dev/null && [ $i -lt {n} ]; do sleep 0.1; i=$((i+1)); done; \
-         kill -KILL -\"$P\" 2>/dev/null; true",
-        n = grace_s * 10
-    )
+    detach::stop_command(&run_dir(id), grace_s)
 }
 
 /// A run id: `nccl-<collective>-<unix seconds>-<4 hex digits>`, the digits from the
@@ -437,6 +437,7 @@ mod tests {
             engine,
             profile: GpuDirect::None,
             nccl_tests_dir: Some("/opt/x".into()),
+            env: None,
         }
     }
 

@@ -20,18 +20,20 @@ pub enum Context {
     Copy,
     /// A question only the operator can answer (an unknown host key).
     Question,
-    /// The fleet-file editor (Offers view `w`, Fleets view `e`).
+    /// The fleet-file editor (Offers view `w`, Fleets view `e`) and the NCCL view's run
+    /// dialog.
     Editor,
 }
 
 impl Context {
-    pub const ALL: [Context; 6] = [
+    pub const ALL: [Context; 7] = [
         Context::Global,
         Context::Help,
         Context::Input,
         Context::Pane,
         Context::Copy,
         Context::Question,
+        Context::Editor,
     ];
 
     pub fn name(self) -> &'static str {
@@ -54,7 +56,7 @@ impl Context {
             Context::Pane => "Typing into panes",
             Context::Copy => "Copy mode",
             Context::Question => "Questions (host keys)",
-            Context::Editor => "Fleet-file editor",
+            Context::Editor => "Editors (fleet file, NCCL run dialog)",
         }
     }
 }
@@ -115,10 +117,13 @@ pub enum Action {
     FleetApply,
     FleetDelete,
     FleetEdit,
+    NcclRun,
+    NextField,
+    PrevField,
 }
 
 impl Action {
-    pub const ALL: [Action; 52] = [
+    pub const ALL: [Action; 55] = [
         Action::Quit,
         Action::Suspend,
         Action::Help,
@@ -171,6 +176,9 @@ impl Action {
         Action::FleetApply,
         Action::FleetDelete,
         Action::FleetEdit,
+        Action::NcclRun,
+        Action::NextField,
+        Action::PrevField,
     ];
 
     /// Parse a config-file name.
@@ -184,7 +192,16 @@ impl Action {
         match context {
             Context::Global => !matches!(
                 self,
-                Confirm | Complete | CompletePrev | SearchNext | SearchPrev | SelectStart | Yank | AcceptAll
+                Confirm
+                    | Complete
+                    | CompletePrev
+                    | SearchNext
+                    | SearchPrev
+                    | SelectStart
+                    | Yank
+                    | AcceptAll
+                    | NextField
+                    | PrevField
             ),
             Context::Help => matches!(self, Close | Quit | Up | Down | Top | Bottom | PageUp | PageDown),
             Context::Input => matches!(self, Close | Confirm | Complete | CompletePrev | Up | Down),
@@ -205,7 +222,7 @@ impl Action {
                     | Yank
             ),
             Context::Question => matches!(self, Confirm | Close | AcceptAll),
-            Context::Editor => matches!(self, Confirm | Close),
+            Context::Editor => matches!(self, Confirm | Close | NextField | PrevField | Left | Right),
         }
     }
 
@@ -264,6 +281,11 @@ impl Action {
             Action::FleetApply => "apply the selected fleet's file: its plan and $/h, then confirm",
             Action::FleetDelete => "delete the selected fleet: what goes, then confirm",
             Action::FleetEdit => "edit the selected fleet's file (validated as you type)",
+            Action::NcclRun => {
+                "start an NCCL run: a dialog for the fleet, sizes, engine and GPUDirect profile"
+            }
+            Action::NextField => "next field (NCCL run dialog)",
+            Action::PrevField => "previous field (NCCL run dialog)",
         }
     }
 

@@ -236,6 +236,7 @@ fn default_table() -> Vec<(Context, Action, Vec<Chord>)> {
         (Global, FleetApply, vec![p('a')]),
         (Global, FleetDelete, vec![p('D')]),
         (Global, FleetEdit, vec![p('e')]),
+        (Global, NcclRun, vec![p('t')]),
         (Global, Up, vec![k(KeyCode::Up), p('k')]),
         (Global, Down, vec![k(KeyCode::Down), p('j')]),
         (Global, Top, vec![k(KeyCode::Home), p('g')]),
@@ -278,6 +279,10 @@ fn default_table() -> Vec<(Context, Action, Vec<Chord>)> {
         (Question, AcceptAll, vec![p('a')]),
         (Editor, Close, vec![k(KeyCode::Esc)]),
         (Editor, Confirm, vec![Chord::ctrl('s')]),
+        (Editor, NextField, vec![k(KeyCode::Tab)]),
+        (Editor, PrevField, vec![k(KeyCode::BackTab)]),
+        (Editor, Left, vec![k(KeyCode::Left)]),
+        (Editor, Right, vec![k(KeyCode::Right)]),
     ]
 }
 

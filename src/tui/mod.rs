@@ -9,6 +9,7 @@ pub mod job_service;
 pub mod jobs;
 pub mod keymap;
 pub mod nccl;
+pub mod nccl_service;
 pub mod nics;
 pub mod offers;
 pub mod panes;

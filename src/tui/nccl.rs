@@ -1,12 +1,16 @@
 //! The NCCL view's state and its share of `update`: the runs of the state store, and the
 //! followed run's report as its rows arrive (parsed by the service that follows it).
 
-use super::action::Action;
-use super::state::{Command, State, View};
+use super::action::{Action, Context};
+use super::state::{Command, State, StatusMessage, View};
+use super::theme::Tone;
 use crate::nccl::expect::{self, Verdict};
-use crate::nccl::history::{self, Comparison, SavedRun};
-use crate::nccl::Report;
+use crate::nccl::history::{self, Comparison, SavedRun, StragglerReport};
+use crate::nccl::runner::{self, Engine, RunSpec};
+use crate::nccl::{GpuDirect, Report};
 use crate::store::RunRecord;
+use crossterm::event::{KeyCode, KeyEvent};
+use tui_textarea::TextArea;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum RunStatus {
@@ -27,6 +31,279 @@ pub struct NcclView {
     pub history: Vec<SavedRun>,
     /// Runs marked for comparison, in marking order (A, then B); two at most.
     pub compare: Vec<String>,
+    /// The run dialog, while open.
+    pub dialog: Option<RunDialog>,
+    /// The last straggler finder result of the state dir.
+    pub stragglers: Option<StragglerReport>,
+}
+
+/// A fleet the run dialog offers, with what `auto` picks for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FleetChoice {
+    pub name: String,
+    pub nodes: usize,
+    /// The fleet file's first instance type.
+    pub machine_type: Option<String>,
+    /// The profile `auto` picks, and why (fleet network.gpudirect, machine type).
+    pub auto: GpuDirect,
+    pub auto_from: String,
+}
+
+/// What the run dialog asks to start: the same spec `flightdeck nccl run` builds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunRequest {
+    pub fleet: String,
+    pub spec: RunSpec,
+    /// The machine type the verdict is judged for (the fleet file's).
+    pub machine_type: Option<String>,
+}
+
+/// The run dialog's fields, in Tab order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Field {
+    Fleet,
+    Collective,
+    MinBytes,
+    MaxBytes,
+    Factor,
+    Gpus,
+    Engine,
+    Profile,
+    Env,
+}
+
+impl Field {
+    pub const ALL: [Field; 9] = [
+        Field::Fleet,
+        Field::Collective,
+        Field::MinBytes,
+        Field::MaxBytes,
+        Field::Factor,
+        Field::Gpus,
+        Field::Engine,
+        Field::Profile,
+        Field::Env,
+    ];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Field::Fleet => "fleet",
+            Field::Collective => "collective",
+            Field::MinBytes => "-b min size",
+            Field::MaxBytes => "-e max size",
+            Field::Factor => "-f step factor",
+            Field::Gpus => "-g GPUs/node",
+            Field::Engine => "engine",
+            Field::Profile => "profile",
+            Field::Env => "environment",
+        }
+    }
+
+    /// Fields picked from a list with left/right rather than typed.
+    pub fn is_choice(self) -> bool {
+        matches!(
+            self,
+            Field::Fleet | Field::Collective | Field::Engine | Field::Profile
+        )
+    }
+}
+
+/// The profiles the dialog offers: `None` is auto.
+pub const PROFILES: [Option<GpuDirect>; 5] = [
+    None,
+    Some(GpuDirect::None),
+    Some(GpuDirect::Tcpx),
+    Some(GpuDirect::Tcpxo),
+    Some(GpuDirect::Rdma),
+];
+
+/// Starting an NCCL run from the cockpit: fleet, collective, sizes, GPUs, engine and the
+/// GPUDirect profile with its environment lines shown and editable.
+#[derive(Debug, Clone)]
+pub struct RunDialog {
+    pub fleets: Vec<FleetChoice>,
+    pub fleet: usize,
+    pub collective: usize,
+    pub min_bytes: TextArea<'static>,
+    pub max_bytes: TextArea<'static>,
+    pub factor: TextArea<'static>,
+    /// Empty: all of the node's GPUs.
+    pub gpus: TextArea<'static>,
+    pub engine: Engine,
+    /// `None`: auto (the fleet's).
+    pub profile: Option<GpuDirect>,
+    pub env: TextArea<'static>,
+    pub focus: Field,
+    /// Why the last ctrl-s did not start the run.
+    pub problem: Option<String>,
+}
+
+fn line_input(text: &str) -> TextArea<'static> {
+    let mut t = TextArea::new(vec![text.to_string()]);
+    t.move_cursor(tui_textarea::CursorMove::End);
+    t
+}
+
+fn text_of(t: &TextArea) -> String {
+    t.lines().join("\n").trim().to_string()
+}
+
+fn cycle(i: usize, len: usize, forward: bool) -> usize {
+    if len == 0 {
+        0
+    } else if forward {
+        (i + 1) % len
+    } else {
+        (i + len - 1) % len
+    }
+}
+
+impl RunDialog {
+    /// The dialog with `nccl run`'s defaults, on `preferred` when it is one of `fleets`.
+    pub fn new(fleets: Vec<FleetChoice>, preferred: Option<&str>) -> RunDialog {
+        let fleet = preferred
+            .and_then(|p| fleets.iter().position(|f| f.name == p))
+            .unwrap_or(0);
+        let mut d = RunDialog {
+            fleets,
+            fleet,
+            collective: 0,
+            min_bytes: line_input("8"),
+            max_bytes: line_input("8G"),
+            factor: line_input("2"),
+            gpus: line_input(""),
+            engine: Engine::NcclTests,
+            profile: None,
+            env: TextArea::default(),
+            focus: Field::Fleet,
+            problem: None,
+        };
+        d.reset_env();
+        d
+    }
+
+    pub fn fleet(&self) -> Option<&FleetChoice> {
+        self.fleets.get(self.fleet)
+    }
+
+    /// The profile the run gets: the one picked, or the fleet's for auto.
+    pub fn resolved_profile(&self) -> GpuDirect {
+        self.profile
+            .unwrap_or_else(|| self.fleet().map_or(GpuDirect::None, |f| f.auto))
+    }
+
+    /// Put the resolved profile's lines in the environment editor, the cursor at the end
+    /// (where a line is most often added).
+    fn reset_env(&mut self) {
+        let mut t = TextArea::new(runner::profile_env(self.resolved_profile()));
+        t.move_cursor(tui_textarea::CursorMove::Bottom);
+        t.move_cursor(tui_textarea::CursorMove::End);
+        self.env = t;
+    }
+
+    /// The environment lines as edited (blank lines dropped).
+    pub fn env_lines(&self) -> Vec<String> {
+        self.env
+            .lines()
+            .iter()
+            .map(|l| l.trim_end().to_string())
+            .filter(|l| !l.trim().is_empty())
+            .collect()
+    }
+
+    /// Whether the environment differs from the profile's own lines.
+    pub fn env_edited(&self) -> bool {
+        self.env_lines() != runner::profile_env(self.resolved_profile())
+    }
+
+    fn input_mut(&mut self, f: Field) -> Option<&mut TextArea<'static>> {
+        match f {
+            Field::MinBytes => Some(&mut self.min_bytes),
+            Field::MaxBytes => Some(&mut self.max_bytes),
+            Field::Factor => Some(&mut self.factor),
+            Field::Gpus => Some(&mut self.gpus),
+            Field::Env => Some(&mut self.env),
+            _ => None,
+        }
+    }
+
+    /// Pick the next (or previous) choice of a choice field.
+    fn choose(&mut self, forward: bool) {
+        match self.focus {
+            Field::Fleet => {
+                self.fleet = cycle(self.fleet, self.fleets.len(), forward);
+                self.reset_env();
+            }
+            Field::Collective => self.collective = cycle(self.collective, runner::COLLECTIVES.len(), forward),
+            Field::Engine => {
+                self.engine = match self.engine {
+                    Engine::NcclTests => Engine::Torch,
+                    Engine::Torch => Engine::NcclTests,
+                }
+            }
+            Field::Profile => {
+                let i = PROFILES.iter().position(|p| *p == self.profile).unwrap_or(0);
+                self.profile = PROFILES[cycle(i, PROFILES.len(), forward)];
+                self.reset_env();
+            }
+            _ => {}
+        }
+    }
+
+    /// Pasted text goes into the focused text field (one line but in the environment).
+    pub fn paste(&mut self, text: &str) {
+        let env = self.focus == Field::Env;
+        if let Some(t) = self.input_mut(self.focus) {
+            if env {
+                t.insert_str(text);
+            } else {
+                t.insert_str(text.replace(['\r', '\n'], " "));
+            }
+        }
+    }
+
+    /// The run the dialog describes, as `flightdeck nccl run` would start it, with the
+    /// environment as edited; or why not.
+    pub fn request(&self) -> Result<RunRequest, String> {
+        let fleet = self
+            .fleet()
+            .ok_or("no fleet in the state: apply one first (flightdeck fleet apply FILE)")?;
+        let size = |f: Field, t: &TextArea| {
+            runner::parse_size(&text_of(t)).map_err(|e| format!("{}: {e}", f.label()))
+        };
+        let factor = text_of(&self.factor);
+        let step_factor = factor
+            .parse::<u32>()
+            .map_err(|_| format!("{}: `{factor}` is not a whole number", Field::Factor.label()))?;
+        let gpus = text_of(&self.gpus);
+        let gpus =
+            match gpus.as_str() {
+                "" | "all" => None,
+                g => Some(g.parse::<u32>().ok().filter(|n| *n > 0).ok_or_else(|| {
+                    format!("{}: `{g}` is not a GPU count (empty: all)", Field::Gpus.label())
+                })?),
+            };
+        let spec = RunSpec {
+            collective: runner::COLLECTIVES[self.collective].to_string(),
+            min_bytes: size(Field::MinBytes, &self.min_bytes)?,
+            max_bytes: size(Field::MaxBytes, &self.max_bytes)?,
+            step_factor,
+            gpus,
+            iters: 20,
+            warmup: 5,
+            dtype: "float".into(),
+            engine: self.engine,
+            profile: self.resolved_profile(),
+            nccl_tests_dir: None,
+            env: Some(self.env_lines()),
+        };
+        spec.check().map_err(|e| e.to_string())?;
+        Ok(RunRequest {
+            fleet: fleet.name.clone(),
+            spec,
+            machine_type: fleet.machine_type.clone(),
+        })
+    }
 }
 
 impl NcclView {
@@ -117,9 +394,122 @@ pub fn act(state: &mut State, action: Action) -> Option<Vec<Command>> {
             }
         }
         Action::Reload => return Some(vec![Command::LoadFleets]),
+        Action::NcclRun => {
+            state.status = Some(StatusMessage {
+                text: "reading the fleets for a new NCCL run…".into(),
+                tone: Tone::Info,
+            });
+            return Some(vec![Command::NcclRunChoices]);
+        }
         _ => return None,
     }
     Some(vec![])
+}
+
+/// The fleets for the run dialog arrived: open it (on the fleet selected in the Fleets
+/// view when there is one), or say why not.
+pub fn open_dialog(state: &mut State, fleets: Result<Vec<FleetChoice>, String>) {
+    state.dirty = true;
+    match fleets {
+        Ok(f) if f.is_empty() => {
+            state.status = Some(StatusMessage {
+                text: "no fleets in the state: apply one first (flightdeck fleet apply FILE)".into(),
+                tone: Tone::Warn,
+            })
+        }
+        Ok(f) => {
+            state.status = None;
+            state.view = View::Nccl;
+            state.nccl.dialog = Some(RunDialog::new(f, state.fleet_selected.as_deref()));
+        }
+        Err(e) => {
+            state.status = Some(StatusMessage {
+                text: format!("cannot read the fleets: {e}"),
+                tone: Tone::Fail,
+            })
+        }
+    }
+}
+
+/// A key in the run dialog: esc cancels, ctrl-s starts, tab/shift-tab move between
+/// fields, left/right pick a choice; the rest edits the focused text field.
+pub fn dialog_key(state: &mut State, key: KeyEvent) -> Vec<Command> {
+    state.dirty = true;
+    let action = state.keymap.lookup(Context::Editor, &key);
+    let Some(d) = state.nccl.dialog.as_mut() else {
+        return vec![];
+    };
+    let at = Field::ALL.iter().position(|f| *f == d.focus).unwrap_or(0);
+    match action {
+        Some(Action::Close) => {
+            state.nccl.dialog = None;
+            state.status = Some(StatusMessage {
+                text: "no run started".into(),
+                tone: Tone::Info,
+            });
+        }
+        Some(Action::Confirm) => match d.request() {
+            Ok(req) => {
+                state.status = Some(StatusMessage {
+                    text: format!(
+                        "starting {} on `{}` (profile {}{})…",
+                        req.spec.collective,
+                        req.fleet,
+                        crate::nccl::remote::profile_name(req.spec.profile),
+                        if d.env_edited() { ", edited" } else { "" }
+                    ),
+                    tone: Tone::Info,
+                });
+                state.nccl.dialog = None;
+                return vec![Command::StartNcclRun(Box::new(req))];
+            }
+            Err(p) => d.problem = Some(p),
+        },
+        Some(Action::NextField) => d.focus = Field::ALL[cycle(at, Field::ALL.len(), true)],
+        Some(Action::PrevField) => d.focus = Field::ALL[cycle(at, Field::ALL.len(), false)],
+        Some(a @ (Action::Left | Action::Right)) if d.focus.is_choice() => d.choose(a == Action::Right),
+        _ if d.focus.is_choice() => {
+            if key.code == KeyCode::Char(' ') {
+                d.choose(true);
+            }
+        }
+        _ => {
+            let multiline = d.focus == Field::Env;
+            if key.code == KeyCode::Enter && !multiline {
+                d.focus = Field::ALL[cycle(at, Field::ALL.len(), true)];
+            } else if let Some(t) = d.input_mut(d.focus) {
+                if t.input(key) {
+                    d.problem = None;
+                }
+            }
+        }
+    }
+    vec![]
+}
+
+/// A run started from the dialog (or why it did not): the view follows it.
+pub fn started(state: &mut State, result: Result<String, String>) -> Vec<Command> {
+    state.dirty = true;
+    match result {
+        Ok(id) => {
+            state.status = Some(StatusMessage {
+                text: format!("run {id} started; it runs on when flightdeck quits"),
+                tone: Tone::Pass,
+            });
+            state.view = View::Nccl;
+            state.nccl.compare.clear();
+            state.nccl.selected = Some(id.clone());
+            state.nccl.shown = Some((id.clone(), Report::default(), RunStatus::Following));
+            vec![Command::LoadFleets, Command::FollowRun(id)]
+        }
+        Err(e) => {
+            state.status = Some(StatusMessage {
+                text: format!("the run did not start: {e}"),
+                tone: Tone::Fail,
+            });
+            vec![]
+        }
+    }
 }
 
 /// The view's filter narrows the run list (id or fleet).
@@ -270,5 +660,192 @@ mod tests {
             vec!["b".to_string()],
             "c on a marked run unmarks it"
         );
+    }
+
+    fn choices() -> Vec<FleetChoice> {
+        vec![
+            FleetChoice {
+                name: "lab".into(),
+                nodes: 2,
+                machine_type: None,
+                auto: GpuDirect::None,
+                auto_from: "machine type unknown".into(),
+            },
+            FleetChoice {
+                name: "mega".into(),
+                nodes: 4,
+                machine_type: Some("a3-megagpu-8g".into()),
+                auto: GpuDirect::Tcpxo,
+                auto_from: "machine type".into(),
+            },
+        ]
+    }
+
+    fn press(s: &mut State, code: KeyCode, mods: KeyModifiers) -> Vec<Command> {
+        update(s, Msg::Key(KeyEvent::new(code, mods)))
+    }
+
+    #[test]
+    fn run_dialog_opens_edits_cancels_and_confirms() {
+        let mut s = State::new(Keymap::defaults(), vec![], "dark".into());
+        press(&mut s, KeyCode::Char('5'), KeyModifiers::NONE);
+        assert_eq!(
+            press(&mut s, KeyCode::Char('t'), KeyModifiers::NONE),
+            vec![Command::NcclRunChoices]
+        );
+        assert!(s.nccl.dialog.is_none(), "opens when the fleets are read");
+        // No fleets: a word, no dialog.
+        update(&mut s, Msg::NcclRunFleets(Ok(vec![])));
+        assert!(s.nccl.dialog.is_none());
+        assert!(s.status.as_ref().unwrap().text.contains("no fleets"));
+        // On the fleet selected in the Fleets view.
+        s.fleet_selected = Some("mega".into());
+        update(&mut s, Msg::NcclRunFleets(Ok(choices())));
+        assert_eq!(crate::tui::update::context(&s), Context::Editor);
+        let d = s.nccl.dialog.as_ref().unwrap();
+        assert_eq!(d.fleet().unwrap().name, "mega");
+        assert_eq!(d.resolved_profile(), GpuDirect::Tcpxo);
+        assert_eq!(
+            d.env_lines(),
+            runner::profile_env(GpuDirect::Tcpxo),
+            "auto shows the fleet's profile"
+        );
+        assert!(!d.env_edited());
+        // Left on the fleet field: lab, whose auto profile is none.
+        press(&mut s, KeyCode::Left, KeyModifiers::NONE);
+        let d = s.nccl.dialog.as_ref().unwrap();
+        assert_eq!(
+            (d.fleet().unwrap().name.as_str(), d.env_lines().len()),
+            ("lab", 0)
+        );
+        // Collective: right twice from all_reduce.
+        press(&mut s, KeyCode::Tab, KeyModifiers::NONE);
+        press(&mut s, KeyCode::Right, KeyModifiers::NONE);
+        press(&mut s, KeyCode::Right, KeyModifiers::NONE);
+        // -b: replace 8 with 1M; Enter moves on in a one-line field.
+        press(&mut s, KeyCode::Tab, KeyModifiers::NONE);
+        press(&mut s, KeyCode::Backspace, KeyModifiers::NONE);
+        for c in "1M".chars() {
+            press(&mut s, KeyCode::Char(c), KeyModifiers::NONE);
+        }
+        press(&mut s, KeyCode::Enter, KeyModifiers::NONE);
+        assert_eq!(s.nccl.dialog.as_ref().unwrap().focus, Field::MaxBytes);
+        // Shift-tab back and forth; then the profile: right from auto is none, then tcpx.
+        press(&mut s, KeyCode::BackTab, KeyModifiers::NONE);
+        assert_eq!(s.nccl.dialog.as_ref().unwrap().focus, Field::MinBytes);
+        for _ in 0..5 {
+            press(&mut s, KeyCode::Tab, KeyModifiers::NONE);
+        }
+        assert_eq!(s.nccl.dialog.as_ref().unwrap().focus, Field::Profile);
+        press(&mut s, KeyCode::Right, KeyModifiers::NONE);
+        press(&mut s, KeyCode::Right, KeyModifiers::NONE);
+        let d = s.nccl.dialog.as_ref().unwrap();
+        assert_eq!(d.profile, Some(GpuDirect::Tcpx));
+        assert_eq!(d.env_lines(), runner::profile_env(GpuDirect::Tcpx));
+        // The environment: one more line at the end.
+        press(&mut s, KeyCode::Tab, KeyModifiers::NONE);
+        press(&mut s, KeyCode::Enter, KeyModifiers::NONE);
+        update(&mut s, Msg::Paste("export NCCL_DEBUG='INFO'".into()));
+        let d = s.nccl.dialog.as_ref().unwrap();
+        assert!(d.env_edited());
+        let mut want_env = runner::profile_env(GpuDirect::Tcpx);
+        want_env.push("export NCCL_DEBUG='INFO'".into());
+        assert_eq!(d.env_lines(), want_env);
+        // Confirm: the request is what `nccl run` would start, with the edit.
+        let cmds = press(&mut s, KeyCode::Char('s'), KeyModifiers::CONTROL);
+        let [Command::StartNcclRun(req)] = cmds.as_slice() else {
+            panic!("{cmds:?}");
+        };
+        assert_eq!(req.fleet, "lab");
+        assert_eq!(req.spec.collective, "reduce_scatter");
+        assert_eq!((req.spec.min_bytes, req.spec.max_bytes), (1 << 20, 8 << 30));
+        assert_eq!((req.spec.step_factor, req.spec.gpus), (2, None));
+        assert_eq!(req.spec.profile, GpuDirect::Tcpx);
+        assert_eq!(req.spec.env.as_ref(), Some(&want_env));
+        assert!(s.nccl.dialog.is_none());
+        // Started: the view follows the run.
+        let cmds = update(&mut s, Msg::NcclRunStarted(Ok("nccl-x-1-0001".into())));
+        assert_eq!(
+            cmds,
+            vec![Command::LoadFleets, Command::FollowRun("nccl-x-1-0001".into())]
+        );
+        assert_eq!(s.nccl.shown.as_ref().unwrap().2, RunStatus::Following);
+        // A failed start says why.
+        update(&mut s, Msg::NcclRunStarted(Err("no route".into())));
+        assert!(s
+            .status
+            .as_ref()
+            .unwrap()
+            .text
+            .contains("did not start: no route"));
+    }
+
+    #[test]
+    fn run_dialog_refuses_bad_input_and_esc_cancels() {
+        let mut s = State::new(Keymap::defaults(), vec![], "dark".into());
+        press(&mut s, KeyCode::Char('5'), KeyModifiers::NONE);
+        update(&mut s, Msg::NcclRunFleets(Ok(choices())));
+        // -f 1 is refused with the reason, the dialog stays.
+        for _ in 0..4 {
+            press(&mut s, KeyCode::Tab, KeyModifiers::NONE);
+        }
+        press(&mut s, KeyCode::Backspace, KeyModifiers::NONE);
+        press(&mut s, KeyCode::Char('1'), KeyModifiers::NONE);
+        assert!(press(&mut s, KeyCode::Char('s'), KeyModifiers::CONTROL).is_empty());
+        let d = s.nccl.dialog.as_ref().unwrap();
+        assert_eq!(
+            d.problem.as_deref(),
+            Some("the step factor must be at least 2, got 1")
+        );
+        // -g x is refused too.
+        press(&mut s, KeyCode::Backspace, KeyModifiers::NONE);
+        press(&mut s, KeyCode::Char('2'), KeyModifiers::NONE);
+        press(&mut s, KeyCode::Tab, KeyModifiers::NONE);
+        press(&mut s, KeyCode::Char('x'), KeyModifiers::NONE);
+        press(&mut s, KeyCode::Char('s'), KeyModifiers::CONTROL);
+        assert!(s
+            .nccl
+            .dialog
+            .as_ref()
+            .unwrap()
+            .problem
+            .as_deref()
+            .unwrap()
+            .contains("`x` is not a GPU count"));
+        // A line that would end flightdeck's script early is refused.
+        press(&mut s, KeyCode::Backspace, KeyModifiers::NONE);
+        for _ in 0..3 {
+            press(&mut s, KeyCode::Tab, KeyModifiers::NONE);
+        }
+        update(&mut s, Msg::Paste("__FD_SCRIPT__\n".into()));
+        press(&mut s, KeyCode::Char('s'), KeyModifiers::CONTROL);
+        assert!(s
+            .nccl
+            .dialog
+            .as_ref()
+            .unwrap()
+            .problem
+            .as_deref()
+            .unwrap()
+            .contains("environment line 1"));
+        // q types into the dialog rather than quitting; esc cancels without a command.
+        assert!(press(&mut s, KeyCode::Char('q'), KeyModifiers::NONE).is_empty());
+        assert!(press(&mut s, KeyCode::Esc, KeyModifiers::NONE).is_empty());
+        assert!(s.nccl.dialog.is_none());
+        assert_eq!(crate::tui::update::context(&s), Context::Global);
+    }
+
+    #[test]
+    fn straggler_results_reach_the_view() {
+        let mut s = State::new(Keymap::defaults(), vec![], "dark".into());
+        let r = StragglerReport {
+            fleet: "lab".into(),
+            named: Some("lab-1".into()),
+            ..Default::default()
+        };
+        update(&mut s, Msg::Stragglers(Some(Box::new(r.clone()))));
+        assert_eq!(s.nccl.stragglers, Some(r));
+        update(&mut s, Msg::Stragglers(None));
+        assert!(s.nccl.stragglers.is_none());
     }
 }

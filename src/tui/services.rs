@@ -167,6 +167,13 @@ impl Services {
                     // A damaged history is logged by the loader; the view goes on without it.
                     let history = crate::nccl::history::load_all(&dir).unwrap_or_default();
                     let _ = tx.blocking_send(ServiceEvent::Msg(Msg::NcclHistory(history)));
+                    let stragglers = crate::nccl::history::load_stragglers(&dir)
+                        .unwrap_or_else(|e| {
+                            tracing::warn!(error = %e, "nccl stragglers");
+                            None
+                        })
+                        .map(Box::new);
+                    let _ = tx.blocking_send(ServiceEvent::Msg(Msg::Stragglers(stragglers)));
                     unfinished
                 });
                 let (tx, dir) = (self.tx.clone(), self.paths.state_dir.clone());
@@ -282,6 +289,18 @@ impl Services {
             Command::SaveFile { path, text, original } => {
                 super::fleet_service::spawn_save(self.tx.clone(), path, text, original)
             }
+            Command::NcclRunChoices => {
+                let (tx, dir) = (self.tx.clone(), self.paths.state_dir.clone());
+                tokio::task::spawn_blocking(move || {
+                    let fleets = super::nccl_service::choices(&dir);
+                    let _ = tx.blocking_send(ServiceEvent::Msg(Msg::NcclRunFleets(fleets)));
+                });
+            }
+            Command::StartNcclRun(req) => {
+                let (tx, dir) = (self.tx.clone(), self.paths.state_dir.clone());
+                let (pool, resolver) = (self.pool.clone(), self.resolver.clone());
+                tokio::spawn(super::nccl_service::start(tx, dir, pool, resolver, *req));
+            }
             Command::Quit | Command::Suspend | Command::LoadTheme(_) | Command::Yank(_) => {}
         }
     }
@@ -335,15 +354,9 @@ impl Services {
             let Some(head) = head else {
                 return drop(tx.send(fail("the run has no nodes".into())).await);
             };
-            let transport = match fleet.backend.as_str() {
-                "local" => exec::Transport::Local,
-                "ssh" | "gcp" => exec::Transport::Ssh { pool, resolver },
-                other => {
-                    return drop(
-                        tx.send(fail(format!("the {other} backend is not in this build")))
-                            .await,
-                    )
-                }
+            let transport = match super::job_service::transport(fleet, &pool, &resolver) {
+                Ok(t) => t,
+                Err(e) => return drop(tx.send(fail(e)).await),
             };
             let (etx, mut erx) = mpsc::channel(4096);
             let follow = vec![(head, crate::nccl::runner::follow_command(&id))];

@@ -299,6 +299,12 @@ pub enum Msg {
     },
     /// A `Command::EditFile` read the file: its path and text, or why not.
     FileOpened(Result<(String, String), String>),
+    /// The fleets for the NCCL run dialog (`Command::NcclRunChoices`), or why not.
+    NcclRunFleets(Result<Vec<super::nccl::FleetChoice>, String>),
+    /// A `Command::StartNcclRun` finished: the run's id, or why it did not start.
+    NcclRunStarted(Result<String, String>),
+    /// The last straggler finder result of the state dir (with `Command::LoadFleets`).
+    Stragglers(Option<Box<crate::nccl::history::StragglerReport>>),
     /// A `Command::StopJob` finished: each node's outcome in a line, or why not.
     JobStopped {
         id: String,
@@ -381,4 +387,9 @@ pub enum Command {
         text: String,
         original: String,
     },
+    /// Read the fleets of the state store with what `auto` picks for each (the NCCL
+    /// run dialog opens on them).
+    NcclRunChoices,
+    /// Start an NCCL run as `flightdeck nccl run` does, and record it.
+    StartNcclRun(Box<super::nccl::RunRequest>),
 }

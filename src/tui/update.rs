@@ -36,7 +36,9 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Command> {
         }
         Msg::Paste(text) if context(state) == Context::Pane => panes::paste(state, &text),
         Msg::Paste(text) if context(state) == Context::Editor => {
-            if let Some(e) = state.offers.editor.as_mut() {
+            if let Some(d) = state.nccl.dialog.as_mut().filter(|_| state.view == View::Nccl) {
+                d.paste(&text);
+            } else if let Some(e) = state.offers.editor.as_mut() {
                 e.input.insert_str(&text);
             }
             state.dirty = true;
@@ -204,6 +206,16 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Command> {
             }
             vec![]
         }
+        Msg::NcclRunFleets(fleets) => {
+            nccl::open_dialog(state, fleets);
+            vec![]
+        }
+        Msg::NcclRunStarted(result) => nccl::started(state, result),
+        Msg::Stragglers(report) => {
+            state.nccl.stragglers = report.map(|r| *r);
+            state.dirty |= state.view == View::Nccl;
+            vec![]
+        }
         Msg::Jobs { jobs, now } => {
             state.jobs.set_jobs(jobs, now);
             state.dirty |= state.view == View::Jobs;
@@ -342,6 +354,7 @@ pub fn context(state: &State) -> Context {
         {
             Context::Editor
         }
+        Overlay::None if state.view == View::Nccl && state.nccl.dialog.is_some() => Context::Editor,
         Overlay::None => Context::Global,
         Overlay::Help { .. } => Context::Help,
         Overlay::Palette(_) | Overlay::Filter(_) | Overlay::Passphrase { .. } => Context::Input,
@@ -355,6 +368,7 @@ fn on_key(state: &mut State, key: KeyEvent) -> Vec<Command> {
     match (ctx, action) {
         (Context::Pane, _) => panes::key(state, key),
         (Context::Copy, _) => panes::copy_key(state, key),
+        (Context::Editor, _) if state.view == View::Nccl => nccl::dialog_key(state, key),
         (Context::Editor, _) => offers::editor_key(state, key),
         (Context::Question, Some(a)) if matches!(state.overlay, Overlay::FleetConfirm(_)) => {
             let commands = fleets::answer(state, a);
@@ -471,7 +485,8 @@ pub fn act(state: &mut State, action: Action) -> Vec<Command> {
         | Action::Compare
         | Action::NicsMode
         | Action::NextItem
-        | Action::PrevItem => state.dirty = false,
+        | Action::PrevItem
+        | Action::NcclRun => state.dirty = false,
         Action::Close
         | Action::Confirm
         | Action::Complete
@@ -480,7 +495,9 @@ pub fn act(state: &mut State, action: Action) -> Vec<Command> {
         | Action::SearchPrev
         | Action::SelectStart
         | Action::Yank
-        | Action::AcceptAll => {}
+        | Action::AcceptAll
+        | Action::NextField
+        | Action::PrevField => {}
     }
     vec![]
 }

@@ -15,19 +15,21 @@
 //! busbw of A and B and B/A.
 
 use crate::nccl::expect::{self, Grade};
-use crate::nccl::history::{Comparison, SavedRun};
-use crate::nccl::human_size;
+use crate::nccl::history::{Comparison, SavedRun, StragglerReport};
+use crate::nccl::{human_size, remote};
 use crate::store;
-use crate::tui::nccl::{visible, RunStatus};
+use crate::tui::nccl::{visible, Field, RunDialog, RunStatus};
 use crate::tui::state::State;
 use crate::tui::theme::{Theme, Tone};
+use crate::tui::widgets::centered;
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
-use ratatui::style::Style;
+use ratatui::style::{Modifier, Style};
 use ratatui::symbols::Marker;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{
-    Axis, Block, Borders, Chart, Dataset, GraphType, LegendPosition, Paragraph, Row, Table, Widget, Wrap,
+    Axis, Block, Borders, Chart, Clear, Dataset, GraphType, LegendPosition, Paragraph, Row, Table, Widget,
+    Wrap,
 };
 
 fn grade_tone(g: Grade) -> Tone {
@@ -40,11 +42,21 @@ fn grade_tone(g: Grade) -> Tone {
 }
 
 pub fn render(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
-    let [list, main] = Layout::horizontal([
+    let [left, main] = Layout::horizontal([
         Constraint::Length((area.width / 3).clamp(20, 44)),
         Constraint::Min(10),
     ])
     .areas(area);
+    let list = match &state.nccl.stragglers {
+        Some(r) => {
+            let want = 4 + r.node_ranking.len() + r.link_ranking.len();
+            let h = (want as u16).min(left.height / 2);
+            let [list, st] = Layout::vertical([Constraint::Min(3), Constraint::Length(h)]).areas(left);
+            render_stragglers(r, theme, st, buf);
+            list
+        }
+        None => left,
+    };
     let runs = visible(state);
     let rows: Vec<Row> = runs
         .iter()
@@ -87,7 +99,7 @@ pub fn render(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
         .style(theme.base());
     if runs.is_empty() {
         Paragraph::new(vec![
-            Line::raw("No NCCL runs yet. Start one from a shell:"),
+            Line::raw("No NCCL runs yet. n starts one here, or from a shell:"),
             Line::styled("flightdeck nccl run FLEET -b 8 -e 8G -g 8", theme.accent()),
             Line::raw("then r here; Enter follows the selected run, c marks two to compare."),
         ])
@@ -110,6 +122,224 @@ pub fn render(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
     match state.nccl.comparison() {
         Some((cmp, a, b)) => render_compare(theme, main, buf, &cmp, a, b),
         None => render_run(state, theme, main, buf),
+    }
+    if let Some(d) = &state.nccl.dialog {
+        render_dialog(d, theme, area, buf);
+    }
+}
+
+/// The last straggler finder result: what is slow, then nodes and pairs, slowest first.
+fn render_stragglers(r: &StragglerReport, theme: &Theme, area: Rect, buf: &mut Buffer) {
+    let bw = |b: Option<f64>| b.map_or("failed".to_string(), |x| format!("{x:.1}"));
+    let mut lines = vec![];
+    for (n, why) in &r.slow_nodes {
+        lines.push(Line::styled(
+            format!("SLOW NODE {n}: {why}"),
+            theme.tone(Tone::Fail),
+        ));
+    }
+    for (a, b, why) in &r.slow_links {
+        lines.push(Line::styled(
+            format!("SLOW LINK {a}-{b}: {why}"),
+            theme.tone(Tone::Fail),
+        ));
+    }
+    if !r.unresolved.is_empty() {
+        lines.push(Line::styled(
+            format!("unresolved: {}", r.unresolved.join(", ")),
+            theme.tone(Tone::Warn),
+        ));
+    }
+    if lines.is_empty() {
+        lines.push(Line::styled("no slow node or link", theme.tone(Tone::Pass)));
+    }
+    lines.push(Line::styled("alone, slowest first (GB/s)", theme.muted()));
+    for (n, b) in &r.node_ranking {
+        let slow = r.slow_nodes.iter().any(|(s, _)| s == n) || r.named.as_deref() == Some(n.as_str());
+        let style = if slow {
+            theme.tone(Tone::Fail)
+        } else {
+            theme.base()
+        };
+        lines.push(Line::styled(format!(" {n:<16} {:>8}", bw(*b)), style));
+    }
+    if !r.link_ranking.is_empty() {
+        lines.push(Line::styled("pairs, slowest first", theme.muted()));
+        for (a, b, x) in &r.link_ranking {
+            let slow = r.slow_links.iter().any(|(s, t, _)| (s, t) == (a, b));
+            let style = if slow {
+                theme.tone(Tone::Fail)
+            } else {
+                theme.base()
+            };
+            lines.push(Line::styled(
+                format!(" {:<16} {:>8}", format!("{a}+{b}"), bw(*x)),
+                style,
+            ));
+        }
+    }
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(theme.border(false))
+        .title(Span::styled(
+            format!(" stragglers · {} · {} UTC ", r.fleet, store::format_utc(r.at)),
+            theme.title(),
+        ))
+        .style(theme.base());
+    Paragraph::new(lines)
+        .wrap(Wrap { trim: false })
+        .block(block)
+        .render(area, buf);
+}
+
+/// The run dialog over the view: a line per field, then the profile's environment.
+fn render_dialog(d: &RunDialog, theme: &Theme, area: Rect, buf: &mut Buffer) {
+    let r = centered(
+        area,
+        area.width.saturating_sub(4).clamp(area.width.min(20), 100),
+        area.height.saturating_sub(2).max(area.height.min(5)),
+    );
+    if r.is_empty() {
+        return;
+    }
+    Clear.render(r, buf);
+    let footer = match &d.problem {
+        Some(p) => Line::styled(format!(" {p} "), theme.tone(Tone::Fail)),
+        None => Line::styled(
+            " tab next field · ←/→ choose · ctrl-s starts · esc cancels ",
+            theme.muted(),
+        ),
+    };
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(theme.border(true))
+        .title(Span::styled(" new NCCL run ", theme.title()))
+        .title_bottom(footer)
+        .style(theme.base());
+    let inner = block.inner(r);
+    block.render(r, buf);
+    let fields = Field::ALL.len() as u16 - 1;
+    let [top, env_label, env_area] = Layout::vertical([
+        Constraint::Length(fields),
+        Constraint::Length(1),
+        Constraint::Min(1),
+    ])
+    .areas(inner);
+    let text = |t: &tui_textarea::TextArea| t.lines().join(" ");
+    let fleet = d.fleet();
+    for (i, f) in Field::ALL.iter().take(fields as usize).enumerate() {
+        let focused = d.focus == *f;
+        let value: Vec<Span> = match f {
+            Field::Fleet => vec![
+                Span::raw(fleet.map_or("-".into(), |f| f.name.clone())),
+                Span::styled(
+                    fleet.map_or(String::new(), |f| {
+                        format!(
+                            "  {} node(s) · {}",
+                            f.nodes,
+                            f.machine_type.as_deref().unwrap_or("machine type unknown")
+                        )
+                    }),
+                    theme.muted(),
+                ),
+            ],
+            Field::Collective => vec![Span::raw(crate::nccl::runner::COLLECTIVES[d.collective])],
+            Field::MinBytes => vec![Span::raw(text(&d.min_bytes))],
+            Field::MaxBytes => vec![Span::raw(text(&d.max_bytes))],
+            Field::Factor => vec![Span::raw(text(&d.factor))],
+            Field::Gpus => {
+                let g = text(&d.gpus);
+                if g.trim().is_empty() {
+                    vec![Span::styled("all of the node's", theme.muted())]
+                } else {
+                    vec![Span::raw(g)]
+                }
+            }
+            Field::Engine => vec![Span::raw(match d.engine {
+                crate::nccl::runner::Engine::NcclTests => "nccl-tests (several nodes: mpirun)",
+                crate::nccl::runner::Engine::Torch => "torch (torchrun on every node)",
+            })],
+            Field::Profile => {
+                let name = remote::profile_name(d.resolved_profile());
+                match d.profile {
+                    None => vec![
+                        Span::raw(format!("auto → {name}")),
+                        Span::styled(
+                            fleet.map_or(String::new(), |f| format!("  ({})", f.auto_from)),
+                            theme.muted(),
+                        ),
+                    ],
+                    Some(_) => vec![Span::raw(name.to_string())],
+                }
+            }
+            Field::Env => vec![],
+        };
+        let mut spans = vec![Span::styled(
+            format!("{}{:<15} ", if focused { "▶ " } else { "  " }, f.label()),
+            if focused { theme.accent() } else { theme.muted() },
+        )];
+        let choice = f.is_choice();
+        if focused && choice {
+            spans.push(Span::styled("‹ ", theme.accent()));
+        }
+        spans.extend(value.into_iter().map(|s| {
+            if focused {
+                s.patch_style(Style::new().add_modifier(Modifier::BOLD))
+            } else {
+                s
+            }
+        }));
+        if focused && choice {
+            spans.push(Span::styled(" ›", theme.accent()));
+        }
+        let row = Rect {
+            y: top.y + i as u16,
+            height: 1,
+            ..top
+        };
+        if row.y < top.bottom() {
+            Paragraph::new(Line::from(spans)).render(row, buf);
+        }
+    }
+    let edited = if d.env_edited() { " (edited)" } else { "" };
+    let lines = d.env_lines().len();
+    Paragraph::new(Line::from(vec![
+        Span::styled(
+            format!(
+                "{}{:<15} ",
+                if d.focus == Field::Env { "▶ " } else { "  " },
+                Field::Env.label()
+            ),
+            if d.focus == Field::Env {
+                theme.accent()
+            } else {
+                theme.muted()
+            },
+        ),
+        Span::styled(
+            format!("{lines} line(s) set on every node, saved with the run{edited}"),
+            theme.muted(),
+        ),
+    ]))
+    .render(env_label, buf);
+    let env_block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(theme.border(d.focus == Field::Env))
+        .style(theme.base());
+    let env_inner = env_block.inner(env_area);
+    env_block.render(env_area, buf);
+    let mut ta = d.env.clone();
+    ta.set_style(theme.base());
+    ta.set_cursor_line_style(Style::new());
+    if d.focus == Field::Env {
+        ta.set_cursor_style(theme.base().add_modifier(Modifier::REVERSED));
+    } else {
+        ta.set_cursor_style(theme.base());
+    }
+    if d.env.is_empty() {
+        Paragraph::new(Span::styled("(no variables: NCCL's defaults)", theme.muted())).render(env_inner, buf);
+    } else {
+        Widget::render(&ta, env_inner, buf);
     }
 }
 

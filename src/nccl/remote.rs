@@ -1,0 +1,399 @@
+//! The I/O side of NCCL runs, shared by `flightdeck nccl` (run, attach, stragglers) and
+//! the cockpit: node-to-node SSH for mpirun, launching a run detached on a fleet's nodes
+//! ([`start`]), recording it in the state store and the history, following it, and
+//! concluding it (exit codes, rows, verdict).
+
+use super::history::{self, SavedRun, SavedSpec};
+use super::runner::{self, Engine, MpiHost, RunSpec, EXIT_MARKER};
+use super::{human_size, nodessh, GpuDirect, Parser, Report, Row};
+use crate::exec::{self, collect, Event, Transport};
+use crate::fleet::NodeTarget;
+use crate::store::{self, RunNode, RunRecord, Store};
+use std::path::Path;
+
+pub fn profile_name(p: GpuDirect) -> &'static str {
+    match p {
+        GpuDirect::None => "none",
+        GpuDirect::Tcpx => "tcpx",
+        GpuDirect::Tcpxo => "tcpxo",
+        GpuDirect::Rdma => "rdma",
+    }
+}
+
+/// The history entry of a run about to start: what it is, its environment exactly as the
+/// node scripts set it (the profile's lines, or the operator's edit of them).
+pub fn saved_run(
+    id: &str,
+    fleet: &str,
+    spec: &RunSpec,
+    nodes: &[NodeTarget],
+    machine: Option<(String, &str)>,
+    purpose: Option<String>,
+) -> SavedRun {
+    SavedRun {
+        id: id.to_string(),
+        fleet: fleet.to_string(),
+        started_at: store::now_unix(),
+        spec: SavedSpec {
+            collective: spec.collective.clone(),
+            engine: match spec.engine {
+                Engine::NcclTests => "nccl-tests".into(),
+                Engine::Torch => "torch".into(),
+            },
+            args: format!(
+                "-b {} -e {} -f {} -g {} -n {} -w {} -d {}",
+                human_size(spec.min_bytes),
+                human_size(spec.max_bytes),
+                spec.step_factor,
+                spec.gpus.map_or("all".into(), |g| g.to_string()),
+                spec.iters,
+                spec.warmup,
+                spec.dtype
+            ),
+            profile: profile_name(spec.profile).into(),
+            env: spec.env_lines(),
+        },
+        nodes: nodes.iter().map(|n| n.name.clone()).collect(),
+        machine_type: machine.as_ref().map(|m| m.0.clone()),
+        machine_type_from: machine.map(|m| m.1.to_string()),
+        exit_codes: vec![None; nodes.len()],
+        purpose,
+        ..Default::default()
+    }
+}
+
+/// Set up SSH among `nodes` (see [`nodessh`]): collect each node's keys, install them on all.
+pub async fn setup_node_ssh(transport: Transport, fleet: &str, nodes: &[NodeTarget]) -> anyhow::Result<()> {
+    let jobs: Vec<(NodeTarget, String)> = nodes
+        .iter()
+        .map(|n| (n.clone(), nodessh::collect_command(fleet, n.port)))
+        .collect();
+    let out = collect(transport.clone(), jobs).await;
+    let mut peers = vec![];
+    let mut failed = vec![];
+    for (n, (code, stdout, stderr)) in nodes.iter().zip(&out) {
+        match (code, nodessh::parse_collect(stdout)) {
+            (0, Ok(keys)) => peers.push((peer_of(n), keys)),
+            (_, Err(e)) => failed.push(format!("{}: {e} {}", n.name, stderr.trim())),
+            (c, Ok(_)) => failed.push(format!("{}: exit {c} {}", n.name, stderr.trim())),
+        }
+    }
+    if !failed.is_empty() {
+        anyhow::bail!("node-to-node SSH could not be set up:\n  {}", failed.join("\n  "));
+    }
+    let install = nodessh::install_command(fleet, &peers);
+    let jobs: Vec<(NodeTarget, String)> = nodes.iter().map(|n| (n.clone(), install.clone())).collect();
+    let out = collect(transport, jobs).await;
+    let failed: Vec<String> = nodes
+        .iter()
+        .zip(&out)
+        .filter(|(_, (c, o, _))| *c != 0 || o.trim() != "installed")
+        .map(|(n, (c, _, e))| format!("{}: exit {c} {}", n.name, e.trim()))
+        .collect();
+    if !failed.is_empty() {
+        anyhow::bail!(
+            "node-to-node SSH could not be installed:\n  {}",
+            failed.join("\n  ")
+        );
+    }
+    Ok(())
+}
+
+/// A node as the others reach it: its internal address, else the address flightdeck uses.
+fn peer_of(n: &NodeTarget) -> nodessh::Peer {
+    nodessh::Peer {
+        name: n.name.clone(),
+        addr: n.internal_ip.clone().unwrap_or_else(|| n.host.clone()),
+        port: n.port,
+        user: n.user.clone(),
+    }
+}
+
+/// Start run `id` detached: one node with nccl-tests; several through mpirun on the first
+/// (only it runs a script); torch on every node. Returns the nodes that run a script,
+/// with their pids.
+pub async fn launch(
+    transport: Transport,
+    id: &str,
+    spec: &RunSpec,
+    nodes: &[NodeTarget],
+    mpirun: &str,
+) -> anyhow::Result<Vec<(NodeTarget, Option<u32>)>> {
+    let master = nodes[0]
+        .internal_ip
+        .clone()
+        .unwrap_or_else(|| nodes[0].host.clone());
+    let count = nodes.len();
+    let jobs: Vec<(NodeTarget, String)> = if spec.engine == Engine::NcclTests && count > 1 {
+        let hosts: Vec<MpiHost> = nodes
+            .iter()
+            .map(|n| {
+                let p = peer_of(n);
+                MpiHost {
+                    addr: p.addr,
+                    port: p.port,
+                }
+            })
+            .collect();
+        let script = runner::mpirun_script(spec, &hosts, mpirun);
+        vec![(nodes[0].clone(), runner::launch_command(id, &script, false))]
+    } else {
+        nodes
+            .iter()
+            .enumerate()
+            .map(|(rank, n)| {
+                let script = runner::node_script(spec, rank, count, &master);
+                (
+                    n.clone(),
+                    runner::launch_command(id, &script, spec.engine == Engine::Torch),
+                )
+            })
+            .collect()
+    };
+    let launched_on: Vec<NodeTarget> = jobs.iter().map(|(n, _)| n.clone()).collect();
+    let launched = collect(transport, jobs).await;
+    let mut failed = vec![];
+    let mut started = vec![];
+    for (n, (code, out, err)) in launched_on.iter().zip(&launched) {
+        if *code != 0 || !out.starts_with("started ") {
+            failed.push(format!("{}: {} {}", n.name, out.trim(), err.trim()));
+        }
+        started.push((
+            n.clone(),
+            out.trim().strip_prefix("started ").and_then(|p| p.parse().ok()),
+        ));
+    }
+    if !failed.is_empty() {
+        anyhow::bail!("the run could not start:\n  {}", failed.join("\n  "));
+    }
+    Ok(started)
+}
+
+/// Record a started run in the state store.
+pub fn record_run(
+    state_dir: &Path,
+    fleet: &str,
+    id: &str,
+    started: &[(NodeTarget, Option<u32>)],
+) -> anyhow::Result<()> {
+    let record = RunRecord {
+        id: id.to_string(),
+        kind: "nccl".into(),
+        fleet: fleet.to_string(),
+        started_at: store::now_unix(),
+        nodes: started
+            .iter()
+            .map(|(n, pid)| RunNode {
+                node: n.index,
+                pid: *pid,
+                log: format!("~/{}/out.log", runner::run_dir(id)),
+                exit_code: None,
+            })
+            .collect(),
+    };
+    Store::new(state_dir).update(|s| s.runs.push(record))?;
+    Ok(())
+}
+
+/// What following a run found.
+pub struct Followed {
+    pub report: Report,
+    /// Per node: its exit code (`None` when it printed none).
+    pub codes: Vec<(usize, Option<i32>)>,
+    /// The head node's last lines (shown when the run fails).
+    pub head_tail: Vec<String>,
+    /// The other nodes' lines, prefixed by their names.
+    pub others: Vec<String>,
+}
+
+impl Followed {
+    pub fn worst(&self) -> i32 {
+        self.codes
+            .iter()
+            .map(|(_, c)| c.unwrap_or(exec::UNREACHABLE))
+            .max()
+            .unwrap_or(0)
+    }
+}
+
+/// Stream run `id`'s output: the first node's through the parser (`on_row` for each row
+/// as it comes), every node's exit code from its marker line.
+pub async fn follow_core(
+    transport: Transport,
+    id: &str,
+    nodes: &[NodeTarget],
+    mut on_row: impl FnMut(&Row),
+) -> Followed {
+    let head = nodes.first().map(|n| n.index);
+    let jobs: Vec<(NodeTarget, String)> = nodes
+        .iter()
+        .map(|n| (n.clone(), runner::follow_command(id)))
+        .collect();
+    let mut parser = Parser::new();
+    let mut f = Followed {
+        report: Report::default(),
+        codes: nodes.iter().map(|n| (n.index, None)).collect(),
+        head_tail: vec![],
+        others: vec![],
+    };
+    let (tx, mut rx) = tokio::sync::mpsc::channel(4096);
+    let h = tokio::spawn(exec::run_each(transport, jobs, 64, tx));
+    while let Some(e) = rx.recv().await {
+        let Event::Line { node, text, .. } = e else {
+            continue;
+        };
+        if let Some(code) = text.strip_prefix(EXIT_MARKER) {
+            if let Some(c) = f.codes.iter_mut().find(|(n, _)| *n == node) {
+                c.1 = code.trim().parse().ok();
+            }
+            continue;
+        }
+        if Some(node) != head {
+            f.others.push(format!(
+                "{}: {text}",
+                nodes
+                    .iter()
+                    .find(|n| n.index == node)
+                    .map_or("?", |n| n.name.as_str())
+            ));
+            if f.others.len() > 200 {
+                f.others.remove(0);
+            }
+            continue;
+        }
+        f.head_tail.push(text.clone());
+        if f.head_tail.len() > 40 {
+            f.head_tail.remove(0);
+        }
+        for ev in parser.push_line(&text) {
+            if let crate::nccl::Event::Row(row) = &ev {
+                on_row(row);
+            }
+        }
+    }
+    let _ = h.await;
+    parser.finish();
+    f.report = parser.report();
+    f
+}
+
+/// Write the exit codes to the state store; fill and save the history entry (machine
+/// type from the rank list when nothing else named it, verdict); returns it.
+pub fn conclude(state_dir: &Path, fleet: &str, id: &str, nodes: &[NodeTarget], f: &Followed) -> SavedRun {
+    let recorded = f.codes.clone();
+    let _ = Store::new(state_dir).update(|s| {
+        if let Some(r) = s.runs.iter_mut().find(|r| r.id == id) {
+            for rn in &mut r.nodes {
+                if let Some((_, Some(c))) = recorded.iter().find(|(n, _)| *n == rn.node) {
+                    rn.exit_code = Some(*c);
+                }
+            }
+        }
+    });
+    let mut saved = history::load(state_dir, id)
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| SavedRun {
+            id: id.to_string(),
+            fleet: fleet.to_string(),
+            nodes: nodes.iter().map(|n| n.name.clone()).collect(),
+            spec: SavedSpec {
+                collective: f.report.collective.clone().unwrap_or_default(),
+                ..Default::default()
+            },
+            ..Default::default()
+        });
+    let codes: Vec<Option<i32>> = f.codes.iter().map(|c| c.1).collect();
+    saved.conclude(&f.report, &codes, store::now_unix());
+    if let Err(e) = history::save(state_dir, &saved) {
+        tracing::warn!(error = %e, "nccl history");
+    }
+    saved
+}
+
+/// Where and how a run starts.
+pub struct Start {
+    pub fleet: String,
+    /// The nodes, head first.
+    pub nodes: Vec<NodeTarget>,
+    pub transport: Transport,
+    pub spec: RunSpec,
+    /// The head node's mpirun (nccl-tests on several nodes).
+    pub mpirun: String,
+    /// The machine type the verdict is judged for, and where it came from.
+    pub machine: Option<(String, String)>,
+    /// Why the run is made when not by hand (the straggler finder's groups).
+    pub purpose: Option<String>,
+    /// Set up node-to-node SSH first when the run goes through mpirun (the straggler
+    /// finder does it once for all its groups).
+    pub node_ssh: bool,
+}
+
+/// A started run: its id, the nodes that run a script (the ones to follow), and its
+/// history entry as saved.
+pub struct Started {
+    pub id: String,
+    pub heads: Vec<NodeTarget>,
+    pub saved: SavedRun,
+}
+
+/// Start a run: node-to-node SSH when mpirun needs it, the launch on the nodes, then
+/// the record in the state store and the history entry (with the environment the nodes
+/// got). `flightdeck nccl run`, the straggler finder and the cockpit's run dialog all
+/// start runs here. `progress` hears each step.
+pub async fn start(
+    state_dir: &Path,
+    s: &Start,
+    progress: &(dyn Fn(String) + Sync),
+) -> anyhow::Result<Started> {
+    if s.nodes.is_empty() {
+        anyhow::bail!("no nodes selected");
+    }
+    s.spec.check()?;
+    if s.node_ssh && s.spec.engine == Engine::NcclTests && s.nodes.len() > 1 {
+        progress(format!(
+            "setting up SSH between the {} nodes for mpirun",
+            s.nodes.len()
+        ));
+        setup_node_ssh(s.transport.clone(), &s.fleet, &s.nodes).await?;
+    }
+    let id = runner::new_id(&s.spec.collective, store::now_unix());
+    let machine = s.machine.as_ref().map(|(m, f)| (m.clone(), f.as_str()));
+    let saved = saved_run(&id, &s.fleet, &s.spec, &s.nodes, machine, s.purpose.clone());
+    let started = launch(s.transport.clone(), &id, &s.spec, &s.nodes, &s.mpirun).await?;
+    let (dir, fleet, rid, st, entry) = (
+        state_dir.to_path_buf(),
+        s.fleet.clone(),
+        id.clone(),
+        started.clone(),
+        saved.clone(),
+    );
+    tokio::task::spawn_blocking(move || -> anyhow::Result<()> {
+        record_run(&dir, &fleet, &rid, &st)?;
+        history::save(&dir, &entry)?;
+        Ok(())
+    })
+    .await??;
+    progress(format!(
+        "run {id} started on {} node(s) of `{}`",
+        s.nodes.len(),
+        s.fleet
+    ));
+    Ok(Started {
+        id,
+        heads: started.into_iter().map(|(n, _)| n).collect(),
+        saved,
+    })
+}
+
+/// The fleet file of a fleet: its state record's `file`, else `fleet_arg` when that is a
+/// fleet file. `None` when there is none or it does not load.
+pub fn fleet_spec(state_dir: &Path, fleet_arg: &str, fleet: &str) -> Option<crate::fleet::FleetSpec> {
+    let file = Store::new(state_dir)
+        .load()
+        .ok()
+        .and_then(|(s, _)| s.fleets.into_iter().find(|f| f.name == fleet))
+        .and_then(|f| f.file)
+        .or_else(|| Path::new(fleet_arg).is_file().then(|| fleet_arg.into()))?;
+    crate::fleet::load(&file).ok().map(|f| f.spec)
+}

@@ -1,0 +1,91 @@
+//! The NCCL view's services: the fleets for the run dialog, each with what `auto` picks
+//! for it, and starting a run the way `flightdeck nccl run` does
+//! ([`crate::nccl::remote::start`]: node-to-node SSH for mpirun, the launch, the record
+//! in the state store and the history with the environment as edited).
+
+use super::nccl::{FleetChoice, RunRequest};
+use super::services::ServiceEvent;
+use super::state::Msg;
+use crate::exec::Transport;
+use crate::nccl::{profile, remote};
+use crate::ssh::pool::{Pool, Resolver};
+use crate::store::{FleetRecord, Store};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use tokio::sync::mpsc;
+
+/// The fleets of the state store, with their machine type and the profile `auto` picks
+/// (the fleet file's `network.gpudirect`, else the machine type's flavour).
+pub fn choices(dir: &Path) -> Result<Vec<FleetChoice>, String> {
+    let (state, _) = Store::new(dir).load().map_err(|e| e.to_string())?;
+    Ok(state
+        .fleets
+        .iter()
+        .map(|f| {
+            let spec = f
+                .file
+                .as_ref()
+                .and_then(|p| crate::fleet::load(p).ok())
+                .map(|l| l.spec);
+            let machine_type = spec
+                .as_ref()
+                .and_then(|s| s.instance_types.as_ref()?.first().cloned());
+            let (auto, from) = profile::auto_profile(spec.as_ref(), machine_type.as_deref());
+            FleetChoice {
+                name: f.name.clone(),
+                nodes: f.nodes.len(),
+                machine_type,
+                auto,
+                auto_from: from.as_str().to_string(),
+            }
+        })
+        .collect())
+}
+
+/// Start the run of the dialog on every node of its fleet; reports its id or why not.
+pub async fn start(
+    tx: mpsc::Sender<ServiceEvent>,
+    dir: PathBuf,
+    pool: Pool,
+    resolver: Arc<Resolver>,
+    req: RunRequest,
+) {
+    let transport = |f: &FleetRecord| super::job_service::transport(f, &pool, &resolver);
+    let result = start_run(&dir, req, transport).await;
+    let _ = tx.send(ServiceEvent::Msg(Msg::NcclRunStarted(result))).await;
+}
+
+/// Start `req` on every node of its fleet of the state store in `dir`, reached through
+/// `transport`; the run's id, or why it did not start.
+pub async fn start_run(
+    dir: &Path,
+    req: RunRequest,
+    transport: impl FnOnce(&FleetRecord) -> Result<Transport, String>,
+) -> Result<String, String> {
+    let d = dir.to_path_buf();
+    let state = tokio::task::spawn_blocking(move || Store::new(&d).load())
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.to_string())?
+        .0;
+    let fleet = state
+        .fleets
+        .iter()
+        .find(|f| f.name == req.fleet)
+        .ok_or_else(|| format!("fleet `{}` is gone from the state", req.fleet))?;
+    let transport = transport(fleet)?;
+    let start = remote::Start {
+        fleet: fleet.name.clone(),
+        nodes: fleet.nodes.clone(),
+        transport,
+        spec: req.spec,
+        mpirun: "mpirun".into(),
+        machine: req.machine_type.map(|m| (m, "fleet instance_types".to_string())),
+        purpose: None,
+        node_ssh: true,
+    };
+    remote::start(dir, &start, &|m| tracing::info!("nccl run: {m}"))
+        .await
+        .map(|s| s.id)
+        .map_err(|e| format!("{e:#}"))
+}
