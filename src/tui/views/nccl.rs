@@ -100,11 +100,16 @@ pub fn render(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
     if runs.is_empty() {
         let key = state
             .keymap
-            .chords(crate::tui::action::Context::Global, crate::tui::action::Action::NcclRun)
+            .chords(
+                crate::tui::action::Context::Global,
+                crate::tui::action::Action::NcclRun,
+            )
             .first()
             .map_or_else(|| ":".to_string(), |c| c.to_string());
         Paragraph::new(vec![
-            Line::raw(format!("No NCCL runs yet. {key} starts one here, or from a shell:")),
+            Line::raw(format!(
+                "No NCCL runs yet. {key} starts one here, or from a shell:"
+            )),
             Line::styled("flightdeck nccl run FLEET -b 8 -e 8G -g 8", theme.accent()),
             Line::raw("then r here; Enter follows the selected run, c marks two to compare."),
         ])
