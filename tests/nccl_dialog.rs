@@ -70,7 +70,7 @@ fn a_run_started_from_the_dialog_records_the_edited_environment() {
     typed(&mut s, "5");
     assert_eq!(s.view, View::Nccl);
     assert_eq!(
-        key(&mut s, KeyCode::Char('n'), KeyModifiers::NONE),
+        key(&mut s, KeyCode::Char('t'), KeyModifiers::NONE),
         vec![Command::NcclRunChoices]
     );
     let choices = nccl_service::choices(&paths.state_dir).unwrap();

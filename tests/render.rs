@@ -298,7 +298,7 @@ fn nccl_run_dialog() {
     use flightdeck::nccl::GpuDirect;
     use flightdeck::tui::nccl::FleetChoice;
     let mut s = nccl_state();
-    keys(&mut s, "n");
+    keys(&mut s, "t");
     update(
         &mut s,
         Msg::NcclRunFleets(Ok(vec![
