@@ -6,8 +6,9 @@
 //! pdsh is driven the way an operator would: OpenSSH with ProxyJump through the bastion
 //! from ~/.ssh/config, known_hosts checked, fanout 32.
 
-#[path = "../tests/support/testbed.rs"]
-mod testbed;
+#[path = "../tests/support/mod.rs"]
+mod support;
+use support::testbed;
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

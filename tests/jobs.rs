@@ -186,19 +186,7 @@ fn a_local_job_runs_is_judged_and_stopped() {
 fn testbed_job_rendezvous_reattach_slow_node_failure_and_stop() {
     let Some(tb) = Testbed::new(3, 0) else { return };
     let home = tempfile::tempdir().unwrap();
-    let fleet = home.path().join("tb.yaml");
-    std::fs::write(&fleet, tb.fleet_yaml("tb")).unwrap();
-    let ok = fd(
-        home.path(),
-        &[
-            "fleet",
-            "apply",
-            fleet.to_str().unwrap(),
-            "--yes",
-            "--accept-new-host-keys",
-        ],
-    );
-    assert!(ok.status.success(), "{}", text(&ok.stderr));
+    tb.apply_fleet(home.path(), "tb");
     let mut ids = vec![];
 
     // 1. Launch and follow; node 2 is slow. The follower dies mid-run (the operator's

@@ -116,19 +116,7 @@ fn local_run_parses_the_recorded_output_and_records_the_run() {
 fn an_ssh_run_survives_its_follower_and_is_attached_again() {
     let Some(tb) = Testbed::new(1, 0) else { return };
     let home = tempfile::tempdir().unwrap();
-    let file = home.path().join("tb.yaml");
-    std::fs::write(&file, tb.fleet_yaml("tb")).unwrap();
-    let ok = fd(
-        home.path(),
-        &[
-            "fleet",
-            "apply",
-            file.to_str().unwrap(),
-            "--yes",
-            "--accept-new-host-keys",
-        ],
-    );
-    assert!(ok.status.success(), "{}", text(&ok.stderr));
+    tb.apply_fleet(home.path(), "tb");
     // Node and test process share the filesystem; the double prints one line every 50 ms.
     let dir = nccl_tests_double(&home.path().join("nt"), 0, "0.05");
     let mut follower = Command::new(env!("CARGO_BIN_EXE_flightdeck"))

@@ -12,29 +12,13 @@ mod support;
 use support::testbed::Testbed;
 use support::{flightdeck, nccl_double, text};
 
-fn apply(tb: &Testbed, home: &std::path::Path) {
-    let file = home.join("tb.yaml");
-    std::fs::write(&file, tb.fleet_yaml("tb")).unwrap();
-    let ok = flightdeck(
-        home,
-        &[
-            "fleet",
-            "apply",
-            file.to_str().unwrap(),
-            "--yes",
-            "--accept-new-host-keys",
-        ],
-    );
-    assert!(ok.status.success(), "{}", text(&ok.stderr));
-}
-
 #[test]
 fn the_finder_names_the_slowed_node() {
     let Some(tb) = Testbed::new_private_homes(3, 0) else {
         return;
     };
     let home = tempfile::tempdir().unwrap();
-    apply(&tb, home.path());
+    tb.apply_fleet(home.path(), "tb");
     let dir = nccl_double::install(&home.path().join("nt"), "0.01");
     // Node 1 (tb-1) runs 2.5 times slower, alone and in any group.
     std::fs::write(dir.join(format!("slow.{}", tb.nodes[1].addr)), "2.5\n").unwrap();
@@ -119,7 +103,7 @@ fn nodes_reach_each_other_with_strict_host_keys_and_mpirun_spans_them() {
         return;
     };
     let home = tempfile::tempdir().unwrap();
-    apply(&tb, home.path());
+    tb.apply_fleet(home.path(), "tb");
     let dir = nccl_double::install(&home.path().join("nt"), "0");
     let mpirun = dir.join("mpirun");
     let out = flightdeck(

@@ -349,6 +349,25 @@ impl Testbed {
     }
 
     /// A fleet file for the testbed's nodes behind its bastion.
+    /// Write [`Testbed::fleet_yaml`] as `<home>/<name>.yaml` and apply it with flightdeck
+    /// (HOME = `home`, new host keys accepted); the fleet file's path.
+    pub fn apply_fleet(&self, home: &Path, name: &str) -> PathBuf {
+        let file = home.join(format!("{name}.yaml"));
+        std::fs::write(&file, self.fleet_yaml(name)).unwrap();
+        let ok = super::flightdeck(
+            home,
+            &[
+                "fleet",
+                "apply",
+                file.to_str().unwrap(),
+                "--yes",
+                "--accept-new-host-keys",
+            ],
+        );
+        assert!(ok.status.success(), "{}", super::text(&ok.stderr));
+        file
+    }
+
     pub fn fleet_yaml(&self, name: &str) -> String {
         let hosts: String = self.nodes.iter().map(|n| format!("    - {}\n", n.addr)).collect();
         format!(
