@@ -6,7 +6,7 @@ use crate::detach::Status;
 use crate::exec::{self, Transport};
 use crate::fleet::NodeTarget;
 use crate::jobs::remote::{self, FollowEvent, JobNode};
-use crate::jobs::{self, metrics, JobMetrics};
+use crate::jobs::{self, metrics, state_word, JobMetrics};
 use crate::paths::Paths;
 use crate::store::{self, JobRecord, Store};
 use std::collections::BTreeMap;
@@ -287,8 +287,6 @@ fn summary_text(m: &JobMetrics, nodes: &[JobNode]) -> String {
     }
     out
 }
-
-use crate::jobs::state_word;
 
 /// Ask the nodes of unfinished jobs how they are, and record what they say.
 fn refresh(paths: &Paths, cli: &Cli, rt: &tokio::runtime::Runtime) -> anyhow::Result<Vec<(String, String)>> {

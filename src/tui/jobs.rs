@@ -145,11 +145,6 @@ pub fn log_lines(state: &State) -> Vec<&str> {
         .unwrap_or_default()
 }
 
-/// A job's state in one word, from its record and (when opened) what following it saw.
-pub fn state_word(j: &JobRecord) -> &'static str {
-    crate::jobs::state_word(j)
-}
-
 /// Global-context actions in the Jobs view. `None`: not a Jobs action.
 pub fn act(state: &mut State, action: Action) -> Option<Vec<Command>> {
     if action != Action::JobStop {
