@@ -1,15 +1,22 @@
-//! `flightdeck exec FLEET -- true` against `pdsh -R ssh -w HOSTS true` on the same 32
-//! testbed nodes behind one bastion, side by side in one run; then the stream
-//! throughput of `cat` of 200 MB through one exec channel.
+//! `flightdeck exec FLEET -- CMD` against `pdsh -R ssh -w HOSTS CMD` on the same testbed
+//! nodes behind one bastion, side by side in one run; then the stream throughput of 200 MB
+//! through one exec channel, side by side with OpenSSH's `ssh` through the same bastion.
 //!
 //! Needs root (network namespaces); run: `cargo bench --bench exec_fanout`.
 //! pdsh is driven the way an operator would: OpenSSH with ProxyJump through the bastion
-//! from ~/.ssh/config, known_hosts checked, fanout 32.
+//! from an ssh config, known_hosts checked strictly, fanout 32. Every run's output is
+//! checked (one `ok` per node, nothing on stderr), so a tool that fails fast or times
+//! out cannot pass for a fast one.
+//!
+//! Environment: `EXEC_BENCH_NODES` (default 32); `EXEC_BENCH_HOLD=FILE` sets the testbed
+//! up, writes shell exports (HOME, FLIGHTDECK_HOME, the first node, the bastion, the ssh
+//! config) to FILE and keeps it up for three hours, for profiling by hand.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
 use support::testbed;
 
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -18,41 +25,74 @@ fn median(mut v: Vec<Duration>) -> Duration {
     v[v.len() / 2]
 }
 
-fn time(mut cmd: Command) -> Duration {
+/// Run `cmd`, check it succeeded, and return how long it took and its stdout and stderr.
+fn run(mut cmd: Command, keep_stdout: bool) -> (Duration, Vec<u8>, String) {
+    cmd.stdout(if keep_stdout {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    })
+    .stderr(Stdio::piped());
     let start = Instant::now();
-    let out = cmd
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .output()
-        .expect("run");
+    let out = cmd.output().expect("run");
     let d = start.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{cmd:?} failed: {stderr}");
+    (d, out.stdout, stderr)
+}
+
+/// Time a fan-out of `echo ok` and check every node answered and nothing went wrong.
+fn fanout(cmd: Command, nodes: usize, ignore_stderr: Option<&str>) -> Duration {
+    let what = format!("{cmd:?}");
+    let (d, stdout, stderr) = run(cmd, true);
+    let oks = String::from_utf8_lossy(&stdout)
+        .lines()
+        .filter(|l| l.ends_with(": ok"))
+        .count();
+    let bad: Vec<&str> = stderr
+        .lines()
+        .filter(|l| !l.is_empty() && !ignore_stderr.is_some_and(|p| l.starts_with(p)))
+        .collect();
     assert!(
-        out.status.success(),
-        "{:?} failed: {}",
-        cmd,
-        String::from_utf8_lossy(&out.stderr)
+        oks == nodes && bad.is_empty(),
+        "{what}: {oks} of {nodes} nodes answered; stderr: {bad:?}"
     );
     d
+}
+
+fn mb_per_s(bytes: u64, d: Duration) -> f64 {
+    bytes as f64 / 1e6 / d.as_secs_f64()
 }
 
 fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
     }
-    let nodes = 32;
-    let Some(tb) = testbed::Testbed::new(nodes, 0) else {
+    let nodes: usize = std::env::var("EXEC_BENCH_NODES")
+        .map(|n| n.parse().expect("EXEC_BENCH_NODES: a number"))
+        .unwrap_or(32);
+    // Private homes: each node has its own /root, as separate machines do (and this
+    // machine's own login scripts stay out of the figures).
+    let Some(tb) = testbed::Testbed::new_private_homes(nodes, 0) else {
         return;
     };
     let home = tempfile::tempdir().unwrap();
     let ssh = home.path().join(".ssh");
     std::fs::create_dir_all(&ssh).unwrap();
-    std::fs::copy(&tb.known_hosts, ssh.join("known_hosts")).unwrap();
+    let known_hosts = ssh.join("known_hosts");
+    std::fs::copy(&tb.known_hosts, &known_hosts).unwrap();
     let key = tb.user_key.display().to_string();
+    let config = ssh.join("config");
+    // OpenSSH reads ~ from the password database, not $HOME: the config names its files
+    // itself and is passed with -F (which ssh hands on to the ProxyJump hop).
     std::fs::write(
-        ssh.join("config"),
+        &config,
         format!(
-            "Host 10.88.0.*\n  User root\n  IdentityFile {key}\n  ProxyJump root@{b}\nHost {b}\n  User root\n  IdentityFile {key}\n",
-            b = tb.bastion.addr
+            "Host 10.88.0.*\n  User root\n  IdentityFile {key}\n  ProxyJump root@{b}\n\
+             Host {b}\n  User root\n  IdentityFile {key}\n\
+             Host *\n  UserKnownHostsFile {kh}\n  StrictHostKeyChecking yes\n  BatchMode yes\n",
+            b = tb.bastion.addr,
+            kh = known_hosts.display()
         ),
     )
     .unwrap();
@@ -67,34 +107,49 @@ fn main() {
             .env("FLIGHTDECK_HOME", home.path().join("fd"));
         c
     };
-    let applied = fd(&["fleet", "apply", fleet.to_str().unwrap(), "--yes"])
-        .output()
+    run(fd(&["fleet", "apply", fleet.to_str().unwrap(), "--yes"]), false);
+    if let Ok(file) = std::env::var("EXEC_BENCH_HOLD") {
+        std::fs::write(
+            &file,
+            format!(
+                "export HOME={} FLIGHTDECK_HOME={} NODE={} BASTION={} SSH_CONFIG={}\n",
+                home.path().display(),
+                home.path().join("fd").display(),
+                tb.nodes[0].addr,
+                tb.bastion.addr,
+                config.display()
+            ),
+        )
         .unwrap();
-    assert!(
-        applied.status.success(),
-        "{}",
-        String::from_utf8_lossy(&applied.stderr)
-    );
+        eprintln!("testbed up, exports in {file}; kill this process to tear it down");
+        std::thread::sleep(Duration::from_secs(3 * 3600));
+        return;
+    }
+
     let hosts: Vec<String> = tb.nodes.iter().map(|n| n.addr.clone()).collect();
     let hosts = hosts.join(",");
     let pdsh = || {
         let mut c = Command::new("pdsh");
-        c.args(["-R", "ssh", "-f", "32", "-w", &hosts, "true"])
+        c.args(["-R", "ssh", "-f", "32", "-w", &hosts, "echo ok"])
             .env("HOME", home.path())
+            .env("PDSH_SSH_ARGS_APPEND", format!("-F {}", config.display()))
             .env_remove("SSH_AUTH_SOCK");
         c
     };
+    let ours = || fd(&["exec", "tb", "--", "echo", "ok"]);
     let runs = 7;
-    let (mut ours, mut theirs) = (vec![], vec![]);
-    // Warm both once, then alternate so load affects both alike.
-    time(fd(&["exec", "tb", "--", "true"]));
-    time(pdsh());
+    let (mut a, mut b) = (vec![], vec![]);
+    // Warm both once, then alternate so load affects both alike. flightdeck's closing
+    // summary goes to stderr.
+    let summary = format!("{nodes} nodes: ");
+    fanout(ours(), nodes, Some(&summary));
+    fanout(pdsh(), nodes, None);
     for _ in 0..runs {
-        ours.push(time(fd(&["exec", "tb", "--", "true"])));
-        theirs.push(time(pdsh()));
+        a.push(fanout(ours(), nodes, Some(&summary)));
+        b.push(fanout(pdsh(), nodes, None));
     }
-    let (o, t) = (median(ours), median(theirs));
-    println!("exec `true` on {nodes} nodes behind a bastion, median of {runs}:");
+    let (o, t) = (median(a), median(b));
+    println!("exec `echo ok` on {nodes} nodes behind a bastion, median of {runs}:");
     println!("  flightdeck exec        {:>8.1} ms", o.as_secs_f64() * 1e3);
     println!("  pdsh -R ssh (OpenSSH)  {:>8.1} ms", t.as_secs_f64() * 1e3);
     println!(
@@ -102,27 +157,63 @@ fn main() {
         o.as_secs_f64() / t.as_secs_f64()
     );
 
-    // Throughput: 200 MB of output through one exec channel (node 0, through the bastion).
-    let mb = 200;
-    let cmd = format!("head -c {}000000 /dev/zero", mb);
-    let mut samples = vec![];
-    for _ in 0..3 {
-        samples.push(time(fd(&["exec", "tb", "--nodes", "0", "--json", "--", &cmd])));
+    // Throughput: 200 MB through one channel to node 0, through the bastion: zeros (cut
+    // into 64 KiB pieces, the least work per byte) and text of ~90-byte lines (a log).
+    let bytes: u64 = 200_000_000;
+    let lines = home.path().join("lines.txt");
+    write_lines(&lines, bytes);
+    let node = tb.nodes[0].addr.clone();
+    for (what, cmd) in [
+        ("zeros", format!("head -c {bytes} /dev/zero")),
+        ("text lines", format!("cat {}", lines.display())),
+    ] {
+        let openssh = || {
+            let mut c = Command::new("ssh");
+            c.args(["-F", &config.display().to_string(), &node, &cmd])
+                .env_remove("SSH_AUTH_SOCK");
+            c
+        };
+        let (mut a, mut b, mut c) = (vec![], vec![], vec![]);
+        for _ in 0..3 {
+            a.push(run(fd(&["exec", "tb", "--nodes", "0", "--", &cmd]), false).0);
+            b.push(run(openssh(), false).0);
+            c.push(run(fd(&["exec", "tb", "--nodes", "0", "--json", "--", &cmd]), false).0);
+        }
+        let (a, b, c) = (median(a), median(b), median(c));
+        println!("200 MB of {what} through one channel, median of 3:");
+        println!(
+            "  flightdeck exec (line-prefixed)  {:>6.0} MB/s",
+            mb_per_s(bytes, a)
+        );
+        println!(
+            "  ssh with ProxyJump (raw bytes)   {:>6.0} MB/s",
+            mb_per_s(bytes, b)
+        );
+        println!(
+            "  flightdeck exec --json           {:>6.0} MB/s",
+            mb_per_s(bytes, c)
+        );
     }
-    let d = median(samples);
-    println!(
-        "cat of {mb} MB through one exec channel (JSON, buffered): {:.0} MB/s ({:.2} s)",
-        mb as f64 / d.as_secs_f64(),
-        d.as_secs_f64()
-    );
-    let mut raw = vec![];
-    for _ in 0..3 {
-        raw.push(time(fd(&["exec", "tb", "--nodes", "0", "--", &cmd])));
+}
+
+/// A log-like text file of `bytes` bytes: lines of key=value pairs, ~90 bytes each.
+fn write_lines(path: &Path, bytes: u64) {
+    use std::io::Write;
+    let mut w = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+    let (mut written, mut i) = (0u64, 0u64);
+    while written < bytes {
+        let line = format!(
+            "step={i} loss={:.4} tokens/s={} mfu={:.3} grad_norm={:.5} rank={}\n",
+            10.0 / (1.0 + i as f64 / 1000.0),
+            90_000 + (i * 7919) % 4000,
+            0.5 + ((i * 31) % 100) as f64 / 1000.0,
+            ((i * 13) % 1000) as f64 / 997.0,
+            i % 16
+        );
+        let line = &line.as_bytes()[..line.len().min((bytes - written) as usize)];
+        w.write_all(line).unwrap();
+        written += line.len() as u64;
+        i += 1;
     }
-    let d = median(raw);
-    println!(
-        "cat of {mb} MB through one exec channel (line-prefixed stream): {:.0} MB/s ({:.2} s)",
-        mb as f64 / d.as_secs_f64(),
-        d.as_secs_f64()
-    );
+    w.flush().unwrap();
 }

@@ -46,6 +46,118 @@ pub struct NodeResult {
     pub error: Option<String>,
 }
 
+/// What travels from the nodes' tasks to the receiver: whole lines of one node's stream
+/// as one text (so a node printing short lines costs one hand-over per chunk of output,
+/// not one per line), or the end of a node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Chunk {
+    /// Complete lines, each ending in `\n` (a `\r` before it dropped, invalid UTF-8
+    /// replaced by U+FFFD, runs longer than [`MAX_LINE`] cut into lines).
+    Lines {
+        node: usize,
+        stream: Stream,
+        text: String,
+    },
+    Done {
+        node: usize,
+        result: NodeResult,
+    },
+}
+
+/// The sending side of a fan-out's events.
+pub type EventSender = mpsc::Sender<Chunk>;
+
+/// The receiving side: events one line at a time ([`Events::recv`]) or whole chunks
+/// ([`Events::recv_chunk`]), in the order they were sent.
+pub struct Events {
+    rx: mpsc::Receiver<Chunk>,
+    /// The lines chunk being handed out line by line, and how far.
+    current: Option<(usize, Stream, String, usize)>,
+}
+
+/// A channel for a fan-out's events holding up to `chunks` unread chunks.
+pub fn channel(chunks: usize) -> (EventSender, Events) {
+    let (tx, rx) = mpsc::channel(chunks);
+    (tx, Events { rx, current: None })
+}
+
+impl Events {
+    /// The next event; `None` when every sender is gone and all was read.
+    pub async fn recv(&mut self) -> Option<Event> {
+        loop {
+            if let Some(e) = self.next_line() {
+                return Some(e);
+            }
+            let chunk = self.rx.recv().await?;
+            if let Some(done) = self.open(chunk) {
+                return Some(done);
+            }
+        }
+    }
+
+    /// The next event if one has arrived already.
+    pub fn try_recv(&mut self) -> Option<Event> {
+        loop {
+            if let Some(e) = self.next_line() {
+                return Some(e);
+            }
+            let chunk = self.rx.try_recv().ok()?;
+            if let Some(done) = self.open(chunk) {
+                return Some(done);
+            }
+        }
+    }
+
+    /// The next chunk (the rest of one partly read by [`Events::recv`] first).
+    pub async fn recv_chunk(&mut self) -> Option<Chunk> {
+        match self.rest() {
+            Some(c) => Some(c),
+            None => self.rx.recv().await,
+        }
+    }
+
+    /// The next chunk if one has arrived already.
+    pub fn try_recv_chunk(&mut self) -> Option<Chunk> {
+        self.rest().or_else(|| self.rx.try_recv().ok())
+    }
+
+    /// Start handing out a lines chunk; a `Done` is returned as its event.
+    fn open(&mut self, chunk: Chunk) -> Option<Event> {
+        match chunk {
+            Chunk::Lines { node, stream, text } => {
+                self.current = Some((node, stream, text, 0));
+                None
+            }
+            Chunk::Done { node, result } => Some(Event::Done { node, result }),
+        }
+    }
+
+    fn next_line(&mut self) -> Option<Event> {
+        let (node, stream, text, pos) = self.current.as_mut()?;
+        if *pos >= text.len() {
+            self.current = None;
+            return None;
+        }
+        let end = memchr::memchr(b'\n', &text.as_bytes()[*pos..]).map_or(text.len(), |i| *pos + i);
+        let line = text[*pos..end].to_string();
+        *pos = end + 1;
+        Some(Event::Line {
+            node: *node,
+            stream: stream.clone(),
+            text: line,
+        })
+    }
+
+    fn rest(&mut self) -> Option<Chunk> {
+        let (node, stream, text, pos) = self.current.take()?;
+        (pos < text.len()).then(|| Chunk::Lines {
+            node,
+            stream,
+            text: text[pos..].to_string(),
+        })
+    }
+}
+
 /// How nodes are reached.
 #[derive(Clone)]
 pub enum Transport {
@@ -62,35 +174,49 @@ struct LineSplitter {
 }
 
 impl LineSplitter {
-    fn push(&mut self, mut data: &[u8], mut emit: impl FnMut(String)) {
+    /// Split `data`, appending each line it completes to `out`, ending in `\n`.
+    fn push(&mut self, mut data: &[u8], out: &mut Vec<u8>) {
         while !data.is_empty() {
             let room = MAX_LINE - self.buf.len();
-            match data.iter().take(room).position(|&b| b == b'\n') {
+            let window = &data[..room.min(data.len())];
+            match memchr::memchr(b'\n', window) {
                 Some(i) => {
-                    self.buf.extend_from_slice(&data[..i]);
-                    let line = std::mem::take(&mut self.buf);
-                    emit(String::from_utf8_lossy(trim_cr(&line)).into_owned());
+                    if self.buf.is_empty() {
+                        out.extend_from_slice(trim_cr(&window[..i]));
+                    } else {
+                        self.buf.extend_from_slice(&window[..i]);
+                        out.extend_from_slice(trim_cr(&self.buf));
+                        self.buf.clear();
+                    }
+                    out.push(b'\n');
                     data = &data[i + 1..];
                 }
                 None => {
-                    let n = room.min(data.len());
-                    self.buf.extend_from_slice(&data[..n]);
-                    data = &data[n..];
+                    self.buf.extend_from_slice(window);
+                    data = &data[window.len()..];
                     if self.buf.len() >= MAX_LINE {
-                        let line = std::mem::take(&mut self.buf);
-                        emit(String::from_utf8_lossy(&line).into_owned());
+                        out.extend_from_slice(&self.buf);
+                        out.push(b'\n');
+                        self.buf.clear();
                     }
                 }
             }
         }
     }
 
-    fn finish(&mut self, mut emit: impl FnMut(String)) {
+    /// The partial last line, if any, as a line.
+    fn finish(&mut self, out: &mut Vec<u8>) {
         if !self.buf.is_empty() {
-            let line = std::mem::take(&mut self.buf);
-            emit(String::from_utf8_lossy(trim_cr(&line)).into_owned());
+            out.extend_from_slice(trim_cr(&self.buf));
+            out.push(b'\n');
+            self.buf.clear();
         }
     }
+}
+
+/// Bytes as text without a copy when they are valid UTF-8; invalid bytes become U+FFFD.
+fn text(bytes: Vec<u8>) -> String {
+    String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
 fn trim_cr(b: &[u8]) -> &[u8] {
@@ -104,19 +230,14 @@ pub async fn run(
     nodes: Vec<NodeTarget>,
     command: String,
     fanout: usize,
-    tx: mpsc::Sender<Event>,
+    tx: EventSender,
 ) {
     let jobs = nodes.into_iter().map(|n| (n, command.clone())).collect();
     run_each(transport, jobs, fanout, tx).await
 }
 
 /// Run a command of its own on each node (at most `fanout` at once).
-pub async fn run_each(
-    transport: Transport,
-    jobs: Vec<(NodeTarget, String)>,
-    fanout: usize,
-    tx: mpsc::Sender<Event>,
-) {
+pub async fn run_each(transport: Transport, jobs: Vec<(NodeTarget, String)>, fanout: usize, tx: EventSender) {
     let sem = Arc::new(Semaphore::new(fanout.max(1)));
     let mut tasks = Vec::new();
     for (node, command) in jobs {
@@ -128,7 +249,7 @@ pub async fn run_each(
                 Transport::Local => run_local(index, &command, &tx).await,
                 Transport::Ssh { pool, resolver } => run_ssh(pool, resolver, &node, &command, &tx).await,
             };
-            let _ = tx.send(Event::Done { node: index, result }).await;
+            let _ = tx.send(Chunk::Done { node: index, result }).await;
         }));
     }
     for t in tasks {
@@ -136,19 +257,16 @@ pub async fn run_each(
     }
 }
 
-async fn send_lines(tx: &mpsc::Sender<Event>, node: usize, stream: Stream, lines: Vec<String>) {
-    for text in lines {
-        let _ = tx
-            .send(Event::Line {
-                node,
-                stream: stream.clone(),
-                text,
-            })
-            .await;
+/// Send the lines gathered in `out` (emptying it), if any.
+async fn send_lines(tx: &EventSender, node: usize, stream: Stream, out: &mut Vec<u8>) {
+    if out.is_empty() {
+        return;
     }
+    let text = text(std::mem::take(out));
+    let _ = tx.send(Chunk::Lines { node, stream, text }).await;
 }
 
-async fn run_local(node: usize, command: &str, tx: &mpsc::Sender<Event>) -> NodeResult {
+async fn run_local(node: usize, command: &str, tx: &EventSender) -> NodeResult {
     let child = tokio::process::Command::new("sh")
         .arg("-c")
         .arg(command)
@@ -171,22 +289,23 @@ async fn run_local(node: usize, command: &str, tx: &mpsc::Sender<Event>) -> Node
     let (mut so, mut se) = (LineSplitter::default(), LineSplitter::default());
     let (mut bo, mut be) = (vec![0u8; 32 * 1024], vec![0u8; 32 * 1024]);
     let (mut out_open, mut err_open) = (true, true);
+    let mut lines = Vec::new();
     while out_open || err_open {
-        let mut lines = (Vec::new(), Stream::Stdout);
+        let mut stream = Stream::Stdout;
         tokio::select! {
             r = out.read(&mut bo), if out_open => match r {
-                Ok(0) | Err(_) => { out_open = false; so.finish(|l| lines.0.push(l)); }
-                Ok(n) => so.push(&bo[..n], |l| lines.0.push(l)),
+                Ok(0) | Err(_) => { out_open = false; so.finish(&mut lines); }
+                Ok(n) => so.push(&bo[..n], &mut lines),
             },
             r = err.read(&mut be), if err_open => {
-                lines.1 = Stream::Stderr;
+                stream = Stream::Stderr;
                 match r {
-                    Ok(0) | Err(_) => { err_open = false; se.finish(|l| lines.0.push(l)); }
-                    Ok(n) => se.push(&be[..n], |l| lines.0.push(l)),
+                    Ok(0) | Err(_) => { err_open = false; se.finish(&mut lines); }
+                    Ok(n) => se.push(&be[..n], &mut lines),
                 }
             },
         }
-        send_lines(tx, node, lines.1, lines.0).await;
+        send_lines(tx, node, stream, &mut lines).await;
     }
     match child.wait().await {
         Ok(status) => {
@@ -209,7 +328,7 @@ async fn run_ssh(
     resolver: &Resolver,
     node: &NodeTarget,
     command: &str,
-    tx: &mpsc::Sender<Event>,
+    tx: &EventSender,
 ) -> NodeResult {
     let route = resolver.route(node);
     let conn: Connection = match pool.connect(&route).await {
@@ -232,15 +351,15 @@ async fn run_ssh(
     };
     let (mut so, mut se) = (LineSplitter::default(), LineSplitter::default());
     let mut status = None;
+    let mut lines = Vec::new();
     while let Some(msg) = ch.wait().await {
-        let mut lines = Vec::new();
         let stream = match msg {
             russh::ChannelMsg::Data { data } => {
-                so.push(&data, |l| lines.push(l));
+                so.push(&data, &mut lines);
                 Stream::Stdout
             }
             russh::ChannelMsg::ExtendedData { data, ext: 1 } => {
-                se.push(&data, |l| lines.push(l));
+                se.push(&data, &mut lines);
                 Stream::Stderr
             }
             russh::ChannelMsg::ExitStatus { exit_status } => {
@@ -253,13 +372,12 @@ async fn run_ssh(
             }
             _ => continue,
         };
-        send_lines(tx, node.index, stream, lines).await;
+        send_lines(tx, node.index, stream, &mut lines).await;
     }
-    let mut tail = Vec::new();
-    so.finish(|l| tail.push(l));
-    send_lines(tx, node.index, Stream::Stdout, std::mem::take(&mut tail)).await;
-    se.finish(|l| tail.push(l));
-    send_lines(tx, node.index, Stream::Stderr, tail).await;
+    so.finish(&mut lines);
+    send_lines(tx, node.index, Stream::Stdout, &mut lines).await;
+    se.finish(&mut lines);
+    send_lines(tx, node.index, Stream::Stderr, &mut lines).await;
     conn.disconnect().await;
     match status {
         Some(code) => NodeResult { code, error: None },
@@ -274,25 +392,20 @@ async fn run_ssh(
 /// a node that could not run it has [`UNREACHABLE`] and the reason in its stderr.
 pub async fn collect(transport: Transport, jobs: Vec<(NodeTarget, String)>) -> Vec<(i32, String, String)> {
     let order: Vec<usize> = jobs.iter().map(|(n, _)| n.index).collect();
-    let (tx, mut rx) = mpsc::channel(1024);
+    let (tx, mut rx) = channel(1024);
     let h = tokio::spawn(run_each(transport, jobs, 64, tx));
     let mut out: Vec<(i32, String, String)> = vec![(UNREACHABLE, String::new(), String::new()); order.len()];
-    while let Some(e) = rx.recv().await {
-        let (Event::Line { node, .. } | Event::Done { node, .. }) = &e;
+    while let Some(c) = rx.recv_chunk().await {
+        let (Chunk::Lines { node, .. } | Chunk::Done { node, .. }) = &c;
         let Some(k) = order.iter().position(|i| i == node) else {
             continue;
         };
-        match e {
-            Event::Line { stream, text, .. } => {
-                let buf = if stream == Stream::Stdout {
-                    &mut out[k].1
-                } else {
-                    &mut out[k].2
-                };
-                buf.push_str(&text);
-                buf.push('\n');
-            }
-            Event::Done { result, .. } => {
+        match c {
+            Chunk::Lines { stream, text, .. } => match stream {
+                Stream::Stdout => out[k].1.push_str(&text),
+                Stream::Stderr => out[k].2.push_str(&text),
+            },
+            Chunk::Done { result, .. } => {
                 out[k].0 = result.code;
                 if let Some(err) = result.error {
                     out[k].2.push_str(&err);
@@ -368,10 +481,10 @@ mod tests {
         let mut s = LineSplitter::default();
         let mut out = vec![];
         for c in chunks {
-            s.push(c, |l| out.push(l));
+            s.push(c, &mut out);
         }
-        s.finish(|l| out.push(l));
-        out
+        s.finish(&mut out);
+        text(out).split_terminator('\n').map(str::to_string).collect()
     }
 
     #[test]
@@ -384,6 +497,48 @@ mod tests {
             out.iter().map(|l| l.len()).collect::<Vec<_>>(),
             vec![MAX_LINE, MAX_LINE, 10]
         );
+    }
+
+    #[test]
+    fn lines_cut_inside_a_character_and_empty_lines() {
+        // A run cut at MAX_LINE inside a two-byte character: each half is replaced.
+        let mut run = vec![b'a'; MAX_LINE - 1];
+        run.extend_from_slice("é\n\n".as_bytes());
+        let out = lines(&[&run[..10], &run[10..]]);
+        assert_eq!(out.len(), 3);
+        assert!(out[0].ends_with('\u{fffd}') && out[0].len() == MAX_LINE - 1 + 3);
+        assert_eq!((out[1].as_str(), out[2].as_str()), ("\u{fffd}", ""));
+    }
+
+    #[tokio::test]
+    async fn events_come_line_by_line_or_chunk_by_chunk_in_order() {
+        let (tx, mut rx) = channel(8);
+        let lines = |node, text: &str| Chunk::Lines {
+            node,
+            stream: Stream::Stdout,
+            text: text.into(),
+        };
+        tx.send(lines(0, "a\nb\nc\n")).await.unwrap();
+        tx.send(Chunk::Done {
+            node: 0,
+            result: NodeResult { code: 3, error: None },
+        })
+        .await
+        .unwrap();
+        tx.send(lines(1, "x\n")).await.unwrap();
+        drop(tx);
+        let line = |node, text: &str| Event::Line {
+            node,
+            stream: Stream::Stdout,
+            text: text.into(),
+        };
+        assert_eq!(rx.recv().await, Some(line(0, "a")));
+        // A chunk read after part of it went line by line is its rest.
+        assert_eq!(rx.try_recv_chunk(), Some(lines(0, "b\nc\n")));
+        assert!(matches!(rx.recv().await, Some(Event::Done { node: 0, result }) if result.code == 3));
+        assert_eq!(rx.try_recv(), Some(line(1, "x")));
+        assert_eq!(rx.recv().await, None);
+        assert_eq!(rx.recv_chunk().await, None);
     }
 
     #[test]
@@ -414,7 +569,7 @@ mod tests {
 
     #[tokio::test]
     async fn local_fanout_reports_lines_and_codes() {
-        let (tx, mut rx) = mpsc::channel(1024);
+        let (tx, mut rx) = channel(1024);
         let nodes = (0..3).map(local_node).collect();
         let cmd = "echo out; echo err >&2; printf 'no newline'; exit 3".to_string();
         let h = tokio::spawn(run(Transport::Local, nodes, cmd, 2, tx));

@@ -34,7 +34,7 @@ fn resolver(tb: &Testbed) -> Arc<Resolver> {
 }
 
 async fn run_all(pool: Pool, resolver: Arc<Resolver>, nodes: Vec<NodeTarget>, cmd: &str) -> Vec<Event> {
-    let (tx, mut rx) = tokio::sync::mpsc::channel(4096);
+    let (tx, mut rx) = exec::channel(1024);
     let h = tokio::spawn(exec::run(
         Transport::Ssh { pool, resolver },
         nodes,

@@ -4,7 +4,7 @@
 //! codes, and the worst exit code as its own.
 
 use super::{Cli, ExecArgs};
-use crate::exec::{self, Event, NodeResult, Stream, Transport};
+use crate::exec::{self, Chunk, NodeResult, Stream, Transport};
 use crate::fleet::NodeTarget;
 use crate::paths::Paths;
 use crate::store::Store;
@@ -80,9 +80,10 @@ pub fn run(args: &ExecArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode
             .expect("event for a known node")
     };
     let rt = super::fleet_cmd::runtime()?;
-    let (tx, mut rx) = tokio::sync::mpsc::channel(4096);
+    let (tx, mut rx) = exec::channel(1024);
     let streaming = !args.collapse && !args.json;
-    let mut out: Vec<(Vec<String>, Vec<String>)> = vec![(vec![], vec![]); nodes.len()];
+    // Without streaming: each node's stdout and stderr, whole lines ending in `\n`.
+    let mut out: Vec<(String, String)> = vec![(String::new(), String::new()); nodes.len()];
     let mut results: Vec<Option<NodeResult>> = vec![None; nodes.len()];
     rt.block_on(async {
         let run = tokio::spawn(exec::run(
@@ -92,33 +93,53 @@ pub fn run(args: &ExecArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode
             args.fanout,
             tx,
         ));
+        // Streamed output goes through one buffer, written out whenever no more output is
+        // waiting (so it stays live) and before anything goes to stderr (so the two
+        // interleave as they arrived).
         let stdout = std::io::stdout();
+        let mut w = std::io::BufWriter::with_capacity(256 * 1024, stdout.lock());
         let stderr = std::io::stderr();
-        while let Some(e) = rx.recv().await {
-            match e {
-                Event::Line { node, stream, text } => {
-                    let k = by_index(node);
-                    if streaming {
-                        let prefix = format!("{:>width$}: ", nodes[k].name);
-                        let _ = match stream {
-                            Stream::Stdout => writeln!(stdout.lock(), "{prefix}{text}"),
-                            Stream::Stderr => writeln!(stderr.lock(), "{prefix}{text}"),
-                        };
-                    }
-                    match stream {
-                        Stream::Stdout => out[k].0.push(text),
-                        Stream::Stderr => out[k].1.push(text),
+        let prefixes: Vec<String> = nodes.iter().map(|n| format!("{:>width$}: ", n.name)).collect();
+        loop {
+            let c = match rx.try_recv_chunk() {
+                Some(c) => c,
+                None => {
+                    let _ = w.flush();
+                    match rx.recv_chunk().await {
+                        Some(c) => c,
+                        None => break,
                     }
                 }
-                Event::Done { node, result } => {
+            };
+            match c {
+                Chunk::Lines { node, stream, text } => {
+                    let k = by_index(node);
+                    if !streaming {
+                        match stream {
+                            Stream::Stdout => out[k].0.push_str(&text),
+                            Stream::Stderr => out[k].1.push_str(&text),
+                        }
+                        continue;
+                    }
+                    if stream == Stream::Stderr {
+                        let _ = w.flush();
+                        let _ = write_prefixed(&mut stderr.lock(), &prefixes[k], &text);
+                    } else {
+                        let _ = write_prefixed(&mut w, &prefixes[k], &text);
+                    }
+                }
+                Chunk::Done { node, result } => {
                     let k = by_index(node);
                     if let (true, Some(err)) = (streaming, &result.error) {
-                        let _ = writeln!(stderr.lock(), "{:>width$}: {err}", nodes[k].name);
+                        let _ = w.flush();
+                        let _ = writeln!(stderr.lock(), "{}{err}", prefixes[k]);
                     }
                     results[k] = Some(result);
                 }
             }
         }
+        let _ = w.flush();
+        drop(w);
         let _ = run.await;
     });
     let results: Vec<NodeResult> = results
@@ -141,16 +162,17 @@ pub fn run(args: &ExecArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode
                 host: n.host.clone(),
                 exit_code: r.code,
                 error: r.error.clone(),
-                stdout: join_lines(&so),
-                stderr: join_lines(&se),
+                stdout: so,
+                stderr: se,
             })
             .collect();
-        println!(
-            "{}",
-            serde_json::to_string_pretty(
-                &serde_json::json!({ "command": command, "exit_code": worst, "nodes": doc })
-            )?
-        );
+        let mut w = std::io::BufWriter::new(std::io::stdout().lock());
+        serde_json::to_writer_pretty(
+            &mut w,
+            &serde_json::json!({ "command": command, "exit_code": worst, "nodes": doc }),
+        )?;
+        writeln!(w)?;
+        w.flush()?;
     } else {
         if args.collapse {
             print_collapsed(&nodes, &results, &out);
@@ -160,22 +182,28 @@ pub fn run(args: &ExecArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode
     Ok(ExitCode::from(worst.clamp(0, 255) as u8))
 }
 
-fn join_lines(lines: &[String]) -> String {
-    let mut s = lines.join("\n");
-    if !lines.is_empty() {
-        s.push('\n');
+/// Each line of `text` (whole lines ending in `\n`) with `prefix` before it.
+fn write_prefixed(w: &mut impl Write, prefix: &str, text: &str) -> std::io::Result<()> {
+    let mut rest = text.as_bytes();
+    while !rest.is_empty() {
+        let end = memchr::memchr(b'\n', rest).map_or(rest.len(), |i| i + 1);
+        w.write_all(prefix.as_bytes())?;
+        w.write_all(&rest[..end])?;
+        if rest[end - 1] != b'\n' {
+            w.write_all(b"\n")?;
+        }
+        rest = &rest[end..];
     }
-    s
+    Ok(())
 }
 
 /// Group nodes by identical output (stdout, stderr and error together), largest group last.
-fn print_collapsed(nodes: &[NodeTarget], results: &[NodeResult], out: &[(Vec<String>, Vec<String>)]) {
-    let mut groups: Vec<(Vec<String>, Vec<String>)> = Vec::new();
+fn print_collapsed(nodes: &[NodeTarget], results: &[NodeResult], out: &[(String, String)]) {
+    let mut groups: Vec<(String, Vec<String>)> = Vec::new();
     for (i, n) in nodes.iter().enumerate() {
-        let mut text: Vec<String> = out[i].0.clone();
-        text.extend(out[i].1.iter().cloned());
+        let mut text = format!("{}{}", out[i].0, out[i].1);
         if let Some(e) = &results[i].error {
-            text.push(format!("[{e}]"));
+            text.push_str(&format!("[{e}]\n"));
         }
         match groups.iter_mut().find(|(t, _)| *t == text) {
             Some((_, names)) => names.push(n.name.clone()),
@@ -193,10 +221,7 @@ fn print_collapsed(nodes: &[NodeTarget], results: &[NodeResult], out: &[(Vec<Str
             if names.len() == 1 { "" } else { "s" }
         );
         let rule = "-".repeat(title.chars().count().min(72));
-        let _ = writeln!(w, "{rule}\n{title}\n{rule}");
-        for l in text {
-            let _ = writeln!(w, "{l}");
-        }
+        let _ = write!(w, "{rule}\n{title}\n{rule}\n{text}");
     }
 }
 
@@ -227,4 +252,20 @@ pub fn summary(nodes: &[NodeTarget], results: &[NodeResult]) -> String {
         if nodes.len() == 1 { "" } else { "s" },
         parts.join(", ")
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_line_gets_the_prefix() {
+        let mut w = Vec::new();
+        write_prefixed(&mut w, "n-1: ", "a\n\nb\n").unwrap();
+        write_prefixed(&mut w, "n-1: ", "no newline").unwrap();
+        assert_eq!(
+            String::from_utf8(w).unwrap(),
+            "n-1: a\nn-1: \nn-1: b\nn-1: no newline\n"
+        );
+    }
 }

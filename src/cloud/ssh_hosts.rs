@@ -28,7 +28,7 @@ impl Backend for SshHosts {
     ) -> BoxFuture<'a, Result<Vec<NodeTarget>, String>> {
         Box::pin(async move {
             let nodes = fleet.node_targets();
-            let (tx, mut rx) = tokio::sync::mpsc::channel(256);
+            let (tx, mut rx) = exec::channel(256);
             let transport = Transport::Ssh {
                 pool: self.pool.clone(),
                 resolver: self.resolver.clone(),

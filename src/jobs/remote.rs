@@ -164,7 +164,7 @@ pub async fn follow(
             )
         })
         .collect();
-    let (etx, mut erx) = mpsc::channel(4096);
+    let (etx, mut erx) = exec::channel(1024);
     let h = tokio::spawn(exec::run_each(transport, jobs, 256, etx));
     let mut ended: Vec<usize> = vec![];
     let rank_of = |index: usize| ranks.iter().find(|(i, _)| *i == index).map_or(index, |r| r.1);

@@ -236,7 +236,7 @@ pub async fn follow_core(
         head_tail: vec![],
         others: vec![],
     };
-    let (tx, mut rx) = tokio::sync::mpsc::channel(4096);
+    let (tx, mut rx) = exec::channel(1024);
     let h = tokio::spawn(exec::run_each(transport, jobs, 64, tx));
     while let Some(e) = rx.recv().await {
         let Event::Line { node, text, .. } = e else {

@@ -358,7 +358,7 @@ impl Services {
                 Ok(t) => t,
                 Err(e) => return drop(tx.send(fail(e)).await),
             };
-            let (etx, mut erx) = mpsc::channel(4096);
+            let (etx, mut erx) = exec::channel(1024);
             let follow = vec![(head, crate::nccl::runner::follow_command(&id))];
             let job = tokio::spawn(exec::run_each(transport, follow, 1, etx));
             let mut parser = crate::nccl::Parser::new();

@@ -784,7 +784,7 @@ impl Gcp {
             .ok_or("gcp.proxy_jump is set but no SSH client was given to reach the nodes through it")?;
         let mut waiting: Vec<NodeTarget> = nodes.to_vec();
         loop {
-            let (tx, mut rx) = tokio::sync::mpsc::channel(64);
+            let (tx, mut rx) = crate::exec::channel(64);
             let run = tokio::spawn(crate::exec::run(
                 transport.clone(),
                 waiting.clone(),
