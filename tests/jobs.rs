@@ -160,6 +160,33 @@ fn a_local_job_runs_is_judged_and_stopped() {
     assert_eq!(codes(long), [143]);
     assert_eq!(job(&list, "quick")["state"], "succeeded");
 
+    // Jobs that end while nobody follows them: `job list` asks their nodes and records
+    // the exit codes; a node without the job's directory is named, its code not made up.
+    let mut ids = vec![];
+    for (name, port) in [("unwatched", "29421"), ("erased", "29422")] {
+        let env = ["STEPS=2", "PACE=0.01", &format!("MASTER_PORT={port}")];
+        let file = job_file(home.path(), name, "local", &env, "");
+        let out = fd(home.path(), &["job", "run", file.to_str().unwrap(), "--detach"]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        ids.push(text(&out.stdout).trim().to_string());
+    }
+    let dir = |id: &str| home.path().join(".flightdeck/jobs").join(id);
+    wait_for("both jobs' exit codes", || {
+        ids.iter().all(|id| dir(id).join("0/exit_code").exists())
+    });
+    std::fs::remove_dir_all(dir(&ids[1])).unwrap();
+    let out = fd(home.path(), &["job", "list", "--json"]);
+    let list = json(&out);
+    assert_eq!(job(&list, "unwatched")["state"], "succeeded", "{list}");
+    assert_eq!(codes(job(&list, "unwatched")), [0]);
+    assert_eq!(job(&list, "erased")["state"], "running", "{list}");
+    assert_eq!(codes(job(&list, "erased")), [-1]);
+    assert!(
+        text(&out.stderr).contains(&format!("job {}: local-0: no such job on the node", ids[1])),
+        "{}",
+        text(&out.stderr)
+    );
+
     // Bad input: the place, the field, what was expected.
     let bad = home.path().join("bad.yaml");
     std::fs::write(
