@@ -36,8 +36,11 @@ fn spawn(home: &Path, args: &[&str]) -> std::process::Child {
         .unwrap()
 }
 
-/// Read `child`'s stdout until `done` holds for the lines so far (or 60 s pass).
+/// Read `child`'s stdout until `done` holds for the lines so far. When its stdout ends
+/// first (the follower exited), or 60 s pass (it is killed then), the failure shows the
+/// lines so far, its exit status and its stderr.
 fn read_until(child: &mut std::process::Child, done: impl Fn(&[String]) -> bool) -> Vec<String> {
+    use std::sync::mpsc::RecvTimeoutError;
     let out = child.stdout.take().unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -52,7 +55,24 @@ fn read_until(child: &mut std::process::Child, done: impl Fn(&[String]) -> bool)
     while !done(&lines) {
         match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
             Ok(l) => lines.push(l),
-            Err(_) => panic!("gave up waiting; lines so far:\n{}", lines.join("\n")),
+            Err(e) => {
+                let why = match e {
+                    RecvTimeoutError::Timeout => {
+                        let _ = child.kill();
+                        "gave up waiting (the follower is killed)"
+                    }
+                    RecvTimeoutError::Disconnected => "the follower's stdout closed",
+                };
+                let status = child.wait().map_or_else(|e| e.to_string(), |s| s.to_string());
+                let mut err = String::new();
+                if let Some(mut e) = child.stderr.take() {
+                    let _ = std::io::Read::read_to_string(&mut e, &mut err);
+                }
+                panic!(
+                    "{why}; it ended with {status}\nits stdout so far:\n{}\nits stderr:\n{err}",
+                    lines.join("\n")
+                );
+            }
         }
     }
     lines
