@@ -353,13 +353,13 @@ pub struct BenchArgs {
     #[arg(short = 'g', long = "ngpus")]
     pub gpus: Option<u32>,
     /// Timed iterations per size.
-    #[arg(short = 'n', long = "iters", default_value_t = 20)]
+    #[arg(short = 'n', long = "iters", default_value_t = runner::DEFAULT_ITERS)]
     pub iters: u32,
     /// Warm-up iterations per size.
-    #[arg(short = 'w', long = "warmup_iters", default_value_t = 5)]
+    #[arg(short = 'w', long = "warmup_iters", default_value_t = runner::DEFAULT_WARMUP)]
     pub warmup: u32,
     /// Data type (float, half, bfloat16, double, int32, ...).
-    #[arg(short = 'd', long = "datatype", default_value = "float")]
+    #[arg(short = 'd', long = "datatype", default_value = runner::DEFAULT_DTYPE)]
     pub dtype: String,
     /// Benchmark engine: nccl-tests binaries on the node (several nodes: through mpirun
     /// on the first), or flightdeck's torch.distributed benchmark (torchrun on every node).

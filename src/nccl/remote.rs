@@ -36,10 +36,7 @@ pub fn saved_run(
         started_at: store::now_unix(),
         spec: SavedSpec {
             collective: spec.collective.clone(),
-            engine: match spec.engine {
-                Engine::NcclTests => "nccl-tests".into(),
-                Engine::Torch => "torch".into(),
-            },
+            engine: spec.engine.name().into(),
             args: format!(
                 "-b {} -e {} -f {} -g {} -n {} -w {} -d {}",
                 human_size(spec.min_bytes),

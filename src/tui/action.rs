@@ -289,7 +289,7 @@ impl Action {
             Action::FleetDelete => "delete the selected fleet: what goes, then confirm",
             Action::FleetEdit => "edit the selected fleet's file (validated as you type)",
             Action::NcclRun => {
-                "start an NCCL run: a dialog for the fleet, sizes, engine and GPUDirect profile"
+                "start an NCCL run: a dialog for the fleet, sizes, iterations, data type, engine and GPUDirect profile"
             }
             Action::NextField => "next field (NCCL run dialog)",
             Action::PrevField => "previous field (NCCL run dialog)",
