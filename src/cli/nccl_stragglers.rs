@@ -286,3 +286,30 @@ fn report(f: &Finding, name: &dyn Fn(usize) -> String) -> String {
     }
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::cli::{Cli, Command, NcclCommand};
+    use clap::Parser;
+
+    /// The shared benchmark flags with each command's size defaults, and given flags
+    /// taken alike by both.
+    #[test]
+    fn each_command_has_its_size_defaults() {
+        let bench = |args: &[&str]| match Cli::try_parse_from(args).unwrap().command {
+            Some(Command::Nccl(NcclCommand::Run(a))) => a.bench,
+            Some(Command::Nccl(NcclCommand::Stragglers(a))) => a.bench,
+            other => panic!("{other:?}"),
+        };
+        let run = bench(&["flightdeck", "nccl", "run", "lab"]);
+        assert_eq!((run.min_bytes.as_str(), run.max_bytes.as_str()), ("8", "8G"));
+        let s = bench(&["flightdeck", "nccl", "stragglers", "lab"]);
+        assert_eq!((s.min_bytes.as_str(), s.max_bytes.as_str()), ("64M", "4G"));
+        assert_eq!((s.iters, s.warmup, s.dtype.as_str()), (20, 5, "float"));
+        let s = bench(&["flightdeck", "nccl", "stragglers", "lab", "-b", "1M", "-n", "3"]);
+        assert_eq!(
+            (s.min_bytes.as_str(), s.max_bytes.as_str(), s.iters),
+            ("1M", "4G", 3)
+        );
+    }
+}
