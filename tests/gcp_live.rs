@@ -681,7 +681,7 @@ async fn cli_refresh_through_the_metadata_server() {
     let d = GcpDouble::start().await;
     // No credentials file: ADC falls back to the metadata server (the double), which also
     // names the project.
-    let cli = Cli::new(&d).set("GCE_METADATA_HOST", d.addr.to_string());
+    let cli = Cli::new(&d).set("GCE_METADATA_HOST", d.addr().to_string());
     let (code, out, err) = cli.run(&["offers", "--refresh", "--json", "--gpu", "B200"]).await;
     assert_eq!(code, Some(0), "{err}");
     assert_eq!(ids(&out), ["a4-highgpu-8g/us-central1-b"]);

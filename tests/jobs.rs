@@ -36,8 +36,11 @@ fn spawn(home: &Path, args: &[&str]) -> std::process::Child {
         .unwrap()
 }
 
-/// Read `child`'s stdout until `done` holds for the lines so far (or 60 s pass).
+/// Read `child`'s stdout until `done` holds for the lines so far. When its stdout ends
+/// first (the follower exited), or 60 s pass (it is killed then), the failure shows the
+/// lines so far, its exit status and its stderr.
 fn read_until(child: &mut std::process::Child, done: impl Fn(&[String]) -> bool) -> Vec<String> {
+    use std::sync::mpsc::RecvTimeoutError;
     let out = child.stdout.take().unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -52,7 +55,24 @@ fn read_until(child: &mut std::process::Child, done: impl Fn(&[String]) -> bool)
     while !done(&lines) {
         match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
             Ok(l) => lines.push(l),
-            Err(_) => panic!("gave up waiting; lines so far:\n{}", lines.join("\n")),
+            Err(e) => {
+                let why = match e {
+                    RecvTimeoutError::Timeout => {
+                        let _ = child.kill();
+                        "gave up waiting (the follower is killed)"
+                    }
+                    RecvTimeoutError::Disconnected => "the follower's stdout closed",
+                };
+                let status = child.wait().map_or_else(|e| e.to_string(), |s| s.to_string());
+                let mut err = String::new();
+                if let Some(mut e) = child.stderr.take() {
+                    let _ = std::io::Read::read_to_string(&mut e, &mut err);
+                }
+                panic!(
+                    "{why}; it ended with {status}\nits stdout so far:\n{}\nits stderr:\n{err}",
+                    lines.join("\n")
+                );
+            }
         }
     }
     lines
@@ -159,6 +179,33 @@ fn a_local_job_runs_is_judged_and_stopped() {
     assert_eq!(long["state"], "stopped");
     assert_eq!(codes(long), [143]);
     assert_eq!(job(&list, "quick")["state"], "succeeded");
+
+    // Jobs that end while nobody follows them: `job list` asks their nodes and records
+    // the exit codes; a node without the job's directory is named, its code not made up.
+    let mut ids = vec![];
+    for (name, port) in [("unwatched", "29421"), ("erased", "29422")] {
+        let env = ["STEPS=2", "PACE=0.01", &format!("MASTER_PORT={port}")];
+        let file = job_file(home.path(), name, "local", &env, "");
+        let out = fd(home.path(), &["job", "run", file.to_str().unwrap(), "--detach"]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        ids.push(text(&out.stdout).trim().to_string());
+    }
+    let dir = |id: &str| home.path().join(".flightdeck/jobs").join(id);
+    wait_for("both jobs' exit codes", || {
+        ids.iter().all(|id| dir(id).join("0/exit_code").exists())
+    });
+    std::fs::remove_dir_all(dir(&ids[1])).unwrap();
+    let out = fd(home.path(), &["job", "list", "--json"]);
+    let list = json(&out);
+    assert_eq!(job(&list, "unwatched")["state"], "succeeded", "{list}");
+    assert_eq!(codes(job(&list, "unwatched")), [0]);
+    assert_eq!(job(&list, "erased")["state"], "running", "{list}");
+    assert_eq!(codes(job(&list, "erased")), [-1]);
+    assert!(
+        text(&out.stderr).contains(&format!("job {}: local-0: no such job on the node", ids[1])),
+        "{}",
+        text(&out.stderr)
+    );
 
     // Bad input: the place, the field, what was expected.
     let bad = home.path().join("bad.yaml");

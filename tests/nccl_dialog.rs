@@ -83,7 +83,7 @@ fn a_run_started_from_the_dialog_records_the_edited_environment() {
         "no GPUDirect on this machine: no variables"
     );
 
-    // -e 1G, -g 2, and two lines of environment.
+    // -e 1G, -g 2, -n 7, -w 2, -d bfloat16 and two lines of environment.
     for _ in 0..3 {
         key(&mut s, KeyCode::Tab, KeyModifiers::NONE);
     }
@@ -93,6 +93,16 @@ fn a_run_started_from_the_dialog_records_the_edited_environment() {
     key(&mut s, KeyCode::Tab, KeyModifiers::NONE);
     key(&mut s, KeyCode::Tab, KeyModifiers::NONE);
     typed(&mut s, "2");
+    key(&mut s, KeyCode::Tab, KeyModifiers::NONE);
+    key(&mut s, KeyCode::Backspace, KeyModifiers::NONE);
+    key(&mut s, KeyCode::Backspace, KeyModifiers::NONE);
+    typed(&mut s, "7");
+    key(&mut s, KeyCode::Tab, KeyModifiers::NONE);
+    key(&mut s, KeyCode::Backspace, KeyModifiers::NONE);
+    typed(&mut s, "2");
+    key(&mut s, KeyCode::Tab, KeyModifiers::NONE);
+    key(&mut s, KeyCode::Right, KeyModifiers::NONE);
+    key(&mut s, KeyCode::Right, KeyModifiers::NONE);
     for _ in 0..3 {
         key(&mut s, KeyCode::Tab, KeyModifiers::NONE);
     }
@@ -110,6 +120,10 @@ fn a_run_started_from_the_dialog_records_the_edited_environment() {
     assert_eq!(req.fleet, "local");
     assert_eq!(req.spec.env.as_ref(), Some(&lines));
     assert_eq!((req.spec.max_bytes, req.spec.gpus), (1 << 30, Some(2)));
+    assert_eq!(
+        (req.spec.iters, req.spec.warmup, req.spec.dtype.as_str()),
+        (7, 2, "bfloat16")
+    );
 
     // Started the shared way, on this machine.
     let rt = tokio::runtime::Runtime::new().unwrap();
@@ -132,7 +146,7 @@ fn a_run_started_from_the_dialog_records_the_edited_environment() {
     assert_eq!(saved.spec.env, lines);
     assert_eq!(saved.spec.profile, "none");
     assert!(
-        saved.spec.args.starts_with("-b 8B -e 1G -f 2 -g 2"),
+        saved.spec.args == "-b 8B -e 1G -f 2 -g 2 -n 7 -w 2 -d bfloat16",
         "{}",
         saved.spec.args
     );
@@ -147,7 +161,7 @@ fn a_run_started_from_the_dialog_records_the_edited_environment() {
     let log = std::fs::read_to_string(home.path().join(format!(".flightdeck/runs/{id}/out.log"))).unwrap();
     assert!(log.contains("FD_EDITED=from the dialog"), "{log}");
     assert!(
-        log.contains("args: -b 8 -e 1073741824 -f 2 -g 2 -n 20 -w 5 -d float"),
+        log.contains("args: -b 8 -e 1073741824 -f 2 -g 2 -n 7 -w 2 -d bfloat16"),
         "{log}"
     );
     let done = remote::conclude(&paths.state_dir, "local", &id, &nodes, &f);

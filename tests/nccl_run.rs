@@ -110,6 +110,32 @@ fn local_run_parses_the_recorded_output_and_records_the_run() {
     let bad_test = fd(home.path(), &["nccl", "run", "local", "--test", "allreduce"]);
     assert_eq!(bad_test.status.code(), Some(1));
     assert!(text(&bad_test.stderr).contains("did you mean `all_reduce`?"));
+    // A data type the engine does not have is refused before anything runs (nccl-tests
+    // itself would run float instead, after one line of warning).
+    let bad_type = fd(home.path(), &["nccl", "run", "local", "-d", "floot"]);
+    assert_eq!(bad_type.status.code(), Some(1));
+    assert!(
+        text(&bad_type.stderr).contains("nccl-tests has no data type `floot`; expected one of float,"),
+        "{}",
+        text(&bad_type.stderr)
+    );
+    let torch_type = fd(
+        home.path(),
+        &[
+            "nccl", "run", "local", "--engine", "torch", "-d", "uint64", "-n", "5",
+        ],
+    );
+    assert!(
+        text(&torch_type.stderr).contains("torch has no data type `uint64`"),
+        "{}",
+        text(&torch_type.stderr)
+    );
+    let no_iters = fd(home.path(), &["nccl", "run", "local", "-n", "0"]);
+    assert!(
+        text(&no_iters.stderr).contains("the timed iterations per size must be at least 1"),
+        "{}",
+        text(&no_iters.stderr)
+    );
 }
 
 #[test]

@@ -322,7 +322,7 @@ fn nccl_run_dialog() {
         &mut s,
         Msg::Key(KeyEvent::new(KeyCode::Right, KeyModifiers::NONE)),
     );
-    keys(&mut s, "\t\t\t\t\t\t\t\t\n");
+    keys(&mut s, "\t\t\t\t\t\t\t\t\t\t\t\n");
     update(&mut s, Msg::Paste("export NCCL_DEBUG='INFO'".into()));
     assert_eq!(flightdeck::tui::update::context(&s), Context::Editor);
     snapshot("nccl_run_dialog", &s);
@@ -338,6 +338,29 @@ fn nccl_run_dialog() {
         Msg::Key(KeyEvent::new(KeyCode::Char('s'), KeyModifiers::CONTROL)),
     );
     snapshot("nccl_run_dialog_problem", &s);
+    // A data type the chosen engine does not run is marked in the failure colour.
+    keys(&mut s, "\t\t\t\t");
+    for code in [
+        KeyCode::Left,
+        KeyCode::Left,
+        KeyCode::Left,
+        KeyCode::Tab,
+        KeyCode::Right,
+    ] {
+        update(&mut s, Msg::Key(KeyEvent::new(code, KeyModifiers::NONE)));
+    }
+    let theme = Theme::default_theme();
+    let t = draw(&s, &theme, 160, 48);
+    let y = (0..48)
+        .find(|y| {
+            (0..160)
+                .map(|x| cell(&t, x, *y).symbol().to_string())
+                .collect::<String>()
+                .contains("-d data type    uint32  (not one of torch's)")
+        })
+        .expect("the data type row, marked");
+    let x = find(&t, y, "(not one of");
+    assert_eq!(cell(&t, x, y).fg, theme.tone(Tone::Fail).fg.unwrap());
 }
 
 /// The last straggler finder result under the run list, the slow node named.

@@ -128,25 +128,7 @@ fn find(paths: &Paths, name: &str) -> anyhow::Result<JobRecord> {
 /// The job's nodes as the fleet resolves them now.
 fn job_nodes(record: &JobRecord, cli: &Cli, paths: &Paths) -> anyhow::Result<(Vec<JobNode>, Transport)> {
     let (_, all, transport) = super::exec_cmd::resolve_fleet(&record.fleet, cli, paths)?;
-    let nodes = record
-        .nodes
-        .iter()
-        .enumerate()
-        .map(|(rank, rn)| {
-            all.iter()
-                .find(|n| n.index == rn.node)
-                .cloned()
-                .map(|target| JobNode { rank, target })
-                .ok_or_else(|| {
-                    anyhow::anyhow!(
-                        "node {} of job {} is no longer in fleet `{}`",
-                        rn.node,
-                        record.id,
-                        record.fleet
-                    )
-                })
-        })
-        .collect::<anyhow::Result<Vec<_>>>()?;
+    let nodes = remote::job_nodes(record, &all).map_err(anyhow::Error::msg)?;
     Ok((nodes, transport))
 }
 
@@ -288,27 +270,17 @@ fn summary_text(m: &JobMetrics, nodes: &[JobNode]) -> String {
     out
 }
 
-/// Ask the nodes of unfinished jobs how they are, and record what they say.
+/// Ask the nodes of unfinished jobs how they are, and record what they say; notes on
+/// what could not be asked.
 fn refresh(paths: &Paths, cli: &Cli, rt: &tokio::runtime::Runtime) -> anyhow::Result<Vec<(String, String)>> {
-    let (state, _) = Store::new(&paths.state_dir).load()?;
-    let mut notes = vec![];
-    for j in state.jobs.iter().filter(|j| !j.finished()) {
-        let (nodes, transport) = match job_nodes(j, cli, paths) {
-            Ok(x) => x,
-            Err(e) => {
-                notes.push((j.id.clone(), e.to_string()));
-                continue;
-            }
-        };
-        let st = rt.block_on(remote::status(transport, &j.id, &nodes));
-        for (r, res) in &st {
-            if let Err(e) = res {
-                notes.push((j.id.clone(), format!("{}: {e}", nodes[*r].target.name)));
-            }
-        }
-        record_codes(paths, &j.id, &st, false)?;
-    }
-    Ok(notes)
+    let store = Store::new(&paths.state_dir);
+    let (state, _) = store.load()?;
+    let found = rt.block_on(remote::refresh(&store, &state.jobs, |j| {
+        job_nodes(j, cli, paths)
+            .map(|(nodes, transport)| (transport, nodes))
+            .map_err(|e| e.to_string())
+    }));
+    Ok(found.notes)
 }
 
 fn duration(j: &JobRecord) -> u64 {

@@ -313,7 +313,7 @@ use crate::exec::{self, Transport};
 use crate::fleet::NodeTarget;
 use crate::nccl::expect::Verdict;
 use crate::nccl::history::{self, SavedRun};
-use crate::nccl::remote::{self, conclude, follow_core};
+use crate::nccl::remote;
 use crate::nccl::runner::{self, Engine, RunSpec};
 use crate::nccl::{profile, GpuDirect};
 use crate::paths::Paths;
@@ -323,6 +323,20 @@ use crate::store::{self, RunRecord, Store};
 pub struct RunArgs {
     /// The fleet's name (or a fleet file).
     pub fleet: String,
+    #[command(flatten)]
+    pub bench: BenchArgs,
+    /// Only these node indices, e.g. 0,1.
+    #[arg(long, value_delimiter = ',', value_name = "N,N")]
+    pub nodes: Vec<usize>,
+    /// Print one JSON document instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The benchmark flags of `nccl run` and `nccl stragglers`. The size defaults are
+/// `nccl run`'s; `nccl stragglers` sets its own on its command.
+#[derive(Debug, clap::Args)]
+pub struct BenchArgs {
     /// Collective: all_reduce, all_gather, reduce_scatter, alltoall, broadcast, reduce, sendrecv.
     #[arg(long, default_value = "all_reduce")]
     pub test: String,
@@ -339,13 +353,13 @@ pub struct RunArgs {
     #[arg(short = 'g', long = "ngpus")]
     pub gpus: Option<u32>,
     /// Timed iterations per size.
-    #[arg(short = 'n', long = "iters", default_value_t = 20)]
+    #[arg(short = 'n', long = "iters", default_value_t = runner::DEFAULT_ITERS)]
     pub iters: u32,
     /// Warm-up iterations per size.
-    #[arg(short = 'w', long = "warmup_iters", default_value_t = 5)]
+    #[arg(short = 'w', long = "warmup_iters", default_value_t = runner::DEFAULT_WARMUP)]
     pub warmup: u32,
     /// Data type (float, half, bfloat16, double, int32, ...).
-    #[arg(short = 'd', long = "datatype", default_value = "float")]
+    #[arg(short = 'd', long = "datatype", default_value = runner::DEFAULT_DTYPE)]
     pub dtype: String,
     /// Benchmark engine: nccl-tests binaries on the node (several nodes: through mpirun
     /// on the first), or flightdeck's torch.distributed benchmark (torchrun on every node).
@@ -364,27 +378,6 @@ pub struct RunArgs {
     /// instance_types, else the GPUs nccl-tests lists, e.g. 2xH200).
     #[arg(long, value_name = "TYPE")]
     pub machine_type: Option<String>,
-    /// Only these node indices, e.g. 0,1.
-    #[arg(long, value_delimiter = ',', value_name = "N,N")]
-    pub nodes: Vec<usize>,
-    /// Print one JSON document instead of a table.
-    #[arg(long)]
-    pub json: bool,
-}
-
-/// The benchmark flags shared by `nccl run` and `nccl stragglers`.
-pub(super) struct Bench<'a> {
-    pub test: &'a str,
-    pub min_bytes: &'a str,
-    pub max_bytes: &'a str,
-    pub step_factor: u32,
-    pub gpus: Option<u32>,
-    pub iters: u32,
-    pub warmup: u32,
-    pub dtype: &'a str,
-    pub engine: NcclEngine,
-    pub profile: NcclProfile,
-    pub nccl_tests_dir: Option<&'a str>,
 }
 
 /// What a run is, planned from the flags and the fleet: its spec, the machine type the
@@ -398,15 +391,9 @@ pub(super) struct Plan {
 /// Plan a run: the machine type from `--machine-type`, else the fleet file's
 /// instance_types; `--profile auto` picks [`profile::auto_profile`]'s (the fleet file's
 /// `network.gpudirect` first, then the machine type's flavour).
-pub(super) fn plan(
-    b: &Bench,
-    machine_type: Option<&str>,
-    fleet_arg: &str,
-    fleet: &str,
-    paths: &Paths,
-) -> anyhow::Result<Plan> {
+pub(super) fn plan(b: &BenchArgs, fleet_arg: &str, fleet: &str, paths: &Paths) -> anyhow::Result<Plan> {
     let fleet_spec = remote::fleet_spec(&paths.state_dir, fleet_arg, fleet);
-    let machine: Option<(String, String)> = match machine_type {
+    let machine: Option<(String, String)> = match b.machine_type.as_deref() {
         Some(m) => Some((m.to_string(), "--machine-type".into())),
         None => fleet_spec
             .as_ref()
@@ -424,13 +411,13 @@ pub(super) fn plan(
     };
     let spec = RunSpec {
         collective: b.test.to_string(),
-        min_bytes: runner::parse_size(b.min_bytes)?,
-        max_bytes: runner::parse_size(b.max_bytes)?,
+        min_bytes: runner::parse_size(&b.min_bytes)?,
+        max_bytes: runner::parse_size(&b.max_bytes)?,
         step_factor: b.step_factor,
         gpus: b.gpus,
         iters: b.iters,
         warmup: b.warmup,
-        dtype: b.dtype.to_string(),
+        dtype: b.dtype.clone(),
         engine: match b.engine {
             NcclEngine::NcclTests => Engine::NcclTests,
             NcclEngine::Torch => Engine::Torch,
@@ -442,7 +429,7 @@ pub(super) fn plan(
             NcclProfile::Tcpxo => GpuDirect::Tcpxo,
             NcclProfile::Rdma => GpuDirect::Rdma,
         },
-        nccl_tests_dir: b.nccl_tests_dir.map(str::to_string),
+        nccl_tests_dir: b.nccl_tests_dir.clone(),
         env: None,
     };
     spec.check()?;
@@ -468,20 +455,7 @@ fn show_profile(spec: &RunSpec, why: &str) {
 /// Launch the run on the nodes, record it, and follow it.
 pub fn run(args: &RunArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
     let (fleet, all, transport) = super::exec_cmd::resolve_fleet(&args.fleet, cli, paths)?;
-    let bench = Bench {
-        test: &args.test,
-        min_bytes: &args.min_bytes,
-        max_bytes: &args.max_bytes,
-        step_factor: args.step_factor,
-        gpus: args.gpus,
-        iters: args.iters,
-        warmup: args.warmup,
-        dtype: &args.dtype,
-        engine: args.engine,
-        profile: args.profile,
-        nccl_tests_dir: args.nccl_tests_dir.as_deref(),
-    };
-    let plan = plan(&bench, args.machine_type.as_deref(), &args.fleet, &fleet, paths)?;
+    let plan = plan(&args.bench, &args.fleet, &fleet, paths)?;
     let nodes: Vec<NodeTarget> = if args.nodes.is_empty() {
         all.clone()
     } else {
@@ -500,7 +474,7 @@ pub fn run(args: &RunArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode>
         nodes,
         transport: transport.clone(),
         spec: plan.spec,
-        mpirun: args.mpirun.clone(),
+        mpirun: args.bench.mpirun.clone(),
         machine: plan.machine,
         purpose: None,
         node_ssh: true,
@@ -565,7 +539,7 @@ fn follow(
     if nodes.is_empty() {
         anyhow::bail!("the run has no nodes");
     }
-    let f = rt.block_on(follow_core(transport, id, nodes, |row| {
+    let on_row = |row: &Row| {
         if !json {
             let oop = row.out_of_place.as_ref();
             eprintln!(
@@ -576,8 +550,15 @@ fn follow(
                 oop.map_or("-".into(), |m| format!("{:.1}", m.time_us)),
             );
         }
-    }));
-    let saved = conclude(&paths.state_dir, fleet, id, nodes, &f);
+    };
+    let (f, saved) = rt.block_on(remote::follow_to_end(
+        &paths.state_dir,
+        transport,
+        fleet,
+        id,
+        nodes,
+        on_row,
+    ));
     let report = &f.report;
     let gd = saved
         .machine_type

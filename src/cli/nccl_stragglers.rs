@@ -10,8 +10,8 @@
 //!
 //! Exit code: 0 when no node or link is slow, 1 when one is named (or a run failed).
 
-use super::nccl_cmd::{self, Bench};
-use super::{Cli, NcclEngine, NcclProfile};
+use super::nccl_cmd::{self, BenchArgs};
+use super::Cli;
 use crate::fleet::NodeTarget;
 use crate::nccl::history::{self, StragglerReport};
 use crate::nccl::remote;
@@ -21,49 +21,18 @@ use crate::paths::Paths;
 use crate::store;
 use std::process::ExitCode;
 
+/// `nccl run`'s benchmark flags, with larger default sizes: a straggler shows in the
+/// bandwidth-bound sizes, and each group runs once per stage.
 #[derive(Debug, clap::Args)]
+#[command(
+    mut_arg("min_bytes", |a| a.default_value("64M")),
+    mut_arg("max_bytes", |a| a.default_value("4G"))
+)]
 pub struct StragglerArgs {
     /// The fleet's name (or a fleet file).
     pub fleet: String,
-    /// Collective to measure with.
-    #[arg(long, default_value = "all_reduce")]
-    pub test: String,
-    /// Smallest message size.
-    #[arg(short = 'b', long = "minbytes", default_value = "64M")]
-    pub min_bytes: String,
-    /// Largest message size.
-    #[arg(short = 'e', long = "maxbytes", default_value = "4G")]
-    pub max_bytes: String,
-    /// Size multiplication factor between steps.
-    #[arg(short = 'f', long = "stepfactor", default_value_t = 2)]
-    pub step_factor: u32,
-    /// GPUs per node (default: all of the node's GPUs).
-    #[arg(short = 'g', long = "ngpus")]
-    pub gpus: Option<u32>,
-    /// Timed iterations per size.
-    #[arg(short = 'n', long = "iters", default_value_t = 20)]
-    pub iters: u32,
-    /// Warm-up iterations per size.
-    #[arg(short = 'w', long = "warmup_iters", default_value_t = 5)]
-    pub warmup: u32,
-    /// Data type.
-    #[arg(short = 'd', long = "datatype", default_value = "float")]
-    pub dtype: String,
-    /// nccl-tests (groups through mpirun) or flightdeck's torch.distributed benchmark.
-    #[arg(long, value_enum, default_value = "nccl-tests")]
-    pub engine: NcclEngine,
-    /// GPUDirect environment profile (auto: from the machine type).
-    #[arg(long, value_enum, default_value = "auto")]
-    pub profile: NcclProfile,
-    /// Where the nccl-tests binaries are on the nodes.
-    #[arg(long, value_name = "DIR")]
-    pub nccl_tests_dir: Option<String>,
-    /// The mpirun of the nodes, for groups of nodes with nccl-tests.
-    #[arg(long, value_name = "PATH", default_value = "mpirun")]
-    pub mpirun: String,
-    /// The machine type (default: the fleet file's instance_types).
-    #[arg(long, value_name = "TYPE")]
-    pub machine_type: Option<String>,
+    #[command(flatten)]
+    pub bench: BenchArgs,
     /// A figure below this share of its stage's usual figure is slow.
     #[arg(long, default_value_t = crate::nccl::straggler::THRESHOLD)]
     pub threshold: f64,
@@ -99,20 +68,7 @@ pub fn run(args: &StragglerArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<Exi
     if nodes.is_empty() {
         anyhow::bail!("fleet `{fleet}` has no nodes");
     }
-    let bench = Bench {
-        test: &args.test,
-        min_bytes: &args.min_bytes,
-        max_bytes: &args.max_bytes,
-        step_factor: args.step_factor,
-        gpus: args.gpus,
-        iters: args.iters,
-        warmup: args.warmup,
-        dtype: &args.dtype,
-        engine: args.engine,
-        profile: args.profile,
-        nccl_tests_dir: args.nccl_tests_dir.as_deref(),
-    };
-    let plan = nccl_cmd::plan(&bench, args.machine_type.as_deref(), &args.fleet, &fleet, paths)?;
+    let plan = nccl_cmd::plan(&args.bench, &args.fleet, &fleet, paths)?;
     let (spec, machine) = (plan.spec, plan.machine);
     let rt = super::fleet_cmd::runtime()?;
     let mut finder = Finder::new(nodes.len());
@@ -155,7 +111,7 @@ pub fn run(args: &StragglerArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<Exi
                         spec.clone(),
                         paths.clone(),
                         fleet.clone(),
-                        args.mpirun.clone(),
+                        args.bench.mpirun.clone(),
                     );
                     let machine = machine.clone();
                     handles.push(rt.spawn(async move {
@@ -181,8 +137,9 @@ pub fn run(args: &StragglerArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<Exi
                             }
                         };
                         let (id, heads) = (started.id, started.heads);
-                        let f = remote::follow_core(transport, &id, &heads, |_| {}).await;
-                        remote::conclude(&paths.state_dir, &fleet, &id, &heads, &f);
+                        let (f, _) =
+                            remote::follow_to_end(&paths.state_dir, transport, &fleet, &id, &heads, |_| {})
+                                .await;
                         let worst = f.worst();
                         let busbw = if worst == 0 { f.report.peak_busbw() } else { None };
                         let error = match (worst, busbw) {
@@ -328,4 +285,31 @@ fn report(f: &Finding, name: &dyn Fn(usize) -> String) -> String {
         s.push_str("no slow node or link: every figure is within the threshold of its stage's usual one\n");
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::cli::{Cli, Command, NcclCommand};
+    use clap::Parser;
+
+    /// The shared benchmark flags with each command's size defaults, and given flags
+    /// taken alike by both.
+    #[test]
+    fn each_command_has_its_size_defaults() {
+        let bench = |args: &[&str]| match Cli::try_parse_from(args).unwrap().command {
+            Some(Command::Nccl(NcclCommand::Run(a))) => a.bench,
+            Some(Command::Nccl(NcclCommand::Stragglers(a))) => a.bench,
+            other => panic!("{other:?}"),
+        };
+        let run = bench(&["flightdeck", "nccl", "run", "lab"]);
+        assert_eq!((run.min_bytes.as_str(), run.max_bytes.as_str()), ("8", "8G"));
+        let s = bench(&["flightdeck", "nccl", "stragglers", "lab"]);
+        assert_eq!((s.min_bytes.as_str(), s.max_bytes.as_str()), ("64M", "4G"));
+        assert_eq!((s.iters, s.warmup, s.dtype.as_str()), (20, 5, "float"));
+        let s = bench(&["flightdeck", "nccl", "stragglers", "lab", "-b", "1M", "-n", "3"]);
+        assert_eq!(
+            (s.min_bytes.as_str(), s.max_bytes.as_str(), s.iters),
+            ("1M", "4G", 3)
+        );
+    }
 }

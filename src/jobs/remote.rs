@@ -275,6 +275,85 @@ pub async fn tail(
     .await
 }
 
+/// The nodes of job `record` among its fleet's `fleet_nodes`, in rank order.
+pub fn job_nodes(
+    record: &crate::store::JobRecord,
+    fleet_nodes: &[NodeTarget],
+) -> Result<Vec<JobNode>, String> {
+    record
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(rank, rn)| {
+            fleet_nodes
+                .iter()
+                .find(|n| n.index == rn.node)
+                .cloned()
+                .map(|target| JobNode { rank, target })
+                .ok_or_else(|| {
+                    format!(
+                        "node {} of job {} is no longer in fleet `{}`",
+                        rn.node, record.id, record.fleet
+                    )
+                })
+        })
+        .collect()
+}
+
+/// What [`refresh`] found.
+#[derive(Debug, Default)]
+pub struct Refreshed {
+    /// Per job id: why the job, or one of its nodes, could not be asked.
+    pub notes: Vec<(String, String)>,
+    /// Whether a node was found ended (its exit code now recorded).
+    pub ended: bool,
+}
+
+/// Ask the nodes of every unfinished job of `jobs` how they are, and record the exit
+/// codes of the nodes whose run ended ([`Status::Exited`], or [`Status::Vanished`] as
+/// unreachable). A node without the job's directory ([`Status::Missing`]: not launched
+/// yet, or the node was replaced) is noted, not recorded: a job being launched has no
+/// directory yet. `nodes_of` reaches a job's nodes: `flightdeck job` through its fleet
+/// resolution and host-key prompter, the cockpit through its connection pool.
+pub async fn refresh(
+    store: &crate::store::Store,
+    jobs: &[crate::store::JobRecord],
+    mut nodes_of: impl FnMut(&crate::store::JobRecord) -> Result<(Transport, Vec<JobNode>), String>,
+) -> Refreshed {
+    let mut out = Refreshed::default();
+    for j in jobs.iter().filter(|j| !j.finished()) {
+        let (transport, nodes) = match nodes_of(j) {
+            Ok(x) => x,
+            Err(e) => {
+                out.notes.push((j.id.clone(), e));
+                continue;
+            }
+        };
+        let found = status(transport, &j.id, &nodes).await;
+        let name = |rank: usize| nodes.get(rank).map_or("?", |n| n.target.name.as_str());
+        let mut ended = vec![];
+        for (rank, res) in found {
+            match res {
+                Ok(Status::Exited { .. } | Status::Vanished) => ended.push((rank, res)),
+                Ok(Status::Running { .. }) => {}
+                Ok(Status::Missing) => out
+                    .notes
+                    .push((j.id.clone(), format!("{}: no such job on the node", name(rank)))),
+                Err(e) => out.notes.push((j.id.clone(), format!("{}: {e}", name(rank)))),
+            }
+        }
+        if ended.is_empty() {
+            continue;
+        }
+        out.ended = true;
+        if let Err(e) = record_codes_async(store, &j.id, ended, false).await {
+            out.notes
+                .push((j.id.clone(), format!("its exit codes could not be recorded: {e}")));
+        }
+    }
+    out
+}
+
 /// [`record_codes`] off the async threads.
 pub async fn record_codes_async(
     store: &crate::store::Store,

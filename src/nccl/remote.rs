@@ -36,10 +36,7 @@ pub fn saved_run(
         started_at: store::now_unix(),
         spec: SavedSpec {
             collective: spec.collective.clone(),
-            engine: match spec.engine {
-                Engine::NcclTests => "nccl-tests".into(),
-                Engine::Torch => "torch".into(),
-            },
+            engine: spec.engine.name().into(),
             args: format!(
                 "-b {} -e {} -f {} -g {} -n {} -w {} -d {}",
                 human_size(spec.min_bytes),
@@ -309,6 +306,21 @@ pub fn conclude(state_dir: &Path, fleet: &str, id: &str, nodes: &[NodeTarget], f
         tracing::warn!(error = %e, "nccl history");
     }
     saved
+}
+
+/// Follow run `id` to its end ([`follow_core`]) and record what it found
+/// ([`conclude`]): what `nccl run`, `nccl attach` and each group of `nccl stragglers` do.
+pub async fn follow_to_end(
+    state_dir: &Path,
+    transport: Transport,
+    fleet: &str,
+    id: &str,
+    nodes: &[NodeTarget],
+    on_row: impl FnMut(&Row),
+) -> (Followed, SavedRun) {
+    let f = follow_core(transport, id, nodes, on_row).await;
+    let saved = conclude(state_dir, fleet, id, nodes, &f);
+    (f, saved)
 }
 
 /// Where and how a run starts.

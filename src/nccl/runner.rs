@@ -42,6 +42,43 @@ pub enum Engine {
     Torch,
 }
 
+/// The timed iterations, warm-up iterations and data type of a run that names none
+/// (`nccl run`, `nccl stragglers` and the cockpit's run dialog).
+pub const DEFAULT_ITERS: u32 = 20;
+pub const DEFAULT_WARMUP: u32 = 5;
+pub const DEFAULT_DTYPE: &str = "float";
+
+/// The data types of nccl-tests' `-d` (its `test_typenames`; bfloat16 with NCCL 2.10
+/// and later). nccl-tests runs `float` for a name it does not know, after one line of
+/// warning, so a name is checked before the run.
+pub const DTYPES: &[&str] = &[
+    "float", "half", "bfloat16", "double", "int8", "uint8", "int32", "uint32", "int64", "uint64",
+];
+
+/// The data types flightdeck's torch benchmark maps to torch's (`DTYPES` of
+/// torch_bench.py).
+pub const TORCH_DTYPES: &[&str] = &[
+    "float", "half", "bfloat16", "double", "int8", "uint8", "int32", "int64",
+];
+
+impl Engine {
+    /// `nccl-tests` or `torch`, as the history and the CLI name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Engine::NcclTests => "nccl-tests",
+            Engine::Torch => "torch",
+        }
+    }
+
+    /// The data types this engine runs.
+    pub fn dtypes(self) -> &'static [&'static str] {
+        match self {
+            Engine::NcclTests => DTYPES,
+            Engine::Torch => TORCH_DTYPES,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunSpec {
     pub collective: String,
@@ -73,6 +110,14 @@ pub enum SpecError {
     Range(u64, u64),
     #[error("the step factor must be at least 2, got {0}")]
     Factor(u32),
+    #[error("the timed iterations per size must be at least 1")]
+    Iters,
+    #[error("{} has no data type `{name}`; expected one of {}{hint}", .engine.name(), .engine.dtypes().join(", "))]
+    Dtype {
+        name: String,
+        engine: Engine,
+        hint: String,
+    },
     #[error("environment line {0}: {1}")]
     Env(usize, String),
 }
@@ -109,6 +154,20 @@ impl RunSpec {
         }
         if self.step_factor < 2 {
             return Err(SpecError::Factor(self.step_factor));
+        }
+        if self.iters == 0 {
+            return Err(SpecError::Iters);
+        }
+        let dtypes = self.engine.dtypes();
+        if !dtypes.contains(&self.dtype.as_str()) {
+            let hint = crate::yaml::closest(&self.dtype, dtypes.iter().copied())
+                .map(|h| format!("; did you mean `{h}`?"))
+                .unwrap_or_default();
+            return Err(SpecError::Dtype {
+                name: self.dtype.clone(),
+                engine: self.engine,
+                hint,
+            });
         }
         for (i, line) in self.env.iter().flatten().enumerate() {
             if line.contains("__FD_") {
@@ -457,6 +516,56 @@ mod tests {
         s.collective = "all_reduce".into();
         s.min_bytes = 1 << 31;
         assert!(s.check().is_err());
+    }
+
+    #[test]
+    fn iterations_and_data_types_are_checked_per_engine() {
+        let mut s = spec(Engine::NcclTests);
+        s.warmup = 0;
+        assert_eq!(s.check(), Ok(()), "no warm-up is a valid choice");
+        s.iters = 0;
+        assert_eq!(s.check(), Err(SpecError::Iters));
+        s.iters = 1;
+        for d in DTYPES {
+            s.dtype = d.to_string();
+            assert_eq!(s.check(), Ok(()), "{d}");
+        }
+        s.dtype = "floot".into();
+        assert_eq!(
+            s.check().unwrap_err().to_string(),
+            "nccl-tests has no data type `floot`; expected one of float, half, bfloat16, double, \
+             int8, uint8, int32, uint32, int64, uint64; did you mean `float`?"
+        );
+        let mut t = spec(Engine::Torch);
+        t.dtype = "uint32".into();
+        assert!(t
+            .check()
+            .unwrap_err()
+            .to_string()
+            .starts_with("torch has no data type `uint32`; expected one of float, half"));
+        t.dtype = "bfloat16".into();
+        assert_eq!(t.check(), Ok(()));
+    }
+
+    /// The torch engine's list is the benchmark's own: the keys of its `DTYPES`.
+    #[test]
+    fn torch_data_types_are_the_benchmarks() {
+        let line = TORCH_BENCH
+            .split("DTYPES = {")
+            .nth(1)
+            .and_then(|r| r.split('}').next())
+            .expect("DTYPES in torch_bench.py");
+        let mut keys: Vec<&str> = line
+            .split(',')
+            .filter_map(|kv| kv.split(':').next())
+            .map(|k| k.trim().trim_matches('"'))
+            .filter(|k| !k.is_empty())
+            .collect();
+        let mut ours = TORCH_DTYPES.to_vec();
+        keys.sort_unstable();
+        ours.sort_unstable();
+        assert_eq!(keys, ours);
+        assert!(TORCH_DTYPES.iter().all(|d| DTYPES.contains(d)));
     }
 
     #[test]

@@ -20,19 +20,23 @@ pub enum Context {
     Copy,
     /// A question only the operator can answer (an unknown host key).
     Question,
+    /// A yes-or-no confirmation of what an action will do (the Fleets view's apply and
+    /// delete, with their plan and price).
+    Confirmation,
     /// The fleet-file editor (Offers view `w`, Fleets view `e`) and the NCCL view's run
     /// dialog.
     Editor,
 }
 
 impl Context {
-    pub const ALL: [Context; 7] = [
+    pub const ALL: [Context; 8] = [
         Context::Global,
         Context::Help,
         Context::Input,
         Context::Pane,
         Context::Copy,
         Context::Question,
+        Context::Confirmation,
         Context::Editor,
     ];
 
@@ -44,6 +48,7 @@ impl Context {
             Context::Pane => "pane",
             Context::Copy => "copy",
             Context::Question => "question",
+            Context::Confirmation => "confirmation",
             Context::Editor => "editor",
         }
     }
@@ -56,6 +61,7 @@ impl Context {
             Context::Pane => "Typing into panes",
             Context::Copy => "Copy mode",
             Context::Question => "Questions (host keys)",
+            Context::Confirmation => "Confirmations (fleet apply, delete)",
             Context::Editor => "Editors (fleet file, NCCL run dialog)",
         }
     }
@@ -222,6 +228,7 @@ impl Action {
                     | Yank
             ),
             Context::Question => matches!(self, Confirm | Close | AcceptAll),
+            Context::Confirmation => matches!(self, Confirm | Close),
             Context::Editor => matches!(self, Confirm | Close | NextField | PrevField | Left | Right),
         }
     }
@@ -282,7 +289,7 @@ impl Action {
             Action::FleetDelete => "delete the selected fleet: what goes, then confirm",
             Action::FleetEdit => "edit the selected fleet's file (validated as you type)",
             Action::NcclRun => {
-                "start an NCCL run: a dialog for the fleet, sizes, engine and GPUDirect profile"
+                "start an NCCL run: a dialog for the fleet, sizes, iterations, data type, engine and GPUDirect profile"
             }
             Action::NextField => "next field (NCCL run dialog)",
             Action::PrevField => "previous field (NCCL run dialog)",
@@ -308,10 +315,16 @@ impl Action {
         })
     }
 
-    /// The status-bar label of this action in `view`: view-specific keys are hinted only
-    /// in their view, and a key shared by views gets each view's word for it.
-    pub fn hint_in(self, view: crate::tui::state::View) -> Option<&'static str> {
+    /// The status-bar label of this action in `context` and `view`: a confirmation
+    /// confirms or cancels; view-specific keys are hinted only in their view, and a key
+    /// shared by views gets each view's word for it.
+    pub fn hint_in(self, context: Context, view: crate::tui::state::View) -> Option<&'static str> {
         use crate::tui::state::View;
+        match (context, self) {
+            (Context::Confirmation, Action::Confirm) => return Some("confirm"),
+            (Context::Confirmation, Action::Close) => return Some("cancel"),
+            _ => {}
+        }
         match (self, view) {
             (Action::PaneInsert | Action::PaneBroadcast, View::Panes) => self.hint(),
             (Action::PaneInsert | Action::PaneBroadcast, _) => None,

@@ -380,6 +380,16 @@ mod tests {
         };
         update(&mut s, Msg::FleetPlanned(Ok(Box::new(confirm.clone()))));
         assert!(matches!(&s.overlay, Overlay::FleetConfirm(c) if **c == confirm));
+        // Its own keys and hints, not the host-key question's: `a` (accept every host
+        // key) means nothing here.
+        use crate::tui::action::Context;
+        assert_eq!(crate::tui::update::context(&s), Context::Confirmation);
+        assert_eq!(
+            s.keymap.hints_in(Context::Confirmation, View::Fleets),
+            vec![("y".to_string(), "confirm"), ("n".to_string(), "cancel")]
+        );
+        assert_eq!(key(&mut s, KeyCode::Char('a')), vec![]);
+        assert!(matches!(&s.overlay, Overlay::FleetConfirm(c) if **c == confirm));
         // n cancels: nothing runs.
         assert_eq!(key(&mut s, KeyCode::Char('n')), vec![]);
         assert!(matches!(s.overlay, Overlay::None));

@@ -51,27 +51,27 @@ async fn job_and_nodes(
         .find(|j| j.id == id)
         .cloned()
         .ok_or_else(|| format!("job {id} is not in the state"))?;
+    let (t, nodes) = reach(&state, &job, pool, resolver)?;
+    Ok((job, t, nodes))
+}
+
+/// How job `job` of `state` is reached from the cockpit: its fleet's transport and its
+/// nodes.
+fn reach(
+    state: &store::State,
+    job: &JobRecord,
+    pool: &Pool,
+    resolver: &Arc<Resolver>,
+) -> Result<(Transport, Vec<JobNode>), String> {
     let fleet = state
         .fleets
         .iter()
         .find(|f| f.name == job.fleet)
         .ok_or_else(|| format!("its fleet `{}` is gone from the state", job.fleet))?;
-    let t = transport(fleet, pool, resolver)?;
-    let nodes = job
-        .nodes
-        .iter()
-        .enumerate()
-        .map(|(rank, rn)| {
-            fleet
-                .nodes
-                .iter()
-                .find(|n| n.index == rn.node)
-                .cloned()
-                .map(|target| JobNode { rank, target })
-                .ok_or_else(|| format!("node {} is gone from fleet `{}`", rn.node, fleet.name))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok((job, t, nodes))
+    Ok((
+        transport(fleet, pool, resolver)?,
+        remote::job_nodes(job, &fleet.nodes)?,
+    ))
 }
 
 async fn send(tx: &mpsc::Sender<ServiceEvent>, msg: Msg) -> bool {
@@ -328,28 +328,14 @@ pub async fn refresh(tx: mpsc::Sender<ServiceEvent>, dir: PathBuf, pool: Pool, r
     let Ok(state) = load(dir.clone()).await else {
         return;
     };
-    let mut changed = false;
-    for j in state.jobs.iter().filter(|j| !j.finished()) {
-        let Ok((_, transport, nodes)) = job_and_nodes(dir.clone(), &j.id, &pool, &resolver).await else {
-            continue;
-        };
-        let found: Vec<_> = remote::status(transport, &j.id, &nodes)
-            .await
-            .into_iter()
-            .filter(|(_, r)| {
-                matches!(
-                    r,
-                    Ok(crate::detach::Status::Exited { .. }) | Ok(crate::detach::Status::Vanished)
-                )
-            })
-            .collect();
-        if found.is_empty() {
-            continue;
-        }
-        changed = true;
-        let _ = remote::record_codes_async(&Store::new(&dir), &j.id, found, false).await;
+    let found = remote::refresh(&Store::new(&dir), &state.jobs, |j| {
+        reach(&state, j, &pool, &resolver)
+    })
+    .await;
+    for (id, note) in &found.notes {
+        tracing::debug!(job = %id, "{note}");
     }
-    if changed {
+    if found.ended {
         if let Ok(state) = load(dir).await {
             let _ = send(
                 &tx,

@@ -197,7 +197,7 @@ impl fmt::Display for Chord {
 /// The default bindings, in the order help shows them.
 fn default_table() -> Vec<(Context, Action, Vec<Chord>)> {
     use Action::*;
-    use Context::{Copy, Editor, Global, Input, Pane, Question};
+    use Context::{Confirmation, Copy, Editor, Global, Input, Pane, Question};
     const HELP: Context = Context::Help;
     let k = Chord::key;
     let p = Chord::plain;
@@ -277,6 +277,8 @@ fn default_table() -> Vec<(Context, Action, Vec<Chord>)> {
         (Question, Confirm, vec![p('y')]),
         (Question, Close, vec![p('n'), k(KeyCode::Esc)]),
         (Question, AcceptAll, vec![p('a')]),
+        (Confirmation, Confirm, vec![p('y')]),
+        (Confirmation, Close, vec![p('n'), k(KeyCode::Esc)]),
         (Editor, Close, vec![k(KeyCode::Esc)]),
         (Editor, Confirm, vec![Chord::ctrl('s')]),
         (Editor, NextField, vec![k(KeyCode::Tab)]),
@@ -387,7 +389,7 @@ impl Keymap {
     }
 
     /// Status-bar hints for `context` while `view` is shown ([`Action::hint_in`]).
-    /// Closing is hinted in layers (help, inputs, questions) and in the Jobs view, where
+    /// Closing is hinted in layers (help, inputs, questions, confirmations) and in the Jobs view, where
     /// it closes the opened job; elsewhere on the cockpit there is nothing to close.
     pub fn hints_in(&self, context: Context, view: super::state::View) -> Vec<(String, &'static str)> {
         self.rows
@@ -396,7 +398,7 @@ impl Keymap {
             .filter(|b| {
                 !(context == Context::Global && b.action == Action::Close && view != super::state::View::Jobs)
             })
-            .filter_map(|b| Some((b.chords.first()?.to_string(), b.action.hint_in(view)?)))
+            .filter_map(|b| Some((b.chords.first()?.to_string(), b.action.hint_in(context, view)?)))
             .collect()
     }
 }

@@ -67,19 +67,25 @@ pub enum Field {
     MaxBytes,
     Factor,
     Gpus,
+    Iters,
+    Warmup,
+    Dtype,
     Engine,
     Profile,
     Env,
 }
 
 impl Field {
-    pub const ALL: [Field; 9] = [
+    pub const ALL: [Field; 12] = [
         Field::Fleet,
         Field::Collective,
         Field::MinBytes,
         Field::MaxBytes,
         Field::Factor,
         Field::Gpus,
+        Field::Iters,
+        Field::Warmup,
+        Field::Dtype,
         Field::Engine,
         Field::Profile,
         Field::Env,
@@ -93,6 +99,9 @@ impl Field {
             Field::MaxBytes => "-e max size",
             Field::Factor => "-f step factor",
             Field::Gpus => "-g GPUs/node",
+            Field::Iters => "-n iterations",
+            Field::Warmup => "-w warm-up",
+            Field::Dtype => "-d data type",
             Field::Engine => "engine",
             Field::Profile => "profile",
             Field::Env => "environment",
@@ -103,7 +112,7 @@ impl Field {
     pub fn is_choice(self) -> bool {
         matches!(
             self,
-            Field::Fleet | Field::Collective | Field::Engine | Field::Profile
+            Field::Fleet | Field::Collective | Field::Dtype | Field::Engine | Field::Profile
         )
     }
 }
@@ -117,8 +126,9 @@ pub const PROFILES: [Option<GpuDirect>; 5] = [
     Some(GpuDirect::Rdma),
 ];
 
-/// Starting an NCCL run from the cockpit: fleet, collective, sizes, GPUs, engine and the
-/// GPUDirect profile with its environment lines shown and editable.
+/// Starting an NCCL run from the cockpit: fleet, collective, sizes, GPUs, iterations,
+/// warm-up, data type, engine and the GPUDirect profile with its environment lines shown
+/// and editable.
 #[derive(Debug, Clone)]
 pub struct RunDialog {
     pub fleets: Vec<FleetChoice>,
@@ -129,6 +139,13 @@ pub struct RunDialog {
     pub factor: TextArea<'static>,
     /// Empty: all of the node's GPUs.
     pub gpus: TextArea<'static>,
+    /// Timed iterations per size (at least 1).
+    pub iters: TextArea<'static>,
+    /// Warm-up iterations per size (0: none).
+    pub warmup: TextArea<'static>,
+    /// One of the engine's data types ([`Engine::dtypes`]); a type the other engine
+    /// has is kept when the engine changes, and refused with the reason on ctrl-s.
+    pub dtype: &'static str,
     pub engine: Engine,
     /// `None`: auto (the fleet's).
     pub profile: Option<GpuDirect>,
@@ -172,6 +189,9 @@ impl RunDialog {
             max_bytes: line_input("8G"),
             factor: line_input("2"),
             gpus: line_input(""),
+            iters: line_input(&runner::DEFAULT_ITERS.to_string()),
+            warmup: line_input(&runner::DEFAULT_WARMUP.to_string()),
+            dtype: runner::DEFAULT_DTYPE,
             engine: Engine::NcclTests,
             profile: None,
             env: TextArea::default(),
@@ -222,6 +242,8 @@ impl RunDialog {
             Field::MaxBytes => Some(&mut self.max_bytes),
             Field::Factor => Some(&mut self.factor),
             Field::Gpus => Some(&mut self.gpus),
+            Field::Iters => Some(&mut self.iters),
+            Field::Warmup => Some(&mut self.warmup),
             Field::Env => Some(&mut self.env),
             _ => None,
         }
@@ -235,6 +257,15 @@ impl RunDialog {
                 self.reset_env();
             }
             Field::Collective => self.collective = cycle(self.collective, runner::COLLECTIVES.len(), forward),
+            Field::Dtype => {
+                let types = self.engine.dtypes();
+                self.dtype = match types.iter().position(|t| *t == self.dtype) {
+                    Some(i) => types[cycle(i, types.len(), forward)],
+                    // A type of the other engine: this engine's first, or last.
+                    None if forward => types[0],
+                    None => types[types.len() - 1],
+                };
+            }
             Field::Engine => {
                 self.engine = match self.engine {
                     Engine::NcclTests => Engine::Torch,
@@ -283,15 +314,24 @@ impl RunDialog {
                     format!("{}: `{g}` is not a GPU count (empty: all)", Field::Gpus.label())
                 })?),
             };
+        let count = |f: Field, t: &TextArea, least: u32| {
+            let text = text_of(t);
+            text.parse::<u32>().ok().filter(|n| *n >= least).ok_or_else(|| {
+                format!(
+                    "{}: `{text}` is not a whole number of at least {least}",
+                    f.label()
+                )
+            })
+        };
         let spec = RunSpec {
             collective: runner::COLLECTIVES[self.collective].to_string(),
             min_bytes: size(Field::MinBytes, &self.min_bytes)?,
             max_bytes: size(Field::MaxBytes, &self.max_bytes)?,
             step_factor,
             gpus,
-            iters: 20,
-            warmup: 5,
-            dtype: "float".into(),
+            iters: count(Field::Iters, &self.iters, 1)?,
+            warmup: count(Field::Warmup, &self.warmup, 0)?,
+            dtype: self.dtype.to_string(),
             engine: self.engine,
             profile: self.resolved_profile(),
             nccl_tests_dir: None,
@@ -733,7 +773,7 @@ mod tests {
         // Shift-tab back and forth; then the profile: right from auto is none, then tcpx.
         press(&mut s, KeyCode::BackTab, KeyModifiers::NONE);
         assert_eq!(s.nccl.dialog.as_ref().unwrap().focus, Field::MinBytes);
-        for _ in 0..5 {
+        for _ in 0..8 {
             press(&mut s, KeyCode::Tab, KeyModifiers::NONE);
         }
         assert_eq!(s.nccl.dialog.as_ref().unwrap().focus, Field::Profile);
@@ -760,6 +800,11 @@ mod tests {
         assert_eq!(req.spec.collective, "reduce_scatter");
         assert_eq!((req.spec.min_bytes, req.spec.max_bytes), (1 << 20, 8 << 30));
         assert_eq!((req.spec.step_factor, req.spec.gpus), (2, None));
+        assert_eq!(
+            (req.spec.iters, req.spec.warmup, req.spec.dtype.as_str()),
+            (20, 5, "float"),
+            "nccl run's defaults"
+        );
         assert_eq!(req.spec.profile, GpuDirect::Tcpx);
         assert_eq!(req.spec.env.as_ref(), Some(&want_env));
         assert!(s.nccl.dialog.is_none());
@@ -814,7 +859,7 @@ mod tests {
             .contains("`x` is not a GPU count"));
         // A line that would end flightdeck's script early is refused.
         press(&mut s, KeyCode::Backspace, KeyModifiers::NONE);
-        for _ in 0..3 {
+        for _ in 0..6 {
             press(&mut s, KeyCode::Tab, KeyModifiers::NONE);
         }
         update(&mut s, Msg::Paste("__FD_SCRIPT__\n".into()));
@@ -833,6 +878,78 @@ mod tests {
         assert!(press(&mut s, KeyCode::Esc, KeyModifiers::NONE).is_empty());
         assert!(s.nccl.dialog.is_none());
         assert_eq!(crate::tui::update::context(&s), Context::Global);
+    }
+
+    fn problem(s: &State) -> String {
+        s.nccl
+            .dialog
+            .as_ref()
+            .unwrap()
+            .problem
+            .clone()
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn run_dialog_takes_iterations_warm_up_and_a_data_type_of_the_engine() {
+        let mut s = State::new(Keymap::defaults(), vec![], "dark".into());
+        press(&mut s, KeyCode::Char('5'), KeyModifiers::NONE);
+        update(&mut s, Msg::NcclRunFleets(Ok(choices())));
+        // -n: 0 is refused; 50 goes. Enter moves on to -w.
+        for _ in 0..6 {
+            press(&mut s, KeyCode::Tab, KeyModifiers::NONE);
+        }
+        assert_eq!(s.nccl.dialog.as_ref().unwrap().focus, Field::Iters);
+        press(&mut s, KeyCode::Backspace, KeyModifiers::NONE);
+        press(&mut s, KeyCode::Backspace, KeyModifiers::NONE);
+        press(&mut s, KeyCode::Char('0'), KeyModifiers::NONE);
+        assert!(press(&mut s, KeyCode::Char('s'), KeyModifiers::CONTROL).is_empty());
+        assert_eq!(
+            problem(&s),
+            "-n iterations: `0` is not a whole number of at least 1"
+        );
+        press(&mut s, KeyCode::Backspace, KeyModifiers::NONE);
+        press(&mut s, KeyCode::Char('5'), KeyModifiers::NONE);
+        press(&mut s, KeyCode::Char('0'), KeyModifiers::NONE);
+        press(&mut s, KeyCode::Enter, KeyModifiers::NONE);
+        // -w: no warm-up is a choice; a word is not.
+        assert_eq!(s.nccl.dialog.as_ref().unwrap().focus, Field::Warmup);
+        press(&mut s, KeyCode::Backspace, KeyModifiers::NONE);
+        press(&mut s, KeyCode::Char('x'), KeyModifiers::NONE);
+        press(&mut s, KeyCode::Char('s'), KeyModifiers::CONTROL);
+        assert_eq!(problem(&s), "-w warm-up: `x` is not a whole number of at least 0");
+        press(&mut s, KeyCode::Backspace, KeyModifiers::NONE);
+        press(&mut s, KeyCode::Char('0'), KeyModifiers::NONE);
+        // -d: picked from nccl-tests' types; left from float wraps to the last.
+        press(&mut s, KeyCode::Tab, KeyModifiers::NONE);
+        for _ in 0..3 {
+            press(&mut s, KeyCode::Left, KeyModifiers::NONE);
+        }
+        assert_eq!(s.nccl.dialog.as_ref().unwrap().dtype, "uint32");
+        // The torch engine has no uint32: kept, and refused with the reason.
+        press(&mut s, KeyCode::Tab, KeyModifiers::NONE);
+        press(&mut s, KeyCode::Right, KeyModifiers::NONE);
+        assert_eq!(s.nccl.dialog.as_ref().unwrap().engine, Engine::Torch);
+        assert!(press(&mut s, KeyCode::Char('s'), KeyModifiers::CONTROL).is_empty());
+        assert!(
+            problem(&s).starts_with("torch has no data type `uint32`; expected one of float, half"),
+            "{}",
+            problem(&s)
+        );
+        // Back on -d, right picks torch's first type, then its next.
+        press(&mut s, KeyCode::BackTab, KeyModifiers::NONE);
+        press(&mut s, KeyCode::Right, KeyModifiers::NONE);
+        press(&mut s, KeyCode::Right, KeyModifiers::NONE);
+        press(&mut s, KeyCode::Right, KeyModifiers::NONE);
+        let cmds = press(&mut s, KeyCode::Char('s'), KeyModifiers::CONTROL);
+        let [Command::StartNcclRun(req)] = cmds.as_slice() else {
+            panic!("{cmds:?} {}", problem(&s));
+        };
+        assert_eq!(
+            (req.spec.iters, req.spec.warmup, req.spec.dtype.as_str()),
+            (50, 0, "bfloat16")
+        );
+        assert_eq!(req.spec.engine, Engine::Torch);
     }
 
     #[test]

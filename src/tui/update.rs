@@ -358,7 +358,8 @@ pub fn context(state: &State) -> Context {
         Overlay::None => Context::Global,
         Overlay::Help { .. } => Context::Help,
         Overlay::Palette(_) | Overlay::Filter(_) | Overlay::Passphrase { .. } => Context::Input,
-        Overlay::HostKey { .. } | Overlay::FleetConfirm(_) => Context::Question,
+        Overlay::HostKey { .. } => Context::Question,
+        Overlay::FleetConfirm(_) => Context::Confirmation,
     }
 }
 
@@ -370,7 +371,7 @@ fn on_key(state: &mut State, key: KeyEvent) -> Vec<Command> {
         (Context::Copy, _) => panes::copy_key(state, key),
         (Context::Editor, _) if state.view == View::Nccl => nccl::dialog_key(state, key),
         (Context::Editor, _) => offers::editor_key(state, key),
-        (Context::Question, Some(a)) if matches!(state.overlay, Overlay::FleetConfirm(_)) => {
+        (Context::Confirmation, Some(a)) => {
             let commands = fleets::answer(state, a);
             next_question(state);
             commands

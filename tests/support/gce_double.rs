@@ -25,10 +25,10 @@
 //!
 //! Every request is recorded for assertions.
 
-use super::gcp_double::{google_error, json_reply, read_request, write_reply, Recorded, Reply};
+use super::gcp_double::google_error;
+use super::http_double::{json_reply, HttpDouble, Recorded, Reply};
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
@@ -75,7 +75,6 @@ type Key = (String, String, String);
 
 #[derive(Default)]
 struct State {
-    requests: Vec<Recorded>,
     tokens: HashSet<String>,
     issued: usize,
     resources: BTreeMap<Key, Value>,
@@ -101,47 +100,20 @@ struct State {
 
 /// The double; stops when dropped.
 pub struct GceDouble {
-    pub addr: SocketAddr,
+    server: HttpDouble,
     state: Arc<Mutex<State>>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for GceDouble {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
 }
 
 impl GceDouble {
     /// Listen on 127.0.0.1 (a free port). Needs a running Tokio runtime.
     pub async fn start() -> GceDouble {
-        let listener = TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind the GCE double");
-        let addr = listener.local_addr().unwrap();
         let state = Arc::new(Mutex::new(State {
             op_delay: Duration::from_millis(20),
             ..State::default()
         }));
         let s = state.clone();
-        let task = tokio::spawn(async move {
-            loop {
-                let Ok((mut conn, _)) = listener.accept().await else {
-                    return;
-                };
-                let s = s.clone();
-                tokio::spawn(async move {
-                    let Ok(Some(mut rec)) = read_request(&mut conn).await else {
-                        return;
-                    };
-                    let reply = respond(&rec, &s);
-                    rec.status = reply.status;
-                    s.lock().unwrap().requests.push(rec);
-                    let _ = write_reply(&mut conn, &reply).await;
-                });
-            }
-        });
-        let d = GceDouble { addr, state, task };
+        let server = HttpDouble::start("the GCE double", move |req| respond(req, &s)).await;
+        let d = GceDouble { server, state };
         // A fresh project's `default` VPC: auto mode, a `default` subnetwork per region.
         d.plant(
             "networks",
@@ -162,7 +134,7 @@ impl GceDouble {
     }
 
     pub fn origin(&self) -> String {
-        format!("http://{}", self.addr)
+        self.server.origin()
     }
 
     /// `authorized_user` credentials whose token endpoint is this double.
@@ -260,7 +232,7 @@ impl GceDouble {
     }
 
     pub fn requests(&self) -> Vec<Recorded> {
-        self.state.lock().unwrap().requests.clone()
+        self.server.requests()
     }
 
     /// Requests with this method whose path ends with `suffix`.

@@ -21,13 +21,12 @@
 
 mod fixture;
 
+use super::http_double::HttpDouble;
+pub use super::http_double::{json_reply, Recorded, Reply};
 use fixture::{accelerator_types, billing_pages, machine_type_pages, zone_pages};
 use serde_json::{json, Value};
 use std::collections::HashSet;
-use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
 
 pub const PROJECT: &str = "double-project";
 pub const CLIENT_ID: &str = "double-client.apps.googleusercontent.com";
@@ -36,33 +35,6 @@ pub const REFRESH_TOKEN: &str = "1//double-refresh-token-do-not-print";
 /// Issued access tokens start with this (`ya29.` like Google's).
 pub const TOKEN_PREFIX: &str = "ya29.double-access-token-";
 pub const SKUS_PATH: &str = "/v1/services/6F81-5844-456A/skus";
-
-/// One request as the double saw it.
-#[derive(Debug, Clone)]
-pub struct Recorded {
-    pub method: String,
-    pub path: String,
-    pub query: Vec<(String, String)>,
-    pub headers: Vec<(String, String)>,
-    pub body: String,
-    pub status: u16,
-}
-
-impl Recorded {
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-
-    pub fn param(&self, name: &str) -> Option<&str> {
-        self.query
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
-    }
-}
 
 #[derive(Debug, Clone)]
 enum Fault {
@@ -89,7 +61,6 @@ struct Scripted {
 
 #[derive(Default)]
 struct State {
-    requests: Vec<Recorded>,
     faults: Vec<Scripted>,
     issued: usize,
     valid: HashSet<String>,
@@ -101,42 +72,26 @@ struct State {
 
 /// The double; stops when dropped.
 pub struct GcpDouble {
-    pub addr: SocketAddr,
+    server: HttpDouble,
     state: Arc<Mutex<State>>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for GcpDouble {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
 }
 
 impl GcpDouble {
     /// Listen on 127.0.0.1 (a free port). Needs a running Tokio runtime.
     pub async fn start() -> GcpDouble {
-        let listener = TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind the GCP double");
-        let addr = listener.local_addr().unwrap();
         let state = Arc::new(Mutex::new(State::default()));
         let s = state.clone();
-        let task = tokio::spawn(async move {
-            loop {
-                let Ok((conn, _)) = listener.accept().await else {
-                    return;
-                };
-                let s = s.clone();
-                tokio::spawn(async move {
-                    let _ = serve(conn, s).await;
-                });
-            }
-        });
-        GcpDouble { addr, state, task }
+        let server = HttpDouble::start("the GCP double", move |req| respond(req, &s)).await;
+        GcpDouble { server, state }
+    }
+
+    /// `127.0.0.1:PORT` (what `GCE_METADATA_HOST` takes).
+    pub fn addr(&self) -> std::net::SocketAddr {
+        self.server.addr()
     }
 
     pub fn origin(&self) -> String {
-        format!("http://{}", self.addr)
+        self.server.origin()
     }
 
     pub fn compute_url(&self) -> String {
@@ -238,7 +193,7 @@ impl GcpDouble {
     }
 
     pub fn requests(&self) -> Vec<Recorded> {
-        self.state.lock().unwrap().requests.clone()
+        self.server.requests()
     }
 
     /// Requests whose path contains `path`.
@@ -249,116 +204,6 @@ impl GcpDouble {
     /// Access tokens issued (OAuth and metadata endpoints together).
     pub fn tokens_issued(&self) -> usize {
         self.state.lock().unwrap().issued
-    }
-}
-
-async fn serve(mut conn: TcpStream, state: Arc<Mutex<State>>) -> std::io::Result<()> {
-    let Some(mut rec) = read_request(&mut conn).await? else {
-        return Ok(());
-    };
-    let reply = respond(&rec, &state);
-    rec.status = reply.status;
-    state.lock().unwrap().requests.push(rec);
-    write_reply(&mut conn, &reply).await
-}
-
-/// Read one HTTP/1.1 request (head, then Content-Length bytes of body); `None` when the
-/// peer closed first.
-pub async fn read_request(conn: &mut TcpStream) -> std::io::Result<Option<Recorded>> {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 4096];
-    let head_end = loop {
-        let n = conn.read(&mut chunk).await?;
-        if n == 0 {
-            return Ok(None);
-        }
-        buf.extend_from_slice(&chunk[..n]);
-        if let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            break p;
-        }
-        if buf.len() > 1 << 20 {
-            return Ok(None);
-        }
-    };
-    let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
-    let mut lines = head.split("\r\n");
-    let request_line = lines.next().unwrap_or("");
-    let mut parts = request_line.split(' ');
-    let method = parts.next().unwrap_or("").to_string();
-    let target = parts.next().unwrap_or("").to_string();
-    let headers: Vec<(String, String)> = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
-        .collect();
-    let length: usize = headers
-        .iter()
-        .find(|(k, _)| k == "content-length")
-        .and_then(|(_, v)| v.parse().ok())
-        .unwrap_or(0);
-    let mut body = buf[head_end + 4..].to_vec();
-    while body.len() < length {
-        let n = conn.read(&mut chunk).await?;
-        if n == 0 {
-            break;
-        }
-        body.extend_from_slice(&chunk[..n]);
-    }
-    let (path, query) = match target.split_once('?') {
-        Some((p, q)) => (p.to_string(), parse_query(q)),
-        None => (target.clone(), Vec::new()),
-    };
-    Ok(Some(Recorded {
-        method,
-        path,
-        query,
-        headers,
-        body: String::from_utf8_lossy(&body).into_owned(),
-        status: 0,
-    }))
-}
-
-/// Write a reply and close the connection.
-pub async fn write_reply(conn: &mut TcpStream, reply: &Reply) -> std::io::Result<()> {
-    let reason = match reply.status {
-        200 => "OK",
-        400 => "Bad Request",
-        401 => "Unauthorized",
-        403 => "Forbidden",
-        404 => "Not Found",
-        409 => "Conflict",
-        429 => "Too Many Requests",
-        500 => "Internal Server Error",
-        503 => "Service Unavailable",
-        _ => "Status",
-    };
-    let mut out = format!(
-        "HTTP/1.1 {} {reason}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n",
-        reply.status,
-        reply.content_type,
-        reply.body.len()
-    );
-    if let Some(s) = reply.retry_after {
-        out.push_str(&format!("Retry-After: {s}\r\n"));
-    }
-    out.push_str("\r\n");
-    conn.write_all(out.as_bytes()).await?;
-    conn.write_all(reply.body.as_bytes()).await?;
-    conn.shutdown().await
-}
-
-pub struct Reply {
-    pub status: u16,
-    pub content_type: &'static str,
-    pub body: String,
-    pub retry_after: Option<u64>,
-}
-
-pub fn json_reply(status: u16, v: Value) -> Reply {
-    Reply {
-        status,
-        content_type: "application/json; charset=UTF-8",
-        body: v.to_string(),
-        retry_after: None,
     }
 }
 
@@ -530,38 +375,4 @@ fn page(pages: &[Value], token: Option<&str>) -> Reply {
         v["nextPageToken"] = json!(format!("page-{}", i + 2));
     }
     json_reply(200, v)
-}
-
-pub fn parse_query(q: &str) -> Vec<(String, String)> {
-    q.split('&')
-        .filter(|p| !p.is_empty())
-        .map(|p| {
-            let (k, v) = p.split_once('=').unwrap_or((p, ""));
-            (decode(k), decode(v))
-        })
-        .collect()
-}
-
-fn decode(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        match b[i] {
-            b'+' => out.push(b' '),
-            b'%' if i + 2 < b.len() => {
-                let hex = std::str::from_utf8(&b[i + 1..i + 3]).unwrap_or("");
-                match u8::from_str_radix(hex, 16) {
-                    Ok(v) => {
-                        out.push(v);
-                        i += 2;
-                    }
-                    Err(_) => out.push(b'%'),
-                }
-            }
-            c => out.push(c),
-        }
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }

@@ -265,6 +265,16 @@ fn render_dialog(d: &RunDialog, theme: &Theme, area: Rect, buf: &mut Buffer) {
                     vec![Span::raw(g)]
                 }
             }
+            Field::Iters => vec![Span::raw(text(&d.iters))],
+            Field::Warmup => vec![Span::raw(text(&d.warmup))],
+            Field::Dtype if d.engine.dtypes().contains(&d.dtype) => vec![Span::raw(d.dtype)],
+            Field::Dtype => vec![
+                Span::raw(d.dtype),
+                Span::styled(
+                    format!("  (not one of {}'s)", d.engine.name()),
+                    theme.tone(Tone::Fail),
+                ),
+            ],
             Field::Engine => vec![Span::raw(match d.engine {
                 crate::nccl::runner::Engine::NcclTests => "nccl-tests (several nodes: mpirun)",
                 crate::nccl::runner::Engine::Torch => "torch (torchrun on every node)",

@@ -9,6 +9,8 @@
 //! └──────────────────────────────────────────────────────┘
 //! ```
 
+use crate::tui::action::{Action, Context};
+use crate::tui::keymap::Keymap;
 use crate::tui::theme::Theme;
 use crate::tui::widgets::centered;
 use ratatui::buffer::Buffer;
@@ -82,8 +84,15 @@ pub fn passphrase(key: &str, input: &TextArea<'static>, theme: &Theme, area: Rec
 }
 
 /// Apply or delete a fleet? Each resource of the plan with where it goes, its machine
-/// type, NICs, provisioning model and price per hour, the total, and y / n.
-pub fn fleet_confirm(c: &crate::tui::fleets::Confirm, theme: &Theme, area: Rect, buf: &mut Buffer) {
+/// type, NICs, provisioning model and price per hour, the total, and the keys of the
+/// confirmation context (y / n, or the user's).
+pub fn fleet_confirm(
+    c: &crate::tui::fleets::Confirm,
+    keymap: &Keymap,
+    theme: &Theme,
+    area: Rect,
+    buf: &mut Buffer,
+) {
     let price = |p: Option<f64>| p.map_or_else(|| "$?/h".to_string(), |v| format!("${v:.2}/h"));
     use crate::tui::fleets::Op;
     let (title, question) = match &c.op {
@@ -146,14 +155,17 @@ pub fn fleet_confirm(c: &crate::tui::fleets::Confirm, theme: &Theme, area: Rect,
         ));
     }
     lines.push(Line::raw(""));
-    lines.push(Line::from(vec![
-        Span::styled("y", theme.key_hint()),
-        Span::raw(" go ahead   "),
-        Span::styled("n", theme.key_hint()),
-        Span::raw(" / "),
-        Span::styled("esc", theme.key_hint()),
-        Span::raw(" cancel"),
-    ]));
+    let mut keys = vec![];
+    for (action, what) in [(Action::Confirm, " go ahead   "), (Action::Close, " cancel")] {
+        for (i, chord) in keymap.chords(Context::Confirmation, action).iter().enumerate() {
+            if i > 0 {
+                keys.push(Span::raw(" / "));
+            }
+            keys.push(Span::styled(chord.to_string(), theme.key_hint()));
+        }
+        keys.push(Span::raw(what));
+    }
+    lines.push(Line::from(keys));
     let h = (lines.len() as u16 + 2).min(area.height);
     let r = centered(
         area,
