@@ -6,7 +6,7 @@
 //! prints invalid UTF-8 or a megabyte without a newline cannot stall or break the others.
 
 use crate::fleet::NodeTarget;
-use crate::ssh::client::{self, Connection};
+use crate::ssh::client;
 use crate::ssh::pool::{Pool, Resolver};
 use std::sync::Arc;
 use tokio::io::AsyncReadExt;
@@ -331,17 +331,9 @@ async fn run_ssh(
     tx: &EventSender,
 ) -> NodeResult {
     let route = resolver.route(node);
-    let conn: Connection = match pool.connect(&route).await {
+    // The node's shared connection (kept while `_conn` lives), as panes and samplers use.
+    let (_conn, mut ch) = match pool.exec(&route, command).await {
         Ok(c) => c,
-        Err(e) => {
-            return NodeResult {
-                code: UNREACHABLE,
-                error: Some(e.to_string()),
-            }
-        }
-    };
-    let mut ch = match conn.exec(command).await {
-        Ok(ch) => ch,
         Err(e) => {
             return NodeResult {
                 code: UNREACHABLE,
@@ -378,7 +370,6 @@ async fn run_ssh(
     send_lines(tx, node.index, Stream::Stdout, &mut lines).await;
     se.finish(&mut lines);
     send_lines(tx, node.index, Stream::Stderr, &mut lines).await;
-    conn.disconnect().await;
     match status {
         Some(code) => NodeResult { code, error: None },
         None => NodeResult {

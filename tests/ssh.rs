@@ -375,3 +375,55 @@ async fn rsa_ecdsa_encrypted_keys_and_the_agent() {
     std::env::remove_var("SSH_AUTH_SOCK");
     r.expect("agent authentication through the bastion");
 }
+
+/// Established SSH connections to node `i`'s sshd, counted in its namespace.
+fn sessions_at(tb: &Testbed, i: usize) -> usize {
+    tb.node_run(i, &["ss", "-Htn", "state", "established", "( sport = :22 )"])
+        .unwrap()
+        .lines()
+        .count()
+}
+
+async fn read_to_end(ch: &mut russh::Channel<russh::client::Msg>) -> (String, Option<u32>) {
+    let mut out = Vec::new();
+    let status = flightdeck::ssh::client::drain(ch, |_, d| out.extend_from_slice(d)).await;
+    (String::from_utf8_lossy(&out).into_owned(), status)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_nodes_channels_share_one_connection_and_a_second_opens_at_max_sessions() {
+    let Some(mut tb) = Testbed::new(1, 0) else { return };
+    tb.set_max_sessions(0, 2);
+    let pool = Pool::new(opts(&tb.known_hosts, HostKeyPolicy::Refuse));
+    let route = resolver(&tb).route(&nodes(&tb)[0]);
+    // A sampler-like exec and a pane's shell: one connection.
+    let (c1, ch1) = pool.exec(&route, "sleep 60").await.unwrap();
+    let (c2, ch2) = pool.shell(&route, "xterm-256color", 80, 24).await.unwrap();
+    assert!(Arc::ptr_eq(&c1, &c2), "the shell rides the exec's connection");
+    assert_eq!(sessions_at(&tb, 0), 1);
+    // sshd refuses a third session on it (MaxSessions 2): a second connection carries it.
+    let (c3, mut ch3) = pool.exec(&route, "echo third").await.unwrap();
+    assert!(!Arc::ptr_eq(&c1, &c3));
+    assert_eq!(read_to_end(&mut ch3).await, ("third\n".to_string(), Some(0)));
+    assert_eq!(sessions_at(&tb, 0), 2);
+    // The next channel goes back to the first connection with room: the second one's
+    // session ended, so it has room again and nothing new is opened.
+    drop(ch3);
+    let (c4, mut ch4) = pool.exec(&route, "echo fourth").await.unwrap();
+    assert!(Arc::ptr_eq(&c4, &c3), "the second connection had room again");
+    assert_eq!(read_to_end(&mut ch4).await.0, "fourth\n");
+    // When every user lets go, the connections close.
+    drop((c1, c2, c3, c4, ch1, ch2, ch4));
+    let start = std::time::Instant::now();
+    while sessions_at(&tb, 0) > 0 {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(10),
+            "connections still open after their users let go: {}",
+            sessions_at(&tb, 0)
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    // And a new user gets a fresh one.
+    let (_c, mut ch) = pool.exec(&route, "echo again").await.unwrap();
+    assert_eq!(read_to_end(&mut ch).await.0, "again\n");
+}

@@ -6,8 +6,9 @@ use super::client::{Connection, SshError, SshOptions, Target};
 use super::config::{expand_path, Jump, SshConfig};
 use crate::fleet::{JumpTarget, NodeTarget};
 use std::collections::HashMap;
+use std::future::Future;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 use tokio::sync::{Mutex, OnceCell};
 
@@ -178,11 +179,23 @@ fn transient(e: &SshError) -> bool {
 /// One connection per jump-host chain, made once and shared.
 type JumpCells = Arc<Mutex<HashMap<String, Arc<OnceCell<Arc<Connection>>>>>>;
 
-/// Connects routes, sharing one connection per jump host among all of them.
+/// The connections to one node that are in use (held by a pane, an exec, a sampler).
+type NodeConns = Arc<Mutex<Vec<Weak<Connection>>>>;
+
+/// Connects routes, sharing one connection per jump host among all of them, and one
+/// connection per node among the channels to it.
 #[derive(Clone)]
 pub struct Pool {
     opts: SshOptions,
     jumps: JumpCells,
+    nodes: Arc<std::sync::Mutex<HashMap<String, NodeConns>>>,
+}
+
+/// A route's name: its hops and target, as `user@host:port>` ... `user@host:port`.
+fn route_key(route: &Route) -> String {
+    let mut key: String = route.jumps.iter().map(|h| h.label() + ">").collect();
+    key.push_str(&route.target.label());
+    key
 }
 
 impl Pool {
@@ -190,7 +203,64 @@ impl Pool {
         Pool {
             opts,
             jumps: Arc::new(Mutex::new(HashMap::new())),
+            nodes: Default::default(),
         }
+    }
+
+    /// Run `command` in a new channel on the node's shared connection.
+    pub async fn exec(
+        &self,
+        route: &Route,
+        command: &str,
+    ) -> Result<(Arc<Connection>, russh::Channel<russh::client::Msg>), SshError> {
+        self.channel(route, |c| async move { c.exec(command).await })
+            .await
+    }
+
+    /// A login shell with a PTY in a new channel on the node's shared connection.
+    pub async fn shell(
+        &self,
+        route: &Route,
+        term: &str,
+        cols: u16,
+        rows: u16,
+    ) -> Result<(Arc<Connection>, russh::Channel<russh::client::Msg>), SshError> {
+        self.channel(route, |c| async move { c.shell(term, cols, rows).await })
+            .await
+    }
+
+    /// Open a channel with `open` on the route's shared connection: panes, exec streams
+    /// and samplers of one node all ride one connection (as OpenSSH's ControlMaster
+    /// does), which closes when its last user lets go. When there is no live connection,
+    /// or every live one refuses the channel (OpenSSH's MaxSessions allows 10 sessions on
+    /// a connection by default), a new connection is made and shared from then on.
+    ///
+    /// The connection is returned with the channel: hold it as long as the channel.
+    pub async fn channel<T, F, Fut>(&self, route: &Route, open: F) -> Result<(Arc<Connection>, T), SshError>
+    where
+        F: Fn(Arc<Connection>) -> Fut,
+        Fut: Future<Output = Result<T, SshError>>,
+    {
+        let slot = self
+            .nodes
+            .lock()
+            .expect("node connections lock")
+            .entry(route_key(route))
+            .or_default()
+            .clone();
+        // One opener per node at a time, so users arriving together share one connection.
+        let mut conns = slot.lock().await;
+        conns.retain(|w| w.upgrade().is_some_and(|c| !c.is_closed()));
+        for conn in conns.iter().filter_map(Weak::upgrade) {
+            match open(conn.clone()).await {
+                Ok(t) => return Ok((conn, t)),
+                Err(e) => tracing::info!("{e}; trying another connection to {}", route.target.label()),
+            }
+        }
+        let conn = Arc::new(self.connect(route).await?);
+        let t = open(conn.clone()).await?;
+        conns.push(Arc::downgrade(&conn));
+        Ok((conn, t))
     }
 
     pub fn options(&self) -> &SshOptions {

@@ -125,12 +125,9 @@ async fn run_node(
             Transport::Local => run_local(node.index, config, &tx).await,
             Transport::Ssh { pool, resolver } => {
                 let route = resolver.route(&node);
-                match pool.connect(&route).await {
-                    Ok(conn) => {
-                        let r = run_ssh(&conn, node.index, config, &tx).await;
-                        conn.disconnect().await;
-                        r
-                    }
+                match pool.exec(&route, &sampler::remote_command(config)).await {
+                    // The connection is the node's shared one: it stays while others use it.
+                    Ok((_conn, ch)) => run_ssh(ch, node.index, tx.clone()).await,
                     Err(e) => Err(e.to_string()),
                 }
             }
@@ -250,15 +247,11 @@ async fn run_local(
 }
 
 async fn run_ssh(
-    conn: &crate::ssh::client::Connection,
+    mut ch: russh::Channel<russh::client::Msg>,
     node: usize,
-    config: sampler::Config,
-    tx: &mpsc::Sender<TelemetryEvent>,
+    tx: mpsc::Sender<TelemetryEvent>,
 ) -> Result<(), String> {
-    let mut ch = conn
-        .exec(&sampler::remote_command(config))
-        .await
-        .map_err(|e| e.to_string())?;
+    let tx = &tx;
     let mut parser = RecordParser::new();
     let mut err_buf = Vec::new();
     let mut status = None;

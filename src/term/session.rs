@@ -4,7 +4,7 @@
 //! without touching the other panes; an exited shell stays exited until restarted.
 
 use super::{pty, SharedScreen};
-use crate::ssh::client::{Connection, SshError};
+use crate::ssh::client::SshError;
 use crate::ssh::pool::{Pool, Route};
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -143,20 +143,24 @@ async fn run(
         state(PaneState::Connecting).await;
         let end = match &target {
             PaneTarget::Local { shell } => run_local(id, shell, &screen, &events, &mut rx, &state).await,
-            PaneTarget::Ssh { pool, route } => match pool.connect(route).await {
-                Ok(conn) => run_ssh(id, conn, &screen, &events, &mut rx, &state).await,
-                Err(e) if fatal(&e) => {
-                    state(PaneState::Failed(e.to_string())).await;
-                    match wait_restart(&mut rx, &screen).await {
-                        true => {
-                            attempt = 0;
-                            continue;
+            PaneTarget::Ssh { pool, route } => {
+                let (cols, rows) = size(&screen);
+                match pool.shell(route, "xterm-256color", cols, rows).await {
+                    // The node's shared connection: `_conn` keeps it while the shell runs.
+                    Ok((_conn, ch)) => run_ssh(id, ch, &screen, &events, &mut rx, &state).await,
+                    Err(e) if fatal(&e) => {
+                        state(PaneState::Failed(e.to_string())).await;
+                        match wait_restart(&mut rx, &screen).await {
+                            true => {
+                                attempt = 0;
+                                continue;
+                            }
+                            false => return,
                         }
-                        false => return,
                     }
+                    Err(e) => End::Lost(e.to_string()),
                 }
-                Err(e) => End::Lost(e.to_string()),
-            },
+            }
         };
         match end {
             End::Closed => return,
@@ -260,7 +264,7 @@ where
 
 async fn run_ssh<F, Fut>(
     id: usize,
-    conn: Connection,
+    ch: russh::Channel<russh::client::Msg>,
     screen: &SharedScreen,
     events: &mpsc::Sender<PaneEvent>,
     rx: &mut mpsc::Receiver<PaneInput>,
@@ -270,15 +274,10 @@ where
     F: Fn(PaneState) -> Fut,
     Fut: std::future::Future<Output = ()>,
 {
-    let (cols, rows) = size(screen);
-    let ch = match conn.shell("xterm-256color", cols, rows).await {
-        Ok(ch) => ch,
-        Err(e) => return End::Lost(e.to_string()),
-    };
     state(PaneState::Connected).await;
     let (mut read, write) = ch.split();
     let mut status = None;
-    let end = loop {
+    loop {
         tokio::select! {
             msg = read.wait() => match msg {
                 Some(russh::ChannelMsg::Data { data }) | Some(russh::ChannelMsg::ExtendedData { data, .. }) => {
@@ -312,11 +311,7 @@ where
                 Some(PaneInput::Restart) => {}
             }
         }
-    };
-    if !matches!(end, End::Lost(_)) {
-        conn.disconnect().await;
     }
-    end
 }
 
 #[cfg(test)]

@@ -336,6 +336,28 @@ impl Testbed {
         self.nodes[i].wait_listening().unwrap();
     }
 
+    /// Set node `i`'s sshd `MaxSessions` (64 unless set; OpenSSH's default is 10) and
+    /// restart it.
+    pub fn set_max_sessions(&mut self, i: usize, n: u32) {
+        let node = &mut self.nodes[i];
+        node.stop_sshd();
+        let cfg = node.dir.join("sshd_config");
+        let text = std::fs::read_to_string(&cfg).unwrap();
+        let text: String = text
+            .lines()
+            .map(|l| {
+                if l.starts_with("MaxSessions ") {
+                    format!("MaxSessions {n}\n")
+                } else {
+                    format!("{l}\n")
+                }
+            })
+            .collect();
+        std::fs::write(&cfg, text).unwrap();
+        node.start_sshd().unwrap();
+        node.wait_listening().unwrap();
+    }
+
     /// Replace node `i`'s host key (as a reinstalled machine would have) and restart sshd.
     pub fn change_host_key(&mut self, i: usize) {
         let node = &mut self.nodes[i];
