@@ -415,7 +415,9 @@ pub fn mpirun_script(spec: &RunSpec, hosts: &[MpiHost], mpirun: &str) -> String 
     );
     let _ = writeln!(s, "ROOT=; [ \"$(id -u)\" = 0 ] && ROOT=--allow-run-as-root");
     let mut xs: Vec<String> = profile_names(&env);
-    xs.extend(["LD_LIBRARY_PATH".to_string(), "PATH".to_string()]);
+    // LD_LIBRARY_PATH goes only when set (mpirun warns about an unset one), once.
+    xs.retain(|k| k != "LD_LIBRARY_PATH");
+    xs.push("PATH".to_string());
     xs.sort();
     xs.dedup();
     let _ = writeln!(
@@ -424,7 +426,7 @@ pub fn mpirun_script(spec: &RunSpec, hosts: &[MpiHost], mpirun: &str) -> String 
     );
     let _ = writeln!(
         s,
-        "exec \"$MPIRUN\" $ROOT --tag-output --hostfile hostfile -np $(({n} * GPUS)) --map-by ppr:\"$GPUS\":node --bind-to none {x} $XS \"$BIN\" -b {b} -e {e} -f {f} -g 1 -n {it} -w {w} -d {d}",
+        "exec \"$MPIRUN\" $ROOT --tag-output --hostfile hostfile -np $(({n} * GPUS)) --map-by ppr:\"$GPUS\":node --bind-to none {x} ${{LD_LIBRARY_PATH:+-x LD_LIBRARY_PATH}} $XS \"$BIN\" -b {b} -e {e} -f {f} -g 1 -n {it} -w {w} -d {d}",
         n = hosts.len(),
         x = xs.iter().map(|k| format!("-x {k}")).collect::<Vec<_>>().join(" "),
         b = spec.min_bytes,
@@ -681,6 +683,7 @@ mod tests {
             .current_dir(dir.path())
             .env("HOME", dir.path())
             .env("NCCL_DEBUG", "INFO")
+            .env("LD_LIBRARY_PATH", "/opt/nccl/lib")
             .output()
             .unwrap();
         let text = String::from_utf8_lossy(&out.stdout);
@@ -706,6 +709,7 @@ mod tests {
         ] {
             assert!(args.contains(x), "{x}: {args}");
         }
+        assert_eq!(args.matches("-x LD_LIBRARY_PATH").count(), 1, "{args}");
         assert!(
             args.ends_with("all_reduce_perf -b 8 -e 1073741824 -f 2 -g 1 -n 20 -w 5 -d float"),
             "{args}"
