@@ -6,16 +6,9 @@
 //!
 //! `dir` is relative to the login's home (or absolute).
 
-use std::fmt::Write as _;
-
 /// The line a follow prints when the work has ended: `__flightdeck_exit__ CODE` (`?`
 /// when the code is unknown).
 pub const EXIT_MARKER: &str = "__flightdeck_exit__";
-
-/// How many bytes of a file one upload command carries (before base64): inside Linux's
-/// 128 KiB limit on one argument (the local backend runs `sh -c COMMAND`) and OpenSSH's
-/// 256 KiB packet limit for the exec request that holds it.
-pub const UPLOAD_CHUNK: usize = 64 * 1024;
 
 /// The exit code recorded for work that had to be killed (128 + SIGKILL).
 pub const KILLED: i32 = 137;
@@ -34,11 +27,13 @@ pub fn dir_word(dir: &str) -> String {
     }
 }
 
-/// The commands that write `bytes` to `path` (relative to `dir`, or absolute) on a node,
-/// one per [`UPLOAD_CHUNK`]: the chunks go to a temporary file that is moved into place
-/// by the last command, so a reader never sees half a file. `mode` is octal (e.g. 0o644).
-pub fn upload_commands(dir: &str, path: &str, bytes: &[u8], mode: u32) -> Vec<String> {
-    use data_encoding::BASE64;
+/// A command for a node and the bytes it reads on stdin ([`crate::exec::run_each_with_input`]).
+pub type WithInput = (String, Vec<u8>);
+
+/// The command that writes `bytes` (its stdin) to `path` (relative to `dir`, or absolute)
+/// on a node: to a temporary file moved into place at the end, so a reader never sees
+/// half a file. `mode` is octal (e.g. 0o644).
+pub fn upload_command(dir: &str, path: &str, bytes: &[u8], mode: u32) -> WithInput {
     let d = dir_word(dir);
     let target = if path.starts_with('/') {
         quote(path)
@@ -46,49 +41,32 @@ pub fn upload_commands(dir: &str, path: &str, bytes: &[u8], mode: u32) -> Vec<St
         format!("{d}/{}", quote(path))
     };
     let part = format!("{target}.fdpart");
-    let chunks: Vec<&[u8]> = if bytes.is_empty() {
-        vec![&[][..]]
-    } else {
-        bytes.chunks(UPLOAD_CHUNK).collect()
-    };
-    let n = chunks.len();
-    chunks
-        .into_iter()
-        .enumerate()
-        .map(|(i, chunk)| {
-            let mut c = String::from("set -e; umask 077\n");
-            if i == 0 {
-                let _ = writeln!(c, "mkdir -p {d} \"$(dirname {target})\"; : > {part}");
-            }
-            if !chunk.is_empty() {
-                let _ = writeln!(c, "printf '%s' '{}' | base64 -d >> {part}", BASE64.encode(chunk));
-            }
-            if i + 1 == n {
-                let _ = writeln!(c, "chmod {mode:o} {part}; mv -f {part} {target}");
-            }
-            c
-        })
-        .collect()
+    let command = format!(
+        "set -e; umask 077\nmkdir -p {d} \"$(dirname {target})\"\ncat > {part}\nchmod {mode:o} {part}; mv -f {part} {target}\n"
+    );
+    (command, bytes.to_vec())
 }
 
 /// The command that starts `script` detached in `dir` (created if needed; refused if
-/// it already holds a started run) and prints `started PID`. The script is written with
-/// mode 0700 and new files are private (umask 077): a job's environment may hold tokens.
-pub fn launch_command(dir: &str, script: &str) -> String {
+/// it already holds a started run) and prints `started PID`. The script travels on stdin,
+/// so it never shows in the node's process list, and is written with mode 0700; new
+/// files are private (umask 077): a job's environment may hold tokens.
+pub fn launch_command(dir: &str, script: &str) -> WithInput {
     let d = dir_word(dir);
     // The outer shell outlives a stop (TERM to the session) to record the exit code; a
     // trap (not an ignore) so the work itself still gets the default action. It writes
     // its pid once the trap is set and it leads its session: from then on a stop reaches
     // the whole group.
-    format!(
+    let command = format!(
         "set -e; umask 077; mkdir -p {d}; cd {d}\n\
          if [ -e pid ] || [ -e run.sh ]; then echo \"flightdeck: $PWD already holds a run\" >&2; exit 1; fi\n\
-         cat > run.sh <<'__FD_SCRIPT__'\n{script}__FD_SCRIPT__\n\
+         cat > run.sh\n\
          chmod 700 run.sh\n\
          setsid sh -c 'trap true TERM INT HUP; echo $$ > pid.tmp; mv pid.tmp pid; sh ./run.sh > out.log 2>&1; echo $? > exit_code.tmp; mv exit_code.tmp exit_code' < /dev/null > /dev/null 2>&1 &\n\
          i=0; while [ ! -f pid ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done\n\
          echo \"started $(cat pid)\"\n"
-    )
+    );
+    (command, script.as_bytes().to_vec())
 }
 
 /// The command that prints the output from line `from` (1 = the start), follows it
@@ -191,12 +169,24 @@ mod tests {
     use std::process::Command;
 
     fn sh(cmd: &str, home: &std::path::Path) -> String {
-        let out = Command::new("sh")
+        sh_in(&(cmd.to_string(), vec![]), home)
+    }
+
+    /// Run a command with its input on stdin, as exec does.
+    fn sh_in((cmd, input): &WithInput, home: &std::path::Path) -> String {
+        use std::io::Write;
+        let mut child = Command::new("sh")
             .arg("-c")
             .arg(cmd)
             .env("HOME", home)
-            .output()
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
             .expect("sh runs");
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(input).unwrap();
+        drop(stdin);
+        let out = child.wait_with_output().unwrap();
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
@@ -225,17 +215,13 @@ mod tests {
     }
 
     #[test]
-    fn upload_in_chunks_is_byte_exact() {
+    fn upload_is_byte_exact_and_out_of_the_command_line() {
         let home = tempfile::tempdir().unwrap();
-        // Three chunks, every byte value, and a quote in the name.
-        let bytes: Vec<u8> = (0..(2 * UPLOAD_CHUNK + 17))
-            .map(|i| (i * 7 % 256) as u8)
-            .collect();
-        let cmds = upload_commands("jobs/x/0", "sub/it's.bin", &bytes, 0o640);
-        assert_eq!(cmds.len(), 3);
-        for c in &cmds {
-            sh(c, home.path());
-        }
+        // A megabyte of every byte value, and a quote in the name.
+        let bytes: Vec<u8> = (0..(1 << 20) + 17).map(|i| (i * 7 % 256) as u8).collect();
+        let up = upload_command("jobs/x/0", "sub/it's.bin", &bytes, 0o640);
+        assert!(up.0.len() < 300, "the bytes are not in the command");
+        sh_in(&up, home.path());
         let path = home.path().join("jobs/x/0/sub/it's.bin");
         assert_eq!(std::fs::read(&path).unwrap(), bytes);
         use std::os::unix::fs::PermissionsExt;
@@ -244,10 +230,8 @@ mod tests {
             0o640
         );
         assert!(!home.path().join("jobs/x/0/sub/it's.bin.fdpart").exists());
-        // An empty file is one command and still lands.
-        let cmds = upload_commands("jobs/x/0", "empty", b"", 0o644);
-        assert_eq!(cmds.len(), 1);
-        sh(&cmds[0], home.path());
+        // An empty file still lands.
+        sh_in(&upload_command("jobs/x/0", "empty", b"", 0o644), home.path());
         assert_eq!(std::fs::read(home.path().join("jobs/x/0/empty")).unwrap(), b"");
     }
 
@@ -255,7 +239,12 @@ mod tests {
     fn launch_follow_status_stop_on_this_machine() {
         let home = tempfile::tempdir().unwrap();
         let dir = "jobs/t/0";
-        let out = sh(&launch_command(dir, "echo one\necho two\nexit 3\n"), home.path());
+        let launch = launch_command(dir, "echo one\necho two\nexit 3\n");
+        assert!(
+            !launch.0.contains("echo two"),
+            "the script is not in the command line"
+        );
+        let out = sh_in(&launch, home.path());
         assert!(out.starts_with("started "), "{out}");
         let followed = sh(&follow_command(dir, 1), home.path());
         assert_eq!(followed, format!("one\ntwo\n{EXIT_MARKER} 3\n"));
@@ -267,7 +256,7 @@ mod tests {
             Some(Status::Exited { code: 3 })
         );
         // A directory holding a run is never reused.
-        let again = sh(&launch_command(dir, "true\n"), home.path());
+        let again = sh_in(&launch_command(dir, "true\n"), home.path());
         assert!(!again.starts_with("started"), "{again}");
         assert_eq!(
             parse_status(&sh(&status_command("jobs/none"), home.path())),
@@ -276,7 +265,7 @@ mod tests {
 
         // A long run, stopped: TERM reaches it, the code is 143.
         let dir = "jobs/t/1";
-        sh(&launch_command(dir, "echo up\nsleep 30\n"), home.path());
+        sh_in(&launch_command(dir, "echo up\nsleep 30\n"), home.path());
         let st = parse_status(&sh(&status_command(dir), home.path()));
         assert!(matches!(st, Some(Status::Running { .. })), "{st:?}");
         let stopped = sh(&stop_command(dir, 5), home.path());
@@ -285,7 +274,7 @@ mod tests {
         // A run that ignores TERM is killed after the grace period and recorded as 137,
         // its child too.
         let dir = "jobs/t/2";
-        sh(
+        sh_in(
             &launch_command(dir, "trap '' TERM\nsleep 31 &\necho $! > child\nwait\n"),
             home.path(),
         );

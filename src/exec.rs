@@ -238,16 +238,31 @@ pub async fn run(
 
 /// Run a command of its own on each node (at most `fanout` at once).
 pub async fn run_each(transport: Transport, jobs: Vec<(NodeTarget, String)>, fanout: usize, tx: EventSender) {
+    let jobs = jobs.into_iter().map(|(n, c)| (n, c, Vec::new())).collect();
+    run_each_with_input(transport, jobs, fanout, tx).await
+}
+
+/// Like [`run_each`], each command reading its bytes on stdin, then end of file. What a
+/// command reads on stdin never appears in a process list on the node, as its command
+/// line does: scripts with secrets in their environment, and files, travel this way.
+pub async fn run_each_with_input(
+    transport: Transport,
+    jobs: Vec<(NodeTarget, String, Vec<u8>)>,
+    fanout: usize,
+    tx: EventSender,
+) {
     let sem = Arc::new(Semaphore::new(fanout.max(1)));
     let mut tasks = Vec::new();
-    for (node, command) in jobs {
+    for (node, command, input) in jobs {
         let (transport, tx, sem) = (transport.clone(), tx.clone(), sem.clone());
         tasks.push(tokio::spawn(async move {
             let _permit = sem.acquire_owned().await.expect("semaphore open");
             let index = node.index;
             let result = match &transport {
-                Transport::Local => run_local(index, &command, &tx).await,
-                Transport::Ssh { pool, resolver } => run_ssh(pool, resolver, &node, &command, &tx).await,
+                Transport::Local => run_local(index, &command, input, &tx).await,
+                Transport::Ssh { pool, resolver } => {
+                    run_ssh(pool, resolver, &node, &command, input, &tx).await
+                }
             };
             let _ = tx.send(Chunk::Done { node: index, result }).await;
         }));
@@ -266,11 +281,15 @@ async fn send_lines(tx: &EventSender, node: usize, stream: Stream, out: &mut Vec
     let _ = tx.send(Chunk::Lines { node, stream, text }).await;
 }
 
-async fn run_local(node: usize, command: &str, tx: &EventSender) -> NodeResult {
+async fn run_local(node: usize, command: &str, input: Vec<u8>, tx: &EventSender) -> NodeResult {
     let child = tokio::process::Command::new("sh")
         .arg("-c")
         .arg(command)
-        .stdin(std::process::Stdio::null())
+        .stdin(if input.is_empty() {
+            std::process::Stdio::null()
+        } else {
+            std::process::Stdio::piped()
+        })
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .kill_on_drop(true)
@@ -284,6 +303,14 @@ async fn run_local(node: usize, command: &str, tx: &EventSender) -> NodeResult {
             }
         }
     };
+    if let Some(mut stdin) = child.stdin.take() {
+        // Written alongside the reading below (a command may print before it has read
+        // all); a command that stops reading early just closes the pipe.
+        tokio::spawn(async move {
+            use tokio::io::AsyncWriteExt;
+            let _ = stdin.write_all(&input).await;
+        });
+    }
     let mut out = child.stdout.take().expect("piped stdout");
     let mut err = child.stderr.take().expect("piped stderr");
     let (mut so, mut se) = (LineSplitter::default(), LineSplitter::default());
@@ -328,11 +355,12 @@ async fn run_ssh(
     resolver: &Resolver,
     node: &NodeTarget,
     command: &str,
+    input: Vec<u8>,
     tx: &EventSender,
 ) -> NodeResult {
     let route = resolver.route(node);
     // The node's shared connection (kept while `_conn` lives), as panes and samplers use.
-    let (_conn, mut ch) = match pool.exec(&route, command).await {
+    let (_conn, ch) = match pool.exec(&route, command).await {
         Ok(c) => c,
         Err(e) => {
             return NodeResult {
@@ -344,28 +372,43 @@ async fn run_ssh(
     let (mut so, mut se) = (LineSplitter::default(), LineSplitter::default());
     let mut status = None;
     let mut lines = Vec::new();
-    while let Some(msg) = ch.wait().await {
-        let stream = match msg {
-            russh::ChannelMsg::Data { data } => {
-                so.push(&data, &mut lines);
-                Stream::Stdout
-            }
-            russh::ChannelMsg::ExtendedData { data, ext: 1 } => {
-                se.push(&data, &mut lines);
-                Stream::Stderr
-            }
-            russh::ChannelMsg::ExitStatus { exit_status } => {
-                status = Some(exit_status as i32);
-                continue;
-            }
-            russh::ChannelMsg::ExitSignal { signal_name, .. } => {
-                status = Some(128 + client::signal_number(&signal_name) as i32);
-                continue;
-            }
-            _ => continue,
-        };
-        send_lines(tx, node.index, stream, &mut lines).await;
-    }
+    // Stdin is written alongside the reading (a command may print before it has read all),
+    // then closed, so a command reading stdin sees its end rather than waiting forever.
+    let (mut ch, write) = ch.split();
+    let feed = async move {
+        if !input.is_empty() {
+            let _ = write.data(&input[..]).await;
+        }
+        let _ = write.eof().await;
+        write
+    };
+    let reading = async {
+        while let Some(msg) = ch.wait().await {
+            let stream = match msg {
+                russh::ChannelMsg::Data { data } => {
+                    so.push(&data, &mut lines);
+                    Stream::Stdout
+                }
+                russh::ChannelMsg::ExtendedData { data, ext: 1 } => {
+                    se.push(&data, &mut lines);
+                    Stream::Stderr
+                }
+                russh::ChannelMsg::ExitStatus { exit_status } => {
+                    status = Some(exit_status as i32);
+                    continue;
+                }
+                russh::ChannelMsg::ExitSignal { signal_name, .. } => {
+                    status = Some(128 + client::signal_number(&signal_name) as i32);
+                    continue;
+                }
+                _ => continue,
+            };
+            send_lines(tx, node.index, stream, &mut lines).await;
+        }
+    };
+    // The write half lives until the reading ends (dropping it early is harmless, but
+    // keeping it makes the order plain).
+    let (_write, ()) = tokio::join!(feed, reading);
     so.finish(&mut lines);
     send_lines(tx, node.index, Stream::Stdout, &mut lines).await;
     se.finish(&mut lines);
@@ -382,9 +425,21 @@ async fn run_ssh(
 /// Run one command per node and collect (exit code, stdout, stderr) in the jobs' order;
 /// a node that could not run it has [`UNREACHABLE`] and the reason in its stderr.
 pub async fn collect(transport: Transport, jobs: Vec<(NodeTarget, String)>) -> Vec<(i32, String, String)> {
-    let order: Vec<usize> = jobs.iter().map(|(n, _)| n.index).collect();
+    collect_with_input(
+        transport,
+        jobs.into_iter().map(|(n, c)| (n, c, Vec::new())).collect(),
+    )
+    .await
+}
+
+/// Like [`collect`], each command reading its bytes on stdin ([`run_each_with_input`]).
+pub async fn collect_with_input(
+    transport: Transport,
+    jobs: Vec<(NodeTarget, String, Vec<u8>)>,
+) -> Vec<(i32, String, String)> {
+    let order: Vec<usize> = jobs.iter().map(|(n, _, _)| n.index).collect();
     let (tx, mut rx) = channel(1024);
-    let h = tokio::spawn(run_each(transport, jobs, 64, tx));
+    let h = tokio::spawn(run_each_with_input(transport, jobs, 64, tx));
     let mut out: Vec<(i32, String, String)> = vec![(UNREACHABLE, String::new(), String::new()); order.len()];
     while let Some(c) = rx.recv_chunk().await {
         let (Chunk::Lines { node, .. } | Chunk::Done { node, .. }) = &c;
@@ -499,6 +554,22 @@ mod tests {
         assert_eq!(out.len(), 3);
         assert!(out[0].ends_with('\u{fffd}') && out[0].len() == MAX_LINE - 1 + 3);
         assert_eq!((out[1].as_str(), out[2].as_str()), ("\u{fffd}", ""));
+    }
+
+    #[tokio::test]
+    async fn input_reaches_stdin_and_ends() {
+        let big: Vec<u8> = (0..300_000).map(|i| (i % 251) as u8).collect();
+        let out = collect_with_input(
+            Transport::Local,
+            vec![
+                (local_node(0), "wc -c; cat >/dev/null; echo done".into(), big),
+                (local_node(1), "cat; echo".into(), vec![]),
+            ],
+        )
+        .await;
+        assert_eq!(out[0], (0, "300000\ndone\n".into(), String::new()));
+        // No input: stdin is at its end at once, so `cat` does not wait.
+        assert_eq!(out[1], (0, "\n".into(), String::new()));
     }
 
     #[tokio::test]

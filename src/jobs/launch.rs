@@ -44,7 +44,7 @@ fn workdir_word(job: &Job, id: &str, rank: usize) -> String {
 }
 
 /// Where an upload goes on node `rank`: a (directory, path) pair for
-/// [`crate::detach::upload_commands`].
+/// [`crate::detach::upload_command`].
 pub fn upload_target(job: &Job, id: &str, rank: usize, u: &Upload) -> (String, String) {
     let jd = job_dir(id, rank);
     if u.remote.starts_with('/') {

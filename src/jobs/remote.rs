@@ -79,7 +79,11 @@ pub async fn launch(
                 bytes.len(),
                 nodes.len()
             ));
-            let per_node: Vec<Vec<String>> = nodes
+            let todo: Vec<&JobNode> = nodes
+                .iter()
+                .filter(|n| !failed.iter().any(|(r, _)| *r == n.rank))
+                .collect();
+            let cmds = todo
                 .iter()
                 .map(|n| {
                     let part = super::spec::Upload {
@@ -87,26 +91,17 @@ pub async fn launch(
                         remote: rel.clone(),
                     };
                     let (dir, path) = launch::upload_target(job, id, n.rank, &part);
-                    detach::upload_commands(&dir, &path, &bytes, mode)
+                    let (command, input) = detach::upload_command(&dir, &path, &bytes, mode);
+                    (n.target.clone(), command, input)
                 })
                 .collect();
-            let chunks = per_node.first().map_or(0, |c| c.len());
-            for i in 0..chunks {
-                let todo: Vec<(&JobNode, String)> = nodes
-                    .iter()
-                    .zip(&per_node)
-                    .filter(|(n, _)| !failed.iter().any(|(r, _)| *r == n.rank))
-                    .map(|(n, c)| (n, c[i].clone()))
-                    .collect();
-                let cmds = todo.iter().map(|(n, c)| (n.target.clone(), c.clone())).collect();
-                let res = exec::collect(transport.clone(), cmds).await;
-                for ((n, _), (code, out, err)) in todo.iter().zip(res) {
-                    if code != 0 {
-                        failed.push((
-                            n.rank,
-                            format!("upload of {rel}: {}", fail_text(code, &out, &err)),
-                        ));
-                    }
+            let res = exec::collect_with_input(transport.clone(), cmds).await;
+            for (n, (code, out, err)) in todo.iter().zip(res) {
+                if code != 0 {
+                    failed.push((
+                        n.rank,
+                        format!("upload of {rel}: {}", fail_text(code, &out, &err)),
+                    ));
                 }
             }
         }
@@ -116,18 +111,16 @@ pub async fn launch(
         .iter()
         .filter(|n| !failed.iter().any(|(r, _)| *r == n.rank))
         .collect();
-    let cmds: Vec<(NodeTarget, String)> = todo
+    let cmds: Vec<(NodeTarget, String, Vec<u8>)> = todo
         .iter()
         .map(|n| {
             let script = launch::node_script(job, id, &all, n.rank, profile);
-            (
-                n.target.clone(),
-                detach::launch_command(&job_dir(id, n.rank), &script),
-            )
+            let (command, input) = detach::launch_command(&job_dir(id, n.rank), &script);
+            (n.target.clone(), command, input)
         })
         .collect();
     progress(format!("starting on {} node(s)", cmds.len()));
-    let res = exec::collect(transport, cmds).await;
+    let res = exec::collect_with_input(transport, cmds).await;
     let mut out: Vec<(usize, Result<u32, String>)> = failed.into_iter().map(|(r, e)| (r, Err(e))).collect();
     for (n, (code, stdout, stderr)) in todo.iter().zip(res) {
         let pid = stdout

@@ -121,7 +121,7 @@ pub async fn launch(
         .clone()
         .unwrap_or_else(|| nodes[0].host.clone());
     let count = nodes.len();
-    let jobs: Vec<(NodeTarget, String)> = if spec.engine == Engine::NcclTests && count > 1 {
+    let jobs: Vec<(NodeTarget, String, Vec<u8>)> = if spec.engine == Engine::NcclTests && count > 1 {
         let hosts: Vec<MpiHost> = nodes
             .iter()
             .map(|n| {
@@ -133,22 +133,21 @@ pub async fn launch(
             })
             .collect();
         let script = runner::mpirun_script(spec, &hosts, mpirun);
-        vec![(nodes[0].clone(), runner::launch_command(id, &script, false))]
+        let (command, input) = runner::launch_command(id, &script, false);
+        vec![(nodes[0].clone(), command, input)]
     } else {
         nodes
             .iter()
             .enumerate()
             .map(|(rank, n)| {
                 let script = runner::node_script(spec, rank, count, &master);
-                (
-                    n.clone(),
-                    runner::launch_command(id, &script, spec.engine == Engine::Torch),
-                )
+                let (command, input) = runner::launch_command(id, &script, spec.engine == Engine::Torch);
+                (n.clone(), command, input)
             })
             .collect()
     };
-    let launched_on: Vec<NodeTarget> = jobs.iter().map(|(n, _)| n.clone()).collect();
-    let launched = collect(transport, jobs).await;
+    let launched_on: Vec<NodeTarget> = jobs.iter().map(|(n, _, _)| n.clone()).collect();
+    let launched = exec::collect_with_input(transport, jobs).await;
     let mut failed = vec![];
     let mut started = vec![];
     for (n, (code, out, err)) in launched_on.iter().zip(&launched) {

@@ -441,8 +441,9 @@ pub fn mpirun_script(spec: &RunSpec, hosts: &[MpiHost], mpirun: &str) -> String 
 
 /// The command that starts `script` detached in the run directory and prints its pid
 /// ([`crate::detach::launch_command`]: a run directory is never reused). With the torch
-/// engine the script first writes the embedded benchmark next to itself.
-pub fn launch_command(id: &str, script: &str, with_torch_bench: bool) -> String {
+/// engine the script first writes the embedded benchmark next to itself. The script goes
+/// on the command's stdin.
+pub fn launch_command(id: &str, script: &str, with_torch_bench: bool) -> detach::WithInput {
     let script = if with_torch_bench {
         let bench = format!("cat > torch_bench.py <<'__FD_BENCH__'\n{TORCH_BENCH}__FD_BENCH__\n");
         match script
@@ -589,16 +590,21 @@ mod tests {
     #[test]
     fn launch_and_follow_run_detached_under_sh() {
         let home = tempfile::tempdir().unwrap();
-        let sh = |cmd: &str| {
-            let out = std::process::Command::new("sh")
+        let sh_in = |(cmd, input): &detach::WithInput| {
+            use std::io::Write;
+            let mut child = std::process::Command::new("sh")
                 .arg("-c")
                 .arg(cmd)
                 .env("HOME", home.path())
-                .output()
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .spawn()
                 .unwrap();
-            String::from_utf8_lossy(&out.stdout).into_owned()
+            child.stdin.take().unwrap().write_all(input).unwrap();
+            String::from_utf8_lossy(&child.wait_with_output().unwrap().stdout).into_owned()
         };
-        let started = sh(&launch_command(
+        let sh = |cmd: &str| sh_in(&(cmd.to_string(), vec![]));
+        let started = sh_in(&launch_command(
             "t1",
             "echo one\nsleep 0.3\necho two\nexit 3\n",
             true,
@@ -610,12 +616,12 @@ mod tests {
         assert_eq!(sh(&follow_command("t1")), followed);
         assert!(home.path().join(".flightdeck/runs/t1/torch_bench.py").exists());
         assert!(
-            !sh(&launch_command("t1", "exit 0\n", false)).starts_with("started"),
+            !sh_in(&launch_command("t1", "exit 0\n", false)).starts_with("started"),
             "a run directory is never reused"
         );
         assert_ne!(new_id("all_reduce", 1), new_id("all_reduce", 1));
         // Stopping a long run kills its whole session.
-        sh(&launch_command("t2", "sleep 30 & wait\n", false));
+        sh_in(&launch_command("t2", "sleep 30 & wait\n", false));
         sh(&stop_command("t2", 1));
         let f = sh(&follow_command("t2"));
         assert!(f.ends_with(&format!("{EXIT_MARKER} 143\n")), "{f}");
