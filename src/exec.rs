@@ -18,6 +18,9 @@ pub const MAX_LINE: usize = 64 * 1024;
 /// The exit status reported for a node that could not be reached (as ssh does).
 pub const UNREACHABLE: i32 = 255;
 
+/// The exit status reported for a command stopped at its time limit (as `timeout` does).
+pub const TIMED_OUT: i32 = 124;
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Stream {
     Stdout,
@@ -239,16 +242,19 @@ pub async fn run(
 /// Run a command of its own on each node (at most `fanout` at once).
 pub async fn run_each(transport: Transport, jobs: Vec<(NodeTarget, String)>, fanout: usize, tx: EventSender) {
     let jobs = jobs.into_iter().map(|(n, c)| (n, c, Vec::new())).collect();
-    run_each_with_input(transport, jobs, fanout, tx).await
+    run_each_with_input(transport, jobs, fanout, None, tx).await
 }
 
 /// Like [`run_each`], each command reading its bytes on stdin, then end of file. What a
 /// command reads on stdin never appears in a process list on the node, as its command
 /// line does: scripts with secrets in their environment, and files, travel this way.
+/// A command still running after `limit` is stopped (TERM, then its channel closed; a
+/// local one is killed) and reported as [`TIMED_OUT`], like pdsh's `-u`.
 pub async fn run_each_with_input(
     transport: Transport,
     jobs: Vec<(NodeTarget, String, Vec<u8>)>,
     fanout: usize,
+    limit: Option<std::time::Duration>,
     tx: EventSender,
 ) {
     let sem = Arc::new(Semaphore::new(fanout.max(1)));
@@ -259,9 +265,9 @@ pub async fn run_each_with_input(
             let _permit = sem.acquire_owned().await.expect("semaphore open");
             let index = node.index;
             let result = match &transport {
-                Transport::Local => run_local(index, &command, input, &tx).await,
+                Transport::Local => run_local(index, &command, input, limit, &tx).await,
                 Transport::Ssh { pool, resolver } => {
-                    run_ssh(pool, resolver, &node, &command, input, &tx).await
+                    run_ssh(pool, resolver, &node, &command, input, limit, &tx).await
                 }
             };
             let _ = tx.send(Chunk::Done { node: index, result }).await;
@@ -281,7 +287,21 @@ async fn send_lines(tx: &EventSender, node: usize, stream: Stream, out: &mut Vec
     let _ = tx.send(Chunk::Lines { node, stream, text }).await;
 }
 
-async fn run_local(node: usize, command: &str, input: Vec<u8>, tx: &EventSender) -> NodeResult {
+/// The result of a command stopped at its time limit.
+fn timed_out(limit: std::time::Duration) -> NodeResult {
+    NodeResult {
+        code: TIMED_OUT,
+        error: Some(format!("timed out after {limit:?}")),
+    }
+}
+
+async fn run_local(
+    node: usize,
+    command: &str,
+    input: Vec<u8>,
+    limit: Option<std::time::Duration>,
+    tx: &EventSender,
+) -> NodeResult {
     let child = tokio::process::Command::new("sh")
         .arg("-c")
         .arg(command)
@@ -317,7 +337,18 @@ async fn run_local(node: usize, command: &str, input: Vec<u8>, tx: &EventSender)
     let (mut bo, mut be) = (vec![0u8; 32 * 1024], vec![0u8; 32 * 1024]);
     let (mut out_open, mut err_open) = (true, true);
     let mut lines = Vec::new();
+    let deadline = limit.map(|l| tokio::time::Instant::now() + l);
     while out_open || err_open {
+        if deadline.is_some_and(|d| tokio::time::Instant::now() >= d) {
+            let _ = child.start_kill();
+            so.finish(&mut lines);
+            send_lines(tx, node, Stream::Stdout, &mut lines).await;
+            se.finish(&mut lines);
+            send_lines(tx, node, Stream::Stderr, &mut lines).await;
+            return timed_out(limit.unwrap_or_default());
+        }
+        let until =
+            deadline.unwrap_or_else(|| tokio::time::Instant::now() + std::time::Duration::from_secs(3600));
         let mut stream = Stream::Stdout;
         tokio::select! {
             r = out.read(&mut bo), if out_open => match r {
@@ -331,10 +362,21 @@ async fn run_local(node: usize, command: &str, input: Vec<u8>, tx: &EventSender)
                     Ok(n) => se.push(&be[..n], &mut lines),
                 }
             },
+            _ = tokio::time::sleep_until(until) => continue,
         }
         send_lines(tx, node, stream, &mut lines).await;
     }
-    match child.wait().await {
+    let waited = match deadline {
+        Some(d) => match tokio::time::timeout_at(d, child.wait()).await {
+            Ok(w) => w,
+            Err(_) => {
+                let _ = child.start_kill();
+                return timed_out(limit.unwrap_or_default());
+            }
+        },
+        None => child.wait().await,
+    };
+    match waited {
         Ok(status) => {
             use std::os::unix::process::ExitStatusExt;
             let code = status
@@ -356,6 +398,7 @@ async fn run_ssh(
     node: &NodeTarget,
     command: &str,
     input: Vec<u8>,
+    limit: Option<std::time::Duration>,
     tx: &EventSender,
 ) -> NodeResult {
     let route = resolver.route(node);
@@ -375,12 +418,11 @@ async fn run_ssh(
     // Stdin is written alongside the reading (a command may print before it has read all),
     // then closed, so a command reading stdin sees its end rather than waiting forever.
     let (mut ch, write) = ch.split();
-    let feed = async move {
+    let feed = async {
         if !input.is_empty() {
             let _ = write.data(&input[..]).await;
         }
         let _ = write.eof().await;
-        write
     };
     let reading = async {
         while let Some(msg) = ch.wait().await {
@@ -406,13 +448,27 @@ async fn run_ssh(
             send_lines(tx, node.index, stream, &mut lines).await;
         }
     };
-    // The write half lives until the reading ends (dropping it early is harmless, but
-    // keeping it makes the order plain).
-    let (_write, ()) = tokio::join!(feed, reading);
+    let work = async { tokio::join!(feed, reading) };
+    let stopped = match limit {
+        Some(l) => tokio::time::timeout(l, work).await.is_err(),
+        None => {
+            work.await;
+            false
+        }
+    };
+    if stopped {
+        // TERM to the command (OpenSSH passes signals on since 7.9), and the channel
+        // closed: sshd closes the command's pipes, and its session counts no more.
+        let _ = write.signal(russh::Sig::TERM).await;
+        let _ = write.close().await;
+    }
     so.finish(&mut lines);
     send_lines(tx, node.index, Stream::Stdout, &mut lines).await;
     se.finish(&mut lines);
     send_lines(tx, node.index, Stream::Stderr, &mut lines).await;
+    if let (true, Some(l)) = (stopped, limit) {
+        return timed_out(l);
+    }
     match status {
         Some(code) => NodeResult { code, error: None },
         None => NodeResult {
@@ -439,7 +495,7 @@ pub async fn collect_with_input(
 ) -> Vec<(i32, String, String)> {
     let order: Vec<usize> = jobs.iter().map(|(n, _, _)| n.index).collect();
     let (tx, mut rx) = channel(1024);
-    let h = tokio::spawn(run_each_with_input(transport, jobs, 64, tx));
+    let h = tokio::spawn(run_each_with_input(transport, jobs, 64, None, tx));
     let mut out: Vec<(i32, String, String)> = vec![(UNREACHABLE, String::new(), String::new()); order.len()];
     while let Some(c) = rx.recv_chunk().await {
         let (Chunk::Lines { node, .. } | Chunk::Done { node, .. }) = &c;
@@ -554,6 +610,39 @@ mod tests {
         assert_eq!(out.len(), 3);
         assert!(out[0].ends_with('\u{fffd}') && out[0].len() == MAX_LINE - 1 + 3);
         assert_eq!((out[1].as_str(), out[2].as_str()), ("\u{fffd}", ""));
+    }
+
+    #[tokio::test]
+    async fn a_command_past_its_limit_is_stopped() {
+        let (tx, mut rx) = channel(16);
+        let jobs = vec![(
+            local_node(0),
+            "echo early; sleep 5; echo late".to_string(),
+            vec![],
+        )];
+        let limit = Some(std::time::Duration::from_millis(300));
+        tokio::spawn(run_each_with_input(Transport::Local, jobs, 1, limit, tx));
+        let mut events = vec![];
+        while let Some(e) = rx.recv().await {
+            events.push(e);
+        }
+        assert_eq!(
+            events,
+            vec![
+                Event::Line {
+                    node: 0,
+                    stream: Stream::Stdout,
+                    text: "early".into()
+                },
+                Event::Done {
+                    node: 0,
+                    result: NodeResult {
+                        code: TIMED_OUT,
+                        error: Some("timed out after 300ms".into())
+                    }
+                }
+            ]
+        );
     }
 
     #[tokio::test]

@@ -185,4 +185,44 @@ fn ssh_fleet_on_the_testbed_apply_exec_collapse_json() {
     assert_eq!(doc["nodes"].as_array().unwrap().len(), 2);
     assert_eq!(doc["nodes"][1]["node"], "tb-3");
     assert_eq!(doc["nodes"][1]["stdout"], "42\n");
+
+    // A node whose command hangs is stopped at --timeout and reported; the others are
+    // not held up. Nodes picked by range and by name.
+    let marker = format!("sleep 31{}", std::process::id() % 1000);
+    let hang =
+        format!("echo before; case $(ip -4 -o addr show eth0) in *10.88.0.3/*) {marker};; esac; echo after");
+    let out = flightdeck(
+        home.path(),
+        &["exec", "tb", "--nodes", "1-2,tb-3", "--timeout", "2", "--", &hang],
+    );
+    assert_eq!(out.status.code(), Some(124), "{}", text(&out.stderr));
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(
+        stdout.contains("tb-2: before\n") && !stdout.contains("tb-2: after"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("tb-1: after\n") && stdout.contains("tb-3: after\n"),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("3 nodes: 2 exit 0, 1 timed out (tb-2)"),
+        "{stderr}"
+    );
+    // What the hung command started is gone from the node too.
+    let start = std::time::Instant::now();
+    while tb
+        .node_run(2, &["pgrep", "-f", &marker])
+        .is_ok_and(|p| !p.trim().is_empty())
+    {
+        assert!(start.elapsed().as_secs() < 10, "`{marker}` still runs on tb-2");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let out = flightdeck(home.path(), &["exec", "tb", "--nodes", "tb-9", "--", "true"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("--nodes `tb-9` is no node of the fleet"),
+        "{}",
+        text(&out.stderr)
+    );
 }

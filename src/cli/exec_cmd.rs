@@ -58,19 +58,11 @@ pub fn run(args: &ExecArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode
     let nodes: Vec<NodeTarget> = if args.nodes.is_empty() {
         all.clone()
     } else {
-        for i in &args.nodes {
-            if *i >= all.len() {
-                anyhow::bail!(
-                    "--nodes {i}: the fleet has nodes 0..{}",
-                    all.len().saturating_sub(1)
-                );
-            }
-        }
-        all.iter()
-            .filter(|n| args.nodes.contains(&n.index))
-            .cloned()
-            .collect()
+        crate::fleet::select_nodes(&all, &args.nodes).map_err(|e| anyhow::anyhow!("--nodes {e}"))?
     };
+    if args.timeout == Some(0) {
+        anyhow::bail!("--timeout 0: give the seconds a command may run, at least 1");
+    }
     let command = args.command.join(" ");
     let width = nodes.iter().map(|n| n.name.len()).max().unwrap_or(0);
     let by_index = |i: usize| {
@@ -86,13 +78,25 @@ pub fn run(args: &ExecArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode
     let mut out: Vec<(String, String)> = vec![(String::new(), String::new()); nodes.len()];
     let mut results: Vec<Option<NodeResult>> = vec![None; nodes.len()];
     rt.block_on(async {
-        let run = tokio::spawn(exec::run(
-            transport,
-            nodes.clone(),
-            command.clone(),
-            args.fanout,
-            tx,
-        ));
+        // With --timeout the node stops the command itself: coreutils' timeout signals
+        // its whole process group, so what the command started goes too (a TERM through
+        // SSH reaches only the login shell). The channel is closed 10 s later should the
+        // node not answer at all.
+        let (remote, limit) = match args.timeout {
+            None => (command.clone(), None),
+            Some(s) => (
+                format!(
+                    "timeout -k 5 {s} \"${{SHELL:-sh}}\" -c {}",
+                    crate::detach::quote(&command)
+                ),
+                Some(std::time::Duration::from_secs(s + 10)),
+            ),
+        };
+        let jobs = nodes
+            .iter()
+            .map(|n| (n.clone(), remote.clone(), Vec::new()))
+            .collect();
+        let run = tokio::spawn(exec::run_each_with_input(transport, jobs, args.fanout, limit, tx));
         // Streamed output goes through one buffer, written out whenever no more output is
         // waiting (so it stays live) and before anything goes to stderr (so the two
         // interleave as they arrived).
@@ -236,6 +240,8 @@ pub fn summary(nodes: &[NodeTarget], results: &[NodeResult]) -> String {
         .map(|(code, names)| {
             let what = if *code == exec::UNREACHABLE {
                 "unreachable".to_string()
+            } else if *code == exec::TIMED_OUT {
+                "timed out".to_string()
             } else {
                 format!("exit {code}")
             };

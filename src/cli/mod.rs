@@ -179,12 +179,17 @@ pub enum FleetCommand {
 pub struct ExecArgs {
     /// The fleet's name.
     pub fleet: String,
-    /// Only these node indices, e.g. 0,2.
-    #[arg(long, value_delimiter = ',', value_name = "N,N")]
-    pub nodes: Vec<usize>,
+    /// Only these nodes: indices (0,2), ranges (0-3), names or hosts (lab-2), or patterns
+    /// with * (lab-1*).
+    #[arg(long, value_delimiter = ',', value_name = "NODES")]
+    pub nodes: Vec<String>,
     /// Run on at most this many nodes at once.
     #[arg(long, default_value_t = 64, value_name = "N")]
     pub fanout: usize,
+    /// Stop a node's command after this many seconds and report it as timed out (exit
+    /// 124), like pdsh -u.
+    #[arg(long, value_name = "SECS")]
+    pub timeout: Option<u64>,
     /// Group nodes whose output is identical (like `dshbak -c`), printed at the end.
     #[arg(long)]
     pub collapse: bool,

@@ -114,6 +114,72 @@ pub struct NodeTarget {
     pub internal_ip: Option<String>,
 }
 
+/// The nodes `items` pick out of `all`, in fleet order: an index (`3`), a range of
+/// indices (`0-3`), a node's name or host (`lab-2`, `10.0.0.5`), or a pattern with `*`
+/// (`lab-1*`). Nothing picked twice; an item that picks nothing is an error naming it.
+pub fn select_nodes(all: &[NodeTarget], items: &[String]) -> Result<Vec<NodeTarget>, String> {
+    let mut picked = vec![false; all.len()];
+    for item in items.iter().map(|i| i.trim()).filter(|i| !i.is_empty()) {
+        let hits: Vec<usize> = if let Ok(i) = item.parse::<usize>() {
+            all.iter().position(|n| n.index == i).into_iter().collect()
+        } else if let Some((a, b)) = item
+            .split_once('-')
+            .and_then(|(a, b)| Some((a.parse::<usize>().ok()?, b.parse::<usize>().ok()?)))
+        {
+            if a > b {
+                return Err(format!("`{item}`: a range goes from low to high"));
+            }
+            (0..all.len())
+                .filter(|&k| (a..=b).contains(&all[k].index))
+                .collect()
+        } else if item.contains('*') {
+            (0..all.len())
+                .filter(|&k| glob(item, &all[k].name) || glob(item, &all[k].host))
+                .collect()
+        } else {
+            (0..all.len())
+                .filter(|&k| all[k].name == item || all[k].host == item)
+                .collect()
+        };
+        if hits.is_empty() {
+            let last = all.len().saturating_sub(1);
+            let hint = crate::yaml::closest(item, all.iter().map(|n| n.name.as_str()))
+                .map(|h| format!("; did you mean `{h}`?"))
+                .unwrap_or_default();
+            return Err(format!(
+                "`{item}` is no node of the fleet (nodes 0..{last}, named {}){hint}",
+                crate::exec::compress_names(&all.iter().map(|n| n.name.clone()).collect::<Vec<_>>())
+            ));
+        }
+        for k in hits {
+            picked[k] = true;
+        }
+    }
+    Ok(all
+        .iter()
+        .zip(picked)
+        .filter(|(_, p)| *p)
+        .map(|(n, _)| n.clone())
+        .collect())
+}
+
+/// `*` matches any run of characters; everything else matches itself.
+fn glob(pattern: &str, text: &str) -> bool {
+    let parts: Vec<&str> = pattern.split('*').collect();
+    let (first, last) = (parts[0], parts[parts.len() - 1]);
+    if !text.starts_with(first) || text.len() < first.len() + last.len() || !text.ends_with(last) {
+        return false;
+    }
+    let mut rest = &text[first.len()..text.len() - last.len()];
+    for part in &parts[1..parts.len() - 1] {
+        match rest.find(part) {
+            Some(i) => rest = &rest[i + part.len()..],
+            None => return false,
+        }
+    }
+    true
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct JumpTarget {
     pub host: String,
@@ -479,6 +545,42 @@ impl Validator<'_> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn nodes_are_picked_by_index_range_name_and_pattern() {
+        let all: Vec<super::NodeTarget> = (0..12)
+            .map(|i| super::NodeTarget {
+                index: i,
+                name: format!("lab-{i}"),
+                host: format!("10.0.0.{}", i + 1),
+                port: None,
+                user: None,
+                identity_file: None,
+                proxy_jump: None,
+                internal_ip: None,
+            })
+            .collect();
+        let pick = |items: &[&str]| {
+            super::select_nodes(&all, &items.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+                .map(|v| v.iter().map(|n| n.index).collect::<Vec<_>>())
+        };
+        assert_eq!(pick(&["0", "2"]), Ok(vec![0, 2]));
+        assert_eq!(
+            pick(&["9-11", "3", "10"]),
+            Ok(vec![3, 9, 10, 11]),
+            "fleet order, once each"
+        );
+        assert_eq!(pick(&["lab-4", "10.0.0.6"]), Ok(vec![4, 5]));
+        assert_eq!(pick(&["lab-1*"]), Ok(vec![1, 10, 11]));
+        assert_eq!(pick(&["*-1"]), Ok(vec![1]));
+        assert_eq!(pick(&["10.0.0.1*"]), Ok(vec![0, 9, 10, 11]));
+        assert!(pick(&["12"])
+            .unwrap_err()
+            .contains("`12` is no node of the fleet (nodes 0..11, named lab-[0-11])"));
+        assert!(pick(&["lab-44"]).unwrap_err().contains("did you mean `lab-4`?"));
+        assert!(pick(&["5-2"]).unwrap_err().contains("low to high"));
+        assert_eq!(pick(&[]), Ok(vec![]));
+    }
+
     use super::*;
 
     fn ok(text: &str) -> Fleet {
