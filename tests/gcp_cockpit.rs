@@ -104,7 +104,7 @@ async fn the_cockpit_plans_applies_opens_panes_and_deletes_a_gcp_fleet() {
     std::fs::write(
         home.join("fd/config.yaml"),
         format!(
-            "gcp:\n  project_id: {PROJECT}\n  owner: tester\n  operation_poll_secs: 0.02\n  ssh_wait_secs: 30\n  public_ips: false\n  ssh_user: root\n  ssh_public_key: {key}.pub\n  identity_file: {key}\n  proxy_jump:\n    hostname: {b}\n    user: root\n    identity_file: {key}\n",
+            "gcp:\n  project_id: {PROJECT}\n  owner: tester\n  operation_poll_secs: 0.02\n  health_check_secs: 1\n  ssh_wait_secs: 30\n  public_ips: false\n  ssh_user: root\n  ssh_public_key: {key}.pub\n  identity_file: {key}\n  proxy_jump:\n    hostname: {b}\n    user: root\n    identity_file: {key}\n",
             b = tb.bastion.addr
         ),
     )
@@ -196,6 +196,32 @@ async fn the_cockpit_plans_applies_opens_panes_and_deletes_a_gcp_fleet() {
     .await;
     let cmds = run_command(&mut c.state, "close");
     c.run(cmds);
+
+    // The background check (every second here) ran through the apply without calling a
+    // node being made lost; a Spot node preempted now shows without a reload.
+    let lost = |s: &State| {
+        s.fleets
+            .iter()
+            .flat_map(|f| &f.resources)
+            .filter(|r| r.lost.is_some())
+            .count()
+    };
+    assert_eq!(lost(&c.state), 0, "{:?}", c.state.fleets);
+    assert!(
+        !c.state
+            .status
+            .as_ref()
+            .is_some_and(|m| m.text.starts_with("lost")),
+        "{:?}",
+        c.state.status
+    );
+    d.preempt_spot_after(Duration::ZERO);
+    c.until("the preemption found in the background", |s| {
+        lost(s) == 2 && s.status.as_ref().is_some_and(|m| m.text.starts_with("lost: "))
+    })
+    .await;
+    let status = c.state.status.clone().unwrap().text;
+    assert!(status.contains("preempted"), "{status}");
 
     // D shows what goes; y deletes; nothing is left at the double.
     c.state.view = View::Fleets;

@@ -361,6 +361,24 @@ mod tests {
     }
 
     #[test]
+    fn a_node_found_lost_is_announced_once() {
+        let mut s = state();
+        assert!(s.status.is_none());
+        let mut lost = gcp_record();
+        lost.resources[0].lost = Some("preempted".into());
+        update(&mut s, Msg::Fleets(Ok(vec![lost.clone()])));
+        let status = s.status.clone().expect("a status message");
+        assert_eq!(status.text, "lost: mega-0 (preempted)");
+        assert_eq!(status.tone, crate::tui::theme::Tone::Fail);
+        s.status = None;
+        update(&mut s, Msg::Fleets(Ok(vec![lost])));
+        assert!(
+            s.status.is_none(),
+            "a node already known lost is not announced again"
+        );
+    }
+
+    #[test]
     fn apply_plans_then_confirm_runs_and_cancel_changes_nothing() {
         let mut s = state();
         assert_eq!(

@@ -133,6 +133,7 @@ impl Services {
                 }
             }
         });
+        tokio::spawn(watch_gcp_nodes(tx.clone(), paths.clone()));
         Services {
             tx,
             paths,
@@ -478,35 +479,9 @@ impl Services {
         }
     }
 
-    /// Ask Google how GCP fleets' nodes are (preempted, stopped, gone): the finding is
-    /// written to the state and the fleets are shown again when it changed anything.
-    /// Failures go to the log; the views keep what the state says.
+    /// Ask Google how GCP fleets' nodes are (preempted, stopped, gone), now.
     fn check_gcp_nodes(&self) {
-        let (tx, paths) = (self.tx.clone(), self.paths.clone());
-        tokio::spawn(async move {
-            let Ok(config) = crate::config::Config::load(&paths) else {
-                return;
-            };
-            let Some(settings) = config.gcp else { return };
-            let backend = crate::cloud::gcp::backend::GcpBackend {
-                settings,
-                catalog: Arc::new(crate::catalog::Catalog::embedded().clone()),
-                state_dir: paths.state_dir.clone(),
-                home: std::env::var_os("HOME").map(std::path::PathBuf::from),
-                ssh: None,
-            };
-            match crate::cloud::gcp::upkeep::check_all(&backend).await {
-                Ok(true) => {
-                    let dir = paths.state_dir.clone();
-                    let loaded = tokio::task::spawn_blocking(move || Store::new(&dir).load()).await;
-                    if let Ok(Ok((s, _))) = loaded {
-                        let _ = tx.send(ServiceEvent::Msg(Msg::Fleets(Ok(s.fleets)))).await;
-                    }
-                }
-                Ok(false) => {}
-                Err(e) => tracing::warn!("checking GCP nodes: {e}"),
-            }
-        });
+        tokio::spawn(check_gcp_nodes(self.tx.clone(), self.paths.clone()));
     }
 
     fn close_panes(&mut self) {
@@ -582,5 +557,55 @@ impl Drop for Services {
             f.abort();
         }
         self.close_panes();
+    }
+}
+
+/// Ask Google how GCP fleets' nodes are (preempted, stopped, gone): the finding is
+/// written to the state and the fleets are shown again when it changed anything.
+/// Failures go to the log; the views keep what the state says.
+async fn check_gcp_nodes(tx: mpsc::Sender<ServiceEvent>, paths: Paths) {
+    let Ok(config) = crate::config::Config::load(&paths) else {
+        return;
+    };
+    let Some(settings) = config.gcp else { return };
+    let backend = crate::cloud::gcp::backend::GcpBackend {
+        settings,
+        catalog: Arc::new(crate::catalog::Catalog::embedded().clone()),
+        state_dir: paths.state_dir.clone(),
+        home: std::env::var_os("HOME").map(std::path::PathBuf::from),
+        ssh: None,
+    };
+    match crate::cloud::gcp::upkeep::check_all(&backend).await {
+        Ok(true) => {
+            let dir = paths.state_dir.clone();
+            let loaded = tokio::task::spawn_blocking(move || Store::new(&dir).load()).await;
+            if let Ok(Ok((s, _))) = loaded {
+                let _ = tx.send(ServiceEvent::Msg(Msg::Fleets(Ok(s.fleets)))).await;
+            }
+        }
+        Ok(false) => {}
+        Err(e) => tracing::warn!("checking GCP nodes: {e}"),
+    }
+}
+
+/// Check GCP fleets' nodes every `gcp.health_check_secs` (60 by default) while the
+/// cockpit runs, so a preempted Spot node shows without a reload; ends with the cockpit.
+async fn watch_gcp_nodes(tx: mpsc::Sender<ServiceEvent>, paths: Paths) {
+    let every = crate::config::Config::load(&paths)
+        .ok()
+        .and_then(|c| c.gcp)
+        .map(|g| g.health_check_secs.unwrap_or(60));
+    let Some(secs) = every.filter(|s| *s > 0) else {
+        return;
+    };
+    let mut tick = tokio::time::interval(std::time::Duration::from_secs(secs));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    tick.tick().await;
+    loop {
+        tick.tick().await;
+        if tx.is_closed() {
+            return;
+        }
+        check_gcp_nodes(tx.clone(), paths.clone()).await;
     }
 }

@@ -68,6 +68,13 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Command> {
         Msg::Fleets(result) => {
             match result {
                 Ok(list) => {
+                    let lost = newly_lost(&state.fleets, &list);
+                    if !lost.is_empty() && !state.fleets.is_empty() {
+                        state.status = Some(StatusMessage {
+                            text: format!("lost: {}", lost.join(", ")),
+                            tone: Tone::Fail,
+                        });
+                    }
                     state.fleets = list;
                     state.fleets_error = None;
                 }
@@ -843,6 +850,21 @@ pub fn run_command(state: &mut State, line: &str) -> Vec<Command> {
             }
         }
     }
+}
+
+/// Cloud nodes lost in `new` that were not in `old`: `tb-1 (preempted)`, in order.
+fn newly_lost(old: &[crate::store::FleetRecord], new: &[crate::store::FleetRecord]) -> Vec<String> {
+    let was_lost = |fleet: &str, name: &str| {
+        old.iter()
+            .filter(|f| f.name == fleet)
+            .flat_map(|f| &f.resources)
+            .any(|r| r.kind == "instance" && r.name == name && r.lost.is_some())
+    };
+    new.iter()
+        .flat_map(|f| f.resources.iter().map(move |r| (f, r)))
+        .filter(|(f, r)| r.kind == "instance" && !was_lost(&f.name, &r.name))
+        .filter_map(|(_, r)| r.lost.as_ref().map(|why| format!("{} ({why})", r.name)))
+        .collect()
 }
 
 #[cfg(test)]

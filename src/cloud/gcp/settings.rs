@@ -57,6 +57,10 @@ pub struct GcpSettings {
     pub ssh_wait_secs: Option<u64>,
     /// Seconds between polls of a Compute operation (default 2).
     pub operation_poll_secs: Option<f64>,
+    /// Seconds between the cockpit's background checks of GCP fleets' nodes (preempted,
+    /// stopped, gone); default 60, 0 turns them off (a reload of the Fleets view still
+    /// checks).
+    pub health_check_secs: Option<u64>,
     /// A bastion to reach the nodes through (as in a fleet file's `ssh_config.proxy_jump`);
     /// with `public_ips: false` nodes are then reached on their internal addresses.
     pub proxy_jump: Option<crate::fleet::spec::ProxyJump>,

@@ -229,11 +229,17 @@ impl Gcp {
         }
     }
 
-    /// How each recorded instance is doing: running, or lost (preempted, stopped, gone).
+    /// How each created instance is doing: running (or starting), or lost (preempted,
+    /// stopped, gone). Instances an apply or delete is still working on are left out: the
+    /// cockpit checks in the background, and a node being made is not lost.
     pub async fn check(&self, record: &FleetRecord) -> Result<Vec<NodeHealth>, String> {
         let mut out = vec![];
         let mut events: BTreeMap<Scope, Vec<Value>> = BTreeMap::new();
-        for r in record.resources.iter().filter(|r| r.kind == "instance") {
+        for r in record
+            .resources
+            .iter()
+            .filter(|r| r.kind == "instance" && r.state == "created")
+        {
             let scope = plan::record_scope(r);
             let got: Option<Instance> = self
                 .compute
@@ -260,7 +266,7 @@ impl Gcp {
             });
             let status = got.as_ref().map_or("GONE".to_string(), |i| i.status.clone());
             let lost = match (status.as_str(), preempted) {
-                ("RUNNING", _) => None,
+                ("RUNNING" | "PROVISIONING" | "STAGING", _) => None,
                 (_, true) => Some(format!("preempted ({status})")),
                 ("GONE", false) => Some("deleted outside flightdeck".into()),
                 (s, false) => Some(format!("not running ({s})")),
