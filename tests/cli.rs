@@ -50,7 +50,15 @@ fn every_subcommand_has_complete_help() {
         (&["fleet", "status"], &["NAME", "--json"]),
         (
             &["exec"],
-            &["--nodes", "FLEET", "CMD", "--fanout", "--collapse", "--json"],
+            &[
+                "--nodes",
+                "FLEET",
+                "CMD",
+                "--fanout",
+                "--timeout",
+                "--collapse",
+                "--json",
+            ],
         ),
         (
             &["nccl"],

@@ -325,9 +325,10 @@ pub struct RunArgs {
     pub fleet: String,
     #[command(flatten)]
     pub bench: BenchArgs,
-    /// Only these node indices, e.g. 0,1.
-    #[arg(long, value_delimiter = ',', value_name = "N,N")]
-    pub nodes: Vec<usize>,
+    /// Only these nodes: indices (0,1), ranges (0-3), names or hosts (lab-2), or patterns
+    /// with * (lab-1*).
+    #[arg(long, value_delimiter = ',', value_name = "NODES")]
+    pub nodes: Vec<String>,
     /// Print one JSON document instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -459,10 +460,7 @@ pub fn run(args: &RunArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode>
     let nodes: Vec<NodeTarget> = if args.nodes.is_empty() {
         all.clone()
     } else {
-        all.iter()
-            .filter(|n| args.nodes.contains(&n.index))
-            .cloned()
-            .collect()
+        crate::fleet::select_nodes(&all, &args.nodes).map_err(|e| anyhow::anyhow!("--nodes {e}"))?
     };
     if nodes.is_empty() {
         anyhow::bail!("no nodes selected");
