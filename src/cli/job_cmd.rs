@@ -118,9 +118,7 @@ fn find(paths: &Paths, name: &str) -> anyhow::Result<JobRecord> {
         .cloned()
         .ok_or_else(|| {
             let names: Vec<&str> = state.jobs.iter().map(|j| j.name.as_str()).collect();
-            let hint = crate::yaml::closest(name, names.iter().copied())
-                .map(|h| format!("; did you mean `{h}`?"))
-                .unwrap_or_default();
+            let hint = crate::yaml::did_you_mean(name, names.iter().copied());
             anyhow::anyhow!("no job `{name}` in the state{hint}")
         })
 }
