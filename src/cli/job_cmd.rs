@@ -521,6 +521,10 @@ fn stop(name: &str, grace: Option<u32>, cli: &Cli, paths: &Paths) -> anyhow::Res
             Ok(Status::Exited { code }) => println!("{name}: exited {code}"),
             Ok(Status::Missing) => println!("{name}: no such job on the node"),
             Ok(Status::Vanished) => println!("{name}: gone without an exit code"),
+            Ok(Status::Starting) => {
+                println!("{name}: still starting (no pid yet)");
+                worst = 1;
+            }
             Ok(Status::Running { pid }) => {
                 println!("{name}: still running (pid {pid})");
                 worst = 1;
