@@ -102,12 +102,20 @@ pub enum Status {
     Exited {
         code: i32,
     },
+    /// The directory is there without a pid yet, and something in it changed within
+    /// [`STARTING_MAX_MIN`] minutes: the work is being uploaded or launched.
+    Starting,
     /// The directory is there but its process is gone without an exit code (the node
-    /// rebooted, or the leader was killed).
+    /// rebooted, or the leader was killed), or it has had no pid for longer than
+    /// [`STARTING_MAX_MIN`] minutes (its launch never finished).
     Vanished,
     /// No such directory on the node.
     Missing,
 }
+
+/// How long a directory without a pid counts as [`Status::Starting`] after its last
+/// change (an upload chunk, the script, the pid file), in minutes.
+pub const STARTING_MAX_MIN: u32 = 10;
 
 /// The command that reports the work's [`Status`] as one line.
 pub fn status_command(dir: &str) -> String {
@@ -116,6 +124,7 @@ pub fn status_command(dir: &str) -> String {
         "cd {d} 2>/dev/null || {{ echo missing; exit 0; }}\n\
          if [ -f exit_code ]; then echo \"exited $(cat exit_code)\"; \
          elif [ -f pid ] && kill -0 \"$(cat pid)\" 2>/dev/null; then echo \"running $(cat pid)\"; \
+         elif [ ! -f pid ] && [ -n \"$(find . -mmin -{STARTING_MAX_MIN} 2>/dev/null | head -n 1)\" ]; then echo starting; \
          else echo vanished; fi\n"
     )
 }
@@ -126,6 +135,7 @@ pub fn parse_status(line: &str) -> Option<Status> {
     match (w.next()?, w.next()) {
         ("running", Some(p)) => p.parse().ok().map(|pid| Status::Running { pid }),
         ("exited", Some(c)) => c.parse().ok().map(|code| Status::Exited { code }),
+        ("starting", None) => Some(Status::Starting),
         ("vanished", None) => Some(Status::Vanished),
         ("missing", None) => Some(Status::Missing),
         _ => None,
@@ -196,6 +206,8 @@ mod tests {
         assert_eq!(parse_status("exited 0"), Some(Status::Exited { code: 0 }));
         assert_eq!(parse_status("exited 143\n"), Some(Status::Exited { code: 143 }));
         assert_eq!(parse_status("vanished"), Some(Status::Vanished));
+        assert_eq!(parse_status("starting"), Some(Status::Starting));
+        assert_eq!(parse_status("starting 12"), None);
         assert_eq!(parse_status("missing"), Some(Status::Missing));
         assert_eq!(parse_status("exited ?"), None);
         assert_eq!(parse_status(""), None);
@@ -261,6 +273,32 @@ mod tests {
         assert_eq!(
             parse_status(&sh(&status_command("jobs/none"), home.path())),
             Some(Status::Missing)
+        );
+
+        // A directory being uploaded (no pid yet) is starting, not ended; one left
+        // without a pid for longer than STARTING_MAX_MIN minutes has vanished.
+        let dir = "jobs/t/up";
+        for c in upload_commands(dir, "payload.bin", b"half", 0o600) {
+            sh(&c, home.path());
+        }
+        assert_eq!(
+            parse_status(&sh(&status_command(dir), home.path())),
+            Some(Status::Starting)
+        );
+        let old = format!("{} minutes ago", STARTING_MAX_MIN + 5);
+        let full = home.path().join(dir);
+        for p in [full.join("payload.bin"), full.clone()] {
+            let ok = std::process::Command::new("touch")
+                .arg("-d")
+                .arg(&old)
+                .arg(&p)
+                .status()
+                .expect("touch runs");
+            assert!(ok.success());
+        }
+        assert_eq!(
+            parse_status(&sh(&status_command(dir), home.path())),
+            Some(Status::Vanished)
         );
 
         // A long run, stopped: TERM reaches it, the code is 143.

@@ -70,9 +70,7 @@ pub fn convert(file: &Path, e: &serde_yaml::Error) -> YamlError {
         }
         None => (None, None),
     };
-    if let Some(hint) = suggestion(&message) {
-        message.push_str(&format!("; did you mean `{hint}`?"));
-    }
+    message.push_str(&hint_suffix(suggestion(&message).as_deref()));
     YamlError {
         file: file.to_path_buf(),
         line,
@@ -103,6 +101,16 @@ pub fn suggestion(message: &str) -> Option<String> {
         .map(|(_, s)| s)
         .collect();
     closest(wrong, candidates.iter().copied())
+}
+
+/// "; did you mean `x`?" naming the candidate nearest to `wrong` (see [`closest`]), or "" when
+/// none is close: the suffix every "unknown name" message ends with.
+pub fn did_you_mean<'a>(wrong: &str, candidates: impl IntoIterator<Item = &'a str>) -> String {
+    hint_suffix(closest(wrong, candidates).as_deref())
+}
+
+fn hint_suffix(hint: Option<&str>) -> String {
+    hint.map(|h| format!("; did you mean `{h}`?")).unwrap_or_default()
 }
 
 /// The candidate nearest to `wrong` by edit distance, if within a third of its length (at least 1).
@@ -299,5 +307,12 @@ mod tests {
             None
         );
         assert_eq!(closest("thme", ["theme", "keys"]), Some("theme".into()));
+    }
+
+    #[test]
+    fn did_you_mean_is_a_suffix_or_nothing() {
+        assert_eq!(did_you_mean("thme", ["theme", "keys"]), "; did you mean `theme`?");
+        assert_eq!(did_you_mean("zzzzzz", ["theme", "keys"]), "");
+        assert_eq!(did_you_mean("x", []), "");
     }
 }

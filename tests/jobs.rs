@@ -207,6 +207,27 @@ fn a_local_job_runs_is_judged_and_stopped() {
         text(&out.stderr)
     );
 
+    // A node directory without a pid (the job being uploaded or launched) is starting,
+    // not ended; left so for longer than the launch can take, it has vanished (255).
+    let planted = dir(&ids[1]).join("0");
+    std::fs::create_dir_all(&planted).unwrap();
+    std::fs::write(planted.join("run.sh"), "sleep 1\n").unwrap();
+    let out = fd(home.path(), &["job", "list", "--json"]);
+    let list = json(&out);
+    assert_eq!(job(&list, "erased")["state"], "running", "{list}");
+    assert_eq!(codes(job(&list, "erased")), [-1]);
+    assert!(!text(&out.stderr).contains(&ids[1]), "{}", text(&out.stderr));
+    for p in [planted.join("run.sh"), planted.clone()] {
+        let touched = std::process::Command::new("touch")
+            .args(["-d", "1 hour ago"])
+            .arg(&p)
+            .status()
+            .unwrap();
+        assert!(touched.success());
+    }
+    let list = json(&fd(home.path(), &["job", "list", "--json"]));
+    assert_eq!(codes(job(&list, "erased")), [255], "{list}");
+
     // Bad input: the place, the field, what was expected.
     let bad = home.path().join("bad.yaml");
     std::fs::write(

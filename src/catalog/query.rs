@@ -577,9 +577,7 @@ fn parse_term(token: &str, column: usize) -> Result<(Term, String), QueryError> 
             let glob = pattern.contains('*');
             if field == Field::GpuDirect && !glob && super::model::GpuDirect::parse(value).is_none() {
                 let names = super::model::GpuDirect::ALL.map(|g| g.name());
-                let hint = closest(value, names)
-                    .map(|s| format!("; did you mean `{s}`?"))
-                    .unwrap_or_default();
+                let hint = crate::yaml::did_you_mean(value, names);
                 return Err(QueryError::new(
                     value_column,
                     chars(value),

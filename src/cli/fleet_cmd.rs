@@ -132,9 +132,7 @@ pub fn run(cmd: &FleetCommand, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitC
                 }
                 None => {
                     let names: Vec<&str> = state.fleets.iter().map(|f| f.name.as_str()).collect();
-                    let hint = crate::yaml::closest(name, names.iter().copied())
-                        .map(|h| format!("; did you mean `{h}`?"))
-                        .unwrap_or_default();
+                    let hint = crate::yaml::did_you_mean(name, names.iter().copied());
                     anyhow::bail!("no fleet `{name}` in the state{hint}");
                 }
             };

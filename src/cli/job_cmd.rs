@@ -118,9 +118,7 @@ fn find(paths: &Paths, name: &str) -> anyhow::Result<JobRecord> {
         .cloned()
         .ok_or_else(|| {
             let names: Vec<&str> = state.jobs.iter().map(|j| j.name.as_str()).collect();
-            let hint = crate::yaml::closest(name, names.iter().copied())
-                .map(|h| format!("; did you mean `{h}`?"))
-                .unwrap_or_default();
+            let hint = crate::yaml::did_you_mean(name, names.iter().copied());
             anyhow::anyhow!("no job `{name}` in the state{hint}")
         })
 }
@@ -523,6 +521,10 @@ fn stop(name: &str, grace: Option<u32>, cli: &Cli, paths: &Paths) -> anyhow::Res
             Ok(Status::Exited { code }) => println!("{name}: exited {code}"),
             Ok(Status::Missing) => println!("{name}: no such job on the node"),
             Ok(Status::Vanished) => println!("{name}: gone without an exit code"),
+            Ok(Status::Starting) => {
+                println!("{name}: still starting (no pid yet)");
+                worst = 1;
+            }
             Ok(Status::Running { pid }) => {
                 println!("{name}: still running (pid {pid})");
                 worst = 1;

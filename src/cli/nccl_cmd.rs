@@ -489,9 +489,7 @@ pub fn attach(id: Option<&str>, json: bool, cli: &Cli, paths: &Paths) -> anyhow:
     let runs: Vec<&RunRecord> = state.runs.iter().filter(|r| r.kind == "nccl").collect();
     let run = match id {
         Some(id) => runs.iter().find(|r| r.id == id).copied().ok_or_else(|| {
-            let hint = crate::yaml::closest(id, runs.iter().map(|r| r.id.as_str()))
-                .map(|h| format!("; did you mean `{h}`?"))
-                .unwrap_or_default();
+            let hint = crate::yaml::did_you_mean(id, runs.iter().map(|r| r.id.as_str()));
             anyhow::anyhow!("no NCCL run `{id}` in the state{hint}")
         })?,
         None => runs
@@ -713,9 +711,7 @@ pub fn compare(a: &str, b: &str, json: bool, paths: &Paths) -> anyhow::Result<Ex
     let all = history::load_all(&paths.state_dir)?;
     let find = |id: &str| {
         all.iter().find(|r| r.id == id).ok_or_else(|| {
-            let hint = crate::yaml::closest(id, all.iter().map(|r| r.id.as_str()))
-                .map(|h| format!("; did you mean `{h}`?"))
-                .unwrap_or_default();
+            let hint = crate::yaml::did_you_mean(id, all.iter().map(|r| r.id.as_str()));
             anyhow::anyhow!("no NCCL run `{id}` in the history{hint}")
         })
     };

@@ -91,9 +91,7 @@ impl Pattern {
         }
         for n in names {
             if !FIELDS.contains(&n) {
-                let hint = crate::yaml::closest(n, FIELDS.iter().copied())
-                    .map(|h| format!("; did you mean `{h}`?"))
-                    .unwrap_or_default();
+                let hint = crate::yaml::did_you_mean(n, FIELDS.iter().copied());
                 return Err(format!(
                     "unknown group name `{n}`, expected one of {}{hint}",
                     FIELDS.join(", ")

@@ -304,7 +304,8 @@ pub struct Refreshed {
 
 /// Ask the nodes of every unfinished job of `jobs` how they are, and record the exit
 /// codes of the nodes whose run ended ([`Status::Exited`], or [`Status::Vanished`] as
-/// unreachable). A node without the job's directory ([`Status::Missing`]: not launched
+/// unreachable); a node still being uploaded to or launched ([`Status::Starting`]) is
+/// running. A node without the job's directory ([`Status::Missing`]: not launched
 /// yet, or the node was replaced) is noted, not recorded: a job being launched has no
 /// directory yet. `nodes_of` reaches a job's nodes: `flightdeck job` through its fleet
 /// resolution and host-key prompter, the cockpit through its connection pool.
@@ -328,7 +329,7 @@ pub async fn refresh(
         for (rank, res) in found {
             match res {
                 Ok(Status::Exited { .. } | Status::Vanished) => ended.push((rank, res)),
-                Ok(Status::Running { .. }) => {}
+                Ok(Status::Running { .. } | Status::Starting) => {}
                 Ok(Status::Missing) => out
                     .notes
                     .push((j.id.clone(), format!("{}: no such job on the node", name(rank)))),
@@ -530,7 +531,7 @@ pub fn record_codes(
                         Status::Vanished | Status::Missing => {
                             n.exit_code = n.exit_code.or(Some(exec::UNREACHABLE))
                         }
-                        Status::Running { .. } => {}
+                        Status::Running { .. } | Status::Starting => {}
                     }
                 }
             }

@@ -9,6 +9,7 @@ use super::{human_size, nodessh, GpuDirect, Parser, Report, Row};
 use crate::exec::{self, collect, Event, Transport};
 use crate::fleet::NodeTarget;
 use crate::store::{self, RunNode, RunRecord, Store};
+use std::collections::VecDeque;
 use std::path::Path;
 
 pub fn profile_name(p: GpuDirect) -> &'static str {
@@ -196,10 +197,23 @@ pub struct Followed {
     pub report: Report,
     /// Per node: its exit code (`None` when it printed none).
     pub codes: Vec<(usize, Option<i32>)>,
-    /// The head node's last lines (shown when the run fails).
-    pub head_tail: Vec<String>,
-    /// The other nodes' lines, prefixed by their names.
-    pub others: Vec<String>,
+    /// The head node's last [`HEAD_TAIL_LINES`] lines (shown when the run fails).
+    pub head_tail: VecDeque<String>,
+    /// The other nodes' last [`OTHER_LINES`] lines, prefixed by their names.
+    pub others: VecDeque<String>,
+}
+
+/// How many of the head node's last lines [`follow_core`] keeps.
+pub const HEAD_TAIL_LINES: usize = 40;
+/// How many of the other nodes' last lines [`follow_core`] keeps.
+pub const OTHER_LINES: usize = 200;
+
+/// Append `line`, dropping the oldest lines beyond `cap`.
+fn push_bounded(buf: &mut VecDeque<String>, line: String, cap: usize) {
+    buf.push_back(line);
+    while buf.len() > cap {
+        buf.pop_front();
+    }
 }
 
 impl Followed {
@@ -229,8 +243,8 @@ pub async fn follow_core(
     let mut f = Followed {
         report: Report::default(),
         codes: nodes.iter().map(|n| (n.index, None)).collect(),
-        head_tail: vec![],
-        others: vec![],
+        head_tail: VecDeque::new(),
+        others: VecDeque::new(),
     };
     let (tx, mut rx) = exec::channel(1024);
     let h = tokio::spawn(exec::run_each(transport, jobs, 64, tx));
@@ -245,22 +259,14 @@ pub async fn follow_core(
             continue;
         }
         if Some(node) != head {
-            f.others.push(format!(
-                "{}: {text}",
-                nodes
-                    .iter()
-                    .find(|n| n.index == node)
-                    .map_or("?", |n| n.name.as_str())
-            ));
-            if f.others.len() > 200 {
-                f.others.remove(0);
-            }
+            let name = nodes
+                .iter()
+                .find(|n| n.index == node)
+                .map_or("?", |n| n.name.as_str());
+            push_bounded(&mut f.others, format!("{name}: {text}"), OTHER_LINES);
             continue;
         }
-        f.head_tail.push(text.clone());
-        if f.head_tail.len() > 40 {
-            f.head_tail.remove(0);
-        }
+        push_bounded(&mut f.head_tail, text.clone(), HEAD_TAIL_LINES);
         for ev in parser.push_line(&text) {
             if let crate::nccl::Event::Row(row) = &ev {
                 on_row(row);
@@ -407,4 +413,33 @@ pub fn fleet_spec(state_dir: &Path, fleet_arg: &str, fleet: &str) -> Option<crat
         .and_then(|f| f.file)
         .or_else(|| Path::new(fleet_arg).is_file().then(|| fleet_arg.into()))?;
     crate::fleet::load(&file).ok().map(|f| f.spec)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bounded_buffers_keep_the_newest_lines_in_order() {
+        let mut buf = VecDeque::new();
+        for i in 0..OTHER_LINES + 50 {
+            push_bounded(&mut buf, format!("line {i}"), OTHER_LINES);
+            assert_eq!(buf.len(), (i + 1).min(OTHER_LINES));
+        }
+        assert_eq!(buf.front().map(String::as_str), Some("line 50"));
+        assert_eq!(
+            buf.back().map(String::as_str),
+            Some(format!("line {}", OTHER_LINES + 49).as_str())
+        );
+        assert!(buf.iter().zip(buf.iter().skip(1)).all(|(a, b)| {
+            let n = |s: &str| s.trim_start_matches("line ").parse::<usize>().unwrap();
+            n(b) == n(a) + 1
+        }));
+
+        let mut head = VecDeque::new();
+        for i in 0..3 {
+            push_bounded(&mut head, i.to_string(), HEAD_TAIL_LINES);
+        }
+        assert_eq!(head, ["0", "1", "2"]);
+    }
 }

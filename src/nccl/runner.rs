@@ -141,9 +141,7 @@ pub fn parse_size(s: &str) -> Result<u64, SpecError> {
 impl RunSpec {
     pub fn check(&self) -> Result<(), SpecError> {
         if !COLLECTIVES.contains(&self.collective.as_str()) {
-            let hint = crate::yaml::closest(&self.collective, COLLECTIVES.iter().copied())
-                .map(|h| format!("; did you mean `{h}`?"))
-                .unwrap_or_default();
+            let hint = crate::yaml::did_you_mean(&self.collective, COLLECTIVES.iter().copied());
             return Err(SpecError::Collective {
                 name: self.collective.clone(),
                 hint,
@@ -160,9 +158,7 @@ impl RunSpec {
         }
         let dtypes = self.engine.dtypes();
         if !dtypes.contains(&self.dtype.as_str()) {
-            let hint = crate::yaml::closest(&self.dtype, dtypes.iter().copied())
-                .map(|h| format!("; did you mean `{h}`?"))
-                .unwrap_or_default();
+            let hint = crate::yaml::did_you_mean(&self.dtype, dtypes.iter().copied());
             return Err(SpecError::Dtype {
                 name: self.dtype.clone(),
                 engine: self.engine,

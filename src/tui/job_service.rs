@@ -299,9 +299,7 @@ pub async fn run(
         })?;
         let state = load(dir.clone()).await?;
         let fleet = state.fleets.iter().find(|f| f.name == job.fleet).ok_or_else(|| {
-            let hint = crate::yaml::closest(&job.fleet, state.fleets.iter().map(|f| f.name.as_str()))
-                .map(|h| format!("; did you mean `{h}`?"))
-                .unwrap_or_default();
+            let hint = crate::yaml::did_you_mean(&job.fleet, state.fleets.iter().map(|f| f.name.as_str()));
             format!("{file}: fleet `{}` is not applied{hint}", job.fleet)
         })?;
         let target = remote::Target {

@@ -493,9 +493,7 @@ impl Visitor<'_> for ActionSeed {
                 allowed.join(", ")
             ))),
             None => {
-                let hint = crate::yaml::closest(v, allowed.iter().map(String::as_str))
-                    .map(|h| format!("; did you mean `{h}`?"))
-                    .unwrap_or_default();
+                let hint = crate::yaml::did_you_mean(v, allowed.iter().map(String::as_str));
                 Err(E::custom(format!(
                     "unknown action `{v}` in the `{}` context; expected one of {}{hint}",
                     self.0.name(),

@@ -233,9 +233,7 @@ impl Theme {
             t?
         } else {
             let available = Theme::available(paths);
-            let hint = yaml::closest(name, available.iter().map(String::as_str))
-                .map(|h| format!("; did you mean `{h}`?"))
-                .unwrap_or_default();
+            let hint = yaml::did_you_mean(name, available.iter().map(String::as_str));
             return Err(ThemeError::Unknown {
                 name: name.to_string(),
                 available,
