@@ -114,7 +114,7 @@ pub enum Status {
 }
 
 /// How long a directory without a pid counts as [`Status::Starting`] after its last
-/// change (an upload chunk, the script, the pid file), in minutes.
+/// change (an uploaded file, the script, the pid file), in minutes.
 pub const STARTING_MAX_MIN: u32 = 10;
 
 /// The command that reports the work's [`Status`] as one line.
@@ -278,9 +278,7 @@ mod tests {
         // A directory being uploaded (no pid yet) is starting, not ended; one left
         // without a pid for longer than STARTING_MAX_MIN minutes has vanished.
         let dir = "jobs/t/up";
-        for c in upload_commands(dir, "payload.bin", b"half", 0o600) {
-            sh(&c, home.path());
-        }
+        sh_in(&upload_command(dir, "payload.bin", b"half", 0o600), home.path());
         assert_eq!(
             parse_status(&sh(&status_command(dir), home.path())),
             Some(Status::Starting)

@@ -353,7 +353,10 @@ fn show(name: &str, json: bool, cli: &Cli, paths: &Paths) -> anyhow::Result<Exit
     let record = find(paths, name)?;
     let (nodes, transport) = job_nodes(&record, cli, paths)?;
     if !record.finished() {
-        let st = rt.block_on(remote::status(transport.clone(), &record.id, &nodes));
+        let mut st = rt.block_on(remote::status(transport.clone(), &record.id, &nodes));
+        // As `job list` does: a node without the job's directory (yet) records nothing; a
+        // launch may still be on its way there.
+        st.retain(|(_, s)| !matches!(s, Ok(Status::Missing)));
         record_codes(paths, &record.id, &st, false)?;
     }
     let record = find(paths, &record.id)?;
