@@ -36,10 +36,7 @@ pub fn resolve_fleet(
             .map_err(|d| anyhow::anyhow!(d.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("\n")))?;
         (f.name.clone(), f.backend.as_str().to_string(), f.node_targets())
     } else {
-        let names: Vec<&str> = state.fleets.iter().map(|f| f.name.as_str()).collect();
-        let hint = crate::yaml::closest(fleet, names.iter().copied())
-            .map(|h| format!("; did you mean `{h}`?"))
-            .unwrap_or_default();
+        let hint = crate::yaml::did_you_mean(fleet, state.fleets.iter().map(|f| f.name.as_str()));
         anyhow::bail!("no fleet `{fleet}` in the state (apply it first, or give a fleet file){hint}");
     };
     let transport = match backend.as_str() {

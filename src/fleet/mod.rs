@@ -143,9 +143,7 @@ pub fn select_nodes(all: &[NodeTarget], items: &[String]) -> Result<Vec<NodeTarg
         };
         if hits.is_empty() {
             let last = all.len().saturating_sub(1);
-            let hint = crate::yaml::closest(item, all.iter().map(|n| n.name.as_str()))
-                .map(|h| format!("; did you mean `{h}`?"))
-                .unwrap_or_default();
+            let hint = crate::yaml::did_you_mean(item, all.iter().map(|n| n.name.as_str()));
             return Err(format!(
                 "`{item}` is no node of the fleet (nodes 0..{last}, named {}){hint}",
                 crate::exec::compress_names(&all.iter().map(|n| n.name.clone()).collect::<Vec<_>>())
