@@ -13,6 +13,10 @@ pub const EXIT_MARKER: &str = "__flightdeck_exit__";
 /// The exit code recorded for work that had to be killed (128 + SIGKILL).
 pub const KILLED: i32 = 137;
 
+/// The exit code recorded for work stopped before it started (128 + SIGTERM, as if it had
+/// started and been stopped).
+pub const STOPPED: i32 = 143;
+
 /// Single-quote `s` for sh.
 pub fn quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', "'\\''"))
@@ -60,6 +64,7 @@ pub fn launch_command(dir: &str, script: &str) -> WithInput {
     let command = format!(
         "set -e; umask 077; mkdir -p {d}; cd {d}\n\
          if [ -e pid ] || [ -e run.sh ]; then echo \"flightdeck: $PWD already holds a run\" >&2; exit 1; fi\n\
+         if [ -e stop ]; then echo \"flightdeck: stopped before it started\" >&2; exit 1; fi\n\
          cat > run.sh\n\
          chmod 700 run.sh\n\
          setsid sh -c 'trap true TERM INT HUP; echo $$ > pid.tmp; mv pid.tmp pid; sh ./run.sh > out.log 2>&1; echo $? > exit_code.tmp; mv exit_code.tmp exit_code' < /dev/null > /dev/null 2>&1 &\n\
@@ -145,12 +150,21 @@ pub fn parse_status(line: &str) -> Option<Status> {
 /// The command that stops the work: TERM to its process group and to every descendant
 /// (launchers such as torchrun start workers in sessions of their own), KILL to all of
 /// them after `grace_s` seconds, and an exit code of [`KILLED`] recorded if the group
-/// had to be killed before it could record one. Prints the status afterwards.
+/// had to be killed before it could record one. Work still starting (files uploaded, no
+/// pid yet) is marked so that its launch refuses to start it; when no pid appears within
+/// 3 s (a launch past that check writes one at once), [`STOPPED`] is recorded. Prints
+/// the status afterwards.
 pub fn stop_command(dir: &str, grace_s: u32) -> String {
     let d = dir_word(dir);
     format!(
         "cd {d} 2>/dev/null || {{ echo missing; exit 0; }}\n\
-         [ -f pid ] || {{ echo vanished; exit 0; }}\n\
+         if [ ! -f pid ] && [ ! -f exit_code ]; then\n\
+           [ -n \"$(find . -mmin -{STARTING_MAX_MIN} 2>/dev/null | head -n 1)\" ] || {{ echo vanished; exit 0; }}\n\
+           touch stop\n\
+           i=0; while [ ! -f pid ] && [ $i -lt 30 ]; do sleep 0.1; i=$((i+1)); done\n\
+           [ -f pid ] || {{ echo {STOPPED} > exit_code; echo \"exited {STOPPED}\"; exit 0; }}\n\
+         fi\n\
+         [ -f pid ] || {{ echo \"exited $(cat exit_code)\"; exit 0; }}\n\
          P=$(cat pid)\n\
          desc() {{ for c in $(pgrep -P \"$1\" 2>/dev/null); do echo \"$c\"; desc \"$c\"; done; }}\n\
          if [ ! -f exit_code ]; then\n\
@@ -297,6 +311,22 @@ mod tests {
         assert_eq!(
             parse_status(&sh(&status_command(dir), home.path())),
             Some(Status::Vanished)
+        );
+
+        // Stopped while still starting (uploaded, no pid yet): 143 is recorded and the
+        // launch that comes after refuses to start it.
+        let dir = "jobs/t/early";
+        sh_in(&upload_command(dir, "f", b"x", 0o600), home.path());
+        assert_eq!(
+            sh(&stop_command(dir, 1), home.path()).trim(),
+            format!("exited {STOPPED}")
+        );
+        let late = sh_in(&launch_command(dir, "echo ran > ran\n"), home.path());
+        assert!(!late.starts_with("started"), "{late}");
+        assert!(!home.path().join(dir).join("ran").exists());
+        assert_eq!(
+            parse_status(&sh(&status_command(dir), home.path())),
+            Some(Status::Exited { code: STOPPED })
         );
 
         // A long run, stopped: TERM reaches it, the code is 143.
