@@ -189,26 +189,8 @@ pub fn load(state_dir: &Path, id: &str) -> Result<Option<SavedRun>, HistoryError
 /// Every run of the history, newest first. A file that does not parse is skipped (it is
 /// named in the log), so one damaged file does not hide the others.
 pub fn load_all(state_dir: &Path) -> Result<Vec<SavedRun>, HistoryError> {
-    let d = dir(state_dir);
-    let entries = match std::fs::read_dir(&d) {
-        Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(vec![]),
-        Err(source) => return Err(HistoryError::Io { path: d, source }),
-    };
-    let mut runs = vec![];
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if path.extension().and_then(|e| e.to_str()) != Some("json") {
-            continue;
-        }
-        match std::fs::read_to_string(&path)
-            .ok()
-            .and_then(|t| serde_json::from_str::<SavedRun>(&t).ok())
-        {
-            Some(r) => runs.push(r),
-            None => tracing::warn!(path = %path.display(), "nccl history: unreadable run file skipped"),
-        }
-    }
+    let mut runs: Vec<SavedRun> =
+        read_json_dir(&dir(state_dir), "nccl history: unreadable run file skipped")?;
     sort_newest_first(&mut runs);
     Ok(runs)
 }
@@ -284,13 +266,30 @@ pub fn save_stragglers(state_dir: &Path, r: &StragglerReport) -> Result<(), Hist
 /// The newest straggler finder result of any fleet; `None` before the first. Files that
 /// do not parse are skipped (and logged).
 pub fn load_stragglers(state_dir: &Path) -> Result<Option<StragglerReport>, HistoryError> {
-    let d = stragglers_dir(state_dir);
-    let entries = match std::fs::read_dir(&d) {
+    let all: Vec<StragglerReport> = read_json_dir(
+        &stragglers_dir(state_dir),
+        "nccl stragglers: unreadable result skipped",
+    )?;
+    Ok(all
+        .into_iter()
+        .max_by(|a, b| (a.at, &a.fleet).cmp(&(b.at, &b.fleet))))
+}
+
+/// Every `*.json` file of `d` that parses as `T` (none when `d` does not exist); a file
+/// that does not is skipped and logged with `skipped`, so one damaged file does not hide
+/// the others.
+fn read_json_dir<T: serde::de::DeserializeOwned>(d: &Path, skipped: &str) -> Result<Vec<T>, HistoryError> {
+    let entries = match std::fs::read_dir(d) {
         Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(source) => return Err(HistoryError::Io { path: d, source }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(vec![]),
+        Err(source) => {
+            return Err(HistoryError::Io {
+                path: d.to_path_buf(),
+                source,
+            })
+        }
     };
-    let mut newest: Option<StragglerReport> = None;
+    let mut out = vec![];
     for entry in entries.flatten() {
         let path = entry.path();
         if path.extension().and_then(|e| e.to_str()) != Some("json") {
@@ -298,20 +297,13 @@ pub fn load_stragglers(state_dir: &Path) -> Result<Option<StragglerReport>, Hist
         }
         match std::fs::read_to_string(&path)
             .ok()
-            .and_then(|t| serde_json::from_str::<StragglerReport>(&t).ok())
+            .and_then(|t| serde_json::from_str::<T>(&t).ok())
         {
-            Some(r)
-                if newest
-                    .as_ref()
-                    .is_none_or(|n| (r.at, &r.fleet) > (n.at, &n.fleet)) =>
-            {
-                newest = Some(r)
-            }
-            Some(_) => {}
-            None => tracing::warn!(path = %path.display(), "nccl stragglers: unreadable result skipped"),
+            Some(r) => out.push(r),
+            None => tracing::warn!(path = %path.display(), "{skipped}"),
         }
     }
-    Ok(newest)
+    Ok(out)
 }
 
 /// One message size of a comparison.
