@@ -541,22 +541,28 @@ impl Validator<'_> {
     }
 }
 
+/// `n` nodes `lab-0`.. at `10.0.0.1`.., for tests.
+#[cfg(test)]
+pub(crate) fn lab_nodes(n: usize) -> Vec<NodeTarget> {
+    (0..n)
+        .map(|i| NodeTarget {
+            index: i,
+            name: format!("lab-{i}"),
+            host: format!("10.0.0.{}", i + 1),
+            port: None,
+            user: None,
+            identity_file: None,
+            proxy_jump: None,
+            internal_ip: None,
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
     fn nodes_are_picked_by_index_range_name_and_pattern() {
-        let all: Vec<super::NodeTarget> = (0..12)
-            .map(|i| super::NodeTarget {
-                index: i,
-                name: format!("lab-{i}"),
-                host: format!("10.0.0.{}", i + 1),
-                port: None,
-                user: None,
-                identity_file: None,
-                proxy_jump: None,
-                internal_ip: None,
-            })
-            .collect();
+        let all = super::lab_nodes(12);
         let pick = |items: &[&str]| {
             super::select_nodes(&all, &items.iter().map(|s| s.to_string()).collect::<Vec<_>>())
                 .map(|v| v.iter().map(|n| n.index).collect::<Vec<_>>())

@@ -209,18 +209,7 @@ mod tests {
     }
 
     fn nodes(n: usize) -> Vec<NodeTarget> {
-        (0..n)
-            .map(|i| NodeTarget {
-                index: i,
-                name: format!("lab-{i}"),
-                host: format!("10.0.0.{}", i + 1),
-                port: None,
-                user: None,
-                identity_file: None,
-                proxy_jump: None,
-                internal_ip: None,
-            })
-            .collect()
+        crate::fleet::lab_nodes(n)
     }
 
     /// Run a node script here as node `rank` would, in a temporary home; its output and
