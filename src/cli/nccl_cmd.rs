@@ -443,10 +443,7 @@ fn show_profile(spec: &RunSpec, why: &str) {
     if env.is_empty() {
         eprintln!("NCCL profile none ({why}): NCCL's defaults, no variables set");
     } else {
-        eprintln!(
-            "NCCL profile {} ({why}), set on every node:",
-            remote::profile_name(spec.profile)
-        );
+        eprintln!("NCCL profile {} ({why}), set on every node:", spec.profile.name());
         for l in env {
             eprintln!("  {l}");
         }

@@ -24,16 +24,6 @@ pub fn profile(job: &Job, fleet: GpuDirect) -> GpuDirect {
     }
 }
 
-/// A profile's name as job records keep it.
-pub fn profile_name(p: GpuDirect) -> &'static str {
-    match p {
-        GpuDirect::None => "none",
-        GpuDirect::Tcpx => "tcpx",
-        GpuDirect::Tcpxo => "tcpxo",
-        GpuDirect::Rdma => "rdma",
-    }
-}
-
 /// A job's state in one word, from its record: running, partial (some nodes ended),
 /// succeeded, failed, stopped.
 pub fn state_word(j: &crate::store::JobRecord) -> &'static str {

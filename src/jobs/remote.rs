@@ -422,7 +422,7 @@ pub async fn start(
         metrics: job.spec.metrics.clone().unwrap_or_default(),
         flops_per_token: job.spec.model.as_ref().and_then(|m| m.flops_per_token()),
         peak_tflops: gpu.as_deref().and_then(super::metrics::peak_tflops),
-        profile: super::profile_name(profile).to_string(),
+        profile: profile.name().to_string(),
         stop_on_failure: stop_on_failure || job.stop_on_failure(),
         stop_grace: job.stop_grace(),
     };
@@ -436,7 +436,7 @@ pub async fn start(
         "{} node(s) of `{}`, NCCL profile {}",
         nodes.len(),
         target.fleet,
-        super::profile_name(profile)
+        profile.name()
     ));
     let profile_lines = crate::nccl::runner::profile_env(profile);
     let started = launch(

@@ -5,21 +5,12 @@
 
 use super::history::{self, SavedRun, SavedSpec};
 use super::runner::{self, Engine, MpiHost, RunSpec, EXIT_MARKER};
-use super::{human_size, nodessh, GpuDirect, Parser, Report, Row};
+use super::{human_size, nodessh, Parser, Report, Row};
 use crate::exec::{self, collect, Event, Transport};
 use crate::fleet::NodeTarget;
 use crate::store::{self, RunNode, RunRecord, Store};
 use std::collections::VecDeque;
 use std::path::Path;
-
-pub fn profile_name(p: GpuDirect) -> &'static str {
-    match p {
-        GpuDirect::None => "none",
-        GpuDirect::Tcpx => "tcpx",
-        GpuDirect::Tcpxo => "tcpxo",
-        GpuDirect::Rdma => "rdma",
-    }
-}
 
 /// The history entry of a run about to start: what it is, its environment exactly as the
 /// node scripts set it (the profile's lines, or the operator's edit of them).
@@ -48,7 +39,7 @@ pub fn saved_run(
                 spec.warmup,
                 spec.dtype
             ),
-            profile: profile_name(spec.profile).into(),
+            profile: spec.profile.name().into(),
             env: spec.env_lines(),
         },
         nodes: nodes.iter().map(|n| n.name.clone()).collect(),

@@ -307,6 +307,16 @@ pub enum GpuDirect {
 }
 
 impl GpuDirect {
+    /// The profile's name, as runs and jobs record it: `none`, `tcpx`, `tcpxo`, `rdma`.
+    pub fn name(self) -> &'static str {
+        match self {
+            GpuDirect::None => "none",
+            GpuDirect::Tcpx => "tcpx",
+            GpuDirect::Tcpxo => "tcpxo",
+            GpuDirect::Rdma => "rdma",
+        }
+    }
+
     /// The flavour Google documents for a Compute Engine machine type.
     pub fn for_machine_type(machine_type: &str) -> GpuDirect {
         let mt = machine_type.to_ascii_lowercase();

@@ -495,7 +495,7 @@ pub fn dialog_key(state: &mut State, key: KeyEvent) -> Vec<Command> {
                         "starting {} on `{}` (profile {}{})…",
                         req.spec.collective,
                         req.fleet,
-                        crate::nccl::remote::profile_name(req.spec.profile),
+                        req.spec.profile.name(),
                         if d.env_edited() { ", edited" } else { "" }
                     ),
                     tone: Tone::Info,

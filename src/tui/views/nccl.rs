@@ -16,7 +16,7 @@
 
 use crate::nccl::expect::{self, Grade};
 use crate::nccl::history::{Comparison, SavedRun, StragglerReport};
-use crate::nccl::{human_size, remote};
+use crate::nccl::human_size;
 use crate::store;
 use crate::tui::nccl::{visible, Field, RunDialog, RunStatus};
 use crate::tui::state::State;
@@ -280,7 +280,7 @@ fn render_dialog(d: &RunDialog, theme: &Theme, area: Rect, buf: &mut Buffer) {
                 crate::nccl::runner::Engine::Torch => "torch (torchrun on every node)",
             })],
             Field::Profile => {
-                let name = remote::profile_name(d.resolved_profile());
+                let name = d.resolved_profile().name();
                 match d.profile {
                     None => vec![
                         Span::raw(format!("auto → {name}")),
