@@ -21,11 +21,13 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph, Widget, Wrap};
 use tui_textarea::TextArea;
 
 fn frame(title: &str, theme: &Theme, area: Rect, buf: &mut Buffer, h: u16) -> Rect {
-    let r = centered(
-        area,
-        area.width.saturating_sub(4).clamp(area.width.min(20), 78),
-        h,
-    );
+    let w = area.width.saturating_sub(4).clamp(area.width.min(20), 78);
+    frame_sized(title, theme, area, buf, w, h)
+}
+
+/// A bordered box of `w` x `h` centred in `area`, cleared, with `title`; its inside.
+fn frame_sized(title: &str, theme: &Theme, area: Rect, buf: &mut Buffer, w: u16, h: u16) -> Rect {
+    let r = centered(area, w, h);
     Clear.render(r, buf);
     let block = Block::default()
         .borders(Borders::ALL)
@@ -167,18 +169,7 @@ pub fn fleet_confirm(
     }
     lines.push(Line::from(keys));
     let h = (lines.len() as u16 + 2).min(area.height);
-    let r = centered(
-        area,
-        area.width.saturating_sub(2).clamp(area.width.min(20), 130),
-        h,
-    );
-    Clear.render(r, buf);
-    let block = Block::default()
-        .borders(Borders::ALL)
-        .border_style(theme.border(true))
-        .title(Span::styled(format!(" {title} "), theme.title()))
-        .style(theme.base());
-    let inner = block.inner(r);
-    block.render(r, buf);
+    let w = area.width.saturating_sub(2).clamp(area.width.min(20), 130);
+    let inner = frame_sized(&title, theme, area, buf, w, h);
     Paragraph::new(lines).render(inner, buf);
 }
