@@ -3,7 +3,6 @@
 
 use super::{Cli, FleetCommand};
 use crate::cloud::gcp::backend::GcpBackend;
-use crate::cloud::gcp::ops::Scope;
 use crate::cloud::{self, Backend, Plan};
 use crate::config::Config;
 use crate::fleet::{self, BackendKind, Fleet, Severity};
@@ -148,11 +147,7 @@ pub fn run(cmd: &FleetCommand, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitC
                 eprintln!("  delete  node  {:<20} {}", n.name, n.host);
             }
             for r in &record.resources {
-                let place = r
-                    .zone
-                    .clone()
-                    .or_else(|| r.region.clone())
-                    .unwrap_or_else(|| "global".into());
+                let place = crate::cloud::gcp::plan::record_scope(r).place();
                 eprintln!("  delete  {:<16} {:<28} {place}", r.kind, r.name);
             }
             if !yes && !ask(&format!("Delete fleet `{name}`?"))? {
@@ -232,10 +227,7 @@ fn gc(paths: &Paths, yes: bool, json: bool) -> anyhow::Result<ExitCode> {
                 [
                     o.kind.as_str().to_string(),
                     o.name.clone(),
-                    match &o.scope {
-                        Scope::Global => "global".to_string(),
-                        s => s.location().to_string(),
-                    },
+                    o.scope.place(),
                     o.fleet.clone(),
                 ]
             })

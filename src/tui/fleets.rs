@@ -112,11 +112,7 @@ pub fn delete_plan(record: &FleetRecord) -> crate::cloud::Plan {
     use crate::cloud::{Change, CloudDetail, NicSummary};
     let mut changes = vec![];
     for r in &record.resources {
-        let place = r
-            .zone
-            .clone()
-            .or_else(|| r.region.clone())
-            .unwrap_or_else(|| "global".into());
+        let place = crate::cloud::gcp::plan::record_scope(r).place();
         let price = r.hourly_micro_usd.map(|m| m as f64 / 1e6);
         changes.push(Change {
             action: "delete",

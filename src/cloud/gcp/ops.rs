@@ -39,6 +39,14 @@ impl Scope {
         }
     }
 
+    /// Where it is, as tables show it: the zone or region name, or `global`.
+    pub fn place(&self) -> String {
+        match self {
+            Scope::Global => "global".into(),
+            other => other.location().to_string(),
+        }
+    }
+
     /// The zone or region name; empty for global.
     pub fn location(&self) -> &str {
         match self {

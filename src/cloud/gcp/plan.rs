@@ -857,7 +857,7 @@ pub fn plan(ctx: &Context, cands: &[Candidate], recorded: Option<&FleetRecord>) 
                 action: "delete",
                 kind,
                 name: h.name.clone(),
-                place: place(&scope),
+                place: scope.place(),
                 cloud: Some(CloudDetail {
                     zone: h.zone.clone(),
                     region: h.region.clone(),
@@ -878,13 +878,6 @@ pub fn plan(ctx: &Context, cands: &[Candidate], recorded: Option<&FleetRecord>) 
     })
 }
 
-fn place(scope: &Scope) -> String {
-    match scope {
-        Scope::Global => "global".into(),
-        other => other.location().to_string(),
-    }
-}
-
 fn change(action: &'static str, r: &Resource) -> Change {
     let (zone, region) = match &r.scope {
         Scope::Zone(z) => (Some(z.clone()), None),
@@ -895,7 +888,7 @@ fn change(action: &'static str, r: &Resource) -> Change {
         action,
         kind: r.kind.as_str(),
         name: r.name.clone(),
-        place: place(&r.scope),
+        place: r.scope.place(),
         cloud: Some(CloudDetail {
             zone,
             region,

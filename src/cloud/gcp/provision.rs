@@ -121,7 +121,7 @@ impl Gcp {
                         "{} {}: found in {} (recorded before an interrupted apply), adopted",
                         r.kind,
                         r.name,
-                        place(&scope)
+                        scope.place()
                     ));
                     rec.put(&r)?;
                 }
@@ -130,7 +130,7 @@ impl Gcp {
                         "{} {}: recorded as creating but absent in {}, forgotten",
                         r.kind,
                         r.name,
-                        place(&scope)
+                        scope.place()
                     ));
                     rec.remove(&r)?;
                 }
@@ -527,7 +527,7 @@ impl Gcp {
                 "  create {} {} ({})",
                 r.kind.as_str(),
                 r.name,
-                place(&r.scope)
+                r.scope.place()
             ));
         }
         let mut set = tokio::task::JoinSet::new();
@@ -647,7 +647,7 @@ impl Gcp {
                     "  delete {} {} ({})",
                     r.kind,
                     r.name,
-                    place(&plan::record_scope(r))
+                    plan::record_scope(r).place()
                 ));
                 let compute = self.compute.clone();
                 let collection = Kind::parse(&r.kind).map_or("instances", Kind::collection);
@@ -831,13 +831,6 @@ impl Gcp {
             waiting = still;
             tokio::time::sleep(Duration::from_secs(1)).await;
         }
-    }
-}
-
-pub(super) fn place(scope: &Scope) -> String {
-    match scope {
-        Scope::Global => "global".into(),
-        other => other.location().to_string(),
     }
 }
 

@@ -4,7 +4,7 @@
 
 use super::ops::{ComputeError, Instance, Named, Scope};
 use super::plan::{self, Kind, FLEET_LABEL, OWNER_LABEL};
-use super::provision::{place, Gcp, Recorder};
+use super::provision::{Gcp, Recorder};
 use crate::cloud::Progress;
 use crate::store::{FleetRecord, ResourceRecord};
 use serde::Deserialize;
@@ -212,7 +212,7 @@ impl Gcp {
                 "  delete {} {} ({})",
                 o.kind.as_str(),
                 o.name,
-                place(&o.scope)
+                o.scope.place()
             ));
             if let Err(e) = self
                 .compute
@@ -300,7 +300,7 @@ fn kind_name<S: serde::Serializer>(k: &Kind, s: S) -> Result<S::Ok, S::Error> {
 }
 
 fn scope_name<S: serde::Serializer>(k: &Scope, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(&place(k))
+    s.serialize_str(&k.place())
 }
 
 /// A node's state as Compute reports it.
