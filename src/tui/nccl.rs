@@ -857,7 +857,7 @@ mod tests {
             .as_deref()
             .unwrap()
             .contains("`x` is not a GPU count"));
-        // A line that would end flightdeck's script early is refused.
+        // A line with flightdeck's reserved heredoc prefix `__FD_` is refused.
         press(&mut s, KeyCode::Backspace, KeyModifiers::NONE);
         for _ in 0..6 {
             press(&mut s, KeyCode::Tab, KeyModifiers::NONE);

@@ -67,6 +67,14 @@ struct AttemptError {
     error: ComputeError,
 }
 
+/// An attempt that cannot go on for a reason of flightdeck's own (the state store).
+fn fatal(e: String) -> AttemptError {
+    AttemptError {
+        failure: Failure::Other,
+        error: ComputeError::Http(GcpError::Config(e)),
+    }
+}
+
 impl Gcp {
     fn context<'a>(
         &'a self,
@@ -347,10 +355,6 @@ impl Gcp {
         created: &mut Vec<ResourceRecord>,
         progress: Progress<'_>,
     ) -> Result<(), AttemptError> {
-        let fatal = |e: String| AttemptError {
-            failure: Failure::Other,
-            error: ComputeError::Http(GcpError::Config(e)),
-        };
         let had = rec.list().map_err(fatal)?;
         // Networks first, then their firewalls and subnetworks, then the placement policy;
         // the resources of one step are created at once.
@@ -517,10 +521,6 @@ impl Gcp {
         created: &mut Vec<ResourceRecord>,
         progress: Progress<'_>,
     ) -> Result<(), AttemptError> {
-        let fatal = |e: String| AttemptError {
-            failure: Failure::Other,
-            error: ComputeError::Http(GcpError::Config(e)),
-        };
         for r in group {
             rec.put(&r.record("creating")).map_err(fatal)?;
             progress(format!(
