@@ -98,6 +98,7 @@ pub fn default_text() -> String {
          #   ssh_user: ubuntu\n\
          #   ssh_public_key: ~/.ssh/id_ed25519.pub\n\
          #   health_check_secs: 60       # the cockpit checks for preempted nodes; 0: off\n\
+         #   bootstrap: true             # GPUDirect bootstrap of new nodes after fleet apply\n\
          \n\
          # Key bindings per context. An entry replaces that action's default keys; a key\n\
          # given here is taken away from any other action of the same context.\n\

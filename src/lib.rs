@@ -1,6 +1,7 @@
 //! flightdeck: a terminal cockpit for multi-node GPU clusters on Google Cloud.
 //! See DESIGN.md beside the repository for the architecture.
 
+pub mod bootstrap;
 pub mod catalog;
 pub mod cli;
 pub mod cloud;

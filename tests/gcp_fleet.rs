@@ -37,7 +37,14 @@ impl Env {
         std::fs::write(
             home.join("fd/config.yaml"),
             format!(
-                "gcp:\n  project_id: {PROJECT}\n  owner: tester\n  operation_poll_secs: 0.02\n  ssh_wait_secs: 30\n{extra_config}"
+                "gcp:\n  project_id: {PROJECT}\n  owner: tester\n  operation_poll_secs: 0.02\n  ssh_wait_secs: 30\n{bootstrap}{extra_config}",
+                // The loopback nodes only show an SSH banner: no bootstrap, unless the
+                // test binds real nodes and asks for it.
+                bootstrap = if extra_config.contains("bootstrap:") {
+                    ""
+                } else {
+                    "  bootstrap: false\n"
+                }
             ),
         )
         .unwrap();

@@ -244,22 +244,40 @@ fn local_runs_are_judged_kept_and_compared() {
         "{}",
         text(&out.stderr)
     );
-    // A GPUDirect machine: the profile's variables are shown before the run and saved.
-    let out = fd(
-        home.path(),
-        &[
-            "nccl",
-            "run",
-            "local",
-            "--nccl-tests-dir",
-            d,
-            "-g",
-            "2",
-            "--machine-type",
-            "a3-megagpu-8g",
-            "--json",
-        ],
+    // A GPUDirect machine whose pieces are missing (this one has no FasTrak NICs,
+    // plugin or RxDM): the pre-flight stops the run before anything starts, naming the
+    // node, each check and the fix.
+    let args = [
+        "nccl",
+        "run",
+        "local",
+        "--nccl-tests-dir",
+        d,
+        "-g",
+        "2",
+        "--machine-type",
+        "a3-megagpu-8g",
+        "--json",
+    ];
+    let refused = fd(home.path(), &args);
+    let err = text(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{err}");
+    assert!(refused.stdout.is_empty());
+    assert!(
+        err.contains("pre-flight for GPUDirect-tcpxo failed on 1 node(s); nothing was started"),
+        "{err}"
     );
+    assert!(err.contains("local-0: interface enp6s0: missing; fix:"), "{err}");
+    assert!(
+        err.contains("local-0: file /var/lib/tcpxo/lib64/libnccl-net.so: missing; fix: run `flightdeck fleet bootstrap FLEET`"),
+        "{err}"
+    );
+    assert!(
+        err.contains("local-0: rxdm: container receive-datapath-manager is not running"),
+        "{err}"
+    );
+    // With --no-preflight: the profile's variables are shown before the run and saved.
+    let out = fd(home.path(), &[&args[..], &["--no-preflight"]].concat());
     let c: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(text(&out.stderr).contains("NCCL profile tcpxo (auto, for a3-megagpu-8g)"));
     assert!(text(&out.stderr).contains("export NCCL_NVLSTREE_MAX_CHUNKSIZE='131072'"));

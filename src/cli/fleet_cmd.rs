@@ -37,7 +37,11 @@ pub fn run(cmd: &FleetCommand, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitC
             }
             Ok(ExitCode::SUCCESS)
         }
-        FleetCommand::Apply { file, yes } => {
+        FleetCommand::Apply {
+            file,
+            yes,
+            no_bootstrap,
+        } => {
             let Some(fleet) = load_reporting(file) else {
                 return Ok(ExitCode::FAILURE);
             };
@@ -61,19 +65,42 @@ pub fn run(cmd: &FleetCommand, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitC
             }
             let rt = runtime()?;
             let progress = |line: String| eprintln!("{line}");
-            match rt.block_on(cloud::lifecycle::apply(
+            let record = match rt.block_on(cloud::lifecycle::apply(
                 &store,
                 backend.as_ref(),
                 &fleet,
                 &progress,
             )) {
-                Ok(_) => Ok(ExitCode::SUCCESS),
+                Ok(r) => r,
                 Err(e) => {
                     eprintln!("fleet apply: {e}");
+                    return Ok(ExitCode::FAILURE);
+                }
+            };
+            let (pool, resolver) = super::ssh_setup(cli);
+            let transport = crate::exec::Transport::Ssh { pool, resolver };
+            match rt.block_on(cloud::lifecycle::bootstrap_after_apply(
+                paths,
+                &fleet,
+                &record,
+                transport,
+                *no_bootstrap,
+                &progress,
+            )) {
+                Ok(()) => Ok(ExitCode::SUCCESS),
+                Err(e) => {
+                    eprintln!("fleet apply: the nodes are up and recorded, but {e}");
                     Ok(ExitCode::FAILURE)
                 }
             }
         }
+        FleetCommand::Bootstrap {
+            fleet,
+            nodes,
+            flavour,
+            show,
+            json,
+        } => bootstrap(fleet.as_deref(), nodes, *flavour, *show, *json, cli, paths),
         FleetCommand::List { json } => {
             let (state, recovery) = Store::new(&paths.state_dir).load()?;
             note_recovery(recovery);
@@ -170,6 +197,61 @@ pub fn run(cmd: &FleetCommand, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitC
         FleetCommand::Gc { yes, json } => gc(paths, *yes, *json),
         FleetCommand::Status { name, json } => status(paths, name, *json),
     }
+}
+
+/// `fleet bootstrap`: the flavour's steps on the fleet's nodes, or `--show`'s script.
+fn bootstrap(
+    fleet: Option<&str>,
+    nodes: &[String],
+    flavour: Option<super::Flavour>,
+    show: Option<super::Flavour>,
+    json: bool,
+    cli: &Cli,
+    paths: &Paths,
+) -> anyhow::Result<ExitCode> {
+    use crate::bootstrap;
+    if let Some(f) = show {
+        print!("{}", bootstrap::script(f.gpudirect()));
+        return Ok(ExitCode::SUCCESS);
+    }
+    let fleet_arg = fleet.unwrap_or_default();
+    let (name, all, transport) = super::exec_cmd::resolve_fleet(fleet_arg, cli, paths)?;
+    let flavour = match flavour {
+        Some(f) => f.gpudirect(),
+        None => match crate::nccl::remote::fleet_spec(&paths.state_dir, fleet_arg, &name) {
+            Some(spec) => cloud::lifecycle::bootstrap_flavour(&spec),
+            None => crate::nccl::GpuDirect::None,
+        },
+    };
+    if flavour == crate::nccl::GpuDirect::None {
+        anyhow::bail!(
+            "fleet `{name}` has no GPUDirect flavour (neither its network.gpudirect nor its machine type names one): pass --flavour tcpx|tcpxo|rdma"
+        );
+    }
+    let nodes = if nodes.is_empty() {
+        all
+    } else {
+        crate::fleet::select_nodes(&all, nodes).map_err(|e| anyhow::anyhow!("--nodes {e}"))?
+    };
+    if nodes.is_empty() {
+        anyhow::bail!("no nodes selected");
+    }
+    eprintln!(
+        "bootstrapping {} node(s) of `{name}` for {}",
+        nodes.len(),
+        bootstrap::flavour_title(flavour)
+    );
+    let progress = |line: String| eprintln!("{line}");
+    let outcomes = runtime()?.block_on(bootstrap::remote::run(transport, &nodes, flavour, &progress));
+    if json {
+        println!("{}", serde_json::to_string_pretty(&outcomes)?);
+    }
+    eprintln!("{}", bootstrap::remote::summary(flavour, &outcomes));
+    Ok(if outcomes.iter().all(|o| o.ok()) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 fn ask(question: &str) -> anyhow::Result<bool> {

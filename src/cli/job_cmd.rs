@@ -21,7 +21,8 @@ pub fn run(c: &JobCommand, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode>
             file,
             detach,
             stop_on_failure,
-        } => run_job(file, *detach, *stop_on_failure, cli, paths),
+            no_preflight,
+        } => run_job(file, *detach, *stop_on_failure, *no_preflight, cli, paths),
         JobCommand::List { json } => list(*json, cli, paths),
         JobCommand::Show { name, json } => show(name, *json, cli, paths),
         JobCommand::Logs {
@@ -61,6 +62,7 @@ fn run_job(
     file: &std::path::Path,
     detach: bool,
     stop_on_failure: bool,
+    no_preflight: bool,
     cli: &Cli,
     paths: &Paths,
 ) -> anyhow::Result<ExitCode> {
@@ -83,6 +85,7 @@ fn run_job(
         nodes,
         transport: transport.clone(),
         spec,
+        preflight: !no_preflight,
     };
     let rt = super::fleet_cmd::runtime()?;
     let store = Store::new(&paths.state_dir);

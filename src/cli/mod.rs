@@ -67,6 +67,24 @@ pub enum Command {
     Config(ConfigCommand),
 }
 
+/// A GPUDirect flavour that has a bootstrap.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum Flavour {
+    Tcpx,
+    Tcpxo,
+    Rdma,
+}
+
+impl Flavour {
+    pub fn gpudirect(self) -> crate::nccl::GpuDirect {
+        match self {
+            Flavour::Tcpx => crate::nccl::GpuDirect::Tcpx,
+            Flavour::Tcpxo => crate::nccl::GpuDirect::Tcpxo,
+            Flavour::Rdma => crate::nccl::GpuDirect::Rdma,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum Pricing {
     OnDemand,
@@ -134,13 +152,37 @@ pub enum FleetCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Create or update the fleet described by a file.
+    /// Create or update the fleet described by a file; new GCP nodes are then
+    /// bootstrapped for their GPUDirect flavour (see `fleet bootstrap`).
     Apply {
         /// The fleet file.
         file: PathBuf,
         /// Do not ask for confirmation.
         #[arg(long)]
         yes: bool,
+        /// Do not run the GPUDirect bootstrap on the nodes afterwards.
+        #[arg(long)]
+        no_bootstrap: bool,
+    },
+    /// Install what GPUDirect needs on a fleet's nodes (RxDM, NCCL net plugin, gIB,
+    /// nccl-tests, ...): each step is checked first, so a second run does nothing and a
+    /// half-done node is finished. `--show FLAVOUR` prints the script a node runs.
+    Bootstrap {
+        /// The fleet's name (or a fleet file).
+        #[arg(required_unless_present = "show")]
+        fleet: Option<String>,
+        /// Only these nodes: indices (0,1), ranges (0-3), names or hosts, patterns with *.
+        #[arg(long, value_delimiter = ',', value_name = "NODES")]
+        nodes: Vec<String>,
+        /// The flavour (default: the fleet file's network.gpudirect, else its machine type's).
+        #[arg(long, value_enum)]
+        flavour: Option<Flavour>,
+        /// Print the script a node runs for this flavour, and nothing else.
+        #[arg(long, value_enum, value_name = "FLAVOUR", conflicts_with_all = ["fleet", "nodes", "flavour"])]
+        show: Option<Flavour>,
+        /// Print one JSON document of each node's steps instead of a summary.
+        #[arg(long)]
+        json: bool,
     },
     /// List fleets in the state store.
     List {
@@ -304,6 +346,9 @@ pub enum JobCommand {
         /// Stop every node as soon as one fails (also `stop_on_failure: true` in the file).
         #[arg(long)]
         stop_on_failure: bool,
+        /// Skip the check of the nodes' GPUDirect pieces before the job starts.
+        #[arg(long)]
+        no_preflight: bool,
     },
     /// List jobs with state, nodes, duration and exit codes.
     List {

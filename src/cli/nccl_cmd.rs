@@ -379,6 +379,10 @@ pub struct BenchArgs {
     /// instance_types, else the GPUs nccl-tests lists, e.g. 2xH200).
     #[arg(long, value_name = "TYPE")]
     pub machine_type: Option<String>,
+    /// Skip the check of the nodes' GPUDirect pieces (interfaces, plugin, RxDM) before
+    /// the run starts.
+    #[arg(long)]
+    pub no_preflight: bool,
 }
 
 /// What a run is, planned from the flags and the fleet: its spec, the machine type the
@@ -473,6 +477,7 @@ pub fn run(args: &RunArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode>
         machine: plan.machine,
         purpose: None,
         node_ssh: true,
+        preflight: !args.bench.no_preflight,
     };
     let started = rt.block_on(remote::start(&paths.state_dir, &start, &|m| eprintln!("{m}")))?;
     let id = started.id;

@@ -71,6 +71,20 @@ pub fn run(args: &StragglerArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<Exi
     let plan = nccl_cmd::plan(&args.bench, &args.fleet, &fleet, paths)?;
     let (spec, machine) = (plan.spec, plan.machine);
     let rt = super::fleet_cmd::runtime()?;
+    if !args.bench.no_preflight && spec.profile != crate::nccl::GpuDirect::None {
+        eprintln!(
+            "pre-flight: GPUDirect-{} pieces on {} node(s)",
+            spec.profile.name(),
+            nodes.len()
+        );
+        rt.block_on(crate::bootstrap::preflight::check_nodes(
+            transport.clone(),
+            &nodes,
+            spec.profile,
+            &spec.env_lines(),
+        ))
+        .map_err(anyhow::Error::msg)?;
+    }
     let mut finder = Finder::new(nodes.len());
     finder.threshold = args.threshold;
     let mut ssh_ready = false;
@@ -124,6 +138,7 @@ pub fn run(args: &StragglerArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<Exi
                             machine,
                             purpose: Some(purpose),
                             node_ssh: false,
+                            preflight: false,
                         };
                         let started = match remote::start(&paths.state_dir, &start, &|_| {}).await {
                             Ok(s) => s,

@@ -171,3 +171,62 @@ pub fn record_kind(record: &FleetRecord) -> Result<crate::fleet::BackendKind, St
         )),
     }
 }
+
+/// The GPUDirect flavour a fleet's nodes are bootstrapped for: the fleet file's
+/// `network.gpudirect`, else its machine type's ([`crate::nccl::profile::auto_profile`]).
+pub fn bootstrap_flavour(spec: &crate::fleet::FleetSpec) -> crate::nccl::GpuDirect {
+    crate::nccl::profile::auto_profile(Some(spec), None).0
+}
+
+/// After `apply` of a GCP fleet: bootstrap its nodes for their GPUDirect flavour
+/// (`crate::bootstrap`), unless the config's `gcp.bootstrap` is false or `skip` is set.
+/// Other backends' hosts are bootstrapped with `flightdeck fleet bootstrap` only.
+pub async fn bootstrap_after_apply(
+    paths: &crate::paths::Paths,
+    fleet: &Fleet,
+    record: &FleetRecord,
+    transport: crate::exec::Transport,
+    skip: bool,
+    progress: Progress<'_>,
+) -> Result<(), String> {
+    use crate::nccl::GpuDirect;
+    if fleet.backend != crate::fleet::BackendKind::Gcp {
+        return Ok(());
+    }
+    let flavour = bootstrap_flavour(&fleet.spec);
+    if flavour == GpuDirect::None {
+        return Ok(());
+    }
+    let enabled = crate::config::Config::load(paths)
+        .ok()
+        .and_then(|c| c.gcp)
+        .and_then(|g| g.bootstrap)
+        .unwrap_or(true);
+    if skip || !enabled {
+        progress(format!(
+            "GPUDirect-{} bootstrap skipped ({}); `flightdeck fleet bootstrap {}` runs it",
+            flavour.name(),
+            if skip {
+                "--no-bootstrap"
+            } else {
+                "gcp.bootstrap: false"
+            },
+            fleet.name
+        ));
+        return Ok(());
+    }
+    progress(format!(
+        "bootstrapping {} node(s) for {} (`flightdeck fleet bootstrap --show {}` prints the script)",
+        record.nodes.len(),
+        crate::bootstrap::flavour_title(flavour),
+        flavour.name()
+    ));
+    let outcomes = crate::bootstrap::remote::run(transport, &record.nodes, flavour, progress).await;
+    let summary = crate::bootstrap::remote::summary(flavour, &outcomes);
+    if outcomes.iter().all(|o| o.ok()) {
+        progress(summary);
+        Ok(())
+    } else {
+        Err(summary)
+    }
+}

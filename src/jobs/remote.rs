@@ -368,6 +368,8 @@ pub struct Target {
     pub nodes: Vec<NodeTarget>,
     pub transport: Transport,
     pub spec: Option<crate::fleet::FleetSpec>,
+    /// Check the GPUDirect pieces of every node first ([`crate::bootstrap::preflight`]).
+    pub preflight: bool,
 }
 
 /// Start `job` on `target`: record it in the store first (so a crash from then on
@@ -401,6 +403,17 @@ pub async fn start(
     let (fleet_profile, fleet_gpu) = crate::nccl::profile::fleet_facts(target.spec.as_ref());
     let profile = super::profile(job, fleet_profile);
     let gpu = job.spec.gpu.clone().or(fleet_gpu);
+    let profile_lines = crate::nccl::runner::profile_env(profile);
+    if target.preflight && profile != crate::nccl::GpuDirect::None {
+        let targets: Vec<NodeTarget> = nodes.iter().map(|n| n.target.clone()).collect();
+        progress(format!(
+            "pre-flight: GPUDirect-{} pieces on {} node(s)",
+            profile.name(),
+            targets.len()
+        ));
+        crate::bootstrap::preflight::check_nodes(target.transport.clone(), &targets, profile, &profile_lines)
+            .await?;
+    }
     let id = launch::new_id(&job.name, store::now_unix());
     let record = JobRecord {
         id: id.clone(),
@@ -438,7 +451,6 @@ pub async fn start(
         target.fleet,
         profile.name()
     ));
-    let profile_lines = crate::nccl::runner::profile_env(profile);
     let started = launch(
         target.transport.clone(),
         job,

@@ -335,6 +335,8 @@ pub struct Start {
     /// Set up node-to-node SSH first when the run goes through mpirun (the straggler
     /// finder does it once for all its groups).
     pub node_ssh: bool,
+    /// Check the GPUDirect pieces of every node first ([`crate::bootstrap::preflight`]).
+    pub preflight: bool,
 }
 
 /// A started run: its id, the nodes that run a script (the ones to follow), and its
@@ -358,6 +360,21 @@ pub async fn start(
         anyhow::bail!("no nodes selected");
     }
     s.spec.check()?;
+    if s.preflight && s.spec.profile != super::GpuDirect::None {
+        progress(format!(
+            "pre-flight: GPUDirect-{} pieces on {} node(s)",
+            s.spec.profile.name(),
+            s.nodes.len()
+        ));
+        crate::bootstrap::preflight::check_nodes(
+            s.transport.clone(),
+            &s.nodes,
+            s.spec.profile,
+            &s.spec.env_lines(),
+        )
+        .await
+        .map_err(anyhow::Error::msg)?;
+    }
     if s.node_ssh && s.spec.engine == Engine::NcclTests && s.nodes.len() > 1 {
         progress(format!(
             "setting up SSH between the {} nodes for mpirun",

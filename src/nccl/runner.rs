@@ -185,8 +185,9 @@ impl RunSpec {
     }
 }
 
-/// The environment of a GPUDirect flavour on GCE VMs (Debian/Ubuntu images, host NIC
-/// names), as Google and the anchors publish it (shared/reference/anchors.md (c)).
+/// The environment of a GPUDirect flavour on the images flightdeck provisions: COS for
+/// TCPX (eth names), Ubuntu for TCPXO and RDMA (enp names), as Google and the anchors
+/// publish it (shared/reference/anchors.md (c); bootstrap::steps names the sources).
 /// Lines are shell: `export K=V`, or a `.` of the plugin's own profile when it has one.
 pub fn profile_env(profile: GpuDirect) -> Vec<String> {
     let exports = |pairs: &[(&str, &str)]| {
@@ -197,14 +198,14 @@ pub fn profile_env(profile: GpuDirect) -> Vec<String> {
     };
     match profile {
         GpuDirect::None => vec![],
+        // COS, where TCPX runs (bootstrap::steps): the NICs are eth0 and eth1..eth4, the
+        // plugin is mounted at /usr/local/tcpx/lib64 in the run's container (SkyPilot's
+        // GPU_DIRECT_TCPX_SPECIFIC_OPTIONS, dstack's gcp.md).
         GpuDirect::Tcpx => exports(&[
             ("NCCL_NET", "GPUDirectTCPX_v7"),
-            ("NCCL_SOCKET_IFNAME", "enp0s12"),
-            ("NCCL_GPUDIRECTTCPX_CTRL_DEV", "enp0s12"),
-            (
-                "NCCL_GPUDIRECTTCPX_SOCKET_IFNAME",
-                "enp6s0,enp12s0,enp134s0,enp140s0",
-            ),
+            ("NCCL_SOCKET_IFNAME", "eth0"),
+            ("NCCL_GPUDIRECTTCPX_CTRL_DEV", "eth0"),
+            ("NCCL_GPUDIRECTTCPX_SOCKET_IFNAME", "eth1,eth2,eth3,eth4"),
             ("NCCL_CROSS_NIC", "0"),
             ("NCCL_ALGO", "Ring"),
             ("NCCL_PROTO", "Simple"),
@@ -219,16 +220,19 @@ pub fn profile_env(profile: GpuDirect) -> Vec<String> {
             ("NCCL_BUFFSIZE", "4194304"),
             (
                 "NCCL_GPUDIRECTTCPX_TX_BINDINGS",
-                "enp6s0:8-21,112-125;enp12s0:8-21,112-125;enp134s0:60-73,164-177;enp140s0:60-73,164-177",
+                "eth1:8-21,112-125;eth2:8-21,112-125;eth3:60-73,164-177;eth4:60-73,164-177",
             ),
             (
                 "NCCL_GPUDIRECTTCPX_RX_BINDINGS",
-                "enp6s0:22-35,126-139;enp12s0:22-35,126-139;enp134s0:74-87,178-191;enp140s0:74-87,178-191",
+                "eth1:22-35,126-139;eth2:22-35,126-139;eth3:74-87,178-191;eth4:74-87,178-191",
             ),
-            ("NCCL_GPUDIRECTTCPX_PROGRAM_FLOW_STEERING_WAIT_MICROS", "500000"),
+            ("NCCL_GPUDIRECTTCPX_PROGRAM_FLOW_STEERING_WAIT_MICROS", "50000"),
             ("NCCL_GPUDIRECTTCPX_UNIX_CLIENT_PREFIX", "/run/tcpx"),
             ("NCCL_GPUDIRECTTCPX_FORCE_ACK", "0"),
-            ("LD_LIBRARY_PATH", "/var/lib/tcpx/lib64:${LD_LIBRARY_PATH:-}"),
+            (
+                "LD_LIBRARY_PATH",
+                "/usr/local/nvidia/lib64:/usr/local/tcpx/lib64:${LD_LIBRARY_PATH:-}",
+            ),
         ]),
         GpuDirect::Tcpxo => {
             let mut v = vec![

@@ -77,6 +77,13 @@ pub async fn apply(
             let _ = lines.send(line);
         };
         let record = cloud::lifecycle::apply(&store, backend.as_ref(), &fleet, &progress).await?;
+        let transport = crate::exec::Transport::Ssh {
+            pool: ssh.pool.clone(),
+            resolver: ssh.resolver.clone(),
+        };
+        cloud::lifecycle::bootstrap_after_apply(&paths, &fleet, &record, transport, false, &progress)
+            .await
+            .map_err(|e| format!("fleet `{}`: the nodes are up, but {e}", record.name))?;
         Ok(format!(
             "fleet `{}`: {} node(s) ready; Enter opens their panes",
             record.name,

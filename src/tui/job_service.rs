@@ -311,6 +311,7 @@ pub async fn run(
                 .as_ref()
                 .and_then(|f| crate::fleet::load(f).ok())
                 .map(|f| f.spec),
+            preflight: true,
         };
         let progress = |m: String| tracing::info!("job {}: {m}", job.name);
         let (record, _) = remote::start(&Store::new(&dir), &job, target, false, &progress).await?;

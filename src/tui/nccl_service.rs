@@ -83,6 +83,7 @@ pub async fn start_run(
         machine: req.machine_type.map(|m| (m, "fleet instance_types".to_string())),
         purpose: None,
         node_ssh: true,
+        preflight: true,
     };
     remote::start(dir, &start, &|m| tracing::info!("nccl run: {m}"))
         .await

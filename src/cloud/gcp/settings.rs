@@ -64,6 +64,9 @@ pub struct GcpSettings {
     /// A bastion to reach the nodes through (as in a fleet file's `ssh_config.proxy_jump`);
     /// with `public_ips: false` nodes are then reached on their internal addresses.
     pub proxy_jump: Option<crate::fleet::spec::ProxyJump>,
+    /// Run the GPUDirect bootstrap on new nodes after `fleet apply` (default true; off
+    /// for images that have it baked in). `fleet bootstrap` runs it on its own.
+    pub bootstrap: Option<bool>,
 }
 
 /// dstack's `creds`: `{type: default}` (Application Default Credentials) or

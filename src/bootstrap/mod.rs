@@ -1,0 +1,333 @@
+//! GPUDirect node bootstrap: what a fresh GCE VM needs before NCCL traffic can take its
+//! GPUDirect path, as a list of named steps per flavour ([`steps`]), and the pre-flight
+//! that checks a node before every NCCL run and job ([`preflight`]).
+//!
+//! Each step has a *check* (is it done already?) and an *action*. The script a node runs
+//! ([`script`]) runs every step's check first and its action only when the check fails,
+//! then the check again: a second run does nothing, and a node left half-done (a dropped
+//! connection, a node restarted mid-way) is finished, never redone. The script reports
+//! each step on a line of its own ([`Marker`]), which [`remote`] turns into progress per
+//! node and step. Every step names the reference it follows (repository and path).
+//!
+//! Pure but for [`remote`]: steps and scripts are text, markers are parsed from lines.
+
+pub mod preflight;
+pub mod remote;
+pub mod steps;
+
+use crate::nccl::GpuDirect;
+use std::fmt::Write as _;
+
+/// One step of a flavour's bootstrap.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Step {
+    /// Short name, unique within the flavour: `rxdm`, `nccl-plugin`.
+    pub name: &'static str,
+    /// What it does, for the operator.
+    pub what: &'static str,
+    /// The references it follows: repository and path.
+    pub source: &'static str,
+    /// Shell that exits 0 when the step is done.
+    pub check: String,
+    /// Shell that does the step (runs under `set -e`).
+    pub action: String,
+}
+
+/// The prefix of the script's progress lines.
+pub const MARK: &str = "@@fd-bootstrap";
+
+/// A progress line of the bootstrap script.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Marker {
+    /// The script starts: flavour, and the number of steps.
+    Begin { flavour: String, steps: usize },
+    /// The step's check passed before anything was done.
+    Done(String),
+    /// The step's check failed: its action runs now.
+    Run(String),
+    /// The action ran and the check passes now.
+    Ok(String),
+    /// The action failed (its exit code), or the check still fails after it (code 1 and
+    /// a reason).
+    Failed {
+        step: String,
+        code: i32,
+        reason: Option<String>,
+    },
+    /// Every step is done.
+    End,
+}
+
+impl Marker {
+    /// The marker a line holds, if it is one.
+    pub fn parse(line: &str) -> Option<Marker> {
+        let rest = line.strip_prefix(MARK)?.strip_prefix(' ')?;
+        let mut parts = rest.splitn(4, ' ');
+        let kind = parts.next()?;
+        let step = parts.next().unwrap_or("").to_string();
+        Some(match kind {
+            "begin" => Marker::Begin {
+                flavour: step,
+                steps: parts.next()?.parse().ok()?,
+            },
+            "done" => Marker::Done(step),
+            "run" => Marker::Run(step),
+            "ok" => Marker::Ok(step),
+            "failed" => Marker::Failed {
+                step,
+                code: parts.next()?.parse().ok()?,
+                reason: parts.next().map(str::to_string),
+            },
+            "end" => Marker::End,
+            _ => return None,
+        })
+    }
+}
+
+/// The flavour's name as the operator writes it (`tcpx`, `tcpxo`, `rdma`), or `None` for
+/// a name that is not one.
+pub fn parse_flavour(name: &str) -> Option<GpuDirect> {
+    match name {
+        "tcpx" => Some(GpuDirect::Tcpx),
+        "tcpxo" => Some(GpuDirect::Tcpxo),
+        "rdma" => Some(GpuDirect::Rdma),
+        _ => None,
+    }
+}
+
+/// The machine families a flavour is for, for headings.
+pub fn flavour_title(flavour: GpuDirect) -> &'static str {
+    match flavour {
+        GpuDirect::None => "no GPUDirect",
+        GpuDirect::Tcpx => "GPUDirect-TCPX (A3 High, A3 Edge)",
+        GpuDirect::Tcpxo => "GPUDirect-TCPXO (A3 Mega)",
+        GpuDirect::Rdma => "GPUDirect RDMA over RoCE with gIB (A3 Ultra, A4)",
+    }
+}
+
+/// The script a node runs for `flavour`: POSIX sh, as root. Prints [`Marker`] lines and
+/// each action's output; exits with the failed action's code (or 1 for a check that
+/// still fails after its action), else 0.
+pub fn script(flavour: GpuDirect) -> String {
+    render(flavour, &steps::steps(flavour))
+}
+
+/// [`script`] of given steps (tests make failing ones).
+pub fn render(flavour: GpuDirect, steps: &[Step]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "#!/bin/sh");
+    let _ = writeln!(
+        s,
+        "# flightdeck GPUDirect bootstrap: {}, {} steps.",
+        flavour_title(flavour),
+        steps.len()
+    );
+    s.push_str(
+        "# Each step has a check (done already?) and an action; the action runs only when\n\
+         # the check fails, and the check must pass after it. Running this again does\n\
+         # nothing on a finished node and finishes a half-done one. Runs as root.\n\
+         # Re-run with `flightdeck fleet bootstrap FLEET`.\n",
+    );
+    s.push_str("set -u\nexport DEBIAN_FRONTEND=noninteractive\nexport PATH=\"$PATH:/usr/local/sbin:/usr/sbin:/sbin\"\n");
+    let _ = writeln!(s, "fd_mark() {{ echo \"{MARK} $*\"; }}");
+    s.push_str(
+        "fd_step() {\n\
+         \x20 if ( \"check_$2\" ) >/dev/null 2>&1; then fd_mark done \"$1\"; return 0; fi\n\
+         \x20 fd_mark run \"$1\"\n\
+         \x20 ( set -e; \"action_$2\" ) 2>&1\n\
+         \x20 rc=$?\n\
+         \x20 if [ \"$rc\" -ne 0 ]; then fd_mark failed \"$1\" \"$rc\" the action failed; exit \"$rc\"; fi\n\
+         \x20 if ! ( \"check_$2\" ) >/dev/null 2>&1; then fd_mark failed \"$1\" 1 the check still fails after the action; exit 1; fi\n\
+         \x20 fd_mark ok \"$1\"\n\
+         }\n",
+    );
+    for (i, step) in steps.iter().enumerate() {
+        let _ = writeln!(s, "\n# --- step {}: {} --- {}", i + 1, step.name, step.what);
+        for src in step.source.split("; ") {
+            let _ = writeln!(s, "# source: {src}");
+        }
+        let _ = writeln!(s, "check_{i}() {{\n{}\n}}", indent(&step.check));
+        let _ = writeln!(s, "action_{i}() {{\n{}\n}}", indent(&step.action));
+    }
+    let _ = writeln!(s, "\nfd_mark begin {} {}", flavour.name(), steps.len());
+    for (i, step) in steps.iter().enumerate() {
+        let _ = writeln!(s, "fd_step {} {i}", step.name);
+    }
+    let _ = writeln!(s, "fd_mark end");
+    s
+}
+
+/// A step's body as it goes in its function: not indented, as heredocs in it end at a
+/// line of their own.
+fn indent(body: &str) -> String {
+    body.trim_end().to_string()
+}
+
+/// The command that runs a script read on stdin as root: directly when the login is
+/// root, else through `sudo -n` (GCE images give the login user sudo without a password).
+pub const AS_ROOT: &str = "if [ \"$(id -u)\" -eq 0 ]; then exec sh -s; else exec sudo -n sh -s; fi";
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    fn step(name: &'static str, check: &str, action: &str) -> Step {
+        Step {
+            name,
+            what: "a test step",
+            source: "nowhere",
+            check: check.into(),
+            action: action.into(),
+        }
+    }
+
+    fn sh(script: &str) -> (i32, String) {
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(script)
+            .output()
+            .expect("sh runs");
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    }
+
+    /// Run `script` with `sh -s`, the script on stdin, as nodes run it.
+    pub(crate) fn sh_stdin(script: &str) -> std::process::Output {
+        use std::io::Write;
+        let mut child = std::process::Command::new("sh")
+            .arg("-s")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("sh runs");
+        child.stdin.take().unwrap().write_all(script.as_bytes()).unwrap();
+        child.wait_with_output().unwrap()
+    }
+
+    fn markers(out: &str) -> Vec<Marker> {
+        out.lines().filter_map(Marker::parse).collect()
+    }
+
+    #[test]
+    fn markers_parse_and_other_lines_are_not_markers() {
+        assert_eq!(
+            Marker::parse("@@fd-bootstrap begin tcpxo 7"),
+            Some(Marker::Begin {
+                flavour: "tcpxo".into(),
+                steps: 7
+            })
+        );
+        assert_eq!(
+            Marker::parse("@@fd-bootstrap failed rxdm 125 the action failed"),
+            Some(Marker::Failed {
+                step: "rxdm".into(),
+                code: 125,
+                reason: Some("the action failed".into())
+            })
+        );
+        assert_eq!(
+            Marker::parse("@@fd-bootstrap ok rxdm"),
+            Some(Marker::Ok("rxdm".into()))
+        );
+        assert_eq!(Marker::parse("@@fd-bootstrapx ok rxdm"), None);
+        assert_eq!(Marker::parse("echo @@fd-bootstrap ok"), None);
+        assert_eq!(Marker::parse("@@fd-bootstrap weird x"), None);
+    }
+
+    #[test]
+    fn a_second_run_does_nothing_and_a_half_done_run_is_finished() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().display();
+        let steps = vec![
+            step(
+                "one",
+                &format!("[ -f {d}/one ]"),
+                &format!("echo making one; touch {d}/one"),
+            ),
+            step("two", &format!("[ -f {d}/two ]"), &format!("touch {d}/two")),
+        ];
+        // Half done: step two's result exists already.
+        std::fs::write(dir.path().join("two"), "").unwrap();
+        let (code, out) = sh(&render(GpuDirect::Tcpxo, &steps));
+        assert_eq!(code, 0, "{out}");
+        assert_eq!(
+            markers(&out),
+            vec![
+                Marker::Begin {
+                    flavour: "tcpxo".into(),
+                    steps: 2
+                },
+                Marker::Run("one".into()),
+                Marker::Ok("one".into()),
+                Marker::Done("two".into()),
+                Marker::End
+            ]
+        );
+        assert!(out.contains("making one"), "the action's output is shown: {out}");
+        let (code, out) = sh(&render(GpuDirect::Tcpxo, &steps));
+        assert_eq!(code, 0);
+        assert!(markers(&out)
+            .iter()
+            .all(|m| !matches!(m, Marker::Run(_) | Marker::Ok(_))));
+    }
+
+    #[test]
+    fn a_failing_action_stops_the_script_with_its_code_and_a_check_that_still_fails_too() {
+        let steps = vec![
+            step("bad", "false", "echo oops >&2; exit 42"),
+            step("never", "false", "true"),
+        ];
+        let (code, out) = sh(&render(GpuDirect::Rdma, &steps));
+        assert_eq!(code, 42);
+        assert!(
+            out.contains("oops"),
+            "stderr of the action is in the output: {out}"
+        );
+        let m = markers(&out);
+        assert!(m.contains(&Marker::Failed {
+            step: "bad".into(),
+            code: 42,
+            reason: Some("the action failed".into())
+        }));
+        assert!(!m.contains(&Marker::Run("never".into())));
+        // A step whose action "succeeds" without doing what its check wants.
+        let (code, out) = sh(&render(GpuDirect::Rdma, &[step("liar", "false", "true")]));
+        assert_eq!(code, 1);
+        assert!(out.contains("failed liar 1 the check still fails"), "{out}");
+    }
+
+    #[test]
+    fn every_flavour_script_is_valid_sh_and_names_its_sources() {
+        for f in [GpuDirect::Tcpx, GpuDirect::Tcpxo, GpuDirect::Rdma] {
+            let text = script(f);
+            let out = std::process::Command::new("sh")
+                .args(["-n", "-c", &text])
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{f:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let steps = steps::steps(f);
+            assert!(steps.len() >= 4, "{f:?}");
+            let mut names: Vec<&str> = steps.iter().map(|s| s.name).collect();
+            names.sort();
+            names.dedup();
+            assert_eq!(names.len(), steps.len(), "step names are unique in {f:?}");
+            for s in &steps {
+                assert!(
+                    s.source.contains('/') && !s.check.trim().is_empty() && !s.action.trim().is_empty(),
+                    "{f:?} {}",
+                    s.name
+                );
+                assert!(text.contains(&format!("fd_step {} ", s.name)));
+            }
+            assert!(steps.iter().any(|s| s.name == "nccl-tests"), "{f:?}");
+        }
+        assert!(steps::steps(GpuDirect::None).is_empty());
+    }
+}
