@@ -161,7 +161,8 @@ fn tcpxo() -> Vec<Step> {
             "NVIDIA container toolkit (docker run --gpus), 1.17.7-1 pinned out",
             CTK_A3MEGA,
             "command -v nvidia-ctk >/dev/null",
-            r#"cat > /etc/apt/preferences.d/block-broken-nvidia-container <<'EOF'
+            r#"mkdir -p /etc/apt/preferences.d /usr/share/keyrings
+cat > /etc/apt/preferences.d/block-broken-nvidia-container <<'EOF'
 Package: nvidia-container-toolkit nvidia-container-toolkit-base libnvidia-container-tools libnvidia-container1
 Pin: version 1.17.7-1
 Pin-Priority: 100
@@ -179,7 +180,8 @@ systemctl restart docker"#,
             "Google's Artifact Registry apt transport and the gpudirect-tcpxo repository",
             CTK_A3MEGA,
             &repo_check,
-            r#"echo 'deb http://packages.cloud.google.com/apt apt-transport-artifact-registry-stable main' > /etc/apt/sources.list.d/artifact-registry.list
+            r#"mkdir -p /etc/apt/sources.list.d
+echo 'deb http://packages.cloud.google.com/apt apt-transport-artifact-registry-stable main' > /etc/apt/sources.list.d/artifact-registry.list
 apt-get update
 apt-get install -y apt-transport-artifact-registry dkms
 echo 'deb [arch=all trusted=yes] ar+https://us-apt.pkg.dev/projects/gce-ai-infra gpudirect-tcpxo-apt main' > /etc/apt/sources.list.d/gpudirect-tcpxo.list
@@ -207,6 +209,7 @@ apt-get update"#,
   dkms build -m dmabuf-import-helper -v 1.1
   dkms install -m dmabuf-import-helper -v 1.1
 fi
+mkdir -p /etc/modules-load.d
 echo import-helper > /etc/modules-load.d/import-helper.conf
 modprobe import-helper"#,
         ),
@@ -215,7 +218,8 @@ modprobe import-helper"#,
             "the udev rule that binds the TCPXO NICs' apertures under /dev/aperture_devices",
             CTK_A3MEGA,
             "grep -q '0x1ae0' /etc/udev/rules.d/00-a3-megagpu.rules",
-            r#"cat > /etc/udev/rules.d/00-a3-megagpu.rules <<'EOF'
+            r#"mkdir -p /etc/udev/rules.d
+cat > /etc/udev/rules.d/00-a3-megagpu.rules <<'EOF'
 ACTION=="add", SUBSYSTEM=="pci", ATTR{vendor}=="0x1ae0", ATTR{device}=="0x0084", TAG+="systemd", \
     RUN+="/usr/bin/mkdir --mode=0755 -p /dev/aperture_devices", \
     RUN+="/usr/bin/systemd-mount --type=none --options=bind --collect %S/%p /dev/aperture_devices/%k", \
@@ -281,7 +285,8 @@ fn rdma() -> Vec<Step> {
             "Google's Artifact Registry apt transport and the gpudirect-gib repository",
             sources,
             &repo_check,
-            r#"curl -fsSL https://us-apt.pkg.dev/doc/repo-signing-key.gpg | gpg --dearmor --yes -o /etc/apt/trusted.gpg.d/artifact-registry.gpg
+            r#"mkdir -p /etc/apt/trusted.gpg.d /etc/apt/sources.list.d
+curl -fsSL https://us-apt.pkg.dev/doc/repo-signing-key.gpg | gpg --dearmor --yes -o /etc/apt/trusted.gpg.d/artifact-registry.gpg
 curl -fsSL https://packages.cloud.google.com/apt/doc/apt-key.gpg | gpg --dearmor --yes -o /etc/apt/trusted.gpg.d/cloud-google.gpg
 echo 'deb http://packages.cloud.google.com/apt apt-transport-artifact-registry-stable main' > /etc/apt/sources.list.d/artifact-registry.list
 apt-get update
@@ -301,14 +306,15 @@ apt-get update"#,
             "/usr/local/gib/lib64 first for the dynamic linker",
             sources,
             "grep -qx /usr/local/gib/lib64 /etc/ld.so.conf.d/000_nccl-gib.conf",
-            "echo /usr/local/gib/lib64 > /etc/ld.so.conf.d/000_nccl-gib.conf\nldconfig",
+            "mkdir -p /etc/ld.so.conf.d\necho /usr/local/gib/lib64 > /etc/ld.so.conf.d/000_nccl-gib.conf\nldconfig",
         ),
         step(
             "memlock",
             "unlimited memlock (RDMA registers GPU memory) and the HPC image's other limits",
             sources,
             "grep -q '^\\* - memlock unlimited' /etc/security/limits.d/99-unlimited.conf",
-            r#"cat > /etc/security/limits.d/99-unlimited.conf <<'EOF'
+            r#"mkdir -p /etc/security/limits.d
+cat > /etc/security/limits.d/99-unlimited.conf <<'EOF'
 * - memlock unlimited
 * - nproc unlimited
 * - stack unlimited
@@ -322,7 +328,8 @@ EOF"#,
             "gIB's NCCL environment for login shells",
             "GoogleCloudPlatform/cluster-toolkit examples/machine-learning/a3-ultragpu-8g/a3ultra-slurm-blueprint.yaml",
             "[ -f /etc/profile.d/nccl-gib.sh ]",
-            r#"cat > /etc/profile.d/nccl-gib.sh <<'EOF'
+            r#"mkdir -p /etc/profile.d
+cat > /etc/profile.d/nccl-gib.sh <<'EOF'
 # Load NCCL/gIB environment
 if [ -f "/usr/local/gib/scripts/set_nccl_env.sh" ]; then
   . /usr/local/gib/scripts/set_nccl_env.sh

@@ -35,7 +35,35 @@ pub struct TbNode {
     /// The node's own home for root (bind-mounted over /root for its sshd and sessions),
     /// when the testbed was built with private homes.
     pub home: Option<PathBuf>,
+    /// The node's own system directories (see [`Testbed::new_machines`]): what the node
+    /// writes to /etc, /var/lib, /usr/local, /opt, /usr/src, /run and /dev lands here.
+    pub root: Option<PathBuf>,
 }
+
+/// The system directories a machine node has of its own, bind-mounted from its root.
+pub const MACHINE_DIRS: [&str; 7] = ["etc", "var/lib", "usr/local", "opt", "usr/src", "run", "dev"];
+
+/// Commands the bootstrap shims stand in for (tests/support/bootstrap_shims.sh).
+pub const SHIMMED: [&str; 18] = [
+    "cos-extensions",
+    "docker",
+    "curl",
+    "gpg",
+    "apt-get",
+    "apt-mark",
+    "dpkg",
+    "dpkg-deb",
+    "dkms",
+    "modprobe",
+    "udevadm",
+    "update-initramfs",
+    "ldconfig",
+    "systemctl",
+    "iptables",
+    "git",
+    "make",
+    "gcloud",
+];
 
 pub struct Testbed {
     pub nodes: Vec<TbNode>,
@@ -121,7 +149,18 @@ fn delete_ns(name: &str) {
 impl Testbed {
     /// Build a testbed of `n` nodes with `k` data NICs each, or explain why not.
     pub fn new(n: usize, k: usize) -> Option<Testbed> {
-        Self::new_with(n, k, false)
+        Self::new_with(n, k, false, false)
+    }
+
+    /// Like [`Testbed::new`], but each node is a machine of its own to install on: its
+    /// sshd runs in a mount namespace where /etc (a copy of this machine's), /var/lib,
+    /// /usr/local, /opt, /usr/src, /run and /dev (the few devices a login needs) are
+    /// directories of the node ([`TbNode::root`]), and the commands that would reach
+    /// outside (apt repositories, container pulls, kernel modules, udev, iptables) are
+    /// the recording shims of tests/support/bootstrap_shims.sh in its /usr/local/bin.
+    /// What a node installs survives a restart of its sshd, as a disk does.
+    pub fn new_machines(n: usize, k: usize) -> Option<Testbed> {
+        Self::new_with(n, k, false, true)
     }
 
     /// Like [`Testbed::new`], but each node has its own home for root (a directory of the
@@ -129,11 +168,11 @@ impl Testbed {
     /// machines have: what one node writes under `~` the others do not see, and
     /// `~/.ssh/authorized_keys` is read besides the testbed's user key.
     pub fn new_private_homes(n: usize, k: usize) -> Option<Testbed> {
-        Self::new_with(n, k, true)
+        Self::new_with(n, k, true, false)
     }
 
-    fn new_with(n: usize, k: usize, private_homes: bool) -> Option<Testbed> {
-        match Self::build(n, k, private_homes) {
+    fn new_with(n: usize, k: usize, private_homes: bool, machines: bool) -> Option<Testbed> {
+        match Self::build(n, k, private_homes, machines) {
             Ok(tb) => Some(tb),
             Err(why) => {
                 if std::env::var_os("CI").is_some() {
@@ -145,7 +184,7 @@ impl Testbed {
         }
     }
 
-    fn build(n: usize, k: usize, private_homes: bool) -> Result<Testbed, String> {
+    fn build(n: usize, k: usize, private_homes: bool, machines: bool) -> Result<Testbed, String> {
         assert!(n <= 200 && k <= 8, "testbed size");
         if unsafe_geteuid() != 0 {
             return Err("not running as root".into());
@@ -174,6 +213,7 @@ impl Testbed {
                 dir: dir.path().join("bastion"),
                 sshd: None,
                 home: None,
+                root: None,
             },
             user_key: dir.path().join("id_ed25519"),
             known_hosts: dir.path().join("known_hosts"),
@@ -288,6 +328,7 @@ impl Testbed {
                 dir: tb.dir.path().join(format!("node{i}")),
                 sshd: None,
                 home: private_homes.then(|| tb.dir.path().join(format!("node{i}/home"))),
+                root: machines.then(|| tb.dir.path().join(format!("node{i}/root"))),
             });
         }
         let auth = tb.dir.path().join("authorized_keys");
@@ -408,6 +449,9 @@ impl TbNode {
         if let Some(home) = &self.home {
             std::fs::create_dir_all(home).map_err(|e| e.to_string())?;
         }
+        if let Some(root) = &self.root {
+            make_machine_root(root)?;
+        }
         // With a private home, also the home's own authorized_keys, as a machine's sshd.
         let own = if self.home.is_some() {
             " .ssh/authorized_keys"
@@ -433,9 +477,18 @@ impl TbNode {
         let cfg = self.dir.join("sshd_config");
         let mut cmd = Command::new("ip");
         cmd.args(["netns", "exec", &self.ns]);
-        match &self.home {
-            None => cmd.args(["/usr/sbin/sshd", "-D", "-e", "-f", cfg.to_str().unwrap()]),
-            Some(home) => cmd.args([
+        match (&self.home, &self.root) {
+            (_, Some(root)) => cmd.args([
+                "unshare",
+                "--mount",
+                "--propagation",
+                "private",
+                "sh",
+                "-c",
+                &machine_mounts(root, &cfg),
+            ]),
+            (None, None) => cmd.args(["/usr/sbin/sshd", "-D", "-e", "-f", cfg.to_str().unwrap()]),
+            (Some(home), None) => cmd.args([
                 "unshare",
                 "--mount",
                 "--propagation",
@@ -449,10 +502,16 @@ impl TbNode {
                 ),
             ]),
         };
+        // sshd's own messages (LogLevel ERROR) go to a file of the node, for failures.
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.join("sshd.log"))
+            .map_err(|e| e.to_string())?;
         let child = cmd
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(log)
             .spawn()
             .map_err(|e| e.to_string())?;
         self.sshd = Some(child);
@@ -503,6 +562,47 @@ impl Drop for Testbed {
         delete_ns(&self.switch);
         let _ = &self.prefix;
     }
+}
+
+/// A machine node's root: a copy of /etc, empty system directories, the shims.
+fn make_machine_root(root: &Path) -> Result<(), String> {
+    for d in MACHINE_DIRS {
+        std::fs::create_dir_all(root.join(d)).map_err(|e| format!("{}: {e}", root.join(d).display()))?;
+    }
+    run(&["cp", "-a", "/etc/.", root.join("etc").to_str().unwrap()])?;
+    std::fs::create_dir_all(root.join("run/sshd")).map_err(|e| e.to_string())?;
+    let bin = root.join("usr/local/bin");
+    std::fs::create_dir_all(&bin).map_err(|e| e.to_string())?;
+    let shim = bin.join("fdshim");
+    std::fs::write(&shim, include_str!("bootstrap_shims.sh")).map_err(|e| e.to_string())?;
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&shim, std::fs::Permissions::from_mode(0o755)).map_err(|e| e.to_string())?;
+    for name in SHIMMED {
+        std::os::unix::fs::symlink("fdshim", bin.join(name)).map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// The shell that mounts a machine node's directories in its mount namespace, then
+/// runs its sshd. /dev is the node's directory with this machine's null, zero, random,
+/// urandom, tty and pts bound in (a login needs them); the rest is the node's.
+fn machine_mounts(root: &Path, cfg: &Path) -> String {
+    let r = root.display();
+    let mut s = String::from("set -e\n");
+    for d in ["null", "zero", "full", "random", "urandom", "tty"] {
+        s.push_str(&format!(
+            "[ -e '{r}/dev/{d}' ] || : > '{r}/dev/{d}'; mount --bind /dev/{d} '{r}/dev/{d}'\n"
+        ));
+    }
+    s.push_str(&format!(
+        "mkdir -p '{r}/dev/pts' '{r}/dev/shm'; mount --bind /dev/pts '{r}/dev/pts'; ln -sfn pts/ptmx '{r}/dev/ptmx'\n"
+    ));
+    for d in MACHINE_DIRS {
+        let flag = if d == "dev" { "--rbind" } else { "--bind" };
+        s.push_str(&format!("mount {flag} '{r}/{d}' /{d}\n"));
+    }
+    s.push_str(&format!("exec /usr/sbin/sshd -D -e -f '{}'\n", cfg.display()));
+    s
 }
 
 fn unsafe_geteuid() -> u32 {

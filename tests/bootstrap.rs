@@ -1,0 +1,441 @@
+//! The GPUDirect bootstrap run for real on testbed nodes (sshd in network namespaces,
+//! each node a machine of its own: tests/support/testbed.rs `new_machines`), through the
+//! bastion, with the pieces that reach outside (Google's apt repositories, container
+//! pulls, COS's GPU extension, modprobe, udev, iptables) replaced by the recording shims
+//! of tests/support/bootstrap_shims.sh. Mounts are real. Needs root, like the testbed.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use support::testbed::Testbed;
+use support::{flightdeck, text};
+
+fn root(tb: &Testbed, i: usize) -> PathBuf {
+    tb.nodes[i].root.clone().expect("a machine node")
+}
+
+/// The commands node `i` ran through the shims, one per line.
+fn calls(tb: &Testbed, i: usize) -> Vec<String> {
+    std::fs::read_to_string(root(tb, i).join("var/lib/fd-shim/calls.log"))
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// Make node `i`'s shim for `command` fail with `code` (`kind` fail) or sleep (`sleep`).
+fn fault(tb: &Testbed, i: usize, kind: &str, command: &str, value: Option<&str>) {
+    let dir = root(tb, i).join("var/lib/fd-shim").join(kind);
+    std::fs::create_dir_all(&dir).unwrap();
+    match value {
+        Some(v) => std::fs::write(dir.join(command), v).unwrap(),
+        None => {
+            let _ = std::fs::remove_file(dir.join(command));
+        }
+    }
+}
+
+fn position(calls: &[String], prefix: &str) -> usize {
+    calls
+        .iter()
+        .position(|c| c.starts_with(prefix))
+        .unwrap_or_else(|| panic!("no call `{prefix}` among\n{}", calls.join("\n")))
+}
+
+/// Calls that change a node (installs, runs, builds), as opposed to the checks' reads.
+fn mutating(calls: &[String]) -> Vec<String> {
+    calls
+        .iter()
+        .filter(|c| {
+            !(c.starts_with("docker info")
+                || c.starts_with("docker inspect")
+                || c.starts_with("docker image inspect")
+                || c.starts_with("dpkg -s")
+                || c.starts_with("iptables -C"))
+        })
+        .cloned()
+        .collect()
+}
+
+fn bootstrap(home: &Path, args: &[&str]) -> (bool, String) {
+    let mut full = vec!["fleet", "bootstrap"];
+    full.extend_from_slice(args);
+    let out = flightdeck(home, &full);
+    (out.status.success(), text(&out.stderr))
+}
+
+#[test]
+fn tcpxo_runs_in_order_a_second_run_does_nothing_and_preflight_then_passes() {
+    let Some(tb) = Testbed::new_machines(2, 8) else {
+        return;
+    };
+    let home = tempfile::tempdir().unwrap();
+    tb.apply_fleet(home.path(), "lab");
+    // Before the bootstrap: the pre-flight refuses the run, naming node, check and fix.
+    let out = flightdeck(
+        home.path(),
+        &[
+            "nccl",
+            "run",
+            "lab",
+            "--profile",
+            "tcpxo",
+            "-g",
+            "1",
+            "--nodes",
+            "0",
+        ],
+    );
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("lab-0: file /var/lib/tcpxo/lib64/libnccl-net.so: missing; fix: run `flightdeck fleet bootstrap FLEET`"), "{err}");
+    assert!(
+        err.contains("lab-0: aperture: /dev/aperture_devices missing or empty"),
+        "{err}"
+    );
+
+    let (ok, err) = bootstrap(home.path(), &["lab", "--flavour", "tcpxo"]);
+    assert!(ok, "{err}");
+    for step in [
+        "docker",
+        "container-toolkit",
+        "apt-repos",
+        "import-helper",
+        "aperture-devices",
+        "nccl-plugin",
+        "rxdm",
+        "nccl-tests",
+    ] {
+        for n in ["lab-0", "lab-1"] {
+            assert!(
+                err.contains(&format!("{n}: {step}: running")),
+                "{n} {step}\n{err}"
+            );
+            assert!(err.contains(&format!("{n}: {step}: done")), "{n} {step}\n{err}");
+        }
+    }
+    assert!(err.contains("bootstrap tcpxo: 2 node(s) ready"), "{err}");
+    for i in 0..2 {
+        let c = calls(&tb, i);
+        // The references' order: docker, the container toolkit, the repositories, the
+        // dmabuf helper, the udev rule, the plugin, the RxDM, nccl-tests.
+        let order = [
+            "curl -fsSL https://get.docker.com",
+            "apt-get install -y nvidia-container-toolkit",
+            "apt-get install -y apt-transport-artifact-registry dkms",
+            "dkms install -m dmabuf-import-helper -v 1.1",
+            "modprobe import-helper",
+            "udevadm trigger --subsystem-match=pci --action=add",
+            "docker run --rm --name nccl-installer --network=host -v /var/lib:/var/lib us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev:v1.0.17 install --install-nccl",
+            "docker run --detach --pull=always --restart=unless-stopped --name receive-datapath-manager",
+            "make -C /opt/nccl-tests",
+        ];
+        let at: Vec<usize> = order.iter().map(|p| position(&c, p)).collect();
+        assert!(
+            at.windows(2).all(|w| w[0] < w[1]),
+            "order {at:?}\n{}",
+            c.join("\n")
+        );
+        let r = root(&tb, i);
+        assert!(
+            std::fs::read_to_string(r.join("etc/udev/rules.d/00-a3-megagpu.rules"))
+                .unwrap()
+                .contains(r#"ATTR{vendor}=="0x1ae0", ATTR{device}=="0x0084""#)
+        );
+        let profile = std::fs::read_to_string(r.join("var/lib/tcpxo/lib64/nccl-env-profile.sh")).unwrap();
+        assert!(profile.ends_with(
+            "export NCCL_FASTRAK_LLCM_DEVICE_DIRECTORY=/dev/aperture_devices\nexport LD_LIBRARY_PATH=/var/lib/tcpxo/lib64:${LD_LIBRARY_PATH}\n"
+        ));
+        assert!(r.join("opt/nccl-tests/build/all_reduce_perf").exists());
+    }
+
+    // A second run does nothing: every step is done already, nothing is installed.
+    let before: Vec<usize> = (0..2).map(|i| calls(&tb, i).len()).collect();
+    let (ok, err) = bootstrap(home.path(), &["lab", "--flavour", "tcpxo", "--nodes", "0-1"]);
+    assert!(ok, "{err}");
+    assert_eq!(err.matches(": done already").count(), 16, "{err}");
+    assert!(!err.contains(": running"), "{err}");
+    for (i, b) in before.iter().enumerate() {
+        let new = calls(&tb, i)[*b..].to_vec();
+        assert!(mutating(&new).is_empty(), "node {i} changed something: {new:?}");
+    }
+
+    // The pre-flight passes once the NICs the profile names are there with the data MTU.
+    let names = [
+        "enp6s0", "enp7s0", "enp13s0", "enp14s0", "enp134s0", "enp135s0", "enp141s0", "enp142s0",
+    ];
+    for i in 0..2 {
+        tb.node_run(i, &["ip", "link", "set", "eth0", "name", "enp0s12"])
+            .ok();
+        for (k, n) in names.iter().enumerate() {
+            let from = format!("eth{}", k + 1);
+            tb.node_run(i, &["ip", "link", "set", &from, "down"]).unwrap();
+            tb.node_run(i, &["ip", "link", "set", &from, "name", n, "mtu", "8244"])
+                .unwrap();
+            tb.node_run(i, &["ip", "link", "set", n, "up"]).unwrap();
+        }
+    }
+    let out = flightdeck(
+        home.path(),
+        &[
+            "nccl",
+            "run",
+            "lab",
+            "--profile",
+            "tcpxo",
+            "-g",
+            "1",
+            "--nodes",
+            "0",
+            "--nccl-tests-dir",
+            "/opt/nccl-tests/build",
+        ],
+    );
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("pre-flight: GPUDirect-tcpxo pieces on 1 node(s)"),
+        "{err}"
+    );
+    assert!(!err.contains("pre-flight for"), "{err}");
+    assert!(err.contains("flightdeck nccl attach"), "the run started: {err}");
+    // One data NIC with the wrong MTU, one down: named with the fix.
+    tb.node_run(1, &["ip", "link", "set", "enp7s0", "mtu", "1500"])
+        .unwrap();
+    tb.node_run(1, &["ip", "link", "set", "enp13s0", "down"]).unwrap();
+    let out = flightdeck(
+        home.path(),
+        &[
+            "nccl",
+            "run",
+            "lab",
+            "--profile",
+            "tcpxo",
+            "-g",
+            "1",
+            "--nccl-tests-dir",
+            "/opt/nccl-tests/build",
+        ],
+    );
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("failed on 1 node(s)"), "{err}");
+    assert!(
+        err.contains(
+            "lab-1: interface enp7s0: mtu 1500, expected 8244; fix: create the data VPCs with MTU 8244"
+        ),
+        "{err}"
+    );
+    assert!(err.contains("lab-1: interface enp13s0: down"), "{err}");
+    drop(tb);
+}
+
+#[test]
+fn a_failing_step_is_named_the_other_node_goes_on_and_a_rerun_finishes_it() {
+    let Some(mut tb) = Testbed::new_machines(2, 0) else {
+        return;
+    };
+    let home = tempfile::tempdir().unwrap();
+    tb.apply_fleet(home.path(), "lab");
+    fault(&tb, 1, "fail", "dkms", Some("10"));
+    let (ok, err) = bootstrap(home.path(), &["lab", "--flavour", "tcpxo"]);
+    assert!(!ok, "{err}");
+    assert!(err.contains("lab-0: bootstrapped"), "{err}");
+    assert!(
+        err.contains("lab-1: step import-helper failed (exit 10): the action failed"),
+        "{err}"
+    );
+    assert!(
+        err.contains("    | dkms: simulated failure"),
+        "the tail of its output: {err}"
+    );
+    assert!(
+        err.contains("1 node(s) ready, 1 failed: lab-1 (step import-helper, exit 10)"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("lab-1: aperture-devices: running"),
+        "the node stops at its failed step"
+    );
+
+    fault(&tb, 1, "fail", "dkms", None);
+    let before = calls(&tb, 1).len();
+    let (ok, err) = bootstrap(home.path(), &["lab", "--flavour", "tcpxo"]);
+    assert!(ok, "{err}");
+    assert!(err.contains("lab-1: apt-repos: done already"), "{err}");
+    assert!(err.contains("lab-1: import-helper: running"), "{err}");
+    let new = calls(&tb, 1)[before..].to_vec();
+    assert!(
+        !new.iter()
+            .any(|c| c.starts_with("curl -fsSL https://get.docker.com")),
+        "{new:?}"
+    );
+    assert!(
+        !new.iter()
+            .any(|c| c.starts_with("apt-get install -y apt-transport-artifact-registry")),
+        "{new:?}"
+    );
+
+    // A node that dies mid-step (its sshd and everything it ran killed) is reported
+    // with the step it was in; the next run finishes it without redoing the rest.
+    let r = root(&tb, 0);
+    std::fs::remove_dir_all(r.join("opt/nccl-tests/build")).unwrap();
+    fault(&tb, 0, "sleep", "make", Some("30"));
+    let seen = calls(&tb, 0).len();
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_flightdeck"))
+        .args(["fleet", "bootstrap", "lab", "--flavour", "tcpxo", "--nodes", "0"])
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", home.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while !calls(&tb, 0)[seen..].iter().any(|c| c.starts_with("make -C")) {
+        assert!(start.elapsed() < Duration::from_secs(30), "make never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    tb.kill_sshd(0);
+    let out = child.wait_with_output().unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("lab-0: step nccl-tests failed (exit 255)"), "{err}");
+    fault(&tb, 0, "sleep", "make", None);
+    tb.start_sshd(0);
+    let before = calls(&tb, 0).len();
+    let (ok, err) = bootstrap(home.path(), &["lab", "--flavour", "tcpxo", "--nodes", "lab-0"]);
+    assert!(ok, "{err}");
+    assert_eq!(err.matches("lab-0: nccl-tests: running").count(), 1, "{err}");
+    let new = calls(&tb, 0)[before..].to_vec();
+    assert!(
+        !new.iter().any(|c| c.starts_with("git clone")),
+        "the clone was kept: {new:?}"
+    );
+    assert!(
+        new.iter().any(|c| c.starts_with("make -C /opt/nccl-tests")),
+        "{new:?}"
+    );
+    assert!(r.join("opt/nccl-tests/build/all_gather_perf").exists());
+}
+
+#[test]
+fn tcpx_on_cos_and_rdma_bootstrap_and_what_their_preflights_see() {
+    let Some(tb) = Testbed::new_machines(1, 4) else {
+        return;
+    };
+    let home = tempfile::tempdir().unwrap();
+    tb.apply_fleet(home.path(), "lab");
+    let (ok, err) = bootstrap(home.path(), &["lab", "--flavour", "tcpx"]);
+    assert!(ok, "{err}");
+    let c = calls(&tb, 0);
+    let order = [
+        "cos-extensions install gpu -- --version=latest",
+        "docker run --detach --pull=always --name receive-datapath-manager",
+        "iptables -I INPUT -p tcp -m tcp -j ACCEPT",
+        "docker run --rm -v /var/lib:/var/lib us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/nccl-plugin-gpudirecttcpx install --install-nccl",
+        "docker pull us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/nccl-plugin-gpudirecttcpx",
+    ];
+    let at: Vec<usize> = order.iter().map(|p| position(&c, p)).collect();
+    assert!(at.windows(2).all(|w| w[0] < w[1]), "{}", c.join("\n"));
+    let rxdm = &c[at[1]];
+    assert!(
+        rxdm.ends_with(
+            "--gpu_nic_preset a3vm --gpu_shmem_type fd --uds_path /run/tcpx --setup_param --verbose 128 2 0"
+        ),
+        "{rxdm}"
+    );
+    // The exec remounts are real mounts in the node's namespace: the checks read them
+    // from /proc/mounts, so a second run finds them done.
+    let (ok, err) = bootstrap(home.path(), &["lab", "--flavour", "tcpx"]);
+    assert!(ok, "{err}");
+    assert!(err.contains("lab-0: nvidia-exec: done already"), "{err}");
+    assert!(err.contains("lab-0: tcpx-exec: done already"), "{err}");
+    // COS's NIC names (eth0, eth1..eth4) with the data MTU: the pre-flight passes.
+    for k in 1..=4 {
+        tb.node_run(0, &["ip", "link", "set", &format!("eth{k}"), "mtu", "8244"])
+            .unwrap();
+    }
+    let out = flightdeck(
+        home.path(),
+        &["nccl", "run", "lab", "--profile", "tcpx", "-g", "1"],
+    );
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("pre-flight: GPUDirect-tcpx pieces on 1 node(s)"),
+        "{err}"
+    );
+    assert!(!err.contains("pre-flight for"), "{err}");
+
+    // RDMA: gIB from Google's apt repository, the linker and memlock set up.
+    let (ok, err) = bootstrap(home.path(), &["lab", "--flavour", "rdma"]);
+    assert!(ok, "{err}");
+    let c = calls(&tb, 0);
+    let order = [
+        "curl -fsSL https://us-apt.pkg.dev/doc/repo-signing-key.gpg",
+        "apt-get install -y apt-transport-artifact-registry",
+        "apt-get install -y nccl-gib ibverbs-utils",
+        "apt-mark hold nccl-gib",
+        "ldconfig",
+    ];
+    let at: Vec<usize> = order.iter().map(|p| position(&c, p)).collect();
+    assert!(at.windows(2).all(|w| w[0] < w[1]), "{}", c.join("\n"));
+    let r = root(&tb, 0);
+    assert_eq!(
+        std::fs::read_to_string(r.join("etc/ld.so.conf.d/000_nccl-gib.conf")).unwrap(),
+        "/usr/local/gib/lib64\n"
+    );
+    assert!(
+        std::fs::read_to_string(r.join("etc/security/limits.d/99-unlimited.conf"))
+            .unwrap()
+            .starts_with("* - memlock unlimited\n")
+    );
+    assert!(
+        std::fs::read_to_string(r.join("etc/apt/sources.list.d/gpudirect-gib.list"))
+            .unwrap()
+            .contains("deb ar+https://us-apt.pkg.dev/projects/gce-ai-infra gpudirect-gib-apt main")
+    );
+    // gIB is there now, so NCCL_NET=gIB may be set; this node has no MRDMA NICs and
+    // not the A3 Ultra's NIC names, and the pre-flight says exactly that.
+    let out = flightdeck(
+        home.path(),
+        &["nccl", "run", "lab", "--profile", "rdma", "-g", "1"],
+    );
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(!err.contains("libnccl-net.so: missing"), "{err}");
+    assert!(err.contains("lab-0: interface enp0s19: missing"), "{err}");
+    assert!(
+        err.contains("lab-0: rdma: no RDMA devices in /sys/class/infiniband"),
+        "{err}"
+    );
+}
+
+#[test]
+fn show_prints_the_exact_script_and_it_is_valid_sh() {
+    let home = tempfile::tempdir().unwrap();
+    for f in ["tcpx", "tcpxo", "rdma"] {
+        let out = flightdeck(home.path(), &["fleet", "bootstrap", "--show", f]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let script = text(&out.stdout);
+        assert!(
+            script.starts_with("#!/bin/sh\n# flightdeck GPUDirect bootstrap: "),
+            "{script}"
+        );
+        assert!(script.contains("# source: "), "{script}");
+        let check = std::process::Command::new("sh")
+            .args(["-n", "-c", &script])
+            .output()
+            .unwrap();
+        assert!(check.status.success(), "{f}: {}", text(&check.stderr));
+    }
+    let out = flightdeck(home.path(), &["fleet", "bootstrap", "--show", "nvlink"]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = flightdeck(home.path(), &["fleet", "bootstrap", "nosuch"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("no fleet `nosuch`"),
+        "{}",
+        text(&out.stderr)
+    );
+}
