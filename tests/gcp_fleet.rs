@@ -1011,3 +1011,59 @@ async fn the_cockpits_check_marks_preempted_nodes_in_the_state() {
         .collect();
     assert!(lost.iter().any(|l| l == "preempted (TERMINATED)"), "{lost:?}");
 }
+
+/// `fleet apply` of each example fleet (TCPX, TCPXO, RDMA) against the double, its
+/// instances bound to testbed machine nodes (tests/support/testbed.rs `new_machines`,
+/// with the recording shims for apt, docker and the kernel pieces): apply ends with the
+/// nodes bootstrapped for the fleet's flavour, and `fleet bootstrap` then finds every
+/// step done.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_example_fleet_applies_to_bootstrapped_nodes() {
+    for (file, name, flavour, steps) in [
+        ("a3-high-tcpx.yaml", "a3-high", "tcpx", 7),
+        ("a3-mega-tcpxo.yaml", "a3-mega", "tcpxo", 8),
+        ("a3-ultra-rdma.yaml", "a3-ultra", "rdma", 6),
+    ] {
+        let Some(tb) = tokio::task::spawn_blocking(|| support::testbed::Testbed::new_machines(2, 0))
+            .await
+            .unwrap()
+        else {
+            return;
+        };
+        let d = GceDouble::start().await;
+        let addrs: Vec<String> = tb.nodes.iter().map(|n| n.addr.clone()).collect();
+        let refs: Vec<&str> = addrs.iter().map(String::as_str).collect();
+        d.internal_pool(&refs);
+        let key = tb.user_key.display();
+        let config = format!(
+            "  bootstrap: true\n  public_ips: false\n  ssh_user: root\n  ssh_public_key: {key}.pub\n  identity_file: {key}\n  proxy_jump:\n    hostname: {b}\n    user: root\n    identity_file: {key}\n",
+            b = tb.bastion.addr
+        );
+        let env = Env::new(&d, &config).await;
+        let out = env
+            .run(&[
+                "fleet",
+                "apply",
+                &example(file),
+                "--yes",
+                "--accept-new-host-keys",
+            ])
+            .await;
+        let err = ok(&out, file);
+        assert!(
+            err.contains(&format!("bootstrap {flavour}: 2 node(s) ready")),
+            "{err}"
+        );
+        assert!(err.contains(&format!("{name}-1: bootstrapped")), "{err}");
+        for n in &tb.nodes {
+            let calls =
+                std::fs::read_to_string(n.root.as_ref().unwrap().join("var/lib/fd-shim/calls.log")).unwrap();
+            assert!(calls.lines().count() > steps, "{file}: {calls}");
+        }
+        let out = env.run(&["fleet", "bootstrap", name]).await;
+        let err = ok(&out, "bootstrap again");
+        assert_eq!(err.matches(": done already").count(), 2 * steps, "{err}");
+        ok(&env.run(&["fleet", "delete", name, "--yes"]).await, "delete");
+        drop(tb);
+    }
+}
