@@ -439,3 +439,102 @@ fn show_prints_the_exact_script_and_it_is_valid_sh() {
         text(&out.stderr)
     );
 }
+
+/// On a Container-Optimized OS node (its /etc/os-release says so) there is nothing but
+/// docker: `nccl run` and `job run` run their work in the TCPX container with the mounts,
+/// devices and NCCL variables of SkyPilot's TCPX options, by themselves. The docker shim
+/// runs the container's command here (the nccl-tests double, the job's commands).
+#[test]
+fn on_cos_nodes_runs_and_jobs_go_into_the_tcpx_container() {
+    let Some(tb) = Testbed::new_machines(1, 4) else {
+        return;
+    };
+    let home = tempfile::tempdir().unwrap();
+    tb.apply_fleet(home.path(), "lab");
+    // (Debian's /etc/os-release is a link into /usr/lib, which the node shares.)
+    let _ = std::fs::remove_file(root(&tb, 0).join("etc/os-release"));
+    std::fs::write(
+        root(&tb, 0).join("etc/os-release"),
+        "NAME=\"Container-Optimized OS\"\nID=cos\nVERSION_ID=105\n",
+    )
+    .unwrap();
+    let (ok, err) = bootstrap(home.path(), &["lab", "--flavour", "tcpx"]);
+    assert!(ok, "{err}");
+    for k in 1..=4 {
+        tb.node_run(0, &["ip", "link", "set", &format!("eth{k}"), "mtu", "8244"])
+            .unwrap();
+    }
+    let doubles = tb.dir.path().join("nccl-tests");
+    support::nccl_double::install(&doubles, "0");
+    let out = flightdeck(
+        home.path(),
+        &[
+            "nccl",
+            "run",
+            "lab",
+            "--profile",
+            "tcpx",
+            "-g",
+            "2",
+            "--nccl-tests-dir",
+            doubles.to_str().unwrap(),
+            "--machine-type",
+            "2xH200",
+            "--json",
+        ],
+    );
+    let err = text(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["peak_busbw"], 347.71, "the double's rows came back: {doc}");
+    let c = calls(&tb, 0);
+    let run = c
+        .iter()
+        .find(|l| l.starts_with("docker run --rm --name fd-"))
+        .unwrap_or_else(|| panic!("{}", c.join("\n")));
+    for piece in [
+        "--network=host",
+        "--volume /var/lib/tcpx/lib64:/usr/local/tcpx/lib64",
+        "--volume /run/tcpx:/run/tcpx",
+        "--device /dev/nvidia0:/dev/nvidia0",
+        "--env NCCL_GPUDIRECTTCPX_SOCKET_IFNAME",
+        "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/nccl-plugin-gpudirecttcpx",
+        "all_reduce_perf -b 8 -e 8589934592 -f 2 -g 2",
+    ] {
+        assert!(run.contains(piece), "{piece}: {run}");
+    }
+    let inside = c.iter().find(|l| l.starts_with("container ")).unwrap();
+    assert!(
+        inside.contains("NCCL_NET=GPUDirectTCPX_v7 NCCL_GPUDIRECTTCPX_SOCKET_IFNAME=eth1,eth2,eth3,eth4 LD_LIBRARY_PATH=/usr/local/nvidia/lib64:/usr/local/tcpx/lib64:"),
+        "{inside}"
+    );
+
+    // A job on COS needs an image: without one it stops, saying so.
+    let write_job = |extra: &str| {
+        let file = home.path().join("job.yaml");
+        std::fs::write(
+            &file,
+            format!(
+                "type: task\nname: cosjob\nfleet: lab\n{extra}commands:\n  - echo \"rank $NODE_RANK net $NCCL_NET in $(pwd)\"\n"
+            ),
+        )
+        .unwrap();
+        file
+    };
+    let file = write_job("");
+    let out = flightdeck(
+        home.path(),
+        &["job", "run", file.to_str().unwrap(), "--no-preflight"],
+    );
+    assert!(!out.status.success());
+    let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(all.contains("give the job an image:"), "{all}");
+    let file = write_job("image: nvcr.io/nvidia/pytorch:24.04-py3\nnccl_profile: tcpx\n");
+    let out = flightdeck(home.path(), &["job", "run", file.to_str().unwrap()]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    assert!(stdout.contains("rank 0 net GPUDirectTCPX_v7 in "), "{stdout}");
+    assert!(calls(&tb, 0)
+        .iter()
+        .any(|l| l.starts_with("container nvcr.io/nvidia/pytorch:24.04-py3: NCCL_NET=GPUDirectTCPX_v7")));
+}

@@ -11,6 +11,7 @@
 //!
 //! Pure but for [`remote`]: steps and scripts are text, markers are parsed from lines.
 
+pub mod cos;
 pub mod preflight;
 pub mod remote;
 pub mod steps;

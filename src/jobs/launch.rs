@@ -182,6 +182,25 @@ pub fn node_script(job: &Job, id: &str, nodes: &[NodeTarget], rank: usize, profi
     let wd = workdir_word(job, id, rank);
     s.push_str("FD_JOB_DIR=$(pwd)\n");
     let _ = writeln!(s, "mkdir -p {wd} && cd {wd} || exit 126");
+    // On Container-Optimized OS the commands run in the job's image (bootstrap::cos).
+    let mut names: Vec<String> = node_env(job, id, nodes, rank)
+        .into_iter()
+        .map(|(k, _)| k)
+        .collect();
+    names.push("GPUS_PER_NODE".into());
+    names.push("WORLD_SIZE".into());
+    names.extend(crate::nccl::runner::profile_names(profile));
+    names.extend(job.env.iter().map(|(k, _)| k.clone()));
+    names.retain(|k| k != "PATH");
+    names.sort();
+    names.dedup();
+    let image = job.spec.image.as_deref().map(quote).unwrap_or_default();
+    s.push_str(&crate::bootstrap::cos::container_lines(&names, &image));
+    if job.spec.image.is_none() {
+        s.push_str(
+            "[ -z \"$FD_IN\" ] || { echo \"flightdeck: this node runs Container-Optimized OS, with no Python or frameworks on the host: give the job an image: (a container with its framework)\" >&2; exit 127; }\n",
+        );
+    }
     // The commands, as one script: bash when the node has it (task files use bashisms),
     // stopping at the first failing command like dstack's runner.
     s.push_str("cat > \"$FD_JOB_DIR/commands.sh\" <<'__FD_COMMANDS__'\n");
@@ -192,6 +211,9 @@ pub fn node_script(job: &Job, id: &str, nodes: &[NodeTarget], rank: usize, profi
         }
     }
     s.push_str("__FD_COMMANDS__\n");
+    s.push_str(
+        "[ -z \"$FD_IN\" ] || exec $FD_IN sh -c 'if command -v bash >/dev/null 2>&1; then exec bash -e \"$0\"; else exec sh -e \"$0\"; fi' \"$FD_JOB_DIR/commands.sh\"\n",
+    );
     s.push_str(
         "if command -v bash >/dev/null 2>&1; then exec bash -e \"$FD_JOB_DIR/commands.sh\"; else exec sh -e \"$FD_JOB_DIR/commands.sh\"; fi\n",
     );

@@ -41,8 +41,11 @@ pub struct JobSpec {
     pub stop_on_failure: Option<bool>,
     /// Seconds between TERM and KILL when stopping.
     pub stop_grace: Option<u32>,
+    /// The container image the commands run in on Container-Optimized OS nodes (A3 High
+    /// with TCPX), which have no Python or frameworks on the host; elsewhere the commands
+    /// run on the host and this is not used.
+    pub image: Option<String>,
     // dstack task fields flightdeck accepts without acting on them.
-    pub image: Option<serde_yaml::Value>,
     pub python: Option<serde_yaml::Value>,
     pub nvcc: Option<serde_yaml::Value>,
     pub resources: Option<serde_yaml::Value>,
@@ -179,7 +182,6 @@ impl Job {
 
 /// Fields of dstack's task format flightdeck reads but does not act on.
 const IGNORED: &[&str] = &[
-    "image",
     "python",
     "nvcc",
     "resources",

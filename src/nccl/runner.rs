@@ -286,9 +286,11 @@ pub fn run_dir(id: &str) -> String {
 /// node's index, `nodes` the node count, `master` the first node's address.
 pub fn node_script(spec: &RunSpec, rank: usize, nodes: usize, master: &str) -> String {
     let mut s = String::from("#!/bin/sh\n# written by flightdeck: one node of an NCCL benchmark\nset -u\n");
-    for line in spec.env_lines() {
+    let env = spec.env_lines();
+    for line in &env {
         let _ = writeln!(s, "{line}");
     }
+    s.push_str(&cos_lines(&env));
     let gpus = match spec.gpus {
         Some(g) => g.to_string(),
         None => "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || echo 1)".to_string(),
@@ -300,7 +302,7 @@ pub fn node_script(spec: &RunSpec, rank: usize, nodes: usize, master: &str) -> S
             find_binary(&mut s, spec);
             let _ = writeln!(
                 s,
-                "exec \"$BIN\" -b {} -e {} -f {} -g \"$GPUS\" -n {} -w {} -d {}",
+                "exec $FD_IN \"$BIN\" -b {} -e {} -f {} -g \"$GPUS\" -n {} -w {} -d {}",
                 spec.min_bytes,
                 spec.max_bytes,
                 spec.step_factor,
@@ -310,6 +312,10 @@ pub fn node_script(spec: &RunSpec, rank: usize, nodes: usize, master: &str) -> S
             );
         }
         Engine::Torch => {
+            let _ = writeln!(
+                s,
+                "[ -z \"$FD_IN\" ] || {{ echo \"flightdeck: the torch engine needs Python and torch on the node, and Container-Optimized OS has neither: use --engine nccl-tests\" >&2; exit 127; }}"
+            );
             let _ = writeln!(s, "PY=$(command -v python3 || command -v python)");
             let _ = writeln!(
                 s,
@@ -333,6 +339,16 @@ pub fn node_script(spec: &RunSpec, rank: usize, nodes: usize, master: &str) -> S
 /// the places looked at.
 fn find_binary(s: &mut String, spec: &RunSpec) {
     let bin = format!("{}_perf", spec.collective);
+    // On COS the binaries are those of the container's image.
+    let image_dir = spec
+        .nccl_tests_dir
+        .clone()
+        .unwrap_or_else(|| crate::bootstrap::cos::IMAGE_NCCL_TESTS.to_string());
+    let _ = writeln!(
+        s,
+        "if [ -n \"$FD_IN\" ]; then BIN={}; else",
+        quote(&format!("{image_dir}/{bin}"))
+    );
     let dirs = [
         spec.nccl_tests_dir.clone().unwrap_or_default(),
         "${NCCL_TESTS_DIR:-}".into(),
@@ -347,6 +363,14 @@ fn find_binary(s: &mut String, spec: &RunSpec) {
         s,
         "[ -n \"$BIN\" ] || {{ echo \"flightdeck: {bin} not found (PATH, --nccl-tests-dir, NCCL_TESTS_DIR, /opt/nccl-tests/build, ~/nccl-tests/build)\" >&2; exit 127; }}"
     );
+    let _ = writeln!(s, "fi");
+}
+
+/// The lines that make a script run its command in the TCPX container on a COS node
+/// ([`crate::bootstrap::cos`]), passing the profile's variables by name.
+fn cos_lines(env: &[String]) -> String {
+    let names: Vec<String> = profile_names(env).into_iter().filter(|k| k != "PATH").collect();
+    crate::bootstrap::cos::container_lines(&names, &quote(crate::bootstrap::steps::TCPX_PLUGIN_IMAGE))
 }
 
 /// Where flightdeck keeps the fleet's node-to-node SSH files on every node (relative to
@@ -390,6 +414,7 @@ pub fn mpirun_script(spec: &RunSpec, hosts: &[MpiHost], mpirun: &str) -> String 
     for line in &env {
         let _ = writeln!(s, "{line}");
     }
+    s.push_str(&cos_lines(&env));
     let gpus = match spec.gpus {
         Some(g) => g.to_string(),
         None => "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || echo 1)".to_string(),
@@ -411,9 +436,13 @@ pub fn mpirun_script(spec: &RunSpec, hosts: &[MpiHost], mpirun: &str) -> String 
     let _ = writeln!(s, "MPIRUN={}", quote(mpirun));
     let _ = writeln!(
         s,
-        "command -v \"$MPIRUN\" >/dev/null 2>&1 || {{ echo \"flightdeck: $MPIRUN not found on the head node (install Open MPI, or give --mpirun PATH)\" >&2; exit 127; }}"
+        "[ -n \"$FD_IN\" ] || command -v \"$MPIRUN\" >/dev/null 2>&1 || {{ echo \"flightdeck: $MPIRUN not found on the head node (install Open MPI, or give --mpirun PATH)\" >&2; exit 127; }}"
     );
-    let _ = writeln!(s, "ROOT=; [ \"$(id -u)\" = 0 ] && ROOT=--allow-run-as-root");
+    // In the COS container mpirun runs as root.
+    let _ = writeln!(
+        s,
+        "ROOT=; {{ [ \"$(id -u)\" = 0 ] || [ -n \"$FD_IN\" ]; }} && ROOT=--allow-run-as-root"
+    );
     let mut xs: Vec<String> = profile_names(&env);
     // LD_LIBRARY_PATH goes only when set (mpirun warns about an unset one), once.
     xs.retain(|k| k != "LD_LIBRARY_PATH");
@@ -426,7 +455,7 @@ pub fn mpirun_script(spec: &RunSpec, hosts: &[MpiHost], mpirun: &str) -> String 
     );
     let _ = writeln!(
         s,
-        "exec \"$MPIRUN\" $ROOT --tag-output --hostfile hostfile -np $(({n} * GPUS)) --map-by ppr:\"$GPUS\":node --bind-to none {x} ${{LD_LIBRARY_PATH:+-x LD_LIBRARY_PATH}} $XS \"$BIN\" -b {b} -e {e} -f {f} -g 1 -n {it} -w {w} -d {d}",
+        "exec $FD_IN \"$MPIRUN\" $ROOT ${{FD_AGENT:+--launch-agent \"$FD_AGENT\"}} --tag-output --hostfile hostfile -np $(({n} * GPUS)) --map-by ppr:\"$GPUS\":node --bind-to none {x} ${{LD_LIBRARY_PATH:+-x LD_LIBRARY_PATH}} $XS \"$BIN\" -b {b} -e {e} -f {f} -g 1 -n {it} -w {w} -d {d}",
         n = hosts.len(),
         x = xs.iter().map(|k| format!("-x {k}")).collect::<Vec<_>>().join(" "),
         b = spec.min_bytes,

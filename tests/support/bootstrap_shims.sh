@@ -69,6 +69,23 @@ docker)
     elif has --detach "$@" && [ -n "$name" ]; then
       : > "$S/containers/$name"
       echo "0123456789ab"
+    else
+      # A container run (an NCCL run or a job on COS): the command after the image runs
+      # here, in --workdir; the variables it names with --env are in this environment.
+      wd=""; img=""
+      while [ $# -gt 0 ]; do
+        a=$1; shift
+        case "$a" in
+        --name|--volume|--device|--env|--workdir|--ulimit|-v|-e|-w)
+          [ "$a" = --workdir ] && wd=$1
+          shift ;;
+        -*) ;;
+        *) img=$a; break ;;
+        esac
+      done
+      echo "container $img: NCCL_NET=${NCCL_NET:-} NCCL_GPUDIRECTTCPX_SOCKET_IFNAME=${NCCL_GPUDIRECTTCPX_SOCKET_IFNAME:-} LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-} cmd=$*" >> "$S/calls.log"
+      [ -z "$wd" ] || cd "$wd"
+      exec "$@"
     fi ;;
   *) ;;
   esac ;;
