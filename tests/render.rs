@@ -1068,6 +1068,7 @@ fn mega_plan() -> flightdeck::cloud::Plan {
         changes,
         hourly_usd: Some(Some(33.19744)),
         fallbacks: vec!["us-east4-b".into(), "us-central1-a".into()],
+        notes: vec!["VM service account: the project's Compute Engine default service account".into()],
     }
 }
 

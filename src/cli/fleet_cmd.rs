@@ -477,6 +477,9 @@ fn print_plan(plan: &Plan) {
     if plan.is_noop() {
         eprintln!("  (no changes)");
     }
+    for n in &plan.notes {
+        eprintln!("  note: {n}");
+    }
     if let Some(total) = plan.hourly_usd {
         eprintln!("  cost when up: {}", cost(total));
     }

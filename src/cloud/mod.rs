@@ -66,6 +66,10 @@ pub struct Plan {
     /// Where apply tries, in order, if the first place has no capacity (cloud backends).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub fallbacks: Vec<String>,
+    /// What the operator should know beyond the resources (cloud backends): models not
+    /// tried and why, the VM service account, a reservation.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 impl Plan {

@@ -295,9 +295,14 @@ struct Validator<'a> {
 /// GCP resource names: a lowercase letter, then lowercase letters, digits and hyphens,
 /// not ending in a hyphen. Kept to 40 characters so node and resource suffixes fit in 63.
 pub fn valid_fleet_name(name: &str) -> bool {
+    valid_name(name, 40)
+}
+
+/// A Compute resource name (RFC 1035) of at most `max` characters.
+fn valid_name(name: &str, max: usize) -> bool {
     let b = name.as_bytes();
     !b.is_empty()
-        && b.len() <= 40
+        && b.len() <= max
         && b[0].is_ascii_lowercase()
         && b.iter()
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
@@ -352,7 +357,6 @@ impl Validator<'_> {
         }
         for (field, present) in [
             ("env", s.env.is_some()),
-            ("reservation", s.reservation.is_some()),
             ("blocks", s.blocks.is_some()),
             ("retry", s.retry.is_some()),
             ("idle_duration", s.idle_duration.is_some()),
@@ -497,6 +501,55 @@ impl Validator<'_> {
                 );
             }
         }
+        if let Some(w) = s.flex_wait {
+            if s.flex_start.is_none() {
+                self.error(
+                    &["flex_wait"],
+                    "only flex-start fleets wait in a queue: set `flex_start` too",
+                );
+            } else if !(60..=7_200).contains(&w.0) {
+                self.error(
+                    &["flex_wait"],
+                    format!(
+                        "{}s: a flex-start request waits between 1 minute and 2 hours (60..7200 s)",
+                        w.0
+                    ),
+                );
+            }
+        }
+        if let Some(d) = s.placement_max_distance {
+            if !(1..=3).contains(&d) {
+                self.error(
+                    &["placement_max_distance"],
+                    format!("{d}: expected 1, 2 or 3 (Google's maxDistance)"),
+                );
+            } else if s.placement != Some(Placement::Cluster) {
+                self.error(
+                    &["placement_max_distance"],
+                    "applies to a compact placement: set `placement: cluster` too",
+                );
+            }
+        }
+        if let Some(r) = &s.reservation {
+            if !valid_name(r, 63) {
+                self.error(
+                    &["reservation"],
+                    format!("`{r}` is not a reservation name: expected a lowercase letter, then lowercase letters, digits or hyphens (at most 63)"),
+                );
+            }
+            if s.flex_start.is_some() {
+                self.error(
+                    &["reservation"],
+                    "flex-start VMs consume no reservation (Google requires NO_RESERVATION): drop one of the two",
+                );
+            }
+            if matches!(s.spot_policy, Some(spec::SpotPolicy::Spot)) {
+                self.error(
+                    &["reservation"],
+                    "Spot VMs consume no reservation: set spot_policy to on-demand (or drop it)",
+                );
+            }
+        }
         let net = s.network.clone().unwrap_or_default();
         let mut flavours = Vec::new();
         for (i, mt) in s.instance_types.iter().flatten().enumerate() {
@@ -599,6 +652,57 @@ mod tests {
             .filter(|d| d.severity == Severity::Error)
             .map(|d| d.to_string())
             .collect()
+    }
+
+    #[test]
+    fn flex_wait_max_distance_and_reservation_are_checked_where_they_are() {
+        let base = "type: fleet\nname: a\nnodes: 2\ninstance_types: [a4-highgpu-8g]\n";
+        let f = ok(&format!("{base}flex_start: 24h\nflex_wait: 90m\n"));
+        assert_eq!(f.spec.flex_wait, Some(spec::RunDuration(5400)));
+        let e = errors(&format!("{base}flex_start: 24h\nflex_wait: 3h\n"));
+        assert!(
+            e.iter().any(|m| m.starts_with(
+                "f.yaml:6:1: flex_wait: 10800s: a flex-start request waits between 1 minute and 2 hours"
+            )),
+            "{e:?}"
+        );
+        let e = errors(&format!("{base}flex_wait: 10m\n"));
+        assert!(
+            e.iter()
+                .any(|m| m.contains("flex_wait: only flex-start fleets wait")),
+            "{e:?}"
+        );
+        let f = ok(&format!("{base}placement: cluster\nplacement_max_distance: 2\n"));
+        assert_eq!(f.spec.placement_max_distance, Some(2));
+        let e = errors(&format!("{base}placement: cluster\nplacement_max_distance: 4\n"));
+        assert!(
+            e.iter()
+                .any(|m| m.starts_with("f.yaml:6:1: placement_max_distance: 4: expected 1, 2 or 3")),
+            "{e:?}"
+        );
+        let e = errors(&format!("{base}placement_max_distance: 1\n"));
+        assert!(
+            e.iter().any(|m| m.contains("set `placement: cluster` too")),
+            "{e:?}"
+        );
+        let f = ok(&format!("{base}reservation: a4-res-1\n"));
+        assert_eq!(f.spec.reservation.as_deref(), Some("a4-res-1"));
+        assert!(
+            f.warnings.iter().all(|w| !w.message.contains("reservation")),
+            "acted on, not ignored"
+        );
+        let e = errors(&format!("{base}reservation: Bad_Name\n"));
+        assert!(
+            e.iter()
+                .any(|m| m.starts_with("f.yaml:5:1: reservation: `Bad_Name` is not a reservation name")),
+            "{e:?}"
+        );
+        let e = errors(&format!("{base}reservation: r1\nflex_start: 24h\n"));
+        assert!(
+            e.iter()
+                .any(|m| m.contains("flex-start VMs consume no reservation")),
+            "{e:?}"
+        );
     }
 
     #[test]

@@ -33,9 +33,17 @@ pub struct FleetSpec {
     /// flightdeck's own: provision as flex-start (Dynamic Workload Scheduler) VMs that run
     /// at most this long (`24h`, `7d`, `3600`; 10 minutes to 7 days).
     pub flex_start: Option<RunDuration>,
+    /// flightdeck's own: how long a flex-start request may stay queued for capacity
+    /// before apply gives up on it (default and most 2 hours).
+    pub flex_wait: Option<RunDuration>,
+    /// flightdeck's own: `placement: cluster`'s `maxDistance` (1, 2 or 3: how close the
+    /// VMs must be; unset lets Google choose).
+    pub placement_max_distance: Option<u8>,
+    /// dstack's: consume this specific reservation (`reservationAffinity`
+    /// SPECIFIC_RESERVATION); the way to plain on-demand A3 Ultra and A4 capacity.
+    pub reservation: Option<String>,
     // dstack fields flightdeck accepts without acting on them.
     pub env: Option<serde_yaml::Value>,
-    pub reservation: Option<String>,
     pub blocks: Option<serde_yaml::Value>,
     pub retry: Option<serde_yaml::Value>,
     pub idle_duration: Option<serde_yaml::Value>,

@@ -87,6 +87,9 @@ pub struct ResourceRecord {
     /// Set when the instance was found preempted or stopped while the fleet was up.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lost: Option<String>,
+    /// The VMs a compact placement policy was made for (its `vmCount`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vm_count: Option<usize>,
 }
 
 impl ResourceRecord {
@@ -105,6 +108,7 @@ impl ResourceRecord {
             nics: None,
             hourly_micro_usd: None,
             lost: None,
+            vm_count: None,
         }
     }
 

@@ -165,7 +165,7 @@ pub fn delete_plan(record: &FleetRecord) -> crate::cloud::Plan {
         },
         changes,
         hourly_usd: (!prices.is_empty()).then(|| prices.iter().copied().sum::<Option<f64>>()),
-        fallbacks: vec![],
+        ..Default::default()
     }
 }
 

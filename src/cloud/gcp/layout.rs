@@ -52,9 +52,15 @@ pub const UBUNTU_ACCELERATOR_2404: &str =
 /// Container-Optimized OS with `cos-extensions install gpu` for GPUDirect-TCPX (DST, SKY).
 pub const COS_TCPX: &str = "projects/cos-cloud/global/images/cos-105-17412-535-78";
 
+/// The machine type whose layout a type has: `-nolssd` variants (A3 Edge, A3 Ultra
+/// without local SSD) have their base type's NICs, GPUs and disk.
+pub fn base_type(machine_type: &str) -> &str {
+    machine_type.strip_suffix("-nolssd").unwrap_or(machine_type)
+}
+
 /// The GPUDirect flavour a machine type supports.
 pub fn flavour(machine_type: &str) -> GpuDirect {
-    match machine_type {
+    match base_type(machine_type) {
         "a3-highgpu-8g" | "a3-edgegpu-8g" => GpuDirect::Tcpx,
         "a3-megagpu-8g" => GpuDirect::Tcpxo,
         "a3-ultragpu-8g" | "a4-highgpu-8g" => GpuDirect::Rdma,
@@ -65,7 +71,7 @@ pub fn flavour(machine_type: &str) -> GpuDirect {
 /// The profile of a machine type with GPUDirect on (`flavour` as resolved) or off.
 pub fn profile(machine_type: &str, flavour: GpuDirect) -> MachineProfile {
     let a3_or_a4 = machine_type.starts_with("a3-") || machine_type.starts_with("a4");
-    let rdma_family = matches!(machine_type, "a3-ultragpu-8g" | "a4-highgpu-8g");
+    let rdma_family = matches!(base_type(machine_type), "a3-ultragpu-8g" | "a4-highgpu-8g");
     let (data_nics, rdma_nics) = match flavour {
         GpuDirect::Tcpx => (4, 0),
         GpuDirect::Tcpxo => (8, 0),
@@ -166,6 +172,9 @@ mod tests {
             ("a3-megagpu-8g", "1+8 GVNIC", 9, UBUNTU_ACCELERATOR_2404),
             ("a3-ultragpu-8g", "2+8 MRDMA", 10, UBUNTU_ACCELERATOR),
             ("a4-highgpu-8g", "2+8 MRDMA", 10, UBUNTU_ACCELERATOR),
+            // -nolssd: the base type's layout, never the one-NIC default.
+            ("a3-edgegpu-8g-nolssd", "1+4 GVNIC", 5, COS_TCPX),
+            ("a3-ultragpu-8g-nolssd", "2+8 MRDMA", 10, UBUNTU_ACCELERATOR),
             ("a2-highgpu-8g", "1", 1, UBUNTU_ACCELERATOR),
             ("g2-standard-8", "1", 1, UBUNTU_ACCELERATOR),
         ];
@@ -177,6 +186,10 @@ mod tests {
         }
         let a4 = profile("a4-highgpu-8g", GpuDirect::Rdma);
         assert_eq!(a4.disk_type, "hyperdisk-balanced");
+        assert_eq!(
+            profile("a3-ultragpu-8g-nolssd", GpuDirect::Rdma).disk_type,
+            "hyperdisk-balanced"
+        );
         assert_eq!(
             nics(&a4)[..3],
             [NicRole::Primary, NicRole::Data(1), NicRole::Rdma(0)]

@@ -130,6 +130,7 @@ pub fn candidates(
     let models = models(fleet);
     let mut out = Vec::new();
     let mut over_price = 0;
+    let mut not_sold = 0;
     for o in catalog.offers() {
         if let Some(t) = &types {
             if !t.iter().any(|t| t == &o.machine_type) {
@@ -166,6 +167,15 @@ pub fn candidates(
             continue;
         };
         for m in &models {
+            // Google sells no plain on-demand of these (A3 Ultra, A4, a3-highgpu-1/2/4g):
+            // STANDARD only through a reservation.
+            if *m == Model::Standard
+                && s.reservation.is_none()
+                && o.flags.contains(crate::catalog::model::Flag::NoPlainOnDemand)
+            {
+                not_sold += 1;
+                continue;
+            }
             let p = o.price(m.pricing());
             if let Some(max) = s.max_price {
                 if p.is_none_or(|p| p > max) {
@@ -243,6 +253,11 @@ pub fn candidates(
         let mut msg = format!("no offer in the catalog matches ({})", why.join("; "));
         if over_price > 0 {
             msg.push_str(&format!("; {over_price} were above max_price or had no price"));
+        }
+        if not_sold > 0 {
+            msg.push_str(&format!(
+                "; {not_sold} are not sold plain on-demand (use Spot, flex_start, or a reservation: NAME)"
+            ));
         }
         return Err(msg);
     }
@@ -334,6 +349,9 @@ impl Resource {
         r.node = self.node;
         r.nics = self.nics.as_ref().map(|n| n.layout.clone());
         r.hourly_micro_usd = self.hourly_usd.map(|p| (p * 1e6).round() as u64);
+        r.vm_count = self.body["groupPlacementPolicy"]["vmCount"]
+            .as_u64()
+            .map(|n| n as usize);
         r
     }
 }
@@ -640,8 +658,13 @@ pub fn resources(ctx: &Context, c: &Candidate) -> Result<Vec<Resource>, String> 
             Kind::PlacementPolicy,
             policy.clone(),
             Scope::Region(region.clone()),
-            json!({"name": policy, "description": desc,
-                   "groupPlacementPolicy": {"collocation": "COLLOCATED", "vmCount": nodes}}),
+            {
+                let mut group = json!({"collocation": "COLLOCATED", "vmCount": nodes});
+                if let Some(d) = ctx.fleet.spec.placement_max_distance {
+                    group["maxDistance"] = json!(d);
+                }
+                json!({"name": policy, "description": desc, "groupPlacementPolicy": group})
+            },
         ));
     }
     let profile = layout::profile(&c.machine_type, c.flavour);
@@ -700,7 +723,10 @@ pub fn instance_body(
     let fleet = &ctx.fleet.name;
     let mut labels = serde_json::Map::new();
     for (k, v) in ctx.settings.tags.iter().flatten() {
-        labels.insert(k.clone(), json!(super::settings::label_value(v)));
+        labels.insert(
+            super::settings::label_key(k),
+            json!(super::settings::label_value(v)),
+        );
     }
     labels.insert(FLEET_LABEL.into(), json!(fleet));
     labels.insert(OWNER_LABEL.into(), json!(ctx.owner));
@@ -734,8 +760,10 @@ pub fn instance_body(
                                    "maxRunDuration": {"seconds": ctx.fleet.spec.flex_start.map_or(0, |d| d.0).to_string()},
                                    "instanceTerminationAction": "DELETE",
                                    "onHostMaintenance": "TERMINATE", "automaticRestart": false}),
+        // A VM in a compact placement policy may not restart elsewhere (Cluster Toolkit's
+        // vm-instance sets automaticRestart false with compact placement).
         Model::Standard => json!({"provisioningModel": "STANDARD", "onHostMaintenance": "TERMINATE",
-                                  "automaticRestart": true}),
+                                  "automaticRestart": policy.is_none()}),
     };
     let disk_gb = ctx
         .fleet
@@ -764,16 +792,75 @@ pub fn instance_body(
     if c.model == Model::FlexStart {
         body["reservationAffinity"] = json!({"consumeReservationType": "NO_RESERVATION"});
     }
+    // dstack's `reservation:`, as Cluster Toolkit's vm-instance and Slurm resume send it.
+    if let (Model::Standard, Some(r)) = (c.model, &ctx.fleet.spec.reservation) {
+        body["reservationAffinity"] = json!({"consumeReservationType": "SPECIFIC_RESERVATION",
+                                             "key": "compute.googleapis.com/reservation-name",
+                                             "values": [r]});
+    }
     if let Some(pol) = policy {
         body["resourcePolicies"] = json!([format!("projects/{p}/regions/{region}/resourcePolicies/{pol}")]);
     }
     if let Some((acc, n)) = &c.attached {
         body["guestAccelerators"] = json!([{"acceleratorType": format!("projects/{p}/zones/{zone}/acceleratorTypes/{acc}"), "acceleratorCount": n}]);
     }
-    if let Some(sa) = &ctx.settings.vm_service_account {
+    // The GPUDirect bootstrap pulls from Artifact Registry (containers, apt): without a
+    // configured account, the project's Compute Engine default one, with the scope the
+    // references use (dstack, SkyPilot, Cluster Toolkit: cloud-platform).
+    let sa = match (&ctx.settings.vm_service_account, c.flavour) {
+        (Some(sa), _) => Some(sa.as_str()),
+        (None, GpuDirect::None) => None,
+        (None, _) => Some("default"),
+    };
+    if let Some(sa) = sa {
         body["serviceAccounts"] = json!([{"email": sa, "scopes": [super::auth::CLOUD_PLATFORM_SCOPE]}]);
     }
     body
+}
+
+/// What the operator should know about a plan beyond its resources: the on-demand Google
+/// does not sell, the VM service account, reservations.
+pub fn notes(ctx: &Context, first: &Candidate) -> Vec<String> {
+    let s = &ctx.fleet.spec;
+    let mut out = vec![];
+    let wanted: Vec<String> = s
+        .instance_types
+        .clone()
+        .unwrap_or_else(|| vec![first.machine_type.clone()]);
+    let mut types: Vec<&str> = Catalog::embedded()
+        .offers()
+        .iter()
+        .filter(|o| {
+            wanted.contains(&o.machine_type) && o.flags.contains(crate::catalog::model::Flag::NoPlainOnDemand)
+        })
+        .map(|o| o.machine_type.as_str())
+        .collect();
+    types.sort();
+    types.dedup();
+    if !types.is_empty() && s.reservation.is_none() && models(ctx.fleet).contains(&Model::Standard) {
+        out.push(format!(
+            "no on-demand (STANDARD) attempt for {}: Google sells it plain on-demand only through a reservation (`reservation: NAME`); Spot or flex_start otherwise",
+            types.join(", ")
+        ));
+    }
+    if first.flavour != GpuDirect::None {
+        match &ctx.settings.vm_service_account {
+            Some(sa) => out.push(format!(
+                "VM service account {sa} (cloud-platform scope): the GPUDirect bootstrap pulls from Artifact Registry with it (it needs roles/artifactregistry.reader)"
+            )),
+            None => out.push(
+                "VM service account: the project's Compute Engine default service account, cloud-platform scope (gcp.vm_service_account names another): the GPUDirect bootstrap pulls from Artifact Registry with it"
+                    .to_string(),
+            ),
+        }
+    }
+    if let Some(r) = &s.reservation {
+        out.push(format!(
+            "on-demand VMs consume reservation {r} (SPECIFIC_RESERVATION); it must be in {} with this machine type",
+            first.zone
+        ));
+    }
+    out
 }
 
 /// The candidate the recorded instances are in, if any: a fleet that is up stays where it
@@ -803,6 +890,45 @@ pub fn recorded_candidate(
     }
 }
 
+/// Refuse a node count a recorded compact placement cannot take: Google cannot change a
+/// policy's `vmCount` while VMs use it, nor add running VMs to a policy, so a cluster
+/// grows past its policy (or into one) only by being made again. Shrinking is fine: the
+/// policy keeps the rest collocated.
+pub fn check_placement(fleet: &Fleet, recorded: Option<&FleetRecord>) -> Result<(), String> {
+    let Some(rec) = recorded else { return Ok(()) };
+    let instances = rec
+        .resources
+        .iter()
+        .filter(|r| r.kind == "instance" && r.state == "created")
+        .count();
+    if instances == 0 {
+        return Ok(());
+    }
+    let nodes = node_count(fleet);
+    let cluster = fleet.spec.placement == Some(Placement::Cluster) && nodes > 1;
+    let policy = rec
+        .resources
+        .iter()
+        .find(|r| r.kind == Kind::PlacementPolicy.as_str());
+    let name = &fleet.name;
+    match (cluster, policy) {
+        (true, Some(p)) => {
+            let holds = p.vm_count.unwrap_or(instances);
+            if nodes > holds {
+                return Err(format!(
+                    "fleet `{name}` has a compact placement policy for {holds} VMs ({}), and Google cannot raise its vmCount while VMs use it: `flightdeck fleet delete {name}`, then apply with nodes: {nodes} (or drop placement: cluster to add VMs outside it)",
+                    p.name
+                ));
+            }
+            Ok(())
+        }
+        (true, None) => Err(format!(
+            "fleet `{name}` runs {instances} VM(s) without a compact placement policy, and running VMs cannot join one: `flightdeck fleet delete {name}`, then apply with placement: cluster and nodes: {nodes}"
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// Candidates with the recorded one first; for `placement: cluster` with nodes up, only
 /// the recorded one (a cluster is not split over zones).
 pub fn ordered(
@@ -810,6 +936,7 @@ pub fn ordered(
     cands: &[Candidate],
     recorded: Option<&FleetRecord>,
 ) -> Result<Vec<Candidate>, String> {
+    check_placement(fleet, recorded)?;
     let mut out = cands.to_vec();
     if let Some(r) = recorded_candidate(cands, recorded)? {
         if fleet.spec.placement == Some(Placement::Cluster) {
@@ -870,6 +997,7 @@ pub fn plan(ctx: &Context, cands: &[Candidate], recorded: Option<&FleetRecord>) 
         }
     }
     Ok(Plan {
+        notes: notes(ctx, first),
         fleet: ctx.fleet.name.clone(),
         backend: "gcp",
         changes,

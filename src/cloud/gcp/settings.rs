@@ -164,9 +164,29 @@ pub fn label_value(s: &str) -> String {
         .collect()
 }
 
+/// A label key GCE accepts: starts with a lowercase letter, then `[_a-z0-9-]`, at most
+/// 63; other characters become `-`, and a key not starting with a letter gets `k-`.
+pub fn label_key(s: &str) -> String {
+    let v = label_value(s);
+    if v.starts_with(|c: char| c.is_ascii_lowercase()) {
+        v
+    } else {
+        format!("k-{v}").chars().take(63).collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn label_keys_and_values_are_what_gce_accepts() {
+        assert_eq!(label_key("Team.Name"), "team-name");
+        assert_eq!(label_key("9lives"), "k-9lives");
+        assert_eq!(label_key("_x"), "k-_x");
+        assert_eq!(label_key(&"A".repeat(80)).len(), 63);
+        assert_eq!(label_value("ML Infra/1"), "ml-infra-1");
+    }
 
     #[test]
     fn dstack_backend_fields_parse() {

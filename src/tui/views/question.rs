@@ -156,6 +156,19 @@ pub fn fleet_confirm(
             theme.muted(),
         ));
     }
+    // Notes are sentences: wrapped to the overlay's inner width, never cut.
+    let inner_w = usize::from(
+        area.width
+            .saturating_sub(2)
+            .clamp(area.width.min(20), 130)
+            .saturating_sub(2),
+    )
+    .max(20);
+    for n in &c.plan.notes {
+        for l in wrap_words(&format!("note: {n}"), inner_w) {
+            lines.push(Line::styled(l, theme.muted()));
+        }
+    }
     lines.push(Line::raw(""));
     let mut keys = vec![];
     for (action, what) in [(Action::Confirm, " go ahead   "), (Action::Close, " cancel")] {
@@ -172,4 +185,45 @@ pub fn fleet_confirm(
     let w = area.width.saturating_sub(2).clamp(area.width.min(20), 130);
     let inner = frame_sized(&title, theme, area, buf, w, h);
     Paragraph::new(lines).render(inner, buf);
+}
+
+/// `text` in lines of at most `width` characters, broken between words (a word longer
+/// than a line is broken inside it).
+fn wrap_words(text: &str, width: usize) -> Vec<String> {
+    let mut out = vec![];
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        let mut word: Vec<char> = word.chars().collect();
+        while word.len() > width {
+            if !line.is_empty() {
+                out.push(std::mem::take(&mut line));
+            }
+            out.push(word.drain(..width).collect());
+        }
+        let w: String = word.into_iter().collect();
+        if !line.is_empty() && line.chars().count() + 1 + w.chars().count() > width {
+            out.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(&w);
+    }
+    if !line.is_empty() {
+        out.push(line);
+    }
+    out
+}
+
+#[cfg(test)]
+mod wrap_tests {
+    #[test]
+    fn words_wrap_within_the_width() {
+        assert_eq!(
+            super::wrap_words("note: a bb ccc", 6),
+            vec!["note:", "a bb", "ccc"]
+        );
+        assert_eq!(super::wrap_words("abcdefgh", 3), vec!["abc", "def", "gh"]);
+        assert!(super::wrap_words("", 5).is_empty());
+    }
 }

@@ -305,3 +305,165 @@ fn markers_round_trip() {
     assert_eq!(parse_marker(&m), Some(("demo".into(), "alice".into())));
     assert_eq!(parse_marker("someone else's"), None);
 }
+
+/// The instance body and plan of `text`'s first candidate.
+fn first_body(text: &str, settings: &GcpSettings) -> (Value, Plan) {
+    let f = fleet(text);
+    let cands = candidates(&f, settings, Catalog::embedded()).unwrap();
+    let regions = regions(&cands);
+    let subnets = BTreeMap::new();
+    let ctx = ctx_with(&f, settings, &regions, &subnets);
+    let res = resources(&ctx, &cands[0]).unwrap();
+    let body = res
+        .iter()
+        .find(|r| r.kind == Kind::Instance)
+        .unwrap()
+        .body
+        .clone();
+    (body, plan(&ctx, &cands, None).unwrap())
+}
+
+#[test]
+fn no_plain_on_demand_is_never_tried_and_the_plan_says_why() {
+    let text = "type: fleet\nname: u\nnodes: 2\ninstance_types: [a3-ultragpu-8g]\nspot_policy: auto\nnetwork:\n  create: true\n";
+    let f = fleet(text);
+    let c = candidates(&f, &GcpSettings::default(), Catalog::embedded()).unwrap();
+    assert!(!c.is_empty() && c.iter().all(|c| c.model == Model::Spot), "{c:?}");
+    let (_, p) = first_body(text, &GcpSettings::default());
+    assert!(
+        p.notes
+            .iter()
+            .any(|n| n.starts_with("no on-demand (STANDARD) attempt for a3-ultragpu-8g")),
+        "{:?}",
+        p.notes
+    );
+    // on-demand only: nothing to try, and the error says why.
+    let f = fleet("type: fleet\nname: u\nnodes: 2\ninstance_types: [a3-ultragpu-8g]\n");
+    let e = candidates(&f, &GcpSettings::default(), Catalog::embedded()).unwrap_err();
+    assert!(
+        e.contains("not sold plain on-demand (use Spot, flex_start, or a reservation: NAME)"),
+        "{e}"
+    );
+    // With a reservation, STANDARD is tried and consumes it.
+    let (body, p) = first_body(
+        "type: fleet\nname: u\nnodes: 2\ninstance_types: [a3-ultragpu-8g]\nreservation: my-res\nnetwork:\n  create: true\n",
+        &GcpSettings::default(),
+    );
+    assert_eq!(body["scheduling"]["provisioningModel"], "STANDARD");
+    assert_eq!(
+        body["reservationAffinity"],
+        json!({"consumeReservationType": "SPECIFIC_RESERVATION",
+               "key": "compute.googleapis.com/reservation-name", "values": ["my-res"]})
+    );
+    assert!(p.notes.iter().any(|n| n.contains("consume reservation my-res")));
+}
+
+#[test]
+fn compact_placement_max_distance_restart_and_default_service_account() {
+    let (body, p) = first_body(
+        &format!("{MEGA}placement_max_distance: 2\n").replace("spot_policy: auto", "spot_policy: on-demand"),
+        &GcpSettings::default(),
+    );
+    assert_eq!(
+        body["scheduling"]["automaticRestart"], false,
+        "compact placement: no restart elsewhere"
+    );
+    assert_eq!(
+        body["serviceAccounts"],
+        json!([{"email": "default", "scopes": ["https://www.googleapis.com/auth/cloud-platform"]}])
+    );
+    assert!(p
+        .notes
+        .iter()
+        .any(|n| n.contains("Compute Engine default service account")));
+    let f = fleet(&format!("{MEGA}placement_max_distance: 2\n"));
+    let s = GcpSettings::default();
+    let cands = candidates(&f, &s, Catalog::embedded()).unwrap();
+    let regions = regions(&cands);
+    let subnets = BTreeMap::new();
+    let ctx = ctx_with(&f, &s, &regions, &subnets);
+    let res = resources(&ctx, &cands[0]).unwrap();
+    let pol = res.iter().find(|r| r.kind == Kind::PlacementPolicy).unwrap();
+    assert_eq!(
+        pol.body["groupPlacementPolicy"],
+        json!({"collocation": "COLLOCATED", "vmCount": 2, "maxDistance": 2})
+    );
+    assert_eq!(pol.record("created").vm_count, Some(2));
+    // Without GPUDirect and without a configured account: no service account.
+    let (body, _) = first_body(
+        "type: fleet\nname: g\nnodes: 1\ninstance_types: [g2-standard-8]\nregions: [us-central1]\n",
+        &GcpSettings::default(),
+    );
+    assert!(body["serviceAccounts"].is_null(), "{body}");
+    assert_eq!(body["scheduling"]["automaticRestart"], true);
+}
+
+#[test]
+fn a_compact_cluster_does_not_grow_past_its_policy() {
+    let f = fleet(MEGA);
+    let s = GcpSettings::default();
+    let cands = candidates(&f, &s, Catalog::embedded()).unwrap();
+    let regions = regions(&cands);
+    let subnets = BTreeMap::new();
+    let ctx = ctx_with(&f, &s, &regions, &subnets);
+    let rec = FleetRecord {
+        name: "mega".into(),
+        backend: "gcp".into(),
+        file: None,
+        nodes: vec![],
+        resources: resources(&ctx, &cands[0])
+            .unwrap()
+            .iter()
+            .map(|r| r.record("created"))
+            .collect(),
+        created_at: 0,
+    };
+    let bigger = fleet(&MEGA.replace("nodes: 2", "nodes: 3"));
+    let e = check_placement(&bigger, Some(&rec)).unwrap_err();
+    assert!(
+        e.contains("compact placement policy for 2 VMs (mega-placement)") && e.contains("fleet delete mega"),
+        "{e}"
+    );
+    assert!(ordered(&bigger, &cands, Some(&rec)).is_err());
+    let smaller = fleet(&MEGA.replace("nodes: 2", "nodes: 1"));
+    assert!(check_placement(&smaller, Some(&rec)).is_ok());
+    // VMs made without a policy cannot join one.
+    let mut plain = rec.clone();
+    plain.resources.retain(|r| r.kind != "placement_policy");
+    let e = check_placement(&f, Some(&plain)).unwrap_err();
+    assert!(e.contains("without a compact placement policy"), "{e}");
+}
+
+#[test]
+fn label_keys_from_config_tags_are_sanitised() {
+    let s = GcpSettings {
+        tags: Some(
+            [("Team.Name".to_string(), "ML Infra".to_string())]
+                .into_iter()
+                .collect(),
+        ),
+        ..Default::default()
+    };
+    let (body, _) = first_body(MEGA, &s);
+    assert_eq!(body["labels"]["team-name"], "ml-infra");
+}
+
+#[test]
+fn nolssd_types_get_their_base_layout() {
+    let (body, _) = first_body(
+        "type: fleet\nname: n\nnodes: 1\ninstance_types: [a3-ultragpu-8g-nolssd]\nspot_policy: spot\nnetwork:\n  create: true\n",
+        &GcpSettings::default(),
+    );
+    let types: Vec<&str> = body["networkInterfaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["nicType"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(types.len(), 10, "{types:?}");
+    assert_eq!(types.iter().filter(|t| **t == "MRDMA").count(), 8);
+    assert!(body["disks"][0]["initializeParams"]["diskType"]
+        .as_str()
+        .unwrap()
+        .ends_with("hyperdisk-balanced"));
+}
