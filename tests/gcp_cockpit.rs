@@ -1,7 +1,8 @@
 //! The cockpit provisions a GCP fleet against the Compute Engine **double**
 //! (tests/support/gce_double.rs) whose instances are bound to testbed nodes (real sshd in
 //! network namespaces): `:apply FILE` → the plan's confirmation → y → the provisioning
-//! log shows every attempt (a stockout, the next zone, the SSH wait) → the fleet is listed
+//! log shows every attempt (a stockout, the next zone, the SSH wait) and the GPUDirect
+//! bootstrap of the nodes step by step → the fleet is listed
 //! → Enter opens panes on its nodes → `D` y deletes it. Driven at the update/service layer
 //! (`update` + `Services`, as the event loop does), not through a terminal. One test in
 //! this binary: it sets the process environment the backend reads.
@@ -19,7 +20,7 @@ use std::time::Duration;
 use support::gce_double::{GceDouble, PROJECT};
 use tokio::sync::mpsc;
 
-const FLEET: &str = "type: fleet\nname: tbg\nnodes: 2\nplacement: cluster\ninstance_types: [a3-megagpu-8g]\nregions: [us-east4, us-central1]\nspot_policy: spot\nnetwork:\n  gpudirect: none\n";
+const FLEET: &str = "type: fleet\nname: tbg\nnodes: 2\nplacement: cluster\ninstance_types: [a3-megagpu-8g]\nregions: [us-east4, us-central1]\nspot_policy: spot\nnetwork:\n  gpudirect: tcpxo\n  create: true\n";
 
 struct Cockpit {
     state: State,
@@ -81,7 +82,7 @@ impl Cockpit {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_cockpit_plans_applies_opens_panes_and_deletes_a_gcp_fleet() {
-    let Some(tb) = tokio::task::spawn_blocking(|| support::testbed::Testbed::new(2, 0))
+    let Some(tb) = tokio::task::spawn_blocking(|| support::testbed::Testbed::new_machines(2, 0))
         .await
         .unwrap()
     else {
@@ -179,6 +180,17 @@ async fn the_cockpit_plans_applies_opens_panes_and_deletes_a_gcp_fleet() {
     assert!(log.contains("trying the next zone"), "{log}");
     assert!(log.contains("try 2: a3-megagpu-8g SPOT in us-east4-b"), "{log}");
     assert!(log.contains("SSH login works"), "{log}");
+    // Then the GPUDirect bootstrap of the nodes (testbed machines with the recording
+    // shims), step by step in the same log.
+    assert!(
+        log.contains("bootstrapping 2 node(s) for GPUDirect-TCPXO (A3 Mega)"),
+        "{log}"
+    );
+    assert!(
+        log.contains("tbg-0: rxdm: done") && log.contains("tbg-1: nccl-tests: done"),
+        "{log}"
+    );
+    assert!(log.contains("bootstrap tcpxo: 2 node(s) ready"), "{log}");
     eprintln!("provisioning log:\n{log}");
     c.until("the fleet listed", |s| {
         s.fleets.iter().any(|f| f.name == "tbg" && f.nodes.len() == 2)

@@ -365,9 +365,16 @@ async fn a3_high_tcpx_a3_ultra_and_a4_rdma_layouts_and_scheduling() {
     // A4, flex-start, named VPCs (planted with their subnetworks).
     let (d, _env, inserts) = apply_flavour(&example("a4-rdma.yaml"), "", |d| {
         let net = |n: &str| format!("projects/{PROJECT}/global/networks/{n}");
-        for n in ["a4-net-0", "a4-net-1", "a4-roce"] {
+        for n in ["a4-net-0", "a4-net-1"] {
             d.plant("networks", "global", n, serde_json::json!({}));
         }
+        // A RoCE VPC is made with its zone's network profile (the double checks it).
+        d.plant(
+            "networks",
+            "global",
+            "a4-roce",
+            serde_json::json!({"networkProfile": format!("projects/{PROJECT}/global/networkProfiles/us-west2-c-vpc-roce")}),
+        );
         d.plant(
             "subnetworks",
             "regions/us-west2",
@@ -996,6 +1003,7 @@ async fn the_cockpits_check_marks_preempted_nodes_in_the_state() {
         state_dir: env.home.join("fd/state"),
         home: Some(env.home.clone()),
         ssh: None,
+        cancel: Default::default(),
     };
     let check = flightdeck::cloud::gcp::upkeep::check_all(&backend).await.unwrap();
     assert!(!check, "all running: nothing changed");
@@ -1068,4 +1076,193 @@ async fn each_example_fleet_applies_to_bootstrapped_nodes() {
         ok(&env.run(&["fleet", "delete", name, "--yes"]).await, "delete");
         drop(tb);
     }
+}
+
+const ULTRA: &str = "type: fleet\nname: ultra\nnodes: 2\nplacement: cluster\ninstance_types: [a3-ultragpu-8g]\nregions: [us-central1]\nnetwork:\n  create: true\n";
+
+/// A flex-start request waits in Google's queue (the double keeps it queued a few
+/// seconds) with "queued for capacity" and the time shown, and is not given up after a
+/// fixed time; then the fleet comes up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flex_start_request_waits_queued_for_capacity() {
+    let d = GceDouble::start().await;
+    d.flex_queue(Duration::from_secs(4));
+    let env = Env::new(&d, "").await;
+    let file = env.write_fleet("ultra.yaml", &format!("{ULTRA}flex_start: 24h\nflex_wait: 30m\n"));
+    let out = env.run(&["fleet", "apply", &file, "--yes"]).await;
+    let err = ok(&out, "apply");
+    assert!(
+        err.contains("2 instance(s) queued for capacity in us-central1-")
+            && err.contains("of up to 30m 00s (flex_wait)"),
+        "{err}"
+    );
+    assert!(err.contains("fleet `ultra`: 2 node(s) ready"), "{err}");
+    assert!(
+        d.calls("DELETE", "/instances/ultra-0").is_empty(),
+        "a queued VM is never deleted: {err}"
+    );
+}
+
+/// Ctrl-C while the request is queued cancels it: the queued VMs and what the apply made
+/// are deleted, and the state keeps nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_cancels_a_queued_flex_start_request_and_leaves_nothing() {
+    let d = GceDouble::start().await;
+    d.flex_queue(Duration::from_secs(120));
+    let env = Env::new(&d, "").await;
+    let file = env.write_fleet("ultra.yaml", &format!("{ULTRA}flex_start: 24h\n"));
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_flightdeck"));
+    cmd.args(["fleet", "apply", &file, "--yes"])
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", &env.home)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    for (k, v) in &env.env {
+        cmd.env(k, v);
+    }
+    let child = cmd.spawn().unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while d.calls("POST", "/instances").len() < 2 {
+        assert!(std::time::Instant::now() < deadline, "the inserts never came");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = tokio::task::spawn_blocking(move || child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("cancelling: what this apply made is deleted"),
+        "{err}"
+    );
+    assert!(err.contains("cancelled by the operator"), "{err}");
+    assert!(
+        d.existing("instances").is_empty(),
+        "{:?}\n{err}",
+        d.existing("instances")
+    );
+    assert!(
+        d.existing("networks").iter().all(|(_, n)| n == "default"),
+        "{err}"
+    );
+    assert!(
+        env.fleet_resources("ultra").is_empty(),
+        "{:?}",
+        env.fleet_resources("ultra")
+    );
+}
+
+/// No STANDARD request goes out for a type Google sells on-demand only through
+/// reservations (the double refuses one); with `reservation:` it does, consuming it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_demand_a3_ultra_only_through_a_reservation() {
+    let d = GceDouble::start().await;
+    d.spot_outage();
+    let env = Env::new(&d, "").await;
+    let file = env.write_fleet("ultra.yaml", &format!("{ULTRA}spot_policy: auto\n"));
+    let out = env.run(&["fleet", "plan", &file]).await;
+    let err = ok(&out, "plan");
+    assert!(
+        err.contains("note: no on-demand (STANDARD) attempt for a3-ultragpu-8g"),
+        "{err}"
+    );
+    let out = env.run(&["fleet", "apply", &file, "--yes"]).await;
+    assert!(!out.status.success());
+    assert!(d
+        .instance_inserts()
+        .iter()
+        .all(|b| b["scheduling"]["provisioningModel"] == "SPOT"));
+    let file = env.write_fleet("ultra.yaml", &format!("{ULTRA}reservation: ultra-res\n"));
+    let out = env.run(&["fleet", "apply", &file, "--yes"]).await;
+    ok(&out, "apply with a reservation");
+    let body = d.instance_inserts().into_iter().last().unwrap();
+    assert_eq!(body["scheduling"]["provisioningModel"], "STANDARD");
+    assert_eq!(body["reservationAffinity"]["values"][0], "ultra-res");
+    assert_eq!(body["serviceAccounts"][0]["email"], "default");
+}
+
+/// An operation error flightdeck does not know blocks that zone and the next is tried,
+/// its code and message shown; 403 rate limits are waited out, not called permissions.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_operation_errors_block_the_zone_and_rate_limits_are_retried() {
+    let d = GceDouble::start().await;
+    let env = Env::new(&d, "").await;
+    let file = env.write_fleet("mega.yaml", MEGA_SPOT);
+    let out = env.run(&["fleet", "plan", &file, "--json"]).await;
+    let plan: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let first = plan["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["kind"] == "instance")
+        .unwrap()["place"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    d.operation_error(&first, "NEW_FANCY_FAILURE", "Something Google added last week");
+    d.burst("/instances", 403, 2);
+    let out = env.run(&["fleet", "apply", &file, "--yes"]).await;
+    let err = ok(&out, "apply");
+    assert!(
+        err.contains(&format!(
+            "{first}: NEW_FANCY_FAILURE: Something Google added last week: an error flightdeck does not know; {first} blocked, trying the next zone"
+        )),
+        "{err}"
+    );
+    assert!(!err.contains("permission denied"), "{err}");
+    assert_eq!(d.existing("instances").len(), 2);
+}
+
+/// A named RoCE VPC of another zone: the double answers as Google does, and the zone is
+/// left for the next.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mrdma_nics_need_the_roce_profile_of_their_zone() {
+    let d = GceDouble::start().await;
+    let net = |n: &str| format!("projects/{PROJECT}/global/networks/{n}");
+    d.plant("networks", "global", "u-net-0", serde_json::json!({}));
+    d.plant("networks", "global", "u-net-1", serde_json::json!({}));
+    d.plant(
+        "networks",
+        "global",
+        "u-roce",
+        serde_json::json!({"networkProfile": format!("projects/{PROJECT}/global/networkProfiles/europe-west1-b-vpc-roce")}),
+    );
+    d.plant(
+        "subnetworks",
+        "regions/us-central1",
+        "u-sub-0",
+        serde_json::json!({"network": net("u-net-0")}),
+    );
+    d.plant(
+        "subnetworks",
+        "regions/us-central1",
+        "u-sub-1",
+        serde_json::json!({"network": net("u-net-1")}),
+    );
+    for j in 0..8 {
+        d.plant(
+            "subnetworks",
+            "regions/us-central1",
+            &format!("u-roce-sub-{j}"),
+            serde_json::json!({"network": net("u-roce")}),
+        );
+    }
+    let env = Env::new(&d, "").await;
+    let file = env.write_fleet(
+        "u.yaml",
+        "type: fleet\nname: u\nnodes: 1\ninstance_types: [a3-ultragpu-8g]\navailability_zones: [us-central1-b]\nspot_policy: spot\nnetwork:\n  gpudirect: rdma\n  vpc: u-net-0\n  data_vpcs: [u-net-1]\n  roce_vpc: u-roce\n",
+    );
+    let out = env.run(&["fleet", "apply", &file, "--yes"]).await;
+    let err = text(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("Network profile only allows resource creation in location europe-west1-b"),
+        "{err}"
+    );
+    assert!(d.existing("instances").is_empty());
 }

@@ -22,7 +22,7 @@ pub fn run(cmd: &FleetCommand, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitC
             let (state, recovery) = store.load()?;
             note_recovery(recovery);
             let recorded = state.fleets.iter().find(|f| f.name == fleet.name);
-            let backend = backend(fleet.backend, cli, paths)?;
+            let backend = backend(fleet.backend, cli, paths, &cloud::Cancel::default())?;
             let plan = match backend.plan(&fleet, recorded) {
                 Ok(p) => p,
                 Err(e) => {
@@ -50,7 +50,8 @@ pub fn run(cmd: &FleetCommand, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitC
             note_recovery(recovery);
             let recorded = state.fleets.iter().find(|f| f.name == fleet.name);
             cloud::lifecycle::check_backend(&fleet, recorded).map_err(anyhow::Error::msg)?;
-            let backend = backend(fleet.backend, cli, paths)?;
+            let cancel = cloud::Cancel::default();
+            let backend = backend(fleet.backend, cli, paths, &cancel)?;
             let plan = match backend.plan(&fleet, recorded) {
                 Ok(p) => p,
                 Err(e) => {
@@ -64,6 +65,18 @@ pub fn run(cmd: &FleetCommand, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitC
                 return Ok(ExitCode::FAILURE);
             }
             let rt = runtime()?;
+            // Ctrl-C cancels: the provisioner stops waiting (a flex-start request queued
+            // for capacity too) and deletes what this apply made; a second one quits.
+            let c = cancel.clone();
+            rt.spawn(async move {
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    c.cancel();
+                    eprintln!("cancelling: what this apply made is deleted (Ctrl-C again quits at once; the state keeps what is left)");
+                    if tokio::signal::ctrl_c().await.is_ok() {
+                        std::process::exit(130);
+                    }
+                }
+            });
             let progress = |line: String| eprintln!("{line}");
             let record = match rt.block_on(cloud::lifecycle::apply(
                 &store,
@@ -181,7 +194,7 @@ pub fn run(cmd: &FleetCommand, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitC
                 eprintln!("nothing changed");
                 return Ok(ExitCode::FAILURE);
             }
-            let backend = backend(kind, cli, paths)?;
+            let backend = backend(kind, cli, paths, &cloud::Cancel::default())?;
             let progress = |line: String| eprintln!("{line}");
             if let Err(e) = runtime()?.block_on(cloud::lifecycle::delete(
                 &store,
@@ -389,8 +402,13 @@ fn status(paths: &Paths, name: &str, json: bool) -> anyhow::Result<ExitCode> {
 }
 
 /// The backend for a kind, with SSH settings from the command line.
-pub fn backend(kind: BackendKind, cli: &Cli, paths: &Paths) -> anyhow::Result<Box<dyn Backend>> {
-    cloud::lifecycle::backend(kind, paths, || super::ssh_setup(cli)).map_err(anyhow::Error::msg)
+pub fn backend(
+    kind: BackendKind,
+    cli: &Cli,
+    paths: &Paths,
+    cancel: &cloud::Cancel,
+) -> anyhow::Result<Box<dyn Backend>> {
+    cloud::lifecycle::backend(kind, paths, || super::ssh_setup(cli), cancel).map_err(anyhow::Error::msg)
 }
 
 fn load_reporting(file: &std::path::Path) -> Option<Fleet> {

@@ -127,14 +127,17 @@ pub fn gcp_backend(paths: &crate::paths::Paths) -> Result<super::gcp::backend::G
         state_dir: paths.state_dir.clone(),
         home: std::env::var_os("HOME").map(std::path::PathBuf::from),
         ssh: None,
+        cancel: super::Cancel::default(),
     })
 }
 
-/// The backend for a kind; `ssh` gives the SSH pool and resolver where one is needed.
+/// The backend for a kind; `ssh` gives the SSH pool and resolver where one is needed;
+/// `cancel` stops an apply of a cloud backend.
 pub fn backend(
     kind: crate::fleet::BackendKind,
     paths: &crate::paths::Paths,
     ssh: impl FnOnce() -> (crate::ssh::pool::Pool, std::sync::Arc<crate::ssh::pool::Resolver>),
+    cancel: &super::Cancel,
 ) -> Result<Box<dyn Backend>, String> {
     use crate::fleet::BackendKind;
     Ok(match kind {
@@ -149,6 +152,7 @@ pub fn backend(
         }
         BackendKind::Gcp => {
             let mut b = gcp_backend(paths)?;
+            b.cancel = cancel.clone();
             if b.settings.proxy_jump.is_some() {
                 let (pool, resolver) = ssh();
                 b.ssh = Some(crate::exec::Transport::Ssh { pool, resolver });

@@ -78,6 +78,21 @@ impl Plan {
     }
 }
 
+/// A request to stop an apply (Ctrl-C in the CLI, `x` in the cockpit's Fleets view): the
+/// GCP provisioner checks it between attempts and while it waits for instances (a
+/// flex-start request queued for capacity), then rolls back what it made.
+#[derive(Clone, Debug, Default)]
+pub struct Cancel(std::sync::Arc<std::sync::atomic::AtomicBool>);
+
+impl Cancel {
+    pub fn cancel(&self) {
+        self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
 /// Progress lines for the operator (CLI stderr, TUI log).
 pub type Progress<'a> = &'a (dyn Fn(String) + Send + Sync);
 

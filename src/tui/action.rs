@@ -280,7 +280,7 @@ impl Action {
             Action::SortReverse => "reverse the sort order",
             Action::Pricing => "price by on-demand, spot or flex-start",
             Action::WriteFleet => "write a fleet file for the selected offer",
-            Action::JobStop => "stop the selected job on every node (press twice)",
+            Action::JobStop => "stop the selected job on every node (press twice), or an apply",
             Action::Compare => "mark the selected NCCL run for a side-by-side comparison (two at a time)",
             Action::NicsMode => "NICs: per node, per rail, fleet total (cycles)",
             Action::NextItem => "NICs: next node (per node, fleet) or next rail (per rail)",

@@ -25,8 +25,13 @@ fn load_fleet(file: &str) -> Result<crate::fleet::Fleet, String> {
         .map_err(|diags| diags.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("\n"))
 }
 
-fn backend(kind: crate::fleet::BackendKind, paths: &Paths, ssh: &Ssh) -> Result<Box<dyn Backend>, String> {
-    cloud::lifecycle::backend(kind, paths, || (ssh.pool.clone(), ssh.resolver.clone()))
+fn backend(
+    kind: crate::fleet::BackendKind,
+    paths: &Paths,
+    ssh: &Ssh,
+    cancel: &cloud::Cancel,
+) -> Result<Box<dyn Backend>, String> {
+    cloud::lifecycle::backend(kind, paths, || (ssh.pool.clone(), ssh.resolver.clone()), cancel)
 }
 
 /// What applying `file` would do, against the state.
@@ -35,7 +40,7 @@ pub fn plan(paths: &Paths, ssh: &Ssh, file: &str) -> Result<Confirm, String> {
     let (state, _) = Store::new(&paths.state_dir).load().map_err(|e| e.to_string())?;
     let recorded = state.fleets.iter().find(|f| f.name == fleet.name);
     cloud::lifecycle::check_backend(&fleet, recorded)?;
-    let plan = backend(fleet.backend, paths, ssh)?.plan(&fleet, recorded)?;
+    let plan = backend(fleet.backend, paths, ssh, &cloud::Cancel::default())?.plan(&fleet, recorded)?;
     Ok(Confirm {
         op: Op::Apply {
             file: file.to_string(),
@@ -64,6 +69,7 @@ pub async fn apply(
     ssh: Ssh,
     file: String,
     lines: mpsc::UnboundedSender<String>,
+    cancel: cloud::Cancel,
 ) -> (String, Result<String, String>) {
     let fleet = match load_fleet(&file) {
         Ok(f) => f,
@@ -71,7 +77,7 @@ pub async fn apply(
     };
     let name = fleet.name.clone();
     let result = async {
-        let backend = backend(fleet.backend, &paths, &ssh)?;
+        let backend = backend(fleet.backend, &paths, &ssh, &cancel)?;
         let store = Store::new(&paths.state_dir);
         let progress = move |line: String| {
             let _ = lines.send(line);
@@ -108,7 +114,12 @@ pub async fn delete(
         .into_iter()
         .find(|f| f.name == name)
         .ok_or_else(|| format!("no fleet `{name}` in the state"))?;
-    let backend = backend(cloud::lifecycle::record_kind(&record)?, &paths, &ssh)?;
+    let backend = backend(
+        cloud::lifecycle::record_kind(&record)?,
+        &paths,
+        &ssh,
+        &cloud::Cancel::default(),
+    )?;
     let progress = move |line: String| {
         let _ = lines.send(line);
     };
@@ -124,10 +135,16 @@ pub fn spawn_plan(tx: mpsc::Sender<ServiceEvent>, paths: Paths, ssh: Ssh, file: 
     });
 }
 
-pub fn spawn_apply(tx: mpsc::Sender<ServiceEvent>, paths: Paths, ssh: Ssh, file: String) {
+pub fn spawn_apply(
+    tx: mpsc::Sender<ServiceEvent>,
+    paths: Paths,
+    ssh: Ssh,
+    file: String,
+    cancel: cloud::Cancel,
+) {
     let lines = forwarder(&tx);
     tokio::spawn(async move {
-        let (name, result) = apply(paths, ssh, file, lines).await;
+        let (name, result) = apply(paths, ssh, file, lines, cancel).await;
         // The log's last lines are in the forwarder's queue: let them go first.
         tokio::task::yield_now().await;
         let _ = tx.send(ServiceEvent::Msg(Msg::FleetDone { name, result })).await;

@@ -53,6 +53,7 @@ pub fn act(state: &mut State, action: Action) -> Option<Vec<Command>> {
         Action::Bottom => state.fleet_selected = pick(names.len().saturating_sub(1)),
         Action::Reload => return Some(vec![Command::LoadFleets]),
         Action::FleetApply | Action::FleetDelete | Action::FleetEdit => return Some(fleet_op(state, action)),
+        Action::JobStop => return Some(cancel_op(state)),
         Action::Select => {
             return Some(
                 state
@@ -166,6 +167,37 @@ pub fn delete_plan(record: &FleetRecord) -> crate::cloud::Plan {
         changes,
         hourly_usd: (!prices.is_empty()).then(|| prices.iter().copied().sum::<Option<f64>>()),
         ..Default::default()
+    }
+}
+
+/// `x` in the Fleets view: cancel the running apply (a flex-start request queued for
+/// capacity, say); its provisioner deletes what it made. Deletes run to the end.
+fn cancel_op(state: &mut State) -> Vec<Command> {
+    match state.fleet_ops.running.clone() {
+        Some(what) if what.starts_with("apply ") => {
+            state
+                .fleet_ops
+                .push(format!("cancelling {what}: what it made is deleted"));
+            state.status = Some(StatusMessage {
+                text: format!("cancelling {what}"),
+                tone: Tone::Warn,
+            });
+            vec![Command::CancelFleetOp]
+        }
+        Some(what) => {
+            state.status = Some(StatusMessage {
+                text: format!("{what} runs to the end (a delete is not cancelled)"),
+                tone: Tone::Warn,
+            });
+            vec![]
+        }
+        None => {
+            state.status = Some(StatusMessage {
+                text: "nothing to stop: x cancels a running apply here".into(),
+                tone: Tone::Info,
+            });
+            vec![]
+        }
     }
 }
 
@@ -424,6 +456,13 @@ mod tests {
             &mut s,
             Msg::FleetLog("try 1: a3-megagpu-8g SPOT in us-east4-a".into()),
         );
+        // x cancels the running apply (a flex-start request queued for capacity, say).
+        assert_eq!(key(&mut s, KeyCode::Char('x')), vec![Command::CancelFleetOp]);
+        assert!(s
+            .fleet_ops
+            .log
+            .iter()
+            .any(|l| l == "cancelling apply /work/fleets/mega.yaml: what it made is deleted"));
         let done = update(
             &mut s,
             Msg::FleetDone {

@@ -101,6 +101,8 @@ pub struct Services {
     samplers: Option<crate::telemetry::service::Samplers>,
     /// The task following the opened job, if any.
     job_follow: Option<tokio::task::JoinHandle<()>>,
+    /// Cancels the running fleet apply.
+    fleet_cancel: crate::cloud::Cancel,
 }
 
 impl Services {
@@ -146,6 +148,7 @@ impl Services {
             follow: None,
             samplers: None,
             job_follow: None,
+            fleet_cancel: crate::cloud::Cancel::default(),
         }
     }
 
@@ -281,8 +284,16 @@ impl Services {
                 super::fleet_service::spawn_plan(self.tx.clone(), self.paths.clone(), self.ssh(), file)
             }
             Command::ApplyFleet(file) => {
-                super::fleet_service::spawn_apply(self.tx.clone(), self.paths.clone(), self.ssh(), file)
+                self.fleet_cancel = crate::cloud::Cancel::default();
+                super::fleet_service::spawn_apply(
+                    self.tx.clone(),
+                    self.paths.clone(),
+                    self.ssh(),
+                    file,
+                    self.fleet_cancel.clone(),
+                )
             }
+            Command::CancelFleetOp => self.fleet_cancel.cancel(),
             Command::DeleteFleet(name) => {
                 super::fleet_service::spawn_delete(self.tx.clone(), self.paths.clone(), self.ssh(), name)
             }
@@ -574,6 +585,7 @@ async fn check_gcp_nodes(tx: mpsc::Sender<ServiceEvent>, paths: Paths) {
         state_dir: paths.state_dir.clone(),
         home: std::env::var_os("HOME").map(std::path::PathBuf::from),
         ssh: None,
+        cancel: crate::cloud::Cancel::default(),
     };
     match crate::cloud::gcp::upkeep::check_all(&backend).await {
         Ok(true) => {

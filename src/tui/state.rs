@@ -370,6 +370,8 @@ pub enum Command {
     UnfollowJob,
     /// Stop a job on every node.
     StopJob(String),
+    /// Cancel the running fleet apply (its provisioner rolls back what it made).
+    CancelFleetOp,
     /// Start the job of a job file.
     RunJob(String),
     /// Plan the apply of a fleet file (answered by `Msg::FleetPlanned`).

@@ -19,9 +19,13 @@
 //! * Lists with `filter` (`(labels.k = "v") AND (…)`, `network = "URL"`, `operationType =
 //!   "…"`), `maxResults` / `pageToken` pagination, aggregated lists of instances,
 //!   subnetworks and resource policies, zone operation lists (preemption system events).
-//! * Faults: stockout in chosen zones, quota exceeded in a region, HTTP error bursts
-//!   (429 / 503) on paths, slow operations, Spot instances preempted N ms after they run,
-//!   permission denied on instance inserts, a small page size.
+//! * Faults: stockout in chosen zones, quota exceeded in a region, an operation error of
+//!   any code in a zone, HTTP error bursts (429 / 503 / 403 rate limits) on paths, slow
+//!   operations, flex-start requests queued for capacity, Spot instances preempted N ms
+//!   after they run, permission denied on instance inserts, a small page size.
+//! * Google's rules (`check_constraints`): STANDARD refused for machine types sold
+//!   on-demand only through reservations, MRDMA NICs only on a RoCE-profile network of
+//!   the instance's zone, hyperdisk boot disks for A3 Ultra and A4 only.
 //!
 //! Every request is recorded for assertions.
 
@@ -96,6 +100,10 @@ struct State {
     page_size: Option<usize>,
     capacity: HashMap<String, usize>,
     spot_outage: bool,
+    /// Zone -> (code, message): instance inserts there fail with this operation error.
+    op_errors: HashMap<String, (String, String)>,
+    /// FLEX_START inserts stay queued (operation RUNNING, instance PROVISIONING) this long.
+    flex_queue: Option<Duration>,
 }
 
 /// The double; stops when dropped.
@@ -184,6 +192,20 @@ impl GceDouble {
             .unwrap()
             .bursts
             .push((path.into(), status, times));
+    }
+
+    /// Instance inserts in `zone` fail with an operation error of this code and message.
+    pub fn operation_error(&self, zone: &str, code: &str, message: &str) {
+        self.state
+            .lock()
+            .unwrap()
+            .op_errors
+            .insert(zone.into(), (code.into(), message.into()));
+    }
+
+    /// FLEX_START inserts wait in Google's queue this long before their VMs are made.
+    pub fn flex_queue(&self, d: Duration) {
+        self.state.lock().unwrap().flex_queue = Some(d);
     }
 
     /// Operations take at least this long.
@@ -305,6 +327,8 @@ fn respond(req: &Recorded, state: &Arc<Mutex<State>>) -> Reply {
         let status = st.bursts[i].1;
         let (reason, msg) = if status == 429 {
             ("rateLimitExceeded", "Rate Limit Exceeded")
+        } else if status == 403 {
+            ("userRateLimitExceeded", "Rate Limit Exceeded")
         } else {
             ("backendError", "The service is currently unavailable.")
         };
@@ -595,6 +619,80 @@ fn check_enums(kind: &str, body: &Value) -> Result<(), String> {
     Ok(())
 }
 
+/// The machine types Google sells no plain on-demand (STANDARD without a reservation) of.
+const NO_PLAIN_ON_DEMAND: [&str; 6] = [
+    "a3-ultragpu-8g",
+    "a3-ultragpu-8g-nolssd",
+    "a4-highgpu-8g",
+    "a3-highgpu-1g",
+    "a3-highgpu-2g",
+    "a3-highgpu-4g",
+];
+
+/// Google's rules an instance body must meet beyond its fields (as the double knows
+/// them): STANDARD only where Google sells it (or with a specific reservation); MRDMA
+/// NICs only on a network with the RoCE profile of the instance's zone; the boot disk
+/// type the machine family takes (hyperdisk for A3 Ultra and A4, not for the others).
+fn check_constraints(st: &State, kind: &str, scope: &str, body: &Value) -> Result<(), String> {
+    if kind != "instance" {
+        return Ok(());
+    }
+    let zone = scope.trim_start_matches("zones/");
+    let mt = body["machineType"]
+        .as_str()
+        .unwrap_or("")
+        .rsplit('/')
+        .next()
+        .unwrap_or("");
+    let reserved = body["reservationAffinity"]["consumeReservationType"] == "SPECIFIC_RESERVATION";
+    if body["scheduling"]["provisioningModel"] == "STANDARD" && NO_PLAIN_ON_DEMAND.contains(&mt) && !reserved
+    {
+        return Err(format!(
+            "Invalid value for field 'resource.scheduling.provisioningModel': 'STANDARD'. {mt} is available on demand only through a reservation, Spot or flex-start."
+        ));
+    }
+    for nic in body["networkInterfaces"].as_array().into_iter().flatten() {
+        if nic["nicType"] != "MRDMA" {
+            continue;
+        }
+        let net = nic["network"]
+            .as_str()
+            .unwrap_or("")
+            .rsplit('/')
+            .next()
+            .unwrap_or("");
+        let profile = st
+            .resources
+            .get(&("networks".to_string(), "global".to_string(), net.to_string()))
+            .and_then(|n| n["networkProfile"].as_str().map(str::to_string));
+        match profile {
+            Some(p) if p.ends_with(&format!("/networkProfiles/{zone}-vpc-roce")) => {}
+            Some(p) => {
+                let at = p.rsplit('/').next().unwrap_or("").trim_end_matches("-vpc-roce").to_string();
+                return Err(format!("Network profile only allows resource creation in location {at}"));
+            }
+            None => {
+                return Err(format!(
+                    "Invalid value for field 'resource.networkInterfaces': MRDMA NICs need a network with an RDMA network profile; {net} has none."
+                ))
+            }
+        }
+    }
+    let disk = body["disks"][0]["initializeParams"]["diskType"]
+        .as_str()
+        .unwrap_or("")
+        .rsplit('/')
+        .next()
+        .unwrap_or("");
+    let hyperdisk_family = mt.starts_with("a3-ultragpu") || mt.starts_with("a4-");
+    if !disk.is_empty() && hyperdisk_family != disk.starts_with("hyperdisk") {
+        return Err(format!(
+            "[{disk}] disk type cannot be used by [{mt}] machine type."
+        ));
+    }
+    Ok(())
+}
+
 fn insert(st: &mut State, scope: &str, collection: &str, req: &Recorded) -> Reply {
     let Some(rid) = req.param("requestId").map(str::to_string) else {
         return bad("flightdeck's double expects a requestId on every insert");
@@ -614,7 +712,10 @@ fn insert(st: &mut State, scope: &str, collection: &str, req: &Recorded) -> Repl
         Ok(v) => v,
         Err(e) => return bad(&format!("Invalid JSON payload received. {e}")),
     };
-    if let Err(m) = check_fields(kind, &body).and_then(|_| check_enums(kind, &body)) {
+    if let Err(m) = check_fields(kind, &body)
+        .and_then(|_| check_enums(kind, &body))
+        .and_then(|_| check_constraints(st, kind, scope, &body))
+    {
         return bad(&m);
     }
     let Some(name) = body["name"].as_str().map(str::to_string) else {
@@ -664,6 +765,8 @@ fn insert(st: &mut State, scope: &str, collection: &str, req: &Recorded) -> Repl
                 "ZONE_RESOURCE_POOL_EXHAUSTED_WITH_DETAILS".to_string(),
                 format!("The zone 'projects/{PROJECT}/zones/{zone}' does not have enough resources available to fulfill the request. '(resource type:compute)'. A {mt} VM instance is currently unavailable in the {zone} zone."),
             ));
+        } else if let Some((code, message)) = st.op_errors.get(&zone) {
+            error = Some((code.clone(), message.clone()));
         } else if let Some(metric) = st.quota.get(&region) {
             error = Some((
                 "QUOTA_EXCEEDED".to_string(),
@@ -694,6 +797,11 @@ fn insert(st: &mut State, scope: &str, collection: &str, req: &Recorded) -> Repl
             error,
         },
     );
+    if collection == "instances" && body["scheduling"]["provisioningModel"] == "FLEX_START" {
+        if let Some(q) = st.flex_queue {
+            st.ops.get_mut(&op).unwrap().delay = q;
+        }
+    }
     st.request_ids.insert(rid, op.clone());
     json_reply(200, st.ops[&op].value.clone())
 }

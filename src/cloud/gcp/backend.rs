@@ -26,6 +26,8 @@ pub struct GcpBackend {
     pub home: Option<PathBuf>,
     /// SSH for nodes behind `gcp.proxy_jump`.
     pub ssh: Option<crate::exec::Transport>,
+    /// Set to cancel an apply.
+    pub cancel: crate::cloud::Cancel,
 }
 
 /// The state store as a [`Recorder`] for one fleet: every call is one locked transaction.
@@ -187,6 +189,7 @@ impl GcpBackend {
             ready_wait: Duration::from_secs(self.settings.ssh_wait_secs.unwrap_or(600)),
             ssh_port: 22,
             ssh: self.ssh.clone(),
+            cancel: self.cancel.clone(),
         })
     }
 

@@ -4,7 +4,8 @@
 //! * Base URLs: [`Endpoints`], from `FLIGHTDECK_GCP_COMPUTE_URL` / `FLIGHTDECK_GCP_BILLING_URL`
 //!   or Google's. Plain `http://` is accepted for loopback addresses only (a test double),
 //!   so a bearer token never travels unencrypted to another host.
-//! * Retries: 408, 429 and 5xx (not 501) and connection failures or timeouts are retried with
+//! * Retries: 408, 429, 5xx (not 501), 403 with the reason `rateLimitExceeded` or
+//!   `userRateLimitExceeded`, and connection failures or timeouts are retried with
 //!   exponential backoff and jitter, at most [`RetryPolicy::max_attempts`] requests per call;
 //!   a `Retry-After` in seconds is honoured up to [`RetryPolicy::max_delay`].
 //! * 401: the token is refreshed once ([`Auth::refresh`]) and the request sent again; that
@@ -384,11 +385,15 @@ impl GcpClient {
                 self.auth.refresh(generation).await?;
                 continue;
             }
-            if is_retryable_status(status) && attempt < max {
+            let (reason, message) = google_error(&body);
+            // Google answers per-user and per-project rate limits with 403 and the
+            // reason rateLimitExceeded / userRateLimitExceeded: a pause, not a permission.
+            let rate_limited =
+                status == 403 && matches!(reason.as_str(), "rateLimitExceeded" | "userRateLimitExceeded");
+            if (is_retryable_status(status) || rate_limited) && attempt < max {
                 self.pause(attempt, retry_after).await;
                 continue;
             }
-            let (reason, message) = google_error(&body);
             return Err(GcpError::Api {
                 service,
                 status,

@@ -249,6 +249,9 @@ pub enum Failure {
     Permission,
     /// The zone cannot take this request (not enabled, RoCE profile of another zone).
     ZoneUnusable,
+    /// An error inside a zone's operation that flightdeck does not know: that zone is
+    /// blocked and the next place tried (as SkyPilot does), the code and message shown.
+    UnknownInZone,
     /// Anything else: stop.
     Other,
 }
@@ -280,6 +283,10 @@ pub fn classify(e: &ComputeError) -> Failure {
     {
         return Failure::ZoneUnusable;
     }
+    // A rate limit that outlived the client's retries: still not a permission problem.
+    if upper == "RATELIMITEXCEEDED" || upper == "USERRATELIMITEXCEEDED" {
+        return Failure::Other;
+    }
     if upper == "IAM_PERMISSION_DENIED"
         || upper == "FORBIDDEN"
         || upper == "ACCESSNOTCONFIGURED"
@@ -295,6 +302,11 @@ pub fn classify(e: &ComputeError) -> Failure {
     // for some shapes (DST treats ServiceUnavailable as "next zone").
     if e.status() == Some(503) {
         return Failure::Capacity;
+    }
+    // Anything else the zone's operation reports is about that zone (SkyPilot blocks the
+    // zone for any error it does not know); an error of the request itself stops.
+    if matches!(e, ComputeError::Operation { .. }) {
+        return Failure::UnknownInZone;
     }
     Failure::Other
 }
@@ -626,6 +638,12 @@ impl Compute {
 
     /// Poll an operation until `DONE`; an error inside it becomes [`ComputeError::Operation`].
     pub async fn wait(&self, op: Operation) -> Result<Operation, ComputeError> {
+        self.wait_for(op, self.wait.timeout).await
+    }
+
+    /// [`Compute::wait`] with a timeout of its own (a flex-start request queued for
+    /// capacity waits longer than other operations).
+    pub async fn wait_for(&self, op: Operation, timeout: Duration) -> Result<Operation, ComputeError> {
         let start = tokio::time::Instant::now();
         let scope = op.scope();
         let mut op = op;
@@ -641,7 +659,7 @@ impl Compute {
                     http_status: op.http_error_status_code,
                 });
             }
-            if start.elapsed() >= self.wait.timeout {
+            if start.elapsed() >= timeout {
                 return Err(ComputeError::Timeout {
                     op_type: op.operation_type.clone(),
                     target: op.target_name().to_string(),
@@ -664,8 +682,20 @@ impl Compute {
         collection: &str,
         body: &Value,
     ) -> Result<Operation, ComputeError> {
+        self.insert_wait_for(scope, collection, body, self.wait.timeout)
+            .await
+    }
+
+    /// Insert and wait at most `timeout`.
+    pub async fn insert_wait_for(
+        &self,
+        scope: &Scope,
+        collection: &str,
+        body: &Value,
+        timeout: Duration,
+    ) -> Result<Operation, ComputeError> {
         let op = self.insert(scope, collection, body).await?;
-        self.wait(op).await
+        self.wait_for(op, timeout).await
     }
 
     /// Delete and wait; `Ok` when it is gone, including when it already was.
@@ -778,6 +808,20 @@ mod tests {
                 Failure::Other,
             ),
             (api(503, "backendError", "unavailable"), Failure::Capacity),
+            // A rate limit that outlived the retries is not a missing permission.
+            (
+                api(403, "userRateLimitExceeded", "Rate Limit Exceeded"),
+                Failure::Other,
+            ),
+            (
+                api(403, "rateLimitExceeded", "Rate Limit Exceeded"),
+                Failure::Other,
+            ),
+            // An operation error nobody knows: that zone is blocked, the next one tried.
+            (
+                op_err("NEW_FANCY_FAILURE", "Something Google added last week"),
+                Failure::UnknownInZone,
+            ),
         ];
         for (e, want) in cases {
             assert_eq!(classify(&e), want, "{e}");

@@ -21,6 +21,7 @@
 
 use super::error::GcpError;
 use super::ops::{advice, classify, Compute, ComputeError, Failure, Instance, Named, Scope};
+use super::plan::Model;
 use super::plan::{self, Candidate, Context, Kind, Resource};
 use super::settings::GcpSettings;
 use crate::catalog::Catalog;
@@ -59,6 +60,24 @@ pub struct Gcp {
     /// How to log in to nodes behind `gcp.proxy_jump` (their readiness is a login there,
     /// since their port cannot be probed from here).
     pub ssh: Option<crate::exec::Transport>,
+    /// Set when the operator cancels the apply.
+    pub cancel: crate::cloud::Cancel,
+}
+
+/// How long a flex-start request may wait in Google's queue: the fleet's `flex_wait`,
+/// else 2 hours.
+pub fn flex_wait(fleet: &Fleet) -> Duration {
+    Duration::from_secs(fleet.spec.flex_wait.map_or(7_200, |w| w.0))
+}
+
+/// `1h 05m`, `12m 30s`, `45s`.
+fn elapsed(d: Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        s if s >= 3600 => format!("{}h {:02}m", s / 3600, s % 3600 / 60),
+        s if s >= 60 => format!("{}m {:02}s", s / 60, s % 60),
+        s => format!("{s}s"),
+    }
 }
 
 /// Why an attempt in one place failed.
@@ -210,6 +229,10 @@ impl Gcp {
             {
                 continue;
             }
+            if self.cancel.is_cancelled() {
+                outcome = Err("cancelled by the operator".into());
+                break;
+            }
             progress(format!("try {}: {}", n + 1, c.describe()));
             if let Err(e) = self.find_named_subnets(fleet, c, &mut subnets).await {
                 outcome = Err(e);
@@ -240,6 +263,13 @@ impl Gcp {
                     let reason = format!("{}: {}", error.code(), error.message());
                     attempts.push(format!("{}: {reason}", c.describe()));
                     match failure {
+                        Failure::UnknownInZone => {
+                            progress(format!(
+                                "  {}: {reason}: an error flightdeck does not know; {} blocked, trying the next zone",
+                                c.zone, c.zone
+                            ));
+                            blocked_zones.insert((c.zone.clone(), None));
+                        }
                         Failure::Capacity | Failure::ZoneUnusable => {
                             let hint = error.zones_available();
                             let hint = if hint.is_empty() {
@@ -297,7 +327,23 @@ impl Gcp {
             }
             return Err(msg.trim_end().to_string());
         }
-        self.ready_nodes(rec, progress).await
+        match self.ready_nodes(rec, flex_wait(fleet), progress).await {
+            // Cancelled while the VMs this apply made were still coming up (queued for
+            // capacity): they go, as in any rollback.
+            Err(e) if self.cancel.is_cancelled() && !created.is_empty() => {
+                progress(format!(
+                    "rolling back {} resource(s) this apply created",
+                    created.len()
+                ));
+                match self.teardown(created, rec, progress).await {
+                    Ok(()) => Err("cancelled by the operator; what this apply made was deleted".into()),
+                    Err(r) => Err(format!(
+                        "{e}\nrollback incomplete (the state keeps what is left; `fleet delete` retries): {r}"
+                    )),
+                }
+            }
+            other => other,
+        }
     }
 
     /// Names of the subnetworks of named VPCs in the candidate's region, listed once.
@@ -401,13 +447,78 @@ impl Gcp {
             let compute = self.compute.clone();
             let scope = r.scope.clone();
             let body = r.body.clone();
-            set.spawn(async move { (i, compute.insert_wait(&scope, "instances", &body).await) });
+            // A flex-start request waits in Google's queue as long as the fleet allows,
+            // never a fixed 10 minutes; other inserts as long as any operation.
+            let timeout = if c.model == Model::FlexStart {
+                flex_wait(fleet)
+            } else {
+                compute.wait.timeout
+            };
+            set.spawn(async move {
+                (
+                    i,
+                    compute.insert_wait_for(&scope, "instances", &body, timeout).await,
+                )
+            });
         }
         let mut results: Vec<Option<Result<(), ComputeError>>> = vec![None; todo.len()];
-        while let Some(joined) = set.join_next().await {
-            if let Ok((i, r)) = joined {
-                results[i] = Some(r.map(|_| ()));
+        let started = tokio::time::Instant::now();
+        let mut tick = tokio::time::interval(Duration::from_millis(250));
+        let mut told = Duration::ZERO;
+        let mut cancelled = false;
+        loop {
+            tokio::select! {
+                joined = set.join_next() => match joined {
+                    Some(Ok((i, r))) => results[i] = Some(r.map(|_| ())),
+                    Some(Err(_)) => {}
+                    None => break,
+                },
+                _ = tick.tick() => {
+                    if self.cancel.is_cancelled() {
+                        cancelled = true;
+                        set.abort_all();
+                        break;
+                    }
+                    let waited = started.elapsed();
+                    // The first word after a few seconds, then once a minute.
+                    let due = if told.is_zero() { Duration::from_secs(2) } else { told + Duration::from_secs(60) };
+                    if c.model == Model::FlexStart && waited >= due {
+                        told = waited;
+                        let waiting = results.iter().filter(|r| r.is_none()).count();
+                        progress(format!(
+                            "  {waiting} instance(s) queued for capacity in {}: {} of up to {} (flex_wait); Ctrl-C cancels",
+                            c.zone,
+                            elapsed(waited),
+                            elapsed(flex_wait(fleet))
+                        ));
+                    }
+                }
             }
+        }
+        if cancelled {
+            progress(format!(
+                "  cancelled: deleting the {} instance(s) requested in {}",
+                todo.len(),
+                c.zone
+            ));
+            let mut mine: Vec<ResourceRecord> = todo.iter().map(|r| r.record("creating")).collect();
+            mine.extend(
+                created
+                    .iter()
+                    .filter(|r| r.kind == "instance" && r.zone.as_deref() == Some(&c.zone))
+                    .cloned(),
+            );
+            let names: HashSet<String> = mine.iter().map(|r| r.name.clone()).collect();
+            created.retain(|r| !(r.kind == "instance" && names.contains(&r.name)));
+            if let Err(e) = self.teardown(mine, rec, progress).await {
+                return Err(fatal(format!(
+                    "cancelled, and deleting the requested instances failed: {e}"
+                )));
+            }
+            return Err(AttemptError {
+                failure: Failure::Other,
+                error: ComputeError::Http(GcpError::Config("cancelled by the operator".into())),
+            });
         }
         let mut first_error: Option<ComputeError> = None;
         let mut ok_now = vec![];
@@ -680,6 +791,7 @@ impl Gcp {
     async fn ready_nodes(
         &self,
         rec: &dyn Recorder,
+        flex: Duration,
         progress: Progress<'_>,
     ) -> Result<Vec<NodeTarget>, String> {
         let mut instances: Vec<ResourceRecord> = rec
@@ -691,9 +803,24 @@ impl Gcp {
         let start = tokio::time::Instant::now();
         let public = self.settings.public_ips.unwrap_or(true);
         let mut nodes = vec![];
+        let mut told = Duration::ZERO;
         for r in &mut instances {
             let scope = plan::record_scope(r);
+            // A flex-start VM may sit PROVISIONING while Google finds its capacity: it
+            // waits as long as the fleet's flex_wait allows.
+            let queued = r.provisioning_model.as_deref() == Some("FLEX_START");
+            let limit = if queued {
+                flex.max(self.ready_wait)
+            } else {
+                self.ready_wait
+            };
             let inst = loop {
+                if self.cancel.is_cancelled() {
+                    return Err(format!(
+                        "cancelled by the operator while waiting for {}; `flightdeck fleet delete` removes what was made",
+                        r.name
+                    ));
+                }
                 let got: Option<Instance> = self
                     .compute
                     .get(&scope, "instances", &r.name)
@@ -718,13 +845,32 @@ impl Gcp {
                             r.name, i.status
                         ))
                     }
-                    Some(i) if start.elapsed() >= self.ready_wait => {
+                    Some(i) if start.elapsed() >= limit => {
                         return Err(format!(
-                            "instance {} is {} after {:?}",
-                            r.name, i.status, self.ready_wait
+                            "instance {} is {} after {}",
+                            r.name,
+                            i.status,
+                            elapsed(limit)
                         ))
                     }
-                    Some(_) => tokio::time::sleep(self.compute.wait.poll).await,
+                    Some(i) => {
+                        let waited = start.elapsed();
+                        let due = if told.is_zero() {
+                            Duration::from_secs(2)
+                        } else {
+                            told + Duration::from_secs(60)
+                        };
+                        if queued && i.status == "PROVISIONING" && waited >= due {
+                            told = waited;
+                            progress(format!(
+                                "  {}: queued for capacity, {} of up to {} (flex_wait); Ctrl-C cancels",
+                                r.name,
+                                elapsed(waited),
+                                elapsed(flex)
+                            ));
+                        }
+                        tokio::time::sleep(self.compute.wait.poll).await
+                    }
                 }
             };
             r.external_ip = inst.external_ip().map(str::to_string);
