@@ -162,19 +162,8 @@ fn tcpxo_runs_in_order_a_second_run_does_nothing_and_preflight_then_passes() {
     }
 
     // The pre-flight passes once the NICs the profile names are there with the data MTU.
-    let names = [
-        "enp6s0", "enp7s0", "enp13s0", "enp14s0", "enp134s0", "enp135s0", "enp141s0", "enp142s0",
-    ];
     for i in 0..2 {
-        tb.node_run(i, &["ip", "link", "set", "eth0", "name", "enp0s12"])
-            .ok();
-        for (k, n) in names.iter().enumerate() {
-            let from = format!("eth{}", k + 1);
-            tb.node_run(i, &["ip", "link", "set", &from, "down"]).unwrap();
-            tb.node_run(i, &["ip", "link", "set", &from, "name", n, "mtu", "8244"])
-                .unwrap();
-            tb.node_run(i, &["ip", "link", "set", n, "up"]).unwrap();
-        }
+        support::testbed::a3_mega_nics(&tb, i);
     }
     let out = flightdeck(
         home.path(),
@@ -352,10 +341,7 @@ fn tcpx_on_cos_and_rdma_bootstrap_and_what_their_preflights_see() {
     assert!(err.contains("lab-0: nvidia-exec: done already"), "{err}");
     assert!(err.contains("lab-0: tcpx-exec: done already"), "{err}");
     // COS's NIC names (eth0, eth1..eth4) with the data MTU: the pre-flight passes.
-    for k in 1..=4 {
-        tb.node_run(0, &["ip", "link", "set", &format!("eth{k}"), "mtu", "8244"])
-            .unwrap();
-    }
+    support::testbed::a3_high_nics(&tb, 0);
     let out = flightdeck(
         home.path(),
         &["nccl", "run", "lab", "--profile", "tcpx", "-g", "1"],
@@ -460,10 +446,7 @@ fn on_cos_nodes_runs_and_jobs_go_into_the_tcpx_container() {
     .unwrap();
     let (ok, err) = bootstrap(home.path(), &["lab", "--flavour", "tcpx"]);
     assert!(ok, "{err}");
-    for k in 1..=4 {
-        tb.node_run(0, &["ip", "link", "set", &format!("eth{k}"), "mtu", "8244"])
-            .unwrap();
-    }
+    support::testbed::a3_high_nics(&tb, 0);
     let doubles = tb.dir.path().join("nccl-tests");
     support::nccl_double::install(&doubles, "0");
     let out = flightdeck(

@@ -1029,17 +1029,25 @@ async fn the_cockpits_check_marks_preempted_nodes_in_the_state() {
 /// step done.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_example_fleet_applies_to_bootstrapped_nodes() {
-    for (file, name, flavour, steps) in [
-        ("a3-high-tcpx.yaml", "a3-high", "tcpx", 7),
-        ("a3-mega-tcpxo.yaml", "a3-mega", "tcpxo", 8),
-        ("a3-ultra-rdma.yaml", "a3-ultra", "rdma", 6),
-    ] {
-        let Some(tb) = tokio::task::spawn_blocking(|| support::testbed::Testbed::new_machines(2, 0))
+    use support::testbed::{a3_high_nics, a3_mega_nics, a3_ultra_nics, Testbed};
+    type Nics = fn(&Testbed, usize);
+    let cases: [(&str, &str, &str, usize, usize, Nics); 3] = [
+        ("a3-high-tcpx.yaml", "a3-high", "tcpx", 7, 4, a3_high_nics),
+        ("a3-mega-tcpxo.yaml", "a3-mega", "tcpxo", 8, 8, a3_mega_nics),
+        ("a3-ultra-rdma.yaml", "a3-ultra", "rdma", 6, 1, a3_ultra_nics),
+    ];
+    for (file, name, flavour, steps, data_nics, nics) in cases {
+        let Some(tb) = tokio::task::spawn_blocking(move || Testbed::new_machines(2, data_nics))
             .await
             .unwrap()
         else {
             return;
         };
+        // The NICs as the flavour's image names them (and, for RDMA, a double of its
+        // MRDMA devices), before anything connects.
+        for i in 0..2 {
+            nics(&tb, i);
+        }
         let d = GceDouble::start().await;
         let addrs: Vec<String> = tb.nodes.iter().map(|n| n.addr.clone()).collect();
         let refs: Vec<&str> = addrs.iter().map(String::as_str).collect();
@@ -1073,6 +1081,15 @@ async fn each_example_fleet_applies_to_bootstrapped_nodes() {
         let out = env.run(&["fleet", "bootstrap", name]).await;
         let err = ok(&out, "bootstrap again");
         assert_eq!(err.matches(": done already").count(), 2 * steps, "{err}");
+        // The pre-flight of a run on the fleet passes on both nodes (the run itself then
+        // finds no mpirun on the testbed; it is not what this checks).
+        let out = env.run(&["nccl", "run", name, "-g", "1", "-e", "1M"]).await;
+        let err = text(&out.stderr);
+        assert!(
+            err.contains(&format!("pre-flight: GPUDirect-{flavour} pieces on 2 node(s)")),
+            "{err}"
+        );
+        assert!(!err.contains("pre-flight for"), "{file}: {err}");
         ok(&env.run(&["fleet", "delete", name, "--yes"]).await, "delete");
         drop(tb);
     }

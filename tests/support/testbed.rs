@@ -363,6 +363,19 @@ impl Testbed {
         Ok(())
     }
 
+    /// Rename node `i`'s NIC `from` to `to` (as an image names it: `enp6s0`, ...), with an
+    /// MTU when given. Addresses stay. Before anything is connected to the node.
+    pub fn rename_nic(&self, i: usize, from: &str, to: &str, mtu: Option<u32>) {
+        self.node_run(i, &["ip", "link", "set", from, "down"]).unwrap();
+        let mut cmd = vec!["ip", "link", "set", from, "name", to];
+        let m = mtu.map(|m| m.to_string());
+        if let Some(m) = &m {
+            cmd.extend(["mtu", m.as_str()]);
+        }
+        self.node_run(i, &cmd).unwrap();
+        self.node_run(i, &["ip", "link", "set", to, "up"]).unwrap();
+    }
+
     /// Run a command inside node `i`'s namespace.
     pub fn node_run(&self, i: usize, cmd: &[&str]) -> Result<String, String> {
         ns_run(&self.nodes[i].ns, cmd)
@@ -442,6 +455,16 @@ impl Testbed {
 }
 
 impl TbNode {
+    /// A double of `n` RDMA devices (mlx5_0..) in a machine node's /sys/class/infiniband:
+    /// empty folders, which is all a count of RDMA devices reads. The testbed has no RDMA
+    /// NICs; this stands in for A3 Ultra / A4's eight MRDMA NICs.
+    pub fn add_rdma_devices(&self, n: usize) {
+        let root = self.root.as_ref().expect("a machine node");
+        for i in 0..n {
+            std::fs::create_dir_all(root.join(format!("sys-class/infiniband/mlx5_{i}"))).unwrap();
+        }
+    }
+
     fn setup_sshd(&mut self, authorized: &Path) -> Result<(), String> {
         std::fs::create_dir_all(&self.dir).map_err(|e| e.to_string())?;
         let key = self.dir.join("ssh_host_ed25519_key");
@@ -601,8 +624,41 @@ fn machine_mounts(root: &Path, cfg: &Path) -> String {
         let flag = if d == "dev" { "--rbind" } else { "--bind" };
         s.push_str(&format!("mount {flag} '{r}/{d}' /{d}\n"));
     }
+    // /sys/class of its own: the namespace's net, and an infiniband folder where a test
+    // may put a double of MRDMA devices (TbNode::add_rdma_devices).
+    s.push_str(&format!(
+        "mkdir -p '{r}/sys-class/net' '{r}/sys-class/infiniband'; mount --bind /sys/class/net '{r}/sys-class/net'; mount --rbind '{r}/sys-class' /sys/class\n"
+    ));
     s.push_str(&format!("exec /usr/sbin/sshd -D -e -f '{}'\n", cfg.display()));
     s
+}
+
+/// Node `i` of a testbed with 8 data NICs named as on an A3 Mega's Ubuntu image: control
+/// `enp0s12`, data `enp6s0`.. with the data VPCs' MTU 8244.
+pub fn a3_mega_nics(tb: &Testbed, i: usize) {
+    let names = [
+        "enp6s0", "enp7s0", "enp13s0", "enp14s0", "enp134s0", "enp135s0", "enp141s0", "enp142s0",
+    ];
+    tb.rename_nic(i, "eth0", "enp0s12", None);
+    for (k, n) in names.iter().enumerate() {
+        tb.rename_nic(i, &format!("eth{}", k + 1), n, Some(8244));
+    }
+}
+
+/// Node `i` as an A3 High on COS sees its NICs: `eth0`, data `eth1..eth4` at MTU 8244.
+pub fn a3_high_nics(tb: &Testbed, i: usize) {
+    for k in 1..=4 {
+        tb.node_run(i, &["ip", "link", "set", &format!("eth{k}"), "mtu", "8244"])
+            .unwrap();
+    }
+}
+
+/// Node `i` as an A3 Ultra / A4 on Ubuntu: gVNICs `enp0s19` and `enp192s20`, and the
+/// double of its eight MRDMA devices.
+pub fn a3_ultra_nics(tb: &Testbed, i: usize) {
+    tb.rename_nic(i, "eth0", "enp0s19", None);
+    tb.rename_nic(i, "eth1", "enp192s20", Some(8896));
+    tb.nodes[i].add_rdma_devices(8);
 }
 
 fn unsafe_geteuid() -> u32 {
