@@ -58,6 +58,14 @@ fn mutating(calls: &[String]) -> Vec<String> {
         .collect()
 }
 
+/// `nccl run lab --profile PROFILE -g 1 EXTRA...`: its exit code and stderr.
+fn nccl_run(home: &Path, profile: &str, extra: &[&str]) -> (Option<i32>, String) {
+    let mut args = vec!["nccl", "run", "lab", "--profile", profile, "-g", "1"];
+    args.extend_from_slice(extra);
+    let out = flightdeck(home, &args);
+    (out.status.code(), text(&out.stderr))
+}
+
 fn bootstrap(home: &Path, args: &[&str]) -> (bool, String) {
     let mut full = vec!["fleet", "bootstrap"];
     full.extend_from_slice(args);
@@ -73,22 +81,8 @@ fn tcpxo_runs_in_order_a_second_run_does_nothing_and_preflight_then_passes() {
     let home = tempfile::tempdir().unwrap();
     tb.apply_fleet(home.path(), "lab");
     // Before the bootstrap: the pre-flight refuses the run, naming node, check and fix.
-    let out = flightdeck(
-        home.path(),
-        &[
-            "nccl",
-            "run",
-            "lab",
-            "--profile",
-            "tcpxo",
-            "-g",
-            "1",
-            "--nodes",
-            "0",
-        ],
-    );
-    let err = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{err}");
+    let (code, err) = nccl_run(home.path(), "tcpxo", &["--nodes", "0"]);
+    assert_eq!(code, Some(1), "{err}");
     assert!(err.contains("lab-0: file /var/lib/tcpxo/lib64/libnccl-net.so: missing; fix: run `flightdeck fleet bootstrap FLEET`"), "{err}");
     assert!(
         err.contains("lab-0: aperture: /dev/aperture_devices missing or empty"),
@@ -165,23 +159,11 @@ fn tcpxo_runs_in_order_a_second_run_does_nothing_and_preflight_then_passes() {
     for i in 0..2 {
         support::testbed::a3_mega_nics(&tb, i);
     }
-    let out = flightdeck(
+    let (_, err) = nccl_run(
         home.path(),
-        &[
-            "nccl",
-            "run",
-            "lab",
-            "--profile",
-            "tcpxo",
-            "-g",
-            "1",
-            "--nodes",
-            "0",
-            "--nccl-tests-dir",
-            "/opt/nccl-tests/build",
-        ],
+        "tcpxo",
+        &["--nodes", "0", "--nccl-tests-dir", "/opt/nccl-tests/build"],
     );
-    let err = text(&out.stderr);
     assert!(
         err.contains("pre-flight: GPUDirect-tcpxo pieces on 1 node(s)"),
         "{err}"
@@ -192,22 +174,12 @@ fn tcpxo_runs_in_order_a_second_run_does_nothing_and_preflight_then_passes() {
     tb.node_run(1, &["ip", "link", "set", "enp7s0", "mtu", "1500"])
         .unwrap();
     tb.node_run(1, &["ip", "link", "set", "enp13s0", "down"]).unwrap();
-    let out = flightdeck(
+    let (code, err) = nccl_run(
         home.path(),
-        &[
-            "nccl",
-            "run",
-            "lab",
-            "--profile",
-            "tcpxo",
-            "-g",
-            "1",
-            "--nccl-tests-dir",
-            "/opt/nccl-tests/build",
-        ],
+        "tcpxo",
+        &["--nccl-tests-dir", "/opt/nccl-tests/build"],
     );
-    let err = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(code, Some(1), "{err}");
     assert!(err.contains("failed on 1 node(s)"), "{err}");
     assert!(
         err.contains(
@@ -342,11 +314,7 @@ fn tcpx_on_cos_and_rdma_bootstrap_and_what_their_preflights_see() {
     assert!(err.contains("lab-0: tcpx-exec: done already"), "{err}");
     // COS's NIC names (eth0, eth1..eth4) with the data MTU: the pre-flight passes.
     support::testbed::a3_high_nics(&tb, 0);
-    let out = flightdeck(
-        home.path(),
-        &["nccl", "run", "lab", "--profile", "tcpx", "-g", "1"],
-    );
-    let err = text(&out.stderr);
+    let (_, err) = nccl_run(home.path(), "tcpx", &[]);
     assert!(
         err.contains("pre-flight: GPUDirect-tcpx pieces on 1 node(s)"),
         "{err}"
@@ -383,12 +351,8 @@ fn tcpx_on_cos_and_rdma_bootstrap_and_what_their_preflights_see() {
     );
     // gIB is there now, so NCCL_NET=gIB may be set; this node has no MRDMA NICs and
     // not the A3 Ultra's NIC names, and the pre-flight says exactly that.
-    let out = flightdeck(
-        home.path(),
-        &["nccl", "run", "lab", "--profile", "rdma", "-g", "1"],
-    );
-    let err = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{err}");
+    let (code, err) = nccl_run(home.path(), "rdma", &[]);
+    assert_eq!(code, Some(1), "{err}");
     assert!(!err.contains("libnccl-net.so: missing"), "{err}");
     assert!(err.contains("lab-0: interface enp0s19: missing"), "{err}");
     assert!(

@@ -302,6 +302,43 @@ async fn a3_mega_two_nodes_apply_with_tcpxo_layout_then_delete_twice() {
     assert!(err.contains("already gone"), "{err}");
 }
 
+/// Named VPCs for an RDMA fleet, as a user made them: `{p}-net-0`, `{p}-net-1` and
+/// `{p}-roce` (with `profile_zone`'s RoCE network profile), each with its subnetworks
+/// in `region` (`{p}-sub-0`, `{p}-sub-1`, `{p}-roce-sub-0..7`).
+fn plant_rdma_vpcs(d: &GceDouble, p: &str, region: &str, profile_zone: &str) {
+    let net = |n: &str| format!("projects/{PROJECT}/global/networks/{n}");
+    let scope = format!("regions/{region}");
+    for k in 0..2 {
+        d.plant(
+            "networks",
+            "global",
+            &format!("{p}-net-{k}"),
+            serde_json::json!({}),
+        );
+        d.plant(
+            "subnetworks",
+            &scope,
+            &format!("{p}-sub-{k}"),
+            serde_json::json!({"network": net(&format!("{p}-net-{k}"))}),
+        );
+    }
+    // A RoCE VPC is made with a zone's network profile (the double checks it).
+    d.plant(
+        "networks",
+        "global",
+        &format!("{p}-roce"),
+        serde_json::json!({"networkProfile": format!("projects/{PROJECT}/global/networkProfiles/{profile_zone}-vpc-roce")}),
+    );
+    for j in 0..8 {
+        d.plant(
+            "subnetworks",
+            &scope,
+            &format!("{p}-roce-sub-{j}"),
+            serde_json::json!({"network": net(&format!("{p}-roce"))}),
+        );
+    }
+}
+
 async fn apply_flavour(
     file: &str,
     config: &str,
@@ -364,37 +401,7 @@ async fn a3_high_tcpx_a3_ultra_and_a4_rdma_layouts_and_scheduling() {
 
     // A4, flex-start, named VPCs (planted with their subnetworks).
     let (d, _env, inserts) = apply_flavour(&example("a4-rdma.yaml"), "", |d| {
-        let net = |n: &str| format!("projects/{PROJECT}/global/networks/{n}");
-        for n in ["a4-net-0", "a4-net-1"] {
-            d.plant("networks", "global", n, serde_json::json!({}));
-        }
-        // A RoCE VPC is made with its zone's network profile (the double checks it).
-        d.plant(
-            "networks",
-            "global",
-            "a4-roce",
-            serde_json::json!({"networkProfile": format!("projects/{PROJECT}/global/networkProfiles/us-west2-c-vpc-roce")}),
-        );
-        d.plant(
-            "subnetworks",
-            "regions/us-west2",
-            "a4-sub-0",
-            serde_json::json!({"network": net("a4-net-0")}),
-        );
-        d.plant(
-            "subnetworks",
-            "regions/us-west2",
-            "a4-sub-1",
-            serde_json::json!({"network": net("a4-net-1")}),
-        );
-        for j in 0..8 {
-            d.plant(
-                "subnetworks",
-                "regions/us-west2",
-                &format!("a4-roce-sub-{j}"),
-                serde_json::json!({"network": net("a4-roce")}),
-            );
-        }
+        plant_rdma_vpcs(d, "a4", "us-west2", "us-west2-c")
     })
     .await;
     assert_eq!(nic_types(&inserts[0]), want);
@@ -1240,35 +1247,8 @@ async fn unknown_operation_errors_block_the_zone_and_rate_limits_are_retried() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mrdma_nics_need_the_roce_profile_of_their_zone() {
     let d = GceDouble::start().await;
-    let net = |n: &str| format!("projects/{PROJECT}/global/networks/{n}");
-    d.plant("networks", "global", "u-net-0", serde_json::json!({}));
-    d.plant("networks", "global", "u-net-1", serde_json::json!({}));
-    d.plant(
-        "networks",
-        "global",
-        "u-roce",
-        serde_json::json!({"networkProfile": format!("projects/{PROJECT}/global/networkProfiles/europe-west1-b-vpc-roce")}),
-    );
-    d.plant(
-        "subnetworks",
-        "regions/us-central1",
-        "u-sub-0",
-        serde_json::json!({"network": net("u-net-0")}),
-    );
-    d.plant(
-        "subnetworks",
-        "regions/us-central1",
-        "u-sub-1",
-        serde_json::json!({"network": net("u-net-1")}),
-    );
-    for j in 0..8 {
-        d.plant(
-            "subnetworks",
-            "regions/us-central1",
-            &format!("u-roce-sub-{j}"),
-            serde_json::json!({"network": net("u-roce")}),
-        );
-    }
+    // The RoCE VPC was made for another zone than the one the fleet asks for.
+    plant_rdma_vpcs(&d, "u", "us-central1", "europe-west1-b");
     let env = Env::new(&d, "").await;
     let file = env.write_fleet(
         "u.yaml",

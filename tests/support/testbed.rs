@@ -500,30 +500,28 @@ impl TbNode {
         let cfg = self.dir.join("sshd_config");
         let mut cmd = Command::new("ip");
         cmd.args(["netns", "exec", &self.ns]);
-        match (&self.home, &self.root) {
-            (_, Some(root)) => cmd.args([
+        // A node with a home or a root of its own runs its sshd in a mount namespace of
+        // its own, after the mounts.
+        let mounts = match (&self.home, &self.root) {
+            (_, Some(root)) => Some(machine_mounts(root, &cfg)),
+            (Some(home), None) => Some(format!(
+                "mount --bind '{}' /root && exec /usr/sbin/sshd -D -e -f '{}'",
+                home.display(),
+                cfg.display()
+            )),
+            (None, None) => None,
+        };
+        match &mounts {
+            Some(script) => cmd.args([
                 "unshare",
                 "--mount",
                 "--propagation",
                 "private",
                 "sh",
                 "-c",
-                &machine_mounts(root, &cfg),
+                script,
             ]),
-            (None, None) => cmd.args(["/usr/sbin/sshd", "-D", "-e", "-f", cfg.to_str().unwrap()]),
-            (Some(home), None) => cmd.args([
-                "unshare",
-                "--mount",
-                "--propagation",
-                "private",
-                "sh",
-                "-c",
-                &format!(
-                    "mount --bind '{}' /root && exec /usr/sbin/sshd -D -e -f '{}'",
-                    home.display(),
-                    cfg.display()
-                ),
-            ]),
+            None => cmd.args(["/usr/sbin/sshd", "-D", "-e", "-f", cfg.to_str().unwrap()]),
         };
         // sshd's own messages (LogLevel ERROR) go to a file of the node, for failures.
         let log = std::fs::OpenOptions::new()
