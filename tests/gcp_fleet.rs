@@ -105,7 +105,8 @@ impl Env {
             .collect()
     }
 
-    /// Start flightdeck in the background (to kill it mid-way).
+    /// Start flightdeck in the background (to kill or interrupt it mid-way); its stderr
+    /// is a pipe to read when it ends.
     fn spawn(&self, args: &[&str]) -> std::process::Child {
         let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_flightdeck"));
         cmd.args(args)
@@ -114,7 +115,7 @@ impl Env {
             .env("HOME", &self.home)
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null());
+            .stderr(std::process::Stdio::piped());
         for (k, v) in &self.env {
             cmd.env(k, v);
         }
@@ -1135,18 +1136,7 @@ async fn ctrl_c_cancels_a_queued_flex_start_request_and_leaves_nothing() {
     d.flex_queue(Duration::from_secs(120));
     let env = Env::new(&d, "").await;
     let file = env.write_fleet("ultra.yaml", &format!("{ULTRA}flex_start: 24h\n"));
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_flightdeck"));
-    cmd.args(["fleet", "apply", &file, "--yes"])
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", &env.home)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped());
-    for (k, v) in &env.env {
-        cmd.env(k, v);
-    }
-    let child = cmd.spawn().unwrap();
+    let child = env.spawn(&["fleet", "apply", &file, "--yes"]);
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     while d.calls("POST", "/instances").len() < 2 {
         assert!(std::time::Instant::now() < deadline, "the inserts never came");
