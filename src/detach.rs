@@ -22,6 +22,26 @@ pub fn quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', "'\\''"))
 }
 
+/// A quoted here-document of `text` (nothing in it is expanded), for after `cat >FILE `:
+/// `<<'DELIM'`, the text, then `DELIM` on a line of its own, where DELIM (`__FD_{tag}__`,
+/// numbered if need be) is a line the text does not have, so no line of it ends the
+/// document early.
+pub fn heredoc(tag: &str, text: &str) -> String {
+    let mut delim = format!("__FD_{tag}__");
+    let mut n = 0;
+    while text.lines().any(|l| l == delim) {
+        n += 1;
+        delim = format!("__FD_{tag}_{n}__");
+    }
+    let mut s = format!("<<'{delim}'\n{text}");
+    if !text.is_empty() && !text.ends_with('\n') {
+        s.push('\n');
+    }
+    s.push_str(&delim);
+    s.push('\n');
+    s
+}
+
 /// `dir` as a shell word: relative paths are under `$HOME`.
 pub fn dir_word(dir: &str) -> String {
     if dir.starts_with('/') {
@@ -35,8 +55,10 @@ pub fn dir_word(dir: &str) -> String {
 pub type WithInput = (String, Vec<u8>);
 
 /// The command that writes `bytes` (its stdin) to `path` (relative to `dir`, or absolute)
-/// on a node: to a temporary file moved into place at the end, so a reader never sees
-/// half a file. `mode` is octal (e.g. 0o644).
+/// on a node: to a temporary file moved into place at the end only when every byte
+/// arrived, so a reader never sees half a file and an upload cut short (flightdeck
+/// killed, the connection dropped) leaves the node's earlier copy as it was and no
+/// `.fdpart` behind. `mode` is octal (e.g. 0o644).
 pub fn upload_command(dir: &str, path: &str, bytes: &[u8], mode: u32) -> WithInput {
     let d = dir_word(dir);
     let target = if path.starts_with('/') {
@@ -45,8 +67,15 @@ pub fn upload_command(dir: &str, path: &str, bytes: &[u8], mode: u32) -> WithInp
         format!("{d}/{}", quote(path))
     };
     let part = format!("{target}.fdpart");
+    let len = bytes.len();
+    let shown = path.replace(['\'', '"', '\\', '$', '`', '\n'], "_");
     let command = format!(
-        "set -e; umask 077\nmkdir -p {d} \"$(dirname {target})\"\ncat > {part}\nchmod {mode:o} {part}; mv -f {part} {target}\n"
+        "set -e; umask 077\nmkdir -p {d} \"$(dirname {target})\"\nFD_PART={part}\n\
+         trap 'rm -f \"$FD_PART\"' EXIT\ntrap 'rm -f \"$FD_PART\"; exit 129' HUP INT TERM PIPE\n\
+         cat > \"$FD_PART\"\n\
+         n=$(wc -c < \"$FD_PART\")\n\
+         if [ \"$n\" -ne {len} ]; then echo \"upload of {shown} cut short: $n of {len} bytes; the earlier copy is kept\" >&2; exit 1; fi\n\
+         chmod {mode:o} \"$FD_PART\"; mv -f \"$FD_PART\" {target}\n"
     );
     (command, bytes.to_vec())
 }
@@ -246,7 +275,7 @@ mod tests {
         // A megabyte of every byte value, and a quote in the name.
         let bytes: Vec<u8> = (0..(1 << 20) + 17).map(|i| (i * 7 % 256) as u8).collect();
         let up = upload_command("jobs/x/0", "sub/it's.bin", &bytes, 0o640);
-        assert!(up.0.len() < 300, "the bytes are not in the command");
+        assert!(up.0.len() < 600, "the bytes are not in the command");
         sh_in(&up, home.path());
         let path = home.path().join("jobs/x/0/sub/it's.bin");
         assert_eq!(std::fs::read(&path).unwrap(), bytes);
@@ -259,6 +288,56 @@ mod tests {
         // An empty file still lands.
         sh_in(&upload_command("jobs/x/0", "empty", b"", 0o644), home.path());
         assert_eq!(std::fs::read(home.path().join("jobs/x/0/empty")).unwrap(), b"");
+    }
+
+    #[test]
+    fn an_upload_cut_short_keeps_the_earlier_copy_and_leaves_no_part() {
+        let home = tempfile::tempdir().unwrap();
+        let path = home.path().join("jobs/x/0/data.bin");
+        sh_in(
+            &upload_command("jobs/x/0", "data.bin", b"the earlier copy", 0o644),
+            home.path(),
+        );
+        // flightdeck killed mid-upload: the node's shell gets only the first bytes, then
+        // end of input (the channel closed).
+        let full = vec![b'x'; 100_000];
+        let (command, _) = upload_command("jobs/x/0", "data.bin", &full, 0o644);
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(&command)
+            .env("HOME", home.path())
+            .stdin(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .and_then(|mut c| {
+                use std::io::Write;
+                c.stdin.take().unwrap().write_all(&full[..4096])?;
+                c.wait_with_output()
+            })
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        assert!(
+            String::from_utf8_lossy(&out.stderr)
+                .contains("upload of data.bin cut short: 4096 of 100000 bytes"),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(std::fs::read(&path).unwrap(), b"the earlier copy");
+        assert!(!home.path().join("jobs/x/0/data.bin.fdpart").exists());
+    }
+
+    #[test]
+    fn heredocs_end_only_at_their_own_delimiter() {
+        let home = tempfile::tempdir().unwrap();
+        let text = "line one\n__FD_X__\necho escaped > \"$HOME/marker\"\n__FD_X_1__\n";
+        let out = sh(&format!("cat {}", heredoc("X", text)), home.path());
+        assert_eq!(out, text);
+        assert!(!home.path().join("marker").exists());
+        assert_eq!(sh(&format!("cat {}", heredoc("X", "")), home.path()), "");
+        assert_eq!(
+            sh(&format!("cat {}", heredoc("X", "no newline")), home.path()),
+            "no newline\n"
+        );
     }
 
     #[test]

@@ -298,6 +298,41 @@ pub fn valid_fleet_name(name: &str) -> bool {
     valid_name(name, 40)
 }
 
+/// A host name (RFC 1123 labels; `_` allowed, as ssh config aliases use it) or an IP
+/// address literal: nothing a shell, an ssh config or known_hosts would read as more.
+pub fn valid_host(h: &str) -> bool {
+    if h.parse::<std::net::IpAddr>().is_ok() {
+        return true;
+    }
+    !h.is_empty()
+        && h.len() <= 253
+        && h.split('.').all(|l| {
+            !l.is_empty()
+                && l.len() <= 63
+                && !l.starts_with('-')
+                && l.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        })
+}
+
+/// A POSIX-portable login name.
+pub fn valid_user(u: &str) -> bool {
+    let mut c = u.chars();
+    matches!(c.next(), Some(f) if f.is_ascii_alphabetic() || f == '_')
+        && u.len() <= 32
+        && c.all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+}
+
+/// `s` for a message: control characters shown as escapes, at most 80 characters.
+fn printable(s: &str) -> String {
+    let shown: String = s.chars().flat_map(char::escape_debug).take(80).collect();
+    if s.chars().count() > 80 {
+        format!("{shown}...")
+    } else {
+        shown
+    }
+}
+
 /// A Compute resource name (RFC 1035) of at most `max` characters.
 fn valid_name(name: &str, max: usize) -> bool {
     let b = name.as_bytes();
@@ -434,6 +469,38 @@ impl Validator<'_> {
                 );
             }
         }
+        // Every value that reaches a node's shell, ssh config or known_hosts is what it
+        // says it is: a host name or address, a login name.
+        if let Some(u) = &ssh.user {
+            self.check_user(&["ssh_config", "user"], u);
+        }
+        if let Some(p) = &ssh.proxy_jump {
+            self.check_host(&["ssh_config", "proxy_jump", "hostname"], &p.hostname);
+            if let Some(u) = &p.user {
+                self.check_user(&["ssh_config", "proxy_jump", "user"], u);
+            }
+        }
+        for (i, h) in ssh.hosts.iter().enumerate() {
+            let at = i.to_string();
+            self.check_host(&["ssh_config", "hosts", &at], &h.hostname);
+            if let Some(u) = &h.user {
+                self.check_user(&["ssh_config", "hosts", &at], u);
+            }
+            if let Some(ip) = &h.internal_ip {
+                if ip.parse::<std::net::IpAddr>().is_err() {
+                    self.error(
+                        &["ssh_config", "hosts", &at],
+                        format!("internal_ip `{}` is not an IP address", printable(ip)),
+                    );
+                }
+            }
+            if let Some(p) = &h.proxy_jump {
+                self.check_host(&["ssh_config", "hosts", &at], &p.hostname);
+                if let Some(u) = &p.user {
+                    self.check_user(&["ssh_config", "hosts", &at], u);
+                }
+            }
+        }
         let mut seen = std::collections::HashSet::new();
         for h in &ssh.hosts {
             let key = (h.hostname.clone(), h.port.or(ssh.port).unwrap_or(22));
@@ -459,6 +526,30 @@ impl Validator<'_> {
             if present {
                 self.warn(&[field], "has no meaning for an SSH fleet of existing hosts");
             }
+        }
+    }
+
+    fn check_host(&mut self, path: &[&str], host: &str) {
+        if !valid_host(host) {
+            self.error(
+                path,
+                format!(
+                    "`{}` is not a host name or IP address (letters, digits, `-`, `.`; or an IPv4/IPv6 address)",
+                    printable(host)
+                ),
+            );
+        }
+    }
+
+    fn check_user(&mut self, path: &[&str], user: &str) {
+        if !valid_user(user) {
+            self.error(
+                path,
+                format!(
+                    "user `{}` is not a login name (a letter or `_`, then letters, digits, `.`, `_`, `-`; at most 32)",
+                    printable(user)
+                ),
+            );
         }
     }
 

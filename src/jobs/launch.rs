@@ -203,14 +203,16 @@ pub fn node_script(job: &Job, id: &str, nodes: &[NodeTarget], rank: usize, profi
     }
     // The commands, as one script: bash when the node has it (task files use bashisms),
     // stopping at the first failing command like dstack's runner.
-    s.push_str("cat > \"$FD_JOB_DIR/commands.sh\" <<'__FD_COMMANDS__'\n");
+    let mut commands = String::new();
     for c in job.spec.commands.iter().flatten() {
-        s.push_str(c);
+        commands.push_str(c);
         if !c.ends_with('\n') {
-            s.push('\n');
+            commands.push('\n');
         }
     }
-    s.push_str("__FD_COMMANDS__\n");
+    // A delimiter no command line equals: no line of the job ends the document early.
+    s.push_str("cat > \"$FD_JOB_DIR/commands.sh\" ");
+    s.push_str(&crate::detach::heredoc("COMMANDS", &commands));
     s.push_str(
         "[ -z \"$FD_IN\" ] || exec $FD_IN sh -c 'if command -v bash >/dev/null 2>&1; then exec bash -e \"$0\"; else exec sh -e \"$0\"; fi' \"$FD_JOB_DIR/commands.sh\"\n",
     );

@@ -135,14 +135,15 @@ pub fn install_command(fleet: &str, peers: &[(Peer, NodeKeys)]) -> String {
         "set -e\n\
          D=\"$HOME/{NODE_SSH_DIR}\"; A=\"$HOME/.ssh/authorized_keys\"\n\
          mkdir -p \"$HOME/.ssh\" \"$D\"; chmod 700 \"$HOME/.ssh\" \"$D\"; touch \"$A\"\n\
-         {{ grep -v ' {t}:' \"$A\" || true; cat <<'__FD_AUTH__'\n{auth}__FD_AUTH__\n}} > \"$A.flightdeck\"\n\
+         {{ grep -v ' {t}:' \"$A\" || true; cat {auth}}} > \"$A.flightdeck\"\n\
          chmod 600 \"$A.flightdeck\"; mv \"$A.flightdeck\" \"$A\"\n\
-         cat > \"$D/known_hosts\" <<'__FD_KNOWN__'\n{known}__FD_KNOWN__\n\
-         cat > \"$D/config\" <<'__FD_CONFIG__'\n{config}__FD_CONFIG__\n\
+         cat > \"$D/known_hosts\" {known}\
+         cat > \"$D/config\" {config}\
          chmod 600 \"$D/known_hosts\" \"$D/config\"\n\
          echo installed\n",
-        known = known_hosts(peers),
-        config = ssh_config(fleet, &plain),
+        auth = crate::detach::heredoc("AUTH", &auth),
+        known = crate::detach::heredoc("KNOWN", &known_hosts(peers)),
+        config = crate::detach::heredoc("CONFIG", &ssh_config(fleet, &plain)),
     )
 }
 

@@ -349,15 +349,18 @@ fn find_binary(s: &mut String, spec: &RunSpec) {
         "if [ -n \"$FD_IN\" ]; then BIN={}; else",
         quote(&format!("{image_dir}/{bin}"))
     );
-    let dirs = [
-        spec.nccl_tests_dir.clone().unwrap_or_default(),
-        "${NCCL_TESTS_DIR:-}".into(),
-        "/opt/nccl-tests/build".into(),
-        "$HOME/nccl-tests/build".into(),
-    ];
+    // The operator's --nccl-tests-dir is a quoted word; the others are the shell's.
+    let mut dirs: Vec<String> = spec
+        .nccl_tests_dir
+        .iter()
+        .map(|d| quote(&format!("{d}/{bin}")))
+        .collect();
+    dirs.push(format!("\"${{NCCL_TESTS_DIR:-}}/{bin}\""));
+    dirs.push(format!("/opt/nccl-tests/build/{bin}"));
+    dirs.push(format!("\"$HOME/nccl-tests/build/{bin}\""));
     let _ = writeln!(s, "BIN=$(command -v {bin} 2>/dev/null || true)");
-    for d in dirs.iter().filter(|d| !d.is_empty()) {
-        let _ = writeln!(s, "[ -z \"$BIN\" ] && [ -x \"{d}/{bin}\" ] && BIN=\"{d}/{bin}\"");
+    for d in &dirs {
+        let _ = writeln!(s, "[ -z \"$BIN\" ] && [ -x {d} ] && BIN={d}");
     }
     let _ = writeln!(
         s,
@@ -384,12 +387,18 @@ pub struct MpiHost {
     pub port: Option<u16>,
 }
 
-/// An Open MPI hostfile: one line per node, `slots` = GPUs per node.
-pub fn hostfile(hosts: &[MpiHost], slots: &str) -> String {
-    hosts
-        .iter()
-        .map(|h| format!("{} slots={slots}\n", h.addr))
-        .collect()
+/// Shell lines writing an Open MPI hostfile: one line per node, `slots` the script's
+/// `$GPUS`. Each address is a quoted word (never expanded by the shell).
+pub fn hostfile_lines(hosts: &[MpiHost]) -> String {
+    let mut s = String::from(": > hostfile\n");
+    for h in hosts {
+        let _ = writeln!(
+            s,
+            "printf '%s slots=%s\\n' {} \"$GPUS\" >> hostfile",
+            quote(&h.addr)
+        );
+    }
+    s
 }
 
 /// The variable names a profile's lines export (`export K=V`).
@@ -422,11 +431,7 @@ pub fn mpirun_script(spec: &RunSpec, hosts: &[MpiHost], mpirun: &str) -> String 
     let _ = writeln!(s, "GPUS={gpus}");
     let _ = writeln!(s, "[ \"$GPUS\" -ge 1 ] 2>/dev/null || GPUS=1");
     find_binary(&mut s, spec);
-    let _ = writeln!(
-        s,
-        "cat > hostfile <<__FD_HOSTS__\n{}__FD_HOSTS__",
-        hostfile(hosts, "$GPUS")
-    );
+    s.push_str(&hostfile_lines(hosts));
     let _ = writeln!(s, "SSHCFG=\"$HOME/{NODE_SSH_DIR}/config\"");
     // Open MPI 4 (ORTE) and 5 (PRRTE) read their ssh arguments from these.
     let _ = writeln!(
@@ -474,7 +479,7 @@ pub fn mpirun_script(spec: &RunSpec, hosts: &[MpiHost], mpirun: &str) -> String 
 /// on the command's stdin.
 pub fn launch_command(id: &str, script: &str, with_torch_bench: bool) -> detach::WithInput {
     let script = if with_torch_bench {
-        let bench = format!("cat > torch_bench.py <<'__FD_BENCH__'\n{TORCH_BENCH}__FD_BENCH__\n");
+        let bench = format!("cat > torch_bench.py {}", detach::heredoc("BENCH", TORCH_BENCH));
         match script
             .split_once('\n')
             .filter(|(first, _)| first.starts_with("#!"))
@@ -683,6 +688,28 @@ mod tests {
 
     /// The head's mpirun script, run for real under sh with a stub mpirun that prints
     /// its arguments and the environment it was given.
+    #[test]
+    fn hostfile_addresses_are_words_never_expanded() {
+        let dir = tempfile::tempdir().unwrap();
+        let evil = format!("10.0.0.1$(touch {}/pwned)", dir.path().display());
+        let hosts = vec![MpiHost {
+            addr: evil.clone(),
+            port: None,
+        }];
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("GPUS=8\n{}", hostfile_lines(&hosts)))
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        assert!(!dir.path().join("pwned").exists());
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("hostfile")).unwrap(),
+            format!("{evil} slots=8\n")
+        );
+    }
+
     #[test]
     fn mpirun_script_builds_the_hostfile_and_passes_the_profile() {
         let mut sp = spec(Engine::NcclTests);
