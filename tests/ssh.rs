@@ -164,6 +164,18 @@ async fn changed_host_key_is_refused_and_unknown_follows_policy() {
     }
     let msg = pool.connect(&route).await.err().unwrap().to_string();
     assert!(msg.contains("HOST KEY CHANGED"), "{msg}");
+    // A key of another type (ECDSA where ed25519 is recorded) is a changed host too, with
+    // accept-new as without it: refused, and nothing is appended to known_hosts.
+    tb.change_host_key_to(1, "ecdsa");
+    let before = std::fs::read_to_string(&tb.known_hosts).unwrap();
+    let msg = pool
+        .connect(&route)
+        .await
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(msg.contains("HOST KEY CHANGED") && msg.contains("ecdsa"), "{msg}");
+    assert_eq!(std::fs::read_to_string(&tb.known_hosts).unwrap(), before);
     // node 0 still works over the same bastion.
     assert!(pool.connect(&res.route(&all[0])).await.is_ok());
 

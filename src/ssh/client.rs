@@ -137,7 +137,7 @@ impl Client {
                 known_fingerprint,
             } => self.refuse(SshError::HostKeyChanged {
                 target: self.label.clone(),
-                offered: fp,
+                offered: format!("{} {fp}", key.algorithm()),
                 known: known_fingerprint,
                 file: file.display().to_string(),
                 line,

@@ -1,8 +1,10 @@
 //! known_hosts verification, as OpenSSH does it: host patterns (several per line,
 //! `*`/`?`, `!negation`, `[host]:port`), hashed entries (`|1|salt|hash`), `@revoked`
 //! markers, several files. A key that matches is known; a host listed with a different
-//! key of the same type has a *changed* key, which is always refused; a revoked key is
-//! refused; anything else is unknown, and the policy decides (ask, accept-new, refuse).
+//! key, of its type or another (an ECDSA key where an ed25519 one is recorded), has a
+//! *changed* key, which is always refused, whatever the policy (OpenSSH: "REMOTE HOST
+//! IDENTIFICATION HAS CHANGED"); a revoked key is refused; a host not listed at all is
+//! unknown, and the policy decides (ask, accept-new, refuse).
 
 use super::config::glob;
 use data_encoding::BASE64;
@@ -123,11 +125,11 @@ pub fn check(files: &[PathBuf], host: &str, port: u16, key: &PublicKey) -> Verdi
                 }
                 Some(_) => continue,
                 None if recorded == *key => known = true,
-                None if recorded.algorithm() == key.algorithm() && changed.is_none() => {
+                None if changed.is_none() => {
                     changed = Some(Verdict::Changed {
                         file: file.clone(),
                         line: n + 1,
-                        known_fingerprint: fingerprint(&recorded),
+                        known_fingerprint: format!("{} {}", recorded.algorithm(), fingerprint(&recorded)),
                     })
                 }
                 None => {}
@@ -197,10 +199,20 @@ mod tests {
                 ..
             } => {
                 assert_eq!(line, 2);
-                assert_eq!(known_fingerprint, fingerprint(&key(ED_A)));
+                assert_eq!(
+                    known_fingerprint,
+                    format!("ssh-ed25519 {}", fingerprint(&key(ED_A)))
+                );
             }
             v => panic!("{v:?}"),
         }
+        // A key of another type where an ed25519 one is recorded is a changed host too
+        // (it used to count as unknown, and --accept-new-host-keys appended it).
+        let ecdsa = key("AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTYAAABBBEmKSENjQEezOmxkZMy7opKgwFB9nkt5YRrYMjNuG5N87uRgg6CLrbo5wAdT/y6v0mKV0U2w0WZ2YB/++Tpockg=");
+        assert!(matches!(
+            check(&f, "10.0.0.1", 22, &ecdsa),
+            Verdict::Changed { line: 2, .. }
+        ));
     }
 
     #[test]

@@ -414,12 +414,28 @@ impl Testbed {
 
     /// Replace node `i`'s host key (as a reinstalled machine would have) and restart sshd.
     pub fn change_host_key(&mut self, i: usize) {
+        self.change_host_key_to(i, "ed25519");
+    }
+
+    /// Give node `i` a new host key of type `kind` (`ed25519`, `ecdsa`, `rsa`) in place
+    /// of its own, and restart its sshd.
+    pub fn change_host_key_to(&mut self, i: usize, kind: &str) {
         let node = &mut self.nodes[i];
         node.stop_sshd();
         let key = node.dir.join("ssh_host_ed25519_key");
         let _ = std::fs::remove_file(&key);
         let _ = std::fs::remove_file(key.with_extension("pub"));
-        new_host_key(&key).unwrap();
+        run(&[
+            "ssh-keygen",
+            "-q",
+            "-t",
+            kind,
+            "-N",
+            "",
+            "-f",
+            key.to_str().unwrap(),
+        ])
+        .unwrap();
         node.start_sshd().unwrap();
         node.wait_listening().unwrap();
     }
