@@ -192,6 +192,7 @@ fn ssh_transport(tb: &Testbed) -> (Vec<NodeTarget>, Transport) {
         policy: HostKeyPolicy::Refuse,
         prompter: Arc::new(NoPrompt),
         use_agent: false,
+        keys: Default::default(),
     });
     let resolver = Arc::new(Resolver::new(tb.dir.path()));
     (nodes, Transport::Ssh { pool, resolver })

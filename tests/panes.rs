@@ -30,6 +30,7 @@ impl Panes {
             policy: HostKeyPolicy::Refuse,
             prompter: Arc::new(NoPrompt),
             use_agent: false,
+            keys: Default::default(),
         };
         let pool = Pool::new(opts);
         let resolver = Resolver::new(tb.dir.path());

@@ -19,6 +19,7 @@ fn opts(known_hosts: &Path, policy: HostKeyPolicy) -> SshOptions {
         policy,
         prompter: Arc::new(NoPrompt),
         use_agent: false,
+        keys: Default::default(),
     }
 }
 
@@ -301,6 +302,7 @@ async fn rsa_ecdsa_encrypted_keys_and_the_agent() {
             policy: HostKeyPolicy::Refuse,
             prompter,
             use_agent: false,
+            keys: Default::default(),
         })
     };
     // Through the bastion for realism: the jump uses the testbed key, the node the one under test.
@@ -371,6 +373,7 @@ async fn rsa_ecdsa_encrypted_keys_and_the_agent() {
         policy: HostKeyPolicy::Refuse,
         prompter: Arc::new(NoPrompt),
         use_agent: true,
+        keys: Default::default(),
     });
     let mut n = base.clone();
     n.identity_file = None;
@@ -386,6 +389,64 @@ async fn rsa_ecdsa_encrypted_keys_and_the_agent() {
     let _ = agent.wait();
     std::env::remove_var("SSH_AUTH_SOCK");
     r.expect("agent authentication through the bastion");
+}
+
+/// A prompter double that counts the passphrase questions and answers them.
+struct CountingPassphrase(&'static str, std::sync::atomic::AtomicUsize);
+
+impl flightdeck::ssh::client::Prompter for CountingPassphrase {
+    fn confirm_host_key<'a>(
+        &'a self,
+        _: &'a str,
+        _: &'a str,
+    ) -> flightdeck::ssh::client::BoxFuture<'a, bool> {
+        Box::pin(async { false })
+    }
+    fn passphrase<'a>(&'a self, _: &'a Path) -> flightdeck::ssh::client::BoxFuture<'a, Option<String>> {
+        self.1.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Box::pin(async { Some(self.0.to_string()) })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unprotected_key_is_refused_and_a_passphrase_is_asked_once_per_run() {
+    let Some(tb) = Testbed::new(3, 0) else { return };
+    let d = tb.dir.path();
+    let res = resolver(&tb);
+    let all = nodes(&tb);
+    // The testbed's key, readable by others: refused as OpenSSH refuses it.
+    let open = d.join("id_open");
+    std::fs::copy(&tb.user_key, &open).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let mut n = all[0].clone();
+    n.identity_file = Some(open.display().to_string());
+    let pool = Pool::new(opts(&tb.known_hosts, HostKeyPolicy::Refuse));
+    let e = pool
+        .connect(&res.route(&n))
+        .await
+        .err()
+        .expect("an unprotected key is not used");
+    let msg = e.to_string();
+    assert!(
+        msg.contains("UNPROTECTED PRIVATE KEY FILE: permissions 0644")
+            && msg.contains(&format!("chmod 600 {}", open.display())),
+        "{msg}"
+    );
+    // An encrypted key: one question for three nodes.
+    let enc = keygen(d, "id_enc_once", &["-t", "ed25519"], "correct horse");
+    authorize(&tb, &enc);
+    let prompter = Arc::new(CountingPassphrase("correct horse", Default::default()));
+    let pool = Pool::new(SshOptions {
+        prompter: prompter.clone(),
+        ..opts(&tb.known_hosts, HostKeyPolicy::Refuse)
+    });
+    for node in &all {
+        let mut n = node.clone();
+        n.identity_file = Some(enc.display().to_string());
+        pool.connect(&res.route(&n)).await.unwrap();
+    }
+    assert_eq!(prompter.1.load(std::sync::atomic::Ordering::SeqCst), 1);
 }
 
 /// Established SSH connections to node `i`'s sshd, counted in its namespace.

@@ -485,6 +485,7 @@ pub fn ssh_setup(cli: &Cli) -> (crate::ssh::pool::Pool, std::sync::Arc<crate::ss
         policy,
         prompter: std::sync::Arc::new(prompt::TtyPrompter::default()),
         use_agent: true,
+        keys: Default::default(),
     };
     (crate::ssh::pool::Pool::new(opts), std::sync::Arc::new(resolver))
 }

@@ -71,6 +71,29 @@ pub struct SshOptions {
     pub prompter: Arc<dyn Prompter>,
     /// Use the ssh-agent at `SSH_AUTH_SOCK` when there is one.
     pub use_agent: bool,
+    /// Encrypted keys decrypted in this run (a passphrase is asked once, not per node).
+    pub keys: KeyCache,
+}
+
+/// Keys decrypted so far, by file; `None` where the operator gave no passphrase.
+#[derive(Clone, Default)]
+pub struct KeyCache(
+    Arc<tokio::sync::Mutex<std::collections::HashMap<PathBuf, Option<russh::keys::PrivateKey>>>>,
+);
+
+/// Why a key file is not used, OpenSSH-style: a private key others may read.
+pub fn unprotected(path: &std::path::Path) -> Option<String> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let meta = std::fs::metadata(path).ok()?;
+    let mode = meta.permissions().mode() & 0o777;
+    // SAFETY: getuid has no preconditions.
+    let mine = meta.uid() == unsafe { libc::getuid() };
+    (mine && mode & 0o077 != 0).then(|| {
+        format!(
+            "UNPROTECTED PRIVATE KEY FILE: permissions {mode:04o} let others read it, so it is not used; `chmod 600 {}`",
+            path.display()
+        )
+    })
 }
 
 #[derive(Debug, Clone, thiserror::Error)]
@@ -321,15 +344,34 @@ impl Connection {
         // Key files first when named explicitly; agent keys first otherwise (as ssh does).
         let mut file_keys: Vec<(PathBuf, russh::keys::PrivateKey)> = vec![];
         for path in &self.target.identity_files {
+            if let Some(why) = unprotected(path) {
+                tried.push(format!("{} ({why})", path.display()));
+                continue;
+            }
             match russh::keys::load_secret_key(path, None) {
                 Ok(k) => file_keys.push((path.clone(), k)),
-                Err(russh::keys::Error::KeyIsEncrypted) => match opts.prompter.passphrase(path).await {
-                    Some(pass) => match russh::keys::load_secret_key(path, Some(&pass)) {
-                        Ok(k) => file_keys.push((path.clone(), k)),
-                        Err(e) => tried.push(format!("{} (cannot decrypt: {e})", path.display())),
-                    },
-                    None => tried.push(format!("{} (encrypted; no passphrase given)", path.display())),
-                },
+                Err(russh::keys::Error::KeyIsEncrypted) => {
+                    // One question per key file and run: the first connection asks, the
+                    // others wait for its answer.
+                    let mut cache = opts.keys.0.lock().await;
+                    if !cache.contains_key(path) {
+                        let key = match opts.prompter.passphrase(path).await {
+                            Some(pass) => match russh::keys::load_secret_key(path, Some(&pass)) {
+                                Ok(k) => Some(k),
+                                Err(e) => {
+                                    tried.push(format!("{} (cannot decrypt: {e})", path.display()));
+                                    continue;
+                                }
+                            },
+                            None => None,
+                        };
+                        cache.insert(path.clone(), key);
+                    }
+                    match cache.get(path).cloned().flatten() {
+                        Some(k) => file_keys.push((path.clone(), k)),
+                        None => tried.push(format!("{} (encrypted; no passphrase given)", path.display())),
+                    }
+                }
                 Err(e) => {
                     let missing =
                         matches!(&e, russh::keys::Error::IO(io) if io.kind() == std::io::ErrorKind::NotFound);

@@ -124,6 +124,7 @@ impl Services {
             policy,
             prompter: prompter.clone(),
             use_agent: true,
+            keys: Default::default(),
         };
         // Pane events reach the loop through one forwarder, in order.
         let (pane_events, mut rx) = mpsc::channel::<PaneEvent>(1024);
