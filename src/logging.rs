@@ -5,22 +5,19 @@
 use crate::config::LogLevel;
 use crate::paths::Paths;
 use anyhow::Context as _;
-use std::fs::OpenOptions;
 use std::sync::Mutex;
 
 pub const MAX_LOG_BYTES: u64 = 10 * 1024 * 1024;
 
 /// Start logging to the state dir's log file at `level`.
 pub fn init(paths: &Paths, level: LogLevel) -> anyhow::Result<()> {
-    std::fs::create_dir_all(&paths.state_dir)
+    crate::paths::private_dir(&paths.state_dir)
         .with_context(|| format!("cannot create the state dir {}", paths.state_dir.display()))?;
     let file = paths.log_file();
     if std::fs::metadata(&file).is_ok_and(|m| m.len() > MAX_LOG_BYTES) {
         let _ = std::fs::rename(&file, file.with_extension("log.1"));
     }
-    let out = OpenOptions::new()
-        .create(true)
-        .append(true)
+    let out = crate::paths::private_file(true)
         .open(&file)
         .with_context(|| format!("cannot open the log file {}", file.display()))?;
     tracing_subscriber::fmt()

@@ -10,12 +10,61 @@
 //! Resolution is a pure function of the environment so it can be tested without touching
 //! the process environment.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Paths {
     pub config_dir: PathBuf,
     pub state_dir: PathBuf,
+}
+
+/// A directory only its owner may enter (0700), made with its parents; an existing one
+/// with wider permissions is narrowed. State, logs and runs live in such directories.
+pub fn private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    let meta = std::fs::metadata(dir)?;
+    if meta.permissions().mode() & 0o077 != 0 {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+    }
+    Ok(())
+}
+
+/// A file for flightdeck's own writing: created 0600, never through a symbolic link (a
+/// link planted at its name makes the open fail instead of writing over its target).
+pub fn private_file(append: bool) -> std::fs::OpenOptions {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut o = std::fs::OpenOptions::new();
+    o.create(true).mode(0o600).custom_flags(libc::O_NOFOLLOW);
+    if append {
+        o.append(true);
+    } else {
+        o.read(true).write(true);
+    }
+    o
+}
+
+/// The login's home: `HOME` when set and not empty, else the password database's entry
+/// (an empty HOME must not make the working directory everybody's `~`).
+pub fn home_dir() -> Option<PathBuf> {
+    if let Some(h) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+        return Some(PathBuf::from(h));
+    }
+    // SAFETY: getpwuid returns a pointer into static storage, read at once; no other
+    // thread of flightdeck calls it.
+    unsafe {
+        let pw = libc::getpwuid(libc::getuid());
+        if pw.is_null() || (*pw).pw_dir.is_null() {
+            return None;
+        }
+        let dir = std::ffi::CStr::from_ptr((*pw).pw_dir)
+            .to_string_lossy()
+            .into_owned();
+        (!dir.is_empty()).then(|| PathBuf::from(dir))
+    }
 }
 
 impl Paths {

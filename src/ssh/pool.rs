@@ -48,9 +48,7 @@ impl Resolver {
     }
 
     pub fn from_env() -> Resolver {
-        let home = std::env::var_os("HOME")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from("/"));
+        let home = crate::paths::home_dir().unwrap_or_else(|| PathBuf::from("/"));
         Resolver::new(&home)
     }
 

@@ -266,15 +266,9 @@ impl Store {
     }
 
     fn lock(&self) -> Result<Lock, StoreError> {
-        fs::create_dir_all(&self.dir).map_err(io(&self.dir))?;
+        crate::paths::private_dir(&self.dir).map_err(io(&self.dir))?;
         let path = self.dir.join("state.lock");
-        let mut f = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .read(true)
-            .write(true)
-            .open(&path)
-            .map_err(io(&path))?;
+        let mut f = crate::paths::private_file(false).open(&path).map_err(io(&path))?;
         let start = Instant::now();
         loop {
             // SAFETY: flock on a file descriptor we own; no memory is shared.
@@ -367,11 +361,24 @@ impl Store {
         let path = self.path();
         let tmp = self.dir.join("state.json.tmp");
         let text = serde_json::to_string_pretty(state).expect("state serializes");
-        {
-            let mut f = File::create(&tmp).map_err(io(&tmp))?;
-            f.write_all(text.as_bytes()).map_err(io(&tmp))?;
-            f.write_all(b"\n").map_err(io(&tmp))?;
-            f.sync_all().map_err(io(&tmp))?;
+        // A new file of our own (whatever was at the name, a planted link included, is
+        // removed, not followed), 0600; a write that fails (a full disk) leaves none.
+        let _ = fs::remove_file(&tmp);
+        let written = (|| -> std::io::Result<()> {
+            use std::os::unix::fs::OpenOptionsExt;
+            let mut f = OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(&tmp)?;
+            f.write_all(text.as_bytes())?;
+            f.write_all(b"\n")?;
+            f.sync_all()
+        })();
+        if let Err(e) = written {
+            let _ = fs::remove_file(&tmp);
+            return Err(StoreError::Io { path: tmp, source: e });
         }
         if path.exists() {
             // Keep the last good state: a hard link is atomic and copies nothing.
@@ -554,6 +561,32 @@ mod tests {
             fs::read_to_string(store.path()).unwrap(),
             "{\"schema\": 99, \"fleets\": []}"
         );
+    }
+
+    #[test]
+    fn the_state_is_private_and_planted_links_are_not_followed() {
+        use std::os::unix::fs::PermissionsExt;
+        let base = tempfile::tempdir().unwrap();
+        let dir = base.path().join("state");
+        // An older flightdeck made it 0755.
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let victim = base.path().join("victim");
+        std::fs::write(&victim, "precious").unwrap();
+        std::os::unix::fs::symlink(&victim, dir.join("state.json.tmp")).unwrap();
+        let store = Store::new(&dir);
+        store.update(|s| s.fleets.clear()).unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&dir), 0o700);
+        assert_eq!(mode(&dir.join("state.json")), 0o600);
+        assert_eq!(mode(&dir.join("state.lock")), 0o600);
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+        assert!(!dir.join("state.json.tmp").exists());
+        // A link planted at the lock: refused, its target untouched.
+        std::fs::remove_file(dir.join("state.lock")).unwrap();
+        std::os::unix::fs::symlink(&victim, dir.join("state.lock")).unwrap();
+        assert!(store.update(|s| s.fleets.clear()).is_err());
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
     }
 
     #[test]
