@@ -124,8 +124,10 @@ pub fn run(args: &ExecArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode
                     }
                     if stream == Stream::Stderr {
                         let _ = w.flush();
+                        let text = crate::term::visible::for_stderr(&text);
                         let _ = write_prefixed(&mut stderr.lock(), &prefixes[k], &text);
                     } else {
+                        let text = crate::term::visible::for_stdout(&text);
                         let _ = write_prefixed(&mut w, &prefixes[k], &text);
                     }
                 }
@@ -222,6 +224,7 @@ fn print_collapsed(nodes: &[NodeTarget], results: &[NodeResult], out: &[(String,
             if names.len() == 1 { "" } else { "s" }
         );
         let rule = "-".repeat(title.chars().count().min(72));
+        let text = crate::term::visible::for_stdout(&text);
         let _ = write!(w, "{rule}\n{title}\n{rule}\n{text}");
     }
 }

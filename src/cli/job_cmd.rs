@@ -190,6 +190,7 @@ fn follow_and_report(
             match ev {
                 FollowEvent::Line { rank, text } => {
                     m.push_line(rank, &text);
+                    let text = crate::term::visible::for_stdout(&text);
                     let r = if prefix {
                         writeln!(stdout, "{:>width$}: {text}", nodes[rank].target.name)
                     } else {
@@ -485,6 +486,7 @@ fn logs(
     for (rank, res) in &got {
         match res {
             Ok(text) => {
+                let text = crate::term::visible::for_stdout(text);
                 for l in text.lines() {
                     let r = if prefix {
                         writeln!(out, "{:>width$}: {l}", nodes[*rank].target.name)

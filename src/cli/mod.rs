@@ -41,6 +41,11 @@ pub struct Cli {
     #[arg(long, global = true)]
     pub accept_new_host_keys: bool,
 
+    /// Pass nodes' control sequences (titles, clipboard, cursor moves) to this terminal as
+    /// they are; by default only colour passes and the rest is shown, not acted on.
+    #[arg(long, global = true)]
+    pub raw: bool,
+
     #[command(subcommand)]
     pub command: Option<Command>,
 }
@@ -412,6 +417,7 @@ pub enum ConfigCommand {
 /// Run the parsed command line; returns the process exit code.
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let paths = Paths::from_env()?;
+    crate::term::visible::set_raw(cli.raw);
     match &cli.command {
         None => run_tui(&cli, &paths),
         Some(Command::Config(c)) => config_cmd::run(c, &cli, &paths),

@@ -4,6 +4,7 @@
 
 pub mod pty;
 pub mod session;
+pub mod visible;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::buffer::Buffer;
