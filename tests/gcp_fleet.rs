@@ -549,6 +549,9 @@ async fn quota_moves_to_another_region_and_permission_errors_say_what_to_do() {
     assert!(!out.status.success(), "{err}");
     assert!(err.contains("compute.instances.create"), "{err}");
     assert!(err.contains("roles/compute.instanceAdmin.v1"), "{err}");
+    // One piece of advice, not a generic hint beside it (it named machineTypes.list).
+    assert_eq!(err.matches("permission denied").count(), 1, "{err}");
+    assert!(!err.contains("compute.machineTypes.list"), "{err}");
     assert_eq!(
         d.calls("POST", "/instances").len(),
         2,

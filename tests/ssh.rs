@@ -500,3 +500,45 @@ async fn a_nodes_channels_share_one_connection_and_a_second_opens_at_max_session
     let (_c, mut ch) = pool.exec(&route, "echo again").await.unwrap();
     assert_eq!(read_to_end(&mut ch).await.0, "again\n");
 }
+
+/// A host that accepts the TCP connection but never sends its SSH banner: the error
+/// says how long one attempt waited, how many were made and how long all took.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_host_times_out_and_the_message_counts_the_attempts() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let hold = tokio::spawn(async move {
+        let mut held = vec![];
+        while let Ok((s, _)) = listener.accept().await {
+            held.push(s);
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let known = dir.path().join("known_hosts");
+    let pool = Pool::new(opts(&known, HostKeyPolicy::Refuse));
+    let res = Resolver::new(dir.path());
+    let node = NodeTarget {
+        index: 0,
+        name: "silent".into(),
+        host: "127.0.0.1".into(),
+        port: Some(port),
+        user: Some("root".into()),
+        identity_file: None,
+        proxy_jump: None,
+        internal_ip: None,
+    };
+    let mut route = res.route(&node);
+    route.target.connect_timeout = std::time::Duration::from_millis(400);
+    let e = pool
+        .connect(&route)
+        .await
+        .err()
+        .expect("no banner, no connection");
+    let msg = e.to_string();
+    assert!(matches!(e, SshError::Timeout { attempts: 3, .. }), "{msg}");
+    assert!(
+        msg.contains("connection timed out after 400ms (each of 3 attempts;"),
+        "{msg}"
+    );
+    hold.abort();
+}

@@ -95,11 +95,32 @@ pub enum NcclProfile {
 
 /// `env` as dstack takes it: a list of `KEY=VALUE` (or bare `KEY`, taken from the
 /// environment flightdeck runs in), or a mapping.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(untagged)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum EnvSpec {
     List(Vec<String>),
     Map(BTreeMap<String, EnvValue>),
+}
+
+// By hand rather than `untagged`: a wrong value is reported at its own line and column
+// with what `env` takes ("data did not match any variant" told neither).
+impl<'de> Deserialize<'de> for EnvSpec {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::value::{MapAccessDeserializer, SeqAccessDeserializer};
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = EnvSpec;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a list of `KEY=VALUE` (or `KEY`) strings, or a mapping of KEY: value")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> Result<EnvSpec, A::Error> {
+                Vec::<String>::deserialize(SeqAccessDeserializer::new(seq)).map(EnvSpec::List)
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<EnvSpec, A::Error> {
+                BTreeMap::<String, EnvValue>::deserialize(MapAccessDeserializer::new(map)).map(EnvSpec::Map)
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -544,6 +565,17 @@ mod tests {
 
     #[test]
     fn errors_point_at_the_field() {
+        // A wrong env is placed at its value and says what env takes.
+        let e = errors("type: task\nname: j\nfleet: f\nenv: 5\ncommands: [x]\n");
+        assert_eq!(
+            e,
+            vec!["job.yaml:4:6: env: invalid type: integer `5`, expected a list of `KEY=VALUE` (or `KEY`) strings, or a mapping of KEY: value"]
+        );
+        let e = errors("type: task\nname: j\nfleet: f\nenv:\n  - A=1\n  - [x]\ncommands: [x]\n");
+        assert_eq!(
+            e,
+            vec!["job.yaml:6:5: env[1]: invalid type: sequence, expected a string"]
+        );
         let e = errors("type: task\nname: j\nfleet: f\ncomands: [x]\n");
         assert!(
             e[0].starts_with("job.yaml:4:1: unknown field `comands`, expected one of `type`"),

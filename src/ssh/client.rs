@@ -96,12 +96,28 @@ pub fn unprotected(path: &std::path::Path) -> Option<String> {
     })
 }
 
+/// `` or ` (each of 3 attempts; 45s in all)`.
+fn tries(attempts: u32, total: Duration) -> String {
+    if attempts > 1 {
+        format!(" (each of {attempts} attempts; {}s in all)", total.as_secs())
+    } else {
+        String::new()
+    }
+}
+
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum SshError {
     #[error("{target}: cannot connect: {reason}")]
     Connect { target: String, reason: String },
-    #[error("{target}: connection timed out after {after:?}")]
-    Timeout { target: String, after: Duration },
+    #[error("{target}: connection timed out after {after:?}{}", tries(*attempts, *total))]
+    Timeout {
+        target: String,
+        /// How long one attempt waited.
+        after: Duration,
+        /// How many attempts were made, and how long they took together.
+        attempts: u32,
+        total: Duration,
+    },
     #[error("{target}: HOST KEY CHANGED: the server offers {offered}, but {file}:{line} records {known} for it. It may be a reinstalled machine, or someone in the middle. Refusing to connect; if the change is expected, remove that line.")]
     HostKeyChanged {
         target: String,
@@ -303,6 +319,8 @@ impl Connection {
                 return Err(SshError::Timeout {
                     target: label,
                     after: target.connect_timeout,
+                    attempts: 1,
+                    total: target.connect_timeout,
                 })
             }
             Ok(Err(e)) => {

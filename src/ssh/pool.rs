@@ -272,12 +272,28 @@ impl Pool {
     /// [`CONNECT_ATTEMPTS`] times; a host key or authentication failure is final at once.
     pub async fn connect(&self, route: &Route) -> Result<Connection, SshError> {
         let mut attempt = 1;
+        let start = tokio::time::Instant::now();
         loop {
             match self.connect_once(route).await {
                 Err(e) if attempt < CONNECT_ATTEMPTS && transient(&e) => {
                     tracing::info!("{e}; trying again ({attempt}/{CONNECT_ATTEMPTS})");
                     tokio::time::sleep(Duration::from_millis(250 * attempt as u64)).await;
                     attempt += 1;
+                }
+                // The last failure says how often and how long it was tried.
+                Err(SshError::Timeout { target, after, .. }) => {
+                    return Err(SshError::Timeout {
+                        target,
+                        after,
+                        attempts: attempt,
+                        total: start.elapsed(),
+                    })
+                }
+                Err(SshError::Connect { target, reason }) if attempt > 1 => {
+                    return Err(SshError::Connect {
+                        target,
+                        reason: format!("{reason} ({attempt} attempts in {}s)", start.elapsed().as_secs()),
+                    })
                 }
                 result => return result,
             }

@@ -288,10 +288,18 @@ impl Gcp {
                         }
                         Failure::GlobalQuota | Failure::Permission | Failure::Other => {
                             let what = advice(&error, failure, &self.compute.project);
-                            let mut msg = format!("{}: {error}", c.describe());
-                            if !what.is_empty() {
-                                msg.push_str(&format!("\n  what to do: {what}"));
-                            }
+                            // With advice of its own, the error is only its code and
+                            // message (its generic hint would say the same, less well).
+                            let msg = if what.is_empty() {
+                                format!("{}: {error}", c.describe())
+                            } else {
+                                format!(
+                                    "{}: {}: {}\n  what to do: {what}",
+                                    c.describe(),
+                                    error.code(),
+                                    error.message()
+                                )
+                            };
                             outcome = Err(msg);
                             break;
                         }
