@@ -130,3 +130,52 @@ fn nccl_and_job_values_arrive_literally() {
     assert!(stdout.contains("last line ran as a command"), "{stdout}{err}");
     assert!(stdout.matches("__FD_COMMANDS__").count() >= 2, "{stdout}");
 }
+
+/// A job file from a shared repository takes local files only from its own folder (links
+/// inside an uploaded folder are refused); the operator can say yes on the command line.
+#[test]
+fn job_files_stay_in_the_job_folder_unless_the_operator_says_so() {
+    let home = tempfile::tempdir().unwrap();
+    let local = Path::new(env!("CARGO_MANIFEST_DIR")).join("fleets/local.yaml");
+    assert!(
+        flightdeck(home.path(), &["fleet", "apply", local.to_str().unwrap(), "--yes"])
+            .status
+            .success()
+    );
+    std::fs::write(home.path().join("secret.txt"), "not for the nodes\n").unwrap();
+    let dir = home.path().join("repo");
+    std::fs::create_dir_all(dir.join("data")).unwrap();
+    let file = dir.join("job.yaml");
+    let write = |files: &str| {
+        std::fs::write(
+            &file,
+            format!("type: task\nname: outside\nfleet: local\nfiles: [{files}]\ncommands:\n  - ls\n"),
+        )
+        .unwrap();
+    };
+    write("\"../secret.txt:s.txt\"");
+    let out = flightdeck(home.path(), &["job", "run", file.to_str().unwrap()]);
+    let err = text(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("files.0: `../secret.txt` is outside the job file's folder")
+            && err.contains("--files-outside"),
+        "{err}"
+    );
+    let out = flightdeck(
+        home.path(),
+        &["job", "run", file.to_str().unwrap(), "--files-outside"],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("s.txt"), "{}", text(&out.stdout));
+    // A link inside an uploaded folder is not followed off the machine.
+    std::os::unix::fs::symlink(home.path().join("secret.txt"), dir.join("data/innocent.txt")).unwrap();
+    write("data");
+    let out = flightdeck(home.path(), &["job", "run", file.to_str().unwrap()]);
+    let err = text(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("innocent.txt is a symbolic link: not uploaded"),
+        "{err}"
+    );
+}

@@ -22,7 +22,16 @@ pub fn run(c: &JobCommand, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode>
             detach,
             stop_on_failure,
             no_preflight,
-        } => run_job(file, *detach, *stop_on_failure, *no_preflight, cli, paths),
+            files_outside,
+        } => run_job(
+            file,
+            *detach,
+            *stop_on_failure,
+            *no_preflight,
+            *files_outside,
+            cli,
+            paths,
+        ),
         JobCommand::List { json } => list(*json, cli, paths),
         JobCommand::Show { name, json } => show(name, *json, cli, paths),
         JobCommand::Logs {
@@ -63,6 +72,7 @@ fn run_job(
     detach: bool,
     stop_on_failure: bool,
     no_preflight: bool,
+    files_outside: bool,
     cli: &Cli,
     paths: &Paths,
 ) -> anyhow::Result<ExitCode> {
@@ -86,6 +96,7 @@ fn run_job(
         transport: transport.clone(),
         spec,
         preflight: !no_preflight,
+        files_outside,
     };
     let rt = super::fleet_cmd::runtime()?;
     let store = Store::new(&paths.state_dir);

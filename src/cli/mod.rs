@@ -354,6 +354,9 @@ pub enum JobCommand {
         /// Skip the check of the nodes' GPUDirect pieces before the job starts.
         #[arg(long)]
         no_preflight: bool,
+        /// Upload `files:` from outside the job file's folder too (refused otherwise).
+        #[arg(long)]
+        files_outside: bool,
     },
     /// List jobs with state, nodes, duration and exit codes.
     List {

@@ -74,7 +74,15 @@ pub fn expand(u: &Upload) -> std::io::Result<Vec<(std::path::PathBuf, String)>> 
         for e in entries {
             let name = e.file_name().to_string_lossy().into_owned();
             let r = format!("{rel}/{name}");
-            if e.file_type()?.is_dir() {
+            let kind = e.file_type()?;
+            if kind.is_symlink() {
+                // A link inside an uploaded folder could point anywhere on this machine.
+                return Err(std::io::Error::other(format!(
+                    "{} is a symbolic link: not uploaded (copy what it points to into the folder, or name it in files:)",
+                    e.path().display()
+                )));
+            }
+            if kind.is_dir() {
                 walk(&e.path(), &r, out)?;
             } else {
                 out.push((e.path(), r));

@@ -370,6 +370,8 @@ pub struct Target {
     pub spec: Option<crate::fleet::FleetSpec>,
     /// Check the GPUDirect pieces of every node first ([`crate::bootstrap::preflight`]).
     pub preflight: bool,
+    /// Upload `files:` from outside the job file's folder too (the operator said so).
+    pub files_outside: bool,
 }
 
 /// Start `job` on `target`: record it in the store first (so a crash from then on
@@ -384,6 +386,14 @@ pub async fn start(
     progress: &(dyn Fn(String) + Sync),
 ) -> Result<(crate::store::JobRecord, Vec<JobNode>), String> {
     use crate::store::{self, JobRecord, RunNode};
+    if !job.outside.is_empty() && !target.files_outside {
+        return Err(job
+            .outside
+            .iter()
+            .map(|d| d.to_string())
+            .collect::<Vec<_>>()
+            .join("\n"));
+    }
     let want = job.spec.nodes.map_or(target.nodes.len(), |n| n as usize);
     if want > target.nodes.len() {
         return Err(format!(

@@ -187,6 +187,10 @@ pub struct Job {
     pub uploads: Vec<Upload>,
     pub patterns: Vec<super::metrics::Pattern>,
     pub warnings: Vec<Diagnostic>,
+    /// `files:` whose local path is outside the job file's folder (itself, or through a
+    /// link): not uploaded unless the operator says so (`job run --files-outside`), as a
+    /// job file from a shared repository could otherwise carry any local file away.
+    pub outside: Vec<Diagnostic>,
 }
 
 impl Job {
@@ -259,6 +263,7 @@ pub fn parse(
         file,
         text,
         out: vec![],
+        outside: vec![],
     };
     let job = c.check(spec, lookup);
     if c.out.iter().any(|d| d.severity == Severity::Error) {
@@ -266,6 +271,7 @@ pub fn parse(
     }
     let mut job = job.expect("no errors means a job");
     job.warnings = c.out;
+    job.outside = c.outside;
     Ok(job)
 }
 
@@ -273,6 +279,7 @@ struct Checker<'a> {
     file: &'a Path,
     text: &'a str,
     out: Vec<Diagnostic>,
+    outside: Vec<Diagnostic>,
 }
 
 /// Environment variable names: a letter or `_`, then letters, digits, `_`.
@@ -384,6 +391,14 @@ impl Checker<'_> {
                 );
             }
         }
+        if let Some(w) = &spec.working_dir {
+            if w.split('/').any(|p| p == "..") {
+                self.error(
+                    &["working_dir"],
+                    format!("`{w}`: expected a path on the node without `..` (it would leave the job's directory)"),
+                );
+            }
+        }
         for field in IGNORED {
             if yaml::locate(self.text, &[field]).is_some() {
                 self.push(
@@ -402,6 +417,7 @@ impl Checker<'_> {
             uploads,
             patterns,
             warnings: vec![],
+            outside: vec![],
         })
     }
 
@@ -452,6 +468,12 @@ impl Checker<'_> {
 
     fn uploads(&mut self, spec: &JobSpec) -> Vec<Upload> {
         let base = self.file.parent().unwrap_or(Path::new("."));
+        let base = if base.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            base
+        };
+        let base_real = base.canonicalize().ok();
         let mut out = vec![];
         for (i, f) in spec.files.iter().flatten().enumerate() {
             let (local, remote) = match f {
@@ -469,6 +491,22 @@ impl Checker<'_> {
                     format!("`{local}` does not exist (looked for {})", local_path.display()),
                 );
                 continue;
+            }
+            let inside = match (local_path.canonicalize(), &base_real) {
+                (Ok(p), Some(b)) => p.starts_with(b),
+                _ => false,
+            };
+            if !inside {
+                self.outside.push(Diagnostic::at(
+                    self.file,
+                    self.text,
+                    Severity::Error,
+                    &["files", &idx],
+                    format!(
+                        "`{local}` is outside the job file's folder {} (a job file could carry any local file off this machine): `flightdeck job run --files-outside` takes it",
+                        base.display()
+                    ),
+                ));
             }
             if remote.is_empty() || remote.split('/').any(|p| p == "..") {
                 self.error(
@@ -627,5 +665,32 @@ mod tests {
         assert!(job.uploads.iter().all(|u| u.local == dir.path().join("train.py")));
         let bad = "type: task\nname: j\nfleet: f\ncommands: [x]\nfiles: ['train.py:../x']\n";
         assert!(parse(&file, bad, &no_env).is_err());
+        assert!(job.outside.is_empty());
+    }
+
+    #[test]
+    fn working_dir_stays_in_and_files_outside_the_folder_are_marked() {
+        let e = errors("type: task\nname: j\nfleet: f\ncommands: [x]\nworking_dir: ../../../../x\n");
+        assert_eq!(
+            e,
+            vec!["job.yaml:5:1: working_dir: `../../../../x`: expected a path on the node without `..` (it would leave the job's directory)"]
+        );
+        let top = tempfile::tempdir().unwrap();
+        let dir = top.path().join("repo");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(top.path().join("secret"), "s").unwrap();
+        std::fs::write(dir.join("ok.py"), "print(1)\n").unwrap();
+        // A link in the folder to a file outside it counts as outside too.
+        std::os::unix::fs::symlink(top.path().join("secret"), dir.join("link")).unwrap();
+        let file = dir.join("job.yaml");
+        let text = "type: task\nname: j\nfleet: f\ncommands: [x]\nfiles:\n  - ok.py\n  - ../secret:secret\n  - link\n";
+        let job = parse(&file, text, &no_env).unwrap();
+        let outside: Vec<String> = job.outside.iter().map(|d| d.to_string()).collect();
+        assert_eq!(outside.len(), 2, "{outside:?}");
+        assert!(
+            outside[0].contains("job.yaml:7:5: files.1: `../secret` is outside the job file's folder"),
+            "{outside:?}"
+        );
+        assert!(outside[1].contains("files.2: `link` is outside"), "{outside:?}");
     }
 }

@@ -312,6 +312,8 @@ pub async fn run(
                 .and_then(|f| crate::fleet::load(f).ok())
                 .map(|f| f.spec),
             preflight: true,
+            // The cockpit has no way to say yes to each: such files need the CLI.
+            files_outside: false,
         };
         let progress = |m: String| tracing::info!("job {}: {m}", job.name);
         let (record, _) = remote::start(&Store::new(&dir), &job, target, false, &progress).await?;
