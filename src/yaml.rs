@@ -28,6 +28,12 @@ impl fmt::Display for YamlError {
     }
 }
 
+/// The largest YAML file flightdeck reads (fleets, jobs, config, themes are a few KiB).
+pub const MAX_BYTES: u64 = 1 << 20;
+/// The deepest nesting of flow collections (`[`, `{`) or block indentation (in levels of
+/// two columns) a document may have; serde_yaml would take long to fail on more.
+pub const MAX_DEPTH: usize = 64;
+
 /// Parse `text` (the contents of `file`) into `T`.
 ///
 /// A document that is empty or holds only comments parses as `T::default()`.
@@ -35,18 +41,89 @@ pub fn from_str<T: DeserializeOwned + Default>(file: &Path, text: &str) -> Resul
     if is_blank(text) {
         return Ok(T::default());
     }
+    check_depth(file, text)?;
     serde_yaml::from_str(text).map_err(|e| convert(file, &e))
+}
+
+/// Read a YAML file's text: at most [`MAX_BYTES`] (a device or a huge file is refused
+/// without reading it all), UTF-8; errors name the file.
+pub fn read_text(file: &Path) -> Result<String, YamlError> {
+    use std::io::Read;
+    let err = |message: String| YamlError {
+        file: file.to_path_buf(),
+        line: None,
+        column: None,
+        message,
+    };
+    let f = std::fs::File::open(file).map_err(|e| err(format!("cannot read: {e}")))?;
+    let mut bytes = vec![];
+    f.take(MAX_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| err(format!("cannot read: {e}")))?;
+    if bytes.len() as u64 > MAX_BYTES {
+        return Err(err(format!(
+            "larger than {} KiB: not a file flightdeck reads (fleet, job, config and theme files are small)",
+            MAX_BYTES / 1024
+        )));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        err(format!(
+            "not UTF-8 text (at byte {})",
+            e.utf8_error().valid_up_to()
+        ))
+    })
 }
 
 /// Read and parse a file; I/O errors name the file.
 pub fn from_file<T: DeserializeOwned + Default>(file: &Path) -> Result<T, YamlError> {
-    let text = std::fs::read_to_string(file).map_err(|e| YamlError {
-        file: file.to_path_buf(),
-        line: None,
-        column: None,
-        message: format!("cannot read: {e}"),
-    })?;
+    let text = read_text(file)?;
     from_str(file, &text)
+}
+
+/// Refuse a document nested deeper than [`MAX_DEPTH`], at the place it gets too deep.
+pub fn check_depth(file: &Path, text: &str) -> Result<(), YamlError> {
+    let too_deep = |line: usize, column: usize| YamlError {
+        file: file.to_path_buf(),
+        line: Some(line),
+        column: Some(column),
+        message: format!("nested deeper than {MAX_DEPTH} levels: not a file flightdeck reads"),
+    };
+    let mut depth = 0usize;
+    for (n, l) in text.lines().enumerate() {
+        let indent = l.len() - l.trim_start_matches(' ').len();
+        if indent / 2 > MAX_DEPTH {
+            return Err(too_deep(n + 1, indent + 1));
+        }
+        let mut quote: Option<char> = None;
+        let mut prev = ' ';
+        for (col, c) in l.chars().enumerate() {
+            match (quote, c) {
+                (Some(q), c) if c == q => quote = None,
+                (Some(_), _) => {}
+                (None, '#') if prev == ' ' || col == 0 => break,
+                (None, '"' | '\'')
+                    if prev == ' '
+                        || prev == '['
+                        || prev == '{'
+                        || prev == ','
+                        || prev == ':'
+                        || col == 0 =>
+                {
+                    quote = Some(c)
+                }
+                (None, '[' | '{') => {
+                    depth += 1;
+                    if depth > MAX_DEPTH {
+                        return Err(too_deep(n + 1, col + 1));
+                    }
+                }
+                (None, ']' | '}') => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+            prev = c;
+        }
+    }
+    Ok(())
 }
 
 fn is_blank(text: &str) -> bool {
@@ -239,6 +316,28 @@ pub fn locate_item(text: &str, path: &[&str], index: usize) -> Option<(usize, us
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn huge_and_deep_documents_are_refused_quickly() {
+        let e = read_text(Path::new("/dev/zero")).unwrap_err();
+        assert!(
+            e.to_string().starts_with("/dev/zero: larger than 1024 KiB"),
+            "{e}"
+        );
+        let deep = format!("a: {}1{}\n", "[".repeat(100_000), "]".repeat(100_000));
+        let e = from_str::<std::collections::BTreeMap<String, serde_yaml::Value>>(Path::new("d.yaml"), &deep)
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "d.yaml:1:68: nested deeper than 64 levels: not a file flightdeck reads"
+        );
+        // Brackets in quotes and comments do not count.
+        let ok = format!("a: '{}'\n# {}\nb: [[1]]\n", "[".repeat(100), "{".repeat(100));
+        assert!(
+            from_str::<std::collections::BTreeMap<String, serde_yaml::Value>>(Path::new("o.yaml"), &ok)
+                .is_ok()
+        );
+    }
     use serde::Deserialize;
 
     #[derive(Debug, Default, Deserialize)]

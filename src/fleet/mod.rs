@@ -252,15 +252,7 @@ impl Fleet {
 /// Read, parse and validate a fleet file. `Err` holds at least one error (and any
 /// warnings found before it).
 pub fn load(file: &Path) -> Result<Fleet, Vec<Diagnostic>> {
-    let text = std::fs::read_to_string(file).map_err(|e| {
-        vec![Diagnostic {
-            file: file.to_path_buf(),
-            line: None,
-            column: None,
-            severity: Severity::Error,
-            message: format!("cannot read: {e}"),
-        }]
-    })?;
+    let text = yaml::read_text(file).map_err(|e| vec![Diagnostic::from(e)])?;
     parse(file, &text)
 }
 
@@ -291,6 +283,9 @@ struct Validator<'a> {
     text: &'a str,
     out: Vec<Diagnostic>,
 }
+
+/// The most nodes a fleet may have.
+pub const MAX_NODES: u64 = 1024;
 
 /// GCP resource names: a lowercase letter, then lowercase letters, digits and hyphens,
 /// not ending in a hyphen. Kept to 40 characters so node and resource suffixes fit in 63.
@@ -571,6 +566,14 @@ impl Validator<'_> {
             if n.min.is_none() {
                 self.error(&["nodes"], format!("{n}: a GCP fleet needs a minimum node count"));
             }
+            if n.min.into_iter().chain(n.max).any(|m| m > MAX_NODES) {
+                self.error(
+                    &["nodes"],
+                    format!(
+                        "{n}: at most {MAX_NODES} nodes per fleet (Google's GPU quotas and compact placement groups are far smaller; split a larger cluster into fleets)"
+                    ),
+                );
+            }
         }
         if let Some(d) = s.flex_start {
             if !(600..=604_800).contains(&d.0) {
@@ -743,6 +746,17 @@ mod tests {
             .filter(|d| d.severity == Severity::Error)
             .map(|d| d.to_string())
             .collect()
+    }
+
+    #[test]
+    fn a_million_nodes_is_refused_before_any_plan() {
+        let e = errors("type: fleet\nname: a\nnodes: 1000000\ninstance_types: [a3-megagpu-8g]\n");
+        assert!(
+            e.iter()
+                .any(|m| m.starts_with("f.yaml:3:1: nodes: 1000000: at most 1024 nodes per fleet")),
+            "{e:?}"
+        );
+        assert!(errors("type: fleet\nname: a\nnodes: 1024\ninstance_types: [a3-megagpu-8g]\n").is_empty());
     }
 
     #[test]

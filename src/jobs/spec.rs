@@ -240,15 +240,7 @@ const IGNORED: &[&str] = &[
 /// Read, parse and check a job file. `lookup` resolves bare `env` keys (the process
 /// environment in real use).
 pub fn load(file: &Path, lookup: &dyn Fn(&str) -> Option<String>) -> Result<Job, Vec<Diagnostic>> {
-    let text = std::fs::read_to_string(file).map_err(|e| {
-        vec![Diagnostic {
-            file: file.to_path_buf(),
-            line: None,
-            column: None,
-            severity: Severity::Error,
-            message: format!("cannot read: {e}"),
-        }]
-    })?;
+    let text = yaml::read_text(file).map_err(|e| vec![Diagnostic::from(e)])?;
     parse(file, &text, lookup)
 }
 

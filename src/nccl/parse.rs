@@ -421,6 +421,14 @@ fn decode_version_code(code: u32) -> Option<String> {
     }
 }
 
+/// The most rows a test keeps (a sweep has a few dozen sizes; a log that goes on beyond
+/// this repeats itself, and its rows still stream out as events).
+pub const MAX_ROWS: usize = 4096;
+/// The most devices a test keeps (ranks listed in its header).
+pub const MAX_DEVICES: usize = 16_384;
+/// The most finished tests kept; later ones still stream out as events.
+pub const MAX_REPORTS: usize = 1024;
+
 /// The streaming parser. See the module docs.
 #[derive(Debug, Default)]
 pub struct Parser {
@@ -604,7 +612,9 @@ impl Parser {
             nccl_version: done.nccl_version.clone(),
             ..Report::default()
         };
-        self.finished.push(done);
+        if self.finished.len() < MAX_REPORTS {
+            self.finished.push(done);
+        }
         self.current = next;
         self.layout = None;
         self.in_table = false;
@@ -614,7 +624,9 @@ impl Parser {
 
     fn add_row(&mut self, row: Row, events: &mut Vec<Event>) {
         self.in_table = true;
-        self.current.rows.push(row.clone());
+        if self.current.rows.len() < MAX_ROWS {
+            self.current.rows.push(row.clone());
+        }
         events.push(Event::Row(row));
     }
 
@@ -665,7 +677,9 @@ impl Parser {
         } else if let Some(rest) = body.strip_prefix("NCCL version ") {
             self.explicit_version(rest, events);
         } else if let Some(device) = parse_device(body) {
-            self.current.devices.push(device.clone());
+            if self.current.devices.len() < MAX_DEVICES {
+                self.current.devices.push(device.clone());
+            }
             events.push(Event::Device(device));
         } else if let Some(rest) = body.strip_prefix("Out of bounds values") {
             let mut words = rest.trim_start_matches([' ', ':']).split_whitespace();

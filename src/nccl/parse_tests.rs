@@ -533,3 +533,31 @@ fn version_codes_decode() {
         "NCCL version 2.28.9+cuda13.0\n# nccl-tests version 2.19.6 nccl-headers=22809 nccl-library=22809\n";
     assert_eq!(one(text).nccl_version.as_deref(), Some("2.28.9+cuda13.0"));
 }
+
+#[test]
+fn a_log_of_any_length_is_read_in_bounded_memory() {
+    // 3000 tests one after another (about 100k rows, 15 MB), then one test whose table
+    // never ends: what the parser keeps stays under its caps, and every row still
+    // streams out as an event.
+    let mut p = Parser::new();
+    let mut rows_seen = 0usize;
+    for _ in 0..3000 {
+        rows_seen += p
+            .push_str(ALL_REDUCE)
+            .iter()
+            .filter(|e| matches!(e, Event::Row(_)))
+            .count();
+    }
+    let one_test_rows = one(ALL_REDUCE).rows.len();
+    assert_eq!(rows_seen, 3000 * one_test_rows);
+    let reports = p.reports();
+    assert!(reports.len() <= MAX_REPORTS + 1, "{}", reports.len());
+    let row = ALL_REDUCE
+        .lines()
+        .find(|l| l.trim_start().starts_with("8589934592"))
+        .expect("a row of the fixture");
+    let endless = format!("{row}\n").repeat(MAX_ROWS + 500);
+    p.push_str(&endless);
+    let last = p.report();
+    assert_eq!(last.rows.len(), MAX_ROWS);
+}

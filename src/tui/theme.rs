@@ -222,12 +222,7 @@ impl Theme {
     pub fn load(name: &str, paths: &Paths, monochrome: bool) -> Result<Theme, ThemeError> {
         let user = paths.user_theme(name);
         let mut theme = if user.is_file() {
-            let text = std::fs::read_to_string(&user).map_err(|e| YamlError {
-                file: user.clone(),
-                line: None,
-                column: None,
-                message: format!("cannot read: {e}"),
-            })?;
+            let text = crate::yaml::read_text(&user)?;
             Theme::parse(name, &user, &text)?
         } else if let Some(t) = Theme::embedded(name) {
             t?
