@@ -143,6 +143,14 @@ pub fn check(files: &[PathBuf], host: &str, port: u16, key: &PublicKey) -> Verdi
     }
 }
 
+/// A public key from its base64 (the second field of a known_hosts line).
+///
+/// # Panics
+/// On text that is not a key: for fixed keys (tests, fuzz targets).
+pub fn parse_key(b64: &str) -> PublicKey {
+    russh::keys::parse_public_key_base64(b64).expect("a public key in base64")
+}
+
 /// Append `host:port key` to `file` (created with its directory, mode 0600).
 pub fn learn(file: &Path, host: &str, port: u16, key: &PublicKey) -> std::io::Result<()> {
     if let Some(dir) = file.parent() {
