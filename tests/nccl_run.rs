@@ -337,3 +337,47 @@ fn local_runs_are_judged_kept_and_compared() {
     assert_eq!(judged["verdict"]["grade"], "pass");
     assert_eq!(judged["peak_busbw"], 347.71);
 }
+
+/// The fault matrix's "a node killed during an NCCL run": the node's sshd and everything
+/// it runs are killed mid-run; the follower ends (no hang), says which node was lost,
+/// and the history keeps the run with the rows that had arrived.
+#[test]
+fn a_node_killed_mid_run_is_reported_and_the_run_kept() {
+    let Some(mut tb) = Testbed::new(1, 0) else { return };
+    let home = tempfile::tempdir().unwrap();
+    tb.apply_fleet(home.path(), "tb");
+    let dir = nccl_tests_double(&home.path().join("nt"), 0, "0.05");
+    let follower = Command::new(env!("CARGO_BIN_EXE_flightdeck"))
+        .args([
+            "nccl",
+            "run",
+            "tb",
+            "--nccl-tests-dir",
+            dir.to_str().unwrap(),
+            "-g",
+            "2",
+        ])
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", home.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    tb.kill_sshd(0);
+    let out = follower.wait_with_output().unwrap();
+    let err = text(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("tb-0"), "the lost node is named: {err}");
+    let h = fd(home.path(), &["nccl", "history", "--json"]);
+    let h: serde_json::Value = serde_json::from_slice(&h.stdout).unwrap();
+    let runs = h.as_array().unwrap();
+    assert_eq!(runs.len(), 1, "{h}");
+    // Judged as the failure it is, not by the rows that came before the loss.
+    assert_eq!(runs[0]["verdict"], "fail", "{h}");
+    assert!(
+        runs[0]["peak_busbw"].as_f64().is_some(),
+        "the rows that arrived are kept: {h}"
+    );
+}

@@ -107,7 +107,31 @@ impl SavedRun {
             }
         }
         let nodes = u32::try_from(self.nodes.len()).ok().filter(|n| *n > 0);
-        self.verdict = Some(super::expect::judge(report, self.machine_type.as_deref(), nodes));
+        let mut verdict = super::expect::judge(report, self.machine_type.as_deref(), nodes);
+        // A run a node did not finish (it failed, or was lost: 255) is a failed run,
+        // whatever its first rows measured.
+        let failed: Vec<i32> = codes.iter().flatten().copied().filter(|c| *c != 0).collect();
+        let unfinished = !report.concluded && report.avg_busbw.is_none();
+        if unfinished && codes.iter().any(Option::is_none) && failed.is_empty() {
+            verdict.grade = super::expect::Grade::Fail;
+            verdict.reason = format!(
+                "the run did not finish: no exit code came back from a node (lost: its connection or the node died) after {} row(s)",
+                report.rows.len()
+            );
+        }
+        if let Some(worst) = failed.iter().max() {
+            verdict.grade = super::expect::Grade::Fail;
+            verdict.reason = format!(
+                "the run did not finish: a node ended with exit {worst}{} after {} row(s)",
+                if *worst == crate::exec::UNREACHABLE {
+                    " (lost: its connection or the node died)"
+                } else {
+                    ""
+                },
+                report.rows.len()
+            );
+        }
+        self.verdict = Some(verdict);
     }
 
     /// `pass`, `warn`, `fail`, `unknown`, or `-` without a verdict.
