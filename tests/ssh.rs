@@ -542,3 +542,31 @@ async fn a_silent_host_times_out_and_the_message_counts_the_attempts() {
     );
     hold.abort();
 }
+
+/// The fault matrix's "the bastion dropped and back": commands through it fail at once
+/// with the reason (no hang), and once it is back the same pool reaches every node again
+/// (the dead jump connection is replaced).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_bastion_dropped_and_back() {
+    let Some(mut tb) = Testbed::new(2, 0) else { return };
+    let pool = Pool::new(opts(&tb.known_hosts, HostKeyPolicy::Refuse));
+    let res = resolver(&tb);
+    let all = nodes(&tb);
+    let events = run_all(pool.clone(), res.clone(), all.clone(), "echo up").await;
+    for i in 0..2 {
+        assert_eq!(done(&events, i).code, 0);
+    }
+    tb.kill_bastion();
+    let events = run_all(pool.clone(), res.clone(), all.clone(), "echo up").await;
+    for i in 0..2 {
+        let r = done(&events, i);
+        assert_eq!(r.code, exec::UNREACHABLE, "{r:?}");
+        assert!(r.error.is_some(), "the reason is given");
+    }
+    tb.start_bastion();
+    let events = run_all(pool.clone(), res.clone(), all.clone(), "echo back").await;
+    for i in 0..2 {
+        assert_eq!(done(&events, i).code, 0, "{:?}", done(&events, i));
+        assert_eq!(stdout(&events, i), vec!["back"]);
+    }
+}

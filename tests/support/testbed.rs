@@ -385,6 +385,17 @@ impl Testbed {
         self.nodes[i].stop_sshd();
     }
 
+    /// The bastion drops: its sshd and every session through it are killed.
+    pub fn kill_bastion(&mut self) {
+        self.bastion.stop_sshd();
+    }
+
+    /// The bastion is back.
+    pub fn start_bastion(&mut self) {
+        self.bastion.start_sshd().unwrap();
+        self.bastion.wait_listening().unwrap();
+    }
+
     pub fn start_sshd(&mut self, i: usize) {
         self.nodes[i].start_sshd().unwrap();
         self.nodes[i].wait_listening().unwrap();
