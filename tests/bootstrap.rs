@@ -485,3 +485,51 @@ fn on_cos_nodes_runs_and_jobs_go_into_the_tcpx_container() {
         .iter()
         .any(|l| l.starts_with("container nvcr.io/nvidia/pytorch:24.04-py3: NCCL_NET=GPUDirectTCPX_v7")));
 }
+
+/// The fault matrix's "SIGKILL of flightdeck mid-bootstrap, then the same command again":
+/// the operator's flightdeck dies while a node builds nccl-tests; the next run finishes
+/// that step and redoes nothing before it.
+#[test]
+fn flightdeck_killed_mid_bootstrap_then_run_again_finishes() {
+    let Some(tb) = Testbed::new_machines(1, 0) else {
+        return;
+    };
+    let home = tempfile::tempdir().unwrap();
+    tb.apply_fleet(home.path(), "lab");
+    fault(&tb, 0, "sleep", "make", Some("5"));
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_flightdeck"))
+        .args(["fleet", "bootstrap", "lab", "--flavour", "rdma"])
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", home.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while !calls(&tb, 0).iter().any(|c| c.starts_with("make -C")) {
+        assert!(start.elapsed() < Duration::from_secs(30), "make never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    fault(&tb, 0, "sleep", "make", None);
+    // The node's script may go on without its flightdeck (a session without a terminal
+    // is not hung up): the next run waits for it (one bootstrap at a time per node), then
+    // finds its steps done.
+    let before = calls(&tb, 0).len();
+    let (ok, err) = bootstrap(home.path(), &["lab", "--flavour", "rdma"]);
+    assert!(ok, "{err}");
+    for step in ["apt-repos", "nccl-gib", "ld-so-conf", "memlock", "nccl-env"] {
+        assert!(
+            err.contains(&format!("lab-0: {step}: done already")),
+            "{step}: {err}"
+        );
+    }
+    assert!(err.contains("lab-0: nccl-tests: done"), "{err}");
+    let new = calls(&tb, 0)[before..].to_vec();
+    assert!(
+        !new.iter().any(|c| c.starts_with("apt-get install -y nccl-gib")),
+        "{new:?}"
+    );
+}

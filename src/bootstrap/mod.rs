@@ -131,6 +131,15 @@ pub fn render(flavour: GpuDirect, steps: &[Step]) -> String {
     );
     s.push_str("set -u\nexport DEBIAN_FRONTEND=noninteractive\nexport PATH=\"$PATH:/usr/local/sbin:/usr/sbin:/sbin\"\n");
     let _ = writeln!(s, "fd_mark() {{ echo \"{MARK} $*\"; }}");
+    // One bootstrap at a time per node: a run whose flightdeck was killed goes on (its
+    // session has no terminal to hang up), and a second run waits for it instead of
+    // meeting it in apt's lock.
+    s.push_str(
+        "if command -v flock >/dev/null 2>&1 && true 2>/dev/null >>/run/flightdeck-bootstrap.lock; then\n\
+         \x20 exec 9>>/run/flightdeck-bootstrap.lock\n\
+         \x20 flock -n 9 || { echo \"another bootstrap of this node is running: waiting for it\"; flock -w 3600 9 || exit 75; }\n\
+         fi\n",
+    );
     s.push_str(
         "fd_step() {\n\
          \x20 if ( \"check_$2\" ) >/dev/null 2>&1; then fd_mark done \"$1\"; return 0; fi\n\

@@ -156,16 +156,13 @@ fn find_level(line: &str) -> Option<(usize, &'static str)> {
 /// Where the `host:pid:tid` token starts in `head` (the text before `NCCL INFO`).
 fn host_token(head: &str) -> Option<usize> {
     // Tokens are whitespace-separated; look for `x:digits:digits` followed by `[digits]`.
-    let mut offset = 0;
+    // Offsets from the tokens' own positions: whitespace may be several bytes (U+3000),
+    // so counting one byte per separator would land inside a character.
     let mut found = None;
+    let base = head.as_ptr() as usize;
     let tokens: Vec<(usize, &str)> = head
-        .split(char::is_whitespace)
-        .map(|t| {
-            let start = offset;
-            offset += t.len() + 1;
-            (start, t)
-        })
-        .filter(|(_, t)| !t.is_empty())
+        .split_whitespace()
+        .map(|t| (t.as_ptr() as usize - base, t))
         .collect();
     for (i, (start, tok)) in tokens.iter().enumerate() {
         let next_is_dev = tokens
@@ -282,6 +279,16 @@ pub fn is_name_token(t: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn wide_whitespace_before_the_host_is_no_panic() {
+        // U+3000 (three bytes) between tokens: found by fuzzing (nccl_output), it put a
+        // token's offset inside the character.
+        let line = "8\u{3000}16 vm:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM";
+        let d = split_debug(line).expect("a debug line");
+        assert_eq!(d.glued, "vm");
+        assert_eq!(d.before, "8\u{3000}16 ");
+    }
 
     #[test]
     fn launcher_prefixes_are_stripped() {

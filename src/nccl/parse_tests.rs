@@ -561,3 +561,13 @@ fn a_log_of_any_length_is_read_in_bounded_memory() {
     let last = p.report();
     assert_eq!(last.rows.len(), MAX_ROWS);
 }
+
+#[test]
+fn fuzz_found_inputs_parse_without_panic() {
+    // Inputs the fuzz targets found crashing, kept as regression tests.
+    let wide = include_bytes!("../../tests/fixtures/fuzz/nccl_output-wide-space.bin");
+    let mut p = Parser::new();
+    p.push_bytes(wide);
+    p.finish();
+    let _ = p.reports();
+}
