@@ -243,15 +243,10 @@ fn a_failing_step_is_named_the_other_node_goes_on_and_a_rerun_finishes_it() {
     std::fs::remove_dir_all(r.join("opt/nccl-tests/build")).unwrap();
     fault(&tb, 0, "sleep", "make", Some("30"));
     let seen = calls(&tb, 0).len();
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_flightdeck"))
-        .args(["fleet", "bootstrap", "lab", "--flavour", "tcpxo", "--nodes", "0"])
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", home.path())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = support::spawn_flightdeck(
+        home.path(),
+        &["fleet", "bootstrap", "lab", "--flavour", "tcpxo", "--nodes", "0"],
+    );
     let start = Instant::now();
     while !calls(&tb, 0)[seen..].iter().any(|c| c.starts_with("make -C")) {
         assert!(start.elapsed() < Duration::from_secs(30), "make never started");
@@ -497,15 +492,8 @@ fn flightdeck_killed_mid_bootstrap_then_run_again_finishes() {
     let home = tempfile::tempdir().unwrap();
     tb.apply_fleet(home.path(), "lab");
     fault(&tb, 0, "sleep", "make", Some("5"));
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_flightdeck"))
-        .args(["fleet", "bootstrap", "lab", "--flavour", "rdma"])
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", home.path())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child =
+        support::spawn_flightdeck(home.path(), &["fleet", "bootstrap", "lab", "--flavour", "rdma"]);
     let start = Instant::now();
     while !calls(&tb, 0).iter().any(|c| c.starts_with("make -C")) {
         assert!(start.elapsed() < Duration::from_secs(30), "make never started");

@@ -74,12 +74,7 @@ fn fleet_values_that_reach_a_shell_are_refused_at_their_place() {
 fn nccl_and_job_values_arrive_literally() {
     let home = tempfile::tempdir().unwrap();
     let e = evil(home.path());
-    let local = Path::new(env!("CARGO_MANIFEST_DIR")).join("fleets/local.yaml");
-    assert!(
-        flightdeck(home.path(), &["fleet", "apply", local.to_str().unwrap(), "--yes"])
-            .status
-            .success()
-    );
+    support::apply_local_fleet(home.path());
     // --nccl-tests-dir is a path, not shell.
     let out = flightdeck(
         home.path(),
@@ -136,12 +131,7 @@ fn nccl_and_job_values_arrive_literally() {
 #[test]
 fn job_files_stay_in_the_job_folder_unless_the_operator_says_so() {
     let home = tempfile::tempdir().unwrap();
-    let local = Path::new(env!("CARGO_MANIFEST_DIR")).join("fleets/local.yaml");
-    assert!(
-        flightdeck(home.path(), &["fleet", "apply", local.to_str().unwrap(), "--yes"])
-            .status
-            .success()
-    );
+    support::apply_local_fleet(home.path());
     std::fs::write(home.path().join("secret.txt"), "not for the nodes\n").unwrap();
     let dir = home.path().join("repo");
     std::fs::create_dir_all(dir.join("data")).unwrap();

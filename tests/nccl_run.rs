@@ -347,8 +347,9 @@ fn a_node_killed_mid_run_is_reported_and_the_run_kept() {
     let home = tempfile::tempdir().unwrap();
     tb.apply_fleet(home.path(), "tb");
     let dir = nccl_tests_double(&home.path().join("nt"), 0, "0.05");
-    let follower = Command::new(env!("CARGO_BIN_EXE_flightdeck"))
-        .args([
+    let follower = support::spawn_flightdeck(
+        home.path(),
+        &[
             "nccl",
             "run",
             "tb",
@@ -356,14 +357,8 @@ fn a_node_killed_mid_run_is_reported_and_the_run_kept() {
             dir.to_str().unwrap(),
             "-g",
             "2",
-        ])
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", home.path())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+        ],
+    );
     std::thread::sleep(std::time::Duration::from_millis(1500));
     tb.kill_sshd(0);
     let out = follower.wait_with_output().unwrap();

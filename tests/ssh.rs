@@ -239,22 +239,6 @@ async fn a_node_dying_mid_command_does_not_touch_the_others() {
     assert!(lost.error.is_some());
 }
 
-/// A prompter double that answers a fixed passphrase (the real ones ask a person).
-struct FixedPassphrase(&'static str);
-
-impl flightdeck::ssh::client::Prompter for FixedPassphrase {
-    fn confirm_host_key<'a>(
-        &'a self,
-        _: &'a str,
-        _: &'a str,
-    ) -> flightdeck::ssh::client::BoxFuture<'a, bool> {
-        Box::pin(async { false })
-    }
-    fn passphrase<'a>(&'a self, _: &'a Path) -> flightdeck::ssh::client::BoxFuture<'a, Option<String>> {
-        Box::pin(async { Some(self.0.to_string()) })
-    }
-}
-
 fn keygen(dir: &Path, name: &str, kind: &[&str], pass: &str) -> std::path::PathBuf {
     let path = dir.join(name);
     let mut args = vec!["-q"];
@@ -334,9 +318,9 @@ async fn rsa_ecdsa_encrypted_keys_and_the_agent() {
         .err()
         .expect("no passphrase, no login");
     assert!(e.to_string().contains("encrypted; no passphrase given"), "{e}");
-    let asking = direct_pool(Arc::new(FixedPassphrase("correct horse")));
+    let asking = direct_pool(Arc::new(CountingPassphrase("correct horse", Default::default())));
     asking.connect(&res.route(&via(&enc))).await.unwrap();
-    let wrong = direct_pool(Arc::new(FixedPassphrase("wrong")));
+    let wrong = direct_pool(Arc::new(CountingPassphrase("wrong", Default::default())));
     let e = wrong.connect(&res.route(&via(&enc))).await.err().unwrap();
     assert!(e.to_string().contains("cannot decrypt"), "{e}");
 
@@ -391,7 +375,8 @@ async fn rsa_ecdsa_encrypted_keys_and_the_agent() {
     r.expect("agent authentication through the bastion");
 }
 
-/// A prompter double that counts the passphrase questions and answers them.
+/// A prompter double that answers a fixed passphrase and counts the questions (the real
+/// ones ask a person).
 struct CountingPassphrase(&'static str, std::sync::atomic::AtomicUsize);
 
 impl flightdeck::ssh::client::Prompter for CountingPassphrase {

@@ -29,12 +29,7 @@ fn on_a_terminal(home: &Path, args: &[&str]) -> String {
 #[test]
 fn node_control_sequences_are_shown_not_acted_on() {
     let home = tempfile::tempdir().unwrap();
-    let local = Path::new(env!("CARGO_MANIFEST_DIR")).join("fleets/local.yaml");
-    assert!(
-        flightdeck(home.path(), &["fleet", "apply", local.to_str().unwrap(), "--yes"])
-            .status
-            .success()
-    );
+    support::apply_local_fleet(home.path());
     let shown = on_a_terminal(home.path(), &["exec", "local", "--", PAYLOAD]);
     assert!(shown.contains("␛]52;c;ZXZpbA==^G␛]0;owned^G␛[2J"), "{shown:?}");
     assert!(

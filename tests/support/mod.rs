@@ -20,6 +20,28 @@ pub fn flightdeck(home: &std::path::Path, args: &[&str]) -> std::process::Output
         .expect("run flightdeck")
 }
 
+/// Start the flightdeck binary like [`flightdeck`], in the background (to kill or
+/// interrupt it mid-way); its stderr is a pipe to read when it ends.
+pub fn spawn_flightdeck(home: &std::path::Path, args: &[&str]) -> std::process::Child {
+    std::process::Command::new(env!("CARGO_BIN_EXE_flightdeck"))
+        .args(args)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start flightdeck")
+}
+
+/// Apply `fleets/local.yaml` (this machine as a one-node fleet `local`) in `home`.
+pub fn apply_local_fleet(home: &std::path::Path) {
+    let local = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fleets/local.yaml");
+    let out = flightdeck(home, &["fleet", "apply", local.to_str().unwrap(), "--yes"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+}
+
 pub fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }

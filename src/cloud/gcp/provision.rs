@@ -70,6 +70,16 @@ pub fn flex_wait(fleet: &Fleet) -> Duration {
     Duration::from_secs(fleet.spec.flex_wait.map_or(7_200, |w| w.0))
 }
 
+/// When the next "queued for capacity" line is due, the last one said at `told`: the
+/// first after a few seconds, then once a minute.
+fn queued_word_due(told: Duration) -> Duration {
+    if told.is_zero() {
+        Duration::from_secs(2)
+    } else {
+        told + Duration::from_secs(60)
+    }
+}
+
 /// `1h 05m`, `12m 30s`, `45s`.
 fn elapsed(d: Duration) -> String {
     let s = d.as_secs();
@@ -488,9 +498,7 @@ impl Gcp {
                         break;
                     }
                     let waited = started.elapsed();
-                    // The first word after a few seconds, then once a minute.
-                    let due = if told.is_zero() { Duration::from_secs(2) } else { told + Duration::from_secs(60) };
-                    if c.model == Model::FlexStart && waited >= due {
+                    if c.model == Model::FlexStart && waited >= queued_word_due(told) {
                         told = waited;
                         let waiting = results.iter().filter(|r| r.is_none()).count();
                         progress(format!(
@@ -863,12 +871,7 @@ impl Gcp {
                     }
                     Some(i) => {
                         let waited = start.elapsed();
-                        let due = if told.is_zero() {
-                            Duration::from_secs(2)
-                        } else {
-                            told + Duration::from_secs(60)
-                        };
-                        if queued && i.status == "PROVISIONING" && waited >= due {
+                        if queued && i.status == "PROVISIONING" && waited >= queued_word_due(told) {
                             told = waited;
                             progress(format!(
                                 "  {}: queued for capacity, {} of up to {} (flex_wait); Ctrl-C cancels",
