@@ -241,17 +241,24 @@ pub fn report(flavour: GpuDirect, failures: &[NodeFailure]) -> String {
     s
 }
 
-/// Run the pre-flight of `flavour` with the run's `env` lines on `nodes`. `Ok` when every
-/// check passes on every node (or the flavour needs none), else the report.
+/// Run the pre-flight of `flavour` with the run's `env` lines on `nodes`, saying so on
+/// `progress`. `Ok` when every check passes on every node (or the flavour needs none),
+/// else the report.
 pub async fn check_nodes(
     transport: Transport,
     nodes: &[NodeTarget],
     flavour: GpuDirect,
     env: &[String],
+    progress: &(dyn Fn(String) + Sync),
 ) -> Result<(), String> {
     if flavour == GpuDirect::None {
         return Ok(());
     }
+    progress(format!(
+        "pre-flight: GPUDirect-{} pieces on {} node(s)",
+        flavour.name(),
+        nodes.len()
+    ));
     let text = script(&wants(flavour, env));
     let jobs: Vec<(NodeTarget, String, Vec<u8>)> = nodes
         .iter()

@@ -71,17 +71,13 @@ pub fn run(args: &StragglerArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<Exi
     let plan = nccl_cmd::plan(&args.bench, &args.fleet, &fleet, paths)?;
     let (spec, machine) = (plan.spec, plan.machine);
     let rt = super::fleet_cmd::runtime()?;
-    if !args.bench.no_preflight && spec.profile != crate::nccl::GpuDirect::None {
-        eprintln!(
-            "pre-flight: GPUDirect-{} pieces on {} node(s)",
-            spec.profile.name(),
-            nodes.len()
-        );
+    if !args.bench.no_preflight {
         rt.block_on(crate::bootstrap::preflight::check_nodes(
             transport.clone(),
             &nodes,
             spec.profile,
             &spec.env_lines(),
+            &|m| eprintln!("{m}"),
         ))
         .map_err(anyhow::Error::msg)?;
     }

@@ -414,15 +414,16 @@ pub async fn start(
     let profile = super::profile(job, fleet_profile);
     let gpu = job.spec.gpu.clone().or(fleet_gpu);
     let profile_lines = crate::nccl::runner::profile_env(profile);
-    if target.preflight && profile != crate::nccl::GpuDirect::None {
+    if target.preflight {
         let targets: Vec<NodeTarget> = nodes.iter().map(|n| n.target.clone()).collect();
-        progress(format!(
-            "pre-flight: GPUDirect-{} pieces on {} node(s)",
-            profile.name(),
-            targets.len()
-        ));
-        crate::bootstrap::preflight::check_nodes(target.transport.clone(), &targets, profile, &profile_lines)
-            .await?;
+        crate::bootstrap::preflight::check_nodes(
+            target.transport.clone(),
+            &targets,
+            profile,
+            &profile_lines,
+            progress,
+        )
+        .await?;
     }
     let id = launch::new_id(&job.name, store::now_unix());
     let record = JobRecord {

@@ -360,17 +360,13 @@ pub async fn start(
         anyhow::bail!("no nodes selected");
     }
     s.spec.check()?;
-    if s.preflight && s.spec.profile != super::GpuDirect::None {
-        progress(format!(
-            "pre-flight: GPUDirect-{} pieces on {} node(s)",
-            s.spec.profile.name(),
-            s.nodes.len()
-        ));
+    if s.preflight {
         crate::bootstrap::preflight::check_nodes(
             s.transport.clone(),
             &s.nodes,
             s.spec.profile,
             &s.spec.env_lines(),
+            progress,
         )
         .await
         .map_err(anyhow::Error::msg)?;
