@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Fuzz every parser of outside data with cargo-fuzz (libFuzzer): SECONDS per target
-# (default 600), as many targets at once as there are cores, no allocation over 256 MB.
+# (default 600), as many targets at once as there are cores (or FUZZ_JOBS), no allocation
+# over 256 MB.
 # Corpora are seeded from the repository's recorded outputs and example files. A crash
 # leaves its input in fuzz/artifacts/<target>/; make it a regression test.
 #
@@ -40,7 +41,7 @@ printf '10.0.0.1,gpu-* ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMJ2m3mOI0dyYsL8H9ZIh
 printf '\033[31mred\033[0m\r\n\033[?1049h\033[Hvim\r\n\033]52;c;eA==\007' > fuzz/corpus/pane_bytes/seed
 
 (cd fuzz && cargo +nightly fuzz build -O -s none)
-jobs=$(nproc)
+jobs=${FUZZ_JOBS:-$(nproc)}
 results=fuzz/results.txt
 : > "$results"
 run() {

@@ -1,17 +1,20 @@
 //! The event loop. Input arrives from a reader thread, service results from tokio tasks,
 //! all through one channel; `update` is the only mutation point; a frame is drawn only
-//! when the state is dirty, at most [`FRAME`] apart. Idle, the loop sleeps on the channel
-//! and uses no CPU.
+//! when the state is dirty: at once after a key, otherwise at most one per [`FRAME`].
+//! Idle, the loop sleeps on the channel and uses no CPU.
 
 use super::services::{ServiceEvent, Services};
 use super::state::{Command, Msg, State};
-use super::terminal::{self, RestoreGuard, Tui};
+use super::terminal::{self, RestoreGuard};
 use super::theme::Theme;
 use super::update::update;
 use super::views;
 use crate::paths::Paths;
 use crossterm::event::Event as TermEvent;
 use crossterm::terminal::{BeginSynchronizedUpdate, EndSynchronizedUpdate};
+use ratatui::backend::CrosstermBackend;
+use ratatui::Terminal;
+use std::io::Write;
 use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -20,7 +23,7 @@ use tokio::time::Instant;
 pub const FRAME: Duration = Duration::from_millis(33);
 
 /// What reaches the event loop.
-enum Event {
+pub enum Event {
     Msg(Msg),
     Theme(Result<Theme, String>),
     /// The input reader stopped (the terminal went away).
@@ -37,8 +40,34 @@ pub struct AppOptions {
     pub accept_new_host_keys: bool,
 }
 
+/// What the event loop tells a probe (the load benchmark measures key-to-screen with it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mark {
+    /// A key went through `update`.
+    KeyApplied,
+    /// A frame was drawn and flushed to the terminal.
+    FrameDrawn,
+}
+
 /// Run the cockpit until the user quits.
 pub async fn run(opts: AppOptions) -> anyhow::Result<()> {
+    let mut tui = terminal::enter()?;
+    let _guard = RestoreGuard;
+    let (tx, rx) = mpsc::channel::<Event>(1024);
+    spawn_input_reader(tx.clone());
+    event_loop(&mut tui, opts, tx, rx, &mut |_| {}).await
+}
+
+/// The loop itself, on any crossterm terminal: input and service events arrive on `rx`
+/// (`tx` is handed to the services and theme loads), `update` applies them, and a frame is
+/// drawn when the state is dirty, at most one per [`FRAME`]. Returns when the user quits.
+pub async fn event_loop<W: Write>(
+    tui: &mut Terminal<CrosstermBackend<W>>,
+    opts: AppOptions,
+    tx: mpsc::Sender<Event>,
+    mut rx: mpsc::Receiver<Event>,
+    probe: &mut dyn FnMut(Mark),
+) -> anyhow::Result<()> {
     let AppOptions {
         mut state,
         mut theme,
@@ -46,12 +75,8 @@ pub async fn run(opts: AppOptions) -> anyhow::Result<()> {
         monochrome,
         accept_new_host_keys,
     } = opts;
-    let mut tui = terminal::enter()?;
-    let _guard = RestoreGuard;
     let size = tui.size()?;
     state.size = (size.width, size.height);
-    let (tx, mut rx) = mpsc::channel::<Event>(1024);
-    spawn_input_reader(tx.clone());
     let (stx, mut srx) = mpsc::channel::<ServiceEvent>(1024);
     {
         let tx = tx.clone();
@@ -67,15 +92,23 @@ pub async fn run(opts: AppOptions) -> anyhow::Result<()> {
     services.run(Command::LoadFleets);
     let panic_after_first_frame = std::env::var_os("FLIGHTDECK_TEST_PANIC").is_some();
     let mut last_draw: Option<Instant> = None;
+    // A key waits for no frame pacing: what the operator typed is drawn at once; output
+    // and telemetry are drawn at most once per FRAME.
+    let mut key_since_draw = false;
     tracing::info!(width = size.width, height = size.height, theme = %theme.name, "cockpit started");
 
     loop {
         let event = if state.dirty {
-            let due = last_draw.map_or_else(Instant::now, |t| t + FRAME);
+            let due = match last_draw {
+                Some(t) if !key_since_draw => t + FRAME,
+                _ => Instant::now(),
+            };
             if Instant::now() >= due {
-                draw(&mut tui, &state, &theme)?;
+                draw(tui, &state, &theme)?;
                 state.dirty = false;
+                key_since_draw = false;
                 last_draw = Some(Instant::now());
+                probe(Mark::FrameDrawn);
                 if panic_after_first_frame {
                     panic!("FLIGHTDECK_TEST_PANIC is set: panicking after the first frame");
                 }
@@ -113,7 +146,13 @@ pub async fn run(opts: AppOptions) -> anyhow::Result<()> {
                     Err(e) => Msg::PanesFailed(e),
                 },
             };
-            for command in update(&mut state, msg) {
+            let key = matches!(msg, Msg::Key(_));
+            let commands = update(&mut state, msg);
+            if key {
+                key_since_draw = true;
+                probe(Mark::KeyApplied);
+            }
+            for command in commands {
                 match command {
                     Command::Quit => {
                         tracing::info!("quit");
@@ -121,14 +160,13 @@ pub async fn run(opts: AppOptions) -> anyhow::Result<()> {
                     }
                     Command::Suspend => {
                         tracing::info!("suspend");
-                        terminal::suspend(&mut tui)?;
+                        terminal::suspend(tui)?;
                         update(&mut state, Msg::Resumed);
                     }
                     Command::Yank(text) => {
-                        use std::io::Write;
-                        let mut out = std::io::stdout();
+                        let out = tui.backend_mut();
                         let _ = out.write_all(crate::term::osc52(&text).as_bytes());
-                        let _ = out.flush();
+                        let _ = Write::flush(out);
                     }
                     Command::LoadTheme(name) => {
                         let (tx, paths) = (tx.clone(), paths.clone());
@@ -145,7 +183,11 @@ pub async fn run(opts: AppOptions) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn draw(tui: &mut Tui, state: &State, theme: &Theme) -> anyhow::Result<()> {
+fn draw<W: Write>(
+    tui: &mut Terminal<CrosstermBackend<W>>,
+    state: &State,
+    theme: &Theme,
+) -> anyhow::Result<()> {
     crossterm::queue!(tui.backend_mut(), BeginSynchronizedUpdate)?;
     tui.draw(|frame| views::draw(state, theme, frame))?;
     crossterm::execute!(tui.backend_mut(), EndSynchronizedUpdate)?;

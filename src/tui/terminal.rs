@@ -55,7 +55,7 @@ fn install_panic_hook() {
 }
 
 /// Ctrl-Z: give the terminal back to the shell and stop; on `fg`, take it again.
-pub fn suspend(terminal: &mut Tui) -> io::Result<()> {
+pub fn suspend<W: io::Write>(terminal: &mut Terminal<CrosstermBackend<W>>) -> io::Result<()> {
     restore();
     // SAFETY: raise() has no memory-safety preconditions; SIGTSTP stops the process
     // until the shell sends SIGCONT.
