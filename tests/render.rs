@@ -427,6 +427,7 @@ fn job_record(
         profile: "none".into(),
         stop_on_failure: false,
         stop_grace: 10,
+        launcher: None,
     }
 }
 

@@ -124,12 +124,15 @@ fn find(paths: &Paths, name: &str) -> anyhow::Result<JobRecord> {
     if let Some(j) = state.jobs.iter().find(|j| j.id == name) {
         return Ok(j.clone());
     }
+    // The latest: by start time, then by place in the state (a later launch within the
+    // same second is recorded after; ids end in random digits and do not order).
     state
         .jobs
         .iter()
-        .filter(|j| j.name == name)
-        .max_by_key(|j| (j.started_at, j.id.clone()))
-        .cloned()
+        .enumerate()
+        .filter(|(_, j)| j.name == name)
+        .max_by_key(|(i, j)| (j.started_at, *i))
+        .map(|(_, j)| j.clone())
         .ok_or_else(|| {
             let names: Vec<&str> = state.jobs.iter().map(|j| j.name.as_str()).collect();
             let hint = crate::yaml::did_you_mean(name, names.iter().copied());

@@ -325,10 +325,23 @@ pub async fn refresh(
         };
         let found = status(transport, &j.id, &nodes).await;
         let name = |rank: usize| nodes.get(rank).map_or("?", |n| n.target.name.as_str());
+        // The flightdeck that launched it is gone: a node still "starting" never will.
+        let orphaned = j.launcher.as_ref().and_then(|l| l.alive()) == Some(false);
         let mut ended = vec![];
         for (rank, res) in found {
             match res {
                 Ok(Status::Exited { .. } | Status::Vanished) => ended.push((rank, res)),
+                Ok(Status::Starting | Status::Missing) if orphaned => {
+                    let pid = j.launcher.as_ref().map_or(0, |l| l.pid);
+                    out.notes.push((
+                        j.id.clone(),
+                        format!(
+                            "{}: never started (the flightdeck launching it, pid {pid}, ended first)",
+                            name(rank)
+                        ),
+                    ));
+                    ended.push((rank, Ok(Status::Vanished)));
+                }
                 Ok(Status::Running { .. } | Status::Starting) => {}
                 Ok(Status::Missing) => out
                     .notes
@@ -360,6 +373,51 @@ pub async fn record_codes_async(
         .await
         .map_err(|e| e.to_string())?
         .map_err(|e| e.to_string())
+}
+
+/// One job of a name on a fleet at a time (dstack refuses a second active run of a name
+/// too): a launch killed after its nodes started, then run again, would otherwise train
+/// twice on the same GPUs. Earlier jobs of the name are asked how they are first, so those
+/// that ended (or never started) are recorded and do not stand in the way.
+async fn refuse_a_second(store: &crate::store::Store, job: &Job, target: &Target) -> Result<(), String> {
+    let unfinished = |state: crate::store::State| -> Vec<crate::store::JobRecord> {
+        state
+            .jobs
+            .into_iter()
+            .filter(|j| j.name == job.name && j.fleet == target.fleet && !j.finished())
+            .collect()
+    };
+    let load = |s: crate::store::Store| async move {
+        tokio::task::spawn_blocking(move || s.load())
+            .await
+            .map_err(|e| e.to_string())?
+            .map(|(state, _)| state)
+            .map_err(|e| e.to_string())
+    };
+    let earlier = unfinished(load(store.clone()).await?);
+    if earlier.is_empty() {
+        return Ok(());
+    }
+    let found = refresh(store, &earlier, |j| {
+        job_nodes(j, &target.nodes).map(|nodes| (target.transport.clone(), nodes))
+    })
+    .await;
+    let still = unfinished(load(store.clone()).await?);
+    let Some(j) = still.first() else { return Ok(()) };
+    let notes: Vec<String> = found
+        .notes
+        .iter()
+        .filter(|(id, _)| *id == j.id)
+        .map(|(_, n)| format!("\n  {n}"))
+        .collect();
+    Err(format!(
+        "job {id} (`{name}`) is still running on fleet `{fleet}`{notes}\n\
+         follow it with `flightdeck job logs {id} --follow`, or end it with `flightdeck job stop {id}` and run again",
+        id = j.id,
+        name = j.name,
+        fleet = j.fleet,
+        notes = notes.concat(),
+    ))
 }
 
 /// Where a job starts: the fleet's name, nodes and transport, and its fleet file's spec.
@@ -403,6 +461,7 @@ pub async fn start(
             target.nodes.len()
         ));
     }
+    refuse_a_second(store, job, &target).await?;
     let nodes: Vec<JobNode> = target
         .nodes
         .into_iter()
@@ -449,6 +508,7 @@ pub async fn start(
         profile: profile.name().to_string(),
         stop_on_failure: stop_on_failure || job.stop_on_failure(),
         stop_grace: job.stop_grace(),
+        launcher: Some(crate::store::Launcher::this()),
     };
     let s = store.clone();
     let r = record.clone();
@@ -493,6 +553,7 @@ pub async fn start(
                         n.pid = *pid;
                     }
                 }
+                j.launcher = None;
             }
         })
     })

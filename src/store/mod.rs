@@ -173,6 +173,54 @@ pub struct JobRecord {
     pub stop_on_failure: bool,
     #[serde(default)]
     pub stop_grace: u32,
+    /// The flightdeck process launching it, until every node has started: a launch whose
+    /// launcher is gone before a node started never starts there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launcher: Option<Launcher>,
+}
+
+/// A process on this machine, told apart from a later one with the same pid by its
+/// start time.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Launcher {
+    pub host: String,
+    pub pid: u32,
+    /// Clock ticks after boot when it started (`/proc/PID/stat`, field 22).
+    pub start_ticks: u64,
+}
+
+impl Launcher {
+    /// This process.
+    pub fn this() -> Launcher {
+        let pid = std::process::id();
+        Launcher {
+            host: this_host(),
+            pid,
+            start_ticks: start_ticks(pid).unwrap_or(0),
+        }
+    }
+
+    /// Whether it still runs: `None` when it ran on another machine (cannot tell).
+    pub fn alive(&self) -> Option<bool> {
+        if self.host != this_host() {
+            return None;
+        }
+        Some(start_ticks(self.pid).is_some_and(|t| t == self.start_ticks))
+    }
+}
+
+fn this_host() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_default()
+}
+
+fn start_ticks(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) is in parentheses and may hold spaces: count from the
+    // last `)`; field 22 is then the 20th word.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(19)?.parse().ok()
 }
 
 impl JobRecord {
@@ -447,6 +495,32 @@ fn read_state(path: &Path) -> Result<Read, StoreError> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_launcher_is_alive_until_it_ends_and_a_reused_pid_is_not_it() {
+        let me = Launcher::this();
+        assert!(me.start_ticks > 0);
+        assert_eq!(me.alive(), Some(true));
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        let them = Launcher {
+            start_ticks: start_ticks(pid).unwrap_or(1),
+            ..Launcher::this()
+        };
+        let them = Launcher { pid, ..them };
+        child.wait().unwrap();
+        assert_eq!(them.alive(), Some(false), "ended");
+        let reused = Launcher {
+            start_ticks: me.start_ticks + 1,
+            ..me.clone()
+        };
+        assert_eq!(reused.alive(), Some(false), "same pid, another start");
+        let elsewhere = Launcher {
+            host: "another-host".into(),
+            ..me
+        };
+        assert_eq!(elsewhere.alive(), None, "cannot tell");
+    }
     use super::*;
 
     fn fleet(name: &str) -> FleetRecord {

@@ -276,6 +276,7 @@ mod tests {
             profile: "none".into(),
             stop_on_failure: false,
             stop_grace: 10,
+            launcher: None,
         }
     }
 

@@ -385,6 +385,19 @@ impl Testbed {
         self.nodes[i].stop_sshd();
     }
 
+    /// Node `i` vanishes as a machine that dies without a word (a host failure, a VM
+    /// gone): its links are cut first, so no FIN or RST reaches anyone, then every process
+    /// in it is killed and its namespace removed. Its peers hear only silence.
+    pub fn remove_node(&mut self, i: usize) {
+        let k = self.nodes[i].data_addrs.len();
+        let _ = ns_run(&self.switch, &["ip", "link", "del", &format!("c{i}")]);
+        for r in 1..=k {
+            let _ = ns_run(&self.switch, &["ip", "link", "del", &format!("d{i}r{r}")]);
+        }
+        self.nodes[i].stop_sshd();
+        delete_ns(&self.nodes[i].ns);
+    }
+
     /// The bastion drops: its sshd and every session through it are killed.
     pub fn kill_bastion(&mut self) {
         self.bastion.stop_sshd();
