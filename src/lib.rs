@@ -18,4 +18,5 @@ pub mod store;
 pub mod telemetry;
 pub mod term;
 pub mod tui;
+pub mod words;
 pub mod yaml;

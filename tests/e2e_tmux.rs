@@ -428,3 +428,46 @@ fn a_job_started_in_the_cockpit_survives_quit_and_is_followed_again() {
     t.echo_exit_status();
     assert_eq!(t.wait_exit(), 0);
 }
+
+/// A run that fails at once (no nccl-tests on this machine: exit 127 in a tenth of a
+/// second) shows that it failed, each node's exit code and its error, in the view; the
+/// list says how it ended, and the history has the verdict with its reason.
+#[test]
+fn a_failed_nccl_run_shows_its_exit_code_and_error() {
+    require_tmux!();
+    let t = Tmux::start(
+        &[],
+        &[("SHELL", "/bin/sh"), ("NCCL_TESTS_DIR", "/nonexistent")],
+        80,
+        24,
+    );
+    t.wait_text("? help");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_flightdeck"))
+        .args([
+            "fleet",
+            "apply",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/fleets/local.yaml"),
+            "--yes",
+        ])
+        .env("FLIGHTDECK_HOME", t.fd_home())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    t.keys(&["5", "t"]);
+    t.wait_text("Fleet");
+    t.keys(&["C-s"]);
+    t.wait_text("failed: exit 127");
+    t.wait_text("exit codes  local-0 127");
+    t.wait_text("all_reduce_perf not");
+    t.wait_text("exit 127 fail");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_flightdeck"))
+        .args(["nccl", "history", "--json"])
+        .env("FLIGHTDECK_HOME", t.fd_home())
+        .output()
+        .unwrap();
+    let h: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(h[0]["exit_code"], 127, "{h}");
+    assert_eq!(h[0]["verdict"], "fail", "{h}");
+    t.keys(&["q"]);
+    assert_eq!(t.wait_exit(), 0);
+}

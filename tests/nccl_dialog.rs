@@ -155,7 +155,7 @@ fn a_run_started_from_the_dialog_records_the_edited_environment() {
     // was in force on the node.
     let (state, _) = Store::new(&paths.state_dir).load().unwrap();
     let nodes = state.fleets[0].nodes.clone();
-    let f = rt.block_on(remote::follow_core(Transport::Local, &id, &nodes, |_| {}));
+    let f = rt.block_on(remote::follow_core(Transport::Local, &id, &nodes, |_, _| {}));
     assert_eq!(f.worst(), 0, "{:?}", f.head_tail);
     assert_eq!(f.report.rows.len(), 31);
     let log = std::fs::read_to_string(home.path().join(format!(".flightdeck/runs/{id}/out.log"))).unwrap();

@@ -279,7 +279,10 @@ fn nccl_state() -> State {
         &mut s,
         Msg::RunEnded {
             id: "nccl-all_reduce-1795316959-49e2".into(),
-            code: Some(0),
+            end: Box::new(flightdeck::tui::nccl::RunEnd {
+                codes: vec![("local-0".into(), Some(0))],
+                tail: vec![],
+            }),
         },
     );
     s
@@ -289,6 +292,55 @@ fn nccl_state() -> State {
 fn nccl_view_draws_the_curve() {
     let s = nccl_state();
     snapshot("nccl_run", &s);
+}
+
+/// A run that failed at once (nccl-tests missing, exit 127, as on a machine without
+/// them): its state, each node's exit code and what it printed, not "waiting for the
+/// first row"; the list says how it ended.
+#[test]
+fn nccl_view_shows_a_failed_run() {
+    let mut s = state();
+    let id = "nccl-all_reduce-1795474251-594d";
+    update(
+        &mut s,
+        Msg::Runs(vec![flightdeck::store::RunRecord {
+            id: id.into(),
+            kind: "nccl".into(),
+            fleet: "local".into(),
+            started_at: 1_795_474_251,
+            nodes: vec![flightdeck::store::RunNode {
+                node: 0,
+                pid: Some(42),
+                log: "~/x".into(),
+                exit_code: Some(127),
+            }],
+        }]),
+    );
+    keys(&mut s, "5\n");
+    update(
+        &mut s,
+        Msg::RunEnded {
+            id: id.into(),
+            end: Box::new(flightdeck::tui::nccl::RunEnd {
+                codes: vec![("local-0".into(), Some(127))],
+                tail: vec![
+                    "local-0: flightdeck: all_reduce_perf not found (PATH, --nccl-tests-dir, NCCL_TESTS_DIR, /opt/nccl-tests/build, ~/nccl-tests/build)".into(),
+                ],
+            }),
+        },
+    );
+    let text = format!("{:?}", draw(&s, &Theme::default_theme(), 80, 24).backend());
+    for want in [
+        "failed: exit 127",
+        "exit codes  local-0 127",
+        "all_reduce_perf not found",
+        "all_reduce 22:50 exit 127",
+    ] {
+        assert!(text.contains(want), "{want}: {text}");
+    }
+    assert!(!text.contains("waiting for the first row"), "{text}");
+    assert!(!text.contains("running?"), "{text}");
+    snapshot("nccl_failed_run", &s);
 }
 
 /// The run dialog over the NCCL view: a fleet of a3-megagpu-8g (auto picks TCPXO), the

@@ -309,7 +309,7 @@ mod tests {
 // ---- nccl run / nccl attach ----
 
 use super::{Cli, NcclEngine, NcclProfile};
-use crate::exec::{self, Transport};
+use crate::exec::Transport;
 use crate::fleet::NodeTarget;
 use crate::nccl::expect::Verdict;
 use crate::nccl::history::{self, SavedRun};
@@ -537,7 +537,7 @@ fn follow(
     if nodes.is_empty() {
         anyhow::bail!("the run has no nodes");
     }
-    let on_row = |row: &Row| {
+    let on_row = |row: &Row, _: &crate::nccl::Parser| {
         if !json {
             let oop = row.out_of_place.as_ref();
             eprintln!(
@@ -586,18 +586,13 @@ fn follow(
         }
     }
     if worst != 0 {
-        eprintln!(
-            "run {id}: exit codes {:?}",
-            f.codes
-                .iter()
-                .map(|(n, c)| (n, c.unwrap_or(exec::UNREACHABLE)))
-                .collect::<Vec<_>>()
-        );
-        let head_name = nodes[0].name.as_str();
-        for l in f.head_tail.iter().filter(|l| !l.starts_with('#')) {
-            eprintln!("{head_name}: {l}");
-        }
-        for l in f.others.iter().rev().take(20).rev() {
+        let codes: Vec<String> = f
+            .named_codes(nodes)
+            .iter()
+            .map(|(n, c)| format!("{n} {}", c.map_or("lost".into(), |c| c.to_string())))
+            .collect();
+        eprintln!("run {id} failed: exit code {}", codes.join(", "));
+        for l in f.error_tail(&nodes[0].name, 20) {
             eprintln!("{l}");
         }
     }
@@ -638,6 +633,8 @@ pub fn history_list(json: bool, paths: &Paths) -> anyhow::Result<ExitCode> {
                     "profile": r.spec.profile, "nodes": r.nodes, "machine_type": r.machine_type,
                     "exit_code": r.exit_code(), "peak_busbw": r.peak_busbw, "avg_busbw": r.avg_busbw,
                     "verdict": r.verdict.as_ref().map(|v| v.grade), "purpose": r.purpose,
+                    "verdict_reason": r.verdict.as_ref().map(|v| v.reason.clone()),
+                    "exit_codes": r.nodes.iter().zip(&r.exit_codes).map(|(n, c)| serde_json::json!({"node": n, "exit_code": c})).collect::<Vec<_>>(),
                 })
             })
             .collect();
@@ -686,6 +683,18 @@ pub fn history_list(json: bool, paths: &Paths) -> anyhow::Result<ExitCode> {
         "EXIT",
     ];
     print!("{}", aligned(&header, &rows));
+    // Why the newest failed runs failed, with where to read their output.
+    for r in runs
+        .iter()
+        .filter(|r| r.exit_code().is_some_and(|c| c != 0))
+        .take(5)
+    {
+        let why = r.verdict.as_ref().map_or("", |v| v.reason.as_str());
+        println!(
+            "{}: {why}; `flightdeck nccl attach {}` shows its output",
+            r.id, r.id
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -148,9 +148,15 @@ pub fn run(args: &StragglerArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<Exi
                             }
                         };
                         let (id, heads) = (started.id, started.heads);
-                        let (f, _) =
-                            remote::follow_to_end(&paths.state_dir, transport, &fleet, &id, &heads, |_| {})
-                                .await;
+                        let (f, _) = remote::follow_to_end(
+                            &paths.state_dir,
+                            transport,
+                            &fleet,
+                            &id,
+                            &heads,
+                            |_, _| {},
+                        )
+                        .await;
                         let worst = f.worst();
                         let busbw = if worst == 0 { f.report.peak_busbw() } else { None };
                         let error = match (worst, busbw) {

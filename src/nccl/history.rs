@@ -115,21 +115,24 @@ impl SavedRun {
         if unfinished && codes.iter().any(Option::is_none) && failed.is_empty() {
             verdict.grade = super::expect::Grade::Fail;
             verdict.reason = format!(
-                "the run did not finish: no exit code came back from a node (lost: its connection or the node died) after {} row(s)",
-                report.rows.len()
+                "the run did not finish: no exit code came back from a node (lost: its connection or the node died) after {}",
+                crate::words::plural(report.rows.len(), "row")
             );
         }
         if let Some(worst) = failed.iter().max() {
             verdict.grade = super::expect::Grade::Fail;
-            verdict.reason = format!(
-                "the run did not finish: a node ended with exit {worst}{} after {} row(s)",
-                if *worst == crate::exec::UNREACHABLE {
-                    " (lost: its connection or the node died)"
-                } else {
-                    ""
-                },
-                report.rows.len()
-            );
+            let lost = if *worst == crate::exec::UNREACHABLE {
+                " (lost: its connection or the node died)"
+            } else {
+                ""
+            };
+            verdict.reason = match report.rows.len() {
+                0 => format!("the run failed before its first row: a node ended with exit {worst}{lost}"),
+                n => format!(
+                    "the run did not finish: a node ended with exit {worst}{lost} after {}",
+                    crate::words::plural(n, "row")
+                ),
+            };
         }
         self.verdict = Some(verdict);
     }

@@ -208,6 +208,35 @@ fn push_bounded(buf: &mut VecDeque<String>, line: String, cap: usize) {
 }
 
 impl Followed {
+    /// Each node's exit code by name, in the order of `nodes`.
+    pub fn named_codes(&self, nodes: &[NodeTarget]) -> Vec<(String, Option<i32>)> {
+        self.codes
+            .iter()
+            .map(|(i, c)| {
+                let name = nodes
+                    .iter()
+                    .find(|n| n.index == *i)
+                    .map_or("?", |n| n.name.as_str());
+                (name.to_string(), *c)
+            })
+            .collect()
+    }
+
+    /// What the run printed that is not a result row, to show when it fails: the head
+    /// node's last lines (nccl-tests' own `#` lines left out) and the others' last
+    /// `others` lines, each prefixed by its node's name.
+    pub fn error_tail(&self, head_name: &str, others: usize) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .head_tail
+            .iter()
+            .filter(|l| !l.starts_with('#'))
+            .map(|l| format!("{head_name}: {l}"))
+            .collect();
+        let skip = self.others.len().saturating_sub(others);
+        out.extend(self.others.iter().skip(skip).cloned());
+        out
+    }
+
     pub fn worst(&self) -> i32 {
         self.codes
             .iter()
@@ -223,7 +252,7 @@ pub async fn follow_core(
     transport: Transport,
     id: &str,
     nodes: &[NodeTarget],
-    mut on_row: impl FnMut(&Row),
+    mut on_row: impl FnMut(&Row, &Parser),
 ) -> Followed {
     let head = nodes.first().map(|n| n.index);
     let jobs: Vec<(NodeTarget, String)> = nodes
@@ -260,7 +289,7 @@ pub async fn follow_core(
         push_bounded(&mut f.head_tail, text.clone(), HEAD_TAIL_LINES);
         for ev in parser.push_line(&text) {
             if let crate::nccl::Event::Row(row) = &ev {
-                on_row(row);
+                on_row(row, &parser);
             }
         }
     }
@@ -312,7 +341,7 @@ pub async fn follow_to_end(
     fleet: &str,
     id: &str,
     nodes: &[NodeTarget],
-    on_row: impl FnMut(&Row),
+    on_row: impl FnMut(&Row, &Parser),
 ) -> (Followed, SavedRun) {
     let f = follow_core(transport, id, nodes, on_row).await;
     let saved = conclude(state_dir, fleet, id, nodes, &f);

@@ -15,8 +15,41 @@ use tui_textarea::TextArea;
 #[derive(Debug, Clone, PartialEq)]
 pub enum RunStatus {
     Following,
-    Ended(Option<i32>),
+    Ended(RunEnd),
     Failed(String),
+}
+
+/// How a followed run ended.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunEnd {
+    /// Per node (name): its exit code, `None` when none came back (the node or its
+    /// connection was lost).
+    pub codes: Vec<(String, Option<i32>)>,
+    /// The last lines the run printed that are not result rows (the error, when it
+    /// failed), head node first, others prefixed by their names.
+    pub tail: Vec<String>,
+}
+
+impl RunEnd {
+    /// The worst exit code (a lost node counts as [`crate::exec::UNREACHABLE`]).
+    pub fn worst(&self) -> Option<i32> {
+        self.codes
+            .iter()
+            .map(|(_, c)| c.unwrap_or(crate::exec::UNREACHABLE))
+            .max()
+    }
+
+    /// "local-0 127" or "tb-0 0 · tb-1 lost", for titles and summaries.
+    pub fn codes_text(&self) -> String {
+        self.codes
+            .iter()
+            .map(|(n, c)| match c {
+                Some(c) => format!("{n} {c}"),
+                None => format!("{n} lost"),
+            })
+            .collect::<Vec<_>>()
+            .join(" · ")
+    }
 }
 
 #[derive(Debug, Clone, Default)]
@@ -627,17 +660,21 @@ mod tests {
                 report: Box::new(report.clone()),
             },
         );
+        let end = RunEnd {
+            codes: vec![("lab-0".into(), Some(0))],
+            tail: vec![],
+        };
         update(
             &mut s,
             Msg::RunEnded {
                 id: "old".into(),
-                code: Some(0),
+                end: Box::new(end.clone()),
             },
         );
         let (id, r, st) = s.nccl.shown.clone().unwrap();
         assert_eq!(
             (id.as_str(), r.rows.len(), st),
-            ("old", 31, RunStatus::Ended(Some(0)))
+            ("old", 31, RunStatus::Ended(end))
         );
         // A report for a run no longer shown is dropped.
         update(

@@ -359,73 +359,53 @@ impl Services {
                         .await,
                 );
             };
-            let head = run
+            let nodes: Vec<crate::fleet::NodeTarget> = run
                 .nodes
-                .first()
-                .and_then(|rn| fleet.nodes.iter().find(|n| n.index == rn.node))
-                .cloned();
-            let Some(head) = head else {
+                .iter()
+                .filter_map(|rn| fleet.nodes.iter().find(|n| n.index == rn.node).cloned())
+                .collect();
+            if nodes.is_empty() {
                 return drop(tx.send(fail("the run has no nodes".into())).await);
-            };
+            }
             let transport = match super::job_service::transport(fleet, &pool, &resolver) {
                 Ok(t) => t,
                 Err(e) => return drop(tx.send(fail(e)).await),
             };
-            let (etx, mut erx) = exec::channel(1024);
-            let follow = vec![(head, crate::nccl::runner::follow_command(&id))];
-            let job = tokio::spawn(exec::run_each(transport, follow, 1, etx));
-            let mut parser = crate::nccl::Parser::new();
-            let mut code = None;
-            while let Some(e) = erx.recv().await {
-                let exec::Event::Line { text, .. } = e else {
-                    continue;
-                };
-                if let Some(c) = text.strip_prefix(crate::nccl::runner::EXIT_MARKER) {
-                    code = c.trim().parse().ok();
-                    continue;
-                }
-                let events = parser.push_line(&text);
-                if events
-                    .iter()
-                    .any(|ev| matches!(ev, crate::nccl::Event::Row(_) | crate::nccl::Event::AvgBusBw(_)))
-                {
-                    let _ = tx
-                        .send(ServiceEvent::Msg(Msg::RunReport {
-                            id: id.clone(),
-                            report: Box::new(parser.report()),
-                        }))
-                        .await;
-                }
+            // The same following as `nccl run` and `nccl attach`: every node's exit code,
+            // the history entry concluded, the exit codes written to the state.
+            let rows = tx.clone();
+            let on_row = |_: &crate::nccl::Row, parser: &crate::nccl::Parser| {
+                // A full queue skips a row's redraw; the final report follows anyway.
+                let _ = rows.try_send(ServiceEvent::Msg(Msg::RunReport {
+                    id: id.clone(),
+                    report: Box::new(parser.report()),
+                }));
+            };
+            let (f, _) =
+                crate::nccl::remote::follow_to_end(&state_dir, transport, &fleet.name, &id, &nodes, on_row)
+                    .await;
+            let dir = state_dir.clone();
+            if let Ok(Ok(all)) =
+                tokio::task::spawn_blocking(move || crate::nccl::history::load_all(&dir)).await
+            {
+                let _ = tx.send(ServiceEvent::Msg(Msg::NcclHistory(all))).await;
             }
-            let _ = job.await;
-            parser.finish();
-            let report = parser.report();
-            // The history entry of a run that ended: its rows and verdict, as `nccl run`
-            // writes them (a run started elsewhere whose follower was lost gets them here).
-            if code.is_some() {
-                let (dir, r, id2) = (state_dir.clone(), report.clone(), id.clone());
-                let saved = tokio::task::spawn_blocking(move || {
-                    let mut e = crate::nccl::history::load(&dir, &id2).ok().flatten()?;
-                    if e.ended_at.is_none() {
-                        e.conclude(&r, &[code], crate::store::now_unix());
-                        if let Err(err) = crate::nccl::history::save(&dir, &e) {
-                            tracing::warn!(error = %err, "nccl history");
-                        }
-                    }
-                    crate::nccl::history::load_all(&dir).ok()
-                })
-                .await;
-                if let Ok(Some(all)) = saved {
-                    let _ = tx.send(ServiceEvent::Msg(Msg::NcclHistory(all))).await;
-                }
-            }
+            let end = super::nccl::RunEnd {
+                codes: f.named_codes(&nodes),
+                tail: f.error_tail(&nodes[0].name, 20),
+            };
             let _ = tx
                 .send(ServiceEvent::Msg(Msg::RunReport {
                     id: id.clone(),
-                    report: Box::new(report),
+                    report: Box::new(f.report),
                 }))
                 .await;
-            let _ = tx.send(ServiceEvent::Msg(Msg::RunEnded { id, code })).await;
+            let _ = tx
+                .send(ServiceEvent::Msg(Msg::RunEnded {
+                    id,
+                    end: Box::new(end),
+                }))
+                .await;
         }));
     }
 

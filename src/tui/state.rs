@@ -253,7 +253,7 @@ pub enum Msg {
     /// The followed run ended (its exit code when known).
     RunEnded {
         id: String,
-        code: Option<i32>,
+        end: Box<super::nccl::RunEnd>,
     },
     /// A live refresh of the offers catalog finished: the catalog and a one-line report.
     OffersRefreshed(Result<(Box<crate::catalog::Catalog>, String), String>),

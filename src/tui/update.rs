@@ -199,9 +199,9 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Command> {
             }
             vec![]
         }
-        Msg::RunEnded { id, code } => {
+        Msg::RunEnded { id, end } => {
             if let Some((_, _, st)) = state.nccl.shown.as_mut().filter(|(s, _, _)| *s == id) {
-                *st = nccl::RunStatus::Ended(code);
+                *st = nccl::RunStatus::Ended(*end);
                 state.dirty = true;
             }
             vec![Command::LoadFleets]

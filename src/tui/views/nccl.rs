@@ -43,7 +43,7 @@ fn grade_tone(g: Grade) -> Tone {
 
 pub fn render(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
     let [left, main] = Layout::horizontal([
-        Constraint::Length((area.width / 3).clamp(20, 44)),
+        Constraint::Length((area.width * 2 / 5).clamp(20, 44)),
         Constraint::Min(10),
     ])
     .areas(area);
@@ -58,15 +58,21 @@ pub fn render(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
         None => left,
     };
     let runs = visible(state);
+    // Below 40 columns the list keeps the run, its state and verdict; the fleet goes.
+    let narrow = list.width < 40;
     let rows: Vec<Row> = runs
         .iter()
         .map(|r| {
             let sel = state.nccl.selected.as_deref() == Some(r.id.as_str());
             let code = r.nodes.iter().filter_map(|n| n.exit_code).max();
-            let status = match code {
+            let shown_end = match &state.nccl.shown {
+                Some((id, _, RunStatus::Ended(end))) if *id == r.id => end.worst(),
+                _ => None,
+            };
+            let status = match code.or(shown_end) {
                 Some(0) => Span::styled("ok", theme.tone(Tone::Pass)),
                 Some(c) => Span::styled(format!("exit {c}"), theme.tone(Tone::Fail)),
-                None => Span::styled("running?", theme.tone(Tone::Info)),
+                None => Span::styled("running", theme.tone(Tone::Info)),
             };
             let mark = match state.nccl.compare.iter().position(|c| *c == r.id) {
                 Some(0) => "A ",
@@ -77,16 +83,26 @@ pub fn render(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
                 Some(v) => Span::styled(v.grade.as_str(), theme.tone(grade_tone(v.grade))),
                 None => Span::styled("-", theme.muted()),
             };
-            Row::new(vec![
-                Line::from(vec![
-                    Span::styled(mark, theme.accent()),
-                    Span::raw(r.id.trim_start_matches("nccl-").to_string()),
-                ]),
-                Line::raw(r.fleet.clone()),
-                Line::from(status),
-                Line::from(verdict),
-            ])
-            .style(if sel { theme.selection() } else { theme.base() })
+            let name = if narrow {
+                // `all_reduce 22:50`: the collective and when (the id's time), which
+                // tells runs apart where the whole id does not fit.
+                let rest = r.id.trim_start_matches("nccl-");
+                let collective = rest.rsplitn(3, '-').last().unwrap_or(rest);
+                let time = store::format_utc(r.started_at);
+                format!("{collective} {}", time.rsplit(' ').next().unwrap_or(&time))
+            } else {
+                r.id.trim_start_matches("nccl-").to_string()
+            };
+            let mut cells = vec![Line::from(vec![
+                Span::styled(mark, theme.accent()),
+                Span::raw(name),
+            ])];
+            if !narrow {
+                cells.push(Line::raw(r.fleet.clone()));
+            }
+            cells.push(Line::from(status));
+            cells.push(Line::from(verdict));
+            Row::new(cells).style(if sel { theme.selection() } else { theme.base() })
         })
         .collect();
     let block = Block::default()
@@ -117,17 +133,17 @@ pub fn render(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
         .block(block)
         .render(list, buf);
     } else {
-        Table::new(
-            rows,
-            [
+        let widths: Vec<Constraint> = if narrow {
+            vec![Constraint::Min(16), Constraint::Length(8), Constraint::Length(4)]
+        } else {
+            vec![
                 Constraint::Min(12),
                 Constraint::Length(8),
                 Constraint::Length(8),
                 Constraint::Length(7),
-            ],
-        )
-        .block(block)
-        .render(list, buf);
+            ]
+        };
+        Table::new(rows, widths).block(block).render(list, buf);
     }
     match state.nccl.comparison() {
         Some((cmp, a, b)) => render_compare(theme, main, buf, &cmp, a, b),
@@ -415,6 +431,40 @@ fn busbw_chart(theme: &Theme, series: &[Series], area: Rect, buf: &mut Buffer) {
         .render(area, buf);
 }
 
+/// A run that ended without rows: how each node ended and what it printed last.
+fn render_end(end: &crate::tui::nccl::RunEnd, theme: &Theme, area: Rect, buf: &mut Buffer) {
+    let worst = end.worst();
+    let head = match worst {
+        Some(0) => Line::styled(
+            "The run ended without a result row (exit 0).",
+            theme.tone(Tone::Warn),
+        ),
+        Some(c) => Line::styled(
+            format!("The run failed before its first result row: exit {c}."),
+            theme.tone(Tone::Fail),
+        ),
+        None => Line::styled("The run ended; no node reported.", theme.tone(Tone::Warn)),
+    };
+    let mut lines = vec![
+        head,
+        Line::from(vec![
+            Span::styled("exit codes  ", theme.muted()),
+            Span::raw(end.codes_text()),
+        ]),
+        Line::raw(""),
+    ];
+    if end.tail.is_empty() {
+        lines.push(Line::styled("It printed nothing.", theme.muted()));
+    } else {
+        lines.push(Line::styled("Its last output:", theme.muted()));
+        // The newest lines that fit (wrapped lines take more than one row).
+        let room = usize::from(area.height).saturating_sub(lines.len());
+        let skip = end.tail.len().saturating_sub(room);
+        lines.extend(end.tail.iter().skip(skip).map(|l| Line::raw(l.clone())));
+    }
+    Paragraph::new(lines).wrap(Wrap { trim: false }).render(area, buf);
+}
+
 fn render_run(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
     let Some((id, report, status)) = &state.nccl.shown else {
         Paragraph::new("Select a run and press Enter to follow it: rows are drawn as they arrive.")
@@ -430,23 +480,25 @@ fn render_run(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
     };
     let (st, tone) = match status {
         RunStatus::Following => ("following".to_string(), Tone::Info),
-        RunStatus::Ended(Some(0)) => ("ended 0".to_string(), Tone::Pass),
-        RunStatus::Ended(Some(c)) => (format!("ended {c}"), Tone::Fail),
-        RunStatus::Ended(None) => ("ended".to_string(), Tone::Warn),
+        RunStatus::Ended(end) => match end.worst() {
+            Some(0) => ("ended 0".to_string(), Tone::Pass),
+            Some(c) => (format!("failed: exit {c}"), Tone::Fail),
+            None => ("ended".to_string(), Tone::Warn),
+        },
         RunStatus::Failed(e) => (format!("cannot follow: {e}"), Tone::Fail),
     };
+    // What matters first: at 80 columns the end of the title is cut.
     let title = vec![
-        Span::styled(format!(" {id} "), theme.title()),
+        Span::styled(format!(" {} ", id.trim_start_matches("nccl-")), theme.title()),
+        Span::styled(format!("· {st} "), theme.tone(tone)),
         Span::styled(
             format!(
-                "· {} · {} ranks · NCCL {} ",
-                report.collective.as_deref().unwrap_or("?"),
+                "· {} ranks · NCCL {} ",
                 report.ranks().map_or("?".into(), |r| r.to_string()),
                 report.nccl_version.as_deref().unwrap_or("?")
             ),
             theme.muted(),
         ),
-        Span::styled(format!("· {st} "), theme.tone(tone)),
     ];
     let block = Block::default()
         .borders(Borders::ALL)
@@ -495,7 +547,16 @@ fn render_run(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
                 .map(|p| (p.0, Some(p.1))),
         )
     });
-    if oop.is_empty() && expected.is_empty() {
+    let ended = match status {
+        RunStatus::Ended(end) => Some(end),
+        _ => None,
+    };
+    if let Some(end) = ended
+        .filter(|e| report.rows.is_empty() || e.worst() != Some(0))
+        .filter(|_| oop.is_empty())
+    {
+        render_end(end, theme, chart_area, buf);
+    } else if oop.is_empty() && expected.is_empty() {
         Paragraph::new("waiting for the first row…").render(chart_area, buf);
     } else {
         let mut series = vec![(String::from("out-of-place"), theme.rx(), oop)];
@@ -520,7 +581,11 @@ fn render_run(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
     });
     let line = format!(
         "{} · avg {} · {} rows · transport {}",
-        peak.unwrap_or_else(|| "no rows yet".into()),
+        peak.unwrap_or_else(|| if ended.is_some() {
+            "no rows".into()
+        } else {
+            "no rows yet".into()
+        }),
         report.avg_busbw.map_or("?".into(), |a| format!("{a}")),
         report.rows.len(),
         report
