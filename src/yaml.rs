@@ -190,12 +190,25 @@ fn hint_suffix(hint: Option<&str>) -> String {
     hint.map(|h| format!("; did you mean `{h}`?")).unwrap_or_default()
 }
 
-/// The candidate nearest to `wrong` by edit distance, if within a third of its length (at least 1).
+/// The candidate nearest to `wrong` by edit distance, if within a third of its length (at
+/// least 1). Case is ignored, and so are look-alikes typed for digits (`O` for `0`, `l` or
+/// `I` for `1`: `H1OO` is `H100`).
 pub fn closest<'a>(wrong: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<String> {
     let limit = (wrong.chars().count() / 3).max(1);
+    let fold = |s: &str| -> String {
+        s.to_lowercase()
+            .chars()
+            .map(|c| match c {
+                'o' => '0',
+                'l' | 'i' => '1',
+                c => c,
+            })
+            .collect()
+    };
+    let wrong = fold(wrong);
     candidates
         .into_iter()
-        .map(|c| (edit_distance(&wrong.to_lowercase(), &c.to_lowercase()), c))
+        .map(|c| (edit_distance(&wrong, &fold(c)), c))
         .filter(|(d, _)| *d <= limit)
         .min_by_key(|(d, _)| *d)
         .map(|(_, c)| c.to_string())

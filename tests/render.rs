@@ -288,6 +288,27 @@ fn nccl_state() -> State {
     s
 }
 
+/// A bad Offers filter at 80x24: the caret under the typed text, the error with its
+/// did-you-mean, the title naming the query the rows answer.
+#[test]
+fn offers_bad_filter_shows_its_caret() {
+    let mut s = state();
+    keys(&mut s, "/gpu=H1OO\n");
+    let t = draw(&s, &Theme::default_theme(), 80, 24);
+    let text: Vec<String> = (0..24)
+        .map(|y| (0..80).map(|x| t.backend().buffer()[(x, y)].symbol()).collect())
+        .collect();
+    assert_eq!(text[23].trim_end(), "/gpu=H1OO");
+    assert_eq!(
+        text[22].trim_end(),
+        "     ^^^^ unknown GPU `H1OO`; did you mean H100?",
+        "the caret under H1OO"
+    );
+    assert!(text[1].contains("· gpu "), "the applied query: {}", text[1]);
+    assert!(!text[1].contains("H1OO"), "{}", text[1]);
+    snapshot("offers_bad_filter_h1oo", &s);
+}
+
 #[test]
 fn nccl_view_draws_the_curve() {
     let s = nccl_state();

@@ -64,6 +64,8 @@ pub struct OffersView {
     pub selected: Option<String>,
     /// The filter's error (the last good result stays shown).
     pub error: Option<QueryError>,
+    /// The query the rows shown answer (the last one without an error).
+    pub applied: String,
     /// Offers left out only because a compared price was unknown.
     pub dropped_unknown: usize,
     pub detail: bool,
@@ -82,6 +84,7 @@ impl OffersView {
             expanded: HashSet::new(),
             selected: None,
             error: None,
+            applied: String::new(),
             dropped_unknown: 0,
             detail: false,
             editor: None,
@@ -100,6 +103,7 @@ impl OffersView {
             }
         };
         self.error = None;
+        self.applied = text.trim().to_string();
         let order = [(self.sort, self.dir), (Field::Price, Direction::Ascending)];
         let filtered = self.catalog.select(&q, self.pricing, &order);
         self.dropped_unknown = filtered.unknown;
@@ -367,7 +371,7 @@ pub fn sync_filter(state: &mut State) {
 mod tests {
     use super::*;
     use crate::tui::keymap::Keymap;
-    use crate::tui::state::Msg;
+    use crate::tui::state::{Msg, Overlay};
     use crate::tui::update::update;
     use crossterm::event::{KeyCode, KeyModifiers};
 
@@ -432,6 +436,43 @@ mod tests {
             spot.windows(2).all(|w| w[0] >= w[1]),
             "descending after S: {spot:?}"
         );
+    }
+
+    /// A query with an error is never applied, Enter or not: the rows and the title stay
+    /// those of the last good query, the entry stays open with the error, and unknown
+    /// names get the nearest known one.
+    #[test]
+    fn an_invalid_query_is_never_applied() {
+        let mut s = state();
+        keys(&mut s, "/gpu=H1OO\n");
+        let e = s.offers.error.clone().expect("H1OO is no GPU");
+        assert!(e.message.contains("did you mean H100?"), "{}", e.message);
+        assert!(matches!(s.overlay, Overlay::Filter(_)), "Enter does not close it");
+        // What shows is the last query typed that had no error (`gpu`, a bare word, on
+        // the way), and the title names that one.
+        assert_eq!(s.offers.applied, "gpu");
+        let mut fresh = OffersView::new(s.offers.catalog.clone());
+        fresh.apply("gpu");
+        assert_eq!(s.offers.rows, fresh.rows);
+        // Fixed, it applies and Enter closes the entry.
+        for _ in 0..2 {
+            update(
+                &mut s,
+                Msg::Key(KeyEvent::new(KeyCode::Backspace, KeyModifiers::NONE)),
+            );
+        }
+        keys(&mut s, "00\n");
+        assert!(s.offers.error.is_none());
+        assert!(matches!(s.overlay, Overlay::None));
+        assert_eq!(s.offers.applied, "gpu=H100");
+        let h100 = s.offers.rows.clone();
+        // `gpu=H100zzz`: refused; Esc puts the last good query back.
+        keys(&mut s, "/zzz\n");
+        assert!(s.offers.error.as_ref().unwrap().message.contains("H100zzz"));
+        assert_eq!((s.offers.applied.as_str(), &s.offers.rows), ("gpu=H100", &h100));
+        update(&mut s, Msg::Key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE)));
+        assert!(s.offers.error.is_none());
+        assert_eq!(s.filter(), "gpu=H100");
     }
 
     #[test]

@@ -568,6 +568,11 @@ fn input_action(state: &mut State, action: Action) -> Vec<Command> {
                     state.filters[i] = f.previous;
                     filter_changed(state);
                 }
+                // A query with an error is never applied: the entry stays open with the
+                // error and its caret until it is fixed (or Esc puts the last one back).
+                Action::Confirm if state.view == View::Offers && state.offers.error.is_some() => {
+                    state.overlay = Overlay::Filter(f)
+                }
                 Action::Confirm => {}
                 _ => state.overlay = Overlay::Filter(f),
             }

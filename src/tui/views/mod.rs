@@ -86,7 +86,23 @@ pub fn render(
 
     let context = crate::tui::update::context(state);
     match &state.overlay {
-        Overlay::Filter(entry) => FilterWidget { entry, theme }.render(status, buf),
+        Overlay::Filter(entry) => {
+            FilterWidget { entry, theme }.render(status, buf);
+            // A bad Offers query: its caret under the text being typed, and why.
+            if let (View::Offers, Some(e)) = (state.view, &state.offers.error) {
+                if status.y > body.y {
+                    let row = Rect {
+                        y: status.y - 1,
+                        height: 1,
+                        ..status
+                    };
+                    let line = format!(" {} {}", e.underline(), e.message);
+                    ratatui::widgets::Clear.render(row, buf);
+                    buf.set_style(row, theme.base());
+                    Line::styled(line, theme.tone(super::theme::Tone::Fail)).render(row, buf);
+                }
+            }
+        }
         _ => {
             let left = status_left(state);
             StatusBar {

@@ -139,13 +139,7 @@ pub fn render(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
     } else {
         (area, None)
     };
-    render_table(
-        v,
-        &state.filters[crate::tui::state::View::Offers.index()],
-        theme,
-        table_area,
-        buf,
-    );
+    render_table(v, theme, table_area, buf);
     if let (Some(d), Some(o)) = (detail_area, v.selected_offer()) {
         render_detail(o, v.pricing, theme, d, buf);
     }
@@ -154,7 +148,7 @@ pub fn render(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
     }
 }
 
-fn render_table(v: &OffersView, filter: &str, theme: &Theme, area: Rect, buf: &mut Buffer) {
+fn render_table(v: &OffersView, theme: &Theme, area: Rect, buf: &mut Buffer) {
     let arrow = match v.dir {
         Direction::Ascending => "↑",
         Direction::Descending => "↓",
@@ -171,8 +165,9 @@ fn render_table(v: &OffersView, filter: &str, theme: &Theme, area: Rect, buf: &m
             theme.accent(),
         ),
     ];
-    if !filter.is_empty() {
-        title.push(Span::styled(format!("· {filter} "), theme.accent()));
+    // The query the rows answer, not what is being typed.
+    if !v.applied.is_empty() {
+        title.push(Span::styled(format!("· {} ", v.applied), theme.accent()));
     }
     // Where the prices come from and how old they are, as much as fits.
     let source = v.catalog.source();
