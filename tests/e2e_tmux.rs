@@ -206,7 +206,10 @@ fn local_fleet_panes_type_copy_and_yank() {
         buffer, "pane-42",
         "the OSC 52 yank reached the terminal's clipboard"
     );
+    // A shell is open in a pane: q asks first.
     t.keys(&["q"]);
+    t.wait_text("Quit flightdeck?");
+    t.keys(&["y"]);
     assert_eq!(t.wait_exit(), 0);
     assert_restored(&t);
 }

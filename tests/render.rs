@@ -198,6 +198,10 @@ fn fleets_nodes_and_panes_views() {
     );
     keys(&mut s, "z");
     snapshot("panes_zoomed", &s);
+    // Broadcast is on and two of its panes are hidden by the zoom: typing asks first.
+    keys(&mut s, "i");
+    snapshot("panes_zoomed_broadcast_asks", &s);
+    keys(&mut s, "n");
     keys(&mut s, "z[");
     let lines: Vec<String> = (0..40)
         .map(|i| format!("step {i}: loss {:.3}", 2.0 / (i as f64 + 1.0)))

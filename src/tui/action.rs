@@ -268,7 +268,7 @@ impl Action {
             Action::PaneInsert => "type into the focused pane (or all, when broadcasting)",
             Action::PaneZoom => "zoom the focused pane / back to the grid; NICs: time span 1 min .. 1 h",
             Action::PaneMark => "mark the focused pane for broadcast; NICs: pause / resume the charts",
-            Action::PaneBroadcast => "broadcast typing: off, all panes, marked panes",
+            Action::PaneBroadcast => "broadcast typing: off, all panes, marked panes (typing into panes not on screen asks first)",
             Action::PaneCopy => "copy mode: scroll, search and yank the pane's scrollback",
             Action::SearchNext => "next match",
             Action::SearchPrev => "previous match",

@@ -48,6 +48,15 @@ pub struct FleetEditor {
     /// only while it still holds this text on disk (else it is refused). None: a new file,
     /// never written over an existing one.
     pub original: Option<String>,
+    /// The text when the editor opened, to tell whether anything changed.
+    pub opened_with: String,
+}
+
+impl FleetEditor {
+    /// The text differs from what the editor opened with.
+    pub fn changed(&self) -> bool {
+        self.input.lines().join("\n").trim_end() != self.opened_with.trim_end()
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -292,6 +301,7 @@ pub fn act(state: &mut State, action: Action) -> Option<Vec<Command>> {
                 path: format!("fleets/{name}.yaml"),
                 problem: None,
                 original: None,
+                opened_with: text.clone(),
             };
             validate(&mut editor);
             v.editor = Some(editor);
@@ -316,6 +326,7 @@ pub fn open_editor(state: &mut State, path: String, text: String) {
         input,
         path,
         problem: None,
+        opened_with: text.clone(),
         original: Some(text),
     };
     validate(&mut editor);
@@ -331,7 +342,15 @@ pub fn editor_key(state: &mut State, key: KeyEvent) -> Vec<Command> {
     };
     match action {
         Some(Action::Close) => {
-            state.offers.editor = None;
+            if editor.changed() {
+                state.overlay = crate::tui::state::Overlay::Ask(crate::tui::state::Ask {
+                    what: crate::tui::state::AskFor::DiscardEdits,
+                    title: format!("Discard changes to {}?", editor.path),
+                    lines: vec!["The editor has changes that are not written (ctrl-s writes them).".into()],
+                });
+            } else {
+                state.offers.editor = None;
+            }
             vec![]
         }
         Some(Action::Confirm) => {
@@ -473,6 +492,29 @@ mod tests {
         update(&mut s, Msg::Key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE)));
         assert!(s.offers.error.is_none());
         assert_eq!(s.filter(), "gpu=H100");
+    }
+
+    #[test]
+    fn esc_in_the_editor_asks_before_throwing_changes_away() {
+        let mut s = state();
+        let esc = |s: &mut State| update(s, Msg::Key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE)));
+        keys(&mut s, "w");
+        assert!(s.offers.editor.is_some());
+        esc(&mut s);
+        assert!(s.offers.editor.is_none(), "nothing changed: closed at once");
+        keys(&mut s, "wx");
+        esc(&mut s);
+        let Overlay::Ask(a) = &s.overlay else {
+            panic!("no question: {:?}", s.overlay)
+        };
+        assert_eq!(a.what, crate::tui::state::AskFor::DiscardEdits);
+        keys(&mut s, "n");
+        assert!(matches!(s.overlay, Overlay::None));
+        let editor = s.offers.editor.as_ref().expect("kept");
+        assert!(editor.input.lines()[0].starts_with('x'), "the change is kept");
+        esc(&mut s);
+        keys(&mut s, "y");
+        assert!(s.offers.editor.is_none());
     }
 
     #[test]

@@ -241,6 +241,20 @@ impl Panes {
         }
     }
 
+    /// The nodes of the panes keys would go to that `g` does not show.
+    pub fn hidden_targets(&self, g: &Grid) -> Vec<String> {
+        if self.broadcast == Broadcast::Off {
+            return vec![];
+        }
+        let targets = self.targets();
+        self.tiles
+            .iter()
+            .enumerate()
+            .filter(|(i, t)| targets.contains(&t.id) && !g.cells.iter().any(|(c, _)| c == i))
+            .map(|(_, t)| t.node.clone())
+            .collect()
+    }
+
     pub fn index_of(&self, id: usize) -> Option<usize> {
         self.tiles.iter().position(|t| t.id == id)
     }
@@ -428,7 +442,30 @@ pub fn act(state: &mut State, action: Action) -> Option<Vec<Command>> {
             vec![]
         }
         Action::Select | Action::PaneInsert => {
-            p.insert = true;
+            // Broadcast into panes that are not on screen (zoomed, or on another page)
+            // asks first: keys must not surprise.
+            let hidden = p.hidden_targets(&g);
+            if hidden.is_empty() {
+                p.insert = true;
+            } else {
+                let targets = p.targets().len();
+                let why = if p.zoom { "zoomed" } else { "on other pages" };
+                let lines = vec![
+                    format!(
+                        "Broadcast ({}) sends keys to {}; {} not on screen ({why}): {}.",
+                        p.broadcast.label(),
+                        crate::words::plural(targets, "pane"),
+                        hidden.len(),
+                        hidden.join(", ")
+                    ),
+                    format!("Type into all {targets}? (b turns broadcast off; z unzooms)"),
+                ];
+                state.overlay = super::state::Overlay::Ask(super::state::Ask {
+                    what: super::state::AskFor::TypeIntoHidden,
+                    title: "Type into panes not on screen?".into(),
+                    lines,
+                });
+            }
             vec![]
         }
         Action::PaneZoom => {
@@ -733,6 +770,78 @@ mod flow_tests {
         // A terminal resize reaches every pane.
         let cmds = update(&mut s, Msg::Resize(100, 30));
         assert_eq!(cmds.len(), 4);
+    }
+
+    #[test]
+    fn broadcast_into_panes_not_on_screen_asks_first_and_quit_asks_with_shells_open() {
+        let mut s = state();
+        update(
+            &mut s,
+            Msg::PanesOpened {
+                fleet: "lab".into(),
+                tiles: tiles(4),
+            },
+        );
+        // All four on screen: broadcast starts typing at once.
+        ch(&mut s, 'b');
+        ch(&mut s, 'i');
+        assert!(s.panes.insert);
+        press(&mut s, KeyCode::Char(']'), KeyModifiers::CONTROL);
+        // Zoomed: three of the four are hidden; i asks, n keeps out of insert.
+        ch(&mut s, 'z');
+        ch(&mut s, 'i');
+        let Overlay::Ask(a) = &s.overlay else {
+            panic!("no question: {:?}", s.overlay)
+        };
+        assert_eq!(a.what, crate::tui::state::AskFor::TypeIntoHidden);
+        assert!(
+            a.lines[0].contains("sends keys to 4 panes; 3 not on screen (zoomed): lab-1, lab-2, lab-3"),
+            "{:?}",
+            a.lines
+        );
+        ch(&mut s, 'n');
+        assert!(matches!(s.overlay, Overlay::None));
+        assert!(!s.panes.insert);
+        // y types into all of them.
+        ch(&mut s, 'i');
+        ch(&mut s, 'y');
+        assert!(s.panes.insert);
+        assert_eq!(
+            ch(&mut s, 'e'),
+            vec![Command::PaneInput {
+                ids: vec![100, 101, 102, 103],
+                bytes: b"e".to_vec()
+            }]
+        );
+        press(&mut s, KeyCode::Char(']'), KeyModifiers::CONTROL);
+        // Broadcast off: the zoomed pane alone, no question.
+        ch(&mut s, 'b');
+        ch(&mut s, 'b');
+        assert_eq!(s.panes.broadcast, Broadcast::Off);
+        ch(&mut s, 'i');
+        assert!(s.panes.insert && matches!(s.overlay, Overlay::None));
+        press(&mut s, KeyCode::Char(']'), KeyModifiers::CONTROL);
+        // q with four shells open asks; n stays, y quits.
+        assert_eq!(ch(&mut s, 'q'), vec![]);
+        let Overlay::Ask(a) = &s.overlay else {
+            panic!("quit did not ask")
+        };
+        assert!(a.lines[0].starts_with("4 shells open in panes"), "{:?}", a.lines);
+        ch(&mut s, 'n');
+        assert!(matches!(s.overlay, Overlay::None));
+        ch(&mut s, 'q');
+        assert_eq!(ch(&mut s, 'y'), vec![Command::Quit]);
+        // With every shell ended, q quits at once.
+        for id in 100..104 {
+            update(
+                &mut s,
+                Msg::Pane(crate::term::session::PaneEvent::State(
+                    id,
+                    PaneState::Exited(Some(0)),
+                )),
+            );
+        }
+        assert_eq!(ch(&mut s, 'q'), vec![Command::Quit]);
     }
 
     #[test]

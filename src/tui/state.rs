@@ -137,6 +137,27 @@ pub enum Overlay {
     },
     /// Apply or delete a fleet? The plan with its cost per hour (y / n).
     FleetConfirm(Box<super::fleets::Confirm>),
+    /// Something that cannot be taken back, asked first (y / n).
+    Ask(Ask),
+}
+
+/// What a yes to an [`Overlay::Ask`] does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AskFor {
+    /// Start typing into broadcast panes some of which are not on screen.
+    TypeIntoHidden,
+    /// Quit although shells are open in panes.
+    Quit,
+    /// Close the fleet editor, its changes thrown away.
+    DiscardEdits,
+}
+
+/// A yes/no question: its title, what it says, and what yes does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ask {
+    pub what: AskFor,
+    pub title: String,
+    pub lines: Vec<String>,
 }
 
 /// Everything the cockpit shows.

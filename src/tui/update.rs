@@ -2,7 +2,9 @@
 //! No I/O, no clock, no terminal: tests drive whole flows by feeding messages.
 
 use super::action::{Action, Context};
-use super::state::{Candidate, Command, FilterEntry, Msg, Overlay, Palette, State, StatusMessage, View};
+use super::state::{
+    Ask, AskFor, Candidate, Command, FilterEntry, Msg, Overlay, Palette, State, StatusMessage, View,
+};
 use super::theme::Tone;
 use super::views::help;
 use super::{fleets, jobs, nccl, nics, offers, panes};
@@ -342,6 +344,58 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Command> {
 }
 
 /// Show the next queued question when nothing else is asking.
+/// y or n (Esc) to an [`Overlay::Ask`].
+fn answer_ask(state: &mut State, action: Action) -> Vec<Command> {
+    let Overlay::Ask(ask) = std::mem::take(&mut state.overlay) else {
+        return vec![];
+    };
+    state.dirty = true;
+    let commands = match action {
+        Action::Confirm => match ask.what {
+            AskFor::TypeIntoHidden => {
+                state.panes.insert = true;
+                vec![]
+            }
+            AskFor::Quit => vec![Command::Quit],
+            AskFor::DiscardEdits => {
+                state.offers.editor = None;
+                vec![]
+            }
+        },
+        Action::Close => vec![],
+        _ => {
+            state.overlay = Overlay::Ask(ask);
+            return vec![];
+        }
+    };
+    next_question(state);
+    commands
+}
+
+/// Quit, asking first while shells are open in panes.
+fn quit(state: &mut State) -> Vec<Command> {
+    let open: Vec<&str> = state
+        .panes
+        .tiles
+        .iter()
+        .filter(|t| matches!(t.state, crate::term::session::PaneState::Connected))
+        .map(|t| t.node.as_str())
+        .collect();
+    if open.is_empty() {
+        return vec![Command::Quit];
+    }
+    let shells = crate::words::plural(open.len(), "shell");
+    state.overlay = Overlay::Ask(Ask {
+        what: AskFor::Quit,
+        title: "Quit flightdeck?".into(),
+        lines: vec![
+            format!("{shells} open in panes ({}) end with it.", open.join(", ")),
+            "Jobs and NCCL runs started from flightdeck go on without it.".into(),
+        ],
+    });
+    vec![]
+}
+
 fn next_question(state: &mut State) {
     if matches!(state.overlay, Overlay::None) {
         if let Some(q) = state.questions.pop_front() {
@@ -366,7 +420,7 @@ pub fn context(state: &State) -> Context {
         Overlay::Help { .. } => Context::Help,
         Overlay::Palette(_) | Overlay::Filter(_) | Overlay::Passphrase { .. } => Context::Input,
         Overlay::HostKey { .. } => Context::Question,
-        Overlay::FleetConfirm(_) => Context::Confirmation,
+        Overlay::FleetConfirm(_) | Overlay::Ask(_) => Context::Confirmation,
     }
 }
 
@@ -378,6 +432,7 @@ fn on_key(state: &mut State, key: KeyEvent) -> Vec<Command> {
         (Context::Copy, _) => panes::copy_key(state, key),
         (Context::Editor, _) if state.view == View::Nccl => nccl::dialog_key(state, key),
         (Context::Editor, _) => offers::editor_key(state, key),
+        (Context::Confirmation, Some(a)) if matches!(state.overlay, Overlay::Ask(_)) => answer_ask(state, a),
         (Context::Confirmation, Some(a)) => {
             let commands = fleets::answer(state, a);
             next_question(state);
@@ -418,7 +473,10 @@ pub fn act(state: &mut State, action: Action) -> Vec<Command> {
         let max = help::lines(&state.keymap).len().saturating_sub(1);
         match action {
             Action::Close => state.overlay = Overlay::None,
-            Action::Quit => return vec![Command::Quit],
+            Action::Quit => {
+                state.overlay = Overlay::None;
+                return quit(state);
+            }
             Action::Up => *scroll = scroll.saturating_sub(1),
             Action::Down => *scroll = (*scroll + 1).min(max),
             Action::Top => *scroll = 0,
@@ -442,7 +500,7 @@ pub fn act(state: &mut State, action: Action) -> Vec<Command> {
         return commands;
     }
     match action {
-        Action::Quit => return vec![Command::Quit],
+        Action::Quit => return quit(state),
         Action::Suspend => return vec![Command::Suspend],
         Action::Help => state.overlay = Overlay::Help { scroll: 0 },
         Action::Palette => {

@@ -130,6 +130,7 @@ pub fn render(
         } => question::host_key(host, fingerprint, theme, body, buf),
         Overlay::Passphrase { key, input, .. } => question::passphrase(key, input, theme, body, buf),
         Overlay::FleetConfirm(c) => question::fleet_confirm(c, &state.keymap, theme, body, buf),
+        Overlay::Ask(a) => question::ask(a, &state.keymap, theme, body, buf),
         Overlay::None | Overlay::Filter(_) => {}
     }
     // The cursor shows only while typing into a pane with nothing over it.

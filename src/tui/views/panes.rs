@@ -64,10 +64,13 @@ pub fn render(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) -> Opt
     // The grid is laid out for the body area `update` assumes.
     let g = panes::grid(area, p.tiles.len(), p.zoom.then_some(p.focus), p.page);
     let mut cursor = None;
-    for (idx, rect) in g.cells {
+    let targets = p.targets();
+    let hidden = p.hidden_targets(&g);
+    let broadcasting = p.broadcast != panes::Broadcast::Off;
+    for &(idx, rect) in &g.cells {
         let tile = &p.tiles[idx];
         let focused = idx == p.focus;
-        let targeted = p.insert && p.targets().contains(&tile.id);
+        let targeted = (p.insert || broadcasting) && targets.contains(&tile.id);
         let mut title = vec![
             Span::styled(if tile.marked { "+" } else { " " }, theme.accent()),
             Span::styled(
@@ -79,12 +82,30 @@ pub fn render(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) -> Opt
                 theme.tone(tone(&tile.state)),
             ),
         ];
+        // Every pane keys go to says so while broadcasting, and how many others get them
+        // unseen.
         if targeted {
-            title.push(Span::styled("⌨ ", theme.accent()));
+            let mark = match (broadcasting, p.insert) {
+                (true, true) => "⌨ broadcast ",
+                (true, false) => "⇶ broadcast ",
+                _ => "⌨ ",
+            };
+            title.push(Span::styled(mark, theme.accent()));
+            if focused && !hidden.is_empty() {
+                title.push(Span::styled(
+                    format!("+{} not shown ", hidden.len()),
+                    theme.tone(crate::tui::theme::Tone::Warn),
+                ));
+            }
         }
+        let border = if targeted && broadcasting {
+            theme.accent()
+        } else {
+            theme.border(focused)
+        };
         let block = Block::default()
             .borders(Borders::ALL)
-            .border_style(theme.border(focused))
+            .border_style(border)
             .title(Line::from(title))
             .style(theme.base());
         let inner = block.inner(rect);

@@ -39,6 +39,38 @@ fn frame_sized(title: &str, theme: &Theme, area: Rect, buf: &mut Buffer, w: u16,
     inner
 }
 
+/// A yes/no question ([`crate::tui::state::Ask`]), with the keys that answer it.
+pub fn ask(a: &crate::tui::state::Ask, keymap: &Keymap, theme: &Theme, area: Rect, buf: &mut Buffer) {
+    let key = |action: Action| {
+        keymap
+            .chords(Context::Confirmation, action)
+            .first()
+            .map_or_else(|| "?".to_string(), |c| c.to_string())
+    };
+    let mut lines: Vec<Line> = a.lines.iter().map(|l| Line::raw(l.clone())).collect();
+    lines.push(Line::raw(""));
+    lines.push(Line::from(vec![
+        Span::styled(key(Action::Confirm), theme.key_hint()),
+        Span::raw(" yes   "),
+        Span::styled(key(Action::Close), theme.key_hint()),
+        Span::raw(" no"),
+    ]));
+    let w = area.width.saturating_sub(4).clamp(area.width.min(20), 78);
+    // Wrapped lines take more rows: count them for the inner width.
+    let inner_w = usize::from(w.saturating_sub(2)).max(1);
+    let rows: usize = a
+        .lines
+        .iter()
+        .map(|l| l.chars().count().div_ceil(inner_w).max(1))
+        .sum::<usize>()
+        + 2;
+    let h = (rows as u16 + 2).min(area.height);
+    let inner = frame_sized(&a.title, theme, area, buf, w, h);
+    Paragraph::new(lines)
+        .wrap(Wrap { trim: false })
+        .render(inner, buf);
+}
+
 pub fn host_key(host: &str, fingerprint: &str, theme: &Theme, area: Rect, buf: &mut Buffer) {
     let inner = frame("Unknown host key", theme, area, buf, 7);
     let lines = vec![
