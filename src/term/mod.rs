@@ -54,8 +54,29 @@ impl PaneTerm {
         self.parser.screen()
     }
 
+    /// Resize the screen. Shrinking keeps the bottom of the normal screen, as tmux does:
+    /// when the cursor's row would fall outside, the screen scrolls up first (the lines
+    /// it pushes out stay in the scrollback log), so the newest output and the prompt
+    /// stay in view. A full-screen program's screen is left to redraw itself.
     pub fn set_size(&mut self, rows: u16, cols: u16) {
-        self.parser.set_size(rows.max(1), cols.max(1));
+        let (rows, cols) = (rows.max(1), cols.max(1));
+        let screen = self.parser.screen();
+        let (old_rows, _) = screen.size();
+        let (row, col) = screen.cursor_position();
+        if rows < old_rows && row >= rows && !screen.alternate_screen() {
+            let up = row + 1 - rows;
+            // To the last row, `up` line feeds (each scrolls the screen by one), then
+            // back to where the cursor was, `up` rows higher. The screen only: the log
+            // already holds these lines.
+            let moves = format!(
+                "\x1b[{old_rows};1H{}\x1b[{};{}H",
+                "\n".repeat(usize::from(up)),
+                row + 1 - up,
+                col + 1
+            );
+            self.parser.process(moves.as_bytes());
+        }
+        self.parser.set_size(rows, cols);
     }
 
     /// Every line of the pane for copy mode: the scrollback log and the line being
@@ -272,6 +293,39 @@ pub fn osc52(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn shrinking_keeps_the_newest_lines_in_view() {
+        // `clear; seq 1 15` on a 24-row pane, then the pane shrinks to 8 rows (unzoom).
+        let mut t = PaneTerm::new(24, 80);
+        let mut out = String::from("\x1b[H\x1b[2J");
+        for i in 1..=15 {
+            out.push_str(&format!("{i}\r\n"));
+        }
+        out.push_str("$ ");
+        t.process(out.as_bytes());
+        t.set_size(8, 80);
+        let rows: Vec<String> = t.screen().rows(0, 80).collect();
+        assert_eq!(rows, ["9", "10", "11", "12", "13", "14", "15", "$ "]);
+        assert_eq!(
+            t.screen().cursor_position(),
+            (7, 2),
+            "the cursor after the prompt"
+        );
+        // Growing again keeps them where they are; the log has every line once.
+        t.set_size(24, 80);
+        assert_eq!(t.screen().rows(0, 80).next().unwrap(), "9");
+        let log = t.lines();
+        assert_eq!(log.iter().filter(|l| *l == "9").count(), 1, "{log:?}");
+        // Output that fits stays put: a shrink above the cursor changes nothing.
+        let mut small = PaneTerm::new(24, 80);
+        small.process(b"a\r\nb\r\n$ ");
+        small.set_size(8, 80);
+        assert_eq!(
+            small.screen().rows(0, 80).take(3).collect::<Vec<_>>(),
+            ["a", "b", "$ "]
+        );
+    }
+
     use super::*;
 
     fn k(code: KeyCode, m: KeyModifiers) -> Vec<u8> {
