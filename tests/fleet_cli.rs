@@ -226,3 +226,31 @@ fn ssh_fleet_on_the_testbed_apply_exec_collapse_json() {
         text(&out.stderr)
     );
 }
+
+/// `fleet plan` calls no API, so it plans without a GCP project too: the project's place
+/// holds a placeholder, and the plan says so (apply still needs one).
+#[test]
+fn a_gcp_plan_needs_no_project() {
+    let home = tempfile::tempdir().unwrap();
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("fleets/a3-mega-tcpxo.yaml");
+    let out = flightdeck(home.path(), &["fleet", "plan", file.to_str().unwrap()]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    // The plan is for the operator: on stderr (`--json` puts the document on stdout).
+    assert!(stderr.contains("create  instance"), "{stderr}");
+    assert!(
+        stderr.contains(
+            "note: no GCP project found: this plan writes `PROJECT` where the project goes; apply needs one"
+        ),
+        "{stderr}"
+    );
+    let json = flightdeck(home.path(), &["fleet", "plan", file.to_str().unwrap(), "--json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert!(
+        doc["notes"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("no GCP project found"),
+        "{doc}"
+    );
+}

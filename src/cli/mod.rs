@@ -127,7 +127,7 @@ pub struct OffersArgs {
     /// Sort order.
     #[arg(long, value_enum, default_value = "price")]
     pub sort: OfferSort,
-    /// Filter query, e.g. 'gpu=H100 gpus>=8 region=us-* spot<25 gpudirect=rdma' (quote it:
+    /// Filter query, e.g. 'gpu=H200 gpus>=8 spot<40 gpudirect=rdma' (quote it:
     /// the shell reads < and >). Fields: machine, gpu, gpus, gpumem, vcpus, ram, gbps,
     /// gpudirect, region, zone, ondemand, spot, flex, price, gpuprice; operators = != < <=
     /// > >=; * matches any text; a bare word matches any text field.

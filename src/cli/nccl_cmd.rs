@@ -20,8 +20,9 @@ pub enum NcclParseError {
     NotNcclTests { name: String },
 }
 
-/// Run `nccl parse`. With a machine type, each test gets a verdict (`verdict` in the
-/// JSON document, a last line in the table).
+/// Run `nccl parse`. Each test gets a verdict (`verdict` in the JSON document, a last
+/// line in the table) against the machine type given, or else the one its rank list
+/// names (`2xH200` for one host with two H200s), as the run history does.
 pub fn parse(
     file: &str,
     json: bool,
@@ -29,19 +30,31 @@ pub fn parse(
     nodes: Option<u32>,
 ) -> anyhow::Result<ExitCode> {
     let reports = read_reports(file)?;
+    let machines: Vec<Option<(String, Option<u32>, &str)>> = reports
+        .iter()
+        .map(|r| match machine_type {
+            Some(m) => Some((m.to_string(), nodes, "--machine-type")),
+            None => crate::nccl::expect::machine_from_devices(r)
+                .map(|(m, n)| (m, nodes.or(Some(n)), "nccl-tests rank list")),
+        })
+        .collect();
     let verdicts: Vec<Option<crate::nccl::expect::Verdict>> = reports
         .iter()
-        .map(|r| machine_type.map(|m| crate::nccl::expect::judge(r, Some(m), nodes)))
+        .zip(&machines)
+        .map(|(r, m)| {
+            m.as_ref()
+                .map(|(m, n, _)| crate::nccl::expect::judge(r, Some(m), *n))
+        })
         .collect();
     let text = if json {
-        json_text(&reports, &verdicts)?
+        json_text(&reports, &verdicts, &machines)?
     } else {
         reports
             .iter()
-            .zip(&verdicts)
-            .map(|(r, v)| match v {
-                Some(v) => format!("{}{}\n", table(r), verdict_line(v, Some("--machine-type"))),
-                None => table(r),
+            .zip(verdicts.iter().zip(&machines))
+            .map(|(r, (v, m))| match (v, m) {
+                (Some(v), Some((_, _, from))) => format!("{}{}\n", table(r), verdict_line(v, Some(from))),
+                _ => table(r),
             })
             .collect::<Vec<_>>()
             .join("\n")
@@ -98,20 +111,27 @@ fn read_reports(file: &str) -> Result<Vec<Report>, NcclParseError> {
 fn json_text(
     reports: &[Report],
     verdicts: &[Option<crate::nccl::expect::Verdict>],
+    machines: &[Option<(String, Option<u32>, &str)>],
 ) -> serde_json::Result<String> {
-    /// The document of DESIGN.md, its keys in order, then the verdict.
+    /// The document of DESIGN.md, its keys in order, then the machine type it was judged
+    /// for (and where that came from) and the verdict.
     #[derive(serde::Serialize)]
     struct Judged<'a> {
         #[serde(flatten)]
         doc: crate::nccl::Document<'a>,
         #[serde(skip_serializing_if = "Option::is_none")]
+        machine_type: Option<serde_json::Value>,
+        #[serde(skip_serializing_if = "Option::is_none")]
         verdict: Option<&'a crate::nccl::expect::Verdict>,
     }
     let docs: Vec<Judged> = reports
         .iter()
-        .zip(verdicts)
-        .map(|(r, v)| Judged {
+        .zip(verdicts.iter().zip(machines))
+        .map(|(r, (v, m))| Judged {
             doc: r.document(),
+            machine_type: m
+                .as_ref()
+                .map(|(name, _, from)| serde_json::json!({"name": name, "from": from})),
             verdict: v.as_ref(),
         })
         .collect();

@@ -193,11 +193,11 @@ impl GcpBackend {
         })
     }
 
-    /// The plan, with no API call.
+    /// The plan, with no API call. Without a project it plans all the same, with
+    /// [`PLACEHOLDER_PROJECT`] in the resources' paths, and says so: only apply needs one.
     pub fn plan_fleet(&self, fleet: &Fleet, recorded: Option<&FleetRecord>) -> Result<Plan, String> {
-        let project = self.local_project().ok_or(
-            "no GCP project: set gcp.project_id in the config (or GOOGLE_CLOUD_PROJECT, or `gcloud config set project`)",
-        )?;
+        let found = self.local_project();
+        let project = found.clone().unwrap_or_else(|| PLACEHOLDER_PROJECT.to_string());
         let cands = plan::candidates(fleet, &self.settings, &self.catalog)?;
         let regions = plan::regions(&cands);
         let subnets = BTreeMap::new();
@@ -212,9 +212,21 @@ impl GcpBackend {
             regions: &regions,
             subnets: &subnets,
         };
-        plan::plan(&ctx, &cands, recorded)
+        let mut plan = plan::plan(&ctx, &cands, recorded)?;
+        if found.is_none() {
+            plan.notes.insert(
+                0,
+                format!(
+                    "no GCP project found: this plan writes `{PLACEHOLDER_PROJECT}` where the project goes; apply needs one (gcp.project_id in the config, GOOGLE_CLOUD_PROJECT, or `gcloud config set project`)"
+                ),
+            );
+        }
+        Ok(plan)
     }
 }
+
+/// What a plan made without a GCP project writes where the project goes.
+pub const PLACEHOLDER_PROJECT: &str = "PROJECT";
 
 impl Backend for GcpBackend {
     fn kind(&self) -> BackendKind {
