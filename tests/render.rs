@@ -292,6 +292,38 @@ fn nccl_state() -> State {
     s
 }
 
+/// At 80x24: prices the catalog doubts are marked `!` (with a legend), and the column the
+/// table is sorted by is shown however narrow the screen.
+#[test]
+fn offers_mark_doubtful_prices_and_show_the_sorted_column() {
+    let mut s = state();
+    keys(&mut s, "/gpu=H200\n");
+    let text = |s: &State| {
+        let t = draw(s, &Theme::default_theme(), 80, 24);
+        (0..24)
+            .map(|y| {
+                (0..80)
+                    .map(|x| t.backend().buffer()[(x, y)].symbol())
+                    .collect::<String>()
+            })
+            .collect::<Vec<_>>()
+    };
+    let t = text(&s);
+    assert!(t[3].contains("49.36!"), "od-low, no-od: {}", t[3]);
+    assert!(
+        t[22].contains("! a price the catalog doubts: d tells why"),
+        "{}",
+        t[22]
+    );
+    // Sort by network bandwidth: Gbps does not fit at 80 columns unless sorted by.
+    assert!(!t[2].contains("Gbps"), "{}", t[2]);
+    while s.offers.sort != flightdeck::catalog::query::Field::Network {
+        keys(&mut s, "s");
+    }
+    let t = text(&s);
+    assert!(t[2].contains("Gbps"), "the sorted column is shown: {}", t[2]);
+}
+
 /// A bad Offers filter at 80x24: the caret under the typed text, the error with its
 /// did-you-mean, the title naming the query the rows answer.
 #[test]

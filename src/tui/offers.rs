@@ -494,6 +494,42 @@ mod tests {
         assert_eq!(s.filter(), "gpu=H100");
     }
 
+    /// Sorting by a column with unknown values (13 spot prices of the embedded catalog are
+    /// unknown) puts them last in both directions.
+    #[test]
+    fn unknown_values_sort_last_both_ways() {
+        let mut s = state();
+        let spot = |s: &State| -> Vec<Option<f64>> {
+            let offers = s.offers.catalog.offers();
+            s.offers
+                .rows
+                .iter()
+                .filter_map(|r| match r {
+                    OfferRow::Group { group } => Some(offers[s.offers.groups[*group].first()].spot),
+                    _ => None,
+                })
+                .collect()
+        };
+        // s until the sort is by spot.
+        while s.offers.sort != Field::Spot {
+            keys(&mut s, "s");
+        }
+        for dir in ["ascending", "descending"] {
+            let f = spot(&s);
+            let first_unknown = f
+                .iter()
+                .position(Option::is_none)
+                .expect("some spot prices are unknown");
+            assert!(f[..first_unknown].iter().all(Option::is_some), "{dir}");
+            assert!(
+                f[first_unknown..].iter().all(Option::is_none),
+                "{dir}: unknown last: {f:?}"
+            );
+            assert!(first_unknown > 0, "{dir}: some known");
+            keys(&mut s, "S");
+        }
+    }
+
     #[test]
     fn esc_in_the_editor_asks_before_throwing_changes_away() {
         let mut s = state();

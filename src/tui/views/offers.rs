@@ -87,8 +87,27 @@ fn numeric(f: Field) -> bool {
     !matches!(f, Field::Machine | Field::Gpu | Field::Zone | Field::GpuDirect)
 }
 
-/// The columns that fit in `w` cells, most important first kept.
-fn columns(w: u16, pricing: Pricing) -> Vec<Field> {
+/// Whether the catalog doubts the price in column `f` of `o` (the CLI's `od-low`,
+/// `no-od`, `spot-high`, `spot>od` notes): such cells are marked `!`, `d` tells why.
+fn doubtful(f: Field, o: &Offer, pricing: Pricing) -> bool {
+    use crate::catalog::model::Flag;
+    let on_demand = || o.flags.contains(Flag::OnDemandLowLevel) || o.flags.contains(Flag::NoPlainOnDemand);
+    let spot = || o.flags.contains(Flag::SpotHighLevel) || o.flags.contains(Flag::SpotAboveOnDemand);
+    match f {
+        Field::OnDemand => on_demand(),
+        Field::Spot => spot(),
+        Field::Price | Field::GpuPrice => match pricing {
+            Pricing::OnDemand => on_demand(),
+            Pricing::Spot => spot(),
+            Pricing::Flex => false,
+        },
+        _ => false,
+    }
+}
+
+/// The columns that fit in `w` cells, most important first kept; the column sorted by
+/// is always among them.
+fn columns(w: u16, pricing: Pricing, sort: Field) -> Vec<Field> {
     let price = match pricing {
         Pricing::OnDemand => Field::OnDemand,
         Pricing::Spot => Field::Spot,
@@ -97,6 +116,7 @@ fn columns(w: u16, pricing: Pricing) -> Vec<Field> {
     // Dropped right to left by priority when narrow.
     let priority = [
         Field::Machine,
+        sort,
         Field::Zone,
         price,
         Field::GpuPrice,
@@ -193,7 +213,8 @@ fn render_table(v: &OffersView, theme: &Theme, area: Rect, buf: &mut Buffer) {
         ));
     }
     let inner_w = area.width.saturating_sub(2);
-    let cols = columns(inner_w, v.pricing);
+    let cols = columns(inner_w, v.pricing, v.sort);
+    let mut marked = false;
     let selected = v.selected_row();
     // Only the rows around the selection are built (thousands of rows, one screen).
     let visible = usize::from(area.height.saturating_sub(3)).max(1);
@@ -235,6 +256,9 @@ fn render_table(v: &OffersView, theme: &Theme, area: Rect, buf: &mut Buffer) {
                     } else {
                         text
                     };
+                    let doubt = doubtful(*f, o, v.pricing);
+                    let text = if doubt { format!("{text}!") } else { text };
+                    marked |= doubt;
                     let text = truncate(&text, usize::from(width(*f)));
                     let text = if numeric(*f) {
                         format!("{text:>w$}", w = usize::from(width(*f)))
@@ -242,7 +266,7 @@ fn render_table(v: &OffersView, theme: &Theme, area: Rect, buf: &mut Buffer) {
                         text
                     };
                     let unknown = text.trim() == "?";
-                    Cell::from(text).style(if unknown && Some(i) != selected {
+                    Cell::from(text).style(if (unknown || doubt) && Some(i) != selected {
                         theme.tone(Tone::Warn)
                     } else {
                         Style::new()
@@ -252,6 +276,15 @@ fn render_table(v: &OffersView, theme: &Theme, area: Rect, buf: &mut Buffer) {
             Row::new(cells).style(style)
         })
         .collect();
+    if marked && v.error.is_none() {
+        block = block.title_bottom(
+            Line::styled(
+                " ! a price the catalog doubts: d tells why ",
+                theme.tone(Tone::Warn),
+            )
+            .right_aligned(),
+        );
+    }
     let head = Row::new(
         cols.iter()
             .map(|f| {
