@@ -640,6 +640,65 @@ fn jobs_view_lists_and_charts() {
     snapshot("jobs_tiny_gpt_h200x2", &s);
 }
 
+/// A job that failed because its node has no torch, at 80x24: the error is read whole
+/// (long lines wrap; `v` cuts them at the edge instead), and a long status message is
+/// kept whole in the message history (`M`).
+#[test]
+fn jobs_view_wraps_the_torch_error() {
+    let mut s = jobs_state(false);
+    let id = s.jobs.shown.as_ref().unwrap().id.clone();
+    let error = "/usr/bin/python3: Error while finding module specification for 'torch.distributed.run' (ModuleNotFoundError: No module named 'torch')";
+    update(
+        &mut s,
+        Msg::JobLines {
+            id: id.clone(),
+            lines: vec![(0, error.to_string())],
+            now: 1_795_323_760,
+        },
+    );
+    let screen = |s: &State| {
+        let t = draw(s, &Theme::default_theme(), 80, 24);
+        (0..24)
+            .map(|y| {
+                (0..80)
+                    .map(|x| t.backend().buffer()[(x, y)].symbol())
+                    .collect::<String>()
+            })
+            .collect::<Vec<_>>()
+    };
+    // The log's rows joined (inside its border) hold the whole line.
+    let joined: String = screen(&s)
+        .iter()
+        .filter(|r| r.starts_with('│'))
+        .map(|r| {
+            r.trim_start_matches('│')
+                .trim_end_matches('│')
+                .trim_end()
+                .to_string()
+        })
+        .collect();
+    assert!(joined.contains("No module named 'torch')"), "{joined}");
+    snapshot("jobs_torch_error", &s);
+    keys(&mut s, "v");
+    let cut = screen(&s).join("\n");
+    assert!(cut.contains("cut at the edge (v wraps)"), "{cut}");
+    assert!(!cut.contains("No module named"), "{cut}");
+    // A status message longer than the status bar: whole in the history.
+    let long = format!("job {id}: tb-0 exited with 1: {error}");
+    let _ = &long;
+    s.status = None;
+    update(&mut s, Msg::JobStarted(Err(long.clone())));
+    keys(&mut s, "M");
+    let m = screen(&s).join("");
+    assert!(m.contains("Messages ("), "{m}");
+    assert!(
+        m.contains("job train-1795323700-1a2b: tb-0 exited with 1: /usr/bin/python3"),
+        "{m}"
+    );
+    assert!(m.contains("No module named 'torch')"), "the end of it too: {m}");
+    snapshot("messages_history", &s);
+}
+
 /// History entries for the two runs of `nccl_state`: the second slowed to 80%.
 fn nccl_history() -> Vec<flightdeck::nccl::history::SavedRun> {
     use flightdeck::nccl::history::{SavedRun, SavedSpec};

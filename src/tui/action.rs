@@ -118,6 +118,7 @@ pub enum Action {
     JobStop,
     Compare,
     NicsMode,
+    Messages,
     NextItem,
     PrevItem,
     FleetApply,
@@ -129,7 +130,7 @@ pub enum Action {
 }
 
 impl Action {
-    pub const ALL: [Action; 55] = [
+    pub const ALL: [Action; 56] = [
         Action::Quit,
         Action::Suspend,
         Action::Help,
@@ -177,6 +178,7 @@ impl Action {
         Action::JobStop,
         Action::Compare,
         Action::NicsMode,
+        Action::Messages,
         Action::NextItem,
         Action::PrevItem,
         Action::FleetApply,
@@ -282,7 +284,8 @@ impl Action {
             Action::WriteFleet => "write a fleet file for the selected offer",
             Action::JobStop => "stop the selected job on every node (press twice), or an apply",
             Action::Compare => "mark the selected NCCL run for a side-by-side comparison (two at a time)",
-            Action::NicsMode => "NICs: per node, per rail, fleet total (cycles)",
+            Action::NicsMode => "NICs: per node, per rail, fleet total (cycles); Jobs: wrap long log lines or not",
+            Action::Messages => "every status message of this session, whole (the newest last)",
             Action::NextItem => "NICs: next node (per node, fleet) or next rail (per rail)",
             Action::PrevItem => "NICs: previous node or rail",
             Action::FleetApply => "apply the selected fleet's file: its plan and $/h, then confirm",

@@ -34,6 +34,8 @@ pub struct ShownJob {
     pub node: usize,
     /// Lines scrolled up from the newest (0: following the tail).
     pub scroll: usize,
+    /// Long lines wrap (`v`) instead of being cut at the edge.
+    pub wrap: bool,
 }
 
 impl ShownJob {
@@ -52,6 +54,7 @@ impl ShownJob {
             metrics: JobMetrics::new(patterns, record.flops_per_token, record.peak_tflops),
             node: 0,
             scroll: 0,
+            wrap: true,
         }
     }
 
@@ -162,14 +165,16 @@ pub fn act(state: &mut State, action: Action) -> Option<Vec<Command>> {
             Action::PageDown => shown.scroll = shown.scroll.saturating_sub(page),
             Action::Top => shown.scroll = lines.saturating_sub(1),
             Action::Bottom => shown.scroll = 0,
-            Action::Left if nodes > 0 => {
+            // h / l, and n / N as in the NICs view: the previous and next node.
+            Action::Left | Action::PrevItem if nodes > 0 => {
                 shown.node = (shown.node + nodes - 1) % nodes;
                 shown.scroll = 0;
             }
-            Action::Right if nodes > 0 => {
+            Action::Right | Action::NextItem if nodes > 0 => {
                 shown.node = (shown.node + 1) % nodes;
                 shown.scroll = 0;
             }
+            Action::NicsMode => shown.wrap = !shown.wrap,
             Action::Close => {
                 state.jobs.shown = None;
                 return Some(vec![Command::UnfollowJob]);

@@ -218,6 +218,7 @@ fn default_table() -> Vec<(Context, Action, Vec<Chord>)> {
         (Global, Select, vec![k(KeyCode::Enter)]),
         (Global, Reload, vec![p('r')]),
         (Global, NicsMode, vec![p('v')]),
+        (Global, Messages, vec![p('M')]),
         (Global, NextItem, vec![p('n')]),
         (Global, PrevItem, vec![p('N')]),
         (Global, PaneInsert, vec![p('i')]),

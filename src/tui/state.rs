@@ -121,6 +121,10 @@ pub enum Overlay {
     Help {
         scroll: usize,
     },
+    /// The session's status messages, whole (scrolls like help).
+    Messages {
+        scroll: usize,
+    },
     Palette(Palette),
     Filter(FilterEntry),
     /// An SSH host offered a key known_hosts does not have.
@@ -191,7 +195,12 @@ pub struct State {
     pub jobs: super::jobs::JobsView,
     /// Questions waiting for the overlay (host keys, passphrases), oldest first.
     pub questions: std::collections::VecDeque<Overlay>,
+    /// Every status message of the session, oldest first (the last [`MESSAGES_KEPT`]).
+    pub messages: std::collections::VecDeque<StatusMessage>,
 }
+
+/// How many status messages the message history keeps.
+pub const MESSAGES_KEPT: usize = 200;
 
 impl State {
     pub fn new(keymap: Keymap, themes: Vec<String>, theme: String) -> Self {
@@ -217,6 +226,7 @@ impl State {
                 crate::catalog::Catalog::embedded().clone(),
             )),
             questions: Default::default(),
+            messages: Default::default(),
         }
     }
 

@@ -25,10 +25,27 @@ pub const PALETTE_COMMANDS: &[(&str, &str, &str)] = &[
     ("filter", "TEXT", "filter the current table"),
     ("nofilter", "", "clear the current table's filter"),
     ("theme", "NAME", "switch the colour theme"),
+    ("messages", "", "every status message of this session, whole"),
     ("quit", "", "quit flightdeck (also :q)"),
 ];
 
+/// Apply `msg` to the state: the one mutation point. A new status message also goes
+/// into the message history (`M`), where a long one can be read whole.
 pub fn update(state: &mut State, msg: Msg) -> Vec<Command> {
+    let before = state.status.clone();
+    let commands = apply(state, msg);
+    if state.status != before {
+        if let Some(s) = &state.status {
+            if state.messages.len() == super::state::MESSAGES_KEPT {
+                state.messages.pop_front();
+            }
+            state.messages.push_back(s.clone());
+        }
+    }
+    commands
+}
+
+fn apply(state: &mut State, msg: Msg) -> Vec<Command> {
     match msg {
         Msg::Key(key) => {
             if key.kind == KeyEventKind::Release {
@@ -417,7 +434,7 @@ pub fn context(state: &State) -> Context {
         }
         Overlay::None if state.view == View::Nccl && state.nccl.dialog.is_some() => Context::Editor,
         Overlay::None => Context::Global,
-        Overlay::Help { .. } => Context::Help,
+        Overlay::Help { .. } | Overlay::Messages { .. } => Context::Help,
         Overlay::Palette(_) | Overlay::Filter(_) | Overlay::Passphrase { .. } => Context::Input,
         Overlay::HostKey { .. } => Context::Question,
         Overlay::FleetConfirm(_) | Overlay::Ask(_) => Context::Confirmation,
@@ -469,8 +486,15 @@ fn on_key(state: &mut State, key: KeyEvent) -> Vec<Command> {
 /// Carry out an action of the global or help context.
 pub fn act(state: &mut State, action: Action) -> Vec<Command> {
     let help_page = usize::from(state.size.1.saturating_sub(4)).max(1);
-    if let Overlay::Help { scroll } = &mut state.overlay {
-        let max = help::lines(&state.keymap).len().saturating_sub(1);
+    let scrollable = match &state.overlay {
+        Overlay::Help { .. } => Some(help::lines(&state.keymap).len()),
+        Overlay::Messages { .. } => Some(state.messages.len()),
+        _ => None,
+    };
+    if let (Some(len), Overlay::Help { scroll } | Overlay::Messages { scroll }) =
+        (scrollable, &mut state.overlay)
+    {
+        let max = len.saturating_sub(1);
         match action {
             Action::Close => state.overlay = Overlay::None,
             Action::Quit => {
@@ -503,6 +527,12 @@ pub fn act(state: &mut State, action: Action) -> Vec<Command> {
         Action::Quit => return quit(state),
         Action::Suspend => return vec![Command::Suspend],
         Action::Help => state.overlay = Overlay::Help { scroll: 0 },
+        // Opened at the newest messages.
+        Action::Messages => {
+            state.overlay = Overlay::Messages {
+                scroll: state.messages.len().saturating_sub(1),
+            }
+        }
         Action::Palette => {
             state.overlay = Overlay::Palette(Palette {
                 input: TextArea::default(),
@@ -844,6 +874,7 @@ pub fn run_command(state: &mut State, line: &str) -> Vec<Command> {
             vec![]
         }
         "nofilter" => act(state, Action::ClearFilter),
+        "messages" => act(state, Action::Messages),
         "open" if arg.is_empty() => {
             let names: Vec<&str> = state.fleets.iter().map(|f| f.name.as_str()).collect();
             error(

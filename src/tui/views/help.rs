@@ -135,3 +135,63 @@ impl Widget for HelpOverlay<'_> {
         Paragraph::new(text).block(block).render(area, buf);
     }
 }
+
+/// The message history (`M`, `:messages`): every status message of the session, whole and
+/// wrapped, the newest last; `scroll` is the first message shown (clamped so that the
+/// last page is full).
+pub fn messages(
+    all: &std::collections::VecDeque<crate::tui::state::StatusMessage>,
+    scroll: usize,
+    theme: &Theme,
+    body: Rect,
+    buf: &mut Buffer,
+) {
+    let h = if body.height >= 10 {
+        body.height - 2
+    } else {
+        body.height
+    };
+    let area = centered(
+        body,
+        body.width.saturating_sub(4).max(body.width.min(20)).min(120),
+        h,
+    );
+    if area.is_empty() {
+        return;
+    }
+    Clear.render(area, buf);
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(theme.border(true))
+        .title(Span::styled(
+            format!(" Messages ({}, newest last; esc closes) ", all.len()),
+            theme.title(),
+        ))
+        .style(theme.base());
+    let inner = block.inner(area);
+    block.render(area, buf);
+    if all.is_empty() {
+        Paragraph::new(Line::styled("No messages yet.", theme.muted())).render(inner, buf);
+        return;
+    }
+    // Each message wrapped at the edge; the last page kept full.
+    let w = usize::from(inner.width);
+    let rows = |m: &crate::tui::state::StatusMessage| crate::tui::widgets::hard_wrap(&m.text, w);
+    let mut first = all.len();
+    let mut used = 0;
+    while first > 0 && used + rows(&all[first - 1]).len() <= usize::from(inner.height) {
+        used += rows(&all[first - 1]).len();
+        first -= 1;
+    }
+    let start = scroll.min(first);
+    let lines: Vec<Line> = all
+        .iter()
+        .skip(start)
+        .flat_map(|m| {
+            rows(m)
+                .into_iter()
+                .map(move |r| Line::styled(r, theme.tone(m.tone)))
+        })
+        .collect();
+    Paragraph::new(lines).render(inner, buf);
+}

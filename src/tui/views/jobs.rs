@@ -273,6 +273,9 @@ fn render_log(state: &State, shown: &ShownJob, name: &str, theme: &Theme, area: 
     if shown.scroll > 0 {
         title.push(Span::styled(format!("↑{} ", shown.scroll), theme.muted()));
     }
+    if !shown.wrap {
+        title.push(Span::styled("cut at the edge (v wraps) ", theme.muted()));
+    }
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(theme.border(false))
@@ -282,12 +285,30 @@ fn render_log(state: &State, shown: &ShownJob, name: &str, theme: &Theme, area: 
     block.render(area, buf);
     let h = usize::from(inner.height);
     let end = lines.len().saturating_sub(shown.scroll);
-    let start = end.saturating_sub(h);
-    let text: Vec<Line> = lines[start..end]
-        .iter()
-        .map(|l| Line::raw(l.to_string()))
-        .collect();
-    Paragraph::new(text).render(inner, buf);
+    if !shown.wrap {
+        let start = end.saturating_sub(h);
+        let text: Vec<Line> = lines[start..end]
+            .iter()
+            .map(|l| Line::raw(l.to_string()))
+            .collect();
+        Paragraph::new(text).render(inner, buf);
+        return;
+    }
+    // Wrapped at the edge (as a terminal or less does): the rows of the lines up to
+    // `end`, the newest at the bottom; the oldest of them may show only its end.
+    let w = usize::from(inner.width);
+    let mut rows: Vec<String> = vec![];
+    for l in lines[..end].iter().rev() {
+        if rows.len() >= h {
+            break;
+        }
+        let mut pieces = crate::tui::widgets::hard_wrap(l, w);
+        pieces.reverse();
+        rows.extend(pieces);
+    }
+    rows.truncate(h);
+    rows.reverse();
+    Paragraph::new(rows.into_iter().map(Line::raw).collect::<Vec<_>>()).render(inner, buf);
 }
 
 /// Points of one metric of one node, thinned to about `width * 2` (braille dots).

@@ -124,6 +124,7 @@ pub fn render(
             theme,
         }
         .render(body, buf),
+        Overlay::Messages { scroll } => help::messages(&state.messages, *scroll, theme, body, buf),
         Overlay::Palette(palette) => PaletteWidget { palette, theme }.render(body, buf),
         Overlay::HostKey {
             host, fingerprint, ..

@@ -32,3 +32,23 @@ pub fn truncate(s: &str, width: usize) -> String {
     out.push('…');
     out
 }
+
+/// `text` cut into rows of `width` characters (at least one row), as a terminal wraps.
+pub fn hard_wrap(text: &str, width: usize) -> Vec<String> {
+    let width = width.max(1);
+    let chars: Vec<char> = text.chars().collect();
+    if chars.is_empty() {
+        return vec![String::new()];
+    }
+    chars.chunks(width).map(|c| c.iter().collect()).collect()
+}
+
+#[cfg(test)]
+mod wrap_tests {
+    #[test]
+    fn hard_wrap_cuts_at_the_width() {
+        assert_eq!(super::hard_wrap("abcdefg", 3), ["abc", "def", "g"]);
+        assert_eq!(super::hard_wrap("", 3), [""]);
+        assert_eq!(super::hard_wrap("ab", 0), ["a", "b"]);
+    }
+}
