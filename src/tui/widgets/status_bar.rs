@@ -49,17 +49,18 @@ impl Widget for StatusBar<'_> {
         {
             hints.clear();
         }
-        let left_min = 12.min(width / 2);
-        while !hints.is_empty() && hint_width(&hints) + left_min > width {
-            hints.pop();
-        }
-        let hints_w = hint_width(&hints);
         let (text, style) = match self.message {
             Some(m) => (m.text.as_str(), self.theme.tone(m.tone)),
             None => (self.left.as_str(), self.theme.status_bar()),
         };
+        // Hints give way before the message (or the view's own line), up to half the bar.
+        let left_min = (text.chars().count() + 2).clamp(12.min(width / 2), width / 2);
+        while !hints.is_empty() && hint_width(&hints) + left_min > width {
+            hints.pop();
+        }
+        let hints_w = hint_width(&hints);
         let left_w = width.saturating_sub(hints_w + 1);
-        let left = super::truncate(&format!(" {text}"), left_w);
+        let left = format!(" {}", middle_cut(text, left_w.saturating_sub(1)));
         let pad = width.saturating_sub(left.chars().count() + hints_w);
         let mut spans = vec![Span::styled(left, style), Span::raw(" ".repeat(pad))];
         for (key, label) in hints {
@@ -67,5 +68,36 @@ impl Widget for StatusBar<'_> {
             spans.push(Span::styled(format!(" {label}  "), self.theme.status_bar()));
         }
         Line::from(spans).render(area, buf);
+    }
+}
+
+/// `text` in `width` characters: whole when it fits, else its start and its end around
+/// an ellipsis (the end of a message often holds what to do: a did-you-mean, a fix);
+/// `M` shows it whole.
+fn middle_cut(text: &str, width: usize) -> String {
+    let n = text.chars().count();
+    if n <= width {
+        return text.to_string();
+    }
+    if width < 8 {
+        return super::truncate(text, width);
+    }
+    let head = (width - 1) * 2 / 5;
+    let tail = width - 1 - head;
+    let start: String = text.chars().take(head).collect();
+    let end: String = text.chars().skip(n - tail).collect();
+    format!("{start}…{end}")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_long_message_keeps_its_start_and_its_end() {
+        let m = "fleets/lab.yaml:5:7: ssh_config.hosts[0]: unknown field `usr`, expected one of `hostname`, `user`; did you mean `user`?";
+        let cut = super::middle_cut(m, 60);
+        assert_eq!(cut.chars().count(), 60);
+        assert!(cut.starts_with("fleets/lab.yaml:5:7: ss"), "{cut}");
+        assert!(cut.ends_with("did you mean `user`?"), "{cut}");
+        assert_eq!(super::middle_cut("short", 60), "short");
     }
 }
