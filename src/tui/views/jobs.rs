@@ -75,6 +75,8 @@ fn render_list(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
         return;
     }
     let header = Row::new(["NAME", "ID", "FLEET", "STATE", "NODES", "DURATION", "EXIT"]).style(theme.title());
+    // What the ID column gets: the table's width less the fixed columns and gaps.
+    let id_width = usize::from(area.width.saturating_sub(2)).saturating_sub(16 + 10 + 9 + 5 + 9 + 12 + 6).max(6);
     let rows: Vec<Row> = jobs
         .iter()
         .map(|j| {
@@ -86,9 +88,12 @@ fn render_list(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
                 .map(|n| n.exit_code.map_or("-".into(), |c| c.to_string()))
                 .collect::<Vec<_>>()
                 .join(",");
+            // The id's own part (its start is the name, in the first column), with an
+            // ellipsis where the column cuts it.
+            let id = j.id.strip_prefix(&format!("{}-", j.name)).unwrap_or(&j.id);
             Row::new(vec![
-                Line::raw(j.name.clone()),
-                Line::raw(j.id.clone()),
+                Line::raw(crate::tui::widgets::truncate(&j.name, 16)),
+                Line::raw(crate::tui::widgets::truncate(id, id_width)),
                 Line::raw(j.fleet.clone()),
                 Line::styled(word, theme.tone(state_tone(word))),
                 Line::raw(j.nodes.len().to_string()),

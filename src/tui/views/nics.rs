@@ -199,10 +199,13 @@ fn intro(theme: &Theme, area: Rect, buf: &mut Buffer) {
     Paragraph::new(vec![
         Line::styled("No samplers running.", theme.title()),
         Line::raw(""),
-        Line::raw("Select a fleet in Fleets (2), come back here and press Enter: every node runs a small"),
-        Line::raw("sh loop over its SSH connection (nothing to install) sampling /proc/net/dev, the RDMA"),
-        Line::raw("counters and nvidia-smi. v: per node, per rail, fleet; n/N: next/previous node or"),
-        Line::raw("rail; z: span (1 min .. 1 h); m: pause."),
+        Line::raw(
+            "Select a fleet in Fleets (2), come back here and press Enter: every node runs a small \
+             sh loop over its SSH connection (nothing to install) sampling /proc/net/dev, the RDMA \
+             counters and nvidia-smi.",
+        ),
+        Line::raw(""),
+        Line::raw("v: per node, per rail, fleet; n/N: next/previous node or rail; z: span (1 min .. 1 h); m: pause."),
     ])
     .wrap(Wrap { trim: false })
     .block(
