@@ -29,21 +29,21 @@ use std::process::ExitCode;
 pub struct Cli {
     /// Colour theme: dark, light, high-contrast, colorblind or a user theme
     /// (overrides the config file). NO_COLOR turns any theme monochrome.
-    #[arg(long, global = true, value_name = "NAME")]
+    #[arg(long, global = true, value_name = "NAME", help_heading = "Global options")]
     pub theme: Option<String>,
 
     /// Level of the log file in the state dir (overrides the config file).
-    #[arg(long, global = true, value_name = "LEVEL")]
+    #[arg(long, global = true, value_name = "LEVEL", help_heading = "Global options")]
     pub log_level: Option<LogLevel>,
 
     /// Accept and remember the host keys of SSH hosts not yet in known_hosts, without
     /// asking (a changed key is still refused).
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = "Global options")]
     pub accept_new_host_keys: bool,
 
     /// Pass nodes' control sequences (titles, clipboard, cursor moves) to this terminal as
     /// they are; by default only colour passes and the rest is shown, not acted on.
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = "Global options")]
     pub raw: bool,
 
     #[command(subcommand)]

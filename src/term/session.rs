@@ -172,6 +172,13 @@ async fn run(
                 attempt = 0;
             }
             End::Lost(why) => {
+                // Said in the pane itself: what ran in the old shell is gone, and the next
+                // prompt is a new one.
+                feed(
+                    &screen,
+                    format!("\r\n\x1b[33m[flightdeck] connection lost ({why}); reconnecting: the next shell is a new one\x1b[0m\r\n").as_bytes(),
+                );
+                let _ = events.try_send(PaneEvent::Output(id));
                 state(PaneState::Lost(why)).await;
                 let delay = backoff(attempt);
                 attempt += 1;
