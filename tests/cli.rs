@@ -103,10 +103,16 @@ fn every_subcommand_has_complete_help() {
             );
         }
         // The command's own options first; the global ones under their own heading.
-        let (own, global) = help
-            .split_once("Global options:")
-            .unwrap_or_else(|| panic!("`flightdeck {}`: no Global options heading:\n{help}", full.join(" ")));
-        assert!(!own.contains("--accept-new-host-keys") && !own.contains("--theme"), "{help}");
+        let (own, global) = help.split_once("Global options:").unwrap_or_else(|| {
+            panic!(
+                "`flightdeck {}`: no Global options heading:\n{help}",
+                full.join(" ")
+            )
+        });
+        assert!(
+            !own.contains("--accept-new-host-keys") && !own.contains("--theme"),
+            "{help}"
+        );
         assert!(global.contains("--theme") && global.contains("--raw"), "{help}");
     }
 }

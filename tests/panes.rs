@@ -139,7 +139,9 @@ async fn broadcast_reaches_all_and_a_dropped_node_reconnects() {
     // The pane says its shell is a new one, in its own scrollback.
     let lines = flightdeck::term::snapshot_lines(&p.screens[3]);
     assert!(
-        lines.iter().any(|l| l.contains("[flightdeck] connection lost") && l.contains("the next shell is a new one")),
+        lines
+            .iter()
+            .any(|l| l.contains("[flightdeck] connection lost") && l.contains("the next shell is a new one")),
         "{lines:?}"
     );
     for h in &p.handles {

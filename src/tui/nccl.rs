@@ -186,6 +186,10 @@ pub struct RunDialog {
     pub focus: Field,
     /// Why the last ctrl-s did not start the run.
     pub problem: Option<String>,
+    /// The focused one-line field shows its value as it was when the focus came: the
+    /// first character typed replaces it (as a spreadsheet cell does); any other key
+    /// edits it in place.
+    pub fresh: bool,
 }
 
 fn line_input(text: &str) -> TextArea<'static> {
@@ -230,6 +234,7 @@ impl RunDialog {
             env: TextArea::default(),
             focus: Field::Fleet,
             problem: None,
+            fresh: true,
         };
         d.reset_env();
         d
@@ -538,8 +543,14 @@ pub fn dialog_key(state: &mut State, key: KeyEvent) -> Vec<Command> {
             }
             Err(p) => d.problem = Some(p),
         },
-        Some(Action::NextField) => d.focus = Field::ALL[cycle(at, Field::ALL.len(), true)],
-        Some(Action::PrevField) => d.focus = Field::ALL[cycle(at, Field::ALL.len(), false)],
+        Some(Action::NextField) => {
+            d.focus = Field::ALL[cycle(at, Field::ALL.len(), true)];
+            d.fresh = true;
+        }
+        Some(Action::PrevField) => {
+            d.focus = Field::ALL[cycle(at, Field::ALL.len(), false)];
+            d.fresh = true;
+        }
         Some(a @ (Action::Left | Action::Right)) if d.focus.is_choice() => d.choose(a == Action::Right),
         _ if d.focus.is_choice() => {
             if key.code == KeyCode::Char(' ') {
@@ -548,9 +559,18 @@ pub fn dialog_key(state: &mut State, key: KeyEvent) -> Vec<Command> {
         }
         _ => {
             let multiline = d.focus == Field::Env;
+            let fresh = std::mem::take(&mut d.fresh) && !multiline;
+            let typed = matches!(key.code, KeyCode::Char(_))
+                && !key.modifiers.intersects(
+                    crossterm::event::KeyModifiers::CONTROL | crossterm::event::KeyModifiers::ALT,
+                );
             if key.code == KeyCode::Enter && !multiline {
                 d.focus = Field::ALL[cycle(at, Field::ALL.len(), true)];
+                d.fresh = true;
             } else if let Some(t) = d.input_mut(d.focus) {
+                if fresh && typed {
+                    *t = line_input("");
+                }
                 if t.input(key) {
                     d.problem = None;
                 }
@@ -925,6 +945,30 @@ mod tests {
             .problem
             .clone()
             .unwrap_or_default()
+    }
+
+    /// Typing into a field the focus just came to replaces its value ("8" then "16" in
+    /// the iterations gives 16, not 2016); a key that is not a character edits in place.
+    #[test]
+    fn the_first_character_typed_replaces_a_fields_value() {
+        let mut s = State::new(Keymap::defaults(), vec![], "dark".into());
+        press(&mut s, KeyCode::Char('5'), KeyModifiers::NONE);
+        update(&mut s, Msg::NcclRunFleets(Ok(choices())));
+        for _ in 0..6 {
+            press(&mut s, KeyCode::Tab, KeyModifiers::NONE);
+        }
+        let d = |s: &State| s.nccl.dialog.as_ref().unwrap().iters.lines()[0].clone();
+        assert_eq!(d(&s), runner::DEFAULT_ITERS.to_string());
+        press(&mut s, KeyCode::Char('1'), KeyModifiers::NONE);
+        press(&mut s, KeyCode::Char('6'), KeyModifiers::NONE);
+        assert_eq!(d(&s), "16");
+        // Away and back: Backspace edits the value in place.
+        press(&mut s, KeyCode::Tab, KeyModifiers::NONE);
+        press(&mut s, KeyCode::BackTab, KeyModifiers::NONE);
+        press(&mut s, KeyCode::End, KeyModifiers::NONE);
+        press(&mut s, KeyCode::Backspace, KeyModifiers::NONE);
+        press(&mut s, KeyCode::Char('5'), KeyModifiers::NONE);
+        assert_eq!(d(&s), "15");
     }
 
     #[test]

@@ -8,7 +8,7 @@ use super::state::{
 use super::theme::Tone;
 use super::views::help;
 use super::{fleets, jobs, nccl, nics, offers, panes};
-use crossterm::event::{KeyEvent, KeyEventKind};
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use tui_textarea::TextArea;
 
 /// Commands the palette knows, besides the view names: (name, argument, what it does).
@@ -634,8 +634,13 @@ fn input_text(state: &mut State, key: KeyEvent) {
     }
 }
 
-/// Feed a key to a one-line text area; returns whether the text changed.
+/// Feed a key to a one-line text area; returns whether the text changed. Readline's keys
+/// work: ctrl-a / ctrl-e to the start / end, ctrl-w deletes the word before the cursor
+/// (tui-textarea's own), and ctrl-u deletes to the start (tui-textarea would undo).
 fn single_line_input(input: &mut TextArea<'static>, key: KeyEvent) -> bool {
+    if key.code == KeyCode::Char('u') && key.modifiers == KeyModifiers::CONTROL {
+        return input.delete_line_by_head();
+    }
     let changed = input.input(key);
     if input.lines().len() > 1 {
         let joined = input.lines().join(" ");
@@ -965,7 +970,6 @@ fn newly_lost(old: &[crate::store::FleetRecord], new: &[crate::store::FleetRecor
 mod tests {
     use super::*;
     use crate::tui::keymap::Keymap;
-    use crossterm::event::{KeyCode, KeyModifiers};
 
     fn state() -> State {
         let mut s = State::new(
@@ -989,6 +993,32 @@ mod tests {
         for c in text.chars() {
             ch(s, c);
         }
+    }
+
+    /// The palette and filter take readline's keys: ctrl-w a word back, ctrl-a / ctrl-e
+    /// the start / end, ctrl-u everything before the cursor.
+    #[test]
+    fn text_inputs_take_readline_keys() {
+        let mut s = state();
+        let ctrl = |s: &mut State, c: char| {
+            update(
+                s,
+                Msg::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL)),
+            )
+        };
+        ch(&mut s, ':');
+        typed(&mut s, "theme lihgt");
+        ctrl(&mut s, 'w');
+        assert_eq!(palette(&s).input.lines()[0], "theme ");
+        typed(&mut s, "light");
+        ctrl(&mut s, 'a');
+        typed(&mut s, "x");
+        assert_eq!(palette(&s).input.lines()[0], "xtheme light");
+        ctrl(&mut s, 'e');
+        typed(&mut s, "y");
+        assert_eq!(palette(&s).input.lines()[0], "xtheme lighty");
+        ctrl(&mut s, 'u');
+        assert_eq!(palette(&s).input.lines()[0], "");
     }
 
     fn palette(s: &State) -> &Palette {

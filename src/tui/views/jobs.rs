@@ -76,7 +76,9 @@ fn render_list(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
     }
     let header = Row::new(["NAME", "ID", "FLEET", "STATE", "NODES", "DURATION", "EXIT"]).style(theme.title());
     // What the ID column gets: the table's width less the fixed columns and gaps.
-    let id_width = usize::from(area.width.saturating_sub(2)).saturating_sub(16 + 10 + 9 + 5 + 9 + 12 + 6).max(6);
+    let id_width = usize::from(area.width.saturating_sub(2))
+        .saturating_sub(16 + 10 + 9 + 5 + 9 + 12 + 6)
+        .max(6);
     let rows: Vec<Row> = jobs
         .iter()
         .map(|j| {
