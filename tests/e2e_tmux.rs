@@ -474,3 +474,38 @@ fn a_failed_nccl_run_shows_its_exit_code_and_error() {
     t.keys(&["q"]);
     assert_eq!(t.wait_exit(), 0);
 }
+
+/// A job started from the command line shows up in an open cockpit's Jobs view without
+/// `r`: the cockpit watches the state file.
+#[test]
+fn the_jobs_view_sees_a_job_started_from_the_command_line() {
+    require_tmux!();
+    let t = Tmux::start(&[], &[("SHELL", "/bin/sh")], 100, 30);
+    t.wait_text("? help");
+    let fd = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_flightdeck"))
+            .args(args)
+            .env("FLIGHTDECK_HOME", t.fd_home())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    };
+    fd(&[
+        "fleet",
+        "apply",
+        concat!(env!("CARGO_MANIFEST_DIR"), "/fleets/local.yaml"),
+        "--yes",
+    ]);
+    t.keys(&["6"]);
+    t.wait_text("Jobs (0)");
+    let job = t.fd_home().parent().unwrap().join("from-cli.yaml");
+    tmux::write(
+        &job,
+        "type: task\nname: from-cli\nfleet: local\ncommands:\n  - sleep 2\n",
+    );
+    fd(&["job", "run", job.to_str().unwrap(), "--detach"]);
+    t.wait_text("from-cli");
+    t.wait_text("Jobs (1)");
+    t.keys(&["q"]);
+    assert_eq!(t.wait_exit(), 0);
+}

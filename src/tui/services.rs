@@ -137,6 +137,7 @@ impl Services {
             }
         });
         tokio::spawn(watch_gcp_nodes(tx.clone(), paths.clone()));
+        tokio::spawn(watch_state(tx.clone(), paths.state_dir.join("state.json")));
         Services {
             tx,
             paths,
@@ -158,29 +159,7 @@ impl Services {
     pub fn run(&mut self, command: Command) {
         match command {
             Command::LoadFleets => {
-                let (tx, dir) = (self.tx.clone(), self.paths.state_dir.clone());
-                let load = tokio::task::spawn_blocking(move || {
-                    let loaded = Store::new(&dir).load();
-                    let runs = loaded.as_ref().map(|(s, _)| s.runs.clone()).unwrap_or_default();
-                    let jobs = loaded.as_ref().map(|(s, _)| s.jobs.clone()).unwrap_or_default();
-                    let result = loaded.map(|(s, _)| s.fleets).map_err(|e| e.to_string());
-                    let _ = tx.blocking_send(ServiceEvent::Msg(Msg::Fleets(result)));
-                    let _ = tx.blocking_send(ServiceEvent::Msg(Msg::Runs(runs)));
-                    let now = crate::store::now_unix();
-                    let unfinished = jobs.iter().any(|j| !j.finished());
-                    let _ = tx.blocking_send(ServiceEvent::Msg(Msg::Jobs { jobs, now }));
-                    // A damaged history is logged by the loader; the view goes on without it.
-                    let history = crate::nccl::history::load_all(&dir).unwrap_or_default();
-                    let _ = tx.blocking_send(ServiceEvent::Msg(Msg::NcclHistory(history)));
-                    let stragglers = crate::nccl::history::load_stragglers(&dir)
-                        .unwrap_or_else(|e| {
-                            tracing::warn!(error = %e, "nccl stragglers");
-                            None
-                        })
-                        .map(Box::new);
-                    let _ = tx.blocking_send(ServiceEvent::Msg(Msg::Stragglers(stragglers)));
-                    unfinished
-                });
+                let load = self.reload_state();
                 let (tx, dir) = (self.tx.clone(), self.paths.state_dir.clone());
                 let (pool, resolver) = (self.pool.clone(), self.resolver.clone());
                 tokio::spawn(async move {
@@ -190,6 +169,8 @@ impl Services {
                 });
                 self.check_gcp_nodes();
             }
+            // Another flightdeck changed the state: read it again, nothing more.
+            Command::ReloadState => drop(self.reload_state()),
             Command::OpenPanes(name) => {
                 let (tx, dir) = (self.tx.clone(), self.paths.state_dir.clone());
                 tokio::task::spawn_blocking(move || {
@@ -409,6 +390,34 @@ impl Services {
         }));
     }
 
+    /// Read the state store and send what the views show (fleets, runs, jobs, the NCCL
+    /// history and straggler result); resolves to whether a job is unfinished.
+    fn reload_state(&self) -> tokio::task::JoinHandle<bool> {
+        let (tx, dir) = (self.tx.clone(), self.paths.state_dir.clone());
+        tokio::task::spawn_blocking(move || {
+            let loaded = Store::new(&dir).load();
+            let runs = loaded.as_ref().map(|(s, _)| s.runs.clone()).unwrap_or_default();
+            let jobs = loaded.as_ref().map(|(s, _)| s.jobs.clone()).unwrap_or_default();
+            let result = loaded.map(|(s, _)| s.fleets).map_err(|e| e.to_string());
+            let _ = tx.blocking_send(ServiceEvent::Msg(Msg::Fleets(result)));
+            let _ = tx.blocking_send(ServiceEvent::Msg(Msg::Runs(runs)));
+            let now = crate::store::now_unix();
+            let unfinished = jobs.iter().any(|j| !j.finished());
+            let _ = tx.blocking_send(ServiceEvent::Msg(Msg::Jobs { jobs, now }));
+            // A damaged history is logged by the loader; the view goes on without it.
+            let history = crate::nccl::history::load_all(&dir).unwrap_or_default();
+            let _ = tx.blocking_send(ServiceEvent::Msg(Msg::NcclHistory(history)));
+            let stragglers = crate::nccl::history::load_stragglers(&dir)
+                .unwrap_or_else(|e| {
+                    tracing::warn!(error = %e, "nccl stragglers");
+                    None
+                })
+                .map(Box::new);
+            let _ = tx.blocking_send(ServiceEvent::Msg(Msg::Stragglers(stragglers)));
+            unfinished
+        })
+    }
+
     /// Samplers on every node of `fleet` (the previous ones stop when dropped).
     fn start_telemetry(&mut self, fleet: String) {
         self.samplers = None;
@@ -583,6 +592,31 @@ async fn check_gcp_nodes(tx: mpsc::Sender<ServiceEvent>, paths: Paths) {
 
 /// Check GCP fleets' nodes every `gcp.health_check_secs` (60 by default) while the
 /// cockpit runs, so a preempted Spot node shows without a reload; ends with the cockpit.
+/// How often the cockpit looks whether the state file changed.
+pub const STATE_WATCH: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Tell the loop when `file` changed (its modification time or size): jobs and runs
+/// started from the command line, or by another cockpit, show up without `r`. One
+/// `stat` every [`STATE_WATCH`]; the store renames a new file into place, so a change is
+/// never seen half-written.
+async fn watch_state(tx: mpsc::Sender<ServiceEvent>, file: std::path::PathBuf) {
+    let stamp = |f: &std::path::Path| std::fs::metadata(f).ok().map(|m| (m.modified().ok(), m.len()));
+    let mut last = stamp(&file);
+    let mut tick = tokio::time::interval(STATE_WATCH);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        if tx.is_closed() {
+            return;
+        }
+        let now = stamp(&file);
+        if now != last {
+            last = now;
+            let _ = tx.send(ServiceEvent::Msg(Msg::StateChanged)).await;
+        }
+    }
+}
+
 async fn watch_gcp_nodes(tx: mpsc::Sender<ServiceEvent>, paths: Paths) {
     let every = crate::config::Config::load(&paths)
         .ok()

@@ -286,6 +286,8 @@ pub enum Msg {
         id: String,
         end: Box<super::nccl::RunEnd>,
     },
+    /// The state file changed on disk (a job or run started from the command line).
+    StateChanged,
     /// A live refresh of the offers catalog finished: the catalog and a one-line report.
     OffersRefreshed(Result<(Box<crate::catalog::Catalog>, String), String>),
     /// A sampler reported (NICs view).
@@ -360,6 +362,8 @@ pub enum Command {
     Suspend,
     LoadTheme(String),
     LoadFleets,
+    /// Read the state store again (another flightdeck changed it), asking nodes nothing.
+    ReloadState,
     OpenPanes(String),
     ClosePanes,
     PaneInput {

@@ -218,6 +218,7 @@ fn apply(state: &mut State, msg: Msg) -> Vec<Command> {
             }
             vec![]
         }
+        Msg::StateChanged => vec![Command::ReloadState],
         Msg::RunEnded { id, end } => {
             if let Some((_, _, st)) = state.nccl.shown.as_mut().filter(|(s, _, _)| *s == id) {
                 *st = nccl::RunStatus::Ended(*end);
