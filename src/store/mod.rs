@@ -12,6 +12,8 @@
 //!   with a message saying so.
 
 use crate::fleet::NodeTarget;
+pub mod watch;
+
 use serde::{Deserialize, Serialize};
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
@@ -34,6 +36,9 @@ pub struct State {
     #[serde(default)]
     pub jobs: Vec<JobRecord>,
 }
+
+/// The state file's name in the state dir.
+pub const STATE_FILE: &str = "state.json";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FleetRecord {
@@ -306,7 +311,7 @@ impl Store {
     }
 
     pub fn path(&self) -> PathBuf {
-        self.dir.join("state.json")
+        self.dir.join(STATE_FILE)
     }
 
     fn backup(&self) -> PathBuf {

@@ -137,7 +137,7 @@ impl Services {
             }
         });
         tokio::spawn(watch_gcp_nodes(tx.clone(), paths.clone()));
-        tokio::spawn(watch_state(tx.clone(), paths.state_dir.join("state.json")));
+        tokio::spawn(watch_state(tx.clone(), paths.state_dir.clone()));
         Services {
             tx,
             paths,
@@ -592,27 +592,36 @@ async fn check_gcp_nodes(tx: mpsc::Sender<ServiceEvent>, paths: Paths) {
 
 /// Check GCP fleets' nodes every `gcp.health_check_secs` (60 by default) while the
 /// cockpit runs, so a preempted Spot node shows without a reload; ends with the cockpit.
-/// How often the cockpit looks whether the state file changed.
-pub const STATE_WATCH: std::time::Duration = std::time::Duration::from_secs(2);
-
-/// Tell the loop when `file` changed (its modification time or size): jobs and runs
-/// started from the command line, or by another cockpit, show up without `r`. One
-/// `stat` every [`STATE_WATCH`]; the store renames a new file into place, so a change is
-/// never seen half-written.
-async fn watch_state(tx: mpsc::Sender<ServiceEvent>, file: std::path::PathBuf) {
-    let stamp = |f: &std::path::Path| std::fs::metadata(f).ok().map(|m| (m.modified().ok(), m.len()));
-    let mut last = stamp(&file);
-    let mut tick = tokio::time::interval(STATE_WATCH);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tick.tick().await;
-        if tx.is_closed() {
+/// Tell the loop when the state file changes (a job or run started from the command
+/// line, or by another cockpit), so the views show it without `r`. The store renames a
+/// new `state.json` into place: inotify reports the rename into the state dir, and
+/// nothing wakes while nothing changes. Several changes close together give one reload.
+async fn watch_state(tx: mpsc::Sender<ServiceEvent>, dir: std::path::PathBuf) {
+    if let Err(e) = crate::paths::private_dir(&dir) {
+        tracing::warn!(error = %e, dir = %dir.display(), "state dir: not watched");
+        return;
+    }
+    let watch = match crate::store::watch::DirWatch::new(&dir) {
+        Ok(w) => w,
+        Err(e) => {
+            tracing::warn!(error = %e, dir = %dir.display(), "state dir: not watched (reload with r)");
             return;
         }
-        let now = stamp(&file);
-        if now != last {
-            last = now;
-            let _ = tx.send(ServiceEvent::Msg(Msg::StateChanged)).await;
+    };
+    loop {
+        match watch.changed(crate::store::STATE_FILE).await {
+            Ok(()) => {
+                // Let a burst of writes settle, then reload once.
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                watch.drain();
+                if tx.send(ServiceEvent::Msg(Msg::StateChanged)).await.is_err() {
+                    return;
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "state dir watch ended");
+                return;
+            }
         }
     }
 }

@@ -85,6 +85,15 @@ fn apply(state: &mut State, msg: Msg) -> Vec<Command> {
             panes::sync_sizes(state)
         }
         Msg::Fleets(result) => {
+            // A reload that finds what is shown draws nothing (the state watcher reloads
+            // after every write, also the cockpit's own).
+            let same = match &result {
+                Ok(list) => *list == state.fleets && state.fleets_error.is_none(),
+                Err(e) => state.fleets_error.as_ref() == Some(e),
+            };
+            if same {
+                return vec![];
+            }
             match result {
                 Ok(list) => {
                     let lost = newly_lost(&state.fleets, &list);
@@ -201,8 +210,9 @@ fn apply(state: &mut State, msg: Msg) -> Vec<Command> {
             vec![]
         }
         Msg::Runs(runs) => {
+            let before = state.nccl.runs.clone();
             state.nccl.set_runs(runs);
-            state.dirty = true;
+            state.dirty |= state.nccl.runs != before;
             vec![]
         }
         Msg::NcclHistory(history) => {
@@ -244,8 +254,9 @@ fn apply(state: &mut State, msg: Msg) -> Vec<Command> {
             vec![]
         }
         Msg::Jobs { jobs, now } => {
+            let before = state.jobs.jobs.clone();
             state.jobs.set_jobs(jobs, now);
-            state.dirty |= state.view == View::Jobs;
+            state.dirty |= state.view == View::Jobs && state.jobs.jobs != before;
             vec![]
         }
         Msg::JobLines { id, lines, now } => {

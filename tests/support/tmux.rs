@@ -61,7 +61,12 @@ impl Tmux {
     }
 
     /// In the shell, after flightdeck ended: print its exit status for [`Tmux::wait_exit`].
+    /// Typed only once flightdeck has exited: until then its input thread would read the
+    /// line (it restores the terminal a moment before the process ends).
     pub fn echo_exit_status(&self) {
+        self.wait_for("flightdeck to end", |_| {
+            self.pane("#{pane_current_command}") != "flightdeck"
+        });
         self.type_text(&format!("echo {EXIT_MARKER}$?"));
         self.keys(&["Enter"]);
     }

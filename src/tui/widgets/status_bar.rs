@@ -60,7 +60,17 @@ impl Widget for StatusBar<'_> {
         }
         let hints_w = hint_width(&hints);
         let left_w = width.saturating_sub(hints_w + 1);
-        let left = format!(" {}", middle_cut(text, left_w.saturating_sub(1)));
+        // A problem's end often says what to do (a did-you-mean, a fix): it keeps its end;
+        // other text keeps its start.
+        let problem = self
+            .message
+            .is_some_and(|m| matches!(m.tone, Tone::Warn | Tone::Fail));
+        let room = left_w.saturating_sub(1);
+        let left = if problem {
+            format!(" {}", middle_cut(text, room))
+        } else {
+            format!(" {}", super::truncate(text, room))
+        };
         let pad = width.saturating_sub(left.chars().count() + hints_w);
         let mut spans = vec![Span::styled(left, style), Span::raw(" ".repeat(pad))];
         for (key, label) in hints {
