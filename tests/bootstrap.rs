@@ -109,7 +109,7 @@ fn tcpxo_runs_in_order_a_second_run_does_nothing_and_preflight_then_passes() {
             assert!(err.contains(&format!("{n}: {step}: done")), "{n} {step}\n{err}");
         }
     }
-    assert!(err.contains("bootstrap tcpxo: 2 node(s) ready"), "{err}");
+    assert!(err.contains("bootstrap tcpxo: 2 nodes ready"), "{err}");
     for i in 0..2 {
         let c = calls(&tb, i);
         // The references' order: docker, the container toolkit, the repositories, the
@@ -165,7 +165,7 @@ fn tcpxo_runs_in_order_a_second_run_does_nothing_and_preflight_then_passes() {
         &["--nodes", "0", "--nccl-tests-dir", "/opt/nccl-tests/build"],
     );
     assert!(
-        err.contains("pre-flight: GPUDirect-tcpxo pieces on 1 node(s)"),
+        err.contains("pre-flight: GPUDirect-tcpxo pieces on 1 node"),
         "{err}"
     );
     assert!(!err.contains("pre-flight for"), "{err}");
@@ -180,7 +180,7 @@ fn tcpxo_runs_in_order_a_second_run_does_nothing_and_preflight_then_passes() {
         &["--nccl-tests-dir", "/opt/nccl-tests/build"],
     );
     assert_eq!(code, Some(1), "{err}");
-    assert!(err.contains("failed on 1 node(s)"), "{err}");
+    assert!(err.contains("failed on 1 node"), "{err}");
     assert!(
         err.contains(
             "lab-1: interface enp7s0: mtu 1500, expected 8244; fix: create the data VPCs with MTU 8244"
@@ -211,7 +211,7 @@ fn a_failing_step_is_named_the_other_node_goes_on_and_a_rerun_finishes_it() {
         "the tail of its output: {err}"
     );
     assert!(
-        err.contains("1 node(s) ready, 1 failed: lab-1 (step import-helper, exit 10)"),
+        err.contains("1 node ready, 1 failed: lab-1 (step import-helper, exit 10)"),
         "{err}"
     );
     assert!(
@@ -311,7 +311,7 @@ fn tcpx_on_cos_and_rdma_bootstrap_and_what_their_preflights_see() {
     support::testbed::a3_high_nics(&tb, 0);
     let (_, err) = nccl_run(home.path(), "tcpx", &[]);
     assert!(
-        err.contains("pre-flight: GPUDirect-tcpx pieces on 1 node(s)"),
+        err.contains("pre-flight: GPUDirect-tcpx pieces on 1 node"),
         "{err}"
     );
     assert!(!err.contains("pre-flight for"), "{err}");

@@ -151,7 +151,7 @@ fn flightdeck_killed_at_each_step_of_a_job_launch_then_run_again() {
     let home = tempfile::tempdir().unwrap();
     tb.apply_fleet(home.path(), "tb");
     // The progress lines a launch prints, in order: recorded, uploading, starting, started.
-    let steps = ["node(s) of `tb`", "uploading", "starting on", "started;"];
+    let steps = ["nodes of `tb`", "uploading", "starting on", "started;"];
     for (i, at) in steps.iter().enumerate() {
         let name = format!("step{i}");
         let file = job_file(home.path(), &name);

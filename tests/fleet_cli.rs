@@ -53,7 +53,7 @@ fn validate_reports_every_error_with_its_place() {
         )),
         "{err}"
     );
-    assert!(text(&out.stdout).contains("ssh-hosts.yaml: ok (ssh fleet `lab`, 2 node(s))"));
+    assert!(text(&out.stdout).contains("ssh-hosts.yaml: ok (ssh fleet `lab`, 2 nodes)"));
 }
 
 #[test]
@@ -146,7 +146,7 @@ fn ssh_fleet_on_the_testbed_apply_exec_collapse_json() {
         &["fleet", "apply", file, "--yes", "--accept-new-host-keys"],
     );
     assert!(out.status.success(), "{}", text(&out.stderr));
-    assert!(text(&out.stderr).contains("fleet `tb`: 4 node(s) ready"));
+    assert!(text(&out.stderr).contains("fleet `tb`: 4 nodes ready"));
     let known = std::fs::read_to_string(home.path().join(".ssh/known_hosts")).unwrap();
     assert_eq!(
         known.lines().count(),

@@ -183,14 +183,14 @@ async fn the_cockpit_plans_applies_opens_panes_and_deletes_a_gcp_fleet() {
     // Then the GPUDirect bootstrap of the nodes (testbed machines with the recording
     // shims), step by step in the same log.
     assert!(
-        log.contains("bootstrapping 2 node(s) for GPUDirect-TCPXO (A3 Mega)"),
+        log.contains("bootstrapping 2 nodes for GPUDirect-TCPXO (A3 Mega)"),
         "{log}"
     );
     assert!(
         log.contains("tbg-0: rxdm: done") && log.contains("tbg-1: nccl-tests: done"),
         "{log}"
     );
-    assert!(log.contains("bootstrap tcpxo: 2 node(s) ready"), "{log}");
+    assert!(log.contains("bootstrap tcpxo: 2 nodes ready"), "{log}");
     eprintln!("provisioning log:\n{log}");
     c.until("the fleet listed", |s| {
         s.fleets.iter().any(|f| f.name == "tbg" && f.nodes.len() == 2)

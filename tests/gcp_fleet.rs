@@ -1080,7 +1080,7 @@ async fn each_example_fleet_applies_to_bootstrapped_nodes() {
             .await;
         let err = ok(&out, file);
         assert!(
-            err.contains(&format!("bootstrap {flavour}: 2 node(s) ready")),
+            err.contains(&format!("bootstrap {flavour}: 2 nodes ready")),
             "{err}"
         );
         assert!(err.contains(&format!("{name}-1: bootstrapped")), "{err}");
@@ -1097,7 +1097,7 @@ async fn each_example_fleet_applies_to_bootstrapped_nodes() {
         let out = env.run(&["nccl", "run", name, "-g", "1", "-e", "1M"]).await;
         let err = text(&out.stderr);
         assert!(
-            err.contains(&format!("pre-flight: GPUDirect-{flavour} pieces on 2 node(s)")),
+            err.contains(&format!("pre-flight: GPUDirect-{flavour} pieces on 2 nodes")),
             "{err}"
         );
         assert!(!err.contains("pre-flight for"), "{file}: {err}");
@@ -1124,7 +1124,7 @@ async fn a_flex_start_request_waits_queued_for_capacity() {
             && err.contains("of up to 30m 00s (flex_wait)"),
         "{err}"
     );
-    assert!(err.contains("fleet `ultra`: 2 node(s) ready"), "{err}");
+    assert!(err.contains("fleet `ultra`: 2 nodes ready"), "{err}");
     assert!(
         d.calls("DELETE", "/instances/ultra-0").is_empty(),
         "a queued VM is never deleted: {err}"

@@ -264,7 +264,7 @@ fn local_runs_are_judged_kept_and_compared() {
     assert_eq!(refused.status.code(), Some(1), "{err}");
     assert!(refused.stdout.is_empty());
     assert!(
-        err.contains("pre-flight for GPUDirect-tcpxo failed on 1 node(s); nothing was started"),
+        err.contains("pre-flight for GPUDirect-tcpxo failed on 1 node; nothing was started"),
         "{err}"
     );
     assert!(err.contains("local-0: interface enp6s0: missing; fix:"), "{err}");
@@ -284,7 +284,7 @@ fn local_runs_are_judged_kept_and_compared() {
     assert_eq!(c["verdict"]["grade"], "unknown");
     assert_eq!(
         c["verdict"]["reason"],
-        "no reference for all_reduce on 1 node(s) of a3-megagpu-8g"
+        "no reference for all_reduce on 1 node of a3-megagpu-8g"
     );
     // History: every run with its verdict and profile (the three started within a
     // second or two, so their order is not asserted).

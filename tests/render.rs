@@ -1276,7 +1276,7 @@ fn fleet_apply_confirmation_provisioning_log_and_delete_confirmation() {
         &mut s,
         Msg::FleetDone {
             name: "lab".into(),
-            result: Ok("fleet `lab`: 2 node(s) ready; Enter opens their panes".into()),
+            result: Ok("fleet `lab`: 2 nodes ready; Enter opens their panes".into()),
         },
     );
     keys(&mut s, "D");

@@ -219,9 +219,9 @@ pub struct NodeFailure {
 /// The error text for failed nodes: node, check, what was found, fix.
 pub fn report(flavour: GpuDirect, failures: &[NodeFailure]) -> String {
     let mut s = format!(
-        "pre-flight for GPUDirect-{} failed on {} node(s); nothing was started (--no-preflight skips it):",
+        "pre-flight for GPUDirect-{} failed on {}; nothing was started (--no-preflight skips it):",
         flavour.name(),
-        failures.len()
+        crate::words::plural(failures.len(), "node")
     );
     for f in failures {
         if let Some(e) = &f.error {
@@ -255,9 +255,9 @@ pub async fn check_nodes(
         return Ok(());
     }
     progress(format!(
-        "pre-flight: GPUDirect-{} pieces on {} node(s)",
+        "pre-flight: GPUDirect-{} pieces on {}",
         flavour.name(),
-        nodes.len()
+        crate::words::plural(nodes.len(), "node")
     ));
     let text = script(&wants(flavour, env));
     let jobs: Vec<(NodeTarget, String, Vec<u8>)> = nodes

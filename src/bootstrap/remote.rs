@@ -220,11 +220,15 @@ pub fn summary(flavour: GpuDirect, outcomes: &[NodeOutcome]) -> String {
         .collect();
     let ready = outcomes.len() - failed.len();
     if failed.is_empty() {
-        format!("bootstrap {}: {ready} node(s) ready", flavour.name())
+        format!(
+            "bootstrap {}: {} ready",
+            flavour.name(),
+            crate::words::plural(ready, "node")
+        )
     } else {
         format!(
-            "bootstrap {}: {ready} node(s) ready, {} failed: {}; fix and re-run `flightdeck fleet bootstrap` (finished steps are skipped)",
-            flavour.name(),
+            "bootstrap {}: {} ready, {} failed: {}; fix and re-run `flightdeck fleet bootstrap` (finished steps are skipped)",
+            flavour.name(), crate::words::plural(ready, "node"),
             failed.len(),
             failed.join(", ")
         )
@@ -284,11 +288,11 @@ mod tests {
         };
         assert_eq!(
             summary(GpuDirect::Tcpxo, std::slice::from_ref(&ok)),
-            "bootstrap tcpxo: 1 node(s) ready"
+            "bootstrap tcpxo: 1 node ready"
         );
         let s = summary(GpuDirect::Tcpxo, &[ok, bad]);
         assert!(
-            s.contains("1 node(s) ready, 1 failed: a-1 (step docker, exit 100)"),
+            s.contains("1 node ready, 1 failed: a-1 (step docker, exit 100)"),
             "{s}"
         );
     }

@@ -250,8 +250,8 @@ fn bootstrap(
         anyhow::bail!("no nodes selected");
     }
     eprintln!(
-        "bootstrapping {} node(s) of `{name}` for {}",
-        nodes.len(),
+        "bootstrapping {} of `{name}` for {}",
+        crate::words::plural(nodes.len(), "node"),
         bootstrap::flavour_title(flavour)
     );
     let progress = |line: String| eprintln!("{line}");
@@ -340,7 +340,10 @@ fn gc(paths: &Paths, yes: bool, json: bool) -> anyhow::Result<ExitCode> {
             );
             return Ok(ExitCode::SUCCESS);
         }
-        if !ask(&format!("Delete these {} resource(s)?", orphans.len()))? {
+        if !ask(&format!(
+            "Delete these {}?",
+            crate::words::plural(orphans.len(), "resource")
+        ))? {
             eprintln!("nothing changed");
             return Ok(ExitCode::SUCCESS);
         }
@@ -438,7 +441,7 @@ fn validate(files: &[std::path::PathBuf]) -> ExitCode {
                 }
                 let nodes = match f.backend {
                     BackendKind::Gcp => f.spec.nodes.map(|n| format!("{n} nodes")).unwrap_or_default(),
-                    _ => format!("{} node(s)", f.node_targets().len()),
+                    _ => crate::words::plural(f.node_targets().len(), "node"),
                 };
                 println!(
                     "{}: ok ({} fleet `{}`, {nodes})",

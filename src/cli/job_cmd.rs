@@ -258,9 +258,9 @@ fn follow_and_report(
         .unwrap_or(0);
     if !lost.is_empty() {
         eprintln!(
-            "job {}: following ended on {} node(s) before the job did; it may still run: `flightdeck job logs {} --follow`",
+            "job {}: following ended on {} before the job did; it may still run: `flightdeck job logs {} --follow`",
             record.id,
-            lost.len(),
+            crate::words::plural(lost.len(), "node"),
             record.name
         );
     }
@@ -426,12 +426,12 @@ fn show(name: &str, json: bool, cli: &Cli, paths: &Paths) -> anyhow::Result<Exit
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
         println!(
-            "job {} ({}) on `{}`: {}, {} node(s), {} elapsed, exit codes {}",
+            "job {} ({}) on `{}`: {}, {}, {} elapsed, exit codes {}",
             record.name,
             record.id,
             record.fleet,
             state_word(&record),
-            record.nodes.len(),
+            crate::words::plural(record.nodes.len(), "node"),
             hms(duration(&record)),
             exit_codes(&record)
         );
@@ -531,9 +531,9 @@ fn stop(name: &str, grace: Option<u32>, cli: &Cli, paths: &Paths) -> anyhow::Res
         record.stop_grace
     });
     eprintln!(
-        "job {}: stopping on {} node(s) (TERM, KILL after {grace} s)",
+        "job {}: stopping on {} (TERM, KILL after {grace} s)",
         record.id,
-        nodes.len()
+        crate::words::plural(nodes.len(), "node")
     );
     let res = rt.block_on(remote::stop(transport, &record.id, &nodes, grace));
     let mut worst = 0;

@@ -167,9 +167,10 @@ fn figure(x: Option<f64>, digits: usize) -> String {
 
 fn table(r: &FleetReport, interval: Interval, samples: u32) -> String {
     let mut s = format!(
-        "fleet {}: {} node(s), {samples} sample(s) every {interval} over {:.1} s\n\n",
+        "fleet {}: {}, {} every {interval} over {:.1} s\n\n",
         r.fleet,
-        r.nodes.len(),
+        crate::words::plural(r.nodes.len(), "node"),
+        crate::words::plural(samples as usize, "sample"),
         r.window_s
     );
     let mut rows = vec![[

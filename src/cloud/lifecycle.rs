@@ -56,8 +56,8 @@ pub async fn apply(
                 format!("{e}\nnothing was recorded")
             } else {
                 format!(
-                    "{e}\nthe state keeps fleet `{}` with what it has ({left} resource(s)/node(s)); `flightdeck fleet apply` again or `flightdeck fleet delete {}`",
-                    fleet.name, fleet.name
+                    "{e}\nthe state keeps fleet `{}` with what it has ({}, nodes included); `flightdeck fleet apply` again or `flightdeck fleet delete {}`",
+                    fleet.name, crate::words::plural(left, "resource"), fleet.name
                 )
             });
         }
@@ -87,9 +87,9 @@ pub async fn apply(
         })
         .map_err(|e| e.to_string())?;
     progress(format!(
-        "fleet `{}`: {} node(s) ready",
+        "fleet `{}`: {} ready",
         fleet.name,
-        record.nodes.len()
+        crate::words::plural(record.nodes.len(), "node")
     ));
     Ok(record)
 }
@@ -220,8 +220,8 @@ pub async fn bootstrap_after_apply(
         return Ok(());
     }
     progress(format!(
-        "bootstrapping {} node(s) for {} (`flightdeck fleet bootstrap --show {}` prints the script)",
-        record.nodes.len(),
+        "bootstrapping {} for {} (`flightdeck fleet bootstrap --show {}` prints the script)",
+        crate::words::plural(record.nodes.len(), "node"),
         crate::bootstrap::flavour_title(flavour),
         flavour.name()
     ));

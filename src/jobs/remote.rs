@@ -74,10 +74,10 @@ pub async fn launch(
                 .unwrap_or(0o644)
                 | 0o600;
             progress(format!(
-                "uploading {} ({} bytes) to {} node(s)",
+                "uploading {} ({} bytes) to {}",
                 local.display(),
                 bytes.len(),
-                nodes.len()
+                crate::words::plural(nodes.len(), "node")
             ));
             let todo: Vec<&JobNode> = nodes
                 .iter()
@@ -119,7 +119,10 @@ pub async fn launch(
             (n.target.clone(), command, input)
         })
         .collect();
-    progress(format!("starting on {} node(s)", cmds.len()));
+    progress(format!(
+        "starting on {}",
+        crate::words::plural(cmds.len(), "node")
+    ));
     let res = exec::collect_with_input(transport, cmds).await;
     let mut out: Vec<(usize, Result<u32, String>)> = failed.into_iter().map(|(r, e)| (r, Err(e))).collect();
     for (n, (code, stdout, stderr)) in todo.iter().zip(res) {
@@ -517,8 +520,8 @@ pub async fn start(
         .map_err(|e| e.to_string())?
         .map_err(|e| e.to_string())?;
     progress(format!(
-        "{} node(s) of `{}`, NCCL profile {}",
-        nodes.len(),
+        "{} of `{}`, NCCL profile {}",
+        crate::words::plural(nodes.len(), "node"),
         target.fleet,
         profile.name()
     ));

@@ -289,7 +289,10 @@ pub fn judge(report: &Report, machine_type: Option<&str>, nodes: Option<u32>) ->
         return v;
     };
     let Some(reference) = reference(machine, collective, nodes) else {
-        v.reason = format!("no reference for {collective} on {nodes} node(s) of {machine}");
+        v.reason = format!(
+            "no reference for {collective} on {} of {machine}",
+            crate::words::plural(nodes as usize, "node")
+        );
         return v;
     };
     v.reference = Some(format!("{}: {}", reference.kind, reference.source));
@@ -460,7 +463,7 @@ mod tests {
         let other = judge(&run, Some("g2-standard-48"), Some(1));
         assert!(other
             .reason
-            .contains("no reference for all_reduce on 1 node(s) of g2-standard-48"));
+            .contains("no reference for all_reduce on 1 node of g2-standard-48"));
         // A run that stopped before the published size cannot be judged by that figure.
         let mut short = fixture("gke-b200-2node-all_gather.txt");
         short.rows.retain(|r| r.size <= 1 << 30);

@@ -425,8 +425,8 @@ pub async fn start(
     })
     .await??;
     progress(format!(
-        "run {id} started on {} node(s) of `{}`",
-        s.nodes.len(),
+        "run {id} started on {} of `{}`",
+        crate::words::plural(s.nodes.len(), "node"),
         s.fleet
     ));
     Ok(Started {

@@ -91,9 +91,9 @@ pub async fn apply(
             .await
             .map_err(|e| format!("fleet `{}`: the nodes are up, but {e}", record.name))?;
         Ok(format!(
-            "fleet `{}`: {} node(s) ready; Enter opens their panes",
+            "fleet `{}`: {} ready; Enter opens their panes",
             record.name,
-            record.nodes.len()
+            crate::words::plural(record.nodes.len(), "node")
         ))
     }
     .await;

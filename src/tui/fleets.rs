@@ -467,7 +467,7 @@ mod tests {
             &mut s,
             Msg::FleetDone {
                 name: "mega".into(),
-                result: Ok("fleet `mega`: 2 node(s) ready".into()),
+                result: Ok("fleet `mega`: 2 nodes ready".into()),
             },
         );
         assert_eq!(done, vec![Command::LoadFleets]);

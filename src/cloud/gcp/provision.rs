@@ -334,8 +334,8 @@ impl Gcp {
             }
             if !created.is_empty() {
                 progress(format!(
-                    "rolling back {} resource(s) this apply created",
-                    created.len()
+                    "rolling back {} this apply created",
+                    crate::words::plural(created.len(), "resource")
                 ));
                 if let Err(r) = self.teardown(created, rec, progress).await {
                     msg.push_str(&format!(
@@ -350,8 +350,8 @@ impl Gcp {
             // capacity): they go, as in any rollback.
             Err(e) if self.cancel.is_cancelled() && !created.is_empty() => {
                 progress(format!(
-                    "rolling back {} resource(s) this apply created",
-                    created.len()
+                    "rolling back {} this apply created",
+                    crate::words::plural(created.len(), "resource")
                 ));
                 match self.teardown(created, rec, progress).await {
                     Ok(()) => Err("cancelled by the operator; what this apply made was deleted".into()),
@@ -632,8 +632,8 @@ impl Gcp {
             return Ok(());
         }
         progress(format!(
-            "deleting {} resource(s) the fleet no longer needs",
-            stale.len()
+            "deleting {} the fleet no longer needs",
+            crate::words::plural(stale.len(), "resource")
         ));
         self.teardown(stale, rec, progress).await
     }

@@ -261,8 +261,8 @@ fn render_dialog(d: &RunDialog, theme: &Theme, area: Rect, buf: &mut Buffer) {
                 Span::styled(
                     fleet.map_or(String::new(), |f| {
                         format!(
-                            "  {} node(s) · {}",
-                            f.nodes,
+                            "  {} · {}",
+                            crate::words::plural(f.nodes, "node"),
                             f.machine_type.as_deref().unwrap_or("machine type unknown")
                         )
                     }),
@@ -353,7 +353,10 @@ fn render_dialog(d: &RunDialog, theme: &Theme, area: Rect, buf: &mut Buffer) {
             },
         ),
         Span::styled(
-            format!("{lines} line(s) set on every node, saved with the run{edited}"),
+            format!(
+                "{} set on every node, saved with the run{edited}",
+                crate::words::plural(lines, "line")
+            ),
             theme.muted(),
         ),
     ]))
