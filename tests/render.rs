@@ -213,6 +213,10 @@ fn fleets_nodes_and_panes_views() {
     update(&mut s, Msg::Key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE)));
     keys(&mut s, "3");
     snapshot("nodes", &s);
+    // A node picked, its details shown.
+    keys(&mut s, "jd");
+    snapshot("nodes_detail", &s);
+    keys(&mut s, "d");
     keys(&mut s, "2");
     snapshot("fleets", &s);
     update(

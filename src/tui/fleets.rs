@@ -37,6 +37,74 @@ pub fn fix_selection(state: &mut State) {
 }
 
 /// Global-context actions in the Fleets view. `None`: not a fleets action.
+/// The names of the current fleet's nodes the Nodes view lists (its filter applied), in
+/// its order: the instances of a GCP fleet, else the fleet's nodes.
+pub fn listed_nodes(state: &State) -> Vec<String> {
+    let Some(fleet) = current(state) else {
+        return vec![];
+    };
+    let filter = state.filters[super::state::View::Nodes.index()].to_lowercase();
+    let keep = |name: &str, other: &str| {
+        filter.is_empty() || name.to_lowercase().contains(&filter) || other.to_lowercase().contains(&filter)
+    };
+    if fleet.backend == "gcp" {
+        fleet
+            .resources
+            .iter()
+            .filter(|r| r.kind == "instance" && keep(&r.name, r.zone.as_deref().unwrap_or("")))
+            .map(|r| r.name.clone())
+            .collect()
+    } else {
+        fleet
+            .nodes
+            .iter()
+            .filter(|n| keep(&n.name, &n.host))
+            .map(|n| n.name.clone())
+            .collect()
+    }
+}
+
+/// Actions in the Nodes view: move the selection, Enter opens the fleet's panes with the
+/// selected node's zoomed, `d` shows its details. `None`: not a Nodes action.
+pub fn nodes_act(state: &mut State, action: Action) -> Option<Vec<Command>> {
+    let names = listed_nodes(state);
+    // Nothing picked yet: the first node is the one shown selected.
+    let at = state
+        .node_selected
+        .as_ref()
+        .and_then(|s| names.iter().position(|n| n == s))
+        .or((!names.is_empty()).then_some(0));
+    let last = names.len().saturating_sub(1);
+    let pick = |i: usize| names.get(i).cloned();
+    match action {
+        Action::Up => state.node_selected = pick(at.map_or(0, |i| i.saturating_sub(1))),
+        Action::Down => state.node_selected = pick(at.map_or(0, |i| (i + 1).min(last))),
+        Action::Top => state.node_selected = pick(0),
+        Action::Bottom => state.node_selected = pick(last),
+        Action::Detail => state.node_detail = !state.node_detail,
+        Action::Select => {
+            let node = at.and_then(pick).or_else(|| pick(0));
+            let fleet = current(state).map(|f| f.name.clone());
+            let (Some(node), Some(fleet)) = (node, fleet) else {
+                return Some(vec![]);
+            };
+            // Panes already open on this fleet: focus the node's, zoomed.
+            if state.panes.fleet.as_deref() == Some(fleet.as_str()) {
+                if let Some(i) = state.panes.tiles.iter().position(|t| t.node == node) {
+                    state.panes.focus = i;
+                    state.panes.zoom = true;
+                    state.view = super::state::View::Panes;
+                    return Some(super::panes::sync_sizes(state));
+                }
+            }
+            state.focus_node = Some(node);
+            return Some(vec![Command::OpenPanes(fleet)]);
+        }
+        _ => return None,
+    }
+    Some(vec![])
+}
+
 pub fn act(state: &mut State, action: Action) -> Option<Vec<Command>> {
     let names: Vec<String> = visible(state).iter().map(|f| f.name.clone()).collect();
     let at = state

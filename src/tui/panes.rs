@@ -701,6 +701,42 @@ mod flow_tests {
         assert_eq!(s.fleet_selected.as_deref(), Some("zeta"));
     }
 
+    /// The Nodes view: j/k pick a node, d shows its details, Enter opens the fleet's
+    /// panes with that node's zoomed (or focuses it when they are open already).
+    #[test]
+    fn nodes_view_enter_opens_the_selected_nodes_pane() {
+        let mut s = state();
+        update(&mut s, Msg::Fleets(Ok(vec![fleet("lab", 4)])));
+        ch(&mut s, '3');
+        ch(&mut s, 'j');
+        ch(&mut s, 'j');
+        assert_eq!(s.node_selected.as_deref(), Some("lab-2"));
+        ch(&mut s, 'd');
+        assert!(s.node_detail);
+        assert_eq!(
+            press(&mut s, KeyCode::Enter, KeyModifiers::NONE),
+            vec![Command::OpenPanes("lab".into())]
+        );
+        update(
+            &mut s,
+            Msg::PanesOpened {
+                fleet: "lab".into(),
+                tiles: tiles(4),
+            },
+        );
+        assert_eq!(s.view, View::Panes);
+        assert_eq!((s.panes.focus, s.panes.zoom), (2, true));
+        // Open already: back in Nodes, another node, Enter focuses its pane.
+        ch(&mut s, '3');
+        ch(&mut s, 'k');
+        let cmds = press(&mut s, KeyCode::Enter, KeyModifiers::NONE);
+        assert!(
+            cmds.iter().all(|c| matches!(c, Command::PaneResize { .. })),
+            "{cmds:?}"
+        );
+        assert_eq!((s.view, s.panes.focus, s.panes.zoom), (View::Panes, 1, true));
+    }
+
     #[test]
     fn opened_panes_get_their_tile_sizes_and_typing_goes_to_them() {
         let mut s = state();

@@ -186,6 +186,11 @@ pub struct State {
     pub fleets_error: Option<String>,
     /// The selected fleet in the Fleets view (kept by name across reloads).
     pub fleet_selected: Option<String>,
+    /// The selected node in the Nodes view (by name), and whether its details show.
+    pub node_selected: Option<String>,
+    pub node_detail: bool,
+    /// A node whose pane should get the focus (zoomed) once the panes open.
+    pub focus_node: Option<String>,
     pub panes: Panes,
     /// Apply and delete from the Fleets view: the provisioning log.
     pub fleet_ops: super::fleets::FleetOps,
@@ -227,6 +232,9 @@ impl State {
             )),
             questions: Default::default(),
             messages: Default::default(),
+            node_selected: None,
+            node_detail: false,
+            focus_node: None,
         }
     }
 

@@ -113,9 +113,16 @@ fn apply(state: &mut State, msg: Msg) -> Vec<Command> {
             vec![]
         }
         Msg::PanesOpened { fleet, tiles } => {
+            // Opened from the Nodes view: that node's pane, zoomed.
+            let focus = state
+                .focus_node
+                .take()
+                .and_then(|n| tiles.iter().position(|t| t.node == n));
             state.panes = panes::Panes {
                 fleet: Some(fleet.clone()),
                 tiles,
+                focus: focus.unwrap_or(0),
+                zoom: focus.is_some(),
                 ..Default::default()
             };
             state.fleet_selected = Some(fleet);
@@ -526,11 +533,11 @@ pub fn act(state: &mut State, action: Action) -> Vec<Command> {
     let view_specific = match state.view {
         View::Panes => panes::act(state, action),
         View::Fleets => fleets::act(state, action),
+        View::Nodes => fleets::nodes_act(state, action),
         View::Offers => offers::act(state, action),
         View::Nccl => nccl::act(state, action),
         View::Nics => nics::act(state, action),
         View::Jobs => jobs::act(state, action),
-        _ => None,
     };
     if let Some(commands) = view_specific {
         return commands;

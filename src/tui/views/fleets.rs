@@ -18,7 +18,7 @@ use crate::tui::fleets;
 use crate::tui::state::State;
 use crate::tui::theme::{Theme, Tone};
 use ratatui::buffer::Buffer;
-use ratatui::layout::{Constraint, Rect};
+use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph, Row, Table, Widget, Wrap};
 
@@ -183,6 +183,7 @@ fn render_gcp_nodes(
     state: &State,
     fleet: &FleetRecord,
     filter: &str,
+    selected: Option<&str>,
     theme: &Theme,
     area: Rect,
     buf: &mut Buffer,
@@ -222,6 +223,11 @@ fn render_gcp_nodes(
                 Span::raw(price),
                 Span::styled(status, theme.tone(tone)),
             ])
+            .style(if selected == Some(r.name.as_str()) {
+                theme.selection()
+            } else {
+                theme.base()
+            })
         })
         .collect();
     let header = Row::new(vec![
@@ -263,8 +269,22 @@ pub fn render_nodes(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) 
             buf,
         );
     };
+    // The selected node (the first listed until one is picked), and its details below.
+    let selected = state
+        .node_selected
+        .clone()
+        .filter(|s| fleets::listed_nodes(state).contains(s))
+        .or_else(|| fleets::listed_nodes(state).into_iter().next());
+    let area = match (&selected, state.node_detail && area.height >= 12) {
+        (Some(name), true) => {
+            let [table, detail] = Layout::vertical([Constraint::Min(5), Constraint::Length(9)]).areas(area);
+            render_node_detail(state, fleet, name, theme, detail, buf);
+            table
+        }
+        _ => area,
+    };
     if fleet.backend == "gcp" {
-        return render_gcp_nodes(state, fleet, &filter, theme, area, buf);
+        return render_gcp_nodes(state, fleet, &filter, selected.as_deref(), theme, area, buf);
     }
     let rows: Vec<Row> = fleet
         .nodes
@@ -280,6 +300,7 @@ pub fn render_nodes(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) 
                 None => ("-".to_string(), Tone::Info),
                 Some(s) => (s.label(), super::panes::tone(s)),
             };
+            let sel = selected.as_deref() == Some(n.name.as_str());
             Row::new(vec![
                 Span::raw(n.name.clone()),
                 Span::raw(match n.port {
@@ -290,6 +311,7 @@ pub fn render_nodes(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) 
                 Span::raw(n.proxy_jump.as_ref().map(|j| j.host.clone()).unwrap_or_default()),
                 Span::styled(status, theme.tone(tone)),
             ])
+            .style(if sel { theme.selection() } else { theme.base() })
         })
         .collect();
     let header = Row::new(vec!["NODE", "ADDRESS", "USER", "VIA", "PANE"]).style(theme.muted());
@@ -310,4 +332,71 @@ pub fn render_nodes(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) 
         theme,
     ))
     .render(area, buf);
+}
+
+/// The Nodes view's details of one node (`d`): how flightdeck reaches it, its pane, and
+/// for a GCP instance where it runs and at what price.
+fn render_node_detail(
+    state: &State,
+    fleet: &FleetRecord,
+    name: &str,
+    theme: &Theme,
+    area: Rect,
+    buf: &mut Buffer,
+) {
+    let node = fleet.nodes.iter().find(|n| n.name == name);
+    let res = fleet
+        .resources
+        .iter()
+        .find(|r| r.kind == "instance" && r.name == name);
+    let pane = state.panes.tiles.iter().find(|t| t.node == name);
+    let field = |k: &str, v: String| {
+        Line::from(vec![
+            Span::styled(format!("{k:<14}"), theme.muted()),
+            Span::raw(if v.is_empty() { "-".to_string() } else { v }),
+        ])
+    };
+    let mut lines = vec![];
+    if let Some(n) = node {
+        let port = n.port.map_or(String::new(), |p| format!(":{p}"));
+        lines.push(field(
+            "ssh",
+            format!("{}@{}{port}", n.user.clone().unwrap_or_default(), n.host),
+        ));
+        lines.push(field(
+            "via",
+            n.proxy_jump.as_ref().map(|j| j.host.clone()).unwrap_or_default(),
+        ));
+        lines.push(field("key", n.identity_file.clone().unwrap_or_default()));
+        lines.push(field("internal ip", n.internal_ip.clone().unwrap_or_default()));
+    }
+    if let Some(r) = res {
+        lines.push(field(
+            "instance",
+            format!(
+                "{} · {} · {}",
+                r.zone.clone().unwrap_or_default(),
+                r.provisioning_model.clone().unwrap_or_default(),
+                r.hourly_micro_usd
+                    .map_or("$?/h".into(), |m| format!("${:.2}/h", m as f64 / 1e6))
+            ),
+        ));
+        lines.push(field("nics", r.nics.clone().unwrap_or_default()));
+    }
+    lines.push(field(
+        "pane",
+        pane.map_or(
+            "none open (Enter opens the fleet's, this one zoomed)".into(),
+            |t| t.state.label(),
+        ),
+    ));
+    Paragraph::new(lines)
+        .block(
+            Block::default()
+                .borders(Borders::ALL)
+                .border_style(theme.border(false))
+                .title(Span::styled(format!(" {name} "), theme.title()))
+                .style(theme.base()),
+        )
+        .render(area, buf);
 }
