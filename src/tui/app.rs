@@ -77,6 +77,7 @@ pub async fn event_loop<W: Write>(
     } = opts;
     let size = tui.size()?;
     state.size = (size.width, size.height);
+    state.job_control = terminal::job_control();
     let (stx, mut srx) = mpsc::channel::<ServiceEvent>(1024);
     {
         let tx = tx.clone();

@@ -191,6 +191,9 @@ pub struct State {
     pub node_detail: bool,
     /// A node whose pane should get the focus (zoomed) once the panes open.
     pub focus_node: Option<String>,
+    /// Whether ctrl-z can hand the terminal back to a shell (job control): false when
+    /// flightdeck leads its session or stop signals are ignored.
+    pub job_control: bool,
     pub panes: Panes,
     /// Apply and delete from the Fleets view: the provisioning log.
     pub fleet_ops: super::fleets::FleetOps,
@@ -235,6 +238,7 @@ impl State {
             node_selected: None,
             node_detail: false,
             focus_node: None,
+            job_control: true,
         }
     }
 

@@ -54,6 +54,26 @@ fn install_panic_hook() {
     });
 }
 
+/// Whether a stop (ctrl-z) can hand the terminal to a shell that will resume us: not when
+/// this process leads its session (nothing above it does job control, as under `ssh host
+/// flightdeck`), nor when SIGTSTP is ignored (started by a shell without job control).
+pub fn job_control() -> bool {
+    // SAFETY: getpid/getsid take no pointers; sigaction with a null new action only reads
+    // the current one into `old`, which we own.
+    unsafe {
+        if libc::getsid(0) == libc::getpid() {
+            return false;
+        }
+        let mut old: libc::sigaction = std::mem::zeroed();
+        if libc::sigaction(libc::SIGTSTP, std::ptr::null(), &mut old) == 0
+            && old.sa_sigaction == libc::SIG_IGN
+        {
+            return false;
+        }
+    }
+    true
+}
+
 /// Ctrl-Z: give the terminal back to the shell and stop; on `fg`, take it again.
 pub fn suspend<W: io::Write>(terminal: &mut Terminal<CrosstermBackend<W>>) -> io::Result<()> {
     restore();

@@ -544,6 +544,12 @@ pub fn act(state: &mut State, action: Action) -> Vec<Command> {
     }
     match action {
         Action::Quit => return quit(state),
+        Action::Suspend if !state.job_control => {
+            state.status = Some(StatusMessage {
+                text: "ctrl-z: no shell to return to (flightdeck was not started from a shell with job control); q quits".into(),
+                tone: Tone::Warn,
+            });
+        }
         Action::Suspend => return vec![Command::Suspend],
         Action::Help => state.overlay = Overlay::Help { scroll: 0 },
         // Opened at the newest messages.
@@ -1012,6 +1018,26 @@ mod tests {
         for c in text.chars() {
             ch(s, c);
         }
+    }
+
+    #[test]
+    fn ctrl_z_without_job_control_says_why() {
+        let mut s = state();
+        let ctrl_z = |s: &mut State| {
+            update(
+                s,
+                Msg::Key(KeyEvent::new(KeyCode::Char('z'), KeyModifiers::CONTROL)),
+            )
+        };
+        assert_eq!(ctrl_z(&mut s), vec![Command::Suspend]);
+        s.job_control = false;
+        assert_eq!(ctrl_z(&mut s), vec![]);
+        assert!(s
+            .status
+            .as_ref()
+            .unwrap()
+            .text
+            .starts_with("ctrl-z: no shell to return to"));
     }
 
     /// The palette and filter take readline's keys: ctrl-w a word back, ctrl-a / ctrl-e
