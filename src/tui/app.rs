@@ -204,6 +204,7 @@ fn spawn_input_reader(tx: mpsc::Sender<Event>) {
                 Ok(TermEvent::Key(k)) => Event::Msg(Msg::Key(k)),
                 Ok(TermEvent::Resize(w, h)) => Event::Msg(Msg::Resize(w, h)),
                 Ok(TermEvent::Paste(s)) => Event::Msg(Msg::Paste(s)),
+                Ok(TermEvent::Mouse(m)) => Event::Msg(Msg::Mouse(m)),
                 Ok(_) => continue,
                 Err(e) => {
                     let _ = tx.blocking_send(Event::InputClosed(e.to_string()));

@@ -738,6 +738,30 @@ mod flow_tests {
     }
 
     #[test]
+    fn a_click_on_a_tile_focuses_its_pane() {
+        use crossterm::event::{MouseButton, MouseEvent, MouseEventKind};
+        let mut s = state();
+        update(
+            &mut s,
+            Msg::PanesOpened {
+                fleet: "lab".into(),
+                tiles: tiles(4),
+            },
+        );
+        let r = layout(&s).cells[3].1;
+        update(
+            &mut s,
+            Msg::Mouse(MouseEvent {
+                kind: MouseEventKind::Down(MouseButton::Left),
+                column: r.x + r.width / 2,
+                row: r.y + r.height / 2,
+                modifiers: KeyModifiers::NONE,
+            }),
+        );
+        assert_eq!(s.panes.focus, 3);
+    }
+
+    #[test]
     fn opened_panes_get_their_tile_sizes_and_typing_goes_to_them() {
         let mut s = state();
         let cmds = update(

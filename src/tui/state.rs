@@ -252,6 +252,8 @@ impl State {
 pub enum Msg {
     Key(KeyEvent),
     Paste(String),
+    /// A click or the wheel (tabs, tiles, rows; the wheel scrolls like j / k).
+    Mouse(crossterm::event::MouseEvent),
     Resize(u16, u16),
     /// The terminal came back from suspension: everything must be redrawn.
     Resumed,

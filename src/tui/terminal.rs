@@ -2,7 +2,9 @@
 //! them on every way out (quit, error, panic, Ctrl-Z).
 
 use crossterm::cursor::{Hide, Show};
-use crossterm::event::{DisableBracketedPaste, EnableBracketedPaste};
+use crossterm::event::{
+    DisableBracketedPaste, DisableMouseCapture, EnableBracketedPaste, EnableMouseCapture,
+};
 use crossterm::execute;
 use crossterm::terminal::{disable_raw_mode, enable_raw_mode, EnterAlternateScreen, LeaveAlternateScreen};
 use ratatui::backend::CrosstermBackend;
@@ -13,7 +15,13 @@ pub type Tui = Terminal<CrosstermBackend<Stdout>>;
 
 fn enter_modes() -> io::Result<()> {
     enable_raw_mode()?;
-    execute!(io::stdout(), EnterAlternateScreen, Hide, EnableBracketedPaste)
+    execute!(
+        io::stdout(),
+        EnterAlternateScreen,
+        Hide,
+        EnableBracketedPaste,
+        EnableMouseCapture
+    )
 }
 
 /// Switch the terminal to raw mode and the alternate screen.
@@ -28,7 +36,13 @@ pub fn enter() -> io::Result<Tui> {
 
 /// Leave raw mode and the alternate screen and show the cursor. Safe to call twice.
 pub fn restore() {
-    let _ = execute!(io::stdout(), DisableBracketedPaste, LeaveAlternateScreen, Show);
+    let _ = execute!(
+        io::stdout(),
+        DisableMouseCapture,
+        DisableBracketedPaste,
+        LeaveAlternateScreen,
+        Show
+    );
     let _ = disable_raw_mode();
 }
 

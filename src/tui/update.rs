@@ -53,6 +53,7 @@ fn apply(state: &mut State, msg: Msg) -> Vec<Command> {
             }
             on_key(state, key)
         }
+        Msg::Mouse(m) => mouse(state, m),
         Msg::Paste(text) if context(state) == Context::Pane => panes::paste(state, &text),
         Msg::Paste(text) if context(state) == Context::Editor => {
             if let Some(d) = state.nccl.dialog.as_mut().filter(|_| state.view == View::Nccl) {
@@ -380,6 +381,62 @@ fn apply(state: &mut State, msg: Msg) -> Vec<Command> {
 }
 
 /// Show the next queued question when nothing else is asking.
+/// The mouse: a click on a tab shows its view, on a pane's tile focuses it; the wheel
+/// scrolls what j / k move (a list, a log, the help). Only with nothing over the view,
+/// except the wheel in the help and the message history.
+fn mouse(state: &mut State, m: crossterm::event::MouseEvent) -> Vec<Command> {
+    use crossterm::event::{MouseButton, MouseEventKind};
+    let scrollable = matches!(state.overlay, Overlay::Help { .. } | Overlay::Messages { .. });
+    match m.kind {
+        MouseEventKind::ScrollUp | MouseEventKind::ScrollDown
+            if scrollable
+                || (matches!(state.overlay, Overlay::None) && context(state) == Context::Global) =>
+        {
+            let up = m.kind == MouseEventKind::ScrollUp;
+            let mut out = vec![];
+            for _ in 0..3 {
+                out.extend(act(state, if up { Action::Up } else { Action::Down }));
+            }
+            state.dirty = true;
+            out
+        }
+        MouseEventKind::Down(MouseButton::Left) if matches!(state.overlay, Overlay::None) => {
+            if m.row == 0 {
+                if let Some(v) = super::widgets::tabs::tab_at(m.column, state.size.0, state.view) {
+                    state.dirty = true;
+                    return act(state, view_action(v));
+                }
+                return vec![];
+            }
+            if state.view == View::Panes && state.panes.copy.is_none() {
+                let g = panes::layout(state);
+                let hit = g.cells.iter().find(|(_, r)| {
+                    m.column >= r.x && m.column < r.x + r.width && m.row >= r.y && m.row < r.y + r.height
+                });
+                if let Some(&(i, _)) = hit {
+                    state.panes.focus = i;
+                    state.dirty = true;
+                }
+            }
+            vec![]
+        }
+        _ => vec![],
+    }
+}
+
+/// The action that shows view `v` (its number key).
+fn view_action(v: View) -> Action {
+    match v {
+        View::Offers => Action::ViewOffers,
+        View::Fleets => Action::ViewFleets,
+        View::Nodes => Action::ViewNodes,
+        View::Panes => Action::ViewPanes,
+        View::Nccl => Action::ViewNccl,
+        View::Jobs => Action::ViewJobs,
+        View::Nics => Action::ViewNics,
+    }
+}
+
 /// y or n (Esc) to an [`Overlay::Ask`].
 fn answer_ask(state: &mut State, action: Action) -> Vec<Command> {
     let Overlay::Ask(ask) = std::mem::take(&mut state.overlay) else {
@@ -1018,6 +1075,32 @@ mod tests {
         for c in text.chars() {
             ch(s, c);
         }
+    }
+
+    /// A click on a tab shows its view; the wheel moves the Offers selection as j / k.
+    #[test]
+    fn the_mouse_picks_tabs_and_the_wheel_scrolls() {
+        use crossterm::event::{MouseButton, MouseEvent, MouseEventKind};
+        let mut s = state();
+        s.size = (80, 24);
+        let at = |kind, column, row| {
+            Msg::Mouse(MouseEvent {
+                kind,
+                column,
+                row,
+                modifiers: KeyModifiers::NONE,
+            })
+        };
+        // " flightdeck │ 1 Offers  2 Fleets  3 Nodes  4 Panes  5 NCCL …": column 54 is NCCL.
+        update(&mut s, at(MouseEventKind::Down(MouseButton::Left), 54, 0));
+        assert_eq!(s.view, View::Nccl);
+        update(&mut s, at(MouseEventKind::Down(MouseButton::Left), 15, 0));
+        assert_eq!(s.view, View::Offers);
+        let first = s.offers.selected.clone();
+        update(&mut s, at(MouseEventKind::ScrollDown, 40, 10));
+        assert_ne!(s.offers.selected, first, "moved");
+        update(&mut s, at(MouseEventKind::ScrollUp, 40, 10));
+        assert_eq!(s.offers.selected, first, "and back");
     }
 
     #[test]

@@ -13,33 +13,56 @@ pub struct TabBar<'a> {
     pub theme: &'a Theme,
 }
 
+const BRAND: &str = " flightdeck ";
+
+/// The tab bar's layout in `width` columns with `active` shown: whether the brand shows,
+/// and each view's label with the column it starts at. Drawing and mouse clicks both
+/// use it.
+pub fn layout(width: u16, active: View) -> (bool, Vec<(View, String, u16)>) {
+    let full: Vec<String> = View::ALL
+        .iter()
+        .enumerate()
+        .map(|(i, v)| format!(" {} {} ", i + 1, v.title()))
+        .collect();
+    let full_width: usize = BRAND.len() + 1 + full.iter().map(|l| l.chars().count()).sum::<usize>();
+    let compact = full_width > usize::from(width);
+    let mut x: u16 = if compact { 0 } else { BRAND.len() as u16 + 1 };
+    let mut tabs = vec![];
+    for (i, v) in View::ALL.iter().enumerate() {
+        let label = if compact && *v != active {
+            format!(" {} ", i + 1)
+        } else {
+            full[i].clone()
+        };
+        let w = label.chars().count() as u16;
+        tabs.push((*v, label, x));
+        x = x.saturating_add(w);
+    }
+    (!compact, tabs)
+}
+
+/// The view whose tab is at column `x` of the tab bar.
+pub fn tab_at(x: u16, width: u16, active: View) -> Option<View> {
+    let (_, tabs) = layout(width, active);
+    tabs.into_iter()
+        .find(|(_, label, at)| x >= *at && x < at + label.chars().count() as u16)
+        .map(|(v, _, _)| v)
+}
+
 impl Widget for TabBar<'_> {
     fn render(self, area: Rect, buf: &mut Buffer) {
         if area.is_empty() {
             return;
         }
         buf.set_style(area, self.theme.status_bar());
-        let full: Vec<String> = View::ALL
-            .iter()
-            .enumerate()
-            .map(|(i, v)| format!(" {} {} ", i + 1, v.title()))
-            .collect();
-        let brand = " flightdeck ";
-        let full_width: usize = brand.len() + 1 + full.iter().map(|l| l.chars().count()).sum::<usize>();
-        let compact = full_width > usize::from(area.width);
+        let (brand, tabs) = layout(area.width, self.active);
         let mut spans = Vec::new();
-        if !compact {
-            spans.push(Span::styled(brand, self.theme.accent()));
+        if brand {
+            spans.push(Span::styled(BRAND, self.theme.accent()));
             spans.push(Span::styled("│", self.theme.muted()));
         }
-        for (i, v) in View::ALL.iter().enumerate() {
-            let active = *v == self.active;
-            let label = if compact && !active {
-                format!(" {} ", i + 1)
-            } else {
-                full[i].clone()
-            };
-            spans.push(Span::styled(label, self.theme.tab(active)));
+        for (v, label, _) in tabs {
+            spans.push(Span::styled(label, self.theme.tab(v == self.active)));
         }
         Line::from(spans).render(area, buf);
     }
