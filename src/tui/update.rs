@@ -880,6 +880,11 @@ pub fn completions(state: &State, typed: &str) -> Vec<Candidate> {
             arg.trim(),
         );
     }
+    for (cmd, what) in [("apply", "fleet file"), ("run", "job file")] {
+        if let Some(arg) = typed.strip_prefix(cmd).and_then(|a| a.strip_prefix(' ')) {
+            return path_candidates(cmd, arg.trim_start(), what);
+        }
+    }
     if let Some(arg) = typed.strip_prefix("theme ") {
         let arg = arg.trim();
         return rank(
@@ -906,6 +911,51 @@ pub fn completions(state: &State, typed: &str) -> Vec<Candidate> {
         (name.to_string(), name.to_string(), about)
     });
     rank(views.chain(cmds), typed.trim())
+}
+
+/// Paths for `:apply` and `:run`: the folders and YAML files in the folder typed so far
+/// (relative to the working directory, `~/` for home) whose names start with what
+/// follows its last `/`; folders end in `/`, so Tab goes on into them. Hidden entries
+/// only when the name typed starts with a dot.
+fn path_candidates(cmd: &str, arg: &str, what: &str) -> Vec<Candidate> {
+    let (dir, prefix) = match arg.rfind('/') {
+        Some(i) => (&arg[..=i], &arg[i + 1..]),
+        None => ("", arg),
+    };
+    let on_disk = match dir.strip_prefix("~/") {
+        Some(rest) => crate::paths::home_dir().map(|h| h.join(rest)),
+        None if dir.is_empty() => Some(std::path::PathBuf::from(".")),
+        None => Some(std::path::PathBuf::from(dir)),
+    };
+    let Some(Ok(entries)) = on_disk.map(std::fs::read_dir) else {
+        return vec![];
+    };
+    let mut found: Vec<(bool, String)> = entries
+        .filter_map(Result::ok)
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if !name.starts_with(prefix) || (name.starts_with('.') && !prefix.starts_with('.')) {
+                return None;
+            }
+            let is_dir = e.path().is_dir();
+            let yaml = name.ends_with(".yaml") || name.ends_with(".yml");
+            (is_dir || yaml).then_some((is_dir, name))
+        })
+        .collect();
+    // Files first (what the command takes), then folders, each by name.
+    found.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
+    found
+        .into_iter()
+        .take(64)
+        .map(|(is_dir, name)| Candidate {
+            line: format!("{cmd} {dir}{name}{}", if is_dir { "/" } else { "" }),
+            about: if is_dir {
+                "folder".to_string()
+            } else {
+                what.to_string()
+            },
+        })
+        .collect()
 }
 
 /// Keep the (line, key, about) entries whose key starts with, then contains, `typed`.
@@ -1075,6 +1125,30 @@ mod tests {
         for c in text.chars() {
             ch(s, c);
         }
+    }
+
+    #[test]
+    fn apply_and_run_complete_paths() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().display().to_string();
+        std::fs::write(dir.path().join("a3-mega.yaml"), "").unwrap();
+        std::fs::write(dir.path().join("notes.txt"), "").unwrap();
+        std::fs::write(dir.path().join(".hidden.yaml"), "").unwrap();
+        std::fs::create_dir(dir.path().join("fleets")).unwrap();
+        let s = state();
+        let lines =
+            |typed: &str| -> Vec<String> { completions(&s, typed).into_iter().map(|c| c.line).collect() };
+        assert_eq!(
+            lines(&format!("apply {d}/")),
+            [format!("apply {d}/a3-mega.yaml"), format!("apply {d}/fleets/")]
+        );
+        assert_eq!(lines(&format!("run {d}/a")), [format!("run {d}/a3-mega.yaml")]);
+        assert_eq!(
+            lines(&format!("apply {d}/.h")),
+            [format!("apply {d}/.hidden.yaml")]
+        );
+        assert!(lines(&format!("apply {d}/zz")).is_empty());
+        assert_eq!(completions(&s, &format!("run {d}/a"))[0].about, "job file");
     }
 
     /// A click on a tab shows its view; the wheel moves the Offers selection as j / k.
