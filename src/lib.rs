@@ -13,6 +13,7 @@ pub mod jobs;
 pub mod logging;
 pub mod nccl;
 pub mod paths;
+pub mod progress;
 pub mod ssh;
 pub mod store;
 pub mod telemetry;

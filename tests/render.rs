@@ -1266,7 +1266,7 @@ fn fleet_apply_confirmation_provisioning_log_and_delete_confirmation() {
         "try 1: a3-megagpu-8g SPOT in us-east4-a ($33.20/h for 2)",
         "  placement_policy mega-placement: created",
         "  instance mega-0: ZONE_RESOURCE_POOL_EXHAUSTED_WITH_DETAILS: no a3-megagpu-8g left",
-        "  us-east4-a: out of capacity; rolling back 1 instance(s)",
+        "  us-east4-a: out of capacity; rolling back 1 instance",
         "  us-east4-a: ZONE_RESOURCE_POOL_EXHAUSTED_WITH_DETAILS; trying the next zone",
         "try 2: a3-megagpu-8g SPOT in us-east4-b ($33.20/h for 2)",
         "  instance mega-0: created",
@@ -1275,6 +1275,24 @@ fn fleet_apply_confirmation_provisioning_log_and_delete_confirmation() {
     ] {
         update(&mut s, Msg::FleetLog(line.into()));
     }
+    // How far it has got: a gauge over the log (the tally is not a log line).
+    update(
+        &mut s,
+        Msg::FleetLog(flightdeck::progress::tally(1, 2, "nodes up")),
+    );
+    let t = draw(&s, &Theme::default_theme(), 80, 24);
+    let text: String = (0..24)
+        .map(|y| {
+            (0..80)
+                .map(|x| t.backend().buffer()[(x, y)].symbol())
+                .collect::<String>()
+                + "\n"
+        })
+        .collect();
+    assert!(text.contains("1/2 nodes up · 0:0"), "{text}");
+    assert!(!text.contains("@@fd-tally"), "{text}");
+    // The elapsed time changes from run to run: the snapshot is taken without it.
+    s.fleet_ops.started = None;
     snapshot("fleet_provisioning_log", &s);
     update(
         &mut s,

@@ -173,6 +173,8 @@ pub async fn run_script(
     let pos = |index: usize| nodes.iter().position(|n| n.index == index);
     let (tx, mut rx) = exec::channel(256);
     let task = tokio::spawn(exec::run_each_with_input(transport, jobs, 64, Some(LIMIT), tx));
+    let mut finished = 0;
+    progress(crate::progress::tally(0, nodes.len(), "nodes finished"));
     while let Some(ev) = rx.recv().await {
         match ev {
             Event::Line { node, text, stream } => {
@@ -189,6 +191,8 @@ pub async fn run_script(
             Event::Done { node, result } => {
                 if let Some(k) = pos(node) {
                     results[k] = Some((result.code, result.error));
+                    finished += 1;
+                    progress(crate::progress::tally(finished, nodes.len(), "nodes finished"));
                 }
             }
         }

@@ -77,16 +77,19 @@ pub fn run(cmd: &FleetCommand, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitC
                     }
                 }
             });
-            let progress = |line: String| eprintln!("{line}");
-            let record = match rt.block_on(cloud::lifecycle::apply(
+            let status = crate::progress::Line::start(&format!("fleet apply {}", fleet.name));
+            let progress = |line: String| status.print(&line);
+            let applied = rt.block_on(cloud::lifecycle::apply(
                 &store,
                 backend.as_ref(),
                 &fleet,
                 &progress,
-            )) {
+            ));
+            // The status line lasts through the bootstrap; messages go above it.
+            let record = match applied {
                 Ok(r) => r,
                 Err(e) => {
-                    eprintln!("fleet apply: {e}");
+                    status.print(&format!("fleet apply: {e}"));
                     return Ok(ExitCode::FAILURE);
                 }
             };
@@ -102,7 +105,7 @@ pub fn run(cmd: &FleetCommand, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitC
             )) {
                 Ok(()) => Ok(ExitCode::SUCCESS),
                 Err(e) => {
-                    eprintln!("fleet apply: the nodes are up and recorded, but {e}");
+                    status.print(&format!("fleet apply: the nodes are up and recorded, but {e}"));
                     Ok(ExitCode::FAILURE)
                 }
             }
@@ -195,13 +198,16 @@ pub fn run(cmd: &FleetCommand, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitC
                 return Ok(ExitCode::FAILURE);
             }
             let backend = backend(kind, cli, paths, &cloud::Cancel::default())?;
-            let progress = |line: String| eprintln!("{line}");
-            if let Err(e) = runtime()?.block_on(cloud::lifecycle::delete(
+            let status = crate::progress::Line::start(&format!("fleet delete {name}"));
+            let progress = |line: String| status.print(&line);
+            let deleted = runtime()?.block_on(cloud::lifecycle::delete(
                 &store,
                 backend.as_ref(),
                 &record,
                 &progress,
-            )) {
+            ));
+            drop(status);
+            if let Err(e) = deleted {
                 eprintln!("fleet delete: {e}");
                 return Ok(ExitCode::FAILURE);
             }
@@ -254,8 +260,10 @@ fn bootstrap(
         crate::words::plural(nodes.len(), "node"),
         bootstrap::flavour_title(flavour)
     );
-    let progress = |line: String| eprintln!("{line}");
+    let status = crate::progress::Line::start(&format!("bootstrap {name}"));
+    let progress = |line: String| status.print(&line);
     let outcomes = runtime()?.block_on(bootstrap::remote::run(transport, &nodes, flavour, &progress));
+    drop(status);
     if json {
         println!("{}", serde_json::to_string_pretty(&outcomes)?);
     }
@@ -335,8 +343,8 @@ fn gc(paths: &Paths, yes: bool, json: bool) -> anyhow::Result<ExitCode> {
     if !yes {
         if json || !std::io::stdin().is_terminal() {
             eprintln!(
-                "{} orphan(s) found; `flightdeck fleet gc --yes` deletes them",
-                orphans.len()
+                "{} found; `flightdeck fleet gc --yes` deletes them",
+                crate::words::plural(orphans.len(), "orphan")
             );
             return Ok(ExitCode::SUCCESS);
         }
@@ -348,10 +356,13 @@ fn gc(paths: &Paths, yes: bool, json: bool) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::SUCCESS);
         }
     }
-    let progress = |line: String| eprintln!("{line}");
-    match rt.block_on(gcp.delete_orphans(&orphans, &progress)) {
+    let status = crate::progress::Line::start("fleet gc");
+    let progress = |line: String| status.print(&line);
+    let gone = rt.block_on(gcp.delete_orphans(&orphans, &progress));
+    drop(status);
+    match gone {
         Ok(()) => {
-            eprintln!("{} orphan(s) deleted", orphans.len());
+            eprintln!("{} deleted", crate::words::plural(orphans.len(), "orphan"));
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => {

@@ -166,7 +166,11 @@ pub fn learn(file: &Path, host: &str, port: u16, key: &PublicKey) -> std::io::Re
         opts.mode(0o600);
     }
     let mut f = opts.open(file)?;
-    writeln!(f, "{} {kind} {b64}", host_entry(host, port))
+    // One write of the whole line: nodes learned in parallel (an apply, a first exec)
+    // append at once, and `writeln!` would write the line in pieces that interleave
+    // with theirs (a garbled known_hosts, keys lost: a later run found them "unknown").
+    let line = format!("{} {kind} {b64}\n", host_entry(host, port));
+    f.write_all(line.as_bytes())
 }
 
 #[cfg(test)]
@@ -185,6 +189,36 @@ mod tests {
         let p = d.path().join("known_hosts");
         std::fs::write(&p, text).unwrap();
         (d, vec![p])
+    }
+
+    /// Many nodes learned at once (threads appending together) leave one whole line each.
+    #[test]
+    fn parallel_learning_keeps_every_line_whole() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("known_hosts");
+        let threads: Vec<_> = (0..32)
+            .map(|i| {
+                let p = p.clone();
+                std::thread::spawn(move || {
+                    for j in 0..20 {
+                        learn(&p, &format!("10.{i}.0.{j}"), 22, &key(ED_A)).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let text = std::fs::read_to_string(&p).unwrap();
+        assert_eq!(text.lines().count(), 640);
+        for i in 0..32 {
+            for j in 0..20 {
+                assert_eq!(
+                    check(&[p.clone()], &format!("10.{i}.0.{j}"), 22, &key(ED_A)),
+                    Verdict::Known
+                );
+            }
+        }
     }
 
     #[test]

@@ -149,10 +149,19 @@ pub struct FleetOps {
     pub running: Option<String>,
     /// How the last one ended: its summary, or why it failed.
     pub outcome: Option<Result<String, String>>,
+    /// How far the running one has got: done, total, of what ([`crate::progress`]).
+    pub tally: Option<(usize, usize, String)>,
+    /// When it started (for the elapsed time shown with the gauge).
+    pub started: Option<std::time::Instant>,
 }
 
 impl FleetOps {
     pub fn push(&mut self, line: String) {
+        // A tally moves the gauge; it is not a line of the log.
+        if let Some((done, total, what)) = crate::progress::parse_tally(&line) {
+            self.tally = Some((done, total, what.to_string()));
+            return;
+        }
         for l in line.lines() {
             if self.log.len() == LOG_LINES {
                 self.log.pop_front();
@@ -358,6 +367,8 @@ pub fn answer(state: &mut State, action: Action) -> Vec<Command> {
         Op::Delete { name } => (format!("delete {name}"), Command::DeleteFleet(name)),
     };
     ops.push(format!("{what}: started"));
+    ops.tally = None;
+    ops.started = Some(std::time::Instant::now());
     ops.running = Some(what);
     vec![command]
 }
@@ -428,6 +439,17 @@ mod tests {
 
     fn key(s: &mut State, c: KeyCode) -> Vec<Command> {
         update(s, Msg::Key(KeyEvent::new(c, KeyModifiers::NONE)))
+    }
+
+    /// Tallies in an operation's progress move the gauge and stay out of the log.
+    #[test]
+    fn tallies_move_the_gauge_not_the_log() {
+        let mut s = State::new(Keymap::defaults(), vec![], "dark".into());
+        s.fleet_ops.running = Some("apply fleets/mega.yaml".into());
+        update(&mut s, Msg::FleetLog("  instance mega-0: created".into()));
+        update(&mut s, Msg::FleetLog(crate::progress::tally(1, 2, "nodes up")));
+        assert_eq!(s.fleet_ops.tally, Some((1, 2, "nodes up".to_string())));
+        assert_eq!(s.fleet_ops.log, ["  instance mega-0: created"]);
     }
 
     fn gcp_record() -> FleetRecord {

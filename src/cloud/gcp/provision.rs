@@ -325,8 +325,8 @@ impl Gcp {
             }
             if !attempts.is_empty() {
                 msg.push_str(&format!(
-                    "tried {} place(s):\n  {}",
-                    attempts.len(),
+                    "tried {}:\n  {}",
+                    crate::words::plural(attempts.len(), "place"),
                     attempts.join("\n  ")
                 ));
             } else if e.is_empty() {
@@ -398,9 +398,9 @@ impl Gcp {
             let need = if n.role == plan::NetRole::Roce { 8 } else { 1 };
             if names.len() < need {
                 return Err(format!(
-                    "VPC {} has {} subnetwork(s) in {}, {need} needed: create them, or set network.create: true to let flightdeck make its own VPCs",
+                    "VPC {} has {} in {}, {need} needed: create them, or set network.create: true to let flightdeck make its own VPCs",
                     n.name,
-                    names.len(),
+                    crate::words::plural(names.len(), "subnetwork"),
                     c.region
                 ));
             }
@@ -502,7 +502,7 @@ impl Gcp {
                         told = waited;
                         let waiting = results.iter().filter(|r| r.is_none()).count();
                         progress(format!(
-                            "  {waiting} instance(s) queued for capacity in {}: {} of up to {} (flex_wait); Ctrl-C cancels",
+                            "  {} queued for capacity in {}: {} of up to {} (flex_wait); Ctrl-C cancels", crate::words::plural(waiting as usize, "instance"),
                             c.zone,
                             elapsed(waited),
                             elapsed(flex_wait(fleet))
@@ -513,8 +513,8 @@ impl Gcp {
         }
         if cancelled {
             progress(format!(
-                "  cancelled: deleting the {} instance(s) requested in {}",
-                todo.len(),
+                "  cancelled: deleting the {} requested in {}",
+                crate::words::plural(todo.len(), "instance"),
                 c.zone
             ));
             let mut mine: Vec<ResourceRecord> = todo.iter().map(|r| r.record("creating")).collect();
@@ -574,8 +574,8 @@ impl Gcp {
         let cluster = fleet.spec.placement == Some(Placement::Cluster);
         if cluster && !ok_now.is_empty() {
             progress(format!(
-                "  placement: cluster is all or nothing: deleting the {} instance(s) created in {}",
-                ok_now.len(),
+                "  placement: cluster is all or nothing: deleting the {} created in {}",
+                crate::words::plural(ok_now.len(), "instance"),
                 c.zone
             ));
             let names: HashSet<String> = ok_now.iter().map(|r| r.name.clone()).collect();
@@ -754,6 +754,8 @@ impl Gcp {
         items.sort_by_key(|r| Kind::parse(&r.kind).map_or(9, Kind::teardown_rank));
         let mut failures = vec![];
         let mut i = 0;
+        let (total, mut gone) = (items.len(), 0);
+        progress(crate::progress::tally(0, total, "resources deleted"));
         while i < items.len() {
             let rank = Kind::parse(&items[i].kind).map_or(9, Kind::teardown_rank);
             let group: Vec<ResourceRecord> = items[i..]
@@ -790,6 +792,8 @@ impl Gcp {
                             failures.push(e);
                         }
                         progress(format!("  {} {}: deleted", d.kind, d.name));
+                        gone += 1;
+                        progress(crate::progress::tally(gone, total, "resources deleted"));
                     }
                     Ok((d, Err(e))) => failures.push(format!("{} {}: {e}", d.kind, d.name)),
                     Err(e) => failures.push(format!("delete task: {e}")),
@@ -820,6 +824,8 @@ impl Gcp {
         let public = self.settings.public_ips.unwrap_or(true);
         let mut nodes = vec![];
         let mut told = Duration::ZERO;
+        let total = instances.len();
+        progress(crate::progress::tally(0, total, "nodes up"));
         for r in &mut instances {
             let scope = plan::record_scope(r);
             // A flex-start VM may sit PROVISIONING while Google finds its capacity: it
@@ -921,6 +927,7 @@ impl Gcp {
                 progress(format!("  {}: RUNNING at {host}, SSH answers ({banner})", r.name));
             }
             nodes.push(node);
+            progress(crate::progress::tally(nodes.len(), total, "nodes up"));
         }
         if self.settings.proxy_jump.is_some() {
             self.wait_login(&nodes, start, progress).await?;

@@ -72,7 +72,31 @@ pub fn render_log(ops: &fleets::FleetOps, theme: &Theme, area: Rect, buf: &mut B
         .border_style(theme.border(false))
         .title(Span::styled(format!(" {title} "), theme.tone(tone)))
         .style(theme.base());
-    let rows = usize::from(b.inner(area).height);
+    let inner = b.inner(area);
+    b.render(area, buf);
+    // While it runs: a gauge of how far it has got, with the elapsed time.
+    let inner = match (&ops.running, &ops.tally, inner.height >= 3) {
+        (Some(_), Some((done, total, what)), true) => {
+            let [g, rest] =
+                ratatui::layout::Layout::vertical([Constraint::Length(1), Constraint::Min(1)]).areas(inner);
+            let ratio = if *total == 0 {
+                0.0
+            } else {
+                (*done as f64 / *total as f64).clamp(0.0, 1.0)
+            };
+            let since = ops.started.map_or(String::new(), |t| {
+                format!(" · {}", crate::progress::elapsed(t.elapsed()))
+            });
+            ratatui::widgets::Gauge::default()
+                .gauge_style(theme.accent())
+                .ratio(ratio)
+                .label(format!("{done}/{total} {what}{since}"))
+                .render(g, buf);
+            rest
+        }
+        _ => inner,
+    };
+    let rows = usize::from(inner.height);
     let skip = ops.log.len().saturating_sub(rows);
     let lines: Vec<Line> = ops
         .log
@@ -96,7 +120,7 @@ pub fn render_log(ops: &fleets::FleetOps, theme: &Theme, area: Rect, buf: &mut B
             Line::styled(l.clone(), style)
         })
         .collect();
-    Paragraph::new(lines).block(b).render(area, buf);
+    Paragraph::new(lines).render(inner, buf);
 }
 
 fn render_table(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
