@@ -214,7 +214,7 @@ mod tests {
         for i in 0..32 {
             for j in 0..20 {
                 assert_eq!(
-                    check(&[p.clone()], &format!("10.{i}.0.{j}"), 22, &key(ED_A)),
+                    check(std::slice::from_ref(&p), &format!("10.{i}.0.{j}"), 22, &key(ED_A)),
                     Verdict::Known
                 );
             }
