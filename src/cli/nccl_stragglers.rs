@@ -85,6 +85,7 @@ pub fn run(args: &StragglerArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<Exi
     finder.threshold = args.threshold;
     let mut ssh_ready = false;
     let mut runs: Vec<GroupRun> = vec![];
+    let status = crate::progress::Line::start(&format!("stragglers {}", args.fleet));
     let finding: Finding = loop {
         match finder.next_step() {
             Step::Done(f) => break f,
@@ -98,9 +99,14 @@ pub fn run(args: &StragglerArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<Exi
                             .join("+")
                     })
                     .collect();
-                eprintln!("{}: {}", stage_name(stage), names.join(", "));
+                status.print(&format!("{}: {}", stage_name(stage), names.join(", ")));
+                let total = groups.len();
+                status.print(&crate::progress::tally(0, total, "runs of this stage"));
                 if spec.engine == Engine::NcclTests && groups.iter().any(|g| g.len() > 1) && !ssh_ready {
-                    eprintln!("setting up SSH between the {} nodes for mpirun", nodes.len());
+                    status.print(&format!(
+                        "setting up SSH between the {} nodes for mpirun",
+                        nodes.len()
+                    ));
                     rt.block_on(remote::setup_node_ssh(transport.clone(), &fleet, &nodes))?;
                     ssh_ready = true;
                 }
@@ -189,18 +195,26 @@ pub fn run(args: &StragglerArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<Exi
                         .collect::<Vec<_>>()
                         .join("+");
                     match (&r.busbw, &r.error) {
-                        (Some(b), _) => eprintln!("  {label}: peak busbw {b} GB/s ({})", r.id),
-                        (None, e) => {
-                            eprintln!("  {label}: failed ({}): {}", r.id, e.as_deref().unwrap_or("?"))
-                        }
+                        (Some(b), _) => status.print(&format!("  {label}: peak busbw {b} GB/s ({})", r.id)),
+                        (None, e) => status.print(&format!(
+                            "  {label}: failed ({}): {}",
+                            r.id,
+                            e.as_deref().unwrap_or("?")
+                        )),
                     }
                     figures.push((r.group.clone(), r.busbw));
+                    status.print(&crate::progress::tally(
+                        figures.len(),
+                        total,
+                        "runs of this stage",
+                    ));
                     runs.push(r);
                 }
                 finder.record(&figures);
             }
         }
     };
+    drop(status);
     let name = |i: usize| nodes[i].name.clone();
     let run_id = |group: &[usize]| runs.iter().find(|r| r.group == group).map(|r| r.id.clone());
     let saved = StragglerReport {

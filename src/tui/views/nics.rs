@@ -406,7 +406,8 @@ fn render_node(c: &Ctx, area: Rect, buf: &mut Buffer) {
                 Row::new(cells).style(style)
             })
             .collect();
-        let mut header = vec!["NIC"];
+        // Narrow tables drop "bit/s" from each figure: the first heading says it once (b/s).
+        let mut header = vec![if wide { "NIC" } else { "NIC b/s" }];
         if wide {
             header.push("ROLE");
         }
@@ -578,7 +579,7 @@ fn render_rail(c: &Ctx, area: Rect, buf: &mut Buffer) {
             })
         })
         .collect();
-    let mut header = vec!["NODE"];
+    let mut header = vec![if wide { "NODE" } else { "NODE b/s" }];
     header.extend(RATE_HEADER);
     let mut widths = vec![Constraint::Length(if wide { 20 } else { 14 })];
     widths.extend([Constraint::Length(if wide { 12 } else { 9 }); 6]);
@@ -689,9 +690,9 @@ fn render_fleet(c: &Ctx, area: Rect, buf: &mut Buffer) {
             c.theme.title(),
         ),
         Span::styled("rx", c.theme.rx()),
-        Span::raw(format!(" {} ", rate(now(|t| t.srx.current), chart.width >= WIDE))),
+        Span::raw(format!(" {} ", rate(now(|t| t.srx.current), true))),
         Span::styled("tx", c.theme.tx()),
-        Span::raw(format!(" {} ", rate(now(|t| t.stx.current), chart.width >= WIDE))),
+        Span::raw(format!(" {} ", rate(now(|t| t.stx.current), true))),
         if fleet_flags > 0 {
             Span::styled(
                 format!("· ! {fleet_flags} node totals under half "),
@@ -773,7 +774,7 @@ fn render_fleet(c: &Ctx, area: Rect, buf: &mut Buffer) {
             Row::new(cells).style(style)
         })
         .collect();
-    let mut header = vec!["NODE"];
+    let mut header = vec![if wide { "NODE" } else { "NODE b/s" }];
     header.extend(RATE_HEADER);
     header.extend(["FLAG", "rx"]);
     let mut widths = vec![Constraint::Length(name_w)];
