@@ -494,39 +494,41 @@ mod tests {
         assert_eq!(s.filter(), "gpu=H100");
     }
 
-    /// Sorting by a column with unknown values (13 spot prices of the embedded catalog are
-    /// unknown) puts them last in both directions.
+    /// Sorting by any column with unknown values puts them last in both directions, in
+    /// every pricing (13 spot prices and most flex prices of the embedded catalog are
+    /// unknown): what the rows show first is always a known figure.
     #[test]
     fn unknown_values_sort_last_both_ways() {
         let mut s = state();
-        let spot = |s: &State| -> Vec<Option<f64>> {
-            let offers = s.offers.catalog.offers();
-            s.offers
-                .rows
-                .iter()
-                .filter_map(|r| match r {
-                    OfferRow::Group { group } => Some(offers[s.offers.groups[*group].first()].spot),
-                    _ => None,
-                })
-                .collect()
-        };
-        // s until the sort is by spot.
-        while s.offers.sort != Field::Spot {
-            keys(&mut s, "s");
-        }
-        for dir in ["ascending", "descending"] {
-            let f = spot(&s);
-            let first_unknown = f
-                .iter()
-                .position(Option::is_none)
-                .expect("some spot prices are unknown");
-            assert!(f[..first_unknown].iter().all(Option::is_some), "{dir}");
-            assert!(
-                f[first_unknown..].iter().all(Option::is_none),
-                "{dir}: unknown last: {f:?}"
-            );
-            assert!(first_unknown > 0, "{dir}: some known");
-            keys(&mut s, "S");
+        for _ in Pricing::ALL {
+            for _ in 0..COLUMNS.len() {
+                let field = s.offers.sort;
+                for dir in ["ascending", "descending"] {
+                    let v = &s.offers;
+                    let offers = v.catalog.offers();
+                    let known: Vec<bool> = v
+                        .rows
+                        .iter()
+                        .filter_map(|r| match r {
+                            OfferRow::Group { group } => Some(&offers[v.groups[*group].first()]),
+                            _ => None,
+                        })
+                        .map(|o| {
+                            field.kind() != crate::catalog::query::Kind::Number
+                                || field.number(o, v.pricing).is_some()
+                        })
+                        .collect();
+                    let first_unknown = known.iter().position(|k| !k).unwrap_or(known.len());
+                    assert!(
+                        known[first_unknown..].iter().all(|k| !k),
+                        "{field:?} {dir}, pricing {}: a known value after an unknown one",
+                        v.pricing.name()
+                    );
+                    keys(&mut s, "S");
+                }
+                keys(&mut s, "s");
+            }
+            keys(&mut s, "p");
         }
     }
 
