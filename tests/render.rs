@@ -43,6 +43,14 @@ fn draw(s: &State, theme: &Theme, w: u16, h: u16) -> Terminal<TestBackend> {
     t
 }
 
+/// The 80x24 screen of `s` as text, a string per row.
+fn screen80(s: &State) -> Vec<String> {
+    let t = draw(s, &Theme::default_theme(), 80, 24);
+    (0..24)
+        .map(|y| (0..80).map(|x| t.backend().buffer()[(x, y)].symbol()).collect())
+        .collect()
+}
+
 fn snapshot(name: &str, s: &State) {
     let theme = Theme::default_theme();
     for (w, h) in SIZES {
@@ -302,16 +310,7 @@ fn nccl_state() -> State {
 fn offers_mark_doubtful_prices_and_show_the_sorted_column() {
     let mut s = state();
     keys(&mut s, "/gpu=H200\n");
-    let text = |s: &State| {
-        let t = draw(s, &Theme::default_theme(), 80, 24);
-        (0..24)
-            .map(|y| {
-                (0..80)
-                    .map(|x| t.backend().buffer()[(x, y)].symbol())
-                    .collect::<String>()
-            })
-            .collect::<Vec<_>>()
-    };
+    let text = screen80;
     let t = text(&s);
     assert!(t[3].contains("49.36!"), "od-low, no-od: {}", t[3]);
     assert!(
@@ -334,10 +333,7 @@ fn offers_mark_doubtful_prices_and_show_the_sorted_column() {
 fn offers_bad_filter_shows_its_caret() {
     let mut s = state();
     keys(&mut s, "/gpu=H1OO\n");
-    let t = draw(&s, &Theme::default_theme(), 80, 24);
-    let text: Vec<String> = (0..24)
-        .map(|y| (0..80).map(|x| t.backend().buffer()[(x, y)].symbol()).collect())
-        .collect();
+    let text = screen80(&s);
     assert_eq!(text[23].trim_end(), "/gpu=H1OO");
     assert_eq!(
         text[22].trim_end(),
@@ -660,16 +656,7 @@ fn jobs_view_wraps_the_torch_error() {
             now: 1_795_323_760,
         },
     );
-    let screen = |s: &State| {
-        let t = draw(s, &Theme::default_theme(), 80, 24);
-        (0..24)
-            .map(|y| {
-                (0..80)
-                    .map(|x| t.backend().buffer()[(x, y)].symbol())
-                    .collect::<String>()
-            })
-            .collect::<Vec<_>>()
-    };
+    let screen = screen80;
     // The log's rows joined (inside its border) hold the whole line.
     let joined: String = screen(&s)
         .iter()
@@ -1280,15 +1267,7 @@ fn fleet_apply_confirmation_provisioning_log_and_delete_confirmation() {
         &mut s,
         Msg::FleetLog(flightdeck::progress::tally(1, 2, "nodes up")),
     );
-    let t = draw(&s, &Theme::default_theme(), 80, 24);
-    let text: String = (0..24)
-        .map(|y| {
-            (0..80)
-                .map(|x| t.backend().buffer()[(x, y)].symbol())
-                .collect::<String>()
-                + "\n"
-        })
-        .collect();
+    let text = screen80(&s).join("\n");
     assert!(text.contains("1/2 nodes up · 0:0"), "{text}");
     assert!(!text.contains("@@fd-tally"), "{text}");
     // The elapsed time changes from run to run: the snapshot is taken without it.

@@ -659,6 +659,19 @@ mod flow_tests {
             .collect()
     }
 
+    /// A cockpit with `n` panes of fleet `lab` open.
+    fn with_panes(n: usize) -> State {
+        let mut s = state();
+        update(
+            &mut s,
+            Msg::PanesOpened {
+                fleet: "lab".into(),
+                tiles: tiles(n),
+            },
+        );
+        s
+    }
+
     fn state() -> State {
         let mut s = State::new(Keymap::defaults(), vec![], "dark".into());
         s.size = (120, 40);
@@ -740,14 +753,7 @@ mod flow_tests {
     #[test]
     fn a_click_on_a_tile_focuses_its_pane() {
         use crossterm::event::{MouseButton, MouseEvent, MouseEventKind};
-        let mut s = state();
-        update(
-            &mut s,
-            Msg::PanesOpened {
-                fleet: "lab".into(),
-                tiles: tiles(4),
-            },
-        );
+        let mut s = with_panes(4);
         let r = layout(&s).cells[3].1;
         update(
             &mut s,
@@ -834,14 +840,7 @@ mod flow_tests {
 
     #[test]
     fn broadcast_into_panes_not_on_screen_asks_first_and_quit_asks_with_shells_open() {
-        let mut s = state();
-        update(
-            &mut s,
-            Msg::PanesOpened {
-                fleet: "lab".into(),
-                tiles: tiles(4),
-            },
-        );
+        let mut s = with_panes(4);
         // All four on screen: broadcast starts typing at once.
         ch(&mut s, 'b');
         ch(&mut s, 'i');
@@ -906,14 +905,7 @@ mod flow_tests {
 
     #[test]
     fn broadcast_to_all_and_to_marked() {
-        let mut s = state();
-        update(
-            &mut s,
-            Msg::PanesOpened {
-                fleet: "lab".into(),
-                tiles: tiles(4),
-            },
-        );
+        let mut s = with_panes(4);
         ch(&mut s, 'b');
         assert_eq!(s.panes.broadcast, Broadcast::All);
         ch(&mut s, 'i');

@@ -79,22 +79,31 @@ pub struct HelpOverlay<'a> {
     pub theme: &'a Theme,
 }
 
+/// The area of a full-height overlay over `body` (the help, the messages): centred, at
+/// most `max_w` wide, cleared; `None` when nothing fits.
+fn overlay_area(body: Rect, max_w: u16, buf: &mut Buffer) -> Option<Rect> {
+    let h = if body.height >= 10 {
+        body.height - 2
+    } else {
+        body.height
+    };
+    let area = centered(
+        body,
+        body.width.saturating_sub(4).max(body.width.min(20)).min(max_w),
+        h,
+    );
+    if area.is_empty() {
+        return None;
+    }
+    Clear.render(area, buf);
+    Some(area)
+}
+
 impl Widget for HelpOverlay<'_> {
     fn render(self, body: Rect, buf: &mut Buffer) {
-        let h = if body.height >= 10 {
-            body.height - 2
-        } else {
-            body.height
-        };
-        let area = centered(
-            body,
-            body.width.saturating_sub(4).max(body.width.min(20)).min(96),
-            h,
-        );
-        if area.is_empty() {
+        let Some(area) = overlay_area(body, 96, buf) else {
             return;
-        }
-        Clear.render(area, buf);
+        };
         let all = lines(self.keymap);
         let key_w = all
             .iter()
@@ -146,20 +155,9 @@ pub fn messages(
     body: Rect,
     buf: &mut Buffer,
 ) {
-    let h = if body.height >= 10 {
-        body.height - 2
-    } else {
-        body.height
-    };
-    let area = centered(
-        body,
-        body.width.saturating_sub(4).max(body.width.min(20)).min(120),
-        h,
-    );
-    if area.is_empty() {
+    let Some(area) = overlay_area(body, 120, buf) else {
         return;
-    }
-    Clear.render(area, buf);
+    };
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(theme.border(true))
