@@ -22,6 +22,9 @@ use tokio::time::Instant;
 /// The shortest time between two frames (~30 per second).
 pub const FRAME: Duration = Duration::from_millis(33);
 
+/// How often a screen that counts time is redrawn with nothing else happening.
+pub const TICK: Duration = Duration::from_secs(1);
+
 /// What reaches the event loop.
 pub enum Event {
     Msg(Msg),
@@ -118,6 +121,16 @@ pub async fn event_loop<W: Write>(
             tokio::select! {
                 e = rx.recv() => e,
                 _ = tokio::time::sleep_until(due) => continue,
+            }
+        } else if state.ticking() {
+            // Something on screen counts time (a fleet operation's elapsed time): a frame
+            // each second while it runs; otherwise the loop sleeps until an event.
+            tokio::select! {
+                e = rx.recv() => e,
+                _ = tokio::time::sleep(TICK) => {
+                    state.dirty = true;
+                    continue;
+                }
             }
         } else {
             rx.recv().await
@@ -216,4 +229,64 @@ fn spawn_input_reader(tx: mpsc::Sender<Event>) {
             }
         })
         .expect("spawn the input thread");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::keymap::Keymap;
+    use crate::tui::state::View;
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    /// Run the loop on a sink terminal for `secs`, then quit; the frames it drew.
+    async fn frames_in(state: State, secs: f64) -> usize {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = Paths::resolve(|k| (k == "FLIGHTDECK_HOME").then(|| dir.path().to_path_buf())).unwrap();
+        let mut tui = Terminal::with_options(
+            CrosstermBackend::new(std::io::sink()),
+            ratatui::TerminalOptions {
+                viewport: ratatui::Viewport::Fixed(ratatui::layout::Rect::new(0, 0, 80, 24)),
+            },
+        )
+        .unwrap();
+        let (tx, rx) = mpsc::channel(64);
+        let quit = tx.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs_f64(secs)).await;
+            let k = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
+            let _ = quit.send(Event::Msg(Msg::Key(k))).await;
+        });
+        let frames = Arc::new(AtomicUsize::new(0));
+        let counted = frames.clone();
+        let opts = AppOptions {
+            state,
+            theme: Theme::default_theme(),
+            paths,
+            monochrome: false,
+            accept_new_host_keys: false,
+        };
+        event_loop(&mut tui, opts, tx, rx, &mut |m| {
+            if m == Mark::FrameDrawn {
+                counted.fetch_add(1, Ordering::Relaxed);
+            }
+        })
+        .await
+        .unwrap();
+        frames.load(Ordering::Relaxed)
+    }
+
+    /// While a fleet operation runs in the Fleets view its elapsed time moves: a frame a
+    /// second; otherwise an idle loop draws its first frame and nothing more.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_running_operation_is_redrawn_each_second_and_idle_is_not() {
+        let mut state = State::new(Keymap::defaults(), vec![], "dark".into());
+        state.view = View::Fleets;
+        let idle = frames_in(state.clone(), 2.5).await;
+        state.fleet_ops.running = Some("apply fleets/mega.yaml".into());
+        let ticking = frames_in(state, 3.5).await;
+        assert!(idle <= 2, "idle: {idle} frames");
+        assert!(ticking >= 3, "running: {ticking} frames in 3.5 s");
+    }
 }

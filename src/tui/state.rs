@@ -211,6 +211,12 @@ pub struct State {
 pub const MESSAGES_KEPT: usize = 200;
 
 impl State {
+    /// Whether the screen shows a clock that moves by itself (a fleet operation's
+    /// elapsed time), so the loop redraws each [`super::app::TICK`] while it does.
+    pub fn ticking(&self) -> bool {
+        self.fleet_ops.running.is_some() && self.view == View::Fleets
+    }
+
     pub fn new(keymap: Keymap, themes: Vec<String>, theme: String) -> Self {
         State {
             view: View::Offers,
