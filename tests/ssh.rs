@@ -442,9 +442,17 @@ fn sessions_at(tb: &Testbed, i: usize) -> usize {
         .count()
 }
 
+/// A channel's stdout and exit status. Its stderr is left out: the testbed's nodes share
+/// the host's home, whose shell start-up files may print there (a pyenv rehash racing
+/// another session's was seen), which says nothing about the channel.
 async fn read_to_end(ch: &mut russh::Channel<russh::client::Msg>) -> (String, Option<u32>) {
     let mut out = Vec::new();
-    let status = flightdeck::ssh::client::drain(ch, |_, d| out.extend_from_slice(d)).await;
+    let status = flightdeck::ssh::client::drain(ch, |stderr, d| {
+        if !stderr {
+            out.extend_from_slice(d)
+        }
+    })
+    .await;
     (String::from_utf8_lossy(&out).into_owned(), status)
 }
 
