@@ -12,6 +12,7 @@ command -v ssh-keygen >/dev/null 2>&1 || need+=(openssh-client)
 command -v iperf3 >/dev/null 2>&1 || need+=(iperf3)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v ping >/dev/null 2>&1 || need+=(iputils-ping)
+command -v nft >/dev/null 2>&1 || need+=(nftables)
 command -v script >/dev/null 2>&1 || need+=(bsdutils)
 command -v bash >/dev/null 2>&1 || need+=(bash)
 

@@ -493,9 +493,18 @@ pub async fn collect_with_input(
     transport: Transport,
     jobs: Vec<(NodeTarget, String, Vec<u8>)>,
 ) -> Vec<(i32, String, String)> {
+    collect_within(transport, jobs, None).await
+}
+
+/// Like [`collect_with_input`], each command stopped after `limit` ([`TIMED_OUT`]).
+pub async fn collect_within(
+    transport: Transport,
+    jobs: Vec<(NodeTarget, String, Vec<u8>)>,
+    limit: Option<std::time::Duration>,
+) -> Vec<(i32, String, String)> {
     let order: Vec<usize> = jobs.iter().map(|(n, _, _)| n.index).collect();
     let (tx, mut rx) = channel(1024);
-    let h = tokio::spawn(run_each_with_input(transport, jobs, 64, None, tx));
+    let h = tokio::spawn(run_each_with_input(transport, jobs, 64, limit, tx));
     let mut out: Vec<(i32, String, String)> = vec![(UNREACHABLE, String::new(), String::new()); order.len()];
     while let Some(c) = rx.recv_chunk().await {
         let (Chunk::Lines { node, .. } | Chunk::Done { node, .. }) = &c;

@@ -7,6 +7,7 @@ pub mod cli;
 pub mod cloud;
 pub mod config;
 pub mod detach;
+pub mod doctor;
 pub mod exec;
 pub mod fleet;
 pub mod jobs;

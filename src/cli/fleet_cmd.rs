@@ -297,7 +297,7 @@ pub fn note_recovery(r: Option<store::Recovery>) {
 }
 
 /// The GCP backend from the config file's `gcp:` block.
-fn gcp_backend(paths: &Paths) -> anyhow::Result<GcpBackend> {
+pub(super) fn gcp_backend(paths: &Paths) -> anyhow::Result<GcpBackend> {
     cloud::lifecycle::gcp_backend(paths).map_err(anyhow::Error::msg)
 }
 

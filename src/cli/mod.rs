@@ -3,6 +3,7 @@
 //! (and 2 for a subcommand whose feature has not landed in this build).
 
 mod config_cmd;
+pub mod doctor_cmd;
 mod exec_cmd;
 mod fleet_cmd;
 mod job_cmd;
@@ -67,6 +68,9 @@ pub enum Command {
     /// Run, list, follow and stop training jobs.
     #[command(subcommand)]
     Job(JobCommand),
+    /// Check every node of a fleet at once (GPUs, driver and NCCL versions, NVLink, ECC,
+    /// Xid, clocks, NICs, RDMA, GPUDirect, reachability, placement); problems worst first.
+    Doctor(doctor_cmd::DoctorArgs),
     /// Show where the config lives, print a commented default, or check it.
     #[command(subcommand)]
     Config(ConfigCommand),
@@ -439,6 +443,10 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Job(c)) => {
             init_cli_logging(&cli, &paths);
             job_cmd::run(c, &cli, &paths)
+        }
+        Some(Command::Doctor(a)) => {
+            init_cli_logging(&cli, &paths);
+            doctor_cmd::run(a, &cli, &paths)
         }
         Some(Command::Offers(args)) => offers_cmd::run(args),
         Some(Command::Nccl(NcclCommand::Parse {

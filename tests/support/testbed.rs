@@ -505,6 +505,50 @@ impl TbNode {
         }
     }
 
+    /// A machine node's GPUs: the nvidia-smi double (tests/support/nvidia_smi_double.sh)
+    /// with the outputs recorded on 2x H200 in its /var/lib/fd-shim/nvidia-smi/, and the
+    /// kernel log double (dmesg_double.sh). What the double prints is [`TbNode::gpu_file`]
+    /// and [`TbNode::plant_dmesg`] away from a fault.
+    pub fn add_gpu_double(&self) {
+        use std::os::unix::fs::PermissionsExt;
+        let root = self.root.as_ref().expect("a machine node");
+        let dir = root.join("var/lib/fd-shim/nvidia-smi");
+        std::fs::create_dir_all(&dir).unwrap();
+        let rec = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/doctor/h200x2");
+        for f in [
+            "nvidia-smi.txt",
+            "nvidia-smi-q.txt",
+            "topo-m.txt",
+            "nvlink-s.txt",
+            "query-gpu.csv",
+        ] {
+            std::fs::copy(rec.join(f), dir.join(f)).unwrap();
+        }
+        for (name, text) in [
+            ("nvidia-smi", include_str!("nvidia_smi_double.sh")),
+            ("dmesg", include_str!("dmesg_double.sh")),
+        ] {
+            let bin = root.join("usr/local/bin").join(name);
+            std::fs::write(&bin, text).unwrap();
+            std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+    }
+
+    /// The path of one of the nvidia-smi double's recordings on this node, to edit.
+    pub fn gpu_file(&self, name: &str) -> PathBuf {
+        self.root
+            .as_ref()
+            .expect("a machine node")
+            .join("var/lib/fd-shim/nvidia-smi")
+            .join(name)
+    }
+
+    /// Lines the node's kernel log shows (through the dmesg double).
+    pub fn plant_dmesg(&self, text: &str) {
+        let root = self.root.as_ref().expect("a machine node");
+        std::fs::write(root.join("var/lib/fd-shim/dmesg.txt"), text).unwrap();
+    }
+
     fn setup_sshd(&mut self, authorized: &Path) -> Result<(), String> {
         std::fs::create_dir_all(&self.dir).map_err(|e| e.to_string())?;
         let key = self.dir.join("ssh_host_ed25519_key");

@@ -283,6 +283,84 @@ impl Gcp {
     }
 }
 
+impl Gcp {
+    /// Where each created instance of the fleet stands on placement, from the API: the
+    /// resource policies it carries and each policy's collocation (the doctor's
+    /// `placement` check).
+    pub async fn placement(&self, record: &FleetRecord) -> Result<Vec<Placed>, String> {
+        let mut out = vec![];
+        let mut policies: BTreeMap<String, Option<String>> = BTreeMap::new();
+        for r in record
+            .resources
+            .iter()
+            .filter(|r| r.kind == "instance" && r.state == "created")
+        {
+            let scope = plan::record_scope(r);
+            let got: Option<Instance> = self
+                .compute
+                .get(&scope, "instances", &r.name)
+                .await
+                .map_err(|e| format!("instance {}: {e}", r.name))?;
+            let Some(inst) = got else {
+                out.push(Placed {
+                    instance: r.name.clone(),
+                    node: r.node,
+                    policies: vec![],
+                    collocation: None,
+                    gone: true,
+                });
+                continue;
+            };
+            let mut collocation = None;
+            for url in &inst.resource_policies {
+                if !policies.contains_key(url) {
+                    // `.../projects/p/regions/r/resourcePolicies/name`
+                    let parts: Vec<&str> = url.rsplit('/').collect();
+                    let (name, region) = (
+                        parts.first().copied().unwrap_or(""),
+                        parts.get(2).copied().unwrap_or(""),
+                    );
+                    let pol: Option<Value> = self
+                        .compute
+                        .get(&Scope::Region(region.to_string()), "resourcePolicies", name)
+                        .await
+                        .map_err(|e| format!("resource policy {name}: {e}"))?;
+                    let c = pol.and_then(|p| {
+                        p["groupPlacementPolicy"]["collocation"]
+                            .as_str()
+                            .map(str::to_string)
+                    });
+                    policies.insert(url.clone(), c);
+                }
+                if let Some(c) = policies.get(url).cloned().flatten() {
+                    collocation = Some(c);
+                }
+            }
+            out.push(Placed {
+                instance: r.name.clone(),
+                node: r.node,
+                policies: inst.resource_policies.clone(),
+                collocation,
+                gone: false,
+            });
+        }
+        Ok(out)
+    }
+}
+
+/// An instance's placement as the API reports it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Placed {
+    pub instance: String,
+    pub node: Option<usize>,
+    /// Its `resourcePolicies` (URLs).
+    pub policies: Vec<String>,
+    /// `COLLOCATED` when a policy of its places it compactly.
+    pub collocation: Option<String>,
+    /// The instance no longer exists.
+    pub gone: bool,
+}
+
 /// A resource flightdeck made that no fleet record knows.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Orphan {

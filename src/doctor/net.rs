@@ -1,0 +1,589 @@
+//! NICs and the reachability matrix. Pure: the node script's NIC sections in, NIC facts
+//! out; probe results in, the node, NIC or pair to blame out.
+//!
+//! The matrix: every node probes every other on every data NIC, in rounds (round `r`:
+//! node `i` probes node `i+r mod N` on all its data NICs at once), so a NIC sends one
+//! probe and answers one at a time, and `N-1` rounds cover every ordered pair. A probe
+//! is `ping -q -c C -i 0.005` bound to the NIC; [`analyse`] reads the rounds.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+
+/// One NIC of a node as its /sys and `ip -4 addr` show it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Nic {
+    pub name: String,
+    pub state: String,
+    pub mtu: Option<u32>,
+    /// Link speed in Mbit/s, when the driver says.
+    pub speed: Option<u32>,
+    pub numa: Option<i32>,
+    pub addr: Option<String>,
+}
+
+/// The `nics` and `addrs` sections.
+pub fn parse_nics(nics: &str, addrs: &str) -> Vec<Nic> {
+    let mut out: Vec<Nic> = nics
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            if f.len() < 5 {
+                return None;
+            }
+            Some(Nic {
+                name: f[0].to_string(),
+                state: f[1].to_string(),
+                mtu: f[2].parse().ok(),
+                speed: f[3].parse::<i64>().ok().filter(|s| *s > 0).map(|s| s as u32),
+                numa: f[4].parse().ok().filter(|n| *n >= 0),
+                addr: None,
+            })
+        })
+        .collect();
+    // `2: eth1    inet 10.88.1.1/24 brd 10.88.1.255 scope global eth1\       valid_lft ...`
+    for l in addrs.lines() {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        let Some(i) = f.iter().position(|w| *w == "inet") else {
+            continue;
+        };
+        let (Some(dev), Some(cidr)) = (f.get(1), f.get(i + 1)) else {
+            continue;
+        };
+        let addr = cidr.split('/').next().unwrap_or("").to_string();
+        if let Some(n) = out.iter_mut().find(|n| n.name == *dev && n.addr.is_none()) {
+            n.addr = Some(addr);
+        }
+    }
+    out.sort_by(|a, b| crate::telemetry::layout::natural_cmp(&a.name, &b.name));
+    out
+}
+
+/// The interface of `ip route show default`'s first route.
+pub fn default_route(route: &str) -> Option<String> {
+    let f: Vec<&str> = route.split_whitespace().collect();
+    let i = f.iter().position(|w| *w == "dev")?;
+    f.get(i + 1).map(|s| s.to_string())
+}
+
+/// An RDMA port as the `rdma` section lists it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct RdmaPort {
+    pub device: String,
+    pub port: String,
+    /// `4:ACTIVE` when up.
+    pub state: String,
+    /// `5:LinkUp` when up.
+    pub phys_state: String,
+    pub netdev: Option<String>,
+    pub numa: Option<i32>,
+}
+
+/// The `rdma` section: its ports and the count of RDMA devices.
+pub fn parse_rdma(text: &str) -> (Vec<RdmaPort>, usize) {
+    let mut ports = vec![];
+    let mut devices = 0;
+    for l in text.lines() {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        if f.first() == Some(&"devices") {
+            devices = f.get(1).and_then(|n| n.parse().ok()).unwrap_or(0);
+            continue;
+        }
+        if f.len() < 4 {
+            continue;
+        }
+        // The netdev may be missing: the NUMA field then comes fifth.
+        let (netdev, numa) = match f.len() {
+            4 => (None, None),
+            5 => (None, f[4].parse().ok()),
+            _ => (Some(f[4].to_string()), f[5].parse().ok()),
+        };
+        ports.push(RdmaPort {
+            device: f[0].to_string(),
+            port: f[1].to_string(),
+            state: f[2].to_string(),
+            phys_state: f[3].to_string(),
+            netdev,
+            numa: numa.filter(|n: &i32| *n >= 0),
+        });
+    }
+    (ports, devices)
+}
+
+/// The NICs that carry a fleet's traffic between nodes: every NIC that is not virtual and
+/// not the control NIC (the default route's; `eth0` without a default route). On A3
+/// Ultra / A4 this is the second gVNIC and the MRDMA netdevs; on A3 High / Mega the
+/// 4 or 8 data gVNICs; on the testbed `eth1..K`.
+pub fn data_nics<'a>(nics: &'a [Nic], route: Option<&str>) -> Vec<&'a Nic> {
+    use crate::telemetry::layout::{Classifier, NodeLayout, Role};
+    use crate::telemetry::rate::Device;
+    let layout = NodeLayout {
+        default_route: route,
+        rdma_netdevs: &[],
+        has_rdma: false,
+    };
+    let c = Classifier::auto();
+    nics.iter()
+        .filter(|n| c.role(&Device::Nic { name: n.name.clone() }, &layout) == Role::Data)
+        .collect()
+}
+
+/// Probes per pair and NIC for a fleet of `n` nodes: fewer as rounds grow, so 64 nodes
+/// finish in well under a minute (63 rounds of 20 probes at 5 ms), at least 20 so a lossy
+/// NIC shows over its many pairs.
+pub fn probes_per_pair(n: usize) -> u32 {
+    (1200 / n.saturating_sub(1).max(1)).clamp(20, 100) as u32
+}
+
+/// The rounds of a fleet of `n` nodes: round `r` (1..n) pairs node `i` with `i+r mod n`.
+pub fn rounds(n: usize) -> Vec<Vec<(usize, usize)>> {
+    (1..n)
+        .map(|r| (0..n).map(|i| (i, (i + r) % n)).collect())
+        .collect()
+}
+
+const PROBE: &str = "@@fd-probe";
+
+/// The command a node runs in a round: one `ping` per (NIC, peer address), all at once.
+/// A `ping` that may not send at 5 ms intervals as this user falls back to 200 ms. `-W 2`
+/// waits up to 2 s for the last replies (a deadline, `-w`, would count replies still on
+/// their way as lost).
+pub fn probe_command(targets: &[(String, String)], count: u32) -> String {
+    let mut s = String::new();
+    for (nic, addr) in targets {
+        let (nic, addr) = (crate::detach::quote(nic), crate::detach::quote(addr));
+        let _ = write!(
+            s,
+            "( o=$(ping -n -q -c {count} -i 0.005 -W 2 -I {nic} {addr} 2>&1); \
+             case \"$o\" in *'minimal interval'*|*'cannot flood'*) o=$(ping -n -q -c 5 -i 0.2 -W 2 -I {nic} {addr} 2>&1);; esac; \
+             printf '{PROBE} %s %s\\n%s\\n{PROBE}-end\\n' {nic} {addr} \"$o\" ) & "
+        );
+    }
+    s.push_str("wait\n");
+    s
+}
+
+/// One probe's result.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Probe {
+    pub from: usize,
+    pub to: usize,
+    pub nic: String,
+    pub sent: u32,
+    pub received: u32,
+    pub avg_ms: Option<f64>,
+    /// ping's own words when it printed no statistics (`connect: Network is unreachable`).
+    pub error: Option<String>,
+}
+
+/// One probe as a round's output reports it: NIC, sent, received, average RTT, error.
+pub type ProbeLine = (String, u32, u32, Option<f64>, Option<String>);
+
+/// A node's standing over the remaining probes of a NIC: its peers, the peers of its bad
+/// probes, packets lost and sent, round trips.
+type Standing = (BTreeSet<usize>, BTreeSet<usize>, u64, u64, Vec<f64>);
+
+/// The probes a node's round output reports.
+pub fn parse_probes(out: &str) -> Vec<ProbeLine> {
+    let mut res = vec![];
+    let mut cur: Option<(String, Vec<String>)> = None;
+    for l in out.lines() {
+        if l == format!("{PROBE}-end") {
+            if let Some((nic, body)) = cur.take() {
+                res.push(read_ping(nic, &body));
+            }
+        } else if let Some(rest) = l.strip_prefix(PROBE).and_then(|r| r.strip_prefix(' ')) {
+            let nic = rest.split(' ').next().unwrap_or("").to_string();
+            cur = Some((nic, vec![]));
+        } else if let Some((_, body)) = cur.as_mut() {
+            body.push(l.to_string());
+        }
+    }
+    res
+}
+
+fn read_ping(nic: String, body: &[String]) -> ProbeLine {
+    let mut sent = 0;
+    let mut received = 0;
+    let mut avg = None;
+    let mut stats = false;
+    for l in body {
+        if l.contains("packets transmitted") {
+            stats = true;
+            let nums: Vec<u32> = l
+                .split(',')
+                .filter_map(|p| p.split_whitespace().next()?.parse().ok())
+                .collect();
+            sent = nums.first().copied().unwrap_or(0);
+            received = nums.get(1).copied().unwrap_or(0);
+        } else if let Some(rest) = l
+            .strip_prefix("rtt min/avg/max/mdev = ")
+            .or_else(|| l.strip_prefix("round-trip min/avg/max = "))
+        {
+            avg = rest.split('/').nth(1).and_then(|v| v.trim().parse().ok());
+        }
+    }
+    let error = (!stats).then(|| {
+        body.iter()
+            .map(|l| l.trim())
+            .find(|l| !l.is_empty())
+            .unwrap_or("ping printed nothing")
+            .to_string()
+    });
+    (nic, sent, received, avg, error)
+}
+
+/// What is wrong with a NIC of a node, or between two nodes on a NIC.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Trouble {
+    Unreachable,
+    Lossy,
+    Slow,
+}
+
+impl Trouble {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Trouble::Unreachable => "unreachable",
+            Trouble::Lossy => "lossy",
+            Trouble::Slow => "slow",
+        }
+    }
+}
+
+/// A problem [`analyse`] names: on one node's NIC (`b: None`; every pair through it is
+/// bad), or between two nodes on a NIC.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Named {
+    pub trouble: Trouble,
+    pub nic: String,
+    pub a: usize,
+    pub b: Option<usize>,
+    pub evidence: String,
+}
+
+/// A NIC's figures over all its probes.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct RailSummary {
+    pub nic: String,
+    pub probes: usize,
+    pub sent: u64,
+    pub received: u64,
+    pub median_ms: Option<f64>,
+}
+
+/// Loss under this share (with fewer than [`MIN_LOST`] packets lost) is noise.
+pub const LOSSY_SHARE: f64 = 0.005;
+pub const MIN_LOST: u64 = 3;
+
+/// Slow: a round trip over `SLOW_FACTOR` times the NIC's lower quartile plus
+/// [`SLOW_MARGIN_MS`].
+pub const SLOW_FACTOR: f64 = 3.0;
+pub const SLOW_MARGIN_MS: f64 = 1.0;
+
+/// The lower quartile of values already sorted by [`median`](crate::telemetry::imbalance::median).
+fn quartile(sorted: &[f64]) -> Option<f64> {
+    sorted.get(sorted.len() / 4).copied()
+}
+
+fn pct(lost: u64, sent: u64) -> f64 {
+    if sent == 0 {
+        0.0
+    } else {
+        100.0 * lost as f64 / sent as f64
+    }
+}
+
+/// Name who is to blame, per NIC. Greedy, worst first: a node whose remaining pairs on a
+/// NIC are (nearly) all bad is named, and its pairs are explained by it; what is left is
+/// named pair by pair. A node is named only with two or more peers (with two nodes, the
+/// pair is all one can say).
+pub fn analyse(probes: &[Probe]) -> (Vec<Named>, Vec<RailSummary>) {
+    let mut by_nic: BTreeMap<&str, Vec<&Probe>> = BTreeMap::new();
+    for p in probes {
+        by_nic.entry(p.nic.as_str()).or_default().push(p);
+    }
+    let mut named = vec![];
+    let mut rails = vec![];
+    for (nic, ps) in by_nic {
+        let mut rtts: Vec<f64> = ps.iter().filter_map(|p| p.avg_ms).collect();
+        let median = crate::telemetry::imbalance::median(&mut rtts);
+        // The baseline of "slow": the lower quartile, since one slow node of four is in
+        // half of the pairs, which moves the median.
+        let baseline = quartile(&rtts);
+        rails.push(RailSummary {
+            nic: nic.to_string(),
+            probes: ps.len(),
+            sent: ps.iter().map(|p| p.sent as u64).sum(),
+            received: ps.iter().map(|p| p.received as u64).sum(),
+            median_ms: median,
+        });
+        let slow_over = baseline.map(|m| m * SLOW_FACTOR + SLOW_MARGIN_MS);
+        let unreachable = |p: &Probe| p.received == 0;
+        let slow = |p: &Probe| matches!((p.avg_ms, slow_over), (Some(a), Some(t)) if a > t);
+        let mut remaining: Vec<&Probe> = ps.clone();
+        for trouble in [Trouble::Unreachable, Trouble::Lossy, Trouble::Slow] {
+            loop {
+                // Per node over the remaining probes: peers, bad peers, lost/sent.
+                let mut per: BTreeMap<usize, Standing> = BTreeMap::new();
+                for p in &remaining {
+                    for (me, peer) in [(p.from, p.to), (p.to, p.from)] {
+                        let e = per.entry(me).or_default();
+                        e.0.insert(peer);
+                        let bad = match trouble {
+                            Trouble::Unreachable => unreachable(p),
+                            Trouble::Lossy => false,
+                            Trouble::Slow => slow(p),
+                        };
+                        if bad {
+                            e.1.insert(peer);
+                        }
+                        if !unreachable(p) {
+                            e.2 += (p.sent - p.received.min(p.sent)) as u64;
+                            e.3 += p.sent as u64;
+                        }
+                        if let Some(a) = p.avg_ms {
+                            e.4.push(a);
+                        }
+                    }
+                }
+                let pick = per
+                    .iter()
+                    .filter(|(_, (peers, bad, lost, sent, _))| {
+                        peers.len() >= 2
+                            && match trouble {
+                                Trouble::Lossy => {
+                                    *lost >= MIN_LOST && (*lost as f64) >= LOSSY_SHARE * *sent as f64
+                                }
+                                _ => bad.len() == peers.len(),
+                            }
+                    })
+                    .max_by(|a, b| {
+                        let score = |(_, (_, bad, lost, sent, _)): &(&usize, &Standing)| match trouble {
+                            Trouble::Lossy => pct(*lost, *sent),
+                            _ => bad.len() as f64,
+                        };
+                        score(a).total_cmp(&score(b))
+                    })
+                    .map(|(n, (peers, _, lost, sent, rtts))| (*n, peers.len(), *lost, *sent, rtts.clone()));
+                let Some((node, peers, lost, sent, mut rtts)) = pick else {
+                    break;
+                };
+                let evidence = match trouble {
+                    Trouble::Unreachable => format!("no reply on {nic} to or from any of its {peers} peers"),
+                    Trouble::Lossy => format!(
+                        "{lost} of {sent} probes lost ({:.1}%) on {nic} with its {peers} peers; the other pairs lose none",
+                        pct(lost, sent)
+                    ),
+                    Trouble::Slow => format!(
+                        "round trip {:.2} ms on {nic} with its {peers} peers, where the NIC usually takes {:.3} ms",
+                        crate::telemetry::imbalance::median(&mut rtts).unwrap_or(0.0),
+                        baseline.unwrap_or(0.0)
+                    ),
+                };
+                named.push(Named {
+                    trouble,
+                    nic: nic.to_string(),
+                    a: node,
+                    b: None,
+                    evidence,
+                });
+                remaining.retain(|p| p.from != node && p.to != node);
+            }
+        }
+        // What no node explains: pair by pair (both directions together).
+        let mut pairs: BTreeMap<(usize, usize), Vec<&Probe>> = BTreeMap::new();
+        for p in &remaining {
+            pairs
+                .entry((p.from.min(p.to), p.from.max(p.to)))
+                .or_default()
+                .push(p);
+        }
+        for ((a, b), ps) in pairs {
+            let sent: u64 = ps.iter().map(|p| p.sent as u64).sum();
+            let received: u64 = ps.iter().map(|p| p.received.min(p.sent) as u64).sum();
+            let lost = sent - received;
+            let avg = ps
+                .iter()
+                .filter_map(|p| p.avg_ms)
+                .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
+            let (trouble, evidence) = if ps.iter().all(|p| unreachable(p)) {
+                let why = ps
+                    .iter()
+                    .find_map(|p| p.error.clone())
+                    .unwrap_or_else(|| format!("0 of {sent} probes answered"));
+                (Trouble::Unreachable, format!("no reply on {nic}: {why}"))
+            } else if lost >= MIN_LOST && lost as f64 >= LOSSY_SHARE * sent as f64 {
+                (
+                    Trouble::Lossy,
+                    format!("{lost} of {sent} probes lost ({:.1}%) on {nic}", pct(lost, sent)),
+                )
+            } else if ps.iter().any(|p| slow(p)) {
+                (
+                    Trouble::Slow,
+                    format!(
+                        "round trip {:.2} ms on {nic}, where the NIC usually takes {:.3} ms",
+                        avg.unwrap_or(0.0),
+                        baseline.unwrap_or(0.0)
+                    ),
+                )
+            } else {
+                continue;
+            };
+            named.push(Named {
+                trouble,
+                nic: nic.to_string(),
+                a,
+                b: Some(b),
+                evidence,
+            });
+        }
+    }
+    (named, rails)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn probe(from: usize, to: usize, nic: &str, sent: u32, received: u32, avg: f64) -> Probe {
+        Probe {
+            from,
+            to,
+            nic: nic.into(),
+            sent,
+            received,
+            avg_ms: (received > 0).then_some(avg),
+            error: None,
+        }
+    }
+
+    /// All rounds of `n` nodes on `nic`, with `f` deciding each probe.
+    fn matrix(n: usize, nic: &str, f: impl Fn(usize, usize) -> (u32, u32, f64)) -> Vec<Probe> {
+        rounds(n)
+            .into_iter()
+            .flatten()
+            .map(|(a, b)| {
+                let (s, r, avg) = f(a, b);
+                probe(a, b, nic, s, r, avg)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn nics_and_addresses() {
+        let nics = parse_nics(
+            "eth0 up 1500 10000 -\neth1 down 1400 - -\nlo unknown 65536 - -\nens5 up 8244 200000 1\n",
+            "1: lo    inet 127.0.0.1/8 scope host lo\\       valid_lft forever\n2: eth0    inet 10.88.0.1/24 brd 10.88.0.255 scope global eth0\\\n",
+        );
+        assert_eq!(
+            nics.iter().map(|n| n.name.as_str()).collect::<Vec<_>>(),
+            vec!["ens5", "eth0", "eth1", "lo"]
+        );
+        let eth0 = nics.iter().find(|n| n.name == "eth0").unwrap();
+        assert_eq!(
+            (eth0.mtu, eth0.speed, eth0.addr.as_deref()),
+            (Some(1500), Some(10000), Some("10.88.0.1"))
+        );
+        assert_eq!(nics[0].numa, Some(1));
+        assert_eq!(
+            default_route("default via 10.0.0.1 dev ens4 proto dhcp src 10.0.0.2 metric 100\n").as_deref(),
+            Some("ens4")
+        );
+        let data: Vec<&str> = data_nics(&nics, None).iter().map(|n| n.name.as_str()).collect();
+        assert_eq!(data, vec!["ens5", "eth1"]);
+        let (ports, devices) =
+            parse_rdma("mlx5_0 1 4:ACTIVE 5:LinkUp gpu0rdma0 0\nmlx5_1 1 1:DOWN 3:Disabled 1\ndevices 2\n");
+        assert_eq!(devices, 2);
+        assert_eq!(ports[0].netdev.as_deref(), Some("gpu0rdma0"));
+        assert_eq!((ports[1].netdev.clone(), ports[1].numa), (None, Some(1)));
+    }
+
+    #[test]
+    fn ping_output_and_the_round_command() {
+        let out = "@@fd-probe eth1 10.88.1.2\nPING 10.88.1.2 (10.88.1.2) from 10.88.1.1 eth1: 56(84) bytes of data.\n\n--- 10.88.1.2 ping statistics ---\n100 packets transmitted, 98 received, 2% packet loss, time 512ms\nrtt min/avg/max/mdev = 0.031/0.047/0.101/0.012 ms\n@@fd-probe-end\n\
+                   @@fd-probe eth2 10.88.2.2\nping: connect: Network is unreachable\n@@fd-probe-end\n\
+                   @@fd-probe eth3 10.88.3.2\n\n--- 10.88.3.2 ping statistics ---\n20 packets transmitted, 0 received, +20 errors, 100% packet loss, time 95ms\n\n@@fd-probe-end\n";
+        let p = parse_probes(out);
+        assert_eq!(p[0], ("eth1".into(), 100, 98, Some(0.047), None));
+        assert_eq!(
+            p[1],
+            (
+                "eth2".into(),
+                0,
+                0,
+                None,
+                Some("ping: connect: Network is unreachable".into())
+            )
+        );
+        assert_eq!((p[2].1, p[2].2), (20, 0));
+        let cmd = probe_command(&[("eth1".into(), "10.88.1.2".into())], 100);
+        assert!(
+            cmd.contains("ping -n -q -c 100 -i 0.005 -W 2 -I 'eth1' '10.88.1.2'"),
+            "{cmd}"
+        );
+        assert_eq!(
+            rounds(3),
+            vec![vec![(0, 1), (1, 2), (2, 0)], vec![(0, 2), (1, 0), (2, 1)]]
+        );
+        assert_eq!(
+            (probes_per_pair(2), probes_per_pair(4), probes_per_pair(64)),
+            (100, 100, 20)
+        );
+    }
+
+    #[test]
+    fn a_healthy_fleet_names_nothing() {
+        let p = matrix(4, "eth1", |a, b| (100, 100, 0.05 + 0.001 * (a + b) as f64));
+        let (named, rails) = analyse(&p);
+        assert!(named.is_empty(), "{named:?}");
+        assert_eq!(
+            (rails[0].probes, rails[0].sent, rails[0].received),
+            (12, 1200, 1200)
+        );
+    }
+
+    #[test]
+    fn the_node_behind_every_bad_pair_is_named_not_its_peers() {
+        // Node 2's eth1 delays 5 ms, node 1's eth2 loses 2%, node 3's eth3 is down.
+        let mut p = matrix(4, "eth1", |a, b| {
+            (100, 100, if a == 2 || b == 2 { 5.1 } else { 0.05 })
+        });
+        p.extend(matrix(4, "eth2", |a, b| {
+            (100, if a == 1 || b == 1 { 97 } else { 100 }, 0.05)
+        }));
+        p.extend(matrix(4, "eth3", |a, b| {
+            (100, if a == 3 || b == 3 { 0 } else { 100 }, 0.05)
+        }));
+        let (named, _) = analyse(&p);
+        let got: Vec<(Trouble, &str, usize, Option<usize>)> = named
+            .iter()
+            .map(|n| (n.trouble, n.nic.as_str(), n.a, n.b))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (Trouble::Slow, "eth1", 2, None),
+                (Trouble::Lossy, "eth2", 1, None),
+                (Trouble::Unreachable, "eth3", 3, None)
+            ],
+            "{named:#?}"
+        );
+        assert!(
+            named[1].evidence.contains("18 of 600 probes lost (3.0%)"),
+            "{}",
+            named[1].evidence
+        );
+    }
+
+    #[test]
+    fn with_two_nodes_the_pair_is_named() {
+        let p = matrix(2, "eth1", |_, _| (100, 0, 0.0));
+        let (named, _) = analyse(&p);
+        assert_eq!(named.len(), 1);
+        assert_eq!((named[0].a, named[0].b), (0, Some(1)));
+        // One lost packet in 200 is noise.
+        let p = matrix(2, "eth1", |a, _| (100, if a == 0 { 99 } else { 100 }, 0.05));
+        assert!(analyse(&p).0.is_empty());
+    }
+}

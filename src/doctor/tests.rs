@@ -1,0 +1,367 @@
+use super::*;
+
+const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/doctor/h200x2/");
+
+fn fixture(name: &str) -> String {
+    std::fs::read_to_string(format!("{DIR}{name}")).unwrap()
+}
+
+/// The sections of one H200 node as recorded, with two data NICs.
+fn h200_sections() -> script::Sections {
+    let mut m = BTreeMap::new();
+    let mut put = |k: &str, v: String| {
+        m.insert(k.to_string(), (v, 0));
+    };
+    put("time", "1763945000000000000\n".into());
+    put("smi", fixture("nvidia-smi.txt"));
+    put("gpus", fixture("query-gpu.csv"));
+    put("topo", fixture("topo-m.txt"));
+    put("nvlink", fixture("nvlink-s.txt"));
+    put("xid", String::new());
+    put(
+        "nics",
+        "eth0 up 1500 10000 0\neth1 up 1500 10000 0\neth2 up 1500 10000 0\nlo unknown 65536 - -\n".into(),
+    );
+    put(
+        "addrs",
+        "2: eth0    inet 10.0.0.2/24 scope global eth0\n3: eth1    inet 10.1.0.2/24 scope global eth1\n4: eth2    inet 10.2.0.2/24 scope global eth2\n".into(),
+    );
+    put("route", "default via 10.0.0.1 dev eth0\n".into());
+    put("rdma", "devices 0\n".into());
+    put("sysctl", fixture("sysctl.txt"));
+    put("nccl-env", String::new());
+    put(
+        "versions",
+        "kernel 6.18.44\nos Ubuntu 24.04.3 LTS\nnccl /usr/lib/python3/dist-packages/nvidia/nccl/lib/libnccl.so.2 2.28.9+cuda13.0\n".into(),
+    );
+    script::Sections(m)
+}
+
+fn ctx(nodes: usize) -> Context {
+    Context {
+        machine_type: Some("2xH200".into()),
+        flavour: GpuDirect::None,
+        env: vec![],
+        nodes,
+        only: vec![],
+    }
+}
+
+fn set(s: &mut script::Sections, k: &str, v: String) {
+    s.0.insert(k.to_string(), (v, 0));
+}
+
+fn by_check<'a>(f: &'a [Finding], check: &str) -> &'a Finding {
+    f.iter()
+        .find(|x| x.check == check)
+        .unwrap_or_else(|| panic!("no {check} in {f:#?}"))
+}
+
+#[test]
+fn the_recorded_healthy_h200_node_passes_every_check() {
+    let f = judge_node(&ctx(1), "h200", &h200_sections(), 0, None);
+    let bad: Vec<&Finding> = f.iter().filter(|x| x.outcome >= Outcome::Warn).collect();
+    assert!(bad.is_empty(), "{bad:#?}");
+    assert_eq!(by_check(&f, "gpus").what, "2× NVIDIA H200");
+    assert_eq!(
+        by_check(&f, "nvlink").what,
+        "all 1 GPU pairs NV18, 18 links per GPU active"
+    );
+    assert_eq!(by_check(&f, "sysctl").outcome, Outcome::Skip, "one node");
+    assert_eq!(by_check(&f, "gpudirect").outcome, Outcome::Skip);
+    // Every check of a node appears once.
+    for id in [
+        "gpus",
+        "nvlink",
+        "ecc",
+        "xid",
+        "clocks",
+        "persistence",
+        "nics",
+        "rdma",
+        "gpudirect",
+        "nccl-env",
+        "sysctl",
+        "numa",
+    ] {
+        assert_eq!(f.iter().filter(|x| x.check == id).count(), 1, "{id}");
+    }
+}
+
+#[test]
+fn planted_gpu_faults_are_named_with_evidence_and_fix() {
+    let mut s = h200_sections();
+    // One GPU gone from the driver's view, an Xid 79 in the kernel log.
+    let csv = fixture("query-gpu.csv");
+    let short: String = csv.lines().take(2).map(|l| format!("{l}\n")).collect();
+    set(&mut s, "gpus", short);
+    set(
+        &mut s,
+        "xid",
+        "[ 812.1] NVRM: Xid (PCI:0000:00:07): 79, pid=4242, name=python3, GPU has fallen off the bus.\n"
+            .into(),
+    );
+    // A link down.
+    set(
+        &mut s,
+        "nvlink",
+        fixture("nvlink-s.txt").replacen("Link 7: 26.562 GB/s", "Link 7: <inactive>", 1),
+    );
+    // Persistence off, clocks held by a HW thermal slowdown, a pending remap.
+    let csv = fixture("query-gpu.csv").replacen(
+        "Enabled, 0, 0, [N/A], No, No, 0x0000000000000001",
+        "Disabled, 0, 0, [N/A], Yes, No, 0x0000000000000040",
+        1,
+    );
+    let mut s2 = h200_sections();
+    set(&mut s2, "gpus", csv);
+    set(
+        &mut s2,
+        "nccl-env",
+        "env NCCL_VERSION=2.28.3-1\nenv NCCL_P2P_DISABLE=1\n/etc/nccl.conf NCCL_ALGO=Tree\n".into(),
+    );
+
+    let f = judge_node(&ctx(2), "n1", &s, 0, None);
+    let g = by_check(&f, "gpus");
+    assert_eq!(
+        (g.outcome, g.what.as_str()),
+        (Outcome::Fail, "1 GPUs, 2xH200 has 2")
+    );
+    let x = by_check(&f, "xid");
+    assert_eq!(x.outcome, Outcome::Fail);
+    assert!(
+        x.what
+            .contains("Xid 79 (GPU has fallen off the bus) on PCI:0000:00:07"),
+        "{}",
+        x.what
+    );
+    assert!(x.evidence[0].contains("pid=4242"));
+    assert!(x.fix.contains("report-host-as-faulty"));
+    let n = by_check(&f, "nvlink");
+    assert_eq!(n.outcome, Outcome::Fail);
+    assert!(n.what.starts_with("GPU 0 link 7 inactive"), "{}", n.what);
+
+    let f = judge_node(&ctx(2), "n2", &s2, 0, None);
+    assert_eq!(by_check(&f, "persistence").outcome, Outcome::Warn);
+    let c = by_check(&f, "clocks");
+    assert_eq!(c.outcome, Outcome::Fail);
+    assert!(c.what.contains("HW thermal slowdown"), "{}", c.what);
+    let e = by_check(&f, "ecc");
+    assert_eq!(e.outcome, Outcome::Fail);
+    assert!(e.what.contains("waits for a GPU reset"));
+    let v = by_check(&f, "nccl-env");
+    assert_eq!(v.outcome, Outcome::Fail);
+    assert!(
+        v.what.contains("NCCL_P2P_DISABLE=1 in the login environment"),
+        "{}",
+        v.what
+    );
+    assert!(
+        !v.what.contains("NCCL_VERSION"),
+        "a label of NVIDIA's images, not a setting"
+    );
+    assert_eq!(
+        by_check(&f, "sysctl").outcome,
+        Outcome::Warn,
+        "4 MiB buffers on a two-node fleet"
+    );
+}
+
+fn facts_of(s: &script::Sections) -> Facts {
+    Facts::read(s)
+}
+
+#[test]
+fn the_fleet_judge_names_the_odd_node() {
+    let a = h200_sections();
+    let mut b = h200_sections();
+    set(
+        &mut b,
+        "smi",
+        fixture("nvidia-smi.txt").replace("580.159.04", "575.57.08"),
+    );
+    set(
+        &mut b,
+        "gpus",
+        fixture("query-gpu.csv").replace("580.159.04", "575.57.08"),
+    );
+    set(
+        &mut b,
+        "nics",
+        "eth0 up 1500 10000 0\neth1 up 1400 10000 0\neth2 up 1500 10000 0\n".into(),
+    );
+    let (fa, fb, fc) = (facts_of(&a), facts_of(&b), facts_of(&a));
+    let base = 1_000_000_000_000i128;
+    let seen = vec![
+        Seen {
+            node: "n0",
+            facts: &fa,
+            arrived_ns: Some(base),
+        },
+        Seen {
+            node: "n1",
+            facts: &fb,
+            arrived_ns: Some(base),
+        },
+        Seen {
+            node: "n2",
+            facts: &fc,
+            arrived_ns: Some(fc.time_ns.unwrap() - 2_000_000_000 + (base - fa.time_ns.unwrap())),
+        },
+    ];
+    let mut c = ctx(3);
+    c.machine_type = None;
+    let f = judge_fleet(&c, &seen);
+    let odd: Vec<(&str, &str, Outcome)> = f
+        .iter()
+        .filter(|x| x.outcome > Outcome::Pass)
+        .map(|x| (x.node.as_deref().unwrap(), x.check, x.outcome))
+        .collect();
+    assert_eq!(
+        odd,
+        vec![
+            ("n1", "versions", Outcome::Fail),
+            ("n1", "nics", Outcome::Fail),
+            ("n2", "clock", Outcome::Warn)
+        ],
+        "{f:#?}"
+    );
+    let v = f
+        .iter()
+        .find(|x| x.check == "versions" && x.outcome == Outcome::Fail)
+        .unwrap();
+    assert_eq!(v.what, "driver 575.57.08 where 2 other nodes have 580.159.04");
+    let n = f
+        .iter()
+        .find(|x| x.check == "nics" && x.outcome == Outcome::Fail)
+        .unwrap();
+    assert_eq!(n.what, "eth1 MTU 1400 where 2 other nodes have 1500");
+    let k = f
+        .iter()
+        .find(|x| x.check == "clock" && x.outcome == Outcome::Warn)
+        .unwrap();
+    assert_eq!(k.what, "+2000 ms from n0");
+}
+
+#[test]
+fn the_summary_leads_with_the_cause() {
+    let mut r = Report::default();
+    let mut s = h200_sections();
+    set(
+        &mut s,
+        "nics",
+        "eth0 up 1500 10000 0\neth1 down 1500 10000 0\neth2 up 1500 10000 0\n".into(),
+    );
+    r.add(judge_node(&ctx(3), "n2", &s, 0, None));
+    // n2's eth1 is unreachable from both peers; n0 and n1 reach each other.
+    let probes: Vec<net::Probe> = net::rounds(3)
+        .into_iter()
+        .flatten()
+        .map(|(a, b)| net::Probe {
+            from: a,
+            to: b,
+            nic: "eth1".into(),
+            sent: if a == 2 { 0 } else { 100 },
+            received: if a == 2 || b == 2 { 0 } else { 100 },
+            avg_ms: (a != 2 && b != 2).then_some(0.05),
+            error: (a == 2).then(|| "ping: connect: Network is unreachable".to_string()),
+        })
+        .collect();
+    r.add(judge_reach(&["n0".into(), "n1".into(), "n2".into()], &probes));
+    r.link_causes();
+    let lines = r.summary_lines();
+    assert!(
+        lines[0].starts_with("FAIL n2 nics: eth1 down; fix: bring the NIC up"),
+        "{lines:#?}"
+    );
+    assert!(
+        lines[1]
+            .starts_with("  └ n2 reach: eth1 unreachable: no reply on eth1 to or from any of its 2 peers"),
+        "{lines:#?}"
+    );
+    // Failures first, then warnings (this fixture's 4 MiB TCP buffers).
+    assert!(
+        lines[2].starts_with("WARN n2 sysctl: small TCP buffers: net.core.rmem_max 4 MiB"),
+        "{lines:#?}"
+    );
+    assert_eq!(lines.len(), 3, "{lines:#?}");
+    assert_eq!(r.worst(), Outcome::Fail);
+}
+
+#[test]
+fn a_fleet_comparison_replaces_the_nodes_own_pass() {
+    let mut r = Report::default();
+    r.add(vec![Finding::new("versions", "n1", Outcome::Pass, "driver 1")]);
+    r.add(vec![Finding::new(
+        "versions",
+        "n1",
+        Outcome::Fail,
+        "driver 1 where 2 other nodes have 2",
+    )]);
+    r.add(vec![Finding::new("versions", "n1", Outcome::Pass, "late pass")]);
+    assert_eq!(r.findings.len(), 1);
+    assert_eq!(r.findings[0].outcome, Outcome::Fail);
+}
+
+#[test]
+fn gpudirect_is_the_preflights_checks() {
+    let mut c = ctx(2);
+    c.flavour = GpuDirect::Tcpxo;
+    c.env = crate::nccl::runner::profile_env(GpuDirect::Tcpxo);
+    let p = c.preflight_script().unwrap();
+    assert!(p.contains("tcpgpudmarxd") || p.contains("rxdm"), "{p}");
+    assert!(!p.contains("interface"), "the nics check covers interfaces");
+    let mut s = h200_sections();
+    set(
+        &mut s,
+        "gpudirect",
+        "@@fd-preflight ok file /var/lib/tcpxo/lib64/libnccl-net.so present\n@@fd-preflight fail rxdm - container receive-datapath-manager is not running\n".into(),
+    );
+    let f = judge_node(&c, "n0", &s, 0, None);
+    let g = by_check(&f, "gpudirect");
+    assert_eq!(g.outcome, Outcome::Fail);
+    assert_eq!(g.what, "rxdm: container receive-datapath-manager is not running");
+    assert!(g.fix.contains("fleet bootstrap"));
+    // The data NICs at MTU 1500 where TCPXO's VPCs have 8244.
+    let n = by_check(&f, "nics");
+    assert_eq!(n.outcome, Outcome::Fail);
+    assert!(n.what.contains("eth1 MTU 1500, its VPC's is 8244"), "{}", n.what);
+}
+
+#[test]
+fn the_doctor_ran_clean_on_one_h200_but_for_a_label_it_now_leaves_alone() {
+    let v: serde_json::Value = serde_json::from_str(&fixture("../h200x1/doctor-clean.json")).unwrap();
+    let bad: Vec<&serde_json::Value> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["outcome"] == "fail" || f["outcome"] == "warn")
+        .collect();
+    assert_eq!(bad.len(), 1);
+    assert_eq!(bad[0]["check"], "nccl-env");
+    let mut s = h200_sections();
+    set(&mut s, "nccl-env", "env NCCL_VERSION=2.28.3-1\n".into());
+    let f = judge_node(&ctx(1), "h200", &s, 0, None);
+    assert_eq!(by_check(&f, "nccl-env").outcome, Outcome::Pass);
+}
+
+#[test]
+fn clocks_locked_low_while_busy_are_named() {
+    let mut s = h200_sections();
+    set(&mut s, "gpus", fixture("../h200x1/query-gpu-busy-lgc300.csv"));
+    let f = judge_node(&ctx(1), "h200", &s, 0, None);
+    let c = by_check(&f, "clocks");
+    assert_eq!(c.outcome, Outcome::Fail);
+    assert_eq!(
+        c.what,
+        "GPU 0: busy at 345 of 1980 MHz with no throttle reason: clocks locked"
+    );
+    assert!(c.fix.contains("nvidia-smi -rgc"));
+    set(&mut s, "gpus", fixture("../h200x1/query-gpu-after-rgc.csv"));
+    let f = judge_node(&ctx(1), "h200", &s, 0, None);
+    assert_eq!(
+        by_check(&f, "clocks").outcome,
+        Outcome::Warn,
+        "SW thermal slowdown"
+    );
+}

@@ -1,0 +1,344 @@
+//! The doctor on the testbed (sshd in network namespaces, each node a machine of its own
+//! with the nvidia-smi double replaying outputs recorded on 2x H200), through the
+//! bastion: a healthy fleet has no failure; planted faults are each named, on their node,
+//! within 60 s. Needs root, like the testbed.
+//!
+//! Delay and loss are planted with `tc netem` where the kernel has it. This machine's
+//! kernel is built without netem (CONFIG_NET_SCH_NETEM is off), so there the delay is a
+//! tbf rate limit on the NIC (a throttled NIC: its packets queue) and the loss an
+//! nftables rule dropping 2% of the NIC's outgoing probes.
+
+mod support;
+
+use serde_json::Value;
+use std::time::{Duration, Instant};
+use support::testbed::Testbed;
+use support::{flightdeck, text};
+
+fn doctor(home: &std::path::Path, extra: &[&str]) -> (Option<i32>, Value, String, Duration) {
+    let mut args = vec!["doctor", "lab", "--json"];
+    args.extend_from_slice(extra);
+    let t = Instant::now();
+    let out = flightdeck(home, &args);
+    let took = t.elapsed();
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}\n{}", text(&out.stdout), text(&out.stderr)));
+    (out.status.code(), v, text(&out.stderr), took)
+}
+
+/// (node, check, outcome, what) of every finding worse than a pass or skip.
+fn problems(v: &Value) -> Vec<(String, String, String, String)> {
+    v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["outcome"] == "fail" || f["outcome"] == "warn")
+        .map(|f| {
+            (
+                f["node"].as_str().unwrap_or("fleet").to_string(),
+                f["check"].as_str().unwrap().to_string(),
+                f["outcome"].as_str().unwrap().to_string(),
+                f["what"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+fn find<'a>(
+    p: &'a [(String, String, String, String)],
+    node: &str,
+    check: &str,
+    has: &str,
+) -> &'a (String, String, String, String) {
+    p.iter()
+        .find(|(n, c, _, w)| n == node && c == check && w.contains(has))
+        .unwrap_or_else(|| panic!("no {check} on {node} with `{has}` among {p:#?}"))
+}
+
+/// Delay on node `i`'s NIC: netem's 5 ms, else a tbf rate limit.
+fn plant_delay(tb: &Testbed, i: usize, nic: &str) -> &'static str {
+    if tb
+        .node_run(
+            i,
+            &["tc", "qdisc", "add", "dev", nic, "root", "netem", "delay", "5ms"],
+        )
+        .is_ok()
+    {
+        return "netem delay 5ms";
+    }
+    tb.node_run(
+        i,
+        &[
+            "tc", "qdisc", "add", "dev", nic, "root", "tbf", "rate", "64kbit", "burst", "1540", "latency",
+            "2s",
+        ],
+    )
+    .unwrap();
+    "tbf rate 64kbit"
+}
+
+/// 2% loss on node `i`'s NIC: netem's, else an nftables drop of 2% of its echo requests
+/// and replies.
+fn plant_loss(tb: &Testbed, i: usize, nic: &str) -> &'static str {
+    if tb
+        .node_run(
+            i,
+            &["tc", "qdisc", "add", "dev", nic, "root", "netem", "loss", "2%"],
+        )
+        .is_ok()
+    {
+        return "netem loss 2%";
+    }
+    tb.node_run(i, &["nft", "add", "table", "inet", "fdloss"])
+        .unwrap();
+    tb.node_run(
+        i,
+        &[
+            "nft",
+            "add",
+            "chain",
+            "inet",
+            "fdloss",
+            "out",
+            "{ type filter hook output priority 0; }",
+        ],
+    )
+    .unwrap();
+    let rule = format!("oifname \"{nic}\" meta l4proto icmp numgen random mod 1000 < 20 drop");
+    tb.node_run(i, &["nft", "add", "rule", "inet", "fdloss", "out", &rule])
+        .unwrap();
+    "nftables drop 2%"
+}
+
+#[test]
+fn a_healthy_fleet_passes_and_every_planted_fault_is_named() {
+    let Some(tb) = Testbed::new_machines(4, 2) else {
+        return;
+    };
+    for n in &tb.nodes {
+        n.add_gpu_double();
+    }
+    let home = tempfile::tempdir().unwrap();
+    tb.apply_fleet(home.path(), "lab");
+
+    // Healthy: no failure, every node's GPUs read from the recording.
+    let (code, v, err, took) = doctor(home.path(), &[]);
+    let p = problems(&v);
+    assert!(
+        p.iter().all(|(_, _, o, _)| o != "fail"),
+        "a healthy fleet has no failure: {p:#?}\n{err}"
+    );
+    assert_eq!(code, Some(0), "{err}");
+    let gpus: Vec<&Value> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["check"] == "gpus")
+        .collect();
+    assert_eq!(gpus.len(), 4);
+    assert!(gpus.iter().all(|f| f["what"] == "2× NVIDIA H200"), "{gpus:#?}");
+    let reach: Vec<&Value> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["check"] == "reach")
+        .collect();
+    assert_eq!(reach.len(), 2, "one pass per data NIC: {reach:#?}");
+    assert!(
+        reach[0]["what"]
+            .as_str()
+            .unwrap()
+            .starts_with("eth1: 12 probes, 1200/1200 answered"),
+        "{reach:#?}"
+    );
+    eprintln!("healthy: {took:?}");
+
+    // Plant: node1 another driver and eth1 at MTU 1400; node2 a GPU gone after an Xid 79
+    // and eth2 down; node3 an NVLink inactive and its eth1 slow; node0's eth2 lossy.
+    let n1 = &tb.nodes[1];
+    for f in ["nvidia-smi.txt", "query-gpu.csv"] {
+        let t = std::fs::read_to_string(n1.gpu_file(f)).unwrap();
+        std::fs::write(n1.gpu_file(f), t.replace("580.159.04", "575.57.08")).unwrap();
+    }
+    tb.node_run(1, &["ip", "link", "set", "eth1", "mtu", "1400"])
+        .unwrap();
+    let n2 = &tb.nodes[2];
+    let csv = std::fs::read_to_string(n2.gpu_file("query-gpu.csv")).unwrap();
+    std::fs::write(
+        n2.gpu_file("query-gpu.csv"),
+        csv.lines().take(2).map(|l| format!("{l}\n")).collect::<String>(),
+    )
+    .unwrap();
+    n2.plant_dmesg("[  812.113418] NVRM: Xid (PCI:0000:00:07): 79, pid=4242, name=python3, GPU has fallen off the bus.\n");
+    tb.node_run(2, &["ip", "link", "set", "eth2", "down"]).unwrap();
+    let n3 = &tb.nodes[3];
+    let l = std::fs::read_to_string(n3.gpu_file("nvlink-s.txt")).unwrap();
+    std::fs::write(
+        n3.gpu_file("nvlink-s.txt"),
+        l.replacen("Link 7: 26.562 GB/s", "Link 7: <inactive>", 1),
+    )
+    .unwrap();
+    let delay = plant_delay(&tb, 3, "eth1");
+    let loss = plant_loss(&tb, 0, "eth2");
+    eprintln!("planted {delay} on node3 eth1, {loss} on node0 eth2");
+
+    let (code, v, err, took) = doctor(home.path(), &[]);
+    assert!(took < Duration::from_secs(60), "the doctor took {took:?}");
+    eprintln!("with faults: {took:?}\n{err}");
+    assert_eq!(code, Some(1), "{err}");
+    let p = problems(&v);
+    let names = |node: usize| format!("lab-{node}");
+    let (n0, n1, n2, n3) = (names(0), names(1), names(2), names(3));
+    find(
+        &p,
+        &n1,
+        "versions",
+        "driver 575.57.08 where 3 other nodes have 580.159.04",
+    );
+    find(&p, &n1, "nics", "eth1 MTU 1400 where 3 other nodes have 1500");
+    find(
+        &p,
+        &n2,
+        "gpus",
+        "1× NVIDIA H200 where 3 other nodes have 2× NVIDIA H200",
+    );
+    find(&p, &n2, "xid", "Xid 79 (GPU has fallen off the bus)");
+    find(&p, &n2, "nics", "eth2 down");
+    find(&p, &n2, "reach", "eth2 unreachable");
+    find(&p, &n3, "nvlink", "GPU 0 link 7 inactive");
+    find(&p, &n3, "reach", "eth1 slow");
+    find(&p, &n0, "reach", "eth2 lossy");
+    // Nobody else is blamed for the network: node 3's peers are not slow, node 0's are
+    // not lossy, node 2's not unreachable.
+    let reach: Vec<&(String, String, String, String)> =
+        p.iter().filter(|(_, c, _, _)| c == "reach").collect();
+    assert_eq!(reach.len(), 3, "{reach:#?}");
+
+    // Causes first: the summary leads with node2's NIC, and its unreachability follows.
+    let summary: Vec<String> = v["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap().to_string())
+        .collect();
+    let nic = summary
+        .iter()
+        .position(|l| l.starts_with(&format!("FAIL {n2} nics: eth2 down")))
+        .expect("nics line");
+    assert!(
+        summary[nic + 1].starts_with(&format!("  └ {n2} reach: eth2 unreachable")),
+        "{summary:#?}"
+    );
+    let gpus = summary
+        .iter()
+        .position(|l| l.starts_with(&format!("FAIL {n2} xid: Xid 79")))
+        .expect("xid line");
+    assert!(
+        summary[gpus + 1].starts_with(&format!("  └ {n2} gpus: 1× NVIDIA H200")),
+        "{summary:#?}"
+    );
+
+    // The text report of some nodes and checks: the same problems, with their fixes.
+    let out = flightdeck(
+        home.path(),
+        &["doctor", "lab", "--only", "nics,gpus", "--nodes", "0,1"],
+    );
+    let s = text(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "two nodes, one MTU each: no majority to blame\n{s}"
+    );
+    let out = flightdeck(
+        home.path(),
+        &["doctor", "lab", "--only", "nics,gpus", "--nodes", "0,1,3"],
+    );
+    let s = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{s}{}", text(&out.stderr));
+    assert!(
+        s.contains(&format!(
+            "FAIL {n1} nics: eth1 MTU 1400 where 2 other nodes have 1500"
+        )),
+        "{s}"
+    );
+    assert!(s.contains("    fix: set the NIC's MTU"), "{s}");
+    assert!(
+        !s.contains("versions") && !s.contains("reach"),
+        "only the checks asked for: {s}"
+    );
+    // A check that does not exist.
+    let out = flightdeck(home.path(), &["doctor", "lab", "--only", "nic"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("--only nic: no such check; did you mean `nics`?"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn a_gpudirect_fleet_whose_rxdm_is_not_running_is_named() {
+    let Some(tb) = Testbed::new_machines(2, 8) else {
+        return;
+    };
+    for i in 0..2 {
+        support::testbed::a3_mega_nics(&tb, i);
+        // nic0 carries the default route, as on GCP.
+        tb.node_run(
+            i,
+            &[
+                "ip",
+                "route",
+                "add",
+                "default",
+                "via",
+                "10.88.0.254",
+                "dev",
+                "enp0s12",
+            ],
+        )
+        .unwrap();
+        tb.nodes[i].add_gpu_double();
+        // The TCPXO pieces as the bootstrap leaves them; the RxDM container runs on node 0
+        // only.
+        let root = tb.nodes[i].root.clone().unwrap();
+        std::fs::create_dir_all(root.join("var/lib/tcpxo/lib64")).unwrap();
+        for f in ["libnccl-net.so", "nccl-env-profile.sh", "libnccl.so.2"] {
+            std::fs::write(root.join("var/lib/tcpxo/lib64").join(f), "").unwrap();
+        }
+        std::fs::create_dir_all(root.join("dev/aperture_devices/0000:06:00.0")).unwrap();
+        std::fs::create_dir_all(root.join("var/lib/fd-shim/containers")).unwrap();
+        if i == 0 {
+            std::fs::write(
+                root.join("var/lib/fd-shim/containers/receive-datapath-manager"),
+                "",
+            )
+            .unwrap();
+        }
+    }
+    let home = tempfile::tempdir().unwrap();
+    tb.apply_fleet(home.path(), "lab");
+    let (code, v, err, _) = doctor(home.path(), &["--profile", "tcpxo"]);
+    let p = problems(&v);
+    assert_eq!(code, Some(1), "{err}");
+    let (n0, n1) = ("lab-0".to_string(), "lab-1".to_string());
+    find(
+        &p,
+        &n1,
+        "gpudirect",
+        "rxdm: container receive-datapath-manager is not running",
+    );
+    assert!(
+        !p.iter().any(|(n, c, _, _)| *n == n0 && c == "gpudirect"),
+        "node 0 has its RxDM: {p:#?}"
+    );
+    // The data NICs are at the TCPXO VPCs' MTU: no NIC problem.
+    assert!(!p.iter().any(|(_, c, _, _)| c == "nics"), "{p:#?}");
+    let f = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["check"] == "gpudirect" && f["node"] == n1.as_str())
+        .unwrap();
+    assert!(f["fix"].as_str().unwrap().contains("fleet bootstrap"), "{f}");
+}
