@@ -481,3 +481,27 @@ fn the_jobs_view_sees_a_job_started_from_the_command_line() {
     t.keys(&["q"]);
     assert_eq!(t.wait_exit(), 0);
 }
+
+/// The Doctor view on the local fleet, with a planted fault in the cockpit's environment
+/// (which the local fleet's commands inherit): `r` examines, the problem is listed, Enter
+/// shows its evidence and fix.
+#[test]
+fn the_doctor_view_names_a_planted_fault_and_shows_its_fix() {
+    require_tmux!();
+    let t = Tmux::start(&[], &[("SHELL", "/bin/sh"), ("NCCL_P2P_DISABLE", "1")], 80, 24);
+    t.wait_text("? help");
+    apply_local(&t);
+    t.keys(&["8"]);
+    t.wait_text("r examines every node of local (1 node).");
+    t.keys(&["r"]);
+    t.wait_text("FAIL local-0 nccl-env  NCCL_P2P_DISABLE=1 in the login environment");
+    t.wait_text("doctor local: 1 problem: 1 failed, 0 warned");
+    t.keys(&["Enter"]);
+    t.wait_text("remove the variable from the node's environment");
+    t.wait_text("env NCCL_P2P_DISABLE=1");
+    t.keys(&["Escape"]);
+    t.wait_text("Problems (1)");
+    t.keys(&["q"]);
+    assert_eq!(t.wait_exit(), 0);
+    assert_restored(&t);
+}

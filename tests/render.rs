@@ -3,6 +3,7 @@
 //! sizes without panic. States are reached through `update`, as a user would.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use flightdeck::doctor::{run::Event, Finding, Outcome, Report, CHECKS};
 use flightdeck::tui::action::Context;
 use flightdeck::tui::keymap::Keymap;
 use flightdeck::tui::state::{Msg, Overlay, State, StatusMessage, View};
@@ -1282,4 +1283,133 @@ fn fleet_apply_confirmation_provisioning_log_and_delete_confirmation() {
     );
     keys(&mut s, "D");
     snapshot("fleet_delete_confirm", &s);
+}
+
+fn finding(
+    node: Option<&str>,
+    check: &'static str,
+    outcome: Outcome,
+    what: &str,
+    evidence: &[&str],
+    fix: &str,
+) -> Finding {
+    Finding {
+        check,
+        node: node.map(str::to_string),
+        outcome,
+        what: what.into(),
+        evidence: evidence.iter().map(|s| s.to_string()).collect(),
+        fix: fix.into(),
+        follows: None,
+    }
+}
+
+/// The doctor's report of a 4-node A3 Mega fleet with the faults the testbed plants.
+fn doctor_report() -> Report {
+    let nodes: Vec<String> = (0..4).map(|i| format!("lab-{i}")).collect();
+    let mut r = Report {
+        fleet: "lab".into(),
+        nodes: nodes.clone(),
+        elapsed_ms: 23_400,
+        ..Report::default()
+    };
+    for n in &nodes {
+        for c in CHECKS
+            .iter()
+            .filter(|c| !matches!(c.id, "reach" | "placement" | "rdma"))
+        {
+            r.add(vec![finding(Some(n), c.id, Outcome::Pass, "ok", &[], "")]);
+        }
+        r.add(vec![finding(
+            Some(n),
+            "rdma",
+            Outcome::Skip,
+            "no RDMA ports on this node",
+            &[],
+            "",
+        )]);
+    }
+    r.add(vec![
+        finding(Some("lab-1"), "versions", Outcome::Fail, "driver 575.57.08 where 3 other nodes have 580.159.04",
+            &["driver: 575.57.08", "CUDA: 13.0", "NCCL: 2.28.9+cuda13.0 (/var/lib/tcpxo/lib64/libnccl.so.2)"],
+            "install the same driver, CUDA and NCCL on every node (`flightdeck fleet bootstrap FLEET`, or rebuild the node from the fleet's image); mismatched NCCL versions hang or fail collectives"),
+        finding(Some("lab-2"), "xid", Outcome::Fail, "Xid 79 (GPU has fallen off the bus) on PCI:0000:00:07",
+            &["[  812.113418] NVRM: Xid (PCI:0000:00:07): 79, pid=4242, name=python3, GPU has fallen off the bus."],
+            "drain the node and reset the GPU (`nvidia-smi -r -i N` with no process on it) or reboot; if it comes back, replace the VM"),
+        finding(Some("lab-2"), "gpus", Outcome::Fail, "7× NVIDIA H100 80GB HBM3 where 3 other nodes have 8× NVIDIA H100 80GB HBM3", &[], ""),
+        finding(Some("lab-2"), "nics", Outcome::Fail, "enp7s0 down",
+            &["enp0s12 up 1460 - 0", "enp6s0 up 8244 200000 0", "enp7s0 down 8244 - 0", "enp13s0 up 8244 200000 0"],
+            "bring the NIC up (`sudo ip link set NIC up`); if it stays down, the VM lost the NIC: recreate it"),
+        finding(Some("lab-2"), "reach", Outcome::Fail, "enp7s0 unreachable: no reply on enp7s0 to or from any of its 3 peers", &[], ""),
+        finding(Some("lab-3"), "reach", Outcome::Warn, "enp6s0 slow: round trip 5.112 ms on enp6s0 with its 3 peers, where the NIC usually takes 0.180 ms", &[], "check `tc qdisc show dev NIC`"),
+        finding(Some("lab-0"), "sysctl", Outcome::Warn, "small TCP buffers: net.core.rmem_max 4 MiB, net.core.wmem_max 4 MiB and 1 more",
+            &["net.core.rmem_max = 4194304"], "raise them in /etc/sysctl.d/"),
+        finding(None, "reach", Outcome::Pass, "enp13s0: 12 probes, 1200/1200 answered, median 0.181 ms", &[], ""),
+        finding(None, "placement", Outcome::Pass, "in a COLLOCATED placement policy", &[], ""),
+    ]);
+    r.link_causes();
+    r
+}
+
+#[test]
+fn doctor_view_problems_detail_and_every_finding() {
+    let mut s = state();
+    s.fleets = vec![fleet_record("lab", "gcp", 4)];
+    s.fleet_selected = Some("lab".into());
+    keys(&mut s, "8");
+    snapshot("doctor_ready", &s);
+    keys(&mut s, "r");
+    update(
+        &mut s,
+        Msg::DoctorStarted {
+            fleet: "lab".into(),
+            nodes: (0..4).map(|i| format!("lab-{i}")).collect(),
+        },
+    );
+    let partial: Vec<Finding> = doctor_report()
+        .findings
+        .into_iter()
+        .filter(|f| f.node.as_deref() == Some("lab-2"))
+        .collect();
+    update(
+        &mut s,
+        Msg::Doctor(Box::new(Event::Node {
+            node: "lab-2".into(),
+            findings: partial,
+        })),
+    );
+    update(
+        &mut s,
+        Msg::Doctor(Box::new(Event::Progress(flightdeck::progress::tally(
+            1,
+            4,
+            "nodes checked",
+        )))),
+    );
+    snapshot("doctor_running", &s);
+    update(
+        &mut s,
+        Msg::DoctorDone {
+            fleet: "lab".into(),
+            result: Ok(Box::new(doctor_report())),
+        },
+    );
+    snapshot("doctor_problems", &s);
+    let screen = screen80(&s);
+    assert!(
+        screen
+            .iter()
+            .any(|l| l.contains("FAIL lab-2 nics      enp7s0 down")),
+        "{screen:#?}"
+    );
+    assert!(
+        screen
+            .iter()
+            .any(|l| l.contains("  └  lab-2 reach     enp7s0 unreachable")),
+        "{screen:#?}"
+    );
+    keys(&mut s, "\n");
+    snapshot("doctor_detail", &s);
+    keys(&mut s, "v");
+    snapshot("doctor_all", &s);
 }

@@ -1467,8 +1467,7 @@ impl Report {
                             } else {
                                 nic
                             };
-                            text.starts_with("nics ")
-                                && text.split([' ', ',']).any(|w| w == nic)
+                            text.starts_with("nics ") && text.split([' ', ',']).any(|w| w == nic)
                         }
                         "gpus" => text.starts_with("xid ") && text.contains("Xid 79"),
                         "nvlink" => {

@@ -86,6 +86,7 @@ pub enum Action {
     ViewNccl,
     ViewJobs,
     ViewNics,
+    ViewDoctor,
     Up,
     Down,
     Top,
@@ -130,7 +131,7 @@ pub enum Action {
 }
 
 impl Action {
-    pub const ALL: [Action; 56] = [
+    pub const ALL: [Action; 57] = [
         Action::Quit,
         Action::Suspend,
         Action::Help,
@@ -146,6 +147,7 @@ impl Action {
         Action::ViewNccl,
         Action::ViewJobs,
         Action::ViewNics,
+        Action::ViewDoctor,
         Action::Up,
         Action::Down,
         Action::Top,
@@ -253,6 +255,7 @@ impl Action {
             Action::ViewNccl => "NCCL view",
             Action::ViewJobs => "Jobs view",
             Action::ViewNics => "NICs view",
+            Action::ViewDoctor => "Doctor view: every check on every node of the fleet",
             Action::Up => "move up",
             Action::Down => "move down",
             Action::Top => "go to the top",
@@ -265,8 +268,8 @@ impl Action {
             Action::CompletePrev => "previous candidate",
             Action::Left => "move left",
             Action::Right => "move right",
-            Action::Select => "open the selected item (a fleet's panes; type into a pane)",
-            Action::Reload => "reload the view (restart an exited pane)",
+            Action::Select => "open the selected item (a fleet's panes; type into a pane; a doctor finding's evidence)",
+            Action::Reload => "reload the view (restart an exited pane; Doctor: examine the fleet again)",
             Action::PaneInsert => "type into the focused pane (or all, when broadcasting)",
             Action::PaneZoom => "zoom the focused pane / back to the grid; NICs: time span 1 min .. 1 h",
             Action::PaneMark => "mark the focused pane for broadcast; NICs: pause / resume the charts",
@@ -284,7 +287,7 @@ impl Action {
             Action::WriteFleet => "write a fleet file for the selected offer",
             Action::JobStop => "stop the selected job on every node (press twice), or an apply",
             Action::Compare => "mark the selected NCCL run for a side-by-side comparison (two at a time)",
-            Action::NicsMode => "NICs: per node, per rail, fleet total (cycles); Jobs: wrap long log lines or not",
+            Action::NicsMode => "NICs: per node, per rail, fleet total (cycles); Jobs: wrap long log lines or not; Doctor: every finding or the problems",
             Action::Messages => "every status message of this session, whole (the newest last)",
             Action::NextItem => "NICs: next node (per node, fleet) or next rail (per rail)",
             Action::PrevItem => "NICs: previous node or rail",
@@ -335,6 +338,9 @@ impl Action {
             (Action::PaneMark, View::Nics) => Some("pause"),
             (Action::NicsMode, View::Nics) => Some("mode"),
             (Action::NextItem, View::Nics) => Some("next"),
+            (Action::Reload, View::Doctor) => Some("examine"),
+            (Action::Select, View::Doctor) => Some("evidence"),
+            (Action::NicsMode, View::Doctor) => Some("all/problems"),
             _ => self.hint(),
         }
     }

@@ -215,6 +215,7 @@ fn default_table() -> Vec<(Context, Action, Vec<Chord>)> {
         (Global, ViewNccl, vec![p('5')]),
         (Global, ViewJobs, vec![p('6')]),
         (Global, ViewNics, vec![p('7')]),
+        (Global, ViewDoctor, vec![p('8')]),
         (Global, Select, vec![k(KeyCode::Enter)]),
         (Global, Reload, vec![p('r')]),
         (Global, NicsMode, vec![p('v')]),

@@ -3,6 +3,8 @@
 
 pub mod action;
 pub mod app;
+pub mod doctor;
+pub mod doctor_service;
 pub mod fleet_service;
 pub mod fleets;
 pub mod job_service;

@@ -101,6 +101,8 @@ pub struct Services {
     samplers: Option<crate::telemetry::service::Samplers>,
     /// The task following the opened job, if any.
     job_follow: Option<tokio::task::JoinHandle<()>>,
+    /// The doctor's run on a fleet.
+    doctor: Option<tokio::task::JoinHandle<()>>,
     /// Cancels the running fleet apply.
     fleet_cancel: crate::cloud::Cancel,
 }
@@ -150,6 +152,7 @@ impl Services {
             follow: None,
             samplers: None,
             job_follow: None,
+            doctor: None,
             fleet_cancel: crate::cloud::Cancel::default(),
         }
     }
@@ -237,6 +240,16 @@ impl Services {
                 });
             }
             Command::StartTelemetry(fleet) => self.start_telemetry(fleet),
+            Command::RunDoctor(fleet) => {
+                if let Some(old) = self.doctor.take() {
+                    old.abort();
+                }
+                let (tx, paths) = (self.tx.clone(), self.paths.clone());
+                let (pool, resolver) = (self.pool.clone(), self.resolver.clone());
+                self.doctor = Some(tokio::spawn(super::doctor_service::run(
+                    tx, paths, pool, resolver, fleet,
+                )));
+            }
             Command::FollowJob(id) => {
                 if let Some(old) = self.job_follow.take() {
                     old.abort();

@@ -19,10 +19,11 @@ pub enum View {
     Nccl,
     Jobs,
     Nics,
+    Doctor,
 }
 
 impl View {
-    pub const ALL: [View; 7] = [
+    pub const ALL: [View; 8] = [
         View::Offers,
         View::Fleets,
         View::Nodes,
@@ -30,6 +31,7 @@ impl View {
         View::Nccl,
         View::Jobs,
         View::Nics,
+        View::Doctor,
     ];
 
     pub fn index(self) -> usize {
@@ -48,6 +50,7 @@ impl View {
             View::Nccl => "NCCL",
             View::Jobs => "Jobs",
             View::Nics => "NICs",
+            View::Doctor => "Doctor",
         }
     }
 
@@ -61,6 +64,7 @@ impl View {
             View::Nccl => "nccl",
             View::Jobs => "jobs",
             View::Nics => "nics",
+            View::Doctor => "doctor",
         }
     }
 
@@ -170,7 +174,7 @@ pub struct State {
     pub view: View,
     pub overlay: Overlay,
     /// The filter text of each view, by `View::index`.
-    pub filters: [String; 7],
+    pub filters: [String; 8],
     pub status: Option<StatusMessage>,
     pub keymap: Keymap,
     /// Names of the themes `:theme` can switch to.
@@ -200,6 +204,7 @@ pub struct State {
     pub offers: super::offers::OffersView,
     pub nccl: super::nccl::NcclView,
     pub nics: super::nics::NicsView,
+    pub doctor: super::doctor::DoctorView,
     pub jobs: super::jobs::JobsView,
     /// Questions waiting for the overlay (host keys, passphrases), oldest first.
     pub questions: std::collections::VecDeque<Overlay>,
@@ -235,6 +240,7 @@ impl State {
             fleet_ops: Default::default(),
             nccl: Default::default(),
             nics: Default::default(),
+            doctor: Default::default(),
             jobs: Default::default(),
             offers: super::offers::OffersView::new(std::sync::Arc::new(
                 crate::catalog::Catalog::embedded().clone(),
@@ -310,6 +316,18 @@ pub enum Msg {
     StateChanged,
     /// A live refresh of the offers catalog finished: the catalog and a one-line report.
     OffersRefreshed(Result<(Box<crate::catalog::Catalog>, String), String>),
+    /// The doctor started on a fleet's nodes (`Command::RunDoctor`).
+    DoctorStarted {
+        fleet: String,
+        nodes: Vec<String>,
+    },
+    /// Findings or progress of the running doctor.
+    Doctor(Box<crate::doctor::run::Event>),
+    /// The doctor finished: its whole report, or why it could not run.
+    DoctorDone {
+        fleet: String,
+        result: Result<Box<crate::doctor::Report>, String>,
+    },
     /// A sampler reported (NICs view).
     Telemetry(Box<crate::telemetry::service::TelemetryEvent>),
     /// Samplers started on a fleet's nodes (their names by index).
@@ -417,6 +435,8 @@ pub enum Command {
     /// Fetch prices and machine types from Google's APIs (the Offers view's `r`).
     RefreshOffers,
     FollowRun(String),
+    /// Run the doctor on every node of a fleet (stopping a run in progress).
+    RunDoctor(String),
     /// Start samplers on every node of a fleet (stopping any running).
     StartTelemetry(String),
     /// Follow a job of the state store on every node, from the first line.

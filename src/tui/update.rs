@@ -207,6 +207,18 @@ fn apply(state: &mut State, msg: Msg) -> Vec<Command> {
             nics::ingest(state, *event);
             vec![]
         }
+        Msg::DoctorStarted { fleet, nodes } => {
+            super::doctor::started(state, fleet, nodes);
+            vec![]
+        }
+        Msg::Doctor(event) => {
+            super::doctor::event(state, *event);
+            vec![]
+        }
+        Msg::DoctorDone { fleet, result } => {
+            super::doctor::done(state, fleet, result.map(|r| *r));
+            vec![]
+        }
         Msg::TelemetryStarted { fleet, nodes } => {
             state.nics = nics::NicsView {
                 fleet: Some(fleet),
@@ -434,6 +446,7 @@ fn view_action(v: View) -> Action {
         View::Nccl => Action::ViewNccl,
         View::Jobs => Action::ViewJobs,
         View::Nics => Action::ViewNics,
+        View::Doctor => Action::ViewDoctor,
     }
 }
 
@@ -595,6 +608,7 @@ pub fn act(state: &mut State, action: Action) -> Vec<Command> {
         View::Nccl => nccl::act(state, action),
         View::Nics => nics::act(state, action),
         View::Jobs => jobs::act(state, action),
+        View::Doctor => super::doctor::act(state, action),
     };
     if let Some(commands) = view_specific {
         return commands;
@@ -638,6 +652,7 @@ pub fn act(state: &mut State, action: Action) -> Vec<Command> {
         Action::ViewNccl => state.view = View::Nccl,
         Action::ViewJobs => state.view = View::Jobs,
         Action::ViewNics => state.view = View::Nics,
+        Action::ViewDoctor => state.view = View::Doctor,
         // Movement belongs to the views' tables; none of the views has rows yet.
         Action::Up | Action::Down | Action::Top | Action::Bottom | Action::PageUp | Action::PageDown => {
             state.dirty = false;
@@ -1165,10 +1180,11 @@ mod tests {
                 modifiers: KeyModifiers::NONE,
             })
         };
-        // " flightdeck │ 1 Offers  2 Fleets  3 Nodes  4 Panes  5 NCCL …": column 54 is NCCL.
-        update(&mut s, at(MouseEventKind::Down(MouseButton::Left), 54, 0));
+        // At 80 columns the tab bar drops the brand: " 1 Offers  2 Fleets  3 Nodes  4 Panes
+        //  5 NCCL …": column 40 is NCCL.
+        update(&mut s, at(MouseEventKind::Down(MouseButton::Left), 40, 0));
         assert_eq!(s.view, View::Nccl);
-        update(&mut s, at(MouseEventKind::Down(MouseButton::Left), 15, 0));
+        update(&mut s, at(MouseEventKind::Down(MouseButton::Left), 3, 0));
         assert_eq!(s.view, View::Offers);
         let first = s.offers.selected.clone();
         update(&mut s, at(MouseEventKind::ScrollDown, 40, 10));
@@ -1238,7 +1254,7 @@ mod tests {
         assert!(s.dirty);
         press(&mut s, KeyCode::BackTab);
         press(&mut s, KeyCode::BackTab);
-        assert_eq!(s.view, View::Nics, "wraps around");
+        assert_eq!(s.view, View::Doctor, "wraps around");
         ch(&mut s, '3');
         assert_eq!(s.view, View::Nodes);
     }

@@ -13,6 +13,7 @@
 //! status bar's row. Below [`MIN_WIDTH`] x [`MIN_HEIGHT`] only a "terminal too small"
 //! line is drawn.
 
+pub mod doctor;
 pub mod fleets;
 pub mod help;
 pub mod jobs;
@@ -81,6 +82,7 @@ pub fn render(
         View::Offers => offers::render(state, theme, body, buf),
         View::Nccl => nccl::render(state, theme, body, buf),
         View::Nics => nics::render(state, theme, body, buf),
+        View::Doctor => doctor::render(state, theme, body, buf),
         View::Jobs => jobs::render(state, theme, body, buf),
     }
 

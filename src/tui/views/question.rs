@@ -12,7 +12,7 @@
 use crate::tui::action::{Action, Context};
 use crate::tui::keymap::Keymap;
 use crate::tui::theme::Theme;
-use crate::tui::widgets::centered;
+use crate::tui::widgets::{centered, wrap_words};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
@@ -219,43 +219,18 @@ pub fn fleet_confirm(
     Paragraph::new(lines).render(inner, buf);
 }
 
-/// `text` in lines of at most `width` characters, broken between words (a word longer
-/// than a line is broken inside it).
-fn wrap_words(text: &str, width: usize) -> Vec<String> {
-    let mut out = vec![];
-    let mut line = String::new();
-    for word in text.split_whitespace() {
-        let mut word: Vec<char> = word.chars().collect();
-        while word.len() > width {
-            if !line.is_empty() {
-                out.push(std::mem::take(&mut line));
-            }
-            out.push(word.drain(..width).collect());
-        }
-        let w: String = word.into_iter().collect();
-        if !line.is_empty() && line.chars().count() + 1 + w.chars().count() > width {
-            out.push(std::mem::take(&mut line));
-        }
-        if !line.is_empty() {
-            line.push(' ');
-        }
-        line.push_str(&w);
-    }
-    if !line.is_empty() {
-        out.push(line);
-    }
-    out
-}
-
 #[cfg(test)]
 mod wrap_tests {
     #[test]
     fn words_wrap_within_the_width() {
         assert_eq!(
-            super::wrap_words("note: a bb ccc", 6),
+            crate::tui::widgets::wrap_words("note: a bb ccc", 6),
             vec!["note:", "a bb", "ccc"]
         );
-        assert_eq!(super::wrap_words("abcdefgh", 3), vec!["abc", "def", "gh"]);
-        assert!(super::wrap_words("", 5).is_empty());
+        assert_eq!(
+            crate::tui::widgets::wrap_words("abcdefgh", 3),
+            vec!["abc", "def", "gh"]
+        );
+        assert!(crate::tui::widgets::wrap_words("", 5).is_empty());
     }
 }

@@ -1,5 +1,6 @@
 //! The tab bar: `flightdeck │ 1 Offers  2 Fleets ...`, the active view highlighted.
-//! When the full labels do not fit, only the active view keeps its name.
+//! When they do not fit, the brand goes first; when the labels alone do not fit, only
+//! the active view keeps its name.
 
 use crate::tui::state::View;
 use crate::tui::theme::Theme;
@@ -24,9 +25,11 @@ pub fn layout(width: u16, active: View) -> (bool, Vec<(View, String, u16)>) {
         .enumerate()
         .map(|(i, v)| format!(" {} {} ", i + 1, v.title()))
         .collect();
-    let full_width: usize = BRAND.len() + 1 + full.iter().map(|l| l.chars().count()).sum::<usize>();
-    let compact = full_width > usize::from(width);
-    let mut x: u16 = if compact { 0 } else { BRAND.len() as u16 + 1 };
+    let tabs_width: usize = full.iter().map(|l| l.chars().count()).sum::<usize>();
+    // The brand goes first, then the labels of the tabs not shown.
+    let brand = BRAND.len() + 1 + tabs_width <= usize::from(width);
+    let compact = tabs_width > usize::from(width);
+    let mut x: u16 = if brand { BRAND.len() as u16 + 1 } else { 0 };
     let mut tabs = vec![];
     for (i, v) in View::ALL.iter().enumerate() {
         let label = if compact && *v != active {
@@ -38,7 +41,7 @@ pub fn layout(width: u16, active: View) -> (bool, Vec<(View, String, u16)>) {
         tabs.push((*v, label, x));
         x = x.saturating_add(w);
     }
-    (!compact, tabs)
+    (brand, tabs)
 }
 
 /// The view whose tab is at column `x` of the tab bar.

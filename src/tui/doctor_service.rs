@@ -1,0 +1,76 @@
+//! The Doctor view's service: the doctor on every node of a fleet of the state store,
+//! as `flightdeck doctor` runs it (placement from the Compute API included), its findings
+//! sent to the view as they come.
+
+use super::services::ServiceEvent;
+use super::state::Msg;
+use crate::doctor;
+use crate::paths::Paths;
+use crate::ssh::pool::{Pool, Resolver};
+use crate::store::Store;
+use std::sync::Arc;
+use tokio::sync::mpsc;
+
+pub async fn run(
+    tx: mpsc::Sender<ServiceEvent>,
+    paths: Paths,
+    pool: Pool,
+    resolver: Arc<Resolver>,
+    fleet: String,
+) {
+    let result = examine(&tx, &paths, &pool, &resolver, &fleet).await;
+    let _ = tx
+        .send(ServiceEvent::Msg(Msg::DoctorDone {
+            fleet,
+            result: result.map(Box::new),
+        }))
+        .await;
+}
+
+async fn examine(
+    tx: &mpsc::Sender<ServiceEvent>,
+    paths: &Paths,
+    pool: &Pool,
+    resolver: &Arc<Resolver>,
+    fleet: &str,
+) -> Result<doctor::Report, String> {
+    let dir = paths.state_dir.clone();
+    let state = tokio::task::spawn_blocking(move || Store::new(&dir).load())
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.to_string())?
+        .0;
+    let record = state
+        .fleets
+        .iter()
+        .find(|f| f.name == fleet)
+        .ok_or_else(|| format!("no fleet `{fleet}` in the state"))?;
+    if record.nodes.is_empty() {
+        return Err(format!("fleet `{fleet}` has no nodes"));
+    }
+    let transport = super::job_service::transport(record, pool, resolver)?;
+    let (ctx, compact) = doctor::context_for(
+        &paths.state_dir,
+        fleet,
+        fleet,
+        None,
+        None,
+        record.nodes.len(),
+        vec![],
+    );
+    let _ = tx
+        .send(ServiceEvent::Msg(Msg::DoctorStarted {
+            fleet: fleet.to_string(),
+            nodes: record.nodes.iter().map(|n| n.name.clone()).collect(),
+        }))
+        .await;
+    // Findings are few (one batch per node, a few for the fleet); the final report
+    // carries them all should one not fit the queue.
+    let on = |e: doctor::run::Event| {
+        let _ = tx.try_send(ServiceEvent::Msg(Msg::Doctor(Box::new(e))));
+    };
+    let mut report = doctor::run::examine(transport, fleet, &record.nodes, &ctx, &on).await;
+    report.add(doctor::run::placement(paths, fleet, &record.nodes, compact).await);
+    report.link_causes();
+    Ok(report)
+}

@@ -1,0 +1,318 @@
+//! The Doctor view: a node × check matrix (one mark per cell, the worst finding) above the
+//! problems, worst first, each cause followed by what follows from it; Enter shows the
+//! selected finding's evidence and fix in place of the matrix.
+//!
+//! ```text
+//! ┌ Doctor · lab · 4 nodes · 2 fail 1 warn 40 pass 8 skip · 23.4 s ──────────────┐
+//! │node    gp ve nv ec xi ck pe ni rd gd en sy nu tm re pl                         │
+//! │lab-2   ✓  ✓  ✓  ✓  ✗  ✓  ✓  ✗  ·  ·  ✓  !  ·  ✓  ✗  ·                         │
+//! │lab-0   ✓  ✓  ✓  ✓  ✓  ✓  ✓  ✓  ·  ·  ✓  !  ·  ✓  ✓  ·                         │
+//! │✓ pass  ! warn  ✗ fail  · skipped  … waiting                                   │
+//! ├ Problems (2) ─────────────────────────────────────────────────────────────────┤
+//! │FAIL lab-2   nics    eth2 down                                                 │
+//! │  └  lab-2   reach   eth2 unreachable: no reply on eth2 to or from its 3 peers   │
+//! └───────────────────────────────────────────────────────────────────────────────┘
+//! ```
+
+use crate::doctor::{Finding, Outcome, CHECKS};
+use crate::tui::doctor::DoctorView;
+use crate::tui::state::State;
+use crate::tui::theme::{Theme, Tone};
+use crate::tui::widgets::{truncate, wrap_words};
+use ratatui::buffer::Buffer;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Paragraph, Widget};
+
+/// The two letters heading each check's column, in [`CHECKS`]' order.
+pub const ABBREV: [&str; 16] = [
+    "gp", "ve", "nv", "ec", "xi", "ck", "pe", "ni", "rd", "gd", "en", "sy", "nu", "tm", "re", "pl",
+];
+
+fn tone(o: Outcome) -> Tone {
+    match o {
+        Outcome::Pass => Tone::Pass,
+        Outcome::Skip => Tone::Info,
+        Outcome::Warn => Tone::Warn,
+        Outcome::Fail => Tone::Fail,
+    }
+}
+
+fn mark(o: Option<Outcome>) -> &'static str {
+    match o {
+        Some(Outcome::Pass) => "✓",
+        Some(Outcome::Warn) => "!",
+        Some(Outcome::Fail) => "✗",
+        Some(Outcome::Skip) => "·",
+        None => "…",
+    }
+}
+
+pub fn render(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
+    if area.is_empty() {
+        return;
+    }
+    let v = &state.doctor;
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(theme.border(true))
+        .title(Span::styled(title(v), theme.title()))
+        .style(theme.base());
+    let inner = block.inner(area);
+    block.render(area, buf);
+    let Some(fleet) = v.fleet.as_deref() else {
+        let hint = match crate::tui::fleets::current(state) {
+            Some(f) => format!(
+                "r examines every node of {} ({}).",
+                f.name,
+                crate::words::plural(f.nodes.len(), "node")
+            ),
+            None => "Select a fleet in Fleets (2), then r here.".to_string(),
+        };
+        Paragraph::new(vec![
+            Line::raw("The doctor checks every node at once: GPUs, driver and NCCL versions,"),
+            Line::raw("NVLink, ECC, Xid, clocks, NICs and MTUs, RDMA, the GPUDirect stack, NCCL"),
+            Line::raw("variables, TCP buffers, NUMA, clocks, reachability on every data NIC and"),
+            Line::raw("placement, and names the cause first."),
+            Line::raw(""),
+            Line::styled(hint, theme.accent()),
+        ])
+        .render(inner, buf);
+        return;
+    };
+    if let Some(e) = &v.error {
+        Paragraph::new(vec![
+            Line::styled(
+                format!("The doctor could not examine {fleet}:"),
+                theme.tone(Tone::Fail),
+            ),
+            Line::raw(e.clone()),
+            Line::raw(""),
+            Line::styled("r tries again.", theme.accent()),
+        ])
+        .render(inner, buf);
+        return;
+    }
+    let filter = state.filter();
+    let rows = v.rows(filter);
+    // The matrix: a header, a row per node shown, the legend.
+    let nodes = ordered_nodes(v);
+    let room = inner.height.saturating_sub(5) / 2;
+    let shown = nodes.len().min(room.max(1) as usize);
+    let matrix_h = (shown + 2 + usize::from(nodes.len() > shown)) as u16;
+    let [top, rest] = Layout::vertical([Constraint::Length(matrix_h), Constraint::Min(1)]).areas(inner);
+    if v.detail {
+        if let Some((_, f)) = rows.get(v.selected) {
+            render_detail(
+                f,
+                v,
+                theme,
+                Rect {
+                    height: inner.height,
+                    ..inner
+                },
+                buf,
+            );
+            return;
+        }
+    }
+    render_matrix(v, &nodes[..shown], nodes.len(), theme, top, buf);
+    render_list(v, &rows, theme, rest, buf);
+}
+
+fn title(v: &DoctorView) -> String {
+    let Some(fleet) = v.fleet.as_deref() else {
+        return " Doctor ".to_string();
+    };
+    let count = |o: Outcome| v.report.findings.iter().filter(|f| f.outcome == o).count();
+    let mut t = format!(" Doctor · {fleet}");
+    if !v.report.nodes.is_empty() {
+        t.push_str(&format!(
+            " · {}",
+            crate::words::plural(v.report.nodes.len(), "node")
+        ));
+    }
+    if !v.report.findings.is_empty() {
+        t.push_str(&format!(
+            " · {} fail {} warn {} pass {} skip",
+            count(Outcome::Fail),
+            count(Outcome::Warn),
+            count(Outcome::Pass),
+            count(Outcome::Skip)
+        ));
+    }
+    match (&v.progress, v.running) {
+        (Some(p), true) => t.push_str(&format!(" · {p}")),
+        (None, true) => t.push_str(" · starting"),
+        _ if v.report.elapsed_ms > 0 => {
+            t.push_str(&format!(" · {:.1} s", v.report.elapsed_ms as f64 / 1000.0))
+        }
+        _ => {}
+    }
+    t.push(' ');
+    t
+}
+
+/// Nodes worst first, then in their order.
+fn ordered_nodes(v: &DoctorView) -> Vec<&str> {
+    let worst = |n: &str| {
+        v.report
+            .findings
+            .iter()
+            .filter(|f| f.node.as_deref() == Some(n))
+            .map(|f| f.outcome)
+            .max()
+            .unwrap_or(Outcome::Pass)
+    };
+    let mut nodes: Vec<&str> = v.report.nodes.iter().map(String::as_str).collect();
+    nodes.sort_by_key(|n| std::cmp::Reverse(worst(n)));
+    nodes
+}
+
+fn render_matrix(v: &DoctorView, nodes: &[&str], total: usize, theme: &Theme, area: Rect, buf: &mut Buffer) {
+    let name_w = nodes
+        .iter()
+        .map(|n| n.chars().count())
+        .max()
+        .unwrap_or(4)
+        .clamp(4, 16);
+    let mut lines = vec![];
+    let mut head = vec![Span::styled(
+        format!("{:<w$} ", "node", w = name_w),
+        theme.muted(),
+    )];
+    for a in ABBREV {
+        head.push(Span::styled(format!("{a} "), theme.muted()));
+    }
+    lines.push(Line::from(head));
+    for n in nodes {
+        let mut spans = vec![Span::raw(format!("{:<w$} ", truncate(n, name_w), w = name_w))];
+        for c in CHECKS {
+            let o = v.cell(n, c.id);
+            let style = match o {
+                Some(o) => theme.tone(tone(o)),
+                None => theme.muted(),
+            };
+            spans.push(Span::styled(format!("{}  ", mark(o)), style));
+        }
+        lines.push(Line::from(spans));
+    }
+    if total > nodes.len() {
+        lines.push(Line::styled(
+            format!("+{} more nodes (worst first above)", total - nodes.len()),
+            theme.muted(),
+        ));
+    }
+    lines.push(Line::styled(
+        "✓ pass  ! warn  ✗ fail  · skipped  … waiting",
+        theme.muted(),
+    ));
+    Paragraph::new(lines).render(area, buf);
+}
+
+fn render_list(v: &DoctorView, rows: &[(usize, &Finding)], theme: &Theme, area: Rect, buf: &mut Buffer) {
+    let word = if v.all { "Findings" } else { "Problems" };
+    let block = Block::default()
+        .borders(Borders::TOP)
+        .border_style(theme.border(false))
+        .title(Span::styled(format!(" {word} ({}) ", rows.len()), theme.title()));
+    let inner = block.inner(area);
+    block.render(area, buf);
+    if rows.is_empty() {
+        let text = if v.running {
+            "none so far".to_string()
+        } else if v.all {
+            "no finding".to_string()
+        } else {
+            "no problem found (v lists every finding)".to_string()
+        };
+        Paragraph::new(Line::styled(text, theme.tone(Tone::Pass))).render(inner, buf);
+        return;
+    }
+    let h = inner.height as usize;
+    let first = v.selected.saturating_sub(h.saturating_sub(1));
+    let node_w = rows
+        .iter()
+        .map(|(_, f)| f.node.as_deref().unwrap_or("fleet").chars().count())
+        .max()
+        .unwrap_or(5)
+        .min(16);
+    let mut lines = vec![];
+    for (i, (depth, f)) in rows.iter().enumerate().skip(first).take(h) {
+        let lead = if *depth == 0 {
+            format!("{:<4} ", f.outcome.as_str().to_uppercase())
+        } else {
+            "  └  ".to_string()
+        };
+        let head = format!(
+            "{lead}{:<nw$} {:<9} ",
+            truncate(f.node.as_deref().unwrap_or("fleet"), node_w),
+            f.check,
+            nw = node_w
+        );
+        let rest = (inner.width as usize).saturating_sub(head.chars().count());
+        let mut line = Line::from(vec![
+            Span::styled(head, theme.tone(tone(f.outcome))),
+            Span::raw(truncate(&f.what, rest)),
+        ]);
+        if i == v.selected {
+            line = line.style(theme.accent().add_modifier(ratatui::style::Modifier::REVERSED));
+        }
+        lines.push(line);
+    }
+    Paragraph::new(lines).render(inner, buf);
+}
+
+fn render_detail(f: &Finding, v: &DoctorView, theme: &Theme, area: Rect, buf: &mut Buffer) {
+    let w = area.width.max(10) as usize;
+    let mut lines = vec![Line::from(vec![
+        Span::styled(
+            format!(
+                "{} {} ",
+                f.outcome.as_str().to_uppercase(),
+                f.node.as_deref().unwrap_or("fleet")
+            ),
+            theme.tone(tone(f.outcome)),
+        ),
+        Span::styled(f.check, theme.title()),
+    ])];
+    for l in wrap_words(&f.what, w) {
+        lines.push(Line::raw(l));
+    }
+    if let Some(c) = &f.follows {
+        lines.push(Line::styled(format!("follows from: {c}"), theme.tone(Tone::Warn)));
+    }
+    let key = f.key();
+    let after: Vec<String> = v
+        .report
+        .findings
+        .iter()
+        .filter(|x| x.follows.as_deref() == Some(key.as_str()))
+        .map(|x| format!("{} {}: {}", x.node.as_deref().unwrap_or("fleet"), x.check, x.what))
+        .collect();
+    for a in after {
+        lines.push(Line::styled(
+            truncate(&format!("leads to: {a}"), w),
+            theme.muted(),
+        ));
+    }
+    if !f.fix.is_empty() {
+        lines.push(Line::styled("Fix", theme.title()));
+        for l in wrap_words(&f.fix, w.saturating_sub(2)) {
+            lines.push(Line::styled(format!("  {l}"), theme.accent()));
+        }
+    }
+    if let Some(def) = crate::doctor::check_def(f.check) {
+        lines.push(Line::styled(
+            truncate(&format!("{}: {}", def.id, def.explain), w),
+            theme.muted(),
+        ));
+    }
+    if !f.evidence.is_empty() {
+        lines.push(Line::styled("Evidence", theme.title()));
+        for e in &f.evidence {
+            lines.push(Line::raw(truncate(&format!("  {e}"), w)));
+        }
+    }
+    Paragraph::new(lines).render(area, buf);
+}
