@@ -264,6 +264,76 @@ async fn a3_mega_two_nodes_apply_with_tcpxo_layout_then_delete_twice() {
         assert!(!written.contains(secret), "`{secret}` leaked");
     }
 
+    // The doctor's placement check asks the API: both instances in the COLLOCATED policy.
+    let placement = |out: std::process::Output| -> Vec<(String, String, String)> {
+        let v: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+        v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| {
+                (
+                    f["node"].as_str().unwrap_or("fleet").to_string(),
+                    f["outcome"].as_str().unwrap().to_string(),
+                    f["what"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect()
+    };
+    let out = env
+        .run(&["doctor", "a3-mega", "--only", "placement", "--json"])
+        .await;
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        placement(out),
+        vec![
+            (
+                "a3-mega-0".into(),
+                "pass".into(),
+                "in a COLLOCATED placement policy".into()
+            ),
+            (
+                "a3-mega-1".into(),
+                "pass".into(),
+                "in a COLLOCATED placement policy".into()
+            ),
+        ]
+    );
+    // An instance without the policy (made by hand, say) is named.
+    let (scope, name) = d
+        .existing("instances")
+        .into_iter()
+        .find(|(_, n)| n == "a3-mega-1")
+        .unwrap();
+    let mut inst = d.resource("instances", &scope, &name).unwrap();
+    inst["resourcePolicies"] = serde_json::json!([]);
+    d.plant("instances", &scope, &name, inst);
+    let out = env
+        .run(&["doctor", "a3-mega", "--only", "placement", "--json"])
+        .await;
+    assert_eq!(out.status.code(), Some(1));
+    let found = placement(out);
+    assert_eq!(
+        found[1],
+        (
+            "a3-mega-1".into(),
+            "fail".into(),
+            "no placement policy: the fleet asked for compact placement".into()
+        ),
+        "{found:?}"
+    );
+    let mut inst = d.resource("instances", &scope, &name).unwrap();
+    inst["resourcePolicies"] = serde_json::json!([format!(
+        "projects/{PROJECT}/regions/us-east4/resourcePolicies/a3-mega-placement"
+    )]);
+    d.plant("instances", &scope, &name, inst);
+
     // Apply again: nothing new.
     let api_posts = |d: &GceDouble| {
         d.calls("POST", "")

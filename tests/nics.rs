@@ -481,3 +481,100 @@ fn an_unreachable_node_is_reported_not_fatal() {
     assert!(err.contains("10.88.0.3"), "{err}");
     assert!(down["nics"].as_array().unwrap().is_empty());
 }
+
+/// A ring on eth1 (node i sends to node i+1 at 50 Mbit/s) with node 1's eth1 throttled
+/// to 5 Mbit/s: node 1's eth1 tx is flagged, and so is node 2's eth1 rx, which waits on
+/// node 1; `nics --json` marks node 2's flag as following from node 1's (by the TCP
+/// pairs the samplers saw), and its message says so.
+#[test]
+fn a_starved_receiver_follows_from_the_throttled_sender() {
+    if !iperf3_found() {
+        return;
+    }
+    let Some(tb) = Testbed::new(4, 2) else { return };
+    tb.node_run(
+        1,
+        &[
+            "tc", "qdisc", "add", "dev", "eth1", "root", "tbf", "rate", "5mbit", "burst", "32kbit",
+            "latency", "400ms",
+        ],
+    )
+    .expect("tc tbf");
+    let n = tb.nodes.len();
+    let mut servers = vec![];
+    for dst in 0..n {
+        let addr = tb.nodes[dst].data_addrs[0].clone();
+        servers.push(spawn_in(
+            &tb,
+            dst,
+            &["iperf3", "-s", "-1", "-B", &addr, "-p", "5400"],
+        ));
+    }
+    for dst in 0..n {
+        wait_listening(&tb, dst, 5400);
+    }
+    let clients: Vec<InNs> = (0..n)
+        .map(|src| {
+            let to = tb.nodes[(src + 1) % n].data_addrs[0].clone();
+            let from = tb.nodes[src].data_addrs[0].clone();
+            spawn_in(
+                &tb,
+                src,
+                &[
+                    "iperf3", "-c", &to, "-B", &from, "-p", "5400", "-t", "9", "-b", "50M",
+                ],
+            )
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(1500));
+    let home = tempfile::tempdir().unwrap();
+    let file = home.path().join("tb.yaml");
+    std::fs::write(&file, tb.fleet_yaml("tb")).unwrap();
+    let out = flightdeck(
+        home.path(),
+        &[
+            "nics",
+            file.to_str().unwrap(),
+            "--interval",
+            "500ms",
+            "--samples",
+            "8",
+            "--json",
+            "--accept-new-host-keys",
+        ],
+        None,
+    );
+    drop(clients);
+    drop(servers);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let flags = doc["flags"].as_array().unwrap();
+    for f in flags {
+        eprintln!("  {}", f["message"]);
+    }
+    let find = |node: &str, dir: &str| {
+        flags
+            .iter()
+            .find(|f| f["node"] == node && f["nic"] == "eth1" && f["direction"] == dir)
+            .unwrap_or_else(|| {
+                panic!(
+                    "no {node} eth1 {dir} flag: {}",
+                    serde_json::to_string_pretty(flags).unwrap()
+                )
+            })
+    };
+    let cause = find("tb-1", "tx");
+    assert!(cause["follows"].is_null(), "{cause}");
+    let effect = find("tb-2", "rx");
+    assert_eq!(effect["follows"]["node"], "tb-1", "{effect}");
+    assert_eq!(effect["follows"]["nic"], "eth1");
+    assert_eq!(effect["follows"]["direction"], "tx");
+    assert!(effect["follows"]["share"].as_f64().unwrap() > 0.9, "{effect}");
+    assert!(
+        effect["message"]
+            .as_str()
+            .unwrap()
+            .contains("follows from tb-1 eth1 tx"),
+        "{effect}"
+    );
+}

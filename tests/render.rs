@@ -1413,3 +1413,39 @@ fn doctor_view_problems_detail_and_every_finding() {
     keys(&mut s, "v");
     snapshot("doctor_all", &s);
 }
+
+#[test]
+fn nics_view_says_which_flag_follows_from_which() {
+    use flightdeck::telemetry::imbalance::{Cause, Direction, Flag};
+    use flightdeck::telemetry::Device;
+    let mut s = nics_state(3);
+    let eth2 = Some(Device::Nic { name: "eth2".into() });
+    let flag = |node, direction, follows| Flag {
+        node,
+        device: eth2.clone(),
+        direction,
+        bps: 8e8,
+        reasons: vec![],
+        follows,
+    };
+    // The consequence first in the list: the rule still leads with the cause.
+    s.nics.flags = vec![
+        flag(
+            0,
+            Direction::Rx,
+            Some(Cause {
+                node: 1,
+                device: eth2.clone(),
+                direction: Direction::Tx,
+                share: 1.0,
+            }),
+        ),
+        flag(1, Direction::Tx, None),
+    ];
+    let screen = screen80(&s);
+    let bottom = &screen[22];
+    assert!(
+        bottom.contains("! lab-1 eth2 tx: 800 Mbit/s under half its peers, starving lab-0 eth2 rx "),
+        "{bottom}"
+    );
+}

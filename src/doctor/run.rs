@@ -43,6 +43,11 @@ pub async fn examine(
         nodes: nodes.iter().map(|n| n.name.clone()).collect(),
         ..Report::default()
     };
+    // Checks that ask the cloud alone (placement) need nothing from the nodes.
+    if !ctx.only.is_empty() && ctx.only.iter().all(|c| c == "placement") {
+        report.elapsed_ms = start.elapsed().as_millis() as u64;
+        return report;
+    }
     let text = script::script(ctx.preflight_script().as_deref());
     let jobs: Vec<(NodeTarget, String, Vec<u8>)> = nodes
         .iter()

@@ -104,6 +104,19 @@ pub struct Flag {
     pub direction: Direction,
     pub bps: f64,
     pub reasons: Vec<Reason>,
+    /// The flag this one follows from ([`link_causes`]).
+    pub follows: Option<Cause>,
+}
+
+/// The flagged sender a flagged receiver was waiting on.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Cause {
+    pub node: usize,
+    pub device: Option<Device>,
+    pub direction: Direction,
+    /// The receiver's share of bytes (over the window, on the flagged NIC) that came from
+    /// that sender.
+    pub share: f64,
 }
 
 /// The median of finite values (the mean of the middle two for an even count).
@@ -189,6 +202,7 @@ pub fn detect(rule: &Rule, means: &[NicMean]) -> Vec<Flag> {
                 direction: m.direction,
                 bps: m.bps,
                 reasons,
+                follows: None,
             });
         }
     }
@@ -210,6 +224,7 @@ pub fn detect(rule: &Rule, means: &[NicMean]) -> Vec<Flag> {
                         peer_count,
                         median_bps,
                     }],
+                    follows: None,
                 });
             }
         }
@@ -297,7 +312,85 @@ pub fn detect_in(store: &Telemetry, nodes: &[usize], classifier: &Classifier, ru
             }
         }
     }
-    detect(rule, &means)
+    let mut flags = detect(rule, &means);
+    link_causes(&mut flags, store, nodes, from, now);
+    flags
+}
+
+/// A receiver gets a sender's share of its bytes only as fast as that sender sends.
+pub const CAUSE_SHARE: f64 = 0.25;
+
+/// Mark the rx flags that follow from a flagged sender, by the TCP traffic pairs seen
+/// (each node's connections, `ss -ti`, over `from..=to`): a receiver flagged on a NIC (or
+/// as a node) that got at least [`CAUSE_SHARE`] of its bytes there from a node whose tx
+/// is flagged (on the NIC those bytes left by, or as a node) follows from that flag.
+/// RDMA ports carry no TCP: their flags stay as they are.
+pub fn link_causes(flags: &mut [Flag], store: &Telemetry, nodes: &[usize], from: u32, to: u32) {
+    // Which node and NIC an address is.
+    let mut owner: std::collections::HashMap<String, (usize, String)> = Default::default();
+    for &n in nodes {
+        if let Some(h) = store.node(n).and_then(|s| s.hello.as_ref()) {
+            for (nic, ip) in &h.addrs {
+                owner.insert(ip.clone(), (n, nic.clone()));
+            }
+        }
+    }
+    let senders: Vec<(usize, Option<Device>)> = flags
+        .iter()
+        .filter(|f| f.direction == Direction::Tx)
+        .map(|f| (f.node, f.device.clone()))
+        .collect();
+    for f in flags.iter_mut().filter(|f| f.direction == Direction::Rx) {
+        let Some(n) = store.node(f.node) else { continue };
+        let local: Option<Vec<&str>> = match &f.device {
+            Some(Device::Nic { name }) => Some(
+                n.hello
+                    .iter()
+                    .flat_map(|h| h.addrs.iter())
+                    .filter(|(nic, _)| nic == name)
+                    .map(|(_, ip)| ip.as_str())
+                    .collect(),
+            ),
+            Some(Device::Rdma { .. }) => continue,
+            None => None,
+        };
+        let mut total = 0u64;
+        let mut by: std::collections::BTreeMap<(usize, String), u64> = Default::default();
+        for ((l, r), (_, received)) in n.tcp_bytes(from, to) {
+            if local.as_ref().is_some_and(|ips| !ips.contains(&l.as_str())) {
+                continue;
+            }
+            total += received;
+            if let Some((node, nic)) = owner.get(&r) {
+                *by.entry((*node, nic.clone())).or_default() += received;
+            }
+        }
+        if total == 0 {
+            continue;
+        }
+        let mut ranked: Vec<((usize, String), u64)> = by.into_iter().collect();
+        ranked.sort_by_key(|(_, b)| std::cmp::Reverse(*b));
+        for ((node, nic), bytes) in ranked {
+            let share = bytes as f64 / total as f64;
+            if share < CAUSE_SHARE {
+                break;
+            }
+            // The sender's flag on the NIC the bytes left by, else its node's.
+            let of_node = || senders.iter().filter(|(sn, _)| *sn == node && *sn != f.node);
+            let flagged = of_node()
+                .find(|(_, d)| d.as_ref().is_some_and(|d| d.label() == nic))
+                .or_else(|| of_node().find(|(_, d)| d.is_none()));
+            if let Some((node, device)) = flagged {
+                f.follows = Some(Cause {
+                    node: *node,
+                    device: device.clone(),
+                    direction: Direction::Tx,
+                    share,
+                });
+                break;
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -426,5 +519,83 @@ mod tests {
             mean(0, "eth2", Direction::Tx, 0.2),
         ];
         assert_eq!(names(&detect(&Rule::default(), &means)), vec!["0 eth2 tx node"]);
+    }
+
+    /// A ring on eth1 (node i sends to node i+1) whose node 1 sends at a tenth: node 1's
+    /// eth1 tx is flagged, and node 2's eth1 rx, which gets all its bytes from node 1,
+    /// follows from it (by the TCP pairs seen); without the pairs nothing is linked.
+    #[test]
+    fn a_starved_receiver_follows_from_its_throttled_sender() {
+        use crate::telemetry::parse::TcpFlow;
+        use crate::telemetry::synth::Synth;
+        let run = |pairs: bool| {
+            let mut synth = Synth::new(4, &["eth0", "eth1"], 0, 1000);
+            let mut store = Telemetry::new(1000);
+            let ip = |n: usize| format!("10.1.0.{}", n + 1);
+            for n in 0..4 {
+                let mut h = synth.hello(n);
+                h.addrs = vec![
+                    ("eth0".into(), format!("10.0.0.{}", n + 1)),
+                    ("eth1".into(), ip(n)),
+                ];
+                store.hello(n, h);
+            }
+            let rate = |n: usize| if n == 1 { 1e8 } else { 1e9 };
+            let mut sent = [0u64; 4];
+            for seq in 1..=8u64 {
+                for n in 0..4 {
+                    let prev = (n + 3) % 4;
+                    let mut rec = synth.record(
+                        n,
+                        seq,
+                        |nic| {
+                            if nic == 1 {
+                                (rate(prev), rate(n))
+                            } else {
+                                (1e5, 1e5)
+                            }
+                        },
+                        |_| (0.0, 0.0),
+                    );
+                    sent[n] += (rate(n) / 8.0) as u64;
+                    if pairs {
+                        rec.tcp = vec![
+                            TcpFlow {
+                                local: ip(n),
+                                remote: ip((n + 1) % 4),
+                                sent: sent[n],
+                                received: 0,
+                            },
+                            TcpFlow {
+                                local: ip(n),
+                                remote: ip(prev),
+                                sent: 0,
+                                received: sent[prev],
+                            },
+                        ];
+                    }
+                    store.ingest(n, &rec, rec.t_ns);
+                }
+            }
+            detect_in(&store, &[0, 1, 2, 3], &Classifier::auto(), &Rule::default())
+        };
+        let flags = run(true);
+        let eth1 = Some(Device::Nic { name: "eth1".into() });
+        let tx = flags
+            .iter()
+            .find(|f| f.node == 1 && f.direction == Direction::Tx && f.device == eth1)
+            .unwrap();
+        assert!(tx.follows.is_none(), "the cause: {flags:#?}");
+        let rx = flags
+            .iter()
+            .find(|f| f.node == 2 && f.direction == Direction::Rx && f.device == eth1)
+            .unwrap();
+        let c = rx.follows.as_ref().expect("node 2's rx follows from node 1's tx");
+        assert_eq!(
+            (c.node, c.device.clone(), c.direction),
+            (1, eth1.clone(), Direction::Tx)
+        );
+        assert!((c.share - 1.0).abs() < 1e-9, "{c:?}");
+        assert!(run(false).iter().all(|f| f.follows.is_none()));
     }
 }

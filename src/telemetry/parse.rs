@@ -46,6 +46,20 @@ pub struct Hello {
     /// The fields of `@gpu` lines, in order.
     pub gpu_fields: Vec<String>,
     pub gpus: Vec<GpuInfo>,
+    /// The node's IPv4 addresses by interface (`@addr NIC IP`), to tell which node a TCP
+    /// peer is.
+    pub addrs: Vec<(String, String)>,
+}
+
+/// The bytes one TCP connection has moved (`@tcp` lines: `LOCAL REMOTE ACKED RECEIVED`,
+/// from `ss -ti`), counted since it opened.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct TcpFlow {
+    pub local: String,
+    pub remote: String,
+    /// Bytes sent and acknowledged.
+    pub sent: u64,
+    pub received: u64,
 }
 
 /// A GPU's fixed facts, from `@gpuinfo`.
@@ -127,6 +141,8 @@ pub struct Record {
     /// The number of the dmon batch in `links`.
     pub link_batch: Option<u64>,
     pub links: Vec<LinkReading>,
+    /// The node's established TCP connections (when `ss` is there).
+    pub tcp: Vec<TcpFlow>,
     /// Content lines that could not be read (kept count of, otherwise ignored).
     pub bad_lines: u32,
 }
@@ -144,6 +160,7 @@ enum Section {
     Ib,
     Gpu,
     Dmon,
+    Tcp,
 }
 
 /// Streaming parser: feed bytes with [`RecordParser::push`].
@@ -252,6 +269,7 @@ impl RecordParser {
                 .map(|g| rec.gpus.push(g))
                 .is_some()
             }
+            Section::Tcp => parse_tcp_line(line).map(|t| rec.tcp.push(t)).is_some(),
             Section::Dmon => {
                 if let Some(h) = line.trim_start().strip_prefix('#') {
                     let words = h.split_whitespace().map(str::to_string).collect();
@@ -285,7 +303,7 @@ impl RecordParser {
     fn frame(&mut self, frame: &str, out: &mut Vec<Item>) {
         let mut words = frame.split_whitespace();
         let tag = words.next().unwrap_or("");
-        if tag != "gpuinfo" && tag != "fd" {
+        if tag != "gpuinfo" && tag != "addr" && tag != "fd" {
             self.flush_hello(out);
         }
         match tag {
@@ -310,6 +328,12 @@ impl RecordParser {
                     _ => self.ignored_lines += 1,
                 }
             }
+            "addr" => match (words.next(), words.next(), self.hello.as_mut()) {
+                (Some(nic), Some(ip), Some(h)) if self.hello_pending && h.addrs.len() < 256 => {
+                    h.addrs.push((nic.to_string(), ip.to_string()));
+                }
+                _ => self.ignored_lines += 1,
+            },
             "s" => {
                 if self.current.take().is_some() {
                     self.dropped += 1;
@@ -329,6 +353,7 @@ impl RecordParser {
                                 gpus: Vec::new(),
                                 link_batch: None,
                                 links: Vec::new(),
+                                tcp: Vec::new(),
                                 bad_lines: 0,
                             },
                             Section::Net,
@@ -338,7 +363,7 @@ impl RecordParser {
                     _ => self.dropped += 1,
                 }
             }
-            "ib" | "gpu" | "dmon" => {
+            "ib" | "gpu" | "dmon" | "tcp" => {
                 let Some((rec, section, _)) = self.current.as_mut() else {
                     self.ignored_lines += 1;
                     return;
@@ -346,6 +371,7 @@ impl RecordParser {
                 let batch = words.next().and_then(|w| w.parse::<u64>().ok());
                 *section = match tag {
                     "ib" => Section::Ib,
+                    "tcp" => Section::Tcp,
                     "gpu" => {
                         rec.gpu_batch = batch;
                         Section::Gpu
@@ -394,6 +420,7 @@ fn parse_hello(frame: &str) -> Hello {
         default_route: None,
         gpu_fields: Vec::new(),
         gpus: Vec::new(),
+        addrs: Vec::new(),
     };
     let opt = |v: &str| (v != "-" && !v.is_empty()).then(|| v.to_string());
     for w in words {
@@ -506,6 +533,26 @@ pub fn parse_net_dev(text: &str) -> Vec<NicCounters> {
     text.lines()
         .filter_map(|l| parse_net_dev_line(l).flatten())
         .collect()
+}
+
+/// An address as `ss` prints it, without brackets or the IPv4-mapped prefix.
+fn plain_ip(a: &str) -> &str {
+    let a = a.trim_start_matches('[').trim_end_matches(']');
+    a.strip_prefix("::ffff:").unwrap_or(a)
+}
+
+/// `10.88.1.1 10.88.1.2 123456 789` (ports already cut off by the sampler).
+pub fn parse_tcp_line(line: &str) -> Option<TcpFlow> {
+    let mut w = line.split_whitespace();
+    let (local, remote) = (w.next()?, w.next()?);
+    let sent = w.next()?.parse().ok()?;
+    let received = w.next()?.parse().ok()?;
+    Some(TcpFlow {
+        local: plain_ip(local).to_string(),
+        remote: plain_ip(remote).to_string(),
+        sent,
+        received,
+    })
 }
 
 /// `mlx5_0 1 XMIT_DATA RCV_DATA XMIT_PKTS RCV_PKTS NETDEV`, `-` for a missing value.

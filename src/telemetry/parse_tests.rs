@@ -362,3 +362,39 @@ fn nvlink_of_two_h200s() {
     assert_eq!(r.links[1].nvlink_rx_bps, Some(251718.0 * mib));
     assert_eq!(r.links[1].pcie_rx_bps, Some(8.0 * 8e6));
 }
+
+/// The sampler's own output here with a TCP connection open (iperf3 over this machine's
+/// address): its addresses in the hello, its connections in each record.
+#[test]
+fn addresses_and_tcp_connections() {
+    let text = "@fd 1 ms=500 clock=ns host=vm route=eth0 gpus=0 gpufields=-\n@addr lo 127.0.0.1\n@addr eth0 192.0.2.2\n\
+                @s 1 1795536747389374801\n    lo:    4193      49    0    0    0     0          0         0     4193      49    0    0    0     0       0          0\n\
+                @ib\n@tcp\n192.0.2.2 192.0.2.2 0 1310757\n[::ffff:10.1.0.2] [::ffff:10.1.0.3] 186 4\nnot a flow\n@e 1\n";
+    let (items, _) = items(text, 7);
+    assert_eq!(
+        hello(&items).addrs,
+        vec![
+            ("lo".to_string(), "127.0.0.1".to_string()),
+            ("eth0".into(), "192.0.2.2".into())
+        ]
+    );
+    let r = records(&items)[0];
+    assert_eq!(
+        r.tcp,
+        vec![
+            TcpFlow {
+                local: "192.0.2.2".into(),
+                remote: "192.0.2.2".into(),
+                sent: 0,
+                received: 1310757
+            },
+            TcpFlow {
+                local: "10.1.0.2".into(),
+                remote: "10.1.0.3".into(),
+                sent: 186,
+                received: 4
+            },
+        ]
+    );
+    assert_eq!(r.bad_lines, 1);
+}

@@ -94,8 +94,20 @@ pub struct FlagReport {
     pub direction: Direction,
     pub bps: f64,
     pub reasons: Vec<Reason>,
+    /// The flagged sender this flag follows from (by the TCP pairs seen), if any.
+    pub follows: Option<FollowsReport>,
     /// The flag in words.
     pub message: String,
+}
+
+/// The flag a flag follows from.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct FollowsReport {
+    pub node: String,
+    pub nic: Option<String>,
+    pub direction: Direction,
+    /// The share of the receiver's bytes that came from that sender.
+    pub share: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -245,9 +257,27 @@ pub fn build(
                     format!("{peers} ({})", format_bps(Some(r.median_bps)))
                 })
                 .collect();
+            let follows = f.follows.as_ref().map(|c| FollowsReport {
+                node: name_of(c.node),
+                nic: c.device.as_ref().map(Device::label),
+                direction: c.direction,
+                share: c.share,
+            });
+            let after = follows
+                .as_ref()
+                .map(|c| {
+                    format!(
+                        "; follows from {} {} {} ({:.0}% of its bytes came from there)",
+                        c.node,
+                        c.nic.as_deref().unwrap_or("(all data NICs)"),
+                        c.direction.as_str(),
+                        c.share * 100.0
+                    )
+                })
+                .unwrap_or_default();
             FlagReport {
                 message: format!(
-                    "{what} {}: {}, under half the median of {}",
+                    "{what} {}: {}, under half the median of {}{after}",
                     f.direction.as_str(),
                     format_bps(Some(f.bps)),
                     why.join(" and ")
@@ -257,6 +287,7 @@ pub fn build(
                 direction: f.direction,
                 bps: f.bps,
                 reasons: f.reasons,
+                follows,
             }
         })
         .collect();

@@ -70,6 +70,15 @@ if [ "$ng" -gt 0 ]; then
   IFS=$oifs
   set +f
 fi
+# The IPv4 addresses by interface, so the TCP peers of records can be told by node.
+if command -v ip >/dev/null 2>&1; then
+  ip -o -4 addr show 2>/dev/null | while read -r x nic fam cidr rest; do
+    [ "$fam" = inet ] && printf "@addr %s %s\n" "$nic" "${cidr%/*}"
+  done
+fi
+# TCP connections (ss -ti): whom this node sends to and receives from, by bytes.
+tcpss=0
+command -v ss >/dev/null 2>&1 && ss -tinH state established >/dev/null 2>&1 && tcpss=1
 # A private directory for the GPU batches and for the tick of bash.
 if [ "$ng" -gt 0 ] || [ -n "${BASH_VERSION:-}" ]; then
   # Directories of samplers that were killed outright (SIGKILL skips the EXIT trap).
@@ -177,6 +186,27 @@ while :; do
     for nn in /sys/class/infiniband/$dev/device/net/*; do [ -e "$nn" ] && nd=${nn##*/}; done
     r="$r$nl$dev $port $x $y $xp $yp $nd"
   done
+  if [ "$tcpss" = 1 ]; then
+    # ss prints a connection line (queues, local, peer) then its info line; one line
+    # out per connection with bytes: local peer acked received (no ports, no loopback).
+    tl=$(ss -tinH state established 2>/dev/null | {
+      lp=
+      while read -r a b c e rest; do
+        case $a in
+          [0-9]*) lp=${c%:*} pp=${e%:*} ;;
+          *)
+            sa=0 sr=0
+            for w in $a $b $c $e $rest; do
+              case $w in bytes_acked:*) sa=${w#*:} ;; bytes_received:*) sr=${w#*:} ;; esac
+            done
+            case $lp in "" | 127.* | *::1*) ;; *) [ "$sa$sr" != 00 ] && printf "%s %s %s %s\n" "$lp" "$pp" "$sa" "$sr" ;; esac
+            lp=
+            ;;
+        esac
+      done
+    })
+    [ -n "$tl" ] && r="$r$nl@tcp$nl$tl"
+  fi
   if [ "$ng" -gt 0 ] && [ -n "$d" ]; then
     [ -r "$d/g" ] && { IFS= read -r q && r="$r$nl@gpu $q" && while IFS= read -r l; do r="$r$nl$l"; done; } <"$d/g"
     [ -r "$d/p" ] && { IFS= read -r q && r="$r$nl@dmon $q" && while IFS= read -r l; do r="$r$nl$l"; done; } <"$d/p"

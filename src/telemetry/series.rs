@@ -475,7 +475,13 @@ pub struct NodeSeries {
     pub out_of_order: u64,
     /// The last sample's rates.
     pub last_sample: Option<Sample>,
+    /// The TCP connections of the last [`TCP_KEEP`] records, with their store times: who
+    /// this node sends to and receives from.
+    pub tcp: std::collections::VecDeque<(u32, Vec<super::parse::TcpFlow>)>,
 }
+
+/// Records of TCP connections kept per node (a few windows of the imbalance rule).
+pub const TCP_KEEP: usize = 16;
 
 impl NodeSeries {
     fn new(cap: usize) -> NodeSeries {
@@ -493,7 +499,40 @@ impl NodeSeries {
             missed: 0,
             out_of_order: 0,
             last_sample: None,
+            tcp: std::collections::VecDeque::new(),
         }
+    }
+
+    /// The bytes this node sent to and received from each peer address over
+    /// `from..=to` (store ms), by (local address, peer address): the newest record of the
+    /// window less the oldest, per connection still open in both.
+    pub fn tcp_bytes(&self, from: u32, to: u32) -> BTreeMap<(String, String), (u64, u64)> {
+        let mut out: BTreeMap<(String, String), (u64, u64)> = BTreeMap::new();
+        let inside: Vec<&(u32, Vec<super::parse::TcpFlow>)> =
+            self.tcp.iter().filter(|(t, _)| *t >= from && *t <= to).collect();
+        let (Some(first), Some(last)) = (inside.first(), inside.last()) else {
+            return out;
+        };
+        if first.0 == last.0 {
+            return out;
+        }
+        // Connections are told apart by their endpoints and their counts only going up;
+        // several to one peer add up.
+        let sum = |flows: &[super::parse::TcpFlow]| {
+            let mut m: BTreeMap<(String, String), (u64, u64)> = BTreeMap::new();
+            for f in flows {
+                let e = m.entry((f.local.clone(), f.remote.clone())).or_default();
+                e.0 += f.sent;
+                e.1 += f.received;
+            }
+            m
+        };
+        let (a, b) = (sum(&first.1), sum(&last.1));
+        for (k, (s1, r1)) in b {
+            let (s0, r0) = a.get(&k).copied().unwrap_or((0, 0));
+            out.insert(k, (s1.saturating_sub(s0), r1.saturating_sub(r0)));
+        }
+        out
     }
 
     pub fn interval_ms(&self) -> u32 {
@@ -716,6 +755,12 @@ impl Telemetry {
             }
         };
         n.records += 1;
+        if !rec.tcp.is_empty() {
+            if n.tcp.len() >= TCP_KEEP {
+                n.tcp.pop_front();
+            }
+            n.tcp.push_back((t, rec.tcp.clone()));
+        }
         if sample.missed {
             n.missed += 1;
         }

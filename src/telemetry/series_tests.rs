@@ -298,6 +298,7 @@ fn store_with(points: &[(i64, f64)]) -> Telemetry {
             default_route: None,
             gpu_fields: vec![],
             gpus: vec![],
+            addrs: vec![],
         },
     );
     let t0 = 1_800_000_000_000_000_000i64;
@@ -331,6 +332,7 @@ fn store_with(points: &[(i64, f64)]) -> Telemetry {
             gpus: vec![],
             link_batch: None,
             links: vec![],
+            tcp: vec![],
             bad_lines: 0,
         };
         s.ingest(0, &rec, 0).expect("in order");

@@ -54,6 +54,7 @@ impl Synth {
                     power_limit_w: Some(700.0),
                 })
                 .collect(),
+            addrs: vec![],
         }
     }
 
@@ -113,6 +114,7 @@ impl Synth {
             gpus,
             link_batch: None,
             links: vec![],
+            tcp: vec![],
             bad_lines: 0,
         }
     }

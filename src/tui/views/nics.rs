@@ -162,20 +162,41 @@ pub fn render(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
         .border_style(theme.border(true))
         .title(Line::from(title))
         .style(theme.base());
-    if let Some(f) = v.flags.first() {
-        let dev = f
-            .device
-            .as_ref()
-            .map(|d| d.label())
-            .unwrap_or_else(|| "(node total)".into());
-        let more = if v.flags.len() > 1 {
-            format!(" (+{} more)", v.flags.len() - 1)
+    // A cause first; what follows from it is said with it.
+    if let Some(f) = v.flags.iter().find(|f| f.follows.is_none()).or(v.flags.first()) {
+        let label = |d: Option<&Device>| d.map(|d| d.label()).unwrap_or_else(|| "(node total)".into());
+        let dev = label(f.device.as_ref());
+        let after: Vec<String> = v
+            .flags
+            .iter()
+            .filter(|x| {
+                x.follows
+                    .as_ref()
+                    .is_some_and(|c| c.node == f.node && c.device == f.device && c.direction == f.direction)
+            })
+            .map(|x| {
+                format!(
+                    "{} {} {}",
+                    c.node_name(x.node),
+                    label(x.device.as_ref()),
+                    x.direction.as_str()
+                )
+            })
+            .collect();
+        let rest = v.flags.len() - 1 - after.len();
+        let then = if after.is_empty() {
+            String::new()
+        } else {
+            format!(", starving {}", after.join(", "))
+        };
+        let more = if rest > 0 {
+            format!(" (+{rest} more)")
         } else {
             String::new()
         };
         block = block.title_bottom(Line::styled(
             format!(
-                " ! {} {dev} {}: {} under half its peers{more} ",
+                " ! {} {dev} {}: {} under half its peers{then}{more} ",
                 c.node_name(f.node),
                 f.direction.as_str(),
                 format_bps(Some(f.bps))
