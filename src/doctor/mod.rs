@@ -1279,7 +1279,13 @@ pub fn judge_reach(names: &[String], probes: &[net::Probe]) -> Vec<Finding> {
         let (node, what) = match n.b {
             None => (
                 names[n.a].clone(),
-                format!("{} {}: {}", n.nic, n.trouble.as_str(), n.evidence),
+                format!(
+                    "{} {}{}: {}",
+                    n.nic,
+                    n.trouble.as_str(),
+                    if n.also_slow { " and slow" } else { "" },
+                    n.evidence
+                ),
             ),
             Some(b) => (
                 names[n.a].clone(),

@@ -143,22 +143,51 @@ pub fn rounds(n: usize) -> Vec<Vec<(usize, usize)>> {
 
 const PROBE: &str = "@@fd-probe";
 
-/// The command a node runs in a round: one `ping` per (NIC, peer address), all at once.
-/// A `ping` that may not send at 5 ms intervals as this user falls back to 200 ms. `-W 2`
-/// waits up to 2 s for the last replies (a deadline, `-w`, would count replies still on
-/// their way as lost).
-pub fn probe_command(targets: &[(String, String)], count: u32) -> String {
-    let mut s = String::new();
-    for (nic, addr) in targets {
-        let (nic, addr) = (crate::detach::quote(nic), crate::detach::quote(addr));
-        let _ = write!(
-            s,
-            "( o=$(ping -n -q -c {count} -i 0.005 -W 2 -I {nic} {addr} 2>&1); \
-             case \"$o\" in *'minimal interval'*|*'cannot flood'*) o=$(ping -n -q -c 5 -i 0.2 -W 2 -I {nic} {addr} 2>&1);; esac; \
-             printf '{PROBE} %s %s\\n%s\\n{PROBE}-end\\n' {nic} {addr} \"$o\" ) & "
-        );
+/// A round's length for `count` probes: the probes at 5 ms, and room for the pings to
+/// start and the last replies to come back.
+pub fn slot_ms(count: u32) -> u64 {
+    u64::from(count) * 5 + 300
+}
+
+/// The script a node runs for the whole matrix, in one session: its rounds (round `r`:
+/// one `ping` per (NIC, peer address), all at once), round `r` starting at `start_ns +
+/// r × slot` on the node's own clock (the caller puts the node's clock offset into
+/// `start_ns`), so the nodes go round by round together without a word between rounds.
+/// A node without a nanosecond clock runs its rounds back to back. A `ping` that may not
+/// send at 5 ms intervals as this user falls back to 200 ms; `-W 1` bounds the wait for
+/// a peer that never answers (a deadline, `-w`, would count replies still on their way
+/// as lost).
+pub fn schedule_script(
+    rounds: &[(usize, Vec<(String, String)>)],
+    count: u32,
+    start_ns: i128,
+    slot_ms: u64,
+) -> String {
+    let mut s = String::from("#!/bin/sh\n# flightdeck doctor: the reachability rounds of this node\n");
+    let _ = writeln!(s, "st={start_ns}; slot={}", u128::from(slot_ms) * 1_000_000);
+    s.push_str("case $(date +%s%N 2>/dev/null) in ''|*[!0-9]*) st=0;; esac\n");
+    s.push_str(
+        "at() { [ \"$st\" = 0 ] && return 0; w=$(( st + $1 * slot - $(date +%s%N) )); \
+         [ \"$w\" -gt 0 ] && sleep $(( w / 1000000000 )).$(printf %09d $(( w % 1000000000 ))); return 0; }\n",
+    );
+    let _ = writeln!(
+        s,
+        "probe() {{ o=$(ping -n -q -c {count} -i 0.005 -W 1 -I \"$2\" \"$3\" 2>&1); \
+         case \"$o\" in *'minimal interval'*|*'cannot flood'*) o=$(ping -n -q -c 5 -i 0.2 -W 1 -I \"$2\" \"$3\" 2>&1);; esac; \
+         printf '{PROBE} %s %s %s\\n%s\\n{PROBE}-end\\n' \"$1\" \"$2\" \"$3\" \"$o\"; }}"
+    );
+    for (r, targets) in rounds {
+        let _ = write!(s, "at {r};");
+        for (nic, addr) in targets {
+            let _ = write!(
+                s,
+                " probe {r} {} {} &",
+                crate::detach::quote(nic),
+                crate::detach::quote(addr)
+            );
+        }
+        s.push_str(" wait\n");
     }
-    s.push_str("wait\n");
     s
 }
 
@@ -175,33 +204,36 @@ pub struct Probe {
     pub error: Option<String>,
 }
 
-/// One probe as a round's output reports it: NIC, sent, received, average RTT, error.
-pub type ProbeLine = (String, u32, u32, Option<f64>, Option<String>);
+/// One probe as a node's output reports it: round, NIC, sent, received, average RTT,
+/// error.
+pub type ProbeLine = (usize, String, u32, u32, Option<f64>, Option<String>);
 
 /// A node's standing over the remaining probes of a NIC: its peers, the peers of its bad
 /// probes, packets lost and sent, round trips.
 type Standing = (BTreeSet<usize>, BTreeSet<usize>, u64, u64, Vec<f64>);
 
-/// The probes a node's round output reports.
+/// The probes a node's output reports.
 pub fn parse_probes(out: &str) -> Vec<ProbeLine> {
     let mut res = vec![];
-    let mut cur: Option<(String, Vec<String>)> = None;
+    let mut cur: Option<(usize, String, Vec<String>)> = None;
     for l in out.lines() {
         if l == format!("{PROBE}-end") {
-            if let Some((nic, body)) = cur.take() {
-                res.push(read_ping(nic, &body));
+            if let Some((round, nic, body)) = cur.take() {
+                res.push(read_ping(round, nic, &body));
             }
         } else if let Some(rest) = l.strip_prefix(PROBE).and_then(|r| r.strip_prefix(' ')) {
-            let nic = rest.split(' ').next().unwrap_or("").to_string();
-            cur = Some((nic, vec![]));
-        } else if let Some((_, body)) = cur.as_mut() {
+            let mut w = rest.split(' ');
+            let round = w.next().and_then(|r| r.parse().ok());
+            let nic = w.next().unwrap_or("").to_string();
+            cur = round.map(|r| (r, nic, vec![]));
+        } else if let Some((_, _, body)) = cur.as_mut() {
             body.push(l.to_string());
         }
     }
     res
 }
 
-fn read_ping(nic: String, body: &[String]) -> ProbeLine {
+fn read_ping(round: usize, nic: String, body: &[String]) -> ProbeLine {
     let mut sent = 0;
     let mut received = 0;
     let mut avg = None;
@@ -229,7 +261,7 @@ fn read_ping(nic: String, body: &[String]) -> ProbeLine {
             .unwrap_or("ping printed nothing")
             .to_string()
     });
-    (nic, sent, received, avg, error)
+    (round, nic, sent, received, avg, error)
 }
 
 /// What is wrong with a NIC of a node, or between two nodes on a NIC.
@@ -260,6 +292,9 @@ pub struct Named {
     pub a: usize,
     pub b: Option<usize>,
     pub evidence: String,
+    /// A lossy NIC whose round trips are slow too (a throttled NIC: its queue delays, then
+    /// drops).
+    pub also_slow: bool,
 }
 
 /// A NIC's figures over all its probes.
@@ -369,15 +404,27 @@ pub fn analyse(probes: &[Probe]) -> (Vec<Named>, Vec<RailSummary>) {
                 let Some((node, peers, lost, sent, mut rtts)) = pick else {
                     break;
                 };
+                let rtt = crate::telemetry::imbalance::median(&mut rtts);
+                let also_slow =
+                    trouble == Trouble::Lossy && matches!((rtt, slow_over), (Some(r), Some(t)) if r > t);
                 let evidence = match trouble {
                     Trouble::Unreachable => format!("no reply on {nic} to or from any of its {peers} peers"),
                     Trouble::Lossy => format!(
-                        "{lost} of {sent} probes lost ({:.1}%) on {nic} with its {peers} peers; the other pairs lose none",
-                        pct(lost, sent)
+                        "{lost} of {sent} probes lost ({:.1}%) on {nic} with its {peers} peers; the other pairs lose none{}",
+                        pct(lost, sent),
+                        if also_slow {
+                            format!(
+                                "; round trip {:.2} ms, where the NIC usually takes {:.3} ms",
+                                rtt.unwrap_or(0.0),
+                                baseline.unwrap_or(0.0)
+                            )
+                        } else {
+                            String::new()
+                        }
                     ),
                     Trouble::Slow => format!(
                         "round trip {:.2} ms on {nic} with its {peers} peers, where the NIC usually takes {:.3} ms",
-                        crate::telemetry::imbalance::median(&mut rtts).unwrap_or(0.0),
+                        rtt.unwrap_or(0.0),
                         baseline.unwrap_or(0.0)
                     ),
                 };
@@ -387,6 +434,7 @@ pub fn analyse(probes: &[Probe]) -> (Vec<Named>, Vec<RailSummary>) {
                     a: node,
                     b: None,
                     evidence,
+                    also_slow,
                 });
                 remaining.retain(|p| p.from != node && p.to != node);
             }
@@ -436,6 +484,7 @@ pub fn analyse(probes: &[Probe]) -> (Vec<Named>, Vec<RailSummary>) {
                 a,
                 b: Some(b),
                 evidence,
+                also_slow: false,
             });
         }
     }
@@ -500,15 +549,16 @@ mod tests {
     }
 
     #[test]
-    fn ping_output_and_the_round_command() {
-        let out = "@@fd-probe eth1 10.88.1.2\nPING 10.88.1.2 (10.88.1.2) from 10.88.1.1 eth1: 56(84) bytes of data.\n\n--- 10.88.1.2 ping statistics ---\n100 packets transmitted, 98 received, 2% packet loss, time 512ms\nrtt min/avg/max/mdev = 0.031/0.047/0.101/0.012 ms\n@@fd-probe-end\n\
-                   @@fd-probe eth2 10.88.2.2\nping: connect: Network is unreachable\n@@fd-probe-end\n\
-                   @@fd-probe eth3 10.88.3.2\n\n--- 10.88.3.2 ping statistics ---\n20 packets transmitted, 0 received, +20 errors, 100% packet loss, time 95ms\n\n@@fd-probe-end\n";
+    fn ping_output_and_the_schedule() {
+        let out = "@@fd-probe 1 eth1 10.88.1.2\nPING 10.88.1.2 (10.88.1.2) from 10.88.1.1 eth1: 56(84) bytes of data.\n\n--- 10.88.1.2 ping statistics ---\n100 packets transmitted, 98 received, 2% packet loss, time 512ms\nrtt min/avg/max/mdev = 0.031/0.047/0.101/0.012 ms\n@@fd-probe-end\n\
+                   @@fd-probe 1 eth2 10.88.2.2\nping: connect: Network is unreachable\n@@fd-probe-end\n\
+                   @@fd-probe 2 eth3 10.88.3.2\n\n--- 10.88.3.2 ping statistics ---\n20 packets transmitted, 0 received, +20 errors, 100% packet loss, time 95ms\n\n@@fd-probe-end\n";
         let p = parse_probes(out);
-        assert_eq!(p[0], ("eth1".into(), 100, 98, Some(0.047), None));
+        assert_eq!(p[0], (1, "eth1".into(), 100, 98, Some(0.047), None));
         assert_eq!(
             p[1],
             (
+                1,
                 "eth2".into(),
                 0,
                 0,
@@ -516,12 +566,7 @@ mod tests {
                 Some("ping: connect: Network is unreachable".into())
             )
         );
-        assert_eq!((p[2].1, p[2].2), (20, 0));
-        let cmd = probe_command(&[("eth1".into(), "10.88.1.2".into())], 100);
-        assert!(
-            cmd.contains("ping -n -q -c 100 -i 0.005 -W 2 -I 'eth1' '10.88.1.2'"),
-            "{cmd}"
-        );
+        assert_eq!((p[2].0, p[2].2, p[2].3), (2, 20, 0));
         assert_eq!(
             rounds(3),
             vec![vec![(0, 1), (1, 2), (2, 0)], vec![(0, 2), (1, 0), (2, 1)]]
@@ -529,6 +574,37 @@ mod tests {
         assert_eq!(
             (probes_per_pair(2), probes_per_pair(4), probes_per_pair(64)),
             (100, 100, 20)
+        );
+        // The schedule runs here: two rounds against this machine's loopback, the second
+        // a slot after the first.
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos() as i128;
+        let script = schedule_script(
+            &[
+                (1, vec![("lo".into(), "127.0.0.1".into())]),
+                (2, vec![("lo".into(), "127.0.0.1".into())]),
+            ],
+            3,
+            now,
+            400,
+        );
+        assert!(script.contains("probe 2 'lo' '127.0.0.1' & wait"), "{script}");
+        let t = std::time::Instant::now();
+        let out = crate::bootstrap::tests::sh_stdin(&script);
+        let took = t.elapsed();
+        let p = parse_probes(&String::from_utf8_lossy(&out.stdout));
+        if p.iter()
+            .any(|x| x.5.as_deref().is_some_and(|e| e.contains("not found")))
+        {
+            return; // no ping here
+        }
+        assert_eq!(p.iter().map(|x| x.0).collect::<Vec<_>>(), vec![1, 2], "{p:?}");
+        assert!(p.iter().all(|x| x.3 == 3), "{p:?}");
+        assert!(
+            took >= std::time::Duration::from_millis(750),
+            "round 2 waits for its slot: {took:?}"
         );
     }
 

@@ -194,18 +194,26 @@ async fn reach(
     let m = seen.len();
     let count = net::probes_per_pair(m);
     let rounds = net::rounds(m);
-    let mut probes: Vec<net::Probe> = vec![];
-    let limit = Duration::from_secs((count as f64 * 0.005).ceil() as u64 + 15);
-    on(Event::Progress(format!(
-        "reachability: {} on {}, {count} probes per pair",
-        crate::words::plural(rounds.len(), "round"),
-        rails.join(" ")
-    )));
-    for (r, round) in rounds.iter().enumerate() {
-        let mut jobs = vec![];
-        let mut meta = vec![];
-        for &(a, b) in round {
-            let targets: Vec<(String, String)> = addrs[a]
+    let slot = net::slot_ms(count);
+    // Every node gets its rounds in one session, each round at a time agreed beforehand:
+    // LEAD from now, by this machine's clock, moved by each node's clock offset.
+    const LEAD_MS: u64 = 1500;
+    let now = now_ns();
+    let mut jobs = vec![];
+    let mut peers_of: Vec<(usize, Vec<usize>)> = vec![];
+    for (k, (pos, seen_k)) in seen.iter().enumerate() {
+        let offset = match (seen_k.facts.time_ns, seen_k.arrived_ns) {
+            (Some(t), Some(a)) => t - a,
+            _ => 0,
+        };
+        let mut plan = vec![];
+        let mut peers = vec![0; rounds.len() + 1];
+        for (r, round) in rounds.iter().enumerate() {
+            let Some(&(_, b)) = round.iter().find(|(a, _)| *a == k) else {
+                continue;
+            };
+            peers[r + 1] = b;
+            let targets: Vec<(String, String)> = addrs[k]
                 .iter()
                 .filter(|(nic, _)| rails.contains(&nic.as_str()))
                 .filter_map(|(nic, _)| {
@@ -213,39 +221,52 @@ async fn reach(
                     Some((nic.clone(), peer.1.clone()))
                 })
                 .collect();
-            if targets.is_empty() {
-                continue;
-            }
-            jobs.push((
-                nodes[seen[a].0].clone(),
-                net::probe_command(&targets, count),
-                vec![],
-            ));
-            meta.push((a, b));
-        }
-        let out = exec::collect_within(transport.clone(), jobs, Some(limit)).await;
-        for ((a, b), (code, stdout, _)) in meta.into_iter().zip(out) {
-            if code == exec::UNREACHABLE {
-                continue;
-            }
-            for (nic, sent, received, avg_ms, error) in net::parse_probes(&stdout) {
-                probes.push(net::Probe {
-                    from: a,
-                    to: b,
-                    nic,
-                    sent,
-                    received,
-                    avg_ms,
-                    error,
-                });
+            if !targets.is_empty() {
+                plan.push((r + 1, targets));
             }
         }
-        on(Event::Progress(crate::progress::tally(
-            r + 1,
-            rounds.len(),
-            "probe rounds",
-        )));
+        let start = now + i128::from(LEAD_MS) * 1_000_000 + offset - i128::from(slot) * 1_000_000;
+        jobs.push((
+            nodes[*pos].clone(),
+            "sh -s".to_string(),
+            net::schedule_script(&plan, count, start, slot).into_bytes(),
+        ));
+        peers_of.push((k, peers));
     }
+    let total_ms = LEAD_MS + slot * rounds.len() as u64;
+    on(Event::Progress(format!(
+        "reachability: {} of {count} probes per pair on {}, about {:.0} s",
+        crate::words::plural(rounds.len(), "round"),
+        rails.join(" "),
+        total_ms as f64 / 1000.0
+    )));
+    let limit = Duration::from_millis(total_ms + 30_000);
+    let out = exec::collect_within(transport, jobs, Some(limit)).await;
+    let mut probes: Vec<net::Probe> = vec![];
+    for ((a, peers), (code, stdout, _)) in peers_of.into_iter().zip(out) {
+        if code == exec::UNREACHABLE {
+            continue;
+        }
+        for (round, nic, sent, received, avg_ms, error) in net::parse_probes(&stdout) {
+            let Some(&b) = peers.get(round).filter(|_| round >= 1) else {
+                continue;
+            };
+            probes.push(net::Probe {
+                from: a,
+                to: b,
+                nic,
+                sent,
+                received,
+                avg_ms,
+                error,
+            });
+        }
+    }
+    on(Event::Progress(crate::progress::tally(
+        rounds.len(),
+        rounds.len(),
+        "probe rounds",
+    )));
     let names: Vec<String> = seen.iter().map(|(_, s)| s.node.to_string()).collect();
     super::judge_reach(&names, &probes)
 }
