@@ -34,6 +34,14 @@ seed config_theme_yaml themes/*.yaml
 seed job_metrics tests/fixtures/jobs/*.log
 seed compute_json tests/fixtures/gcp/*.json
 seed node_lines tests/support/bootstrap_shims.sh
+seed doctor_output tests/fixtures/doctor/h200x2/* tests/fixtures/doctor/h200x1/*
+# A node's whole answer, as the doctor's script sections it.
+for s in smi:nvidia-smi.txt gpus:query-gpu.csv topo:topo-m.txt nvlink:nvlink-s.txt sysctl:sysctl.txt xid:dmesg-xid.txt; do
+  printf '@@fd-doctor begin %s\n' "${s%%:*}"
+  cat "tests/fixtures/doctor/h200x2/${s#*:}"
+  printf '@@fd-doctor end %s 0\n' "${s%%:*}"
+done > fuzz/corpus/doctor_output/sections
+printf '@@fd-probe 1 eth1 10.0.1.2\n100 packets transmitted, 98 received, 2%% packet loss, time 512ms\nrtt min/avg/max/mdev = 0.031/0.047/0.101/0.012 ms\n@@fd-probe-end\n' > fuzz/corpus/doctor_output/probe
 mkdir -p fuzz/corpus/offers_query fuzz/corpus/ssh_files fuzz/corpus/pane_bytes
 printf 'gpu=H100 gpus>=8 region=us-* spot<25 gpudirect=rdma' > fuzz/corpus/offers_query/seed
 printf 'Host gpu-*\n  User ops\n  ProxyJump bastion\n  IdentityFile ~/.ssh/id_%%r\n' > fuzz/corpus/ssh_files/config

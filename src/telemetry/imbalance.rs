@@ -317,6 +317,9 @@ pub fn detect_in(store: &Telemetry, nodes: &[usize], classifier: &Classifier, ru
     flags
 }
 
+/// How far before the rule's window the TCP pairs are read from.
+pub const TCP_LOOKBACK_MS: u32 = 6000;
+
 /// A receiver gets a sender's share of its bytes only as fast as that sender sends.
 pub const CAUSE_SHARE: f64 = 0.25;
 
@@ -356,7 +359,8 @@ pub fn link_causes(flags: &mut [Flag], store: &Telemetry, nodes: &[usize], from:
         };
         let mut total = 0u64;
         let mut by: std::collections::BTreeMap<(usize, String), u64> = Default::default();
-        for ((l, r), (_, received)) in n.tcp_bytes(from, to) {
+        // The sampler lists connections in every third record: a wider window holds two.
+        for ((l, r), (_, received)) in n.tcp_bytes(from.saturating_sub(TCP_LOOKBACK_MS), to) {
             if local.as_ref().is_some_and(|ips| !ips.contains(&l.as_str())) {
                 continue;
             }

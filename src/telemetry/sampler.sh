@@ -76,7 +76,8 @@ if command -v ip >/dev/null 2>&1; then
     [ "$fam" = inet ] && printf "@addr %s %s\n" "$nic" "${cidr%/*}"
   done
 fi
-# TCP connections (ss -ti): whom this node sends to and receives from, by bytes.
+# TCP connections (ss -ti): whom this node sends to and receives from, by bytes (in
+# every third record).
 tcpss=0
 command -v ss >/dev/null 2>&1 && ss -tinH state established >/dev/null 2>&1 && tcpss=1
 # A private directory for the GPU batches and for the tick of bash.
@@ -186,7 +187,8 @@ while :; do
     for nn in /sys/class/infiniband/$dev/device/net/*; do [ -e "$nn" ] && nd=${nn##*/}; done
     r="$r$nl$dev $port $x $y $xp $yp $nd"
   done
-  if [ "$tcpss" = 1 ]; then
+  # Every third record: the pairs change slowly, and ss costs a fork and an exec.
+  if [ "$tcpss" = 1 ] && [ $((n % 3)) = 1 ]; then
     # ss prints a connection line (queues, local, peer) then its info line; one line
     # out per connection with bytes: local peer acked received (no ports, no loopback).
     tl=$(ss -tinH state established 2>/dev/null | {
