@@ -326,10 +326,37 @@ pub async fn refresh(
                 continue;
             }
         };
-        let found = status(transport, &j.id, &nodes).await;
+        let mut found = status(transport.clone(), &j.id, &nodes).await;
         let name = |rank: usize| nodes.get(rank).map_or("?", |n| n.target.name.as_str());
-        // The flightdeck that launched it is gone: a node still "starting" never will.
+        // The flightdeck that launched it is gone: a node still "starting" never will. A
+        // start it sent may still be under way on a node, though: stop every node of the
+        // job, as the launcher would have on a failed launch (a start in flight is stopped
+        // before it begins or as soon as it has), and read the nodes again from that.
         let orphaned = j.launcher.as_ref().and_then(|l| l.alive()) == Some(false);
+        if orphaned
+            && found
+                .iter()
+                .any(|(_, r)| matches!(r, Ok(Status::Starting | Status::Missing)))
+        {
+            let before: Vec<(usize, bool)> = found
+                .iter()
+                .map(|(r, res)| (*r, matches!(res, Ok(Status::Starting | Status::Missing))))
+                .collect();
+            let stopped = stop(transport.clone(), &j.id, &nodes, 2).await;
+            found = stopped
+                .into_iter()
+                .map(|(rank, res)| {
+                    let was_starting = before.iter().any(|(r, s)| *r == rank && *s);
+                    match res {
+                        // Stopped before it began: it never started.
+                        Ok(Status::Exited { code }) if was_starting && code == detach::STOPPED => {
+                            (rank, Ok(Status::Missing))
+                        }
+                        other => (rank, other),
+                    }
+                })
+                .collect();
+        }
         let mut ended = vec![];
         for (rank, res) in found {
             match res {
