@@ -94,6 +94,7 @@ pub fn launch_command(dir: &str, script: &str) -> WithInput {
         "set -e; umask 077; mkdir -p {d}; cd {d}\n\
          if [ -e pid ] || [ -e run.sh ]; then echo \"flightdeck: $PWD already holds a run\" >&2; exit 1; fi\n\
          if [ -e stop ]; then echo \"flightdeck: stopped before it started\" >&2; exit 1; fi\n\
+         mkdir claim 2>/dev/null || {{ echo \"flightdeck: stopped before it started\" >&2; exit 1; }}\n\
          cat > run.sh\n\
          chmod 700 run.sh\n\
          setsid sh -c 'trap true TERM INT HUP; echo $$ > pid.tmp; mv pid.tmp pid; sh ./run.sh > out.log 2>&1; echo $? > exit_code.tmp; mv exit_code.tmp exit_code' < /dev/null > /dev/null 2>&1 &\n\
@@ -189,11 +190,46 @@ pub fn stop_command(dir: &str, grace_s: u32) -> String {
         "cd {d} 2>/dev/null || {{ echo missing; exit 0; }}\n\
          if [ ! -f pid ] && [ ! -f exit_code ]; then\n\
            [ -n \"$(find . -mmin -{STARTING_MAX_MIN} 2>/dev/null | head -n 1)\" ] || {{ echo vanished; exit 0; }}\n\
-           touch stop\n\
-           i=0; while [ ! -f pid ] && [ $i -lt 30 ]; do sleep 0.1; i=$((i+1)); done\n\
-           [ -f pid ] || {{ echo {STOPPED} > exit_code; echo \"exited {STOPPED}\"; exit 0; }}\n\
+         {claim}\
          fi\n\
-         [ -f pid ] || {{ echo \"exited $(cat exit_code)\"; exit 0; }}\n\
+         {rest}",
+        claim = claim_or_wait(),
+        rest = stop_started(grace_s)
+    )
+}
+
+/// What ends a launch cut off by the death of its launcher, on a node: like
+/// [`stop_command`], and where the work's directory is not there yet (a start may still be
+/// on its way to the node) it is made and fenced, so that the start refuses.
+pub fn fence_command(dir: &str, grace_s: u32) -> String {
+    let d = dir_word(dir);
+    format!(
+        "umask 077; mkdir -p {d} && cd {d} || {{ echo missing; exit 0; }}\n\
+         if [ ! -f pid ] && [ ! -f exit_code ]; then\n\
+         {claim}\
+         fi\n\
+         {rest}",
+        claim = claim_or_wait(),
+        rest = stop_started(grace_s)
+    )
+}
+
+/// A start not begun: `stop` for a start that has not checked yet, then the `claim` a
+/// start makes just before it begins (mkdir, atomic): taken here, the start never
+/// begins (exit code STOPPED); taken by the start, its pid is moments away.
+fn claim_or_wait() -> String {
+    format!(
+        "  touch stop\n\
+           if mkdir claim 2>/dev/null; then echo {STOPPED} > exit_code; echo \"exited {STOPPED}\"; exit 0; fi\n\
+           i=0; while [ ! -f pid ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done\n\
+           [ -f pid ] || {{ echo {STOPPED} > exit_code; echo \"exited {STOPPED}\"; exit 0; }}\n"
+    )
+}
+
+/// TERM to a started work's group and descendants, KILL after `grace_s`.
+fn stop_started(grace_s: u32) -> String {
+    format!(
+        "[ -f pid ] || {{ echo \"exited $(cat exit_code)\"; exit 0; }}\n\
          P=$(cat pid)\n\
          desc() {{ for c in $(pgrep -P \"$1\" 2>/dev/null); do echo \"$c\"; desc \"$c\"; done; }}\n\
          if [ ! -f exit_code ]; then\n\
@@ -438,6 +474,87 @@ mod tests {
         assert!(
             matches!(state, None | Some('Z') | Some('X')),
             "the child {child} outlived the stop: {stat}"
+        );
+    }
+}
+
+#[cfg(test)]
+mod fence_tests {
+    use super::*;
+
+    fn sh(script: &str, dir: &std::path::Path) -> String {
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(script)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    /// A start still on its way when its launcher died: the fence makes the directory,
+    /// claims it, and the start then refuses; a start that claimed first is waited for
+    /// and stopped.
+    #[test]
+    fn a_fenced_directory_refuses_a_late_start_and_a_claimed_one_is_stopped() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path().join("job-a");
+        let d = dir.to_str().unwrap();
+        assert_eq!(sh(&fence_command(d, 1), t.path()), format!("exited {STOPPED}"));
+        let (launch, script) = launch_command(d, "sleep 30\n");
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(&launch)
+            .stdin(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .and_then(|mut c| {
+                use std::io::Write;
+                c.stdin.take().unwrap().write_all(&script)?;
+                c.wait_with_output()
+            })
+            .unwrap();
+        assert!(!out.status.success());
+        assert!(String::from_utf8_lossy(&out.stderr).contains("stopped before it started"));
+        // A start that got its claim first runs, and the fence stops it.
+        let dir = t.path().join("job-b");
+        let d = dir.to_str().unwrap();
+        let (launch, script) = launch_command(d, "sleep 30\n");
+        let mut c = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(&launch)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        {
+            use std::io::Write;
+            c.stdin.take().unwrap().write_all(&script).unwrap();
+        }
+        let out = c.wait_with_output().unwrap();
+        assert!(String::from_utf8_lossy(&out.stdout).starts_with("started "));
+        let end = sh(&fence_command(d, 1), t.path());
+        assert!(end.starts_with("exited "), "{end}");
+        // It had started (its pid is there) and its session is gone.
+        let pid: u32 = std::fs::read_to_string(dir.join("pid"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let state = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|s| {
+                s.rsplit(')')
+                    .next()
+                    .and_then(|r| r.split_whitespace().next())
+                    .map(str::to_string)
+            });
+        assert!(
+            matches!(state.as_deref(), None | Some("Z")),
+            "pid {pid} still runs: {state:?}"
         );
     }
 }

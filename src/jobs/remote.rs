@@ -248,6 +248,29 @@ pub async fn stop(
     .await
 }
 
+/// End a launch cut off by the death of its launcher on `nodes`
+/// ([`detach::fence_command`]); each node's exit code.
+pub async fn fence(
+    transport: Transport,
+    id: &str,
+    nodes: &[JobNode],
+    grace_s: u32,
+) -> Vec<(usize, Result<Status, String>)> {
+    on_nodes(
+        transport,
+        id,
+        nodes,
+        |dir| detach::fence_command(dir, grace_s),
+        |code, out, err| {
+            out.lines()
+                .last()
+                .and_then(detach::parse_status)
+                .ok_or_else(|| fail_text(code, &out, &err))
+        },
+    )
+    .await
+}
+
 /// The last `lines` lines of each node's output (all with `None`).
 pub async fn tail(
     transport: Transport,
@@ -329,9 +352,10 @@ pub async fn refresh(
         let mut found = status(transport.clone(), &j.id, &nodes).await;
         let name = |rank: usize| nodes.get(rank).map_or("?", |n| n.target.name.as_str());
         // The flightdeck that launched it is gone: a node still "starting" never will. A
-        // start it sent may still be under way on a node, though: stop every node of the
-        // job, as the launcher would have on a failed launch (a start in flight is stopped
-        // before it begins or as soon as it has), and read the nodes again from that.
+        // start it sent may still be under way on a node, though: fence and stop every
+        // node of the job, as the launcher would have on a failed launch (a start in
+        // flight refuses, or is stopped as soon as it has begun), and read the nodes again
+        // from that.
         let orphaned = j.launcher.as_ref().and_then(|l| l.alive()) == Some(false);
         if orphaned
             && found
@@ -342,7 +366,7 @@ pub async fn refresh(
                 .iter()
                 .map(|(r, res)| (*r, matches!(res, Ok(Status::Starting | Status::Missing))))
                 .collect();
-            let stopped = stop(transport.clone(), &j.id, &nodes, 2).await;
+            let stopped = fence(transport.clone(), &j.id, &nodes, 2).await;
             found = stopped
                 .into_iter()
                 .map(|(rank, res)| {
