@@ -125,14 +125,31 @@ fn run_killed_at(home: &Path, file: &Path, at: &str) {
     );
 }
 
-/// The job processes running (each node's wrapper shell, which runs `sh ./run.sh`). The
-/// testbed's nodes share one process table (network namespaces only), so this counts
-/// over all of them.
+/// The job processes running on the testbed's nodes (each node's wrapper shell, which
+/// runs `sh ./run.sh`). The nodes share this machine's process table (network namespaces
+/// only), as do jobs other tests run on a local fleet: only the processes in the nodes'
+/// namespaces count.
 fn job_processes(tb: &Testbed) -> usize {
-    let ps = tb.node_run(0, &["ps", "-eo", "args"]).unwrap_or_default();
-    ps.lines()
-        .filter(|l| l.starts_with("sh -c") && l.contains("sh ./run.sh > out.log"))
-        .count()
+    tb.nodes
+        .iter()
+        .map(|n| {
+            let out = Command::new("ip")
+                .args(["netns", "pids", &n.ns])
+                .output()
+                .unwrap();
+            String::from_utf8_lossy(&out.stdout)
+                .split_whitespace()
+                .filter(|pid| {
+                    std::fs::read(format!("/proc/{pid}/cmdline"))
+                        .map(|c| {
+                            let args = String::from_utf8_lossy(&c).replace('\0', " ");
+                            args.starts_with("sh -c") && args.contains("sh ./run.sh > out.log")
+                        })
+                        .unwrap_or(false)
+                })
+                .count()
+        })
+        .sum()
 }
 
 fn jobs(home: &Path) -> Vec<serde_json::Value> {
