@@ -18,6 +18,7 @@ fn every_subcommand_has_complete_help() {
                 "nccl",
                 "nics",
                 "job",
+                "doctor",
                 "config",
                 "--theme",
                 "--log-level",
@@ -85,6 +86,18 @@ fn every_subcommand_has_complete_help() {
         ),
         (&["nccl", "parse"], &["FILE", "--json", "--machine-type"]),
         (&["nics"], &["--interval", "--samples", "--json"]),
+        (
+            &["doctor"],
+            &[
+                "--nodes",
+                "--only",
+                "--profile",
+                "--machine-type",
+                "--evidence",
+                "--list",
+                "--json",
+            ],
+        ),
         (&["job"], &["run", "list", "logs", "stop"]),
         (&["job", "logs"], &["--node", "--follow"]),
         (&["config"], &["path", "default", "check"]),
@@ -115,6 +128,35 @@ fn every_subcommand_has_complete_help() {
         );
         assert!(global.contains("--theme") && global.contains("--raw"), "{help}");
     }
+}
+
+#[test]
+fn doctor_lists_its_checks_and_names_what_is_wrong_with_its_arguments() {
+    let home = tempfile::tempdir().unwrap();
+    let out = flightdeck(home.path(), &["doctor", "--list"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let ids: Vec<String> = text(&out.stdout)
+        .lines()
+        .map(|l| l.split_whitespace().next().unwrap_or("").to_string())
+        .collect();
+    assert_eq!(ids.len(), 16, "{ids:?}");
+    assert!(ids.contains(&"reach".to_string()) && ids.contains(&"placement".to_string()));
+    // No fleet: usage; an unknown fleet and an unknown check: failures that say why.
+    assert_eq!(flightdeck(home.path(), &["doctor"]).status.code(), Some(2));
+    let out = flightdeck(home.path(), &["doctor", "nosuch"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("no fleet `nosuch` in the state"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = flightdeck(home.path(), &["doctor", "nosuch", "--only", "xids"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("--only xids: no such check; did you mean `xid`?"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 #[test]

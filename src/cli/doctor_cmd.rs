@@ -12,7 +12,8 @@ use std::process::ExitCode;
 #[derive(Debug, clap::Args)]
 pub struct DoctorArgs {
     /// The fleet's name (or a fleet file).
-    pub fleet: String,
+    #[arg(required_unless_present = "list")]
+    pub fleet: Option<String>,
     /// Only these nodes (names or indexes, comma-separated).
     #[arg(long, value_delimiter = ',')]
     pub nodes: Vec<String>,
@@ -41,7 +42,7 @@ pub fn only(ids: &[String]) -> anyhow::Result<Vec<String>> {
     for id in ids {
         if doctor::check_def(id).is_none() {
             let hint = crate::yaml::did_you_mean(id, doctor::CHECKS.iter().map(|c| c.id));
-            anyhow::bail!("--only {id}: no such check{hint} (`flightdeck doctor --list FLEET` lists them)");
+            anyhow::bail!("--only {id}: no such check{hint} (`flightdeck doctor --list` lists them)");
         }
     }
     Ok(ids.to_vec())
@@ -65,7 +66,8 @@ pub fn run(args: &DoctorArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCo
         return Ok(ExitCode::SUCCESS);
     }
     let only = only(&args.only)?;
-    let (fleet, all, transport) = super::exec_cmd::resolve_fleet(&args.fleet, cli, paths)?;
+    let fleet_arg = args.fleet.as_deref().unwrap_or_default();
+    let (fleet, all, transport) = super::exec_cmd::resolve_fleet(fleet_arg, cli, paths)?;
     let nodes: Vec<NodeTarget> = if args.nodes.is_empty() {
         all.clone()
     } else {
@@ -76,7 +78,7 @@ pub fn run(args: &DoctorArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCo
     }
     let (ctx, compact) = doctor::context_for(
         &paths.state_dir,
-        &args.fleet,
+        fleet_arg,
         &fleet,
         args.machine_type.clone(),
         flavour(args.profile),
