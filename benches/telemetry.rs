@@ -1,4 +1,4 @@
-//! Telemetry ingest at fleet scale: 256 nodes, each with 10 NICs (lo, a control gVNIC and
+//! Telemetry ingest at fleet scale: 256 nodes (or `TELEMETRY_BENCH_NODES`), each with 10 NICs (lo, a control gVNIC and
 //! 8 data gVNICs, as an a3-megagpu-8g) and 8 GPUs, sampled at 1 Hz. One "round" is what
 //! flightdeck takes in each second: 256 records as the sampler prints them (bytes), parsed,
 //! turned into rates and pushed into rings of an hour (3600 points). The share of one
@@ -13,7 +13,9 @@
 //! The record text repeats the recorded formats (tests/fixtures/telemetry): /proc/net/dev
 //! lines and the H200's nvidia-smi line, with counters advancing every round.
 //!
-//! Run: `cargo bench --bench telemetry -- --warm-up-time 1 --measurement-time 5`.
+//! Run: `cargo bench --bench telemetry -- --warm-up-time 1 --measurement-time 5`;
+//! `TELEMETRY_BENCH_NODES=1024` for another fleet size (the names follow it). The
+//! process's resident memory once every ring is full is printed first.
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use flightdeck::telemetry::parse::{Item, RecordParser};
@@ -22,7 +24,28 @@ use std::fmt::Write;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-const NODES: usize = 256;
+/// Nodes of the fleet: `TELEMETRY_BENCH_NODES`, else 256.
+fn nodes() -> usize {
+    static N: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *N.get_or_init(|| {
+        std::env::var("TELEMETRY_BENCH_NODES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(256)
+    })
+}
+
+/// This process's resident memory, in MiB (VmRSS of /proc/self/status).
+fn rss_mib() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
+        })
+        .map_or(0.0, |kb| kb / 1024.0)
+}
 const CAPACITY: usize = 3600;
 const DATA: [&str; 8] = [
     "enp6s0", "enp7s0", "enp13s0", "enp14s0", "enp134s0", "enp135s0", "enp141s0", "enp142s0",
@@ -75,7 +98,7 @@ fn record(out: &mut String, node: usize, r: u64) {
 
 /// One round's text for every node.
 fn round(r: u64) -> Vec<String> {
-    (0..NODES)
+    (0..nodes())
         .map(|n| {
             let mut s = String::with_capacity(4096);
             record(&mut s, n, r);
@@ -95,12 +118,12 @@ impl Fleet {
     fn new() -> Fleet {
         let mut f = Fleet {
             store: Telemetry::new(CAPACITY),
-            parsers: (0..NODES).map(|_| RecordParser::new()).collect(),
+            parsers: (0..nodes()).map(|_| RecordParser::new()).collect(),
             items: Vec::new(),
             next: 1,
         };
         let h = hello();
-        for n in 0..NODES {
+        for n in 0..nodes() {
             f.feed(n, h.as_bytes());
         }
         f
@@ -140,14 +163,16 @@ fn benches(c: &mut Criterion) {
     fleet.fill();
     let bytes: usize = round(1).iter().map(String::len).sum();
     eprintln!(
-        "one round: {NODES} records, {} KiB of sampler output; store: {} nodes x {} points",
+        "one round: {} records, {} KiB of sampler output; store: {} nodes x {} points; resident {:.0} MiB",
+        nodes(),
         bytes / 1024,
         fleet.store.node_count(),
-        fleet.store.node(0).map_or(0, |n| n.times().len())
+        fleet.store.node(0).map_or(0, |n| n.times().len()),
+        rss_mib()
     );
 
     let mut g = c.benchmark_group("ingest");
-    g.bench_function("round-256x(10nic+8gpu)", |b| {
+    g.bench_function(format!("round-{}x(10nic+8gpu)", nodes()), |b| {
         b.iter_custom(|iters| {
             let mut total = Duration::ZERO;
             for _ in 0..iters {
@@ -162,7 +187,7 @@ fn benches(c: &mut Criterion) {
     g.finish();
 
     let texts = round(1);
-    c.bench_function("parse/round-256", |b| {
+    c.bench_function(&format!("parse/round-{}", nodes()), |b| {
         b.iter(|| {
             let mut items = Vec::new();
             for t in &texts {
@@ -189,16 +214,16 @@ fn benches(c: &mut Criterion) {
             }
         })
     });
-    let rail: Vec<(usize, SeriesKey)> = (0..NODES)
+    let rail: Vec<(usize, SeriesKey)> = (0..nodes())
         .map(|n| (n, SeriesKey::net(Device::nic(DATA[0]), Metric::Tx)))
         .collect();
-    c.bench_function("view/aggregate-256-nodes", |b| {
+    c.bench_function(&format!("view/aggregate-{}-nodes", nodes()), |b| {
         b.iter(|| black_box(store.aggregate(&rail, from, now, 200)))
     });
-    let all: Vec<usize> = (0..NODES).collect();
+    let all: Vec<usize> = (0..nodes()).collect();
     let classifier = Classifier::auto();
     let rule = Rule::default();
-    c.bench_function("flags/detect-256-nodes", |b| {
+    c.bench_function(&format!("flags/detect-{}-nodes", nodes()), |b| {
         b.iter(|| black_box(imbalance::detect_in(store, &all, &classifier, &rule)))
     });
 }
