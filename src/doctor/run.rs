@@ -196,8 +196,10 @@ async fn reach(
     let rounds = net::rounds(m);
     let slot = net::slot_ms(count);
     // Every node gets its rounds in one session, each round at a time agreed beforehand:
-    // LEAD from now, by this machine's clock, moved by each node's clock offset.
-    const LEAD_MS: u64 = 1500;
+    // a lead from now (time for every session to open: more nodes, more time), by this
+    // machine's clock, moved by each node's clock offset. A node whose session opens late
+    // runs its first rounds back to back until it is on time.
+    let lead_ms: u64 = 1500 + 20 * m as u64;
     let now = now_ns();
     let mut jobs = vec![];
     let mut peers_of: Vec<(usize, Vec<usize>)> = vec![];
@@ -225,7 +227,7 @@ async fn reach(
                 plan.push((r + 1, targets));
             }
         }
-        let start = now + i128::from(LEAD_MS) * 1_000_000 + offset - i128::from(slot) * 1_000_000;
+        let start = now + i128::from(lead_ms) * 1_000_000 + offset - i128::from(slot) * 1_000_000;
         jobs.push((
             nodes[*pos].clone(),
             "sh -s".to_string(),
@@ -233,7 +235,7 @@ async fn reach(
         ));
         peers_of.push((k, peers));
     }
-    let total_ms = LEAD_MS + slot * rounds.len() as u64;
+    let total_ms = lead_ms + slot * rounds.len() as u64;
     on(Event::Progress(format!(
         "reachability: {} of {count} probes per pair on {}, about {:.0} s",
         crate::words::plural(rounds.len(), "round"),
