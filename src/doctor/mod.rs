@@ -102,11 +102,18 @@ impl Finding {
             follows: None,
         }
     }
-    fn evidence(mut self, lines: impl IntoIterator<Item = impl Into<String>>) -> Finding {
+    /// A finding about the fleet, not one node.
+    pub fn fleet(check: &'static str, outcome: Outcome, what: impl Into<String>) -> Finding {
+        Finding {
+            node: None,
+            ..Finding::new(check, "", outcome, what)
+        }
+    }
+    pub fn evidence(mut self, lines: impl IntoIterator<Item = impl Into<String>>) -> Finding {
         self.evidence.extend(lines.into_iter().map(Into::into));
         self
     }
-    fn fix(mut self, fix: impl Into<String>) -> Finding {
+    pub fn fix(mut self, fix: impl Into<String>) -> Finding {
         self.fix = fix.into();
         self
     }
@@ -208,6 +215,8 @@ pub fn context_for(
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct Facts {
     pub gpus: Vec<gpu::Gpu>,
+    /// `nvidia-smi topo -m`, when it printed a matrix.
+    pub topo: Option<gpu::Topo>,
     pub driver: Option<String>,
     pub cuda: Option<String>,
     /// `path version` of every NCCL library found.
@@ -230,6 +239,7 @@ impl Facts {
         if s.status("gpus") == Some(0) {
             f.gpus = gpu::parse_query(s.get("gpus").unwrap_or(""));
         }
+        f.topo = gpu::parse_topo(s.get("topo").unwrap_or(""));
         let (driver, cuda) = gpu::banner_versions(s.get("smi").unwrap_or(""));
         f.driver = driver.or_else(|| f.gpus.first().map(|g| g.driver.clone()));
         f.cuda = cuda;
@@ -312,7 +322,11 @@ pub fn judge_node(
             "check that the node is up and its sshd answers (`flightdeck exec FLEET --nodes NODE -- true`)",
         )];
     }
-    let f = Facts::read(s);
+    judge_facts(ctx, node, s, &Facts::read(s), exit)
+}
+
+/// Judge a node that answered, from its sections and the facts read from them.
+pub fn judge_facts(ctx: &Context, node: &str, s: &script::Sections, f: &Facts, exit: i32) -> Vec<Finding> {
     let mut out = vec![];
     let smi_missing = s.status("smi") == Some(127);
     let gpu_node = !smi_missing || ctx.expected_gpus().is_some();
@@ -332,7 +346,7 @@ pub fn judge_node(
                 .evidence(s.get("gpus").unwrap_or("").lines().take(5))
                 .fix("the driver does not see the GPUs: check `dmesg | grep NVRM`, reboot; replace the VM if it persists")
         } else {
-            judge_gpus(ctx, node, &f)
+            judge_gpus(ctx, node, f)
         });
     }
     let have_gpus = !f.gpus.is_empty();
@@ -341,14 +355,14 @@ pub fn judge_node(
         out.push(if !have_gpus {
             skip_no_gpu("nvlink")
         } else {
-            judge_nvlink(ctx, node, s, &f)
+            judge_nvlink(ctx, node, s, f)
         });
     }
     if ctx.wants("ecc") {
         out.push(if !have_gpus {
             skip_no_gpu("ecc")
         } else {
-            judge_ecc(node, &f)
+            judge_ecc(node, f)
         });
     }
     if ctx.wants("xid") {
@@ -362,7 +376,7 @@ pub fn judge_node(
         out.push(if !have_gpus {
             skip_no_gpu("clocks")
         } else {
-            judge_clocks(node, &f)
+            judge_clocks(node, f)
         });
     }
     if ctx.wants("persistence") {
@@ -385,10 +399,10 @@ pub fn judge_node(
         });
     }
     if ctx.wants("nics") {
-        out.push(judge_nics(ctx, node, &f, s));
+        out.push(judge_nics(ctx, node, f, s));
     }
     if ctx.wants("rdma") {
-        out.push(judge_rdma(ctx, node, &f, s));
+        out.push(judge_rdma(ctx, node, f, s));
     }
     if ctx.wants("gpudirect") {
         out.push(judge_gpudirect(ctx, node, s));
@@ -400,7 +414,7 @@ pub fn judge_node(
         out.push(judge_sysctl(ctx, node, s));
     }
     if ctx.wants("numa") {
-        out.push(judge_numa(node, s, &f));
+        out.push(judge_numa(node, f));
     }
     if exit != 0 && out.iter().all(|f| f.outcome == Outcome::Pass) {
         out.push(Finding::new(
@@ -456,7 +470,7 @@ fn judge_gpus(ctx: &Context, node: &str, f: &Facts) -> Finding {
 }
 
 fn judge_nvlink(ctx: &Context, node: &str, s: &script::Sections, f: &Facts) -> Finding {
-    let Some(topo) = gpu::parse_topo(s.get("topo").unwrap_or("")) else {
+    let Some(topo) = &f.topo else {
         return Finding::new(
             "nvlink",
             node,
@@ -520,7 +534,6 @@ fn judge_nvlink(ctx: &Context, node: &str, s: &script::Sections, f: &Facts) -> F
             }
         }
     }
-    let _ = f;
     if bad.is_empty() {
         let link_count = links.first().map(|(_, l)| l.len()).unwrap_or(0);
         return Finding::new(
@@ -965,8 +978,8 @@ fn judge_sysctl(ctx: &Context, node: &str, s: &script::Sections) -> Finding {
         .fix("`sudo sysctl -w net.core.rmem_max=67108864 net.core.wmem_max=67108864 net.ipv4.tcp_rmem='4096 131072 67108864' net.ipv4.tcp_wmem='4096 16384 67108864'`, kept in /etc/sysctl.d/")
 }
 
-fn judge_numa(node: &str, s: &script::Sections, f: &Facts) -> Finding {
-    let topo = gpu::parse_topo(s.get("topo").unwrap_or(""));
+fn judge_numa(node: &str, f: &Facts) -> Finding {
+    let topo = f.topo.as_ref();
     let gpu_numa: std::collections::BTreeSet<u32> = topo
         .iter()
         .flat_map(|t| t.numa.iter().flatten().copied())
@@ -1327,27 +1340,23 @@ pub fn judge_reach(names: &[String], probes: &[net::Probe]) -> Vec<Finding> {
             net::Trouble::Lossy => "a lossy NIC or link: check `ip -s link show NIC` and `tc qdisc show dev NIC` on the node; recreate the VM if it persists",
             net::Trouble::Slow => "a slow NIC or path: check `tc qdisc show dev NIC` (a leftover netem) and the node's load; check compact placement",
         };
-        out.push(Finding {
-            check: "reach",
-            node: Some(node),
-            outcome: if n.trouble == net::Trouble::Slow {
-                Outcome::Warn
-            } else {
-                Outcome::Fail
-            },
-            what,
-            evidence,
-            fix: fix.to_string(),
-            follows: None,
-        });
+        let outcome = if n.trouble == net::Trouble::Slow {
+            Outcome::Warn
+        } else {
+            Outcome::Fail
+        };
+        out.push(
+            Finding::new("reach", &node, outcome, what)
+                .evidence(evidence)
+                .fix(fix),
+        );
     }
     let bad: std::collections::BTreeSet<&str> = named.iter().map(|n| n.nic.as_str()).collect();
     for r in rails.iter().filter(|r| !bad.contains(r.nic.as_str())) {
-        out.push(Finding {
-            check: "reach",
-            node: None,
-            outcome: Outcome::Pass,
-            what: format!(
+        out.push(Finding::fleet(
+            "reach",
+            Outcome::Pass,
+            format!(
                 "{}: {} probes, {}/{} answered, median {:.3} ms",
                 r.nic,
                 r.probes,
@@ -1355,10 +1364,7 @@ pub fn judge_reach(names: &[String], probes: &[net::Probe]) -> Vec<Finding> {
                 r.sent,
                 r.median_ms.unwrap_or(0.0)
             ),
-            evidence: vec![],
-            fix: String::new(),
-            follows: None,
-        });
+        ));
     }
     out
 }

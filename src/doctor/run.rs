@@ -2,7 +2,9 @@
 //! node answers), the comparisons across nodes, then the reachability matrix in rounds.
 //! The GCP placement check is the caller's (it needs the cloud client).
 
-use super::{judge_fleet, judge_node, net, script, Context, Facts, Finding, Outcome, Report, Seen};
+use super::{
+    judge_facts, judge_fleet, judge_node, net, script, Context, Facts, Finding, Outcome, Report, Seen,
+};
 use crate::exec::{self, Chunk, Stream, Transport};
 use crate::fleet::NodeTarget;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -96,10 +98,15 @@ pub async fn examine(
                     )),
                     _ => None,
                 };
-                let findings = judge_node(ctx, &nodes[k].name, &sections, result.code, error.as_deref());
-                if error.is_none() {
-                    facts[k] = Some(Facts::read(&sections));
-                }
+                let findings = match error {
+                    Some(e) => judge_node(ctx, &nodes[k].name, &sections, result.code, Some(&e)),
+                    None => {
+                        let f = Facts::read(&sections);
+                        let found = judge_facts(ctx, &nodes[k].name, &sections, &f, result.code);
+                        facts[k] = Some(f);
+                        found
+                    }
+                };
                 report.add(findings.clone());
                 on(Event::Node {
                     node: nodes[k].name.clone(),
@@ -159,17 +166,7 @@ async fn reach(
     seen: &[(usize, Seen<'_>)],
     on: &(dyn Fn(Event) + Send + Sync),
 ) -> Vec<Finding> {
-    let skip = |what: &str| {
-        vec![Finding {
-            check: "reach",
-            node: None,
-            outcome: Outcome::Skip,
-            what: what.to_string(),
-            evidence: vec![],
-            fix: String::new(),
-            follows: None,
-        }]
-    };
+    let skip = |what: &str| vec![Finding::fleet("reach", Outcome::Skip, what)];
     if seen.len() < 2 {
         return skip("fewer than two nodes answered: no pair to probe");
     }
@@ -281,17 +278,8 @@ pub async fn placement(
     nodes: &[NodeTarget],
     compact: bool,
 ) -> Vec<Finding> {
-    let one = |outcome: Outcome, what: String, fix: &str| {
-        vec![Finding {
-            check: "placement",
-            node: None,
-            outcome,
-            what,
-            evidence: vec![],
-            fix: fix.to_string(),
-            follows: None,
-        }]
-    };
+    let one =
+        |outcome: Outcome, what: String, fix: &str| vec![Finding::fleet("placement", outcome, what).fix(fix)];
     let record = crate::store::Store::new(&paths.state_dir)
         .load()
         .ok()
