@@ -226,6 +226,14 @@ pub async fn status(
     .await
 }
 
+/// The status a stop or fence ends with: its last line.
+fn final_status(code: i32, out: String, err: String) -> Result<Status, String> {
+    out.lines()
+        .last()
+        .and_then(detach::parse_status)
+        .ok_or_else(|| fail_text(code, &out, &err))
+}
+
 /// Stop the job on `nodes` (TERM, then KILL after `grace_s`); each node's exit code.
 pub async fn stop(
     transport: Transport,
@@ -238,12 +246,7 @@ pub async fn stop(
         id,
         nodes,
         |dir| detach::stop_command(dir, grace_s),
-        |code, out, err| {
-            out.lines()
-                .last()
-                .and_then(detach::parse_status)
-                .ok_or_else(|| fail_text(code, &out, &err))
-        },
+        final_status,
     )
     .await
 }
@@ -261,12 +264,7 @@ pub async fn fence(
         id,
         nodes,
         |dir| detach::fence_command(dir, grace_s),
-        |code, out, err| {
-            out.lines()
-                .last()
-                .and_then(detach::parse_status)
-                .ok_or_else(|| fail_text(code, &out, &err))
-        },
+        final_status,
     )
     .await
 }

@@ -235,17 +235,8 @@ impl Gcp {
     pub async fn check(&self, record: &FleetRecord) -> Result<Vec<NodeHealth>, String> {
         let mut out = vec![];
         let mut events: BTreeMap<Scope, Vec<Value>> = BTreeMap::new();
-        for r in record
-            .resources
-            .iter()
-            .filter(|r| r.kind == "instance" && r.state == "created")
-        {
-            let scope = plan::record_scope(r);
-            let got: Option<Instance> = self
-                .compute
-                .get(&scope, "instances", &r.name)
-                .await
-                .map_err(|e| e.to_string())?;
+        for r in created_instances(record) {
+            let (scope, got) = self.instance_of(r).await.map_err(|e| e.to_string())?;
             // The zone's preemption events, listed once per zone.
             if let (Scope::Zone(z), false) = (&scope, events.contains_key(&scope)) {
                 let ops: Vec<Value> = self
@@ -290,15 +281,9 @@ impl Gcp {
     pub async fn placement(&self, record: &FleetRecord) -> Result<Vec<Placed>, String> {
         let mut out = vec![];
         let mut policies: BTreeMap<String, Option<String>> = BTreeMap::new();
-        for r in record
-            .resources
-            .iter()
-            .filter(|r| r.kind == "instance" && r.state == "created")
-        {
-            let scope = plan::record_scope(r);
-            let got: Option<Instance> = self
-                .compute
-                .get(&scope, "instances", &r.name)
+        for r in created_instances(record) {
+            let (_, got) = self
+                .instance_of(r)
                 .await
                 .map_err(|e| format!("instance {}: {e}", r.name))?;
             let Some(inst) = got else {
@@ -359,6 +344,24 @@ pub struct Placed {
     pub collocation: Option<String>,
     /// The instance no longer exists.
     pub gone: bool,
+}
+
+/// The instances of a fleet whose create finished (not those an apply or delete is
+/// still working on).
+fn created_instances(record: &FleetRecord) -> impl Iterator<Item = &ResourceRecord> {
+    record
+        .resources
+        .iter()
+        .filter(|r| r.kind == "instance" && r.state == "created")
+}
+
+impl Gcp {
+    /// A recorded instance as the API has it now (`None`: gone), with its scope.
+    async fn instance_of(&self, r: &ResourceRecord) -> Result<(Scope, Option<Instance>), ComputeError> {
+        let scope = plan::record_scope(r);
+        let got = self.compute.get(&scope, "instances", &r.name).await?;
+        Ok((scope, got))
+    }
 }
 
 /// A resource flightdeck made that no fleet record knows.
