@@ -329,6 +329,29 @@ async fn iperf3_bitrate_matches_the_measured_rate() {
     }
 }
 
+/// `flightdeck nics --json` over the testbed's nodes: 8 samples at 500 ms.
+fn sample_testbed(tb: &Testbed) -> serde_json::Value {
+    let home = tempfile::tempdir().unwrap();
+    let file = home.path().join("tb.yaml");
+    std::fs::write(&file, tb.fleet_yaml("tb")).unwrap();
+    let out = flightdeck(
+        home.path(),
+        &[
+            "nics",
+            file.to_str().unwrap(),
+            "--interval",
+            "500ms",
+            "--samples",
+            "8",
+            "--json",
+            "--accept-new-host-keys",
+        ],
+        None,
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 /// Every node sends to every other on both rails at 50 Mbit/s; node 1's eth2 is
 /// throttled to 5 Mbit/s with tbf. `flightdeck nics --json` flags node 1's eth2.
 #[test]
@@ -376,27 +399,9 @@ fn a_throttled_nic_is_flagged() {
         })
         .collect();
     std::thread::sleep(Duration::from_millis(1500));
-    let home = tempfile::tempdir().unwrap();
-    let file = home.path().join("tb.yaml");
-    std::fs::write(&file, tb.fleet_yaml("tb")).unwrap();
-    let out = flightdeck(
-        home.path(),
-        &[
-            "nics",
-            file.to_str().unwrap(),
-            "--interval",
-            "500ms",
-            "--samples",
-            "8",
-            "--json",
-            "--accept-new-host-keys",
-        ],
-        None,
-    );
+    let doc = sample_testbed(&tb);
     drop(clients);
     drop(servers);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let flags = doc["flags"].as_array().unwrap();
     let summary: Vec<String> = flags
         .iter()
@@ -527,27 +532,9 @@ fn a_starved_receiver_follows_from_the_throttled_sender() {
         })
         .collect();
     std::thread::sleep(Duration::from_millis(1500));
-    let home = tempfile::tempdir().unwrap();
-    let file = home.path().join("tb.yaml");
-    std::fs::write(&file, tb.fleet_yaml("tb")).unwrap();
-    let out = flightdeck(
-        home.path(),
-        &[
-            "nics",
-            file.to_str().unwrap(),
-            "--interval",
-            "500ms",
-            "--samples",
-            "8",
-            "--json",
-            "--accept-new-host-keys",
-        ],
-        None,
-    );
+    let doc = sample_testbed(&tb);
     drop(clients);
     drop(servers);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let flags = doc["flags"].as_array().unwrap();
     for f in flags {
         eprintln!("  {}", f["message"]);
