@@ -55,7 +55,11 @@ fn find<'a>(
         .unwrap_or_else(|| panic!("no {check} on {node} with `{has}` among {p:#?}"))
 }
 
-/// Delay on node `i`'s NIC: netem's 5 ms, else a tbf rate limit.
+/// Delay on node `i`'s NIC: netem's 5 ms, else a tbf rate limit a little under what the
+/// probes send through the NIC in a round (two pings of 200 98-byte packets a second,
+/// 314 kbit/s), so a queue builds over the round: a few ms of delay and no loss, as
+/// netem's. (A far lower rate, 64 kbit, made ping pace itself by its late replies and
+/// overran its rounds.)
 fn plant_delay(tb: &Testbed, i: usize, nic: &str) -> &'static str {
     if tb
         .node_run(
@@ -69,12 +73,12 @@ fn plant_delay(tb: &Testbed, i: usize, nic: &str) -> &'static str {
     tb.node_run(
         i,
         &[
-            "tc", "qdisc", "add", "dev", nic, "root", "tbf", "rate", "64kbit", "burst", "1540", "latency",
+            "tc", "qdisc", "add", "dev", nic, "root", "tbf", "rate", "200kbit", "burst", "1540", "latency",
             "2s",
         ],
     )
     .unwrap();
-    "tbf rate 64kbit"
+    "tbf rate 200kbit"
 }
 
 /// 2% loss on node `i`'s NIC: netem's, else an nftables drop of 2% of its echo requests
@@ -148,7 +152,7 @@ fn a_healthy_fleet_passes_and_every_planted_fault_is_named() {
         reach[0]["what"]
             .as_str()
             .unwrap()
-            .starts_with("eth1: 12 probes, 1200/1200 answered"),
+            .starts_with("eth1: 12 probes, 4800/4800 answered"),
         "{reach:#?}"
     );
     eprintln!("healthy: {took:?}");

@@ -129,9 +129,12 @@ pub fn data_nics<'a>(nics: &'a [Nic], route: Option<&str>) -> Vec<&'a Nic> {
 
 /// Probes per pair and NIC for a fleet of `n` nodes: fewer as rounds grow, so 64 nodes
 /// finish in well under a minute (63 rounds of 20 probes at 5 ms), at least 20 so a lossy
-/// NIC shows over its many pairs.
+/// NIC shows over its many pairs, at most 400 so a small fleet's rounds stay short. A
+/// small fleet gets many, because its node has few pairs to show a loss on: at 2% loss a
+/// pair of 100 probes each way loses nothing about once in 57 runs, of 400 once in ten
+/// million.
 pub fn probes_per_pair(n: usize) -> u32 {
-    (1200 / n.saturating_sub(1).max(1)).clamp(20, 100) as u32
+    (1200 / n.saturating_sub(1).max(1)).clamp(20, 400) as u32
 }
 
 /// The rounds of a fleet of `n` nodes: round `r` (1..n) pairs node `i` with `i+r mod n`.
@@ -149,14 +152,23 @@ pub fn slot_ms(count: u32) -> u64 {
     u64::from(count) * 5 + 300
 }
 
+/// A probe's deadline: twice its sending time at 5 ms, and a second.
+pub fn probe_deadline_s(count: u32) -> u64 {
+    (u64::from(count) * 10).div_ceil(1000) + 1
+}
+
 /// The script a node runs for the whole matrix, in one session: its rounds (round `r`:
 /// one `ping` per (NIC, peer address), all at once), round `r` starting at `start_ns +
 /// r × slot` on the node's own clock (the caller puts the node's clock offset into
 /// `start_ns`), so the nodes go round by round together without a word between rounds.
 /// A node without a nanosecond clock runs its rounds back to back. A `ping` that may not
 /// send at 5 ms intervals as this user falls back to 200 ms; `-W 1` bounds the wait for
-/// a peer that never answers (a deadline, `-w`, would count replies still on their way
-/// as lost).
+/// a peer that never answers. A deadline of twice the probes' sending time (`timeout -s
+/// INT`, on which ping prints its statistics) bounds a ping on a NIC so congested that
+/// ping paces itself by its late replies, which would hold its round and the node's
+/// later rounds for many seconds; what it did not send then counts as not sent, and what
+/// got no reply as lost. (ping's own `-w` would not do: with it, `-c` counts replies, so
+/// a lossy pair would be sent more probes than the others.)
 pub fn schedule_script(
     rounds: &[(usize, Vec<(String, String)>)],
     count: u32,
@@ -172,9 +184,14 @@ pub fn schedule_script(
     );
     let _ = writeln!(
         s,
-        "probe() {{ o=$(ping -n -q -c {count} -i 0.005 -W 1 -I \"$2\" \"$3\" 2>&1); \
+        "t=; command -v timeout >/dev/null 2>&1 && t='timeout -s INT {}'",
+        probe_deadline_s(count)
+    );
+    let _ = writeln!(
+        s,
+        "probe() {{ o=$($t ping -n -q -c {count} -i 0.005 -W 1 -I \"$2\" \"$3\" 2>&1); \
          case \"$o\" in *'minimal interval'*|*'cannot flood'*) o=$(ping -n -q -c 5 -i 0.2 -W 1 -I \"$2\" \"$3\" 2>&1);; esac; \
-         printf '{PROBE} %s %s %s\\n%s\\n{PROBE}-end\\n' \"$1\" \"$2\" \"$3\" \"$o\"; }}"
+         printf '{PROBE} %s %s %s\\n%s\\n{PROBE}-end\\n' \"$1\" \"$2\" \"$3\" \"$o\"; }}",
     );
     for (r, targets) in rounds {
         let _ = write!(s, "at {r};");
@@ -208,9 +225,34 @@ pub struct Probe {
 /// error.
 pub type ProbeLine = (usize, String, u32, u32, Option<f64>, Option<String>);
 
-/// A node's standing over the remaining probes of a NIC: its peers, the peers of its bad
-/// probes, packets lost and sent, round trips.
-type Standing = (BTreeSet<usize>, BTreeSet<usize>, u64, u64, Vec<f64>);
+/// A node's standing over the remaining probes of a NIC.
+#[derive(Default)]
+struct Standing {
+    /// Its peers, and the peers of its bad probes.
+    peers: BTreeSet<usize>,
+    bad: BTreeSet<usize>,
+    /// Packets lost and sent per peer, over the probes that got any answer.
+    loss: BTreeMap<usize, (u64, u64)>,
+    rtts: Vec<f64>,
+}
+
+impl Standing {
+    fn lost_sent(&self) -> (u64, u64) {
+        self.loss
+            .values()
+            .fold((0, 0), |(l, s), (pl, ps)| (l + pl, s + ps))
+    }
+
+    /// Lossy as a node: the loss shows over its pairs, not in one of them. Without its
+    /// worst pair it still loses [`MIN_LOST`] packets and [`LOSSY_SHARE`] of them, so one
+    /// lossy pair is named as a pair rather than blamed on whichever end comes first.
+    fn lossy(&self) -> bool {
+        let (lost, sent) = self.lost_sent();
+        let worst = self.loss.values().max().copied().unwrap_or((0, 0));
+        let (rest_lost, rest_sent) = (lost - worst.0, sent - worst.1);
+        rest_lost >= MIN_LOST && rest_lost as f64 >= LOSSY_SHARE * rest_sent as f64
+    }
+}
 
 /// The probes a node's output reports.
 pub fn parse_probes(out: &str) -> Vec<ProbeLine> {
@@ -364,54 +406,75 @@ pub fn analyse(probes: &[Probe]) -> (Vec<Named>, Vec<RailSummary>) {
                 for p in &remaining {
                     for (me, peer) in [(p.from, p.to), (p.to, p.from)] {
                         let e = per.entry(me).or_default();
-                        e.0.insert(peer);
+                        e.peers.insert(peer);
                         let bad = match trouble {
                             Trouble::Unreachable => unreachable(p),
                             Trouble::Lossy => false,
                             Trouble::Slow => slow(p),
                         };
                         if bad {
-                            e.1.insert(peer);
+                            e.bad.insert(peer);
                         }
                         if !unreachable(p) {
-                            e.2 += (p.sent - p.received.min(p.sent)) as u64;
-                            e.3 += p.sent as u64;
+                            let l = e.loss.entry(peer).or_default();
+                            l.0 += u64::from(p.sent - p.received.min(p.sent));
+                            l.1 += u64::from(p.sent);
                         }
                         if let Some(a) = p.avg_ms {
-                            e.4.push(a);
+                            e.rtts.push(a);
                         }
                     }
                 }
+                let score = |s: &Standing| match trouble {
+                    Trouble::Lossy => {
+                        let (lost, sent) = s.lost_sent();
+                        pct(lost, sent)
+                    }
+                    _ => s.bad.len() as f64,
+                };
                 let pick = per
                     .iter()
-                    .filter(|(_, (peers, bad, lost, sent, _))| {
-                        peers.len() >= 2
+                    .filter(|(_, s)| {
+                        s.peers.len() >= 2
                             && match trouble {
-                                Trouble::Lossy => {
-                                    *lost >= MIN_LOST && (*lost as f64) >= LOSSY_SHARE * *sent as f64
-                                }
-                                _ => bad.len() == peers.len(),
+                                Trouble::Lossy => s.lossy(),
+                                _ => s.bad.len() == s.peers.len(),
                             }
                     })
-                    .max_by(|a, b| {
-                        let score = |(_, (_, bad, lost, sent, _)): &(&usize, &Standing)| match trouble {
-                            Trouble::Lossy => pct(*lost, *sent),
-                            _ => bad.len() as f64,
-                        };
-                        score(a).total_cmp(&score(b))
-                    })
-                    .map(|(n, (peers, _, lost, sent, rtts))| (*n, peers.len(), *lost, *sent, rtts.clone()));
+                    .max_by(|a, b| score(a.1).total_cmp(&score(b.1)))
+                    .map(|(n, s)| {
+                        let (lost, sent) = s.lost_sent();
+                        (*n, s.peers.len(), lost, sent, s.rtts.clone())
+                    });
                 let Some((node, peers, lost, sent, mut rtts)) = pick else {
                     break;
                 };
+                // What the pairs without this node lose, to say it of the others.
+                let (others_lost, others_sent) = remaining
+                    .iter()
+                    .filter(|p| p.from != node && p.to != node && !unreachable(p))
+                    .fold((0u64, 0u64), |(l, s), p| {
+                        (
+                            l + u64::from(p.sent - p.received.min(p.sent)),
+                            s + u64::from(p.sent),
+                        )
+                    });
                 let rtt = crate::telemetry::imbalance::median(&mut rtts);
                 let also_slow =
                     trouble == Trouble::Lossy && matches!((rtt, slow_over), (Some(r), Some(t)) if r > t);
                 let evidence = match trouble {
                     Trouble::Unreachable => format!("no reply on {nic} to or from any of its {peers} peers"),
                     Trouble::Lossy => format!(
-                        "{lost} of {sent} probes lost ({:.1}%) on {nic} with its {peers} peers; the other pairs lose none{}",
+                        "{lost} of {sent} probes lost ({:.1}%) on {nic} with its {peers} peers; {}{}",
                         pct(lost, sent),
+                        if others_lost == 0 {
+                            "the other pairs lose none".to_string()
+                        } else {
+                            format!(
+                                "the other pairs lose {others_lost} of {others_sent} ({:.1}%)",
+                                pct(others_lost, others_sent)
+                            )
+                        },
                         if also_slow {
                             format!(
                                 "; round trip {:.2} ms, where the NIC usually takes {:.3} ms",
@@ -572,8 +635,13 @@ mod tests {
             vec![vec![(0, 1), (1, 2), (2, 0)], vec![(0, 2), (1, 0), (2, 1)]]
         );
         assert_eq!(
-            (probes_per_pair(2), probes_per_pair(4), probes_per_pair(64)),
-            (100, 100, 20)
+            (
+                probes_per_pair(2),
+                probes_per_pair(4),
+                probes_per_pair(16),
+                probes_per_pair(64)
+            ),
+            (400, 400, 80, 20)
         );
         // The schedule runs here: two rounds against this machine's loopback, the second
         // a slot after the first.
@@ -661,5 +729,48 @@ mod tests {
         // One lost packet in 200 is noise.
         let p = matrix(2, "eth1", |a, _| (100, if a == 0 { 99 } else { 100 }, 0.05));
         assert!(analyse(&p).0.is_empty());
+    }
+
+    #[test]
+    fn one_lossy_pair_is_named_as_the_pair_not_blamed_on_an_end() {
+        // Node 2 is unreachable on eth2; of the rest only the pair 0-1 loses (4 of 200):
+        // nodes 0 and 1 lose the same share, so neither is the lossy node.
+        let p = matrix(4, "eth2", |a, b| {
+            let received = match (a.min(b), a.max(b)) {
+                (_, 2) | (2, _) => 0,
+                (0, 1) => 98,
+                _ => 100,
+            };
+            (100, received, 0.05)
+        });
+        let (named, _) = analyse(&p);
+        let got: Vec<(Trouble, usize, Option<usize>)> = named.iter().map(|n| (n.trouble, n.a, n.b)).collect();
+        assert_eq!(
+            got,
+            vec![(Trouble::Unreachable, 2, None), (Trouble::Lossy, 0, Some(1))],
+            "{named:#?}"
+        );
+        // With the loss on both of node 0's pairs, node 0 is named, and what the other
+        // pairs lose is said as it is.
+        let p = matrix(4, "eth2", |a, b| {
+            let received = match (a.min(b), a.max(b)) {
+                (0, _) => 97,
+                (1, 3) => 99,
+                _ => 100,
+            };
+            (100, received, 0.05)
+        });
+        let (named, _) = analyse(&p);
+        assert_eq!(
+            (named[0].trouble, named[0].a, named[0].b),
+            (Trouble::Lossy, 0, None)
+        );
+        assert!(
+            named[0].evidence.ends_with(
+                "18 of 600 probes lost (3.0%) on eth2 with its 3 peers; the other pairs lose 2 of 600 (0.3%)"
+            ),
+            "{}",
+            named[0].evidence
+        );
     }
 }
