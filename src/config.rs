@@ -25,6 +25,72 @@ pub struct Config {
     /// The GCP backend: dstack's gcp backend fields plus SSH settings
     /// (see `cloud::gcp::settings`).
     pub gcp: Option<crate::cloud::gcp::settings::GcpSettings>,
+    /// The connection holder: `on` (default) uses one when it runs (the cockpit, or
+    /// `flightdeck mux`), `auto` also starts `flightdeck mux` when none runs, `off` never
+    /// uses one.
+    #[serde(default)]
+    pub mux: MuxMode,
+    /// How long a background holder stays without a command before it exits.
+    pub mux_persist: Option<Span>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MuxMode {
+    Off,
+    #[default]
+    On,
+    Auto,
+}
+
+/// The default of `mux_persist`.
+pub const MUX_PERSIST: std::time::Duration = std::time::Duration::from_secs(600);
+
+impl Config {
+    pub fn mux_persist(&self) -> std::time::Duration {
+        self.mux_persist.map_or(MUX_PERSIST, |s| s.0)
+    }
+}
+
+/// A length of time written as `90s`, `10m`, `2h` or a number of seconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Span(pub std::time::Duration);
+
+impl std::str::FromStr for Span {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Span, String> {
+        let t = s.trim();
+        let (num, unit) = t.split_at(t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len()));
+        let n: u64 = num
+            .parse()
+            .map_err(|_| format!("`{s}`: expected a length of time such as 90s, 10m or 2h"))?;
+        let secs = match unit.trim() {
+            "" | "s" => n,
+            "m" => n * 60,
+            "h" => n * 3600,
+            other => return Err(format!("`{s}`: unknown unit `{other}` (s, m or h)")),
+        };
+        Ok(Span(std::time::Duration::from_secs(secs)))
+    }
+}
+
+impl<'de> Deserialize<'de> for Span {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Span, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = Span;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a length of time such as 90s, 10m or 2h")
+            }
+            fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<Span, E> {
+                Ok(Span(std::time::Duration::from_secs(n)))
+            }
+            fn visit_str<E: serde::de::Error>(self, t: &str) -> Result<Span, E> {
+                t.parse().map_err(E::custom)
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, clap::ValueEnum)]
@@ -85,6 +151,14 @@ pub fn default_text() -> String {
          # Level of the log file in the state dir (error, warn, info, debug, trace).\n\
          # --log-level overrides it.\n\
          # log_level: info\n\
+         \n\
+         # The connection holder (as OpenSSH's ControlMaster): one connection per node kept\n\
+         # by the cockpit while it runs, or by a background `flightdeck mux`; exec, nics,\n\
+         # job, nccl and doctor open channels on it. on: use one that runs; auto: also\n\
+         # start `flightdeck mux` when none runs; off: never.\n\
+         # mux: on\n\
+         # How long `flightdeck mux` stays without a command before it exits.\n\
+         # mux_persist: 10m\n\
          \n\
          # The GCP backend (dstack's gcp backend fields, plus SSH settings for new VMs).\n\
          # gcp:\n\

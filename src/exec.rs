@@ -6,8 +6,8 @@
 //! prints invalid UTF-8 or a megabyte without a newline cannot stall or break the others.
 
 use crate::fleet::NodeTarget;
-use crate::ssh::client;
 use crate::ssh::pool::{Pool, Resolver};
+use crate::ssh::stream::Output;
 use std::sync::Arc;
 use tokio::io::AsyncReadExt;
 use tokio::sync::{mpsc, Semaphore};
@@ -402,8 +402,9 @@ async fn run_ssh(
     tx: &EventSender,
 ) -> NodeResult {
     let route = resolver.route(node);
-    // The node's shared connection (kept while `_conn` lives), as panes and samplers use.
-    let (_conn, ch) = match pool.exec(&route, command).await {
+    // The node's shared connection (kept while the channel lives), as panes and samplers
+    // use, or the connection holder's.
+    let ch = match pool.exec_channel(&route, command).await {
         Ok(c) => c,
         Err(e) => {
             return NodeResult {
@@ -425,25 +426,20 @@ async fn run_ssh(
         let _ = write.eof().await;
     };
     let reading = async {
-        while let Some(msg) = ch.wait().await {
-            let stream = match msg {
-                russh::ChannelMsg::Data { data } => {
+        while let Some(out) = ch.next().await {
+            let stream = match out {
+                Output::Stdout(data) => {
                     so.push(&data, &mut lines);
                     Stream::Stdout
                 }
-                russh::ChannelMsg::ExtendedData { data, ext: 1 } => {
+                Output::Stderr(data) => {
                     se.push(&data, &mut lines);
                     Stream::Stderr
                 }
-                russh::ChannelMsg::ExitStatus { exit_status } => {
-                    status = Some(exit_status as i32);
+                Output::Exit(code) => {
+                    status = Some(code);
                     continue;
                 }
-                russh::ChannelMsg::ExitSignal { signal_name, .. } => {
-                    status = Some(128 + client::signal_number(&signal_name) as i32);
-                    continue;
-                }
-                _ => continue,
             };
             send_lines(tx, node.index, stream, &mut lines).await;
         }

@@ -192,6 +192,7 @@ fn ssh_transport(tb: &Testbed) -> (Vec<NodeTarget>, Transport) {
         policy: HostKeyPolicy::Refuse,
         prompter: Arc::new(NoPrompt),
         use_agent: false,
+        agent_socket: None,
         keys: Default::default(),
     });
     let resolver = Arc::new(Resolver::new(tb.dir.path()));

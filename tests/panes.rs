@@ -30,6 +30,7 @@ impl Panes {
             policy: HostKeyPolicy::Refuse,
             prompter: Arc::new(NoPrompt),
             use_agent: false,
+            agent_socket: None,
             keys: Default::default(),
         };
         let pool = Pool::new(opts);

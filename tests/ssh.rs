@@ -19,6 +19,7 @@ fn opts(known_hosts: &Path, policy: HostKeyPolicy) -> SshOptions {
         policy,
         prompter: Arc::new(NoPrompt),
         use_agent: false,
+        agent_socket: None,
         keys: Default::default(),
     }
 }
@@ -286,6 +287,7 @@ async fn rsa_ecdsa_encrypted_keys_and_the_agent() {
             policy: HostKeyPolicy::Refuse,
             prompter,
             use_agent: false,
+            agent_socket: None,
             keys: Default::default(),
         })
     };
@@ -357,6 +359,7 @@ async fn rsa_ecdsa_encrypted_keys_and_the_agent() {
         policy: HostKeyPolicy::Refuse,
         prompter: Arc::new(NoPrompt),
         use_agent: true,
+        agent_socket: None,
         keys: Default::default(),
     });
     let mut n = base.clone();

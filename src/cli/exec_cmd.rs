@@ -42,7 +42,7 @@ pub fn resolve_fleet(
     let transport = match backend.as_str() {
         "local" => Transport::Local,
         "ssh" | "gcp" => {
-            let (pool, resolver) = super::ssh_setup(cli);
+            let (pool, resolver) = super::ssh_setup(cli, paths);
             Transport::Ssh { pool, resolver }
         }
         other => anyhow::bail!("fleet `{name}` uses the {other} backend, which is not in this build yet"),

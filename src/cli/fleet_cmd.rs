@@ -93,7 +93,7 @@ pub fn run(cmd: &FleetCommand, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitC
                     return Ok(ExitCode::FAILURE);
                 }
             };
-            let (pool, resolver) = super::ssh_setup(cli);
+            let (pool, resolver) = super::ssh_setup(cli, paths);
             let transport = crate::exec::Transport::Ssh { pool, resolver };
             match rt.block_on(cloud::lifecycle::bootstrap_after_apply(
                 paths,
@@ -422,7 +422,8 @@ pub fn backend(
     paths: &Paths,
     cancel: &cloud::Cancel,
 ) -> anyhow::Result<Box<dyn Backend>> {
-    cloud::lifecycle::backend(kind, paths, || super::ssh_setup(cli), cancel).map_err(anyhow::Error::msg)
+    cloud::lifecycle::backend(kind, paths, || super::ssh_setup(cli, paths), cancel)
+        .map_err(anyhow::Error::msg)
 }
 
 fn load_reporting(file: &std::path::Path) -> Option<Fleet> {

@@ -7,6 +7,7 @@ pub mod doctor_cmd;
 mod exec_cmd;
 mod fleet_cmd;
 mod job_cmd;
+mod mux_cmd;
 mod nccl_cmd;
 mod nccl_stragglers;
 mod nics_cmd;
@@ -47,6 +48,11 @@ pub struct Cli {
     #[arg(long, global = true, help_heading = "Global options")]
     pub raw: bool,
 
+    /// Connect to the nodes from this process even when a connection holder runs (the
+    /// cockpit, or `flightdeck mux`); the config's `mux: off` does it always.
+    #[arg(long, global = true, help_heading = "Global options")]
+    pub no_mux: bool,
+
     #[command(subcommand)]
     pub command: Option<Command>,
 }
@@ -74,6 +80,32 @@ pub enum Command {
     /// Show where the config lives, print a commented default, or check it.
     #[command(subcommand)]
     Config(ConfigCommand),
+    /// The connection holder: one live SSH connection per node, shared by every command
+    /// (as OpenSSH's ControlMaster); start, status, stop, or serve in the foreground.
+    #[command(subcommand)]
+    Mux(MuxCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum MuxCommand {
+    /// Start the holder in the background (if none runs); it exits after `mux_persist`
+    /// (default 10m) without a command.
+    Start,
+    /// Show the holder that runs (the cockpit or `flightdeck mux`) and its connections.
+    Status {
+        /// Print one JSON document.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Stop the background holder; its connections close.
+    Stop,
+    /// Run the holder in the foreground (what `start` runs in the background).
+    Serve {
+        /// Exit after this long without a command (90s, 10m, 2h; default: the config's
+        /// `mux_persist`, else 10m); 0 never.
+        #[arg(long, value_name = "TIME")]
+        persist: Option<crate::config::Span>,
+    },
 }
 
 /// A GPUDirect flavour that has a bootstrap.
@@ -428,6 +460,10 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match &cli.command {
         None => run_tui(&cli, &paths),
         Some(Command::Config(c)) => config_cmd::run(c, &cli, &paths),
+        Some(Command::Mux(c)) => {
+            init_cli_logging(&cli, &paths);
+            mux_cmd::run(c, &cli, &paths)
+        }
         Some(Command::Fleet(c)) => {
             init_cli_logging(&cli, &paths);
             fleet_cmd::run(c, &cli, &paths)
@@ -485,7 +521,12 @@ fn init_cli_logging(cli: &Cli, paths: &Paths) {
 
 /// The SSH pool and resolver for this run: ~/.ssh/config, known_hosts, the agent, and
 /// questions on the terminal (or none with --accept-new-host-keys).
-pub fn ssh_setup(cli: &Cli) -> (crate::ssh::pool::Pool, std::sync::Arc<crate::ssh::pool::Resolver>) {
+/// With the config's `mux` (and no `--no-mux`), channels go through the connection
+/// holder when one runs (`auto`: one is started when none runs).
+pub fn ssh_setup(
+    cli: &Cli,
+    paths: &Paths,
+) -> (crate::ssh::pool::Pool, std::sync::Arc<crate::ssh::pool::Resolver>) {
     use crate::ssh::known_hosts::HostKeyPolicy;
     let resolver = crate::ssh::pool::Resolver::from_env();
     let strict = resolver.config.resolve("*").strict_host_key_checking;
@@ -502,9 +543,26 @@ pub fn ssh_setup(cli: &Cli) -> (crate::ssh::pool::Pool, std::sync::Arc<crate::ss
         policy,
         prompter: std::sync::Arc::new(prompt::TtyPrompter::default()),
         use_agent: true,
+        agent_socket: None,
         keys: Default::default(),
     };
-    (crate::ssh::pool::Pool::new(opts), std::sync::Arc::new(resolver))
+    let pool = crate::ssh::pool::Pool::new(opts);
+    let mode = if cli.no_mux {
+        crate::config::MuxMode::Off
+    } else {
+        Config::load(paths).map(|c| c.mux).unwrap_or_default()
+    };
+    let pool = match mode {
+        crate::config::MuxMode::Off => pool,
+        crate::config::MuxMode::On => pool.with_mux(crate::ssh::mux::Client::new(mux_cmd::socket(paths))),
+        crate::config::MuxMode::Auto => {
+            if let Err(e) = mux_cmd::ensure_running(paths) {
+                tracing::warn!("connection holder not started: {e}");
+            }
+            pool.with_mux(crate::ssh::mux::Client::new(mux_cmd::socket(paths)))
+        }
+    };
+    (pool, std::sync::Arc::new(resolver))
 }
 
 /// Load config, keymap and theme: everything the cockpit needs before it takes the

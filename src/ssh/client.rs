@@ -15,7 +15,7 @@ use std::time::Duration;
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// Where and as whom to connect, fully resolved (fleet file + ssh_config + defaults).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Target {
     /// Address to connect to, also the name checked in known_hosts.
     pub host: String,
@@ -71,8 +71,24 @@ pub struct SshOptions {
     pub prompter: Arc<dyn Prompter>,
     /// Use the ssh-agent at `SSH_AUTH_SOCK` when there is one.
     pub use_agent: bool,
+    /// The agent's socket when not `SSH_AUTH_SOCK`'s (a holder uses its client's).
+    pub agent_socket: Option<PathBuf>,
     /// Encrypted keys decrypted in this run (a passphrase is asked once, not per node).
     pub keys: KeyCache,
+}
+
+impl SshOptions {
+    /// The ssh-agent socket to use, if any.
+    pub fn agent_path(&self) -> Option<PathBuf> {
+        if !self.use_agent {
+            return None;
+        }
+        self.agent_socket.clone().or_else(|| {
+            std::env::var_os("SSH_AUTH_SOCK")
+                .filter(|s| !s.is_empty())
+                .map(PathBuf::from)
+        })
+    }
 }
 
 /// Keys decrypted so far, by file; `None` where the operator gave no passphrase.
@@ -143,6 +159,9 @@ pub enum SshError {
         what: String,
         reason: String,
     },
+    /// What the connection holder met connecting for this process (its words).
+    #[error("{reason}")]
+    Holder { target: String, reason: String },
     #[error("{target}: through {via}: {reason}")]
     Jump {
         target: String,
@@ -408,8 +427,8 @@ impl Connection {
             }
         }
         let file_publics: Vec<PublicKey> = file_keys.iter().map(|(_, k)| k.public_key().clone()).collect();
-        if opts.use_agent && std::env::var_os("SSH_AUTH_SOCK").is_some() {
-            if let Ok(mut agent) = russh::keys::agent::client::AgentClient::connect_env().await {
+        if let Some(sock) = opts.agent_path() {
+            if let Ok(mut agent) = russh::keys::agent::client::AgentClient::connect_uds(&sock).await {
                 let identities = agent.request_identities().await.unwrap_or_default();
                 for id in identities {
                     let russh::keys::agent::AgentIdentity::PublicKey { key, comment } = id else {

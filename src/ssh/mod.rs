@@ -4,4 +4,6 @@
 pub mod client;
 pub mod config;
 pub mod known_hosts;
+pub mod mux;
 pub mod pool;
+pub mod stream;

@@ -24,7 +24,7 @@ pub struct Resolver {
 }
 
 /// A node's target and the chain of jump hosts before it (first hop first).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Route {
     pub jumps: Vec<Target>,
     pub target: Target,
@@ -180,13 +180,21 @@ type JumpCells = Arc<Mutex<HashMap<String, Arc<OnceCell<Arc<Connection>>>>>>;
 /// The connections to one node that are in use (held by a pane, an exec, a sampler).
 type NodeConns = Arc<Mutex<Vec<Weak<Connection>>>>;
 
+/// Connections a holder keeps though nobody uses them now: route, made when, connection.
+type HeldConns = Arc<std::sync::Mutex<Vec<(String, std::time::Instant, Arc<Connection>)>>>;
+
 /// Connects routes, sharing one connection per jump host among all of them, and one
 /// connection per node among the channels to it.
 #[derive(Clone)]
 pub struct Pool {
-    opts: SshOptions,
+    opts: Arc<SshOptions>,
     jumps: JumpCells,
     nodes: Arc<std::sync::Mutex<HashMap<String, NodeConns>>>,
+    /// A connection holder's pool keeps every connection until it dies; others close a
+    /// connection when its last channel does.
+    held: Option<HeldConns>,
+    /// The connection holder to ask first, when one runs ([`Pool::exec_channel`]).
+    mux: Option<Arc<super::mux::Client>>,
 }
 
 /// A route's name: its hops and target, as `user@host:port>` ... `user@host:port`.
@@ -199,10 +207,65 @@ fn route_key(route: &Route) -> String {
 impl Pool {
     pub fn new(opts: SshOptions) -> Pool {
         Pool {
-            opts,
+            opts: Arc::new(opts),
             jumps: Arc::new(Mutex::new(HashMap::new())),
             nodes: Default::default(),
+            held: None,
+            mux: None,
         }
+    }
+
+    /// A connection holder's pool: every connection is kept until it dies (a dead one is
+    /// replaced by the next channel that wants its route).
+    pub fn holding(opts: SshOptions) -> Pool {
+        Pool {
+            held: Some(Default::default()),
+            ..Pool::new(opts)
+        }
+    }
+
+    /// Ask the connection holder behind `client` first, in [`Pool::exec_channel`].
+    pub fn with_mux(mut self, client: super::mux::Client) -> Pool {
+        self.mux = Some(Arc::new(client));
+        self
+    }
+
+    /// The routes of the connections a holding pool keeps (dead ones dropped), and their
+    /// ages.
+    pub fn held(&self) -> Vec<(String, Duration)> {
+        let Some(held) = &self.held else { return vec![] };
+        let mut held = held.lock().expect("held connections lock");
+        held.retain(|(_, _, c)| !c.is_closed());
+        held.iter().map(|(r, t, _)| (r.clone(), t.elapsed())).collect()
+    }
+
+    /// Run `command` on the route: through the connection holder when one runs (its
+    /// connection, made once), else on this process's own connection. When the holder
+    /// cannot but this process may (an unknown host key the operator is to be asked
+    /// about, a passphrase), this process connects itself.
+    pub async fn exec_channel(
+        &self,
+        route: &Route,
+        command: &str,
+    ) -> Result<super::stream::ExecChannel, SshError> {
+        use super::mux::MuxError;
+        if let Some(mux) = &self.mux {
+            match mux.exec(route, command, &self.opts).await {
+                Ok(s) => return Ok(super::stream::ExecChannel::Mux(s)),
+                Err(MuxError::Absent) => {}
+                Err(MuxError::Fallback(why)) => {
+                    tracing::info!("{}: connecting without the holder: {why}", route.target.label())
+                }
+                Err(MuxError::Failed(reason)) => {
+                    return Err(SshError::Holder {
+                        target: route.target.label(),
+                        reason,
+                    })
+                }
+            }
+        }
+        let (conn, channel) = self.exec(route, command).await?;
+        Ok(super::stream::ExecChannel::Ssh { conn, channel })
     }
 
     /// Run `command` in a new channel on the node's shared connection.
@@ -239,6 +302,21 @@ impl Pool {
         F: Fn(Arc<Connection>) -> Fut,
         Fut: Future<Output = Result<T, SshError>>,
     {
+        self.channel_with(route, &self.opts, open).await
+    }
+
+    /// Like [`Pool::channel`], a new connection made with `opts` (a holder connects with
+    /// its client's host-key policy).
+    pub async fn channel_with<T, F, Fut>(
+        &self,
+        route: &Route,
+        opts: &SshOptions,
+        open: F,
+    ) -> Result<(Arc<Connection>, T), SshError>
+    where
+        F: Fn(Arc<Connection>) -> Fut,
+        Fut: Future<Output = Result<T, SshError>>,
+    {
         let slot = self
             .nodes
             .lock()
@@ -255,9 +333,14 @@ impl Pool {
                 Err(e) => tracing::info!("{e}; trying another connection to {}", route.target.label()),
             }
         }
-        let conn = Arc::new(self.connect(route).await?);
+        let conn = Arc::new(self.connect_with(route, opts).await?);
         let t = open(conn.clone()).await?;
         conns.push(Arc::downgrade(&conn));
+        if let Some(held) = &self.held {
+            let mut held = held.lock().expect("held connections lock");
+            held.retain(|(_, _, c)| !c.is_closed());
+            held.push((route_key(route), std::time::Instant::now(), conn.clone()));
+        }
         Ok((conn, t))
     }
 
@@ -271,10 +354,14 @@ impl Pool {
     /// reset, timed out, a tunnel through the bastion that would not open) is tried
     /// [`CONNECT_ATTEMPTS`] times; a host key or authentication failure is final at once.
     pub async fn connect(&self, route: &Route) -> Result<Connection, SshError> {
+        self.connect_with(route, &self.opts).await
+    }
+
+    async fn connect_with(&self, route: &Route, opts: &SshOptions) -> Result<Connection, SshError> {
         let mut attempt = 1;
         let start = tokio::time::Instant::now();
         loop {
-            match self.connect_once(route).await {
+            match self.connect_once(route, opts).await {
                 Err(e) if attempt < CONNECT_ATTEMPTS && transient(&e) => {
                     tracing::info!("{e}; trying again ({attempt}/{CONNECT_ATTEMPTS})");
                     tokio::time::sleep(Duration::from_millis(250 * attempt as u64)).await;
@@ -300,7 +387,7 @@ impl Pool {
         }
     }
 
-    async fn connect_once(&self, route: &Route) -> Result<Connection, SshError> {
+    async fn connect_once(&self, route: &Route, opts: &SshOptions) -> Result<Connection, SshError> {
         let mut via: Option<Arc<Connection>> = None;
         let mut key = String::new();
         for hop in &route.jumps {
@@ -311,14 +398,14 @@ impl Pool {
             if cell.get().is_some_and(|c| c.is_closed()) {
                 let fresh = Arc::new(OnceCell::new());
                 self.jumps.lock().await.insert(key.clone(), fresh.clone());
-                via = Some(self.connect_hop(&fresh, hop, via).await?);
+                via = Some(self.connect_hop(&fresh, hop, via, opts).await?);
                 continue;
             }
-            via = Some(self.connect_hop(&cell, hop, via).await?);
+            via = Some(self.connect_hop(&cell, hop, via, opts).await?);
         }
         match via {
-            None => Connection::connect(&route.target, &self.opts).await,
-            Some(v) => Connection::connect_via(&route.target, &self.opts, v).await,
+            None => Connection::connect(&route.target, opts).await,
+            Some(v) => Connection::connect_via(&route.target, opts, v).await,
         }
     }
 
@@ -327,11 +414,12 @@ impl Pool {
         cell: &OnceCell<Arc<Connection>>,
         hop: &Target,
         via: Option<Arc<Connection>>,
+        opts: &SshOptions,
     ) -> Result<Arc<Connection>, SshError> {
         cell.get_or_try_init(|| async {
             let c = match via {
-                None => Connection::connect(hop, &self.opts).await?,
-                Some(v) => Connection::connect_via(hop, &self.opts, v).await?,
+                None => Connection::connect(hop, opts).await?,
+                Some(v) => Connection::connect_via(hop, opts, v).await?,
             };
             Ok::<_, SshError>(Arc::new(c))
         })

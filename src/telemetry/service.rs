@@ -125,9 +125,10 @@ async fn run_node(
             Transport::Local => run_local(node.index, config, &tx).await,
             Transport::Ssh { pool, resolver } => {
                 let route = resolver.route(&node);
-                match pool.exec(&route, &sampler::remote_command(config)).await {
-                    // The connection is the node's shared one: it stays while others use it.
-                    Ok((_conn, ch)) => run_ssh(ch, node.index, tx.clone()).await,
+                match pool.exec_channel(&route, &sampler::remote_command(config)).await {
+                    // The connection is the node's shared one (or the holder's): it stays
+                    // while others use it.
+                    Ok(ch) => run_ssh(ch, node.index, tx.clone()).await,
                     Err(e) => Err(e.to_string()),
                 }
             }
@@ -247,28 +248,27 @@ async fn run_local(
 }
 
 async fn run_ssh(
-    mut ch: russh::Channel<russh::client::Msg>,
+    ch: crate::ssh::stream::ExecChannel,
     node: usize,
     tx: mpsc::Sender<TelemetryEvent>,
 ) -> Result<(), String> {
+    use crate::ssh::stream::Output;
     let tx = &tx;
     let mut parser = RecordParser::new();
     let mut err_buf = Vec::new();
     let mut status = None;
-    while let Some(msg) = ch.wait().await {
-        match msg {
-            russh::ChannelMsg::Data { data } => {
+    let (mut ch, write) = ch.split();
+    while let Some(out) = ch.next().await {
+        match out {
+            Output::Stdout(data) => {
                 let gone = forward(&mut parser, &data, node, tx).await.is_err();
                 if gone {
-                    let _ = ch.close().await;
+                    let _ = write.close().await;
                     return Ok(());
                 }
             }
-            russh::ChannelMsg::ExtendedData { data, ext: 1 } => {
-                stderr_lines(&mut err_buf, &data, node, tx).await
-            }
-            russh::ChannelMsg::ExitStatus { exit_status } => status = Some(exit_status),
-            _ => {}
+            Output::Stderr(data) => stderr_lines(&mut err_buf, &data, node, tx).await,
+            Output::Exit(s) => status = Some(s),
         }
     }
     Err(match status {

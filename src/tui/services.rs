@@ -126,6 +126,7 @@ impl Services {
             policy,
             prompter: prompter.clone(),
             use_agent: true,
+            agent_socket: None,
             keys: Default::default(),
         };
         // Pane events reach the loop through one forwarder, in order.
@@ -140,11 +141,29 @@ impl Services {
         });
         tokio::spawn(watch_gcp_nodes(tx.clone(), paths.clone()));
         tokio::spawn(watch_state(tx.clone(), paths.state_dir.clone()));
+        // The cockpit holds its connections while it runs and serves other flightdeck
+        // commands over them (unless the config says `mux: off`, or a holder runs).
+        let pool = Pool::holding(opts);
+        let mux_off = crate::config::Config::load(&paths).is_ok_and(|c| c.mux == crate::config::MuxMode::Off);
+        if !mux_off {
+            match crate::ssh::mux::bind(&crate::ssh::mux::socket_path(&paths.state_dir)) {
+                Ok(Some(bound)) => {
+                    let holder = crate::ssh::mux::Holder::new(
+                        pool.clone(),
+                        crate::ssh::mux::HolderKind::Cockpit,
+                        None,
+                    );
+                    tokio::spawn(holder.serve(bound));
+                }
+                Ok(None) => tracing::info!("a connection holder runs already; the cockpit does not serve"),
+                Err(e) => tracing::warn!("the cockpit's connection holder socket: {e}"),
+            }
+        }
         Services {
             tx,
             paths,
             prompter,
-            pool: Pool::new(opts),
+            pool,
             resolver,
             panes: HashMap::new(),
             pane_events,

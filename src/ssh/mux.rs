@@ -1,0 +1,803 @@
+//! The connection holder: one process (the cockpit while it runs, or a background
+//! `flightdeck mux`) keeps one authenticated connection per node and per jump host and
+//! serves other flightdeck commands over a unix socket in the state directory, as
+//! OpenSSH's ControlMaster does. A command asks the holder to run a command on a route;
+//! the holder opens a channel on its connection to that route (connecting, with the
+//! host-key check, when it has none or the one it had died) and relays the channel's
+//! stdout, stderr and exit status; stdin, its end, signals and close go the other way.
+//!
+//! The socket is 0600 in a 0700 directory, and the holder asks the kernel who is on the
+//! other end (`SO_PEERCRED`): anyone but its own user is refused before a byte is read.
+//!
+//! The wire: frames of a kind byte, a 4-byte big-endian length and the payload. The
+//! first frame from the client is a JSON [`Request`]; what follows depends on it.
+
+use super::client::{NoPrompt, SshError, SshOptions};
+use super::known_hosts::HostKeyPolicy;
+use super::pool::{Pool, Route};
+use super::stream::{ExecChannel, Output};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::{UnixListener, UnixStream};
+
+/// The socket's name in the state directory.
+pub const SOCKET: &str = "mux.sock";
+/// The protocol's version; a holder of another version is not used (commands connect as
+/// if none ran), so an upgraded flightdeck never talks past an old holder.
+pub const VERSION: u32 = 1;
+/// The largest frame either side accepts.
+const MAX_FRAME: usize = 1 << 20;
+/// How long a command waits for the holder to answer a request (a channel open included).
+const ANSWER_WITHIN: Duration = Duration::from_secs(60);
+
+mod kind {
+    pub const REQUEST: u8 = b'q';
+    pub const OPENED: u8 = b'o';
+    pub const ERROR: u8 = b'!';
+    pub const STDOUT: u8 = b'1';
+    pub const STDERR: u8 = b'2';
+    pub const EXIT: u8 = b'x';
+    pub const STATUS: u8 = b's';
+    pub const STDIN: u8 = b'i';
+    pub const EOF: u8 = b'f';
+    pub const SIGNAL: u8 = b'k';
+    pub const CLOSE: u8 = b'c';
+}
+
+/// The socket of the state directory `state_dir`.
+pub fn socket_path(state_dir: &Path) -> PathBuf {
+    state_dir.join(SOCKET)
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "kebab-case")]
+pub enum Request {
+    /// Run `command` on `route`. `accept_new`: the client's host-key policy accepts new
+    /// keys (else the holder refuses an unknown key, and the client, which may ask its
+    /// operator, connects itself). `agent`: the client's ssh-agent socket, used for a new
+    /// connection (the holder's own may be stale, as after a new login to the bastion).
+    Exec {
+        v: u32,
+        route: Route,
+        command: String,
+        accept_new: bool,
+        agent: Option<PathBuf>,
+    },
+    Status {
+        v: u32,
+    },
+    Stop {
+        v: u32,
+    },
+}
+
+/// Why the holder could not do what it was asked.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Failure {
+    /// `host-key-unknown`, `auth`, `ssh`, `version`, `refused`, `bad-request`.
+    pub kind: String,
+    pub message: String,
+}
+
+/// The holder's account of itself, for `flightdeck mux status`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Status {
+    pub v: u32,
+    /// `mux` (the background holder) or `cockpit`.
+    pub holder: String,
+    pub pid: u32,
+    pub up_s: u64,
+    /// Idle time after which it exits (the background holder only).
+    pub persist_s: Option<u64>,
+    pub idle_s: u64,
+    /// Channels it relays now, and has relayed since it started.
+    pub active: usize,
+    pub served: u64,
+    pub connections: Vec<Held>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Held {
+    /// `user@host:port`, after the jump hosts it goes through (`a>b>c`).
+    pub route: String,
+    pub age_s: u64,
+}
+
+async fn write_frame(w: &mut OwnedWriteHalf, kind: u8, payload: &[u8]) -> std::io::Result<()> {
+    let mut buf = Vec::with_capacity(5 + payload.len());
+    buf.push(kind);
+    buf.extend_from_slice(&(payload.len() as u32).to_be_bytes());
+    buf.extend_from_slice(payload);
+    w.write_all(&buf).await
+}
+
+async fn read_frame(r: &mut OwnedReadHalf) -> std::io::Result<Option<(u8, Vec<u8>)>> {
+    let mut head = [0u8; 5];
+    match r.read_exact(&mut head).await {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
+        Err(e) => return Err(e),
+    }
+    let len = u32::from_be_bytes([head[1], head[2], head[3], head[4]]) as usize;
+    if len > MAX_FRAME {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("a frame of {len} bytes (at most {MAX_FRAME})"),
+        ));
+    }
+    let mut payload = vec![0u8; len];
+    r.read_exact(&mut payload).await?;
+    Ok(Some((head[0], payload)))
+}
+
+fn sig_name(sig: &russh::Sig) -> String {
+    match sig {
+        russh::Sig::Custom(c) => c.clone(),
+        other => format!("{other:?}"),
+    }
+}
+
+fn sig_from_name(name: &str) -> russh::Sig {
+    use russh::Sig::*;
+    match name {
+        "ABRT" => ABRT,
+        "ALRM" => ALRM,
+        "FPE" => FPE,
+        "HUP" => HUP,
+        "ILL" => ILL,
+        "INT" => INT,
+        "KILL" => KILL,
+        "PIPE" => PIPE,
+        "QUIT" => QUIT,
+        "SEGV" => SEGV,
+        "TERM" => TERM,
+        "USR1" => USR1,
+        other => Custom(other.to_string()),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The client side.
+
+/// Why a request through the holder did not give a channel.
+#[derive(Debug)]
+pub enum MuxError {
+    /// No holder answers on the socket (none runs, or it is of another version): connect
+    /// as if there were none.
+    Absent,
+    /// The holder cannot do it but this process may (an unknown host key its operator may
+    /// accept, a key passphrase only it can ask): connect itself.
+    Fallback(String),
+    /// The holder tried and the node is not reachable: the error as it would be here.
+    Failed(String),
+}
+
+/// A command's way to the holder. Once the socket does not answer, every later request
+/// of this process goes direct at once (no 32 failed connects for 32 nodes).
+pub struct Client {
+    socket: PathBuf,
+    absent: AtomicBool,
+}
+
+impl Client {
+    pub fn new(socket: PathBuf) -> Client {
+        Client {
+            socket,
+            absent: AtomicBool::new(false),
+        }
+    }
+
+    pub fn socket(&self) -> &Path {
+        &self.socket
+    }
+
+    async fn connect(&self) -> Result<UnixStream, MuxError> {
+        if self.absent.load(Ordering::Relaxed) {
+            return Err(MuxError::Absent);
+        }
+        match UnixStream::connect(&self.socket).await {
+            Ok(s) => Ok(s),
+            Err(e) => {
+                tracing::debug!("no connection holder at {}: {e}", self.socket.display());
+                self.absent.store(true, Ordering::Relaxed);
+                Err(MuxError::Absent)
+            }
+        }
+    }
+
+    /// Run `command` on `route` through the holder.
+    pub async fn exec(&self, route: &Route, command: &str, opts: &SshOptions) -> Result<Stream, MuxError> {
+        let s = self.connect().await?;
+        let (mut r, mut w) = s.into_split();
+        let req = Request::Exec {
+            v: VERSION,
+            route: route.clone(),
+            command: command.to_string(),
+            accept_new: opts.policy == HostKeyPolicy::AcceptNew,
+            agent: opts.agent_path(),
+        };
+        let body = serde_json::to_vec(&req).expect("a request serializes");
+        let answer = async {
+            write_frame(&mut w, kind::REQUEST, &body).await?;
+            read_frame(&mut r).await
+        };
+        let answer = tokio::time::timeout(ANSWER_WITHIN, answer).await.map_err(|_| {
+            MuxError::Fallback(format!(
+                "the connection holder did not answer in {ANSWER_WITHIN:?}"
+            ))
+        })?;
+        match answer {
+            Ok(Some((kind::OPENED, _))) => Ok(Stream { read: r, write: w }),
+            Ok(Some((kind::ERROR, body))) => Err(failure(&body, self)),
+            Ok(Some((k, _))) => Err(MuxError::Fallback(format!(
+                "the connection holder answered with frame {:?}",
+                k as char
+            ))),
+            // The holder closed at once: it refused this user, or went away.
+            Ok(None) => Err(MuxError::Fallback(
+                "the connection holder closed the socket".into(),
+            )),
+            Err(e) => Err(MuxError::Fallback(format!("the connection holder's socket: {e}"))),
+        }
+    }
+
+    /// Ask the holder for its status; `None` when none answers.
+    pub async fn status(&self) -> Result<Option<Status>, String> {
+        match self.ask(Request::Status { v: VERSION }).await? {
+            None => Ok(None),
+            Some((kind::STATUS, body)) => serde_json::from_slice(&body)
+                .map(Some)
+                .map_err(|e| format!("the holder's status: {e}")),
+            Some((kind::ERROR, body)) => Err(decode_failure(&body).message),
+            Some((k, _)) => Err(format!("the holder answered with frame {:?}", k as char)),
+        }
+    }
+
+    /// Ask the holder to stop; `Ok(false)` when none runs.
+    pub async fn stop(&self) -> Result<bool, String> {
+        match self.ask(Request::Stop { v: VERSION }).await? {
+            None => Ok(false),
+            Some((kind::STATUS, _)) => Ok(true),
+            Some((kind::ERROR, body)) => Err(decode_failure(&body).message),
+            Some((k, _)) => Err(format!("the holder answered with frame {:?}", k as char)),
+        }
+    }
+
+    async fn ask(&self, req: Request) -> Result<Option<(u8, Vec<u8>)>, String> {
+        let s = match UnixStream::connect(&self.socket).await {
+            Ok(s) => s,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused
+                ) =>
+            {
+                return Ok(None)
+            }
+            Err(e) => return Err(format!("{}: {e}", self.socket.display())),
+        };
+        let (mut r, mut w) = s.into_split();
+        let body = serde_json::to_vec(&req).expect("a request serializes");
+        let answer = async {
+            write_frame(&mut w, kind::REQUEST, &body).await?;
+            read_frame(&mut r).await
+        };
+        match tokio::time::timeout(Duration::from_secs(10), answer).await {
+            Err(_) => Err("the connection holder did not answer in 10 s".into()),
+            Ok(Err(e)) => Err(format!("{}: {e}", self.socket.display())),
+            Ok(Ok(None)) => Err(format!(
+                "the connection holder at {} closed the socket without an answer (is it another user's?)",
+                self.socket.display()
+            )),
+            Ok(Ok(Some(f))) => Ok(Some(f)),
+        }
+    }
+}
+
+fn decode_failure(body: &[u8]) -> Failure {
+    serde_json::from_slice(body).unwrap_or_else(|_| Failure {
+        kind: "bad-request".into(),
+        message: String::from_utf8_lossy(body).into_owned(),
+    })
+}
+
+fn failure(body: &[u8], client: &Client) -> MuxError {
+    let f = decode_failure(body);
+    match f.kind.as_str() {
+        "ssh" => MuxError::Failed(f.message),
+        "version" => {
+            client.absent.store(true, Ordering::Relaxed);
+            MuxError::Absent
+        }
+        _ => MuxError::Fallback(f.message),
+    }
+}
+
+/// A channel the holder relays.
+pub struct Stream {
+    read: OwnedReadHalf,
+    write: OwnedWriteHalf,
+}
+
+impl Stream {
+    pub fn split(self) -> (StreamReader, StreamWriter) {
+        (
+            StreamReader { read: self.read },
+            StreamWriter {
+                write: tokio::sync::Mutex::new(self.write),
+            },
+        )
+    }
+}
+
+pub struct StreamReader {
+    read: OwnedReadHalf,
+}
+
+impl StreamReader {
+    pub async fn next(&mut self) -> Option<Output> {
+        loop {
+            let (k, body) = match read_frame(&mut self.read).await {
+                Ok(Some(f)) => f,
+                Ok(None) => return None,
+                Err(e) => {
+                    tracing::info!("the connection holder's stream: {e}");
+                    return None;
+                }
+            };
+            return Some(match k {
+                kind::STDOUT => Output::Stdout(body),
+                kind::STDERR => Output::Stderr(body),
+                kind::EXIT if body.len() == 4 => {
+                    Output::Exit(i32::from_be_bytes([body[0], body[1], body[2], body[3]]))
+                }
+                other => {
+                    tracing::info!("the connection holder sent frame {:?} mid-stream", other as char);
+                    continue;
+                }
+            });
+        }
+    }
+}
+
+pub struct StreamWriter {
+    write: tokio::sync::Mutex<OwnedWriteHalf>,
+}
+
+impl StreamWriter {
+    async fn send(&self, k: u8, body: &[u8]) -> Result<(), String> {
+        let mut w = self.write.lock().await;
+        for chunk in body.chunks(MAX_FRAME).chain(body.is_empty().then_some(&[][..])) {
+            write_frame(&mut w, k, chunk).await.map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    }
+
+    pub async fn data(&self, bytes: &[u8]) -> Result<(), String> {
+        self.send(kind::STDIN, bytes).await
+    }
+
+    pub async fn eof(&self) -> Result<(), String> {
+        self.send(kind::EOF, &[]).await
+    }
+
+    pub async fn signal(&self, sig: &russh::Sig) -> Result<(), String> {
+        self.send(kind::SIGNAL, sig_name(sig).as_bytes()).await
+    }
+
+    pub async fn close(&self) -> Result<(), String> {
+        self.send(kind::CLOSE, &[]).await
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The holder side.
+
+/// Who holds: the background `flightdeck mux` or the cockpit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HolderKind {
+    Mux,
+    Cockpit,
+}
+
+impl HolderKind {
+    fn name(self) -> &'static str {
+        match self {
+            HolderKind::Mux => "mux",
+            HolderKind::Cockpit => "cockpit",
+        }
+    }
+}
+
+/// The holder's state, shared by its connection handlers.
+pub struct Holder {
+    pool: Pool,
+    kind: HolderKind,
+    started: Instant,
+    persist: Option<Duration>,
+    served: AtomicU64,
+    active: AtomicUsize,
+    /// When the last channel ended (or the holder started), for the idle time.
+    idle_since: std::sync::Mutex<Instant>,
+    stop: tokio::sync::Notify,
+    uid: u32,
+}
+
+/// The socket bound, ready to serve: [`bind`] then [`Holder::serve`].
+pub struct Bound {
+    listener: UnixListener,
+    path: PathBuf,
+}
+
+impl Drop for Bound {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Bind the holder's socket at `path` (its directory made 0700, the socket 0600). `Ok(None)`
+/// when another holder already answers there; a socket file left by a holder that died
+/// is replaced.
+pub fn bind(path: &Path) -> std::io::Result<Option<Bound>> {
+    use std::os::unix::fs::PermissionsExt;
+    if let Some(dir) = path.parent() {
+        crate::paths::private_dir(dir)?;
+    }
+    if path.exists() {
+        match std::os::unix::net::UnixStream::connect(path) {
+            Ok(_) => return Ok(None),
+            Err(_) => std::fs::remove_file(path)?,
+        }
+    }
+    // Bound with no permission for others from the start (umask), then 0600.
+    // SAFETY: umask only changes this process's file creation mask.
+    let old = unsafe { libc::umask(0o177) };
+    let bound = std::os::unix::net::UnixListener::bind(path);
+    unsafe { libc::umask(old) };
+    let std_listener = match bound {
+        Ok(l) => l,
+        // Two holders starting together: the other won.
+        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+    std_listener.set_nonblocking(true)?;
+    let listener = UnixListener::from_std(std_listener)?;
+    Ok(Some(Bound {
+        listener,
+        path: path.to_path_buf(),
+    }))
+}
+
+impl Holder {
+    /// A holder of `pool`'s connections (a pool made with [`Pool::holding`]).
+    pub fn new(pool: Pool, kind: HolderKind, persist: Option<Duration>) -> Arc<Holder> {
+        Arc::new(Holder {
+            pool,
+            kind,
+            started: Instant::now(),
+            persist,
+            served: AtomicU64::new(0),
+            active: AtomicUsize::new(0),
+            idle_since: std::sync::Mutex::new(Instant::now()),
+            stop: tokio::sync::Notify::new(),
+            // SAFETY: geteuid has no preconditions.
+            uid: unsafe { libc::geteuid() },
+        })
+    }
+
+    pub fn status(&self) -> Status {
+        let idle = if self.active.load(Ordering::Relaxed) > 0 {
+            Duration::ZERO
+        } else {
+            self.idle_since.lock().expect("idle lock").elapsed()
+        };
+        Status {
+            v: VERSION,
+            holder: self.kind.name().into(),
+            pid: std::process::id(),
+            up_s: self.started.elapsed().as_secs(),
+            persist_s: self.persist.map(|p| p.as_secs()),
+            idle_s: idle.as_secs(),
+            active: self.active.load(Ordering::Relaxed),
+            served: self.served.load(Ordering::Relaxed),
+            connections: self
+                .pool
+                .held()
+                .into_iter()
+                .map(|(route, age)| Held {
+                    route,
+                    age_s: age.as_secs(),
+                })
+                .collect(),
+        }
+    }
+
+    /// Serve on `bound` until asked to stop or, with a persist time, idle that long.
+    pub async fn serve(self: Arc<Self>, bound: Bound) {
+        // One ticker for the holder's life: a status request every few hundred ms must not
+        // keep restarting the idle check.
+        let mut ticker = tokio::time::interval(Duration::from_millis(500));
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                accepted = bound.listener.accept() => match accepted {
+                    Ok((stream, _)) => {
+                        let me = self.clone();
+                        tokio::spawn(async move { me.handle(stream).await });
+                    }
+                    Err(e) => {
+                        tracing::warn!("mux socket: {e}");
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                },
+                _ = self.stop.notified() => break,
+                _ = ticker.tick(), if self.persist.is_some() => {
+                    let idle = self.idle_since.lock().expect("idle lock").elapsed();
+                    let persist = self.persist.unwrap_or_default();
+                    if self.active.load(Ordering::Relaxed) == 0 && idle >= persist {
+                        tracing::info!("connection holder idle for {persist:?}: exiting");
+                        break;
+                    }
+                }
+            }
+        }
+        drop(bound);
+    }
+
+    async fn handle(self: Arc<Self>, stream: UnixStream) {
+        // Who is on the other end, from the kernel: only this holder's own user is served.
+        let peer = stream.peer_cred().map(|c| c.uid());
+        let (mut r, mut w) = stream.into_split();
+        match peer {
+            Ok(uid) if uid == self.uid => {}
+            other => {
+                let who = other.map_or_else(|e| format!("unknown ({e})"), |u| format!("uid {u}"));
+                tracing::warn!(
+                    "mux socket: refused {who}; the holder serves uid {} only",
+                    self.uid
+                );
+                // Said to the peer before closing, but nothing of its is read.
+                let f = Failure {
+                    kind: "refused".into(),
+                    message: format!(
+                        "refused: the connection holder serves its own user only (you are {who})"
+                    ),
+                };
+                let _ = write_frame(&mut w, kind::ERROR, &serde_json::to_vec(&f).unwrap_or_default()).await;
+                return;
+            }
+        }
+        let req = match tokio::time::timeout(Duration::from_secs(10), read_frame(&mut r)).await {
+            Ok(Ok(Some((kind::REQUEST, body)))) => serde_json::from_slice::<Request>(&body),
+            _ => return,
+        };
+        let fail = |kind: &str, message: String| Failure {
+            kind: kind.into(),
+            message,
+        };
+        let req = match req {
+            Ok(req) => req,
+            Err(e) => {
+                let f = fail(
+                    "version",
+                    format!("a request this holder does not know ({e}); it speaks version {VERSION}"),
+                );
+                let _ = write_frame(&mut w, kind::ERROR, &serde_json::to_vec(&f).unwrap_or_default()).await;
+                return;
+            }
+        };
+        let v = match &req {
+            Request::Exec { v, .. } | Request::Status { v } | Request::Stop { v } => *v,
+        };
+        if v != VERSION {
+            let f = fail(
+                "version",
+                format!("version {v} asked, this holder speaks {VERSION}"),
+            );
+            let _ = write_frame(&mut w, kind::ERROR, &serde_json::to_vec(&f).unwrap_or_default()).await;
+            return;
+        }
+        match req {
+            Request::Status { .. } => {
+                let s = serde_json::to_vec(&self.status()).unwrap_or_default();
+                let _ = write_frame(&mut w, kind::STATUS, &s).await;
+            }
+            Request::Stop { .. } => {
+                if self.kind == HolderKind::Cockpit {
+                    let f = fail(
+                        "refused",
+                        "the cockpit holds the connections while it runs: quit it to close them".into(),
+                    );
+                    let _ =
+                        write_frame(&mut w, kind::ERROR, &serde_json::to_vec(&f).unwrap_or_default()).await;
+                    return;
+                }
+                let s = serde_json::to_vec(&self.status()).unwrap_or_default();
+                let _ = write_frame(&mut w, kind::STATUS, &s).await;
+                self.stop.notify_one();
+            }
+            Request::Exec {
+                route,
+                command,
+                accept_new,
+                agent,
+                ..
+            } => {
+                self.active.fetch_add(1, Ordering::Relaxed);
+                self.served.fetch_add(1, Ordering::Relaxed);
+                self.relay(route, command, accept_new, agent, r, w).await;
+                *self.idle_since.lock().expect("idle lock") = Instant::now();
+                self.active.fetch_sub(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Open the channel and relay it until it ends or the client goes.
+    async fn relay(
+        &self,
+        route: Route,
+        command: String,
+        accept_new: bool,
+        agent: Option<PathBuf>,
+        mut r: OwnedReadHalf,
+        mut w: OwnedWriteHalf,
+    ) {
+        // The client's host-key policy, never laxer: an unknown key is refused unless the
+        // client accepts new keys itself (then the client asks its operator, or not);
+        // a changed key is refused always. Nobody is asked anything here.
+        let mut opts = self.pool.options().clone();
+        opts.policy = if accept_new {
+            HostKeyPolicy::AcceptNew
+        } else {
+            HostKeyPolicy::Refuse
+        };
+        opts.prompter = Arc::new(NoPrompt);
+        if agent.is_some() {
+            opts.agent_socket = agent;
+        }
+        let opened = self
+            .pool
+            .channel_with(&route, &opts, |c| {
+                let command = command.clone();
+                async move { c.exec(&command).await }
+            })
+            .await;
+        let (conn, channel) = match opened {
+            Ok(c) => c,
+            Err(e) => {
+                let kind = match e {
+                    SshError::HostKeyUnknown { .. } => "host-key-unknown",
+                    SshError::Auth { .. } => "auth",
+                    _ => "ssh",
+                };
+                let f = Failure {
+                    kind: kind.into(),
+                    message: e.to_string(),
+                };
+                let _ = write_frame(&mut w, kind::ERROR, &serde_json::to_vec(&f).unwrap_or_default()).await;
+                return;
+            }
+        };
+        if write_frame(&mut w, kind::OPENED, &[]).await.is_err() {
+            return;
+        }
+        let (mut reader, writer) = ExecChannel::Ssh { conn, channel }.split();
+        let to_client = async {
+            while let Some(out) = reader.next().await {
+                let sent = match out {
+                    Output::Stdout(b) => write_frame(&mut w, kind::STDOUT, &b).await,
+                    Output::Stderr(b) => write_frame(&mut w, kind::STDERR, &b).await,
+                    Output::Exit(code) => write_frame(&mut w, kind::EXIT, &code.to_be_bytes()).await,
+                };
+                if sent.is_err() {
+                    return false;
+                }
+            }
+            let _ = w.shutdown().await;
+            true
+        };
+        let from_client = async {
+            loop {
+                match read_frame(&mut r).await {
+                    Ok(Some((kind::STDIN, b))) => {
+                        let _ = writer.data(&b).await;
+                    }
+                    Ok(Some((kind::EOF, _))) => {
+                        let _ = writer.eof().await;
+                    }
+                    Ok(Some((kind::SIGNAL, b))) => {
+                        let _ = writer.signal(sig_from_name(&String::from_utf8_lossy(&b))).await;
+                    }
+                    Ok(Some((kind::CLOSE, _))) => {
+                        let _ = writer.close().await;
+                    }
+                    Ok(Some(_)) => {}
+                    // The client is gone: the channel is closed, as ssh's would be when
+                    // ssh dies; the command sees its pipes close.
+                    Ok(None) | Err(_) => {
+                        let _ = writer.close().await;
+                        return;
+                    }
+                }
+            }
+        };
+        tokio::select! {
+            _ = to_client => {}
+            // The client went: let the channel end (closed above), reading what is left.
+            _ = from_client => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signals_keep_their_names() {
+        for s in [
+            russh::Sig::TERM,
+            russh::Sig::KILL,
+            russh::Sig::Custom("WINCH".into()),
+        ] {
+            assert_eq!(sig_name(&sig_from_name(&sig_name(&s))), sig_name(&s));
+        }
+        assert_eq!(sig_name(&russh::Sig::TERM), "TERM");
+    }
+
+    #[tokio::test]
+    async fn frames_round_trip_and_oversized_ones_are_refused() {
+        let (a, b) = UnixStream::pair().unwrap();
+        let (_ar, mut aw) = a.into_split();
+        let (mut br, _bw) = b.into_split();
+        write_frame(&mut aw, kind::STDOUT, b"hello").await.unwrap();
+        write_frame(&mut aw, kind::EOF, b"").await.unwrap();
+        assert_eq!(
+            read_frame(&mut br).await.unwrap(),
+            Some((kind::STDOUT, b"hello".to_vec()))
+        );
+        assert_eq!(read_frame(&mut br).await.unwrap(), Some((kind::EOF, vec![])));
+        let mut head = vec![kind::STDIN];
+        head.extend_from_slice(&((MAX_FRAME as u32) + 1).to_be_bytes());
+        aw.write_all(&head).await.unwrap();
+        assert!(read_frame(&mut br).await.is_err());
+        drop(aw);
+        assert_eq!(read_frame(&mut br).await.unwrap(), None);
+    }
+
+    #[test]
+    fn a_request_reads_back() {
+        let route = Route {
+            jumps: vec![],
+            target: crate::ssh::client::Target {
+                host: "10.0.0.2".into(),
+                port: 22,
+                user: "op".into(),
+                identity_files: vec!["/home/op/.ssh/id_ed25519".into()],
+                explicit_identities: false,
+                identities_only: false,
+                keepalive: Some(Duration::from_secs(15)),
+                keepalive_max: 3,
+                connect_timeout: Duration::from_secs(15),
+            },
+        };
+        let req = Request::Exec {
+            v: VERSION,
+            route: route.clone(),
+            command: "true".into(),
+            accept_new: false,
+            agent: None,
+        };
+        let back: Request = serde_json::from_slice(&serde_json::to_vec(&req).unwrap()).unwrap();
+        match back {
+            Request::Exec { route: r, .. } => assert_eq!(r, route),
+            other => panic!("{other:?}"),
+        }
+    }
+}

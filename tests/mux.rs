@@ -1,0 +1,270 @@
+//! The connection holder against the SSH testbed: headless commands run over the
+//! holder's connections (the same TCP connection per node, call after call), a dead
+//! connection is replaced, a changed host key is refused on the new connection, the
+//! holder idles out, and another user is refused by the socket.
+
+mod support;
+
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::{Duration, Instant};
+use support::testbed::Testbed;
+use support::{flightdeck, spawn_flightdeck, text};
+
+/// Each node's `SSH_CONNECTION` (client address and port: the same port means the same
+/// connection), from `exec --json`; a node that failed has its error instead.
+fn connections(home: &Path) -> BTreeMap<String, String> {
+    let out = flightdeck(home, &["exec", "lab", "--json", "--", "echo $SSH_CONNECTION"]);
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}\n{}", text(&out.stdout), text(&out.stderr)));
+    v["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| {
+            let name = n["node"].as_str().unwrap().to_string();
+            let said = if n["exit_code"] == 0 {
+                n["stdout"].as_str().unwrap_or("").trim().to_string()
+            } else {
+                format!(
+                    "FAILED {}",
+                    n["error"].as_str().unwrap_or(n["stderr"].as_str().unwrap_or(""))
+                )
+            };
+            (name, said)
+        })
+        .collect()
+}
+
+fn status(home: &Path) -> Value {
+    let out = flightdeck(home, &["mux", "status", "--json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Wait until `mux status` says a holder runs (or none, with `up == false`).
+fn wait_status(home: &Path, up: bool) -> Value {
+    let start = Instant::now();
+    loop {
+        let s = status(home);
+        if s.is_null() != up {
+            return s;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "holder up={up} not seen: {s}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn the_holder_keeps_one_connection_per_node_replaces_a_dead_one_and_checks_new_host_keys() {
+    let Some(mut tb) = Testbed::new(4, 0) else { return };
+    let home = tempfile::tempdir().unwrap();
+    tb.apply_fleet(home.path(), "lab");
+
+    // Without a holder every call is a new connection: the client ports differ.
+    assert!(status(home.path()).is_null());
+    let a = connections(home.path());
+    let b = connections(home.path());
+    assert_eq!(a.len(), 4);
+    for (node, conn) in &a {
+        assert_ne!(
+            &b[node], conn,
+            "without a holder {node} was reached over a new connection"
+        );
+    }
+
+    let mut holder = spawn_flightdeck(home.path(), &["mux", "serve", "--persist", "0"]);
+    let s = wait_status(home.path(), true);
+    assert_eq!(s["holder"], "mux");
+    let first = connections(home.path());
+    let again = connections(home.path());
+    assert_eq!(first, again, "the same connection per node, call after call");
+    assert!(first.values().all(|c| !c.starts_with("FAILED")), "{first:?}");
+    let s = status(home.path());
+    assert_eq!(s["connections"].as_array().unwrap().len(), 4, "{s}");
+    assert_eq!(s["served"], 8);
+    // A node's connection through the bastion: the holder's route names the jump.
+    assert!(
+        s["connections"][0]["route"].as_str().unwrap().contains('>'),
+        "{s}"
+    );
+
+    // Node 1's sshd dies with its sessions and comes back: the holder connects again,
+    // the command never sees it.
+    tb.kill_sshd(1);
+    tb.start_sshd(1);
+    let after = connections(home.path());
+    assert!(after.values().all(|c| !c.starts_with("FAILED")), "{after:?}");
+    for (node, conn) in &after {
+        if node.ends_with("-1") {
+            assert_ne!(conn, &first[node], "{node} reconnected");
+        } else {
+            assert_eq!(conn, &first[node], "{node} kept its connection");
+        }
+    }
+
+    // Node 2 is reinstalled with another host key: the holder's new connection checks
+    // it and refuses, as a direct connection would; the others go on.
+    tb.change_host_key(2);
+    let changed = connections(home.path());
+    let n2 = changed.iter().find(|(n, _)| n.ends_with("-2")).unwrap().1;
+    assert!(
+        n2.starts_with("FAILED") && n2.contains("HOST KEY CHANGED"),
+        "{n2}"
+    );
+    assert_eq!(
+        changed.values().filter(|c| c.starts_with("FAILED")).count(),
+        1,
+        "{changed:?}"
+    );
+
+    // Commands that send their script on stdin work through it too (the doctor).
+    let out = flightdeck(
+        home.path(),
+        &["doctor", "lab", "--only", "clock", "--nodes", "0,1,3", "--json"],
+    );
+    let v: Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out.stderr)));
+    let clocks = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["check"] == "clock")
+        .count();
+    assert!(clocks >= 2, "{v}");
+    assert!(status(home.path())["served"].as_u64().unwrap() > 12);
+
+    // `--no-mux` connects itself.
+    let out = flightdeck(
+        home.path(),
+        &[
+            "exec",
+            "lab",
+            "--no-mux",
+            "--nodes",
+            "0",
+            "--json",
+            "--",
+            "echo $SSH_CONNECTION",
+        ],
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_ne!(
+        v["nodes"][0]["stdout"].as_str().unwrap().trim(),
+        first.values().next().unwrap()
+    );
+
+    let out = flightdeck(home.path(), &["mux", "stop"]);
+    assert!(text(&out.stdout).contains("stopped"), "{}", text(&out.stdout));
+    let code = holder.wait().unwrap();
+    assert!(code.success(), "{code:?}");
+    assert!(status(home.path()).is_null());
+    let sock = home.path().join(".local/state/flightdeck/mux.sock");
+    assert!(!sock.exists(), "the socket is removed when the holder exits");
+}
+
+#[test]
+fn mux_auto_starts_a_holder_that_exits_when_idle() {
+    let Some(tb) = Testbed::new(2, 0) else { return };
+    let home = tempfile::tempdir().unwrap();
+    tb.apply_fleet(home.path(), "lab");
+    let cfg = home.path().join(".config/flightdeck");
+    std::fs::create_dir_all(&cfg).unwrap();
+    std::fs::write(cfg.join("config.yaml"), "mux: auto\nmux_persist: 3s\n").unwrap();
+
+    let a = connections(home.path());
+    let s = wait_status(home.path(), true);
+    assert_eq!(
+        (s["holder"].as_str(), s["persist_s"].as_u64()),
+        (Some("mux"), Some(3))
+    );
+    let b = connections(home.path());
+    assert_eq!(a, b, "the first command started the holder and used it");
+    // Idle for its persist time, it exits and removes its socket.
+    let gone = wait_status(home.path(), false);
+    assert!(gone.is_null());
+
+    // A bad value is a config error with its place.
+    std::fs::write(cfg.join("config.yaml"), "mux: auto\nmux_persist: 10 minutes\n").unwrap();
+    let out = flightdeck(home.path(), &["config", "check"]);
+    assert!(!out.status.success());
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("config.yaml:2:") && err.contains("unknown unit"),
+        "{err}"
+    );
+}
+
+/// Run `flightdeck mux status` as uid/gid 65534 (nobody) with `home`.
+fn status_as_nobody(home: &Path) -> std::process::Output {
+    use std::os::unix::process::CommandExt;
+    std::process::Command::new(env!("CARGO_BIN_EXE_flightdeck"))
+        .args(["mux", "status"])
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .uid(65534)
+        .gid(65534)
+        .output()
+        .expect("run flightdeck as nobody")
+}
+
+#[test]
+fn another_user_is_refused_by_the_socket_and_by_the_holder() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        if std::env::var_os("CI").is_some() {
+            panic!("the other-user test needs root under CI");
+        }
+        eprintln!("SKIPPED: needs root to run a client as another user");
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let home = tempfile::tempdir().unwrap();
+    let mut holder = spawn_flightdeck(home.path(), &["mux", "serve", "--persist", "0"]);
+    wait_status(home.path(), true);
+    let state = home.path().join(".local/state/flightdeck");
+    let sock = state.join("mux.sock");
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&sock), 0o600);
+    assert_eq!(mode(&state), 0o700);
+
+    // As it is: another user cannot reach the socket at all. (The home is opened so that
+    // only the state dir's 0700 and the socket's 0600 stand in the way.)
+    for d in [
+        home.path().to_path_buf(),
+        home.path().join(".local"),
+        home.path().join(".local/state"),
+    ] {
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let out = status_as_nobody(home.path());
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("Permission denied"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    // Permissions opened by mistake: the holder itself refuses anyone but its own user.
+    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&sock, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let out = status_as_nobody(home.path());
+    assert!(!out.status.success());
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("refused: the connection holder serves its own user only (you are uid 65534)"),
+        "{err}"
+    );
+    let log = std::fs::read_to_string(state.join("flightdeck.log")).unwrap();
+    assert!(log.contains("refused uid 65534"), "{log}");
+    // Its own user is still served.
+    assert_eq!(status(home.path())["holder"], "mux");
+
+    let _ = flightdeck(home.path(), &["mux", "stop"]);
+    holder.wait().unwrap();
+}
