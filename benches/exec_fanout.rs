@@ -8,9 +8,16 @@
 //! checked (one `ok` per node, nothing on stderr), so a tool that fails fast or times
 //! out cannot pass for a fast one.
 //!
-//! Environment: `EXEC_BENCH_NODES` (default 32); `EXEC_BENCH_HOLD=FILE` sets the testbed
-//! up, writes shell exports (HOME, FLIGHTDECK_HOME, the first node, the bastion, the ssh
-//! config) to FILE and keeps it up for three hours, for profiling by hand.
+//! The fan-out is measured on two paths: through the bastion (from this machine), and
+//! direct (every client run inside the bastion's namespace, which reaches the nodes
+//! without a jump). On each: pdsh; flightdeck connecting itself (`--no-mux`); and
+//! flightdeck through the connection holder (`flightdeck mux serve`), its first exec
+//! (the holder connecting every node; three fresh holders, median) and its repeats.
+//!
+//! Environment: `EXEC_BENCH_NODES` (default 32; up to 1012); `EXEC_BENCH_RUNS` (default 7);
+//! `EXEC_BENCH_THROUGHPUT=0` skips the throughput part; `EXEC_BENCH_HOLD=FILE` sets the
+//! testbed up, writes shell exports (HOME, FLIGHTDECK_HOME, the first node, the bastion,
+//! the ssh config) to FILE and keeps it up for three hours, for profiling by hand.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -88,8 +95,8 @@ fn main() {
     std::fs::write(
         &config,
         format!(
-            "Host 10.88.0.*\n  User root\n  IdentityFile {key}\n  ProxyJump root@{b}\n\
-             Host {b}\n  User root\n  IdentityFile {key}\n\
+            "Host {b}\n  User root\n  IdentityFile {key}\n  ProxyJump none\n\
+             Host 10.88.*\n  User root\n  IdentityFile {key}\n  ProxyJump root@{b}\n\
              Host *\n  UserKnownHostsFile {kh}\n  StrictHostKeyChecking yes\n  BatchMode yes\n",
             b = tb.bastion.addr,
             kh = known_hosts.display()
@@ -128,34 +135,134 @@ fn main() {
 
     let hosts: Vec<String> = tb.nodes.iter().map(|n| n.addr.clone()).collect();
     let hosts = hosts.join(",");
-    let pdsh = || {
-        let mut c = Command::new("pdsh");
-        c.args(["-R", "ssh", "-f", "32", "-w", &hosts, "echo ok"])
+    let runs: usize = std::env::var("EXEC_BENCH_RUNS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(7);
+    // The direct path: a fleet without the jump, an ssh config without ProxyJump, every
+    // client (and the holder) inside the bastion's namespace.
+    let direct_config = ssh.join("config.direct");
+    std::fs::write(
+        &direct_config,
+        format!(
+            "Host *\n  User root\n  IdentityFile {key}\n  UserKnownHostsFile {kh}\n  StrictHostKeyChecking yes\n  BatchMode yes\n",
+            kh = known_hosts.display()
+        ),
+    )
+    .unwrap();
+    let direct_fleet = home.path().join("tbd.yaml");
+    let direct_hosts: String = tb.nodes.iter().map(|n| format!("    - {}\n", n.addr)).collect();
+    std::fs::write(
+        &direct_fleet,
+        format!("type: fleet\nname: tb\nssh_config:\n  user: root\n  identity_file: {key}\n  hosts:\n{direct_hosts}"),
+    )
+    .unwrap();
+    let ns = tb.bastion.ns.clone();
+    let fd_in = |fd_home: &str, direct: bool, args: &[&str]| {
+        let mut c = if direct {
+            let mut c = Command::new("ip");
+            c.args(["netns", "exec", &ns, bin]);
+            c
+        } else {
+            Command::new(bin)
+        };
+        c.args(args)
             .env("HOME", home.path())
-            .env("PDSH_SSH_ARGS_APPEND", format!("-F {}", config.display()))
-            .env_remove("SSH_AUTH_SOCK");
+            .env_remove("SSH_AUTH_SOCK")
+            .env("FLIGHTDECK_HOME", home.path().join(fd_home));
         c
     };
-    let ours = || fd(&["exec", "tb", "--", "echo", "ok"]);
-    let runs = 7;
-    let (mut a, mut b) = (vec![], vec![]);
-    // Warm both once, then alternate so load affects both alike. flightdeck's closing
-    // summary goes to stderr.
-    let summary = format!("{nodes} nodes: ");
-    fanout(ours(), nodes, Some(&summary));
-    fanout(pdsh(), nodes, None);
-    for _ in 0..runs {
-        a.push(fanout(ours(), nodes, Some(&summary)));
-        b.push(fanout(pdsh(), nodes, None));
-    }
-    let (o, t) = (median(a), median(b));
-    println!("exec `echo ok` on {nodes} nodes behind a bastion, median of {runs}:");
-    println!("  flightdeck exec        {:>8.1} ms", o.as_secs_f64() * 1e3);
-    println!("  pdsh -R ssh (OpenSSH)  {:>8.1} ms", t.as_secs_f64() * 1e3);
-    println!(
-        "  ratio flightdeck/pdsh  {:>8.2}",
-        o.as_secs_f64() / t.as_secs_f64()
+    run(
+        fd_in(
+            "fd-direct",
+            true,
+            &["fleet", "apply", direct_fleet.to_str().unwrap(), "--yes"],
+        ),
+        false,
     );
+    let summary = format!("{nodes} nodes: ");
+    for (path, fd_home, direct, cfg) in [
+        ("behind a bastion", "fd", false, &config),
+        ("direct", "fd-direct", true, &direct_config),
+    ] {
+        let pdsh = || {
+            let mut c = if direct {
+                let mut c = Command::new("ip");
+                c.args(["netns", "exec", &ns, "pdsh"]);
+                c
+            } else {
+                Command::new("pdsh")
+            };
+            c.args(["-R", "ssh", "-f", "32", "-w", &hosts, "echo ok"])
+                .env("HOME", home.path())
+                .env("PDSH_SSH_ARGS_APPEND", format!("-F {}", cfg.display()))
+                .env_remove("SSH_AUTH_SOCK");
+            c
+        };
+        let ours = || fd_in(fd_home, direct, &["exec", "tb", "--no-mux", "--", "echo", "ok"]);
+        let held = || fd_in(fd_home, direct, &["exec", "tb", "--", "echo", "ok"]);
+        let start_holder = || {
+            let mut c = fd_in(fd_home, direct, &["mux", "serve", "--persist", "0"]);
+            let child = c
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("start the holder");
+            let sock = home.path().join(fd_home).join("state/mux.sock");
+            let t = Instant::now();
+            while std::os::unix::net::UnixStream::connect(&sock).is_err() {
+                assert!(t.elapsed() < Duration::from_secs(10), "the holder did not start");
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            child
+        };
+        let stop_holder = |mut child: std::process::Child| {
+            run(fd_in(fd_home, direct, &["mux", "stop"]), false);
+            let _ = child.wait();
+        };
+        // Warm each once, then alternate so load affects all alike.
+        fanout(ours(), nodes, Some(&summary));
+        fanout(pdsh(), nodes, None);
+        let mut firsts = vec![];
+        for _ in 0..3 {
+            let h = start_holder();
+            firsts.push(fanout(held(), nodes, Some(&summary)));
+            stop_holder(h);
+        }
+        let h = start_holder();
+        fanout(held(), nodes, Some(&summary));
+        let (mut a, mut b, mut c) = (vec![], vec![], vec![]);
+        for _ in 0..runs {
+            a.push(fanout(ours(), nodes, Some(&summary)));
+            b.push(fanout(pdsh(), nodes, None));
+            c.push(fanout(held(), nodes, Some(&summary)));
+        }
+        stop_holder(h);
+        let (o, t, f, r) = (median(a), median(b), median(firsts), median(c));
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        println!(
+            "exec `echo ok` on {nodes} nodes {path}, median of {runs} (first through a fresh holder: of 3):"
+        );
+        println!("  pdsh -R ssh (OpenSSH)          {:>8.1} ms", ms(t));
+        println!(
+            "  flightdeck exec --no-mux       {:>8.1} ms  ({:.2} of pdsh)",
+            ms(o),
+            ms(o) / ms(t)
+        );
+        println!(
+            "  flightdeck exec, holder, first {:>8.1} ms  ({:.2} of pdsh)",
+            ms(f),
+            ms(f) / ms(t)
+        );
+        println!(
+            "  flightdeck exec, holder, again {:>8.1} ms  ({:.3} of pdsh)",
+            ms(r),
+            ms(r) / ms(t)
+        );
+    }
+    if std::env::var("EXEC_BENCH_THROUGHPUT").as_deref() == Ok("0") {
+        return;
+    }
 
     // Throughput: 200 MB through one channel to node 0, through the bastion: zeros (cut
     // into 64 KiB pieces, the least work per byte) and text of ~90-byte lines (a log).

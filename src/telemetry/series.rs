@@ -657,6 +657,11 @@ impl NodeSeries {
     }
 }
 
+/// The points per series for a fleet of `nodes` (see [`Telemetry::for_fleet`]).
+pub fn capacity_for(nodes: usize) -> usize {
+    (POINT_BUDGET / (nodes.max(1) * SERIES_PER_NODE)).clamp(MIN_CAPACITY, DEFAULT_CAPACITY)
+}
+
 /// The telemetry of a fleet: per node, the series and the latest figures.
 #[derive(Debug, Clone)]
 pub struct Telemetry {
@@ -672,7 +677,23 @@ impl Default for Telemetry {
     }
 }
 
+/// The points a fleet's series may hold together, 4 bytes each: 128 MiB. An hour at 1 Hz
+/// (3600 points) for every series up to ~180 nodes of 10 NICs and 8 GPUs; a shorter
+/// history for larger fleets (1024 nodes: 11 minutes), so the cockpit stays near 200 MB.
+pub const POINT_BUDGET: usize = 32 * 1024 * 1024;
+/// Series a node of 10 NICs and 8 GPUs has (rx/tx per NIC, 4 metrics per GPU, the
+/// time), which [`Telemetry::for_fleet`] plans for.
+pub const SERIES_PER_NODE: usize = 10 * 2 + 8 * 3 + 4;
+/// The shortest history a fleet is given: 5 minutes at 1 Hz.
+pub const MIN_CAPACITY: usize = 300;
+
 impl Telemetry {
+    /// A store for a fleet of `nodes`: an hour at 1 Hz while the fleet's series fit in
+    /// [`POINT_BUDGET`], fewer points (never under [`MIN_CAPACITY`]) past it.
+    pub fn for_fleet(nodes: usize) -> Telemetry {
+        Telemetry::new(capacity_for(nodes))
+    }
+
     /// Series of `capacity` points each (an hour at 1 s: 3600).
     pub fn new(capacity: usize) -> Telemetry {
         Telemetry {

@@ -223,6 +223,7 @@ fn apply(state: &mut State, msg: Msg) -> Vec<Command> {
             state.nics = nics::NicsView {
                 fleet: Some(fleet),
                 down: vec![None; nodes.len()],
+                store: crate::telemetry::series::Telemetry::for_fleet(nodes.len()),
                 nodes,
                 ..Default::default()
             };

@@ -111,6 +111,16 @@ fn new_host_key(key: &Path) -> Result<String, String> {
     ])
 }
 
+/// Node `i`'s control address: 10.88.0.(i+1) for the first 253 nodes, then 10.88.100.x,
+/// 10.88.101.x...
+fn control_addr(i: usize) -> String {
+    if i < 253 {
+        format!("10.88.0.{}", i + 1)
+    } else {
+        format!("10.88.{}.{}", 100 + (i - 253) / 253, (i - 253) % 253 + 1)
+    }
+}
+
 /// Kill every process in a network namespace (pkill would match other namespaces too).
 fn kill_ns_processes(ns: &str) {
     if let Ok(pids) = run(&["ip", "netns", "pids", ns]) {
@@ -185,7 +195,7 @@ impl Testbed {
     }
 
     fn build(n: usize, k: usize, private_homes: bool, machines: bool) -> Result<Testbed, String> {
-        assert!(n <= 200 && k <= 8, "testbed size");
+        assert!(n <= 4 * 253 && k <= 8 && (n <= 253 || k == 0), "testbed size");
         if unsafe_geteuid() != 0 {
             return Err("not running as root".into());
         }
@@ -293,11 +303,26 @@ impl Testbed {
         )?;
         ns_run(&b, &["ip", "link", "set", "up0", "up"])?;
         Self::attach(&switch, &b, "eth0", "bz0", "br0", "10.88.0.254/24")?;
+        // Past 253 nodes the control network goes on in 10.88.100.0/24, 10.88.101.0/24...
+        // on the same bridge; the bastion has .254 in each.
+        for j in 0..n.saturating_sub(1) / 253 {
+            ns_run(
+                &b,
+                &[
+                    "ip",
+                    "addr",
+                    "add",
+                    &format!("10.88.{}.254/24", 100 + j),
+                    "dev",
+                    "eth0",
+                ],
+            )?;
+        }
         for i in 0..n {
             let ns = format!("{prefix}-n{i}");
             run(&["ip", "netns", "add", &ns])?;
             ns_run(&ns, &["ip", "link", "set", "lo", "up"])?;
-            let addr = format!("10.88.0.{}", i + 1);
+            let addr = control_addr(i);
             Self::attach(
                 &switch,
                 &ns,
