@@ -76,6 +76,64 @@ pub struct NicsView {
     pub rail: usize,
     /// The first NIC shown (per node) or the first node row (per rail).
     pub scroll: usize,
+    /// The fleet mode's figures, worked out once per second of store time (or when the
+    /// window, chart width or shown nodes change), not in every frame: at 1024 nodes they
+    /// take milliseconds, a frame must take less than one.
+    pub fleet_memo: FleetMemo,
+}
+
+/// A node's total rx and tx per braille column, and their now / average / peak.
+#[derive(Debug, Clone)]
+pub struct NodeTotals {
+    pub rx: Vec<f32>,
+    pub tx: Vec<f32>,
+    pub srx: crate::telemetry::series::WindowStats,
+    pub stx: crate::telemetry::series::WindowStats,
+}
+
+/// What the fleet figures were worked out for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FleetKey {
+    pub second: u32,
+    pub span: u32,
+    pub columns: usize,
+    pub shown: Vec<usize>,
+    pub down: usize,
+}
+
+/// The fleet mode's figures: each shown node's totals (in `shown` order) and the
+/// fleet's sums.
+#[derive(Debug, Clone)]
+pub struct FleetFigures {
+    pub key: FleetKey,
+    pub per_node: Vec<Option<NodeTotals>>,
+    pub rx: Vec<f32>,
+    pub tx: Vec<f32>,
+    /// Nodes whose sampler runs.
+    pub up: usize,
+}
+
+/// The last [`FleetFigures`], kept across frames (the view draws from `&State`).
+#[derive(Debug, Default)]
+pub struct FleetMemo(pub std::cell::RefCell<Option<std::rc::Rc<FleetFigures>>>);
+
+impl Clone for FleetMemo {
+    fn clone(&self) -> FleetMemo {
+        FleetMemo(std::cell::RefCell::new(self.0.borrow().clone()))
+    }
+}
+
+impl FleetMemo {
+    /// The figures for `key`: the kept ones when they were worked out for it, else
+    /// `work()`'s, kept.
+    pub fn get(&self, key: FleetKey, work: impl FnOnce(FleetKey) -> FleetFigures) -> std::rc::Rc<FleetFigures> {
+        if let Some(f) = self.0.borrow().as_ref().filter(|f| f.key == key) {
+            return f.clone();
+        }
+        let f = std::rc::Rc::new(work(key));
+        *self.0.borrow_mut() = Some(f.clone());
+        f
+    }
 }
 
 impl NicsView {

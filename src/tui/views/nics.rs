@@ -25,7 +25,7 @@ use crate::telemetry::layout::{Classifier, Role};
 use crate::telemetry::report::format_bps;
 use crate::telemetry::series::{Metric, NodeSeries, SeriesKey, WindowStats};
 use crate::telemetry::Device;
-use crate::tui::nics::{Mode, NicsView};
+use crate::tui::nics::{FleetFigures, FleetKey, Mode, NicsView, NodeTotals};
 use crate::tui::state::State;
 use crate::tui::theme::{Theme, Tone};
 use crate::tui::widgets::rate_chart::{plot_columns, spark, RateChart, Trace};
@@ -623,14 +623,6 @@ fn node_sum(c: &Ctx, i: usize, metric: Metric, cols: usize) -> Option<(Vec<f32>,
     Some(s.summary(c.from, c.to, cols))
 }
 
-/// A node's total rx and tx per braille column, and their now / average / peak.
-struct NodeTotals {
-    rx: Vec<f32>,
-    tx: Vec<f32>,
-    srx: WindowStats,
-    stx: WindowStats,
-}
-
 /// The column-by-column sum of `curves`, NaN wherever one of them is (curves with
 /// nothing known take no part), as [`crate::telemetry::Telemetry::total`].
 fn strict_sum<'a>(curves: impl Iterator<Item = &'a [f32]>, cols: usize) -> Vec<f32> {
@@ -672,26 +664,39 @@ fn render_fleet(c: &Ctx, area: Rect, buf: &mut Buffer) {
     let table_h = if h < 10 { 0 } else { (1 + n as u16).min(h / 2) };
     let [chart, table] = Layout::vertical([Constraint::Min(1), Constraint::Length(table_h)]).areas(area);
     let pc = plot_columns(chart);
-    let up: Vec<usize> = all
-        .iter()
-        .copied()
-        .filter(|&i| !matches!(v.down.get(i), Some(Some(_))))
-        .collect();
+    let is_up = |i: usize| !matches!(v.down.get(i), Some(Some(_)));
+    let key = FleetKey {
+        second: c.to / 1000,
+        span: c.span,
+        columns: pc,
+        shown: all.clone(),
+        down: v.down.iter().filter(|d| d.is_some()).count(),
+    };
     // Each node's totals once: the fleet's is their sum, the table shows them.
-    let per_node: Vec<Option<NodeTotals>> = all
-        .iter()
-        .map(|&i| {
-            if !up.contains(&i) {
-                return None;
-            }
-            let (rx, srx) = node_sum(c, i, Metric::Rx, pc)?;
-            let (tx, stx) = node_sum(c, i, Metric::Tx, pc)?;
-            Some(NodeTotals { rx, tx, srx, stx })
-        })
-        .collect();
+    let figures = v.fleet_memo.get(key, |key| {
+        let per_node: Vec<Option<NodeTotals>> = all
+            .iter()
+            .map(|&i| {
+                if !is_up(i) {
+                    return None;
+                }
+                let (rx, srx) = node_sum(c, i, Metric::Rx, pc)?;
+                let (tx, stx) = node_sum(c, i, Metric::Tx, pc)?;
+                Some(NodeTotals { rx, tx, srx, stx })
+            })
+            .collect();
+        let known = per_node.iter().flatten();
+        FleetFigures {
+            rx: strict_sum(known.clone().map(|t| t.rx.as_slice()), pc),
+            tx: strict_sum(known.map(|t| t.tx.as_slice()), pc),
+            up: all.iter().filter(|&&i| is_up(i)).count(),
+            per_node,
+            key,
+        }
+    });
+    let (per_node, rx, tx) = (&figures.per_node, &figures.rx, &figures.tx);
+    let up = figures.up;
     let known = per_node.iter().flatten();
-    let rx = strict_sum(known.clone().map(|t| t.rx.as_slice()), pc);
-    let tx = strict_sum(known.clone().map(|t| t.tx.as_slice()), pc);
     let fleet_flags = v.flags.iter().filter(|f| f.device.is_none()).count();
     // Now: the sum of the nodes' latest rates (as the table's rows add up).
     let now = |pick: fn(&NodeTotals) -> f64| {
@@ -703,10 +708,10 @@ fn render_fleet(c: &Ctx, area: Rect, buf: &mut Buffer) {
     };
     let title = Line::from(vec![
         Span::styled(
-            if up.len() == n {
+            if up == n {
                 format!(" fleet total of {n} nodes ")
             } else {
-                format!(" fleet total of {}/{n} nodes (down: {}) ", up.len(), n - up.len())
+                format!(" fleet total of {up}/{n} nodes (down: {}) ", n - up)
             },
             c.theme.title(),
         ),
@@ -727,11 +732,11 @@ fn render_fleet(c: &Ctx, area: Rect, buf: &mut Buffer) {
         title,
         series: vec![
             Trace {
-                values: &tx,
+                values: tx,
                 style: c.theme.tx(),
             },
             Trace {
-                values: &rx,
+                values: rx,
                 style: c.theme.rx(),
             },
         ],
