@@ -68,9 +68,15 @@ fn panes_state(n: usize) -> State {
 /// with 9 NICs (a control gVNIC and 8 data gVNICs, as an a3-megagpu-8g) and 8 GPUs, an
 /// hour of records at 1 s (every ring full), the span at 1 h, in mode `mode` presses of v.
 fn nics_state(mode: usize) -> State {
+    nics_fleet_of(8, mode)
+}
+
+/// Like [`nics_state`] over `n` nodes, the rings as long as the store keeps for that
+/// fleet (`Telemetry::for_fleet`: an hour up to ~180 nodes, 682 points at 1024).
+fn nics_fleet_of(n: usize, mode: usize) -> State {
     use flightdeck::telemetry::synth::Synth;
     let mut s = state_after("7");
-    let nodes: Vec<String> = (0..8).map(|i| format!("a3mega-{i}")).collect();
+    let nodes: Vec<String> = (0..n).map(|i| format!("a3mega-{i}")).collect();
     update(
         &mut s,
         Msg::TelemetryStarted {
@@ -81,11 +87,12 @@ fn nics_state(mode: usize) -> State {
     let nics = [
         "enp0s12", "enp6s0", "enp7s0", "enp13s0", "enp14s0", "enp134s0", "enp135s0", "enp141s0", "enp142s0",
     ];
-    let mut synth = Synth::new(8, &nics, 8, 1000);
+    let mut synth = Synth::new(n, &nics, 8, 1000);
     synth.route = Some("enp0s12".into());
+    let records = s.nics.store.capacity() as u64;
     synth.fill(
         &mut s.nics.store,
-        3600,
+        records,
         |node, nic, seq| {
             let saw = ((seq + (node * 13 + nic * 7) as u64) % 60) as f64 / 60.0;
             if nic == 0 {
@@ -132,6 +139,7 @@ fn bench(c: &mut Criterion) {
         ("nics-node-8x9-1h", nics_state(0)),
         ("nics-rail-8x9-1h", nics_state(1)),
         ("nics-fleet-8x9-1h", nics_state(2)),
+        ("nics-fleet-1024x9", nics_fleet_of(1024, 2)),
     ];
     let mut group = c.benchmark_group("frame");
     for (w, h) in [(160u16, 48u16), (250, 70)] {
@@ -166,6 +174,25 @@ fn bench(c: &mut Criterion) {
                     b.iter(|| {
                         i += 1;
                         t.draw(|f| views::draw(black_box(&p[i % 2]), &theme, f)).unwrap();
+                    })
+                },
+            );
+        }
+    }
+    // The fleet figures worked out again (as once per second of store time): the frame
+    // that pays for them.
+    for (w, h) in [(160u16, 48u16)] {
+        for (name, state) in screens.iter().filter(|(n, _)| n.starts_with("nics-fleet")) {
+            let mut state = state.clone();
+            update(&mut state, Msg::Resize(w, h));
+            let mut t = terminal(w, h);
+            group.bench_with_input(
+                BenchmarkId::new(format!("refigure/{name}"), format!("{w}x{h}")),
+                &state,
+                |b, s| {
+                    b.iter(|| {
+                        s.nics.fleet_memo.0.borrow_mut().take();
+                        t.draw(|f| views::draw(black_box(s), &theme, f)).unwrap();
                     })
                 },
             );

@@ -250,4 +250,30 @@ mod tests {
         let cfg = Config::load_file(&dir.path().join("nope.yaml")).unwrap();
         assert!(cfg.theme.is_none());
     }
+
+    #[test]
+    fn mux_settings_read_and_a_bad_time_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("config.yaml");
+        std::fs::write(&f, "mux: auto\nmux_persist: 90s\n").unwrap();
+        let c = Config::load_file(&f).unwrap();
+        assert_eq!(
+            (c.mux, c.mux_persist()),
+            (MuxMode::Auto, std::time::Duration::from_secs(90))
+        );
+        std::fs::write(&f, "mux_persist: 600\n").unwrap();
+        assert_eq!(Config::load_file(&f).unwrap().mux_persist().as_secs(), 600);
+        assert_eq!(Config::default().mux, MuxMode::On);
+        assert_eq!(Config::default().mux_persist(), MUX_PERSIST);
+        assert_eq!("2h".parse::<Span>().unwrap().0.as_secs(), 7200);
+        std::fs::write(&f, "mux: sometimes\n").unwrap();
+        let e = Config::load_file(&f).unwrap_err().to_string();
+        assert!(e.contains(":1:") && e.contains("sometimes"), "{e}");
+        std::fs::write(&f, "mux: on\nmux_persist: ten\n").unwrap();
+        let e = Config::load_file(&f).unwrap_err().to_string();
+        assert!(
+            e.contains(":2:") && e.contains("expected a length of time"),
+            "{e}"
+        );
+    }
 }

@@ -205,6 +205,7 @@ fn apply(state: &mut State, msg: Msg) -> Vec<Command> {
         }
         Msg::Telemetry(event) => {
             nics::ingest(state, *event);
+            nics::refigure(state);
             vec![]
         }
         Msg::DoctorStarted { fleet, nodes } => {

@@ -609,18 +609,65 @@ fn render_rail(c: &Ctx, area: Rect, buf: &mut Buffer) {
         .render(table, buf);
 }
 
-/// A node's total of one metric over its charted NICs ([`NodeSeries::sum_in`]): per
-/// braille column (max per column), and its now / average / peak over the window.
-fn node_sum(c: &Ctx, i: usize, metric: Metric, cols: usize) -> Option<(Vec<f32>, WindowStats)> {
-    let node = c.v.store.node(i)?;
-    let keys: Vec<SeriesKey> = Classifier::auto()
-        .charted(&c.v.store, i)
-        .into_iter()
-        .map(|(d, _)| SeriesKey::net(d, metric))
-        .collect();
-    let sum = node.sum_in(&keys, c.from, c.to)?;
-    let s = node.series_of(&sum);
-    Some(s.summary(c.from, c.to, cols))
+/// A node's totals over its charted NICs ([`NodeSeries::sum_in`]) in `(from, to]`, rx
+/// and tx: per braille column (max per column), and their now / average / peak. The NICs
+/// are classified once for both.
+fn node_totals(
+    v: &NicsView,
+    classifier: &Classifier,
+    i: usize,
+    from: u32,
+    to: u32,
+    cols: usize,
+) -> Option<NodeTotals> {
+    let node = v.store.node(i)?;
+    let charted = classifier.charted(&v.store, i);
+    let sum = |metric: Metric| {
+        let keys: Vec<SeriesKey> = charted
+            .iter()
+            .map(|(d, _)| SeriesKey::net(d.clone(), metric))
+            .collect();
+        let sum = node.sum_in(&keys, from, to)?;
+        Some(node.series_of(&sum).summary(from, to, cols))
+    };
+    let (rx, srx) = sum(Metric::Rx)?;
+    let (tx, stx) = sum(Metric::Tx)?;
+    Some(NodeTotals { rx, tx, srx, stx })
+}
+
+/// The fleet mode's figures over `shown` nodes for the window and `columns`: the kept
+/// ones when they are for this second of store time, else worked out and kept.
+pub fn fleet_figures(v: &NicsView, shown: &[usize], columns: usize) -> std::rc::Rc<FleetFigures> {
+    let (from, to) = v.window();
+    let is_up = |i: usize| !matches!(v.down.get(i), Some(Some(_)));
+    let key = FleetKey {
+        second: to / 1000,
+        span: v.span_ms(),
+        columns,
+        shown: shown.to_vec(),
+        down: v.down.iter().filter(|d| d.is_some()).count(),
+    };
+    v.fleet_memo.get(key, |key| {
+        let classifier = Classifier::auto();
+        let per_node: Vec<Option<NodeTotals>> = shown
+            .iter()
+            .map(|&i| {
+                if is_up(i) {
+                    node_totals(v, &classifier, i, from, to, columns)
+                } else {
+                    None
+                }
+            })
+            .collect();
+        let known = per_node.iter().flatten();
+        FleetFigures {
+            rx: strict_sum(known.clone().map(|t| t.rx.as_slice()), columns),
+            tx: strict_sum(known.map(|t| t.tx.as_slice()), columns),
+            up: shown.iter().filter(|&&i| is_up(i)).count(),
+            per_node,
+            key,
+        }
+    })
 }
 
 /// The column-by-column sum of `curves`, NaN wherever one of them is (curves with
@@ -664,36 +711,9 @@ fn render_fleet(c: &Ctx, area: Rect, buf: &mut Buffer) {
     let table_h = if h < 10 { 0 } else { (1 + n as u16).min(h / 2) };
     let [chart, table] = Layout::vertical([Constraint::Min(1), Constraint::Length(table_h)]).areas(area);
     let pc = plot_columns(chart);
-    let is_up = |i: usize| !matches!(v.down.get(i), Some(Some(_)));
-    let key = FleetKey {
-        second: c.to / 1000,
-        span: c.span,
-        columns: pc,
-        shown: all.clone(),
-        down: v.down.iter().filter(|d| d.is_some()).count(),
-    };
     // Each node's totals once: the fleet's is their sum, the table shows them.
-    let figures = v.fleet_memo.get(key, |key| {
-        let per_node: Vec<Option<NodeTotals>> = all
-            .iter()
-            .map(|&i| {
-                if !is_up(i) {
-                    return None;
-                }
-                let (rx, srx) = node_sum(c, i, Metric::Rx, pc)?;
-                let (tx, stx) = node_sum(c, i, Metric::Tx, pc)?;
-                Some(NodeTotals { rx, tx, srx, stx })
-            })
-            .collect();
-        let known = per_node.iter().flatten();
-        FleetFigures {
-            rx: strict_sum(known.clone().map(|t| t.rx.as_slice()), pc),
-            tx: strict_sum(known.map(|t| t.tx.as_slice()), pc),
-            up: all.iter().filter(|&&i| is_up(i)).count(),
-            per_node,
-            key,
-        }
-    });
+    v.fleet_memo.1.set(pc);
+    let figures = fleet_figures(v, all, pc);
     let (per_node, rx, tx) = (&figures.per_node, &figures.rx, &figures.tx);
     let up = figures.up;
     let known = per_node.iter().flatten();
