@@ -160,15 +160,17 @@ impl Fleet {
 
 fn benches(c: &mut Criterion) {
     let mut fleet = Fleet::new();
+    let empty = rss_mib();
     fleet.fill();
     let bytes: usize = round(1).iter().map(String::len).sum();
     eprintln!(
-        "one round: {} records, {} KiB of sampler output; store: {} nodes x {} points; resident {:.0} MiB",
+        "one round: {} records, {} KiB of sampler output; store: {} nodes x {} points; resident {:.0} MiB ({:.0} MiB before the first record)",
         nodes(),
         bytes / 1024,
         fleet.store.node_count(),
         fleet.store.node(0).map_or(0, |n| n.times().len()),
-        rss_mib()
+        rss_mib(),
+        empty
     );
 
     let mut g = c.benchmark_group("ingest");

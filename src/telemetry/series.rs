@@ -69,6 +69,12 @@ impl<T: Copy> Ring<T> {
 
     pub fn push(&mut self, v: T) {
         if self.buf.len() < self.cap {
+            // Grown by doubling, as a Vec is, but never past the ring's capacity (a Vec's
+            // own doubling would leave a ring of 682 holding room for 1024).
+            if self.buf.len() == self.buf.capacity() {
+                let grow = self.buf.len().max(4).min(self.cap - self.buf.len());
+                self.buf.reserve_exact(grow);
+            }
             self.buf.push(v);
         } else {
             self.buf[self.head] = v;

@@ -282,6 +282,14 @@ fn ring_buffers() {
     assert_eq!(r.partition_point(|v| v <= 8), 2);
     assert_eq!(r.partition_point(|v| v <= 100), 4);
     assert_eq!(r.partition_point(|_| false), 0);
+    // Filled, a ring holds room for its capacity and no more (a Vec's doubling would
+    // give 1024 for 682: half as much again of a large fleet's memory).
+    let mut big: Ring<f32> = Ring::new(682);
+    for i in 0..2000 {
+        big.push(i as f32);
+    }
+    assert_eq!((big.len(), big.buf.capacity()), (682, 682));
+    assert_eq!(big.last(), Some(1999.0));
 }
 
 /// A store fed points by hand: `(t_ms after the first, rx Mbit/s)` on eth1 of node 0.
