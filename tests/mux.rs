@@ -268,3 +268,88 @@ fn another_user_is_refused_by_the_socket_and_by_the_holder() {
     let _ = flightdeck(home.path(), &["mux", "stop"]);
     holder.wait().unwrap();
 }
+
+/// flightdeck beside the cockpit of `t` (its HOME and FLIGHTDECK_HOME).
+fn beside(t: &support::tmux::Tmux, args: &[&str]) -> std::process::Output {
+    let fd_home = t.fd_home();
+    std::process::Command::new(env!("CARGO_BIN_EXE_flightdeck"))
+        .args(args)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", fd_home.parent().unwrap())
+        .env("FLIGHTDECK_HOME", &fd_home)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run flightdeck")
+}
+
+#[test]
+fn the_cockpit_holds_connections_for_headless_commands_while_it_runs() {
+    if !support::tmux::tmux_available() {
+        panic!("tmux is not installed: run ./scripts/test.sh, which installs it");
+    }
+    let Some(tb) = Testbed::new(2, 0) else { return };
+    let t = support::tmux::Tmux::start(&[], &[], 100, 30);
+    let home = t.fd_home().parent().unwrap().to_path_buf();
+    let file = home.join("lab.yaml");
+    std::fs::write(&file, tb.fleet_yaml("lab")).unwrap();
+    let out = beside(
+        &t,
+        &[
+            "fleet",
+            "apply",
+            file.to_str().unwrap(),
+            "--yes",
+            "--accept-new-host-keys",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let status = |t: &support::tmux::Tmux| -> Value {
+        let out = beside(t, &["mux", "status", "--json"]);
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let start = Instant::now();
+    while status(&t).is_null() {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "the cockpit never served:\n{}",
+            t.screen()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(status(&t)["holder"], "cockpit");
+    let conns = |t: &support::tmux::Tmux| {
+        let out = beside(t, &["exec", "lab", "--json", "--", "echo $SSH_CONNECTION"]);
+        let v: Value =
+            serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out.stderr)));
+        let c: Vec<String> = v["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n["stdout"].as_str().unwrap().trim().to_string())
+            .collect();
+        c
+    };
+    let (a, b) = (conns(&t), conns(&t));
+    assert_eq!(a.len(), 2);
+    assert!(a.iter().all(|c| !c.is_empty()), "{a:?}");
+    assert_eq!(a, b, "the cockpit's connections, call after call");
+    let s = status(&t);
+    assert_eq!(
+        (s["served"].as_u64(), s["connections"].as_array().map(Vec::len)),
+        (Some(4), Some(2)),
+        "{s}"
+    );
+    // Only quitting the cockpit closes them.
+    let out = beside(&t, &["mux", "stop"]);
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("quit it"), "{}", text(&out.stderr));
+    t.keys(&["q"]);
+    assert_eq!(t.wait_exit(), 0);
+    assert!(status(&t).is_null(), "the socket went with the cockpit");
+    let c = conns(&t);
+    assert!(
+        c.iter().all(|x| !x.is_empty()) && c != a,
+        "connected itself once the cockpit was gone: {c:?}"
+    );
+}
