@@ -101,7 +101,11 @@ pub fn status_text(st: &mux::Status, socket: &std::path::Path) -> String {
     let _ = writeln!(s, "channels: {} open, {} served", st.active, st.served);
     let _ = writeln!(s, "connections: {}", st.connections.len());
     for c in &st.connections {
-        let _ = writeln!(s, "  {:<48} {}", c.route, span(c.age_s));
+        let route = match c.route.strip_suffix('>') {
+            Some(jump) => format!("{jump} (jump host)"),
+            None => c.route.clone(),
+        };
+        let _ = writeln!(s, "  {route:<48} {}", span(c.age_s));
     }
     s
 }

@@ -256,6 +256,8 @@ pub struct Connection {
     pub target: Target,
     /// The bastion connection this one runs through, kept alive as long as this one.
     pub via: Option<Arc<Connection>>,
+    /// When it was made.
+    pub since: std::time::Instant,
 }
 
 /// Ciphers in order of preference: AES-GCM first (hardware AES on the x86 and Arm
@@ -365,6 +367,7 @@ impl Connection {
             handle,
             target: target.clone(),
             via,
+            since: std::time::Instant::now(),
         };
         conn.authenticate(opts).await?;
         Ok(conn)

@@ -103,7 +103,8 @@ pub struct Status {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Held {
-    /// `user@host:port`, after the jump hosts it goes through (`a>b>c`).
+    /// `user@host:port`, after the jump hosts it goes through (`a>b>c`); a jump host's
+    /// own connection ends in `>`.
     pub route: String,
     pub age_s: u64,
 }

@@ -180,8 +180,8 @@ type JumpCells = Arc<Mutex<HashMap<String, Arc<OnceCell<Arc<Connection>>>>>>;
 /// The connections to one node that are in use (held by a pane, an exec, a sampler).
 type NodeConns = Arc<Mutex<Vec<Weak<Connection>>>>;
 
-/// Connections a holder keeps though nobody uses them now: route, made when, connection.
-type HeldConns = Arc<std::sync::Mutex<Vec<(String, std::time::Instant, Arc<Connection>)>>>;
+/// Connections a holder keeps though nobody uses them now, by route.
+type HeldConns = Arc<std::sync::Mutex<Vec<(String, Arc<Connection>)>>>;
 
 /// Connects routes, sharing one connection per jump host among all of them, and one
 /// connection per node among the channels to it.
@@ -230,13 +230,26 @@ impl Pool {
         self
     }
 
-    /// The routes of the connections a holding pool keeps (dead ones dropped), and their
-    /// ages.
+    /// The live connections a holding pool keeps (dead ones dropped): the jump hosts'
+    /// (their route ends in `>`), then the nodes', each with its age.
     pub fn held(&self) -> Vec<(String, Duration)> {
         let Some(held) = &self.held else { return vec![] };
+        let mut out: Vec<(String, Duration)> = match self.jumps.try_lock() {
+            Ok(jumps) => jumps
+                .iter()
+                .filter_map(|(k, cell)| {
+                    cell.get()
+                        .filter(|c| !c.is_closed())
+                        .map(|c| (k.clone(), c.since.elapsed()))
+                })
+                .collect(),
+            Err(_) => vec![],
+        };
+        out.sort();
         let mut held = held.lock().expect("held connections lock");
-        held.retain(|(_, _, c)| !c.is_closed());
-        held.iter().map(|(r, t, _)| (r.clone(), t.elapsed())).collect()
+        held.retain(|(_, c)| !c.is_closed());
+        out.extend(held.iter().map(|(r, c)| (r.clone(), c.since.elapsed())));
+        out
     }
 
     /// Run `command` on the route: through the connection holder when one runs (its
@@ -338,8 +351,8 @@ impl Pool {
         conns.push(Arc::downgrade(&conn));
         if let Some(held) = &self.held {
             let mut held = held.lock().expect("held connections lock");
-            held.retain(|(_, _, c)| !c.is_closed());
-            held.push((route_key(route), std::time::Instant::now(), conn.clone()));
+            held.retain(|(_, c)| !c.is_closed());
+            held.push((route_key(route), conn.clone()));
         }
         Ok((conn, t))
     }
