@@ -136,6 +136,7 @@ fn bench(c: &mut Criterion) {
         ("palette", state_after("/gpu=H100\n:n\t")),
         ("offers+detail", state_after("d")),
         ("panes-16", panes_state(16)),
+        ("panes-1024", panes_state(1024)),
         ("nics-node-8x9-1h", nics_state(0)),
         ("nics-rail-8x9-1h", nics_state(1)),
         ("nics-fleet-8x9-1h", nics_state(2)),

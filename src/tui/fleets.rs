@@ -81,6 +81,17 @@ pub fn nodes_act(state: &mut State, action: Action) -> Option<Vec<Command>> {
         Action::Down => state.node_selected = pick(at.map_or(0, |i| (i + 1).min(last))),
         Action::Top => state.node_selected = pick(0),
         Action::Bottom => state.node_selected = pick(last),
+        Action::PageUp | Action::PageDown => {
+            // A screenful of the table: the body less borders, header (and details).
+            let body = super::panes::body(state.size).height;
+            let per = usize::from(body.saturating_sub(if state.node_detail { 12 } else { 3 })).max(1);
+            let at = at.unwrap_or(0);
+            state.node_selected = pick(if action == Action::PageDown {
+                (at + per).min(last)
+            } else {
+                at.saturating_sub(per)
+            });
+        }
         Action::Detail => state.node_detail = !state.node_detail,
         Action::Select => {
             let node = at.and_then(pick).or_else(|| pick(0));
@@ -675,5 +686,69 @@ mod tests {
             }]
         );
         assert!(s.offers.editor.is_none());
+    }
+
+    #[test]
+    fn the_nodes_view_pages_through_1024_nodes_and_draws_only_the_page() {
+        let nodes: Vec<crate::fleet::NodeTarget> = (0..1024)
+            .map(|i| crate::fleet::NodeTarget {
+                index: i,
+                name: format!("big-{i}"),
+                host: format!("10.1.{}.{}", i / 256, i % 256),
+                port: None,
+                user: Some("root".into()),
+                identity_file: None,
+                proxy_jump: None,
+                internal_ip: None,
+            })
+            .collect();
+        let mut s = State::new(Keymap::defaults(), vec![], "dark".into());
+        s.view = View::Fleets;
+        let record = FleetRecord {
+            name: "big".into(),
+            backend: "ssh".into(),
+            file: None,
+            nodes,
+            resources: vec![],
+            created_at: 0,
+        };
+        update(&mut s, Msg::Fleets(Ok(vec![record])));
+        update(&mut s, Msg::Resize(100, 30));
+        s.view = View::Nodes;
+        let theme = crate::tui::theme::Theme::default_theme();
+        let screen = |s: &State| {
+            let mut t = ratatui::Terminal::new(ratatui::backend::TestBackend::new(100, 30)).unwrap();
+            t.draw(|f| crate::tui::views::draw(s, &theme, f)).unwrap();
+            let b = t.backend().buffer().clone();
+            (0..b.area.height)
+                .map(|y| (0..b.area.width).map(|x| b[(x, y)].symbol()).collect::<String>())
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        // 30 rows: tab bar and status bar, borders and header: 25 nodes a page.
+        let first = screen(&s);
+        assert!(first.contains("rows 1–25 of 1024"), "{first}");
+        assert!(first.contains("big-24 ") && !first.contains("big-25 "), "{first}");
+        key(&mut s, KeyCode::PageDown);
+        assert_eq!(s.node_selected.as_deref(), Some("big-25"));
+        let second = screen(&s);
+        assert!(
+            second.contains("rows 26–50 of 1024") && second.contains("big-25 "),
+            "{second}"
+        );
+        key(&mut s, KeyCode::End);
+        assert!(screen(&s).contains("rows 1001–1024 of 1024"));
+        key(&mut s, KeyCode::PageUp);
+        assert_eq!(s.node_selected.as_deref(), Some("big-998"));
+        // The filter narrows to a page of its own.
+        for c in "/big-51".chars() {
+            key(&mut s, KeyCode::Char(c));
+        }
+        key(&mut s, KeyCode::Enter);
+        let filtered = screen(&s);
+        assert!(
+            filtered.contains("big-511 ") && !filtered.contains("rows "),
+            "{filtered}"
+        );
     }
 }

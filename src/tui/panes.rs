@@ -367,6 +367,35 @@ pub fn layout(state: &State) -> Grid {
     grid(body(state.size), p.tiles.len(), p.zoom.then_some(p.focus), p.page)
 }
 
+/// `/` in the Panes view: focus the first pane whose node's name contains `text` (any
+/// case), on its page, so a fleet of a thousand panes is paged to by name. The grid keeps
+/// every pane (broadcast still reaches all of them).
+pub fn find(state: &mut State, text: &str) {
+    let t = text.trim().to_lowercase();
+    if t.is_empty() {
+        return;
+    }
+    match state
+        .panes
+        .tiles
+        .iter()
+        .position(|p| p.node.to_lowercase().contains(&t))
+    {
+        Some(i) => {
+            state.panes.zoom = false;
+            state.panes.focus = i;
+            let per_page = layout(state).per_page.max(1);
+            state.panes.page = i / per_page;
+        }
+        None => {
+            state.status = Some(StatusMessage {
+                text: format!("no pane's node matches `{text}`"),
+                tone: Tone::Warn,
+            });
+        }
+    }
+}
+
 /// Tell every shown pane whose tile changed size its new size.
 pub fn sync_sizes(state: &mut State) -> Vec<Command> {
     let g = layout(state);
@@ -684,6 +713,38 @@ mod flow_tests {
 
     fn ch(s: &mut State, c: char) -> Vec<Command> {
         press(s, KeyCode::Char(c), KeyModifiers::NONE)
+    }
+
+    #[test]
+    fn slash_finds_a_nodes_pane_among_a_thousand_and_goes_to_its_page() {
+        let mut s = with_panes(1024);
+        s.view = View::Panes;
+        let per_page = layout(&s).per_page;
+        assert!(layout(&s).pages > 1 && per_page < 1024);
+        for c in "/lab-700".chars() {
+            ch(&mut s, c);
+        }
+        press(&mut s, KeyCode::Enter, KeyModifiers::NONE);
+        assert_eq!(s.panes.focus, 700);
+        assert_eq!(s.panes.page, 700 / per_page);
+        let g = layout(&s);
+        assert!(g.cells.iter().any(|(i, _)| *i == 700), "its page is shown");
+        assert_eq!(s.panes.tiles.len(), 1024, "every pane stays");
+        for c in ":filter nope\n".chars() {
+            if c == '\n' {
+                press(&mut s, KeyCode::Enter, KeyModifiers::NONE);
+            } else {
+                ch(&mut s, c);
+            }
+        }
+        assert_eq!(s.panes.focus, 700, "nothing matched: the focus stays");
+        assert!(
+            s.status
+                .as_ref()
+                .is_some_and(|m| m.text.contains("no pane's node matches")),
+            "{:?}",
+            s.status
+        );
     }
 
     #[test]

@@ -698,7 +698,8 @@ pub fn act(state: &mut State, action: Action) -> Vec<Command> {
 }
 
 fn open_filter(state: &mut State) {
-    if !state.view.has_table() {
+    // In the Panes view `/` finds a node's pane (and its page) instead.
+    if !state.view.has_table() && state.view != View::Panes {
         state.status = Some(StatusMessage {
             text: format!("the {} view has no table to filter", state.view.title()),
             tone: Tone::Warn,
@@ -860,6 +861,10 @@ fn sync_filter(state: &mut State) {
 /// The current view's filter text changed: views that derive rows from it follow.
 fn filter_changed(state: &mut State) {
     fleets::fix_selection(state);
+    if state.view == View::Panes {
+        let text = state.filter().to_string();
+        panes::find(state, &text);
+    }
     if state.view == View::Offers {
         offers::sync_filter(state);
     }
@@ -1016,7 +1021,7 @@ pub fn run_command(state: &mut State, line: &str) -> Vec<Command> {
         "help" => act(state, Action::Help),
         "q" | "quit" => vec![Command::Quit],
         "filter" => {
-            if !state.view.has_table() {
+            if !state.view.has_table() && state.view != View::Panes {
                 return error(
                     state,
                     format!("the {} view has no table to filter", state.view.title()),

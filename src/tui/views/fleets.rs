@@ -34,6 +34,21 @@ fn block<'a>(title: String, filter: &str, theme: &Theme) -> Block<'a> {
         .style(theme.base())
 }
 
+/// The rows of a table in `area` (borders and header off) that show `total` rows with
+/// row `selected` on screen: whole pages, so paging moves by a screenful; and how the
+/// title says where it is (`rows 41–80 of 1024`) when there is more than one page.
+fn page_of(area: Rect, total: usize, selected: usize) -> (std::ops::Range<usize>, String) {
+    let per = usize::from(area.height.saturating_sub(3)).max(1);
+    let first = (selected.min(total.saturating_sub(1)) / per) * per;
+    let range = first..(first + per).min(total);
+    let label = if total > per {
+        format!(" · rows {}–{} of {total}", range.start + 1, range.end)
+    } else {
+        String::new()
+    };
+    (range, label)
+}
+
 fn message(lines: Vec<Line<'static>>, block: Block<'_>, area: Rect, buf: &mut Buffer) {
     Paragraph::new(lines)
         .block(block)
@@ -212,7 +227,7 @@ fn render_gcp_nodes(
     area: Rect,
     buf: &mut Buffer,
 ) {
-    let rows: Vec<Row> = fleet
+    let listed: Vec<&store::ResourceRecord> = fleet
         .resources
         .iter()
         .filter(|r| r.kind == "instance")
@@ -221,6 +236,15 @@ fn render_gcp_nodes(
                 || r.name.to_lowercase().contains(filter)
                 || r.zone.as_deref().unwrap_or("").contains(filter)
         })
+        .collect();
+    let at = listed
+        .iter()
+        .position(|r| selected == Some(r.name.as_str()))
+        .unwrap_or(0);
+    let (page, where_) = page_of(area, listed.len(), at);
+    // Only the rows on screen are built (a fleet has up to 1024 nodes).
+    let rows: Vec<Row> = listed[page]
+        .iter()
         .map(|r| {
             let node = fleet.nodes.iter().find(|n| n.name == r.name);
             let pane = state.panes.tiles.iter().find(|t| t.node == r.name);
@@ -273,7 +297,7 @@ fn render_gcp_nodes(
     )
     .header(header)
     .block(block(
-        format!("Nodes of {} (gcp backend)", fleet.name),
+        format!("Nodes of {} (gcp backend){where_}", fleet.name),
         filter,
         theme,
     ))
@@ -310,7 +334,7 @@ pub fn render_nodes(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) 
     if fleet.backend == "gcp" {
         return render_gcp_nodes(state, fleet, &filter, selected.as_deref(), theme, area, buf);
     }
-    let rows: Vec<Row> = fleet
+    let listed: Vec<&crate::fleet::NodeTarget> = fleet
         .nodes
         .iter()
         .filter(|n| {
@@ -318,6 +342,15 @@ pub fn render_nodes(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) 
                 || n.name.to_lowercase().contains(&filter)
                 || n.host.to_lowercase().contains(&filter)
         })
+        .collect();
+    let at = listed
+        .iter()
+        .position(|n| selected.as_deref() == Some(n.name.as_str()))
+        .unwrap_or(0);
+    let (page, where_) = page_of(area, listed.len(), at);
+    // Only the rows on screen are built (a fleet has up to 1024 nodes).
+    let rows: Vec<Row> = listed[page]
+        .iter()
         .map(|n| {
             let pane = state.panes.tiles.iter().find(|t| t.node == n.name);
             let (status, tone) = match pane.map(|t| &t.state) {
@@ -351,7 +384,7 @@ pub fn render_nodes(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) 
     )
     .header(header)
     .block(block(
-        format!("Nodes of {} ({} backend)", fleet.name, fleet.backend),
+        format!("Nodes of {} ({} backend){where_}", fleet.name, fleet.backend),
         &filter,
         theme,
     ))
