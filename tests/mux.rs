@@ -281,15 +281,8 @@ fn another_user_is_refused_by_the_socket_and_by_the_holder() {
 /// flightdeck beside the cockpit of `t` (its HOME and FLIGHTDECK_HOME).
 fn beside(t: &support::tmux::Tmux, args: &[&str]) -> std::process::Output {
     let fd_home = t.fd_home();
-    std::process::Command::new(env!("CARGO_BIN_EXE_flightdeck"))
-        .args(args)
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", fd_home.parent().unwrap())
-        .env("FLIGHTDECK_HOME", &fd_home)
-        .stdin(std::process::Stdio::null())
-        .output()
-        .expect("run flightdeck")
+    let home = fd_home.parent().unwrap().to_path_buf();
+    support::flightdeck_env(&home, args, &[("FLIGHTDECK_HOME", fd_home.display().to_string())])
 }
 
 #[test]

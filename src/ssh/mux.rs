@@ -136,6 +136,30 @@ async fn read_frame(r: &mut OwnedReadHalf) -> std::io::Result<Option<(u8, Vec<u8
     Ok(Some((head[0], payload)))
 }
 
+/// Tell the peer why not (its last frame on this connection).
+async fn send_failure(w: &mut OwnedWriteHalf, kind: &str, message: String) {
+    let f = Failure {
+        kind: kind.into(),
+        message,
+    };
+    let _ = write_frame(w, kind::ERROR, &serde_json::to_vec(&f).unwrap_or_default()).await;
+}
+
+/// Send `req` and read the holder's first answer, within `limit`.
+async fn request(
+    r: &mut OwnedReadHalf,
+    w: &mut OwnedWriteHalf,
+    req: &Request,
+    limit: Duration,
+) -> Result<std::io::Result<Option<(u8, Vec<u8>)>>, tokio::time::error::Elapsed> {
+    let body = serde_json::to_vec(req).expect("a request serializes");
+    let answer = async {
+        write_frame(w, kind::REQUEST, &body).await?;
+        read_frame(r).await
+    };
+    tokio::time::timeout(limit, answer).await
+}
+
 fn sig_name(sig: &russh::Sig) -> String {
     match sig {
         russh::Sig::Custom(c) => c.clone(),
@@ -172,9 +196,11 @@ pub enum MuxError {
     /// as if there were none.
     Absent,
     /// The holder cannot do it but this process may (an unknown host key its operator may
-    /// accept, a key passphrase only it can ask): connect itself.
+    /// accept, a key passphrase only it can ask), said before anything ran: connect itself.
     Fallback(String),
-    /// The holder tried and the node is not reachable: the error as it would be here.
+    /// The holder tried and the node is not reachable (the error as it would be here), or
+    /// the holder went silent after the request (the command may have started): not run
+    /// again.
     Failed(String),
 }
 
@@ -222,28 +248,30 @@ impl Client {
             accept_new: opts.policy == HostKeyPolicy::AcceptNew,
             agent: opts.agent_path(),
         };
-        let body = serde_json::to_vec(&req).expect("a request serializes");
-        let answer = async {
-            write_frame(&mut w, kind::REQUEST, &body).await?;
-            read_frame(&mut r).await
-        };
-        let answer = tokio::time::timeout(ANSWER_WITHIN, answer).await.map_err(|_| {
-            MuxError::Fallback(format!(
-                "the connection holder did not answer in {ANSWER_WITHIN:?}"
+        // Once the request is sent the holder may have started the command: only its
+        // own "cannot" (sent before it runs anything) makes this process connect itself;
+        // silence, a closed socket or a garbled answer is the node's failure, never a
+        // second run of the command.
+        let unsure = |why: String| {
+            MuxError::Failed(format!(
+                "{}: {why}; the command may have started there (not run again)",
+                route.target.label()
             ))
-        })?;
-        match answer {
-            Ok(Some((kind::OPENED, _))) => Ok(Stream { read: r, write: w }),
-            Ok(Some((kind::ERROR, body))) => Err(failure(&body, self)),
-            Ok(Some((k, _))) => Err(MuxError::Fallback(format!(
+        };
+        match request(&mut r, &mut w, &req, ANSWER_WITHIN).await {
+            Ok(Ok(Some((kind::OPENED, _)))) => Ok(Stream { read: r, write: w }),
+            Ok(Ok(Some((kind::ERROR, body)))) => Err(failure(&body, self)),
+            Ok(Ok(Some((k, _)))) => Err(unsure(format!(
                 "the connection holder answered with frame {:?}",
                 k as char
             ))),
-            // The holder closed at once: it refused this user, or went away.
-            Ok(None) => Err(MuxError::Fallback(
-                "the connection holder closed the socket".into(),
+            Ok(Ok(None)) => Err(unsure(
+                "the connection holder closed the socket without an answer".into(),
             )),
-            Err(e) => Err(MuxError::Fallback(format!("the connection holder's socket: {e}"))),
+            Ok(Err(e)) => Err(unsure(format!("the connection holder's socket: {e}"))),
+            Err(_) => Err(unsure(format!(
+                "the connection holder did not answer in {ANSWER_WITHIN:?}"
+            ))),
         }
     }
 
@@ -283,12 +311,7 @@ impl Client {
             Err(e) => return Err(format!("{}: {e}", self.socket.display())),
         };
         let (mut r, mut w) = s.into_split();
-        let body = serde_json::to_vec(&req).expect("a request serializes");
-        let answer = async {
-            write_frame(&mut w, kind::REQUEST, &body).await?;
-            read_frame(&mut r).await
-        };
-        match tokio::time::timeout(Duration::from_secs(10), answer).await {
+        match request(&mut r, &mut w, &req, Duration::from_secs(10)).await {
             Err(_) => Err("the connection holder did not answer in 10 s".into()),
             Ok(Err(e)) => Err(format!("{}: {e}", self.socket.display())),
             Ok(Ok(None)) => Err(format!(
@@ -564,13 +587,8 @@ impl Holder {
                     self.uid
                 );
                 // Said to the peer before closing, but nothing of its is read.
-                let f = Failure {
-                    kind: "refused".into(),
-                    message: format!(
-                        "refused: the connection holder serves its own user only (you are {who})"
-                    ),
-                };
-                let _ = write_frame(&mut w, kind::ERROR, &serde_json::to_vec(&f).unwrap_or_default()).await;
+                let why = format!("refused: the connection holder serves its own user only (you are {who})");
+                send_failure(&mut w, "refused", why).await;
                 return;
             }
         }
@@ -578,18 +596,11 @@ impl Holder {
             Ok(Ok(Some((kind::REQUEST, body)))) => serde_json::from_slice::<Request>(&body),
             _ => return,
         };
-        let fail = |kind: &str, message: String| Failure {
-            kind: kind.into(),
-            message,
-        };
         let req = match req {
             Ok(req) => req,
             Err(e) => {
-                let f = fail(
-                    "version",
-                    format!("a request this holder does not know ({e}); it speaks version {VERSION}"),
-                );
-                let _ = write_frame(&mut w, kind::ERROR, &serde_json::to_vec(&f).unwrap_or_default()).await;
+                let why = format!("a request this holder does not know ({e}); it speaks version {VERSION}");
+                send_failure(&mut w, "version", why).await;
                 return;
             }
         };
@@ -597,11 +608,12 @@ impl Holder {
             Request::Exec { v, .. } | Request::Status { v } | Request::Stop { v } => *v,
         };
         if v != VERSION {
-            let f = fail(
+            send_failure(
+                &mut w,
                 "version",
                 format!("version {v} asked, this holder speaks {VERSION}"),
-            );
-            let _ = write_frame(&mut w, kind::ERROR, &serde_json::to_vec(&f).unwrap_or_default()).await;
+            )
+            .await;
             return;
         }
         match req {
@@ -611,12 +623,8 @@ impl Holder {
             }
             Request::Stop { .. } => {
                 if self.kind == HolderKind::Cockpit {
-                    let f = fail(
-                        "refused",
-                        "the cockpit holds the connections while it runs: quit it to close them".into(),
-                    );
-                    let _ =
-                        write_frame(&mut w, kind::ERROR, &serde_json::to_vec(&f).unwrap_or_default()).await;
+                    let why = "the cockpit holds the connections while it runs: quit it to close them";
+                    send_failure(&mut w, "refused", why.into()).await;
                     return;
                 }
                 let s = serde_json::to_vec(&self.status()).unwrap_or_default();
@@ -677,11 +685,7 @@ impl Holder {
                     SshError::Auth { .. } => "auth",
                     _ => "ssh",
                 };
-                let f = Failure {
-                    kind: kind.into(),
-                    message: e.to_string(),
-                };
-                let _ = write_frame(&mut w, kind::ERROR, &serde_json::to_vec(&f).unwrap_or_default()).await;
+                send_failure(&mut w, kind, e.to_string()).await;
                 return;
             }
         };

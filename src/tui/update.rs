@@ -697,15 +697,9 @@ pub fn act(state: &mut State, action: Action) -> Vec<Command> {
     vec![]
 }
 
+/// `/`: the filter entry of the view's table (in the Panes view, it finds a node's pane
+/// and its page instead: see [`filter_changed`]).
 fn open_filter(state: &mut State) {
-    // In the Panes view `/` finds a node's pane (and its page) instead.
-    if !state.view.has_table() && state.view != View::Panes {
-        state.status = Some(StatusMessage {
-            text: format!("the {} view has no table to filter", state.view.title()),
-            tone: Tone::Warn,
-        });
-        return;
-    }
     let previous = state.filter().to_string();
     let mut input = TextArea::new(vec![previous.clone()]);
     input.move_cursor(tui_textarea::CursorMove::End);
@@ -1021,12 +1015,6 @@ pub fn run_command(state: &mut State, line: &str) -> Vec<Command> {
         "help" => act(state, Action::Help),
         "q" | "quit" => vec![Command::Quit],
         "filter" => {
-            if !state.view.has_table() && state.view != View::Panes {
-                return error(
-                    state,
-                    format!("the {} view has no table to filter", state.view.title()),
-                );
-            }
             let i = state.view.index();
             state.filters[i] = arg.to_string();
             filter_changed(state);
@@ -1425,12 +1413,24 @@ mod tests {
     }
 
     #[test]
-    fn filter_is_refused_on_a_view_without_table_and_keys_go_to_the_entry() {
+    fn slash_in_panes_finds_a_pane_and_keys_go_to_the_entry() {
         let mut s = state();
         ch(&mut s, '4');
         ch(&mut s, '/');
-        assert!(matches!(s.overlay, Overlay::None));
-        assert_eq!(s.status.as_ref().unwrap().tone, Tone::Warn);
+        assert!(
+            matches!(s.overlay, Overlay::Filter(_)),
+            "the Panes view's / finds a node's pane"
+        );
+        typed(&mut s, "x");
+        update(
+            &mut s,
+            Msg::Key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE)),
+        );
+        assert_eq!(
+            s.status.as_ref().unwrap().tone,
+            Tone::Warn,
+            "no pane matches (none open)"
+        );
         ch(&mut s, '1');
         ch(&mut s, '/');
         typed(&mut s, "q2");
