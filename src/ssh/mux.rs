@@ -154,7 +154,14 @@ async fn request(
 ) -> Result<std::io::Result<Option<(u8, Vec<u8>)>>, tokio::time::error::Elapsed> {
     let body = serde_json::to_vec(req).expect("a request serializes");
     let answer = async {
-        write_frame(w, kind::REQUEST, &body).await?;
+        if let Err(e) = write_frame(w, kind::REQUEST, &body).await {
+            // A holder that refuses says why and closes before reading anything: the
+            // write may meet the closed socket while the refusal waits to be read.
+            return match read_frame(r).await {
+                Ok(Some(f)) => Ok(Some(f)),
+                _ => Err(e),
+            };
+        }
         read_frame(r).await
     };
     tokio::time::timeout(limit, answer).await
