@@ -418,14 +418,16 @@ pub(super) struct Plan {
 /// `network.gpudirect` first, then the machine type's flavour).
 pub(super) fn plan(b: &BenchArgs, fleet_arg: &str, fleet: &str, paths: &Paths) -> anyhow::Result<Plan> {
     let fleet_spec = remote::fleet_spec(&paths.state_dir, fleet_arg, fleet);
-    let machine: Option<(String, String)> = match b.machine_type.as_deref() {
-        Some(m) => Some((m.to_string(), "--machine-type".into())),
-        None => fleet_spec
-            .as_ref()
-            .and_then(|f| f.instance_types.as_ref()?.first().cloned())
-            .map(|m| (m, "fleet instance_types".into())),
-    };
-    let (auto, source) = profile::auto_profile(fleet_spec.as_ref(), machine.as_ref().map(|m| m.0.as_str()));
+    let (machine_type, auto, source) =
+        profile::machine_and_profile(fleet_spec.as_ref(), b.machine_type.clone());
+    let machine: Option<(String, String)> = machine_type.map(|m| {
+        let from = if b.machine_type.is_some() {
+            "--machine-type"
+        } else {
+            "fleet instance_types"
+        };
+        (m, from.to_string())
+    });
     let why = match (b.profile, source, &machine) {
         (NcclProfile::Auto, profile::Source::FleetNetwork, _) => {
             "auto, from the fleet file's network.gpudirect".to_string()

@@ -195,9 +195,8 @@ pub fn context_for(
     only: Vec<String>,
 ) -> (Context, bool) {
     let spec = crate::nccl::remote::fleet_spec(state_dir, fleet_arg, fleet);
-    let machine_type = machine_type.or_else(|| spec.as_ref()?.instance_types.as_ref()?.first().cloned());
-    let flavour = flavour
-        .unwrap_or_else(|| crate::nccl::profile::auto_profile(spec.as_ref(), machine_type.as_deref()).0);
+    let (machine_type, auto, _) = crate::nccl::profile::machine_and_profile(spec.as_ref(), machine_type);
+    let flavour = flavour.unwrap_or(auto);
     let compact = spec.as_ref().and_then(|s| s.placement) == Some(crate::fleet::spec::Placement::Cluster);
     (
         Context {

@@ -71,8 +71,21 @@ pub fn auto_profile(spec: Option<&FleetSpec>, machine_type: Option<&str>) -> (Gp
     }
 }
 
-fn first_instance_type(spec: Option<&FleetSpec>) -> Option<String> {
+/// The fleet file's first instance type.
+pub fn first_instance_type(spec: Option<&FleetSpec>) -> Option<String> {
     spec?.instance_types.as_ref()?.first().cloned()
+}
+
+/// A fleet's machine type (`given`, else its file's first instance type) and the profile
+/// `auto` picks for it ([`auto_profile`]), with where that came from: what the doctor,
+/// the cockpit's NCCL dialog and `nccl run` all start from.
+pub fn machine_and_profile(
+    spec: Option<&FleetSpec>,
+    given: Option<String>,
+) -> (Option<String>, GpuDirect, Source) {
+    let machine_type = given.or_else(|| first_instance_type(spec));
+    let (profile, source) = auto_profile(spec, machine_type.as_deref());
+    (machine_type, profile, source)
 }
 
 /// What a fleet tells a job or a run: the profile `auto` picks ([`auto_profile`]) and

@@ -27,10 +27,7 @@ pub fn choices(dir: &Path) -> Result<Vec<FleetChoice>, String> {
                 .as_ref()
                 .and_then(|p| crate::fleet::load(p).ok())
                 .map(|l| l.spec);
-            let machine_type = spec
-                .as_ref()
-                .and_then(|s| s.instance_types.as_ref()?.first().cloned());
-            let (auto, from) = profile::auto_profile(spec.as_ref(), machine_type.as_deref());
+            let (machine_type, auto, from) = profile::machine_and_profile(spec.as_ref(), None);
             FleetChoice {
                 name: f.name.clone(),
                 nodes: f.nodes.len(),
