@@ -392,6 +392,22 @@ async fn run_local(
     }
 }
 
+/// How much longer than a node's own limit the channel is given before it is closed.
+const NODE_LIMIT_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// `command` run under coreutils' `timeout` on the node (TERM at `limit`, KILL 5 s later)
+/// where the node has it. The channel's TERM alone is not enough: OpenSSH refuses to
+/// signal a root login's session ("session signalling requires privilege separation":
+/// sshd skips post-auth privilege separation for root), and closing the channel stops
+/// only a command that writes.
+fn limited(command: &str, limit: std::time::Duration) -> String {
+    let q = crate::detach::quote(command);
+    format!(
+        "if command -v timeout >/dev/null 2>&1; then exec timeout -k 5 {:.3} sh -c {q}; else exec sh -c {q}; fi",
+        limit.as_secs_f64()
+    )
+}
+
 async fn run_ssh(
     pool: &Pool,
     resolver: &Resolver,
@@ -402,9 +418,17 @@ async fn run_ssh(
     tx: &EventSender,
 ) -> NodeResult {
     let route = resolver.route(node);
+    // The limit is kept on the node too (`limited`); the channel's own, a little later,
+    // is the backstop.
+    let command = match limit {
+        Some(l) => limited(command, l),
+        None => command.to_string(),
+    };
+    let node_limit = limit;
+    let limit = limit.map(|l| l + NODE_LIMIT_GRACE);
     // The node's shared connection (kept while the channel lives), as panes and samplers
     // use, or the connection holder's.
-    let ch = match pool.exec_channel(&route, command).await {
+    let ch = match pool.exec_channel(&route, &command).await {
         Ok(c) => c,
         Err(e) => {
             return NodeResult {
@@ -462,12 +486,14 @@ async fn run_ssh(
     send_lines(tx, node.index, Stream::Stdout, &mut lines).await;
     se.finish(&mut lines);
     send_lines(tx, node.index, Stream::Stderr, &mut lines).await;
-    if let (true, Some(l)) = (stopped, limit) {
+    if let (true, Some(l)) = (stopped, node_limit) {
         return timed_out(l);
     }
-    match status {
-        Some(code) => NodeResult { code, error: None },
-        None => NodeResult {
+    match (status, node_limit) {
+        // The node's `timeout` stopped it.
+        (Some(TIMED_OUT), Some(l)) => timed_out(l),
+        (Some(code), _) => NodeResult { code, error: None },
+        (None, _) => NodeResult {
             code: UNREACHABLE,
             error: Some("the connection closed before the command reported its exit status".into()),
         },

@@ -357,7 +357,8 @@ fn the_cockpit_holds_connections_for_headless_commands_while_it_runs() {
 }
 
 /// In one process: a holder on a socket, and a pool that asks it first. Stdin of 3 MiB
-/// (cut into frames), stderr, exit codes and a time limit all cross it.
+/// (cut into frames), stderr, exit codes and a time limit all cross it; the command past
+/// its limit is stopped on the node.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stdin_stderr_exit_codes_and_a_time_limit_cross_the_holder() {
     use flightdeck::exec::{self, Transport};
@@ -430,10 +431,16 @@ async fn stdin_stderr_exit_codes_and_a_time_limit_cross_the_holder() {
     assert!(err.contains("oops"), "{err}");
     assert_eq!(codes[&0], 3);
     assert_eq!(codes[&1], exec::TIMED_OUT);
-    // The TERM is relayed as a signal frame, but OpenSSH refuses to signal a root
-    // login's session (no post-auth privilege separation for root: "session signalling
-    // requires privilege separation" in sshd's log), and the testbed logs in as root; so
-    // whether the command died is not asserted here (the same holds without the holder).
+    // Stopped on the node itself (coreutils' timeout): a channel signal would not reach
+    // a root login's session, and the testbed logs in as root.
+    let start = Instant::now();
+    while tb.node_run(1, &["pgrep", "-f", "^sleep 31.25$"]).is_ok() {
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "node 1's sleep outlived its time limit"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
     let st = holder.status();
     assert_eq!(st.served, 2);
     assert_eq!(st.connections.len(), 3, "bastion and two nodes: {st:?}");
