@@ -15,7 +15,8 @@
 //! runs from the moment it is queued to the end of the first frame drawn after `update`
 //! applied it (the frame that shows it), measured through the loop's probe.
 //!
-//! Run: `cargo bench --bench cockpit_load -- [SECONDS]` (default 30 per scenario).
+//! Run: `cargo bench --bench cockpit_load -- [SECONDS]` (default 30 per scenario);
+//! `COCKPIT_LOAD_NODES=1024` for another fleet size.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use flightdeck::paths::Paths;
@@ -40,7 +41,13 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
 const PANES: usize = 64;
-const NODES: usize = 256;
+/// Nodes of telemetry: `COCKPIT_LOAD_NODES`, else 256.
+fn node_count() -> usize {
+    std::env::var("COCKPIT_LOAD_NODES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(256)
+}
 const PANE_BYTES_PER_S: u64 = 10 * 1000 * 1000;
 const TICK: Duration = Duration::from_millis(25);
 const NICS: [&str; 10] = [
@@ -154,8 +161,9 @@ async fn scenario(name: &str, view_keys: &str, key: char, size: (u16, u16), secs
             screens[id].write().unwrap().set_size(rows, cols);
         }
     }
-    // 256 nodes of telemetry, an hour of it already in the rings.
-    let nodes: Vec<String> = (0..NODES).map(|i| format!("a3mega-{i}")).collect();
+    // 256 nodes of telemetry (or COCKPIT_LOAD_NODES), the rings already full (an hour up
+    // to ~180 nodes, less past that: `Telemetry::for_fleet`).
+    let nodes: Vec<String> = (0..node_count()).map(|i| format!("a3mega-{i}")).collect();
     update(
         &mut state,
         Msg::TelemetryStarted {
@@ -163,7 +171,7 @@ async fn scenario(name: &str, view_keys: &str, key: char, size: (u16, u16), secs
             nodes,
         },
     );
-    let mut synth = Synth::new(NODES, &NICS, 8, 1000);
+    let mut synth = Synth::new(node_count(), &NICS, 8, 1000);
     synth.route = Some("enp0s12".into());
     let rate = |node: usize, nic: usize, seq: u64| {
         let saw = ((seq + (node * 13 + nic * 7) as u64) % 60) as f64 / 60.0;
@@ -177,7 +185,8 @@ async fn scenario(name: &str, view_keys: &str, key: char, size: (u16, u16), secs
         let saw = ((seq + u64::from(g) * 9) % 40) as f32 / 40.0;
         (50.0 + 50.0 * saw, 300.0 + 400.0 * saw)
     };
-    synth.fill(&mut state.nics.store, 3600, rate, gpu, |_, _| false);
+    let records = state.nics.store.capacity() as u64;
+    synth.fill(&mut state.nics.store, records, rate, gpu, |_, _| false);
     for c in view_keys.chars() {
         update(
             &mut state,
@@ -242,7 +251,7 @@ async fn scenario(name: &str, view_keys: &str, key: char, size: (u16, u16), secs
             while !stop.load(Ordering::Relaxed) {
                 tick.tick().await;
                 seq += 1;
-                for node in 0..NODES {
+                for node in 0..node_count() {
                     let record = synth.record(node, seq, |nic| rate(node, nic, seq), |g| gpu(node, g, seq));
                     let t_ns = record.t_ns;
                     let e = TelemetryEvent::Record {
@@ -283,6 +292,9 @@ async fn scenario(name: &str, view_keys: &str, key: char, size: (u16, u16), secs
             stop.store(true, Ordering::Relaxed);
             let q = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
             let _ = tx.send(Event::Msg(Msg::Key(q))).await;
+            // With shells open in panes, quitting asks first: yes.
+            let y = KeyEvent::new(KeyCode::Char('y'), KeyModifiers::NONE);
+            let _ = tx.send(Event::Msg(Msg::Key(y))).await;
         });
     }
 
