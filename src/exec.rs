@@ -746,6 +746,7 @@ mod tests {
             identity_file: None,
             proxy_jump: None,
             internal_ip: None,
+            kube: None,
         }
     }
 

@@ -133,6 +133,7 @@ fn fleet_record(name: &str, backend: &str, n: usize) -> flightdeck::store::Fleet
                     identity_file: None,
                 }),
                 internal_ip: None,
+                kube: None,
             })
             .collect(),
         resources: vec![],
@@ -269,6 +270,7 @@ fn nccl_state() -> State {
             pid: Some(42),
             log: "~/x".into(),
             exit_code: code,
+            pod: None,
         }],
     };
     update(
@@ -371,6 +373,7 @@ fn nccl_view_shows_a_failed_run() {
                 pid: Some(42),
                 log: "~/x".into(),
                 exit_code: Some(127),
+                pod: None,
             }],
         }]),
     );
@@ -529,6 +532,7 @@ fn job_record(
                 pid: Some(4000 + i as u32),
                 log: format!("~/.flightdeck/jobs/{id}/{i}/out.log"),
                 exit_code: *c,
+                pod: None,
             })
             .collect(),
         metrics: vec![],

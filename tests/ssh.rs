@@ -522,6 +522,7 @@ async fn a_silent_host_times_out_and_the_message_counts_the_attempts() {
         identity_file: None,
         proxy_jump: None,
         internal_ip: None,
+        kube: None,
     };
     let mut route = res.route(&node);
     route.target.connect_timeout = std::time::Duration::from_millis(400);

@@ -41,7 +41,7 @@ pub fn resolve_fleet(
     };
     let transport = match backend.as_str() {
         "local" => Transport::Local,
-        "ssh" | "gcp" => {
+        "ssh" | "gcp" | "gke" => {
             let (pool, resolver) = super::ssh_setup(cli, paths);
             Transport::Ssh { pool, resolver }
         }

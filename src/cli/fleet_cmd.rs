@@ -182,6 +182,7 @@ pub fn run(cmd: &FleetCommand, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitC
                 "local" => BackendKind::Local,
                 "ssh" => BackendKind::Ssh,
                 "gcp" => BackendKind::Gcp,
+                "gke" => BackendKind::Gke,
                 other => {
                     anyhow::bail!("fleet `{name}` uses the {other} backend, which this build does not know")
                 }
@@ -305,6 +306,97 @@ fn gcp_configured(paths: &Paths) -> bool {
     Config::load(paths).is_ok_and(|c| c.gcp.is_some())
 }
 
+/// `fleet status` of a GKE fleet: its node pools, nodes and Kueue's workloads now.
+fn gke_status(record: &FleetRecord, json: bool) -> anyhow::Result<ExitCode> {
+    use crate::cloud::gke::{backend::Target, view, Clients};
+    let target = Target::of_record(record).map_err(anyhow::Error::msg)?;
+    let rt = runtime()?;
+    let snap = rt
+        .block_on(target.snapshot(&Clients::default(), crate::store::now_unix()))
+        .map_err(anyhow::Error::msg)?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&snap)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("{} (fleet `{}`)", snap.cluster, record.name);
+    let pools: Vec<[String; 6]> = snap
+        .pools
+        .iter()
+        .map(|p| {
+            [
+                p.name.clone(),
+                p.machine_type.clone(),
+                p.accelerator.clone().unwrap_or_default(),
+                p.provisioning.clone(),
+                format!("{}/{}", p.ready, p.nodes),
+                format!("{}/{}", p.gpus_used, p.gpus),
+            ]
+        })
+        .collect();
+    print_table(
+        &[
+            "POOL",
+            "MACHINE",
+            "ACCELERATOR",
+            "PROVISIONING",
+            "READY",
+            "GPUS USED",
+        ],
+        &pools,
+    );
+    println!();
+    let nodes: Vec<[String; 6]> = snap
+        .nodes
+        .iter()
+        .map(|n| {
+            [
+                n.name.clone(),
+                n.pool.clone(),
+                n.internal_ip.clone().unwrap_or_default(),
+                if n.ready {
+                    "Ready".into()
+                } else {
+                    "NotReady".into()
+                },
+                format!("{}/{}", n.gpus_used, n.gpus),
+                if n.conditions.is_empty() {
+                    n.pods.to_string()
+                } else {
+                    format!("{} ({})", n.pods, n.conditions.join(", "))
+                },
+            ]
+        })
+        .collect();
+    print_table(&["NODE", "POOL", "IP", "STATUS", "GPUS USED", "PODS"], &nodes);
+    println!();
+    match &snap.kueue {
+        Some(why) => println!("Kueue: {why}"),
+        None if snap.workloads.is_empty() => println!("Kueue: no workloads in the namespace"),
+        None => {
+            let rows: Vec<[String; 5]> = snap
+                .workloads
+                .iter()
+                .map(|w| {
+                    [
+                        w.name.clone(),
+                        w.queue.clone(),
+                        w.state.clone(),
+                        w.age_s.map(view::age).unwrap_or_default(),
+                        w.detail.clone(),
+                    ]
+                })
+                .collect();
+            print_table(&["WORKLOAD", "QUEUE", "STATE", "FOR", "WHY"], &rows);
+        }
+    }
+    let lost = snap.nodes.iter().any(|n| !n.ready);
+    Ok(if lost {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
 /// `fleet gc`: resources of this owner that no fleet record knows.
 fn gc(paths: &Paths, yes: bool, json: bool) -> anyhow::Result<ExitCode> {
     let backend = gcp_backend(paths)?;
@@ -380,9 +472,12 @@ fn status(paths: &Paths, name: &str, json: bool) -> anyhow::Result<ExitCode> {
     let Some(record) = state.fleets.iter().find(|f| f.name == name).cloned() else {
         anyhow::bail!("no fleet `{name}` in the state");
     };
+    if record.backend == "gke" {
+        return gke_status(&record, json);
+    }
     if record.backend != "gcp" {
         anyhow::bail!(
-            "fleet `{name}` is a {} fleet; status asks the cloud, for GCP fleets",
+            "fleet `{name}` is a {} fleet; status asks the cloud, for GCP and GKE fleets",
             record.backend
         );
     }

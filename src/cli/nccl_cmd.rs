@@ -490,6 +490,9 @@ pub fn run(args: &RunArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode>
     }
     show_profile(&plan.spec, &plan.why);
     let rt = super::fleet_cmd::runtime()?;
+    if nodes[0].kube.is_some() {
+        return gke_run(&rt, transport, &fleet, &nodes, plan, args.json, paths);
+    }
     let start = remote::Start {
         fleet: fleet.clone(),
         nodes,
@@ -505,6 +508,64 @@ pub fn run(args: &RunArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode>
     let id = started.id;
     eprintln!("it survives this terminal: `flightdeck nccl attach {id}` follows it again");
     follow(&rt, transport, &fleet, &id, &started.heads, args.json, paths)
+}
+
+/// `nccl run` on a GKE fleet: test pods per node, the image's run script on the first,
+/// followed like a VM run; the pods are removed when it ends.
+fn gke_run(
+    rt: &tokio::runtime::Runtime,
+    transport: Transport,
+    fleet: &str,
+    nodes: &[NodeTarget],
+    plan: Plan,
+    json: bool,
+    paths: &Paths,
+) -> anyhow::Result<ExitCode> {
+    use crate::cloud::gke::{nccl, Clients};
+    let clients = match &transport {
+        Transport::Ssh { pool, .. } => pool.kube().clone(),
+        Transport::Local => Clients::default(),
+    };
+    let started = rt
+        .block_on(nccl::start(
+            &paths.state_dir,
+            &clients,
+            transport.clone(),
+            fleet,
+            nodes,
+            &plan.spec,
+            plan.machine,
+            &|m| eprintln!("{m}"),
+        ))
+        .map_err(anyhow::Error::msg)?;
+    let id = started.id;
+    eprintln!("it survives this terminal: `flightdeck nccl attach {id}` follows it again (its pods stay until then)");
+    let code = follow(
+        rt,
+        transport,
+        fleet,
+        &id,
+        std::slice::from_ref(&started.head),
+        json,
+        paths,
+    );
+    remove_gke_pods(rt, &clients, &started.head, &id);
+    code
+}
+
+/// Remove a finished GKE run's test pods.
+fn remove_gke_pods(
+    rt: &tokio::runtime::Runtime,
+    clients: &crate::cloud::gke::Clients,
+    head: &NodeTarget,
+    id: &str,
+) {
+    if let Some(k) = &head.kube {
+        match rt.block_on(crate::cloud::gke::nccl::delete_run_pods(clients, k, id)) {
+            Ok(n) => eprintln!("removed {}", crate::words::plural(n, "test pod")),
+            Err(e) => eprintln!("warning: the run's test pods were not removed ({e}); `flightdeck fleet delete` or `fleet gc` removes them"),
+        }
+    }
 }
 
 /// Follow a recorded run from its first line.
@@ -526,10 +587,27 @@ pub fn attach(id: Option<&str>, json: bool, cli: &Cli, paths: &Paths) -> anyhow:
     let nodes: Vec<NodeTarget> = run
         .nodes
         .iter()
-        .filter_map(|rn| all.iter().find(|n| n.index == rn.node).cloned())
+        .filter_map(|rn| {
+            let mut n = all.iter().find(|n| n.index == rn.node).cloned()?;
+            // A GKE run's head is its test pod.
+            if let (Some(k), Some(pod)) = (n.kube.as_mut(), &rn.pod) {
+                k.pod = Some(pod.clone());
+                k.container = Some(crate::cloud::gke::nccl::CONTAINER.into());
+            }
+            Some(n)
+        })
         .collect();
     let rt = super::fleet_cmd::runtime()?;
-    follow(&rt, transport, &fleet, &run.id, &nodes, json, paths)
+    let code = follow(&rt, transport.clone(), &fleet, &run.id, &nodes, json, paths);
+    if let (Some(head), Transport::Ssh { pool, .. }) = (
+        nodes
+            .first()
+            .filter(|n| n.kube.as_ref().is_some_and(|k| k.pod.is_some())),
+        &transport,
+    ) {
+        remove_gke_pods(&rt, pool.kube(), head, &run.id);
+    }
+    code
 }
 
 /// The verdict line of the text output.

@@ -150,6 +150,12 @@ pub fn backend(
                 fanout: 64,
             })
         }
+        BackendKind::Gke => {
+            let (pool, _) = ssh();
+            Box::new(super::gke::GkeBackend {
+                clients: pool.kube().clone(),
+            })
+        }
         BackendKind::Gcp => {
             let mut b = gcp_backend(paths)?;
             b.cancel = cancel.clone();
@@ -169,6 +175,7 @@ pub fn record_kind(record: &FleetRecord) -> Result<crate::fleet::BackendKind, St
         "local" => Ok(BackendKind::Local),
         "ssh" => Ok(BackendKind::Ssh),
         "gcp" => Ok(BackendKind::Gcp),
+        "gke" => Ok(BackendKind::Gke),
         other => Err(format!(
             "fleet `{}` uses the {other} backend, which this build does not know",
             record.name

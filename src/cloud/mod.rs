@@ -2,6 +2,7 @@
 //! `ssh` (existing hosts, like dstack's SSH fleets); the GCP backend plugs in here too.
 
 pub mod gcp;
+pub mod gke;
 pub mod lifecycle;
 pub mod local;
 pub mod ssh_hosts;

@@ -87,6 +87,8 @@ pub enum BackendKind {
     Ssh,
     /// VMs created on Google Cloud.
     Gcp,
+    /// Nodes of an existing GKE cluster, reached through the Kubernetes API.
+    Gke,
 }
 
 impl BackendKind {
@@ -95,6 +97,7 @@ impl BackendKind {
             BackendKind::Local => "local",
             BackendKind::Ssh => "ssh",
             BackendKind::Gcp => "gcp",
+            BackendKind::Gke => "gke",
         }
     }
 }
@@ -112,6 +115,9 @@ pub struct NodeTarget {
     pub identity_file: Option<String>,
     pub proxy_jump: Option<JumpTarget>,
     pub internal_ip: Option<String>,
+    /// A GKE node: reached through the Kubernetes API (exec into a pod on it), not SSH.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kube: Option<crate::cloud::gke::KubeNode>,
 }
 
 /// The nodes `items` pick out of `all`, in fleet order: an index (`3`), a range of
@@ -222,6 +228,7 @@ impl Fleet {
                 identity_file: None,
                 proxy_jump: None,
                 internal_ip: None,
+                kube: None,
             }],
             BackendKind::Ssh => {
                 let ssh = self.spec.ssh_config.clone().unwrap_or_default();
@@ -241,10 +248,11 @@ impl Fleet {
                             .or(ssh.proxy_jump.as_ref())
                             .map(JumpTarget::from),
                         internal_ip: h.internal_ip.clone(),
+                        kube: None,
                     })
                     .collect()
             }
-            BackendKind::Gcp => vec![],
+            BackendKind::Gcp | BackendKind::Gke => vec![],
         }
     }
 }
@@ -308,6 +316,13 @@ pub fn valid_host(h: &str) -> bool {
                 && l.chars()
                     .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
         })
+}
+
+/// A GCP project id: 6 to 30 of lowercase letters, digits and hyphens (a domain-scoped
+/// `example.com:proj` is allowed).
+fn valid_project(p: &str) -> bool {
+    let id = p.rsplit(':').next().unwrap_or(p);
+    (6..=30).contains(&id.len()) && valid_name(id, 30)
 }
 
 /// A POSIX-portable login name.
@@ -414,6 +429,7 @@ impl Validator<'_> {
             }
             BackendKind::Ssh => self.check_ssh(s),
             BackendKind::Gcp => self.check_gcp(s),
+            BackendKind::Gke => self.check_gke(s),
         }
         Some((name?, backend))
     }
@@ -426,6 +442,32 @@ impl Validator<'_> {
                 "flightdeck brings a fleet up on one backend: list one of local, ssh, gcp",
             );
             return None;
+        }
+        if let Some(other) = listed.first().filter(|b| **b != BackendName::Gke) {
+            if s.gke.is_some() {
+                self.error(
+                    &["gke"],
+                    format!("`gke` makes a GKE fleet, but `backends` says {}", other.as_str()),
+                );
+                return None;
+            }
+        }
+        if s.gke.is_some() || listed.first() == Some(&BackendName::Gke) {
+            if s.gke.is_none() {
+                self.error(
+                    &["backends"],
+                    "the gke backend needs a `gke` block: `project`, `location` and `cluster`, or a kubeconfig `context`",
+                );
+                return None;
+            }
+            if s.ssh_config.is_some() {
+                self.error(
+                    &["ssh_config"],
+                    "a GKE fleet is reached through the Kubernetes API, not SSH: remove `ssh_config`",
+                );
+                return None;
+            }
+            return Some(BackendKind::Gke);
         }
         let kind = match (listed.first(), s.ssh_config.is_some()) {
             (None, true) | (Some(BackendName::Ssh), true) => BackendKind::Ssh,
@@ -445,6 +487,7 @@ impl Validator<'_> {
             }
             (Some(BackendName::Local), false) => BackendKind::Local,
             (Some(BackendName::Gcp), false) | (None, false) => BackendKind::Gcp,
+            (Some(BackendName::Gke), _) => BackendKind::Gke,
         };
         Some(kind)
     }
@@ -545,6 +588,95 @@ impl Validator<'_> {
                     printable(user)
                 ),
             );
+        }
+    }
+
+    fn check_gke(&mut self, s: &FleetSpec) {
+        let g = s.gke.as_ref().expect("gke backend has a gke block");
+        let named = [&g.project, &g.location, &g.cluster];
+        let by_name = named.iter().filter(|f| f.is_some()).count();
+        match (by_name, &g.context) {
+            (0, None) => self.error(
+                &["gke"],
+                "name the cluster: `project`, `location` and `cluster`, or a kubeconfig `context`",
+            ),
+            (1 | 2, _) => {
+                for (field, v) in ["project", "location", "cluster"].iter().zip(named) {
+                    if v.is_none() {
+                        self.error(
+                            &["gke"],
+                            format!("missing `{field}`: a cluster is named by project, location and cluster together"),
+                        );
+                    }
+                }
+            }
+            (3, Some(_)) => self.error(
+                &["gke", "context"],
+                "give either project/location/cluster or a kubeconfig context, not both",
+            ),
+            _ => {}
+        }
+        for (field, v) in [
+            ("project", &g.project),
+            ("location", &g.location),
+            ("cluster", &g.cluster),
+        ] {
+            if let Some(v) = v {
+                if !(valid_name(v, 63) || field == "project" && valid_project(v)) {
+                    self.error(
+                        &["gke", field],
+                        format!("`{}` is not a valid {field} name: expected lowercase letters, digits and hyphens", printable(v)),
+                    );
+                }
+            }
+        }
+        if let Some(ns) = &g.namespace {
+            if !valid_name(ns, 63) && !ns.chars().all(|c| c.is_ascii_digit()) {
+                self.error(
+                    &["gke", "namespace"],
+                    format!(
+                        "`{}` is not a Kubernetes namespace name (RFC 1123 label)",
+                        printable(ns)
+                    ),
+                );
+            }
+        }
+        for (i, p) in g.node_pools.iter().flatten().enumerate() {
+            if !valid_name(p, 40) {
+                self.error(
+                    &["gke", "node_pools", &i.to_string()],
+                    format!(
+                        "`{}` is not a node pool name: lowercase letters, digits and hyphens, at most 40",
+                        printable(p)
+                    ),
+                );
+            }
+        }
+        if let Some(sel) = &g.selector {
+            if let Err(e) = crate::cloud::gke::selector::parse(sel) {
+                self.error(&["gke", "selector"], e);
+            }
+        }
+        if let Some(n) = s.nodes {
+            if n.min.into_iter().chain(n.max).any(|m| m > MAX_NODES) {
+                self.error(&["nodes"], format!("{n}: at most {MAX_NODES} nodes per fleet"));
+            }
+        }
+        for (field, present) in [
+            ("instance_types", s.instance_types.is_some()),
+            ("regions", s.regions.is_some()),
+            ("availability_zones", s.availability_zones.is_some()),
+            ("spot_policy", s.spot_policy.is_some()),
+            ("flex_start", s.flex_start.is_some()),
+            ("reservation", s.reservation.is_some()),
+            ("placement", s.placement.is_some()),
+        ] {
+            if present {
+                self.warn(
+                    &[field],
+                    "a GKE fleet uses the cluster's node pools as they are; their provisioning is GKE's: ignored",
+                );
+            }
         }
     }
 
@@ -701,6 +833,7 @@ pub(crate) fn lab_nodes(n: usize) -> Vec<NodeTarget> {
             identity_file: None,
             proxy_jump: None,
             internal_ip: None,
+            kube: None,
         })
         .collect()
 }

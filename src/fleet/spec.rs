@@ -42,6 +42,9 @@ pub struct FleetSpec {
     /// dstack's: consume this specific reservation (`reservationAffinity`
     /// SPECIFIC_RESERVATION); the way to plain on-demand A3 Ultra and A4 capacity.
     pub reservation: Option<String>,
+    /// flightdeck's own: the fleet is nodes of an existing GKE cluster (node pools or a
+    /// label selector), reached through the Kubernetes API.
+    pub gke: Option<Gke>,
     // dstack fields flightdeck accepts without acting on them.
     pub env: Option<serde_yaml::Value>,
     pub blocks: Option<serde_yaml::Value>,
@@ -81,6 +84,7 @@ pub enum BackendName {
     Local,
     Ssh,
     Gcp,
+    Gke,
 }
 
 impl BackendName {
@@ -89,6 +93,7 @@ impl BackendName {
             BackendName::Local => "local",
             BackendName::Ssh => "ssh",
             BackendName::Gcp => "gcp",
+            BackendName::Gke => "gke",
         }
     }
 }
@@ -118,6 +123,32 @@ pub struct Network {
     /// Create the networks, subnets and firewall rules when they do not exist.
     #[serde(default)]
     pub create: bool,
+}
+
+/// A GKE fleet: which cluster (`project` + `location` + `cluster`, reached as gcloud's GKE
+/// auth plugin reaches it, or a kubeconfig `context`) and which of its nodes.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Gke {
+    pub project: Option<String>,
+    /// A region (regional cluster) or a zone (zonal cluster).
+    pub location: Option<String>,
+    pub cluster: Option<String>,
+    /// A kubeconfig context instead of project/location/cluster.
+    pub context: Option<String>,
+    /// The kubeconfig file (default `$KUBECONFIG`, else `~/.kube/config`).
+    pub kubeconfig: Option<String>,
+    /// Where flightdeck's pods go (debug pods, NCCL test pods, jobs); default `default`.
+    pub namespace: Option<String>,
+    /// The node pools whose nodes are the fleet.
+    pub node_pools: Option<Vec<String>>,
+    /// A label selector picking the fleet's nodes (`cloud.google.com/gke-accelerator=nvidia-h200-141gb`).
+    pub selector: Option<String>,
+    /// The Kueue LocalQueue jobs are submitted to (their `kueue.x-k8s.io/queue-name`).
+    pub queue: Option<String>,
+    /// The image of the per-node debug pods that carry panes, exec and telemetry
+    /// (default `ubuntu:24.04`).
+    pub debug_image: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]

@@ -552,6 +552,7 @@ pub async fn start(
                 pid: None,
                 log: format!("~/{}/out.log", job_dir(&id, n.rank)),
                 exit_code: None,
+                pod: None,
             })
             .collect(),
         metrics: job.spec.metrics.clone().unwrap_or_default(),

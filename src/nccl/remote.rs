@@ -176,6 +176,7 @@ pub fn record_run(
                 pid: *pid,
                 log: format!("~/{}/out.log", runner::run_dir(id)),
                 exit_code: None,
+                pod: n.kube.as_ref().and_then(|k| k.pod.clone()),
             })
             .collect(),
     };

@@ -54,6 +54,8 @@ pub fn socket_path(state_dir: &Path) -> PathBuf {
     state_dir.join(SOCKET)
 }
 
+// One request per connection, read once: its size does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "kebab-case")]
 pub enum Request {
@@ -798,6 +800,7 @@ mod tests {
                 keepalive_max: 3,
                 connect_timeout: Duration::from_secs(15),
             },
+            kube: None,
         };
         let req = Request::Exec {
             v: VERSION,

@@ -28,6 +28,9 @@ pub struct Resolver {
 pub struct Route {
     pub jumps: Vec<Target>,
     pub target: Target,
+    /// A GKE node: commands go through the Kubernetes exec API, not SSH.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kube: Option<Box<crate::cloud::gke::KubeNode>>,
 }
 
 impl Resolver {
@@ -157,7 +160,11 @@ impl Resolver {
                 .map(|j| self.jump_chain(&j))
                 .unwrap_or_default(),
         };
-        Route { jumps, target }
+        Route {
+            jumps,
+            target,
+            kube: node.kube.clone().map(Box::new),
+        }
     }
 }
 
@@ -195,6 +202,8 @@ pub struct Pool {
     held: Option<HeldConns>,
     /// The connection holder to ask first, when one runs ([`Pool::exec_channel`]).
     mux: Option<Arc<super::mux::Client>>,
+    /// Kubernetes clients for routes to GKE nodes.
+    kube: crate::cloud::gke::Clients,
 }
 
 /// A route's name: its hops and target, as `user@host:port>` ... `user@host:port`.
@@ -212,6 +221,7 @@ impl Pool {
             nodes: Default::default(),
             held: None,
             mux: None,
+            kube: Default::default(),
         }
     }
 
@@ -262,6 +272,18 @@ impl Pool {
         command: &str,
     ) -> Result<super::stream::ExecChannel, SshError> {
         use super::mux::MuxError;
+        if let Some(k) = &route.kube {
+            // A GKE node: its debug pod through the API (the holder keeps SSH only).
+            return self
+                .kube
+                .exec(k, command)
+                .await
+                .map(super::stream::ExecChannel::Kube)
+                .map_err(|reason| SshError::Kube {
+                    target: k.node.clone(),
+                    reason,
+                });
+        }
         if let Some(mux) = &self.mux {
             match mux.exec(route, command, &self.opts).await {
                 Ok(s) => return Ok(super::stream::ExecChannel::Mux(s)),
@@ -355,6 +377,11 @@ impl Pool {
             held.push((route_key(route), conn.clone()));
         }
         Ok((conn, t))
+    }
+
+    /// The Kubernetes clients routes to GKE nodes use.
+    pub fn kube(&self) -> &crate::cloud::gke::Clients {
+        &self.kube
     }
 
     pub fn options(&self) -> &SshOptions {
@@ -463,6 +490,7 @@ mod tests {
             identity_file: None,
             proxy_jump: None,
             internal_ip: None,
+            kube: None,
         }
     }
 

@@ -25,6 +25,8 @@ pub enum ExecChannel {
     },
     /// A channel the connection holder opened, relayed over its socket.
     Mux(mux::Stream),
+    /// A command in a pod of a GKE node, over the Kubernetes exec API.
+    Kube(crate::cloud::gke::exec::KubeChannel),
 }
 
 impl ExecChannel {
@@ -37,6 +39,10 @@ impl ExecChannel {
             ExecChannel::Mux(s) => {
                 let (r, w) = s.split();
                 (ExecReader::Mux(r), ExecWriter::Mux(w))
+            }
+            ExecChannel::Kube(k) => {
+                let (r, w) = k.split();
+                (ExecReader::Kube(r), ExecWriter::Kube(w))
             }
         }
     }
@@ -53,6 +59,7 @@ pub enum ExecReader {
         read: russh::ChannelReadHalf,
     },
     Mux(mux::StreamReader),
+    Kube(crate::cloud::gke::exec::KubeReader),
 }
 
 impl ExecReader {
@@ -75,6 +82,7 @@ impl ExecReader {
                 }
             },
             ExecReader::Mux(r) => r.next().await,
+            ExecReader::Kube(r) => r.next().await,
         }
     }
 }
@@ -82,6 +90,7 @@ impl ExecReader {
 pub enum ExecWriter {
     Ssh(russh::ChannelWriteHalf<russh::client::Msg>),
     Mux(mux::StreamWriter),
+    Kube(crate::cloud::gke::exec::KubeWriter),
 }
 
 impl ExecWriter {
@@ -90,6 +99,7 @@ impl ExecWriter {
         match self {
             ExecWriter::Ssh(w) => w.data(bytes).await.map_err(|e| e.to_string()),
             ExecWriter::Mux(w) => w.data(bytes).await,
+            ExecWriter::Kube(w) => w.data(bytes).await,
         }
     }
 
@@ -98,6 +108,7 @@ impl ExecWriter {
         match self {
             ExecWriter::Ssh(w) => w.eof().await.map_err(|e| e.to_string()),
             ExecWriter::Mux(w) => w.eof().await,
+            ExecWriter::Kube(w) => w.eof().await,
         }
     }
 
@@ -106,6 +117,7 @@ impl ExecWriter {
         match self {
             ExecWriter::Ssh(w) => w.signal(sig).await.map_err(|e| e.to_string()),
             ExecWriter::Mux(w) => w.signal(&sig).await,
+            ExecWriter::Kube(w) => w.signal(sig).await,
         }
     }
 
@@ -114,6 +126,7 @@ impl ExecWriter {
         match self {
             ExecWriter::Ssh(w) => w.close().await.map_err(|e| e.to_string()),
             ExecWriter::Mux(w) => w.close().await,
+            ExecWriter::Kube(w) => w.close().await,
         }
     }
 }

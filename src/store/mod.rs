@@ -143,6 +143,9 @@ pub struct RunNode {
     pub pid: Option<u32>,
     pub log: String,
     pub exit_code: Option<i32>,
+    /// On a GKE fleet: the pod it runs in (an NCCL test pod), not the node's debug pod.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod: Option<String>,
 }
 
 /// A training job started on a fleet's nodes. Its environment is not kept here (it may

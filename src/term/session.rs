@@ -143,6 +143,14 @@ async fn run(
         state(PaneState::Connecting).await;
         let end = match &target {
             PaneTarget::Local { shell } => run_local(id, shell, &screen, &events, &mut rx, &state).await,
+            PaneTarget::Ssh { pool, route } if route.kube.is_some() => {
+                let (cols, rows) = size(&screen);
+                let node = route.kube.as_ref().expect("a GKE route");
+                match pool.kube().shell(node, cols, rows).await {
+                    Ok(ch) => run_kube(id, ch, &screen, &events, &mut rx, &state).await,
+                    Err(e) => End::Lost(e),
+                }
+            }
             PaneTarget::Ssh { pool, route } => {
                 let (cols, rows) = size(&screen);
                 match pool.shell(route, "xterm-256color", cols, rows).await {
@@ -314,6 +322,56 @@ where
                 Some(PaneInput::Resize { cols, rows }) => {
                     resize_screen(screen, cols, rows);
                     let _ = write.window_change(u32::from(cols), u32::from(rows), 0, 0).await;
+                }
+                Some(PaneInput::Restart) => {}
+            }
+        }
+    }
+}
+
+/// A shell on a TTY in a GKE node's debug pod, over the Kubernetes exec API.
+async fn run_kube<F, Fut>(
+    id: usize,
+    ch: crate::cloud::gke::exec::KubeChannel,
+    screen: &SharedScreen,
+    events: &mpsc::Sender<PaneEvent>,
+    rx: &mut mpsc::Receiver<PaneInput>,
+    state: &F,
+) -> End
+where
+    F: Fn(PaneState) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    use crate::ssh::stream::Output;
+    state(PaneState::Connected).await;
+    let (mut read, write) = ch.split();
+    let mut status = None;
+    loop {
+        tokio::select! {
+            msg = read.next() => match msg {
+                Some(Output::Stdout(data)) | Some(Output::Stderr(data)) => {
+                    feed(screen, &data);
+                    let _ = events.try_send(PaneEvent::Output(id));
+                }
+                Some(Output::Exit(code)) => status = Some(code),
+                None => break match status {
+                    Some(code) => End::Exited(Some(code)),
+                    None => End::Lost("the exec stream closed".into()),
+                },
+            },
+            msg = rx.recv() => match msg {
+                None | Some(PaneInput::Close) => {
+                    let _ = write.close().await;
+                    break End::Closed;
+                }
+                Some(PaneInput::Bytes(b)) => {
+                    if write.data(&b[..]).await.is_err() {
+                        break End::Lost("the exec stream closed".into());
+                    }
+                }
+                Some(PaneInput::Resize { cols, rows }) => {
+                    resize_screen(screen, cols, rows);
+                    let _ = write.resize(cols, rows).await;
                 }
                 Some(PaneInput::Restart) => {}
             }

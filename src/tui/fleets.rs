@@ -700,6 +700,7 @@ mod tests {
                 identity_file: None,
                 proxy_jump: None,
                 internal_ip: None,
+                kube: None,
             })
             .collect();
         let mut s = State::new(Keymap::defaults(), vec![], "dark".into());

@@ -18,7 +18,7 @@ use tokio::sync::mpsc;
 pub fn transport(fleet: &FleetRecord, pool: &Pool, resolver: &Arc<Resolver>) -> Result<Transport, String> {
     match fleet.backend.as_str() {
         "local" => Ok(Transport::Local),
-        "ssh" | "gcp" => Ok(Transport::Ssh {
+        "ssh" | "gcp" | "gke" => Ok(Transport::Ssh {
             pool: pool.clone(),
             resolver: resolver.clone(),
         }),

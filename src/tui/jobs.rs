@@ -273,6 +273,7 @@ mod tests {
                     pid: Some(100 + i as u32),
                     log: String::new(),
                     exit_code: None,
+                    pod: None,
                 })
                 .collect(),
             metrics: vec![],

@@ -660,6 +660,7 @@ mod flow_tests {
             identity_file: None,
             proxy_jump: None,
             internal_ip: None,
+            kube: None,
         }
     }
 

@@ -470,7 +470,7 @@ impl Services {
         };
         let transport = match record.backend.as_str() {
             "local" => exec::Transport::Local,
-            "ssh" | "gcp" => exec::Transport::Ssh {
+            "ssh" | "gcp" | "gke" => exec::Transport::Ssh {
                 pool: self.pool.clone(),
                 resolver: self.resolver.clone(),
             },
@@ -534,7 +534,7 @@ impl Services {
         for node in &record.nodes {
             let target = match record.backend.as_str() {
                 "local" => PaneTarget::Local { shell: shell.clone() },
-                "ssh" | "gcp" => PaneTarget::Ssh {
+                "ssh" | "gcp" | "gke" => PaneTarget::Ssh {
                     pool: self.pool.clone(),
                     route: self.resolver.route(node),
                 },

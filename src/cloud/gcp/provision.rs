@@ -918,6 +918,7 @@ impl Gcp {
                     .as_ref()
                     .map(crate::fleet::JumpTarget::from),
                 internal_ip: r.internal_ip.clone(),
+                kube: None,
             };
             if node.proxy_jump.is_none() {
                 let left = self.ready_wait.saturating_sub(start.elapsed());

@@ -1,0 +1,262 @@
+//! The GKE backend: a fleet is nodes of an existing cluster. Apply finds them (node pools
+//! or a label selector) and records them; it creates nothing (GKE and its node pools
+//! bring nodes up, DWS flex-start pools on demand). Delete removes what flightdeck made
+//! in the cluster for the fleet (debug pods, NCCL test pods, JobSets) and forgets it.
+
+use super::view::{self, Snapshot};
+use super::{Clients, ClusterRef, KubeNode, DEFAULT_DEBUG_IMAGE, FLEET_LABEL};
+use crate::cloud::{Backend, Change, Plan, Progress};
+use crate::fleet::{BackendKind, Fleet, NodeTarget};
+use crate::ssh::client::BoxFuture;
+use crate::store::FleetRecord;
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::api::{Api, ListParams};
+
+pub struct GkeBackend {
+    pub clients: Clients,
+}
+
+/// The fleet's cluster, namespace and node choice.
+pub struct Target {
+    pub cluster: ClusterRef,
+    pub namespace: String,
+    pub selector: Option<String>,
+    pub pools: Vec<String>,
+    pub debug_image: String,
+    pub queue: Option<String>,
+}
+
+impl Target {
+    pub fn of(fleet: &Fleet) -> Result<Target, String> {
+        let g = fleet
+            .spec
+            .gke
+            .as_ref()
+            .ok_or_else(|| format!("fleet `{}` has no gke block", fleet.name))?;
+        Ok(Target {
+            cluster: ClusterRef::from_spec(g),
+            namespace: g.namespace.clone().unwrap_or_else(|| "default".into()),
+            selector: g.selector.clone(),
+            pools: g.node_pools.clone().unwrap_or_default(),
+            debug_image: g
+                .debug_image
+                .clone()
+                .unwrap_or_else(|| DEFAULT_DEBUG_IMAGE.into()),
+            queue: g.queue.clone(),
+        })
+    }
+
+    /// For a recorded fleet: from its nodes, else its fleet file.
+    pub fn of_record(record: &FleetRecord) -> Result<Target, String> {
+        if let Some(file) = &record.file {
+            if let Ok(f) = crate::fleet::load(file) {
+                return Target::of(&f);
+            }
+        }
+        let k = record.nodes.iter().find_map(|n| n.kube.clone()).ok_or_else(|| {
+            format!(
+                "fleet `{}`: its fleet file is gone and it has no nodes to name its cluster",
+                record.name
+            )
+        })?;
+        Ok(Target {
+            cluster: k.cluster,
+            namespace: k.namespace,
+            selector: None,
+            pools: vec![],
+            debug_image: k.debug_image,
+            queue: None,
+        })
+    }
+
+    /// The label selector the API is asked for.
+    pub fn api_selector(&self) -> Option<String> {
+        let mut parts = vec![];
+        if !self.pools.is_empty() {
+            parts.push(format!("{} in ({})", view::POOL_LABEL, self.pools.join(",")));
+        }
+        if let Some(s) = &self.selector {
+            parts.push(s.clone());
+        }
+        (!parts.is_empty()).then(|| parts.join(","))
+    }
+
+    /// The fleet's nodes, in pool then name order; without pools or a selector, the
+    /// nodes that offer GPUs.
+    pub async fn nodes(&self, clients: &Clients) -> Result<Vec<Node>, String> {
+        let client = clients.get(&self.cluster).await?;
+        let api: Api<Node> = Api::all(client);
+        let mut lp = ListParams::default();
+        if let Some(s) = self.api_selector() {
+            lp = lp.labels(&s);
+        }
+        let list = api.list(&lp).await.map_err(|e| {
+            format!(
+                "{}: listing nodes: {}",
+                self.cluster.describe(),
+                super::cluster::why(&e)
+            )
+        })?;
+        let mut nodes: Vec<Node> = list
+            .items
+            .into_iter()
+            .filter(|n| self.api_selector().is_some() || view::gpus_allocatable(n) > 0)
+            .collect();
+        let key = |n: &Node| {
+            let l = n.metadata.labels.clone().unwrap_or_default();
+            (
+                l.get(view::POOL_LABEL).cloned().unwrap_or_default(),
+                n.metadata.name.clone().unwrap_or_default(),
+            )
+        };
+        nodes.sort_by_key(key);
+        Ok(nodes)
+    }
+
+    pub fn targets(&self, fleet: &str, nodes: &[Node]) -> Vec<NodeTarget> {
+        nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                let name = n.metadata.name.clone().unwrap_or_default();
+                let ip = view::internal_ip(n);
+                NodeTarget {
+                    index: i,
+                    name: name.clone(),
+                    host: ip.clone().unwrap_or_else(|| name.clone()),
+                    port: None,
+                    user: None,
+                    identity_file: None,
+                    proxy_jump: None,
+                    internal_ip: ip,
+                    kube: Some(KubeNode {
+                        cluster: self.cluster.clone(),
+                        fleet: fleet.to_string(),
+                        node: name,
+                        namespace: self.namespace.clone(),
+                        debug_image: self.debug_image.clone(),
+                        pod: None,
+                        container: None,
+                    }),
+                }
+            })
+            .collect()
+    }
+
+    /// Pools, nodes and Kueue workloads now.
+    pub async fn snapshot(&self, clients: &Clients, now: u64) -> Result<Snapshot, String> {
+        let nodes = self.nodes(clients).await?;
+        let client = clients.get(&self.cluster).await?;
+        let pods: Api<Pod> = Api::all(client.clone());
+        let all = pods
+            .list(&ListParams::default())
+            .await
+            .map_err(|e| format!("listing pods: {}", super::cluster::why(&e)))?;
+        let rows = view::node_rows(&nodes, &all.items);
+        let pools = view::pool_rows(&nodes, &rows);
+        let (workloads, kueue) = match super::jobs::workloads(&client, &self.namespace).await {
+            Ok(w) => (w.iter().map(|w| view::workload_row(w, now)).collect(), None),
+            Err(e) => (vec![], Some(e)),
+        };
+        Ok(Snapshot {
+            cluster: self.cluster.describe(),
+            pools,
+            nodes: rows,
+            workloads,
+            kueue,
+        })
+    }
+}
+
+impl Backend for GkeBackend {
+    fn kind(&self) -> BackendKind {
+        BackendKind::Gke
+    }
+
+    fn plan(&self, fleet: &Fleet, recorded: Option<&FleetRecord>) -> Result<Plan, String> {
+        let t = Target::of(fleet)?;
+        let which = match t.api_selector() {
+            Some(s) => format!("nodes matching `{s}`"),
+            None => "the nodes that offer GPUs".into(),
+        };
+        Ok(Plan {
+            fleet: fleet.name.clone(),
+            backend: "gke",
+            changes: vec![Change {
+                action: if recorded.is_some() { "keep" } else { "create" },
+                kind: "gke-fleet",
+                name: t.cluster.describe(),
+                place: format!("namespace {}", t.namespace),
+                cloud: None,
+            }],
+            notes: vec![
+                format!("apply finds {which} and records them; it creates no nodes (GKE's node pools do)"),
+                format!(
+                    "panes, exec and telemetry run in a debug pod per node ({}), created on first use",
+                    t.debug_image
+                ),
+            ],
+            ..Plan::default()
+        })
+    }
+
+    fn apply<'a>(
+        &'a self,
+        fleet: &'a Fleet,
+        progress: Progress<'a>,
+    ) -> BoxFuture<'a, Result<Vec<NodeTarget>, String>> {
+        Box::pin(async move {
+            let t = Target::of(fleet)?;
+            progress(format!("{}: finding the fleet's nodes", t.cluster.describe()));
+            let nodes = t.nodes(&self.clients).await?;
+            if let Some(n) = fleet.spec.nodes {
+                let count = nodes.len() as u64;
+                if n.min.is_some_and(|m| count < m) || n.max.is_some_and(|m| count > m) {
+                    return Err(format!(
+                        "{} nodes match, the fleet file asks for {n} (a DWS flex-start pool has nodes only while a workload holds them: leave `nodes` out for one)",
+                        count
+                    ));
+                }
+            }
+            let rows = view::node_rows(&nodes, &[]);
+            for r in view::pool_rows(&nodes, &rows) {
+                progress(format!(
+                    "pool {}: {} ({}), {}, {} ready, {} GPUs",
+                    r.name,
+                    r.machine_type,
+                    r.provisioning,
+                    crate::words::plural(r.nodes, "node"),
+                    r.ready,
+                    r.gpus
+                ));
+            }
+            if nodes.is_empty() {
+                progress("no nodes now: a flex-start pool scales up when a job is admitted; `fleet apply` again records them".into());
+            }
+            Ok(t.targets(&fleet.name, &nodes))
+        })
+    }
+
+    fn delete<'a>(
+        &'a self,
+        record: &'a FleetRecord,
+        progress: Progress<'a>,
+    ) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(async move {
+            let t = Target::of_record(record)?;
+            let gone =
+                super::exec::delete_pods(&self.clients, &t.cluster, &t.namespace, &record.name, None).await?;
+            let sets =
+                super::jobs::delete_fleet_jobsets(&self.clients, &t.cluster, &t.namespace, &record.name)
+                    .await?;
+            progress(format!(
+                "{}: removed {} and {} of fleet `{}` (label {FLEET_LABEL})",
+                t.cluster.describe(),
+                crate::words::plural(gone, "pod"),
+                crate::words::plural(sets, "JobSet"),
+                record.name
+            ));
+            Ok(())
+        })
+    }
+}
