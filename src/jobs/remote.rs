@@ -37,6 +37,15 @@ fn fail_text(code: i32, out: &str, err: &str) -> String {
     }
 }
 
+/// The Kubernetes clients when `nodes` are a GKE fleet's (their work runs as a JobSet,
+/// not as detached processes on the nodes).
+fn gke(transport: &Transport, first: Option<&NodeTarget>) -> Option<crate::cloud::gke::Clients> {
+    match (transport, first) {
+        (Transport::Ssh { pool, .. }, Some(n)) if n.kube.is_some() => Some(pool.kube().clone()),
+        _ => None,
+    }
+}
+
 /// Upload the job's files to every node, then start the job's script on each, detached.
 /// Returns each node's pid, or why it could not start. `progress` hears each step.
 pub async fn launch(
@@ -150,6 +159,9 @@ pub async fn follow(
     nodes: Vec<(JobNode, usize)>,
     tx: mpsc::Sender<FollowEvent>,
 ) {
+    if let Some(clients) = gke(&transport, nodes.first().map(|(n, _)| &n.target)) {
+        return crate::cloud::gke::jobs::follow(clients, id, nodes, tx).await;
+    }
     let ranks: Vec<(usize, usize)> = nodes.iter().map(|(n, _)| (n.target.index, n.rank)).collect();
     let jobs: Vec<(NodeTarget, String)> = nodes
         .iter()
@@ -220,6 +232,9 @@ pub async fn status(
     id: &str,
     nodes: &[JobNode],
 ) -> Vec<(usize, Result<Status, String>)> {
+    if let Some(clients) = gke(&transport, nodes.first().map(|n| &n.target)) {
+        return crate::cloud::gke::jobs::status(&clients, id, nodes).await;
+    }
     on_nodes(transport, id, nodes, detach::status_command, |code, out, err| {
         detach::parse_status(out.trim()).ok_or_else(|| fail_text(code, &out, &err))
     })
@@ -241,6 +256,9 @@ pub async fn stop(
     nodes: &[JobNode],
     grace_s: u32,
 ) -> Vec<(usize, Result<Status, String>)> {
+    if let Some(clients) = gke(&transport, nodes.first().map(|n| &n.target)) {
+        return crate::cloud::gke::jobs::stop(&clients, id, nodes).await;
+    }
     on_nodes(
         transport,
         id,
@@ -276,6 +294,9 @@ pub async fn tail(
     nodes: &[JobNode],
     lines: Option<usize>,
 ) -> Vec<(usize, Result<String, String>)> {
+    if let Some(clients) = gke(&transport, nodes.first().map(|n| &n.target)) {
+        return crate::cloud::gke::jobs::tail(&clients, id, nodes, lines).await;
+    }
     on_nodes(
         transport,
         id,
@@ -525,7 +546,14 @@ pub async fn start(
     let profile = super::profile(job, fleet_profile);
     let gpu = job.spec.gpu.clone().or(fleet_gpu);
     let profile_lines = crate::nccl::runner::profile_env(profile);
-    if target.preflight {
+    let on_gke = gke(&target.transport, nodes.first().map(|n| &n.target));
+    if on_gke.is_some() && !job.uploads.is_empty() {
+        return Err(format!(
+            "{}: `files:` are not uploaded to GKE pods: put them in the job's image (`image:`) or a volume",
+            job.file.display()
+        ));
+    }
+    if target.preflight && on_gke.is_none() {
         let targets: Vec<NodeTarget> = nodes.iter().map(|n| n.target.clone()).collect();
         crate::bootstrap::preflight::check_nodes(
             target.transport.clone(),
@@ -575,15 +603,41 @@ pub async fn start(
         target.fleet,
         profile.name()
     ));
-    let started = launch(
-        target.transport.clone(),
-        job,
-        &id,
-        &nodes,
-        &profile_lines,
-        progress,
-    )
-    .await;
+    let started = match &on_gke {
+        Some(clients) => {
+            let spec = target
+                .spec
+                .as_ref()
+                .and_then(|s| s.gke.clone())
+                .unwrap_or_default();
+            match crate::cloud::gke::jobs::start(
+                clients,
+                job,
+                &id,
+                &nodes,
+                profile,
+                &profile_lines,
+                &spec,
+                progress,
+            )
+            .await
+            {
+                Ok(()) => nodes.iter().map(|n| (n.rank, Ok(0))).collect(),
+                Err(e) => nodes.iter().map(|n| (n.rank, Err(e.clone()))).collect(),
+            }
+        }
+        None => {
+            launch(
+                target.transport.clone(),
+                job,
+                &id,
+                &nodes,
+                &profile_lines,
+                progress,
+            )
+            .await
+        }
+    };
     let pids: Vec<(usize, Option<u32>)> = started
         .iter()
         .map(|(r, res)| (*r, res.as_ref().ok().copied()))

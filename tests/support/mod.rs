@@ -4,6 +4,7 @@
 pub mod gce_double;
 pub mod gcp_double;
 pub mod http_double;
+pub mod k8s_double;
 pub mod nccl_double;
 pub mod testbed;
 pub mod tmux;

@@ -1,0 +1,434 @@
+//! The GKE backend against a DOUBLE of a GKE cluster's Kubernetes API
+//! (tests/support/k8s_double.rs): first real kubectl v1.33 checks the double speaks the
+//! API as a cluster does (get, exec over the websocket, logs -f), then flightdeck is
+//! driven through it: a fleet of node pools, commands and pane shells on every node
+//! through debug pods, an NCCL run in test pods replaying a recorded GKE all_gather, and
+//! a JobSet job held by Kueue, then admitted, followed to its end.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+use support::k8s_double::{KubeDouble, NodeSpec, Options, Provisioning};
+use support::{flightdeck, text};
+
+/// kubectl v1.33 as google-cloud-cli ships it on this image (`/usr/bin/kubectl` is a
+/// version dispatcher; Debian's kubernetes-client is v1.20, whose exec speaks only SPDY).
+const KUBECTL: &str = "/usr/lib/google-cloud-sdk/bin/kubectl.1.33";
+
+fn nodes() -> Vec<NodeSpec> {
+    let n = |name: &str, pool: &str, p: Provisioning, ip: &str| NodeSpec {
+        name: name.into(),
+        pool: pool.into(),
+        machine_type: "a3-ultragpu-8g".into(),
+        accelerator: "nvidia-h200-141gb".into(),
+        gpus: 8,
+        provisioning: p,
+        internal_ip: ip.into(),
+    };
+    vec![
+        n("gke-a3u-flex-0", "a3u-flex", Provisioning::FlexStart, "10.0.0.10"),
+        n("gke-a3u-flex-1", "a3u-flex", Provisioning::FlexStart, "10.0.0.11"),
+        n("gke-a3u-spot-0", "a3u-spot", Provisioning::Spot, "10.0.0.20"),
+    ]
+}
+
+fn kubectl(d: &KubeDouble, home: &Path, args: &[&str], stdin: Option<&str>) -> std::process::Output {
+    assert!(
+        Path::new(KUBECTL).exists(),
+        "{KUBECTL} is missing: the double's conformance check needs kubectl >= 1.30 (websocket exec)"
+    );
+    let mut c = Command::new(KUBECTL);
+    c.env_clear()
+        .env("HOME", home)
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .arg("--kubeconfig")
+        .arg(&d.kubeconfig)
+        .arg("--cache-dir")
+        .arg(home.join("cache"))
+        .arg("--request-timeout=20s")
+        .args(args);
+    match stdin {
+        Some(input) => {
+            use std::io::Write;
+            c.stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped());
+            let mut child = c.spawn().unwrap();
+            child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+            child.wait_with_output().unwrap()
+        }
+        None => c.output().unwrap(),
+    }
+}
+
+fn post_pod(d: &KubeDouble, pod: serde_json::Value) {
+    // A raw POST: `kubectl create` validates against OpenAPI, which the double does not serve.
+    let body = serde_json::to_vec(&pod).unwrap();
+    let addr = d.url.trim_start_matches("http://");
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    use std::io::{Read, Write};
+    write!(s, "POST /api/v1/namespaces/default/pods HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len()).unwrap();
+    s.write_all(&body).unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    assert!(out.starts_with("HTTP/1.1 201"), "{out}");
+}
+
+#[test]
+fn kubectl_accepts_the_double() {
+    let d = KubeDouble::start(Options {
+        nodes: nodes(),
+        ..Options::default()
+    });
+    let home = tempfile::tempdir().unwrap();
+    let out = kubectl(&d, home.path(), &["get", "nodes,pods", "-o", "json"], None);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let names: Vec<&str> = v["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|i| i["metadata"]["name"].as_str())
+        .collect();
+    assert_eq!(names, ["gke-a3u-flex-0", "gke-a3u-flex-1", "gke-a3u-spot-0"]);
+    let out = kubectl(
+        &d,
+        home.path(),
+        &[
+            "get",
+            "nodes",
+            "-l",
+            "cloud.google.com/gke-nodepool=a3u-spot",
+            "-o",
+            "name",
+        ],
+        None,
+    );
+    assert_eq!(
+        text(&out.stdout).trim(),
+        "node/gke-a3u-spot-0",
+        "{}",
+        text(&out.stderr)
+    );
+
+    post_pod(
+        &d,
+        serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "sleeper"},
+        "spec": {"nodeName": "gke-a3u-flex-0", "containers": [{"name": "c", "image": "busybox", "command": ["sleep", "300"]}]}}),
+    );
+    let out = kubectl(
+        &d,
+        home.path(),
+        &[
+            "exec",
+            "sleeper",
+            "--",
+            "sh",
+            "-c",
+            "echo out; echo err >&2; exit 3",
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "out\n");
+    assert!(text(&out.stderr).contains("err"), "{}", text(&out.stderr));
+    let out = kubectl(
+        &d,
+        home.path(),
+        &["exec", "-i", "sleeper", "--", "cat"],
+        Some("hello\n"),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "hello\n");
+
+    post_pod(
+        &d,
+        serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "talker"},
+        "spec": {"nodeName": "gke-a3u-flex-1", "containers": [{"name": "c", "image": "busybox",
+            "command": ["sh", "-c", "for i in 1 2 3; do echo line $i; sleep 0.3; done"]}]}}),
+    );
+    let out = kubectl(&d, home.path(), &["logs", "-f", "talker"], None);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "line 1\nline 2\nline 3\n");
+    let out = kubectl(
+        &d,
+        home.path(),
+        &["get", "pod", "talker", "-o", "jsonpath={.status.phase}"],
+        None,
+    );
+    assert_eq!(text(&out.stdout), "Succeeded");
+    let out = kubectl(
+        &d,
+        home.path(),
+        &["delete", "pod", "sleeper", "--wait=false"],
+        None,
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(!d.pods().iter().any(|p| p["metadata"]["name"] == "sleeper"));
+}
+
+/// A fleet file for the double's cluster: the flex-start pool.
+fn fleet_file(dir: &Path, d: &KubeDouble, extra: &str) -> PathBuf {
+    let f = dir.join("a3u.yaml");
+    std::fs::write(
+        &f,
+        format!(
+            "type: fleet\nname: a3u\nnetwork:\n  gpudirect: rdma\ngke:\n  context: double\n  kubeconfig: {}\n  node_pools: [a3u-flex]\n  debug_image: ubuntu:24.04\n{extra}",
+            d.kubeconfig.display()
+        ),
+    )
+    .unwrap();
+    f
+}
+
+/// The image directories: the gIB diagnostic image's run script replays a recorded
+/// 2-node B200 all_gather on GKE (tests/fixtures/nccl/gke-b200-2node-all_gather.txt).
+fn images(dir: &Path) -> Vec<(String, PathBuf)> {
+    let gib = dir.join("image-gib");
+    std::fs::create_dir_all(&gib).unwrap();
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/nccl/gke-b200-2node-all_gather.txt");
+    let script = gib.join("run_nccl_tests.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\n# DOUBLE of the gIB image's run_nccl_tests.sh: replays a recorded real run\necho \"# DOUBLE run_nccl_tests.sh $*\"\nwhile IFS= read -r l; do printf '%s\\n' \"$l\"; sleep 0.02; done < '{}'\n",
+            fixture.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    vec![("us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/".into(), gib)]
+}
+
+#[test]
+fn a_gke_fleet_shows_its_pools_runs_commands_and_an_nccl_test() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = KubeDouble::start(Options {
+        nodes: nodes(),
+        images: images(tmp.path()),
+        ..Options::default()
+    });
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let f = fleet_file(tmp.path(), &d, "");
+    let out = flightdeck(&home, &["fleet", "apply", f.to_str().unwrap(), "--yes"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("pool a3u-flex: a3-ultragpu-8g (DWS flex-start), 2 nodes, 2 ready, 16 GPUs"),
+        "{err}"
+    );
+    let out = flightdeck(&home, &["fleet", "status", "a3u"]);
+    let o = text(&out.stdout);
+    assert!(out.status.success(), "{o}{}", text(&out.stderr));
+    assert!(
+        o.contains("a3u-flex") && o.contains("DWS flex-start") && o.contains("gke-a3u-flex-1"),
+        "{o}"
+    );
+    assert!(
+        !o.contains("gke-a3u-spot-0"),
+        "the spot pool is not the fleet's:\n{o}"
+    );
+
+    // A command on every node, through a debug pod per node.
+    let out = flightdeck(&home, &["exec", "a3u", "--", "echo node $HOSTNAME; exit 0"]);
+    assert!(out.status.success(), "{}{}", text(&out.stdout), text(&out.stderr));
+    let o = text(&out.stdout);
+    assert!(
+        o.contains("fd-debug-gke-a3u-flex-0") && o.contains("fd-debug-gke-a3u-flex-1"),
+        "{o}"
+    );
+    let debug: Vec<serde_json::Value> = d
+        .pods()
+        .into_iter()
+        .filter(|p| p["metadata"]["labels"]["flightdeck-role"] == "debug")
+        .collect();
+    assert_eq!(debug.len(), 2);
+    assert!(debug
+        .iter()
+        .all(|p| p["spec"]["hostNetwork"] == true && p["metadata"]["labels"]["flightdeck-fleet"] == "a3u"));
+    let out = flightdeck(&home, &["exec", "a3u", "--", "exit 7"]);
+    assert_eq!(out.status.code(), Some(7), "{}", text(&out.stderr));
+
+    // NCCL: test pods per node, the gIB script on the first, parsed and judged.
+    let out = flightdeck(&home, &["nccl", "run", "a3u", "--test", "all_gather", "--json"]);
+    let err = text(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["rows"].as_array().unwrap().len(), 24, "{doc}");
+    let last = doc["rows"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["out_of_place"]["busbw"].as_f64(), Some(376.40), "{last}");
+    assert_eq!(doc["machine_type"]["name"], "a3-ultragpu-8g");
+    assert!(err.contains("creating 2 test pods"), "{err}");
+    assert!(err.contains("removed 2 test pods"), "{err}");
+    let log: String = d
+        .pods()
+        .iter()
+        .map(|p| p["metadata"]["name"].to_string())
+        .collect();
+    assert!(
+        !log.contains("fd-nccl-"),
+        "test pods are removed after the run: {log}"
+    );
+    let run_script_saw = d
+        .requests()
+        .iter()
+        .any(|r| r.contains("/pods/fd-nccl-") && r.ends_with("/exec?…"));
+    assert!(run_script_saw, "the run went through exec into the test pod");
+
+    // Deleting the fleet removes its debug pods.
+    let out = flightdeck(&home, &["fleet", "delete", "a3u", "--yes"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(d
+        .pods()
+        .iter()
+        .all(|p| p["metadata"]["labels"]["flightdeck-fleet"] != "a3u"));
+}
+
+#[test]
+fn a_job_waits_for_kueue_then_runs_to_its_end_with_metrics() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut images = images(tmp.path());
+    let torch = tmp.path().join("image-torch");
+    std::fs::create_dir_all(&torch).unwrap();
+    images.push(("nvcr.io/nvidia/pytorch".into(), torch));
+    let d = KubeDouble::start(Options {
+        nodes: nodes(),
+        images,
+        queues: vec![("a3u-queue".into(), true)],
+        admit_after: Duration::from_secs(2),
+    });
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let f = fleet_file(tmp.path(), &d, "  queue: a3u-queue\n");
+    let out = flightdeck(&home, &["fleet", "apply", f.to_str().unwrap(), "--yes"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let job = tmp.path().join("train.yaml");
+    // The lines as Cloud Logging exports them, prefix and all.
+    std::fs::write(
+        &job,
+        "type: task\nname: train\nfleet: a3u\ncommands:\n  - echo \"rank $NODE_RANK of $NNODES master $MASTER_ADDR gpus $GPUS_PER_NODE\"\n  - |\n    for s in 1 2 3; do echo \"INFO 2025-09-09T16:10:48.6Z [resource.labels.containerName: job] Step: $s | Time: 27.02s | TFLOPs/s/GPU: 513.3 | Tokens/s/GPU: 1213 | Loss: 1.3$s\"; sleep 0.2; done\n",
+    )
+    .unwrap();
+    let mut child = support::spawn_flightdeck(&home, &["job", "run", job.to_str().unwrap()]);
+    // Held by Kueue: a workload waiting for DWS capacity, no pods yet.
+    let end = std::time::Instant::now() + Duration::from_secs(20);
+    while d.workloads().is_empty() {
+        if let Some(st) = child.try_wait().unwrap() {
+            let mut err = String::new();
+            use std::io::Read;
+            child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+            panic!("job run ended ({st}) before Kueue saw it:\n{err}");
+        }
+        assert!(std::time::Instant::now() < end, "no workload within 20s");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(d
+        .pods()
+        .iter()
+        .all(|p| p["metadata"]["labels"]["flightdeck-role"] != "job"));
+    let out = flightdeck(&home, &["fleet", "status", "a3u"]);
+    let o = text(&out.stdout);
+    assert!(
+        o.contains("waiting for quota, then DWS capacity") || o.contains("waiting for DWS capacity"),
+        "{o}"
+    );
+    let status = child.wait().unwrap();
+    let mut err = String::new();
+    use std::io::Read;
+    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    assert!(status.success(), "{err}");
+    assert!(err.contains("JobSet train-"), "{err}");
+    assert!(err.contains("Kueue queue a3u-queue"), "{err}");
+    let js = d.jobsets();
+    assert_eq!(js[0]["status"]["terminalState"], "Completed", "{js:?}");
+    let w = d.workloads();
+    assert!(
+        w[0]["status"]["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["type"] == "Finished"),
+        "{w:?}"
+    );
+    let out = flightdeck(&home, &["job", "show", "train", "--json"]);
+    let o = text(&out.stdout);
+    assert!(out.status.success(), "{o}{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_str(&o).unwrap();
+    assert_eq!(v["state"], "succeeded", "{v}");
+    let out = flightdeck(&home, &["job", "logs", "train"]);
+    let o = text(&out.stdout);
+    assert!(o.contains("rank 0 of 2 master train-"), "{o}");
+    assert!(o.contains("rank 1 of 2"), "{o}");
+    assert!(
+        o.contains("Step: 3 | Time: 27.02s") && !o.contains("[resource.labels"),
+        "{o}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pane_is_a_shell_on_a_tty_in_the_node_debug_pod() {
+    use flightdeck::term::session::{self, PaneEvent, PaneInput, PaneTarget};
+    let d = KubeDouble::start(Options {
+        nodes: nodes(),
+        ..Options::default()
+    });
+    let tmp = tempfile::tempdir().unwrap();
+    let f = fleet_file(tmp.path(), &d, "");
+    let fleet = flightdeck::fleet::load(&f).unwrap();
+    let t = flightdeck::cloud::gke::backend::Target::of(&fleet).unwrap();
+    let pool = flightdeck::ssh::pool::Pool::new(flightdeck::ssh::client::SshOptions {
+        known_hosts: vec![],
+        policy: flightdeck::ssh::known_hosts::HostKeyPolicy::Refuse,
+        prompter: std::sync::Arc::new(flightdeck::ssh::client::NoPrompt),
+        use_agent: false,
+        agent_socket: None,
+        keys: Default::default(),
+    });
+    let nodes = t.nodes(pool.kube()).await.unwrap();
+    let targets = t.targets("a3u", &nodes);
+    let resolver = flightdeck::ssh::pool::Resolver::new(tmp.path());
+    let screen = flightdeck::term::new_screen(10, 60);
+    let (etx, mut erx) = tokio::sync::mpsc::channel(1024);
+    let h = session::spawn(
+        0,
+        PaneTarget::Ssh {
+            pool: pool.clone(),
+            route: resolver.route(&targets[1]),
+        },
+        screen.clone(),
+        etx,
+    );
+    h.input
+        .send(PaneInput::Bytes(
+            b"echo pane-$((6*7)) $HOSTNAME; stty size\n".to_vec(),
+        ))
+        .await
+        .unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let c = screen.read().unwrap().screen().contents();
+        if c.contains("pane-42 fd-debug-gke-a3u-flex-1") && c.contains("10 60") {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "never appeared:\n{c}");
+        let _ = tokio::time::timeout(Duration::from_millis(200), erx.recv()).await;
+    }
+    h.input
+        .send(PaneInput::Bytes(b"exit 4\n".to_vec()))
+        .await
+        .unwrap();
+    loop {
+        let e = tokio::time::timeout_at(deadline, erx.recv())
+            .await
+            .expect("exit in time")
+            .unwrap();
+        if e == PaneEvent::State(0, session::PaneState::Exited(Some(4))) {
+            break;
+        }
+    }
+}

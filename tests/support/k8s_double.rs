@@ -1,0 +1,1439 @@
+//! A DOUBLE of a GKE cluster's Kubernetes API server, for tests (GKE itself cannot run
+//! here). It speaks the API's real shapes over plain HTTP on 127.0.0.1: discovery,
+//! nodes labelled as GKE labels them, pods, exec over the websocket channel protocols
+//! (v5/v4: stdin, stdout, stderr, the exit Status, resize, stdin close), logs with
+//! follow and timestamps, JobSets (jobset.x-k8s.io/v1alpha2) and Kueue's Workloads
+//! (kueue.x-k8s.io/v1beta2), with Kueue's admission played after a delay.
+//!
+//! A pod "runs" as a local process group: its container's command with its env
+//! (values and the fieldRefs Kubernetes resolves), HOME and working directory in a
+//! directory of its own, and the directory its image stands for first on PATH (how the
+//! double "has" an image's programs). Exec runs in the same way, on a PTY for `tty`.
+//! Real kubectl v1.33 accepts it (tests/k8s_double.rs).
+
+#![allow(dead_code)]
+
+use flightdeck::cloud::gke::selector;
+use futures::{SinkExt, StreamExt};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{TcpListener, TcpStream};
+use tokio_tungstenite::tungstenite::protocol::Role;
+use tokio_tungstenite::tungstenite::Message;
+
+pub const TOKEN: &str = "double-token";
+
+#[derive(Clone, Debug)]
+pub enum Provisioning {
+    Standard,
+    Spot,
+    FlexStart,
+    Reservation(String),
+}
+
+#[derive(Clone, Debug)]
+pub struct NodeSpec {
+    pub name: String,
+    pub pool: String,
+    pub machine_type: String,
+    pub accelerator: String,
+    pub gpus: u32,
+    pub provisioning: Provisioning,
+    pub internal_ip: String,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    pub nodes: Vec<NodeSpec>,
+    /// How long Kueue keeps a queued JobSet waiting before it admits it.
+    pub admit_after: Duration,
+    /// Local queues (name, with a DWS provisioning admission check in front).
+    pub queues: Vec<(String, bool)>,
+    /// Image-name prefix -> a directory put first on PATH in that image's containers.
+    pub images: Vec<(String, PathBuf)>,
+}
+
+struct PodRec {
+    obj: Value,
+    log: Arc<Mutex<Vec<(String, String)>>>,
+    done: Arc<Mutex<bool>>,
+    pgid: Option<i32>,
+    dir: PathBuf,
+}
+
+#[derive(Default)]
+struct State {
+    nodes: Vec<Value>,
+    pods: BTreeMap<(String, String), PodRec>,
+    jobsets: BTreeMap<(String, String), Value>,
+    workloads: BTreeMap<(String, String), Value>,
+    rv: u64,
+    requests: Vec<String>,
+}
+
+struct Shared {
+    opts: Options,
+    state: Mutex<State>,
+    dir: PathBuf,
+}
+
+pub struct KubeDouble {
+    pub url: String,
+    pub kubeconfig: PathBuf,
+    shared: Arc<Shared>,
+    _dir: tempfile::TempDir,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+pub fn now_rfc3339() -> String {
+    rfc3339(SystemTime::now(), true)
+}
+
+fn rfc3339(t: SystemTime, nanos: bool) -> String {
+    let d = t.duration_since(UNIX_EPOCH).unwrap();
+    let secs = d.as_secs() as i64;
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    // Civil from days (Howard Hinnant).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = if m <= 2 { y + 1 } else { y };
+    let base = format!(
+        "{y:04}-{m:02}-{day:02}T{:02}:{:02}:{:02}",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    );
+    if nanos {
+        format!("{base}.{:09}Z", d.subsec_nanos())
+    } else {
+        format!("{base}Z")
+    }
+}
+
+fn ts() -> String {
+    rfc3339(SystemTime::now(), false)
+}
+
+fn rand5() -> String {
+    let n = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos()
+        ^ std::process::id();
+    let mut x = n as u64 ^ 0x9e37_79b9_7f4a_7c15;
+    (0..5)
+        .map(|_| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            b"bcdfghjklmnpqrstvwxz2456789"[(x >> 33) as usize % 27] as char
+        })
+        .collect()
+}
+
+fn status(code: u16, reason: &str, message: &str) -> (u16, Value) {
+    (
+        code,
+        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+               "message": message, "reason": reason, "code": code}),
+    )
+}
+
+fn node_object(n: &NodeSpec) -> Value {
+    let mut labels = json!({
+        "kubernetes.io/hostname": n.name,
+        "kubernetes.io/os": "linux",
+        "cloud.google.com/gke-nodepool": n.pool,
+        "node.kubernetes.io/instance-type": n.machine_type,
+        "cloud.google.com/gke-accelerator": n.accelerator,
+        "cloud.google.com/gke-gpu": "true",
+    });
+    match &n.provisioning {
+        Provisioning::Standard => {}
+        Provisioning::Spot => labels["cloud.google.com/gke-spot"] = "true".into(),
+        Provisioning::FlexStart => labels["cloud.google.com/gke-flex-start"] = "true".into(),
+        Provisioning::Reservation(r) => labels["cloud.google.com/reservation-name"] = r.clone().into(),
+    }
+    let t = ts();
+    json!({
+        "kind": "Node", "apiVersion": "v1",
+        "metadata": {"name": n.name, "uid": format!("uid-{}", n.name), "resourceVersion": "1", "creationTimestamp": t, "labels": labels},
+        "spec": {"taints": if n.gpus > 0 { json!([{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]) } else { json!([]) }},
+        "status": {
+            "capacity": {"cpu": "224", "memory": "2952Gi", "pods": "110", "nvidia.com/gpu": n.gpus.to_string()},
+            "allocatable": {"cpu": "220", "memory": "2900Gi", "pods": "110", "nvidia.com/gpu": n.gpus.to_string()},
+            "addresses": [{"type": "InternalIP", "address": n.internal_ip}, {"type": "Hostname", "address": n.name}],
+            "conditions": [
+                {"type": "MemoryPressure", "status": "False", "reason": "KubeletHasSufficientMemory", "lastHeartbeatTime": t, "lastTransitionTime": t},
+                {"type": "DiskPressure", "status": "False", "reason": "KubeletHasNoDiskPressure", "lastHeartbeatTime": t, "lastTransitionTime": t},
+                {"type": "PIDPressure", "status": "False", "reason": "KubeletHasSufficientPID", "lastHeartbeatTime": t, "lastTransitionTime": t},
+                {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "kubelet is posting ready status", "lastHeartbeatTime": t, "lastTransitionTime": t}
+            ],
+            "nodeInfo": {"kubeletVersion": "v1.33.5-gke.1000000", "osImage": "Container-Optimized OS from Google", "architecture": "amd64", "operatingSystem": "linux"}
+        }
+    })
+}
+
+impl KubeDouble {
+    pub fn start(opts: Options) -> KubeDouble {
+        let dir = tempfile::tempdir().unwrap();
+        let std_listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        std_listener.set_nonblocking(true).unwrap();
+        let port = std_listener.local_addr().unwrap().port();
+        let url = format!("http://127.0.0.1:{port}");
+        let kubeconfig = dir.path().join("kubeconfig");
+        std::fs::write(
+            &kubeconfig,
+            format!(
+                "apiVersion: v1\nkind: Config\nclusters:\n- name: double\n  cluster:\n    server: {url}\ncontexts:\n- name: double\n  context:\n    cluster: double\n    user: double\n    namespace: default\ncurrent-context: double\nusers:\n- name: double\n  user:\n    token: {TOKEN}\n"
+            ),
+        )
+        .unwrap();
+        let state = State {
+            nodes: opts.nodes.iter().map(node_object).collect(),
+            ..State::default()
+        };
+        let shared = Arc::new(Shared {
+            opts,
+            state: Mutex::new(state),
+            dir: dir.path().to_path_buf(),
+        });
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let s = shared.clone();
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                let listener = TcpListener::from_std(std_listener).unwrap();
+                let serve = async {
+                    loop {
+                        let Ok((sock, _)) = listener.accept().await else {
+                            continue;
+                        };
+                        let s = s.clone();
+                        tokio::spawn(async move {
+                            let _ = connection(s, sock).await;
+                        });
+                    }
+                };
+                tokio::select! { _ = serve => {}, _ = stopped => {} }
+            });
+            rt.shutdown_background();
+        });
+        KubeDouble {
+            url,
+            kubeconfig,
+            shared,
+            _dir: dir,
+            stop: Some(stop),
+        }
+    }
+
+    pub fn requests(&self) -> Vec<String> {
+        self.shared.state.lock().unwrap().requests.clone()
+    }
+
+    pub fn pods(&self) -> Vec<Value> {
+        self.shared
+            .state
+            .lock()
+            .unwrap()
+            .pods
+            .values()
+            .map(|p| p.obj.clone())
+            .collect()
+    }
+
+    pub fn workloads(&self) -> Vec<Value> {
+        self.shared
+            .state
+            .lock()
+            .unwrap()
+            .workloads
+            .values()
+            .cloned()
+            .collect()
+    }
+
+    pub fn jobsets(&self) -> Vec<Value> {
+        self.shared
+            .state
+            .lock()
+            .unwrap()
+            .jobsets
+            .values()
+            .cloned()
+            .collect()
+    }
+
+    pub fn pod_log(&self, ns: &str, name: &str) -> String {
+        let st = self.shared.state.lock().unwrap();
+        st.pods
+            .get(&(ns.into(), name.into()))
+            .map(|p| {
+                p.log
+                    .lock()
+                    .unwrap()
+                    .iter()
+                    .map(|(_, l)| format!("{l}\n"))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    pub fn set_node_ready(&self, name: &str, ready: bool) {
+        let mut st = self.shared.state.lock().unwrap();
+        for n in st.nodes.iter_mut().filter(|n| n["metadata"]["name"] == name) {
+            for c in n["status"]["conditions"].as_array_mut().unwrap() {
+                if c["type"] == "Ready" {
+                    c["status"] = if ready { "True" } else { "False" }.into();
+                    c["reason"] = if ready { "KubeletReady" } else { "KubeletNotReady" }.into();
+                }
+            }
+        }
+    }
+}
+
+impl Drop for KubeDouble {
+    fn drop(&mut self) {
+        let st = self.shared.state.lock().unwrap();
+        for p in st.pods.values() {
+            if let Some(g) = p.pgid {
+                unsafe { libc::kill(-g, libc::SIGKILL) };
+            }
+        }
+        drop(st);
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+    }
+}
+
+struct Request {
+    method: String,
+    path: String,
+    query: Vec<(String, String)>,
+    headers: BTreeMap<String, String>,
+    body: Vec<u8>,
+}
+
+impl Request {
+    fn q(&self, k: &str) -> Option<&str> {
+        self.query.iter().find(|(a, _)| a == k).map(|(_, v)| v.as_str())
+    }
+}
+
+fn unescape(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = vec![];
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'%' if i + 2 < b.len() => {
+                let h = u8::from_str_radix(&s[i + 1..i + 3], 16).unwrap_or(b'?');
+                out.push(h);
+                i += 3;
+            }
+            b'+' => {
+                out.push(b' ');
+                i += 1;
+            }
+            c => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+async fn read_request(r: &mut BufReader<TcpStream>) -> Option<Request> {
+    let mut line = String::new();
+    if r.read_line(&mut line).await.ok()? == 0 {
+        return None;
+    }
+    let mut parts = line.split_whitespace();
+    let method = parts.next()?.to_string();
+    let target = parts.next()?.to_string();
+    let mut headers = BTreeMap::new();
+    loop {
+        let mut h = String::new();
+        r.read_line(&mut h).await.ok()?;
+        let h = h.trim_end();
+        if h.is_empty() {
+            break;
+        }
+        if let Some((k, v)) = h.split_once(':') {
+            let k = k.trim().to_ascii_lowercase();
+            let v = v.trim().to_string();
+            headers
+                .entry(k)
+                .and_modify(|e: &mut String| {
+                    e.push_str(", ");
+                    e.push_str(&v)
+                })
+                .or_insert(v);
+        }
+    }
+    let len: usize = headers
+        .get("content-length")
+        .and_then(|l| l.parse().ok())
+        .unwrap_or(0);
+    let mut body = vec![0; len];
+    r.read_exact(&mut body).await.ok()?;
+    let (path, q) = target.split_once('?').unwrap_or((&target, ""));
+    let query = q
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let (k, v) = p.split_once('=').unwrap_or((p, ""));
+            (unescape(k), unescape(v))
+        })
+        .collect();
+    Some(Request {
+        method,
+        path: path.to_string(),
+        query,
+        headers,
+        body,
+    })
+}
+
+async fn respond(w: &mut TcpStream, code: u16, body: &Value) -> std::io::Result<()> {
+    let text = serde_json::to_vec(body).unwrap();
+    let head = format!(
+        "HTTP/1.1 {code} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        if code < 300 { "OK" } else { "Error" },
+        text.len()
+    );
+    w.write_all(head.as_bytes()).await?;
+    w.write_all(&text).await
+}
+
+async fn connection(s: Arc<Shared>, sock: TcpStream) -> std::io::Result<()> {
+    let mut r = BufReader::new(sock);
+    while let Some(req) = read_request(&mut r).await {
+        s.state.lock().unwrap().requests.push(format!(
+            "{} {}{}",
+            req.method,
+            req.path,
+            if req.query.is_empty() {
+                String::new()
+            } else {
+                "?…".into()
+            }
+        ));
+        if let Some(auth) = req.headers.get("authorization") {
+            if auth != &format!("Bearer {TOKEN}") {
+                let (c, b) = status(401, "Unauthorized", "Unauthorized");
+                respond(r.get_mut(), c, &b).await?;
+                continue;
+            }
+        }
+        let path = req.path.clone();
+        let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
+        // Streaming endpoints take the connection.
+        if segs.len() == 7
+            && segs[0] == "api"
+            && segs[2] == "namespaces"
+            && segs[4] == "pods"
+            && segs[6] == "exec"
+        {
+            let (ns, pod) = (segs[3].to_string(), segs[5].to_string());
+            let sock = r.into_inner();
+            return exec(s, sock, req, ns, pod).await;
+        }
+        if segs.len() == 7
+            && segs[0] == "api"
+            && segs[2] == "namespaces"
+            && segs[4] == "pods"
+            && segs[6] == "log"
+        {
+            let follow = req.q("follow") == Some("true");
+            logs(&s, r.get_mut(), &req, segs[3], segs[5], follow).await?;
+            continue;
+        }
+        let (code, body) = route(&s, &req, &segs);
+        respond(r.get_mut(), code, &body).await?;
+        if req
+            .headers
+            .get("connection")
+            .is_some_and(|c| c.eq_ignore_ascii_case("close"))
+        {
+            break;
+        }
+    }
+    Ok(())
+}
+
+fn resource_list(gv: &str, res: &[(&str, &str, bool, &[&str])]) -> Value {
+    json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": res.iter().map(|(name, kind, ns, short)| json!({
+        "name": name, "singularName": "", "namespaced": ns, "kind": kind,
+        "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"], "shortNames": short
+    })).collect::<Vec<_>>()})
+}
+
+fn list(kind: &str, items: Vec<Value>, rv: u64) -> Value {
+    json!({"kind": kind, "apiVersion": "v1", "metadata": {"resourceVersion": rv.to_string()}, "items": items})
+}
+
+fn labels_match(obj: &Value, sel: Option<&str>) -> bool {
+    let Some(sel) = sel.filter(|s| !s.is_empty()) else {
+        return true;
+    };
+    let Ok(terms) = selector::parse(sel) else {
+        return false;
+    };
+    let labels: BTreeMap<String, String> = obj["metadata"]["labels"]
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_string()))
+                .collect()
+        })
+        .unwrap_or_default();
+    selector::matches(&terms, &labels)
+}
+
+fn fields_match(obj: &Value, sel: Option<&str>) -> bool {
+    let Some(sel) = sel.filter(|s| !s.is_empty()) else {
+        return true;
+    };
+    sel.split(',').all(|t| match t.split_once('=') {
+        Some(("spec.nodeName", v)) => obj["spec"]["nodeName"] == v,
+        Some(("metadata.name", v)) => obj["metadata"]["name"] == v,
+        Some(("status.phase", v)) => obj["status"]["phase"] == v,
+        _ => true,
+    })
+}
+
+fn route(s: &Arc<Shared>, req: &Request, segs: &[&str]) -> (u16, Value) {
+    let m = req.method.as_str();
+    match segs {
+        ["version"] => (
+            200,
+            json!({"major": "1", "minor": "33", "gitVersion": "v1.33.5-gke.1000000", "platform": "linux/amd64"}),
+        ),
+        ["api"] => (
+            200,
+            json!({"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1"}]}),
+        ),
+        ["apis"] => (
+            200,
+            json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": [
+                {"name": "batch", "versions": [{"groupVersion": "batch/v1", "version": "v1"}], "preferredVersion": {"groupVersion": "batch/v1", "version": "v1"}},
+                {"name": "jobset.x-k8s.io", "versions": [{"groupVersion": "jobset.x-k8s.io/v1alpha2", "version": "v1alpha2"}], "preferredVersion": {"groupVersion": "jobset.x-k8s.io/v1alpha2", "version": "v1alpha2"}},
+                {"name": "kueue.x-k8s.io", "versions": [{"groupVersion": "kueue.x-k8s.io/v1beta2", "version": "v1beta2"}], "preferredVersion": {"groupVersion": "kueue.x-k8s.io/v1beta2", "version": "v1beta2"}}
+            ]}),
+        ),
+        ["api", "v1"] => (
+            200,
+            resource_list(
+                "v1",
+                &[
+                    ("nodes", "Node", false, &["no"]),
+                    ("pods", "Pod", true, &["po"]),
+                    ("pods/exec", "PodExecOptions", true, &[]),
+                    ("pods/log", "Pod", true, &[]),
+                    ("services", "Service", true, &["svc"]),
+                    ("namespaces", "Namespace", false, &["ns"]),
+                ],
+            ),
+        ),
+        ["apis", "batch", "v1"] => (200, resource_list("batch/v1", &[("jobs", "Job", true, &[])])),
+        ["apis", "jobset.x-k8s.io", "v1alpha2"] => (
+            200,
+            resource_list("jobset.x-k8s.io/v1alpha2", &[("jobsets", "JobSet", true, &[])]),
+        ),
+        ["apis", "kueue.x-k8s.io", "v1beta2"] => (
+            200,
+            resource_list(
+                "kueue.x-k8s.io/v1beta2",
+                &[
+                    ("workloads", "Workload", true, &["wl"]),
+                    ("localqueues", "LocalQueue", true, &["lq"]),
+                    ("clusterqueues", "ClusterQueue", false, &["cq"]),
+                ],
+            ),
+        ),
+        ["api", "v1", "nodes"] => {
+            let st = s.state.lock().unwrap();
+            let items = st
+                .nodes
+                .iter()
+                .filter(|n| labels_match(n, req.q("labelSelector")))
+                .cloned()
+                .collect();
+            (200, list("NodeList", items, st.rv))
+        }
+        ["api", "v1", "nodes", name] => {
+            let st = s.state.lock().unwrap();
+            match st.nodes.iter().find(|n| n["metadata"]["name"] == *name) {
+                Some(n) => (200, n.clone()),
+                None => status(404, "NotFound", &format!("nodes \"{name}\" not found")),
+            }
+        }
+        ["api", "v1", "pods"] => {
+            let st = s.state.lock().unwrap();
+            let items = st
+                .pods
+                .values()
+                .map(|p| p.obj.clone())
+                .filter(|p| {
+                    labels_match(p, req.q("labelSelector")) && fields_match(p, req.q("fieldSelector"))
+                })
+                .collect();
+            (200, list("PodList", items, st.rv))
+        }
+        ["api", "v1", "namespaces", ns] => (
+            200,
+            json!({"kind": "Namespace", "apiVersion": "v1", "metadata": {"name": ns}, "status": {"phase": "Active"}}),
+        ),
+        ["api", "v1", "namespaces", ns, "pods"] if m == "GET" => {
+            let st = s.state.lock().unwrap();
+            let items = st
+                .pods
+                .iter()
+                .filter(|((n, _), _)| n == ns)
+                .map(|(_, p)| p.obj.clone())
+                .filter(|p| {
+                    labels_match(p, req.q("labelSelector")) && fields_match(p, req.q("fieldSelector"))
+                })
+                .collect();
+            (200, list("PodList", items, st.rv))
+        }
+        ["api", "v1", "namespaces", ns, "pods"] if m == "POST" => {
+            match serde_json::from_slice::<Value>(&req.body) {
+                Ok(mut pod) => {
+                    pod["metadata"]["namespace"] = (*ns).into();
+                    create_pod(s, pod)
+                }
+                Err(e) => status(400, "BadRequest", &e.to_string()),
+            }
+        }
+        ["api", "v1", "namespaces", ns, "pods", name] if m == "GET" => {
+            let st = s.state.lock().unwrap();
+            match st.pods.get(&(ns.to_string(), name.to_string())) {
+                Some(p) => (200, p.obj.clone()),
+                None => status(404, "NotFound", &format!("pods \"{name}\" not found")),
+            }
+        }
+        ["api", "v1", "namespaces", ns, "pods", name] if m == "DELETE" => match delete_pod(s, ns, name) {
+            Some(obj) => (200, obj),
+            None => status(404, "NotFound", &format!("pods \"{name}\" not found")),
+        },
+        ["api", "v1", "namespaces", _, "services"] if m == "POST" => {
+            (201, serde_json::from_slice(&req.body).unwrap_or(json!({})))
+        }
+        ["apis", "jobset.x-k8s.io", "v1alpha2", "namespaces", ns, "jobsets"] if m == "GET" => {
+            let st = s.state.lock().unwrap();
+            let items = st
+                .jobsets
+                .iter()
+                .filter(|((n, _), j)| n == ns && labels_match(j, req.q("labelSelector")))
+                .map(|(_, j)| j.clone())
+                .collect();
+            (200, list("JobSetList", items, st.rv))
+        }
+        ["apis", "jobset.x-k8s.io", "v1alpha2", "namespaces", ns, "jobsets"] if m == "POST" => {
+            match serde_json::from_slice::<Value>(&req.body) {
+                Ok(mut js) => {
+                    js["metadata"]["namespace"] = (*ns).into();
+                    create_jobset(s, js)
+                }
+                Err(e) => status(400, "BadRequest", &e.to_string()),
+            }
+        }
+        ["apis", "jobset.x-k8s.io", "v1alpha2", "namespaces", ns, "jobsets", name] if m == "GET" => {
+            let st = s.state.lock().unwrap();
+            match st.jobsets.get(&(ns.to_string(), name.to_string())) {
+                Some(j) => (200, j.clone()),
+                None => status(
+                    404,
+                    "NotFound",
+                    &format!("jobsets.jobset.x-k8s.io \"{name}\" not found"),
+                ),
+            }
+        }
+        ["apis", "jobset.x-k8s.io", "v1alpha2", "namespaces", ns, "jobsets", name] if m == "DELETE" => {
+            let removed = s
+                .state
+                .lock()
+                .unwrap()
+                .jobsets
+                .remove(&(ns.to_string(), name.to_string()));
+            match removed {
+                Some(j) => {
+                    let pods: Vec<String> = s
+                        .state
+                        .lock()
+                        .unwrap()
+                        .pods
+                        .iter()
+                        .filter(|((n, _), p)| {
+                            n == ns && p.obj["metadata"]["labels"]["jobset.sigs.k8s.io/jobset-name"] == *name
+                        })
+                        .map(|((_, p), _)| p.clone())
+                        .collect();
+                    for p in pods {
+                        delete_pod(s, ns, &p);
+                    }
+                    s.state
+                        .lock()
+                        .unwrap()
+                        .workloads
+                        .retain(|_, w| w["metadata"]["ownerReferences"][0]["name"] != *name);
+                    (200, j)
+                }
+                None => status(
+                    404,
+                    "NotFound",
+                    &format!("jobsets.jobset.x-k8s.io \"{name}\" not found"),
+                ),
+            }
+        }
+        ["apis", "kueue.x-k8s.io", "v1beta2", "namespaces", ns, "workloads"] => {
+            let st = s.state.lock().unwrap();
+            let items = st
+                .workloads
+                .iter()
+                .filter(|((n, _), _)| n == ns)
+                .map(|(_, w)| w.clone())
+                .collect();
+            (200, list("WorkloadList", items, st.rv))
+        }
+        ["apis", "kueue.x-k8s.io", "v1beta2", "namespaces", ns, "localqueues"] => {
+            let items = s.opts.queues.iter().map(|(q, _)| json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue", "metadata": {"name": q, "namespace": ns}, "spec": {"clusterQueue": format!("cq-{q}")}})).collect();
+            (200, list("LocalQueueList", items, 1))
+        }
+        _ if segs.first() == Some(&"openapi") => status(404, "NotFound", "the double serves no OpenAPI"),
+        _ => status(
+            404,
+            "NotFound",
+            &format!(
+                "the server could not find the requested resource ({} /{})",
+                m,
+                segs.join("/")
+            ),
+        ),
+    }
+}
+
+/// Schedule, store and start a pod.
+fn create_pod(s: &Arc<Shared>, mut pod: Value) -> (u16, Value) {
+    let ns = pod["metadata"]["namespace"]
+        .as_str()
+        .unwrap_or("default")
+        .to_string();
+    if pod["metadata"]["name"].as_str().is_none_or(str::is_empty) {
+        let g = pod["metadata"]["generateName"]
+            .as_str()
+            .unwrap_or("pod-")
+            .to_string();
+        pod["metadata"]["name"] = format!("{g}{}", rand5()).into();
+    }
+    let name = pod["metadata"]["name"].as_str().unwrap().to_string();
+    let mut st = s.state.lock().unwrap();
+    if st.pods.contains_key(&(ns.clone(), name.clone())) {
+        return status(409, "AlreadyExists", &format!("pods \"{name}\" already exists"));
+    }
+    st.rv += 1;
+    pod["metadata"]["uid"] = format!("uid-{name}-{}", st.rv).into();
+    pod["metadata"]["resourceVersion"] = st.rv.to_string().into();
+    pod["metadata"]["creationTimestamp"] = ts().into();
+    // Schedule: the named node, else one that matches the selector and has no pod of
+    // the same JobSet yet.
+    if pod["spec"]["nodeName"].as_str().is_none_or(str::is_empty) {
+        let sel = pod["spec"]["nodeSelector"]
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
+        let js = pod["metadata"]["labels"]["jobset.sigs.k8s.io/jobset-name"].clone();
+        let taken: Vec<Value> = st
+            .pods
+            .values()
+            .filter(|p| !js.is_null() && p.obj["metadata"]["labels"]["jobset.sigs.k8s.io/jobset-name"] == js)
+            .map(|p| p.obj["spec"]["nodeName"].clone())
+            .collect();
+        let node = st.nodes.iter().find(|n| {
+            sel.iter().all(|(k, v)| n["metadata"]["labels"][k] == *v)
+                && !taken.contains(&n["metadata"]["name"])
+        });
+        match node {
+            Some(n) => pod["spec"]["nodeName"] = n["metadata"]["name"].clone(),
+            None => {
+                pod["status"] = json!({"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "0/N nodes are available"}]});
+                let obj = pod.clone();
+                st.pods.insert(
+                    (ns, name),
+                    PodRec {
+                        obj: pod,
+                        log: Default::default(),
+                        done: Default::default(),
+                        pgid: None,
+                        dir: PathBuf::new(),
+                    },
+                );
+                return (201, obj);
+            }
+        }
+    }
+    let node = st
+        .nodes
+        .iter()
+        .find(|n| n["metadata"]["name"] == pod["spec"]["nodeName"])
+        .cloned();
+    let Some(node) = node else {
+        return status(422, "Invalid", "spec.nodeName: no such node");
+    };
+    let host_ip = node["status"]["addresses"][0]["address"].clone();
+    let pod_ip = if pod["spec"]["hostNetwork"] == true {
+        host_ip.clone()
+    } else {
+        format!("10.100.0.{}", st.rv % 250 + 2).into()
+    };
+    let started = ts();
+    let cname = pod["spec"]["containers"][0]["name"].clone();
+    pod["status"] = json!({"phase": "Running", "hostIP": host_ip, "podIP": pod_ip, "startTime": started,
+        "conditions": [{"type": "PodScheduled", "status": "True"}, {"type": "Ready", "status": "True"}],
+        "containerStatuses": [{"name": cname, "ready": true, "restartCount": 0, "image": pod["spec"]["containers"][0]["image"], "state": {"running": {"startedAt": started}}}]});
+    let dir = s.dir.join(format!("pod-{ns}-{name}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let rec = PodRec {
+        obj: pod.clone(),
+        log: Default::default(),
+        done: Default::default(),
+        pgid: None,
+        dir,
+    };
+    let (log, done) = (rec.log.clone(), rec.done.clone());
+    st.pods.insert((ns.clone(), name.clone()), rec);
+    drop(st);
+    let argv = container_argv(&pod);
+    let s2 = s.clone();
+    let (ns2, name2) = (ns.clone(), name.clone());
+    tokio::spawn(async move { run_container(s2, ns2, name2, argv, log, done).await });
+    (201, pod)
+}
+
+fn container_argv(pod: &Value) -> Vec<String> {
+    let c = &pod["spec"]["containers"][0];
+    let mut argv: Vec<String> = c["command"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .chain(c["args"].as_array().into_iter().flatten())
+        .filter_map(|v| v.as_str().map(String::from))
+        .collect();
+    if argv.is_empty() {
+        argv = vec!["sleep".into(), "infinity".into()];
+    }
+    argv
+}
+
+/// The environment a container of `pod` gets (PATH with its image's directory first).
+fn container_env(s: &Shared, pod: &Value, dir: &std::path::Path) -> Vec<(String, String)> {
+    let c = &pod["spec"]["containers"][0];
+    let image = c["image"].as_str().unwrap_or("");
+    let mut path = std::env::var("PATH").unwrap_or_default();
+    if let Some((_, d)) = s.opts.images.iter().find(|(p, _)| image.starts_with(p.as_str())) {
+        path = format!("{}:{path}", d.display());
+    }
+    let mut env = vec![
+        ("PATH".to_string(), path),
+        ("HOME".into(), dir.display().to_string()),
+        (
+            "HOSTNAME".into(),
+            pod["spec"]["hostname"]
+                .as_str()
+                .or(pod["metadata"]["name"].as_str())
+                .unwrap_or("")
+                .to_string(),
+        ),
+    ];
+    for e in c["env"].as_array().into_iter().flatten() {
+        let k = e["name"].as_str().unwrap_or("").to_string();
+        let v = if let Some(v) = e["value"].as_str() {
+            v.to_string()
+        } else if let Some(f) = e["valueFrom"]["fieldRef"]["fieldPath"].as_str() {
+            field(pod, f)
+        } else {
+            String::new()
+        };
+        env.push((k, v));
+    }
+    env
+}
+
+fn field(pod: &Value, path: &str) -> String {
+    let pick = |v: &Value| v.as_str().unwrap_or("").to_string();
+    for (prefix, at) in [
+        ("metadata.annotations['", "annotations"),
+        ("metadata.labels['", "labels"),
+    ] {
+        if let Some(k) = path.strip_prefix(prefix).and_then(|r| r.strip_suffix("']")) {
+            return pick(&pod["metadata"][at][k]);
+        }
+    }
+    match path {
+        "metadata.name" => pick(&pod["metadata"]["name"]),
+        "metadata.namespace" => pick(&pod["metadata"]["namespace"]),
+        "spec.nodeName" => pick(&pod["spec"]["nodeName"]),
+        "status.podIP" => pick(&pod["status"]["podIP"]),
+        "status.hostIP" => pick(&pod["status"]["hostIP"]),
+        _ => String::new(),
+    }
+}
+
+fn command(s: &Shared, pod: &Value, dir: &std::path::Path, argv: &[String]) -> tokio::process::Command {
+    let mut c = tokio::process::Command::new(&argv[0]);
+    c.args(&argv[1..]).env_clear().current_dir(dir);
+    for (k, v) in container_env(s, pod, dir) {
+        c.env(k, v);
+    }
+    unsafe {
+        c.pre_exec(|| {
+            libc::setsid();
+            Ok(())
+        });
+    }
+    c
+}
+
+async fn run_container(
+    s: Arc<Shared>,
+    ns: String,
+    name: String,
+    argv: Vec<String>,
+    log: Arc<Mutex<Vec<(String, String)>>>,
+    done: Arc<Mutex<bool>>,
+) {
+    let (pod, dir) = {
+        let st = s.state.lock().unwrap();
+        let p = &st.pods[&(ns.clone(), name.clone())];
+        (p.obj.clone(), p.dir.clone())
+    };
+    let mut c = command(&s, &pod, &dir, &argv);
+    c.stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = match c.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            log.lock()
+                .unwrap()
+                .push((now_rfc3339(), format!("exec {}: {e}", argv[0])));
+            finish(&s, &ns, &name, 128, &done);
+            return;
+        }
+    };
+    if let Some(p) = s.state.lock().unwrap().pods.get_mut(&(ns.clone(), name.clone())) {
+        p.pgid = child.id().map(|i| i as i32);
+    }
+    let pump = |r: Box<dyn tokio::io::AsyncRead + Unpin + Send>, log: Arc<Mutex<Vec<(String, String)>>>| async move {
+        let mut lines = BufReader::new(r).lines();
+        while let Ok(Some(l)) = lines.next_line().await {
+            let mut g = log.lock().unwrap();
+            if g.len() < 200_000 {
+                g.push((now_rfc3339(), l));
+            }
+        }
+    };
+    let out = child.stdout.take().unwrap();
+    let err = child.stderr.take().unwrap();
+    tokio::join!(pump(Box::new(out), log.clone()), pump(Box::new(err), log.clone()));
+    let code = child.wait().await.ok().and_then(|s| s.code()).unwrap_or(137);
+    finish(&s, &ns, &name, code, &done);
+}
+
+fn finish(s: &Arc<Shared>, ns: &str, name: &str, code: i32, done: &Arc<Mutex<bool>>) {
+    *done.lock().unwrap() = true;
+    let mut st = s.state.lock().unwrap();
+    st.rv += 1;
+    if let Some(p) = st.pods.get_mut(&(ns.to_string(), name.to_string())) {
+        p.obj["status"]["phase"] = if code == 0 { "Succeeded" } else { "Failed" }.into();
+        p.obj["status"]["containerStatuses"][0]["ready"] = false.into();
+        p.obj["status"]["containerStatuses"][0]["state"] = json!({"terminated": {"exitCode": code, "reason": if code == 0 { "Completed" } else { "Error" }, "finishedAt": ts()}});
+    }
+    drop(st);
+    settle_jobsets(s);
+}
+
+fn delete_pod(s: &Arc<Shared>, ns: &str, name: &str) -> Option<Value> {
+    let rec = s
+        .state
+        .lock()
+        .unwrap()
+        .pods
+        .remove(&(ns.to_string(), name.to_string()))?;
+    if let (Some(g), false) = (rec.pgid, *rec.done.lock().unwrap()) {
+        unsafe { libc::kill(-g, libc::SIGTERM) };
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_secs(2));
+            unsafe { libc::kill(-g, libc::SIGKILL) };
+        });
+    }
+    Some(rec.obj)
+}
+
+fn create_jobset(s: &Arc<Shared>, mut js: Value) -> (u16, Value) {
+    let ns = js["metadata"]["namespace"].as_str().unwrap().to_string();
+    let name = js["metadata"]["name"].as_str().unwrap_or("").to_string();
+    let queue = js["metadata"]["labels"]["kueue.x-k8s.io/queue-name"]
+        .as_str()
+        .map(String::from);
+    let mut st = s.state.lock().unwrap();
+    if st.jobsets.contains_key(&(ns.clone(), name.clone())) {
+        return status(
+            409,
+            "AlreadyExists",
+            &format!("jobsets.jobset.x-k8s.io \"{name}\" already exists"),
+        );
+    }
+    st.rv += 1;
+    js["metadata"]["uid"] = format!("uid-js-{name}").into();
+    js["metadata"]["creationTimestamp"] = ts().into();
+    js["status"] = json!({"conditions": []});
+    if let Some(q) = &queue {
+        js["spec"]["suspend"] = true.into();
+        js["status"]["conditions"] = json!([{"type": "Suspended", "status": "True", "reason": "SuspendedJobs", "lastTransitionTime": ts()}]);
+        let prov = s.opts.queues.iter().find(|(n, _)| n == q).map(|(_, p)| *p);
+        let gpus: u64 = js["spec"]["replicatedJobs"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|rj| {
+                let par = rj["template"]["spec"]["parallelism"].as_u64().unwrap_or(1);
+                let g = rj["template"]["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]
+                    ["nvidia.com/gpu"]
+                    .as_str()
+                    .and_then(|g| g.parse::<u64>().ok())
+                    .unwrap_or(0);
+                par * g
+            })
+            .sum();
+        let wl = format!("jobset-{name}-{}", rand5());
+        let t = ts();
+        let mut w = json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+            "metadata": {"name": wl, "namespace": ns, "creationTimestamp": t, "labels": {"kueue.x-k8s.io/job-uid": js["metadata"]["uid"]},
+                         "ownerReferences": [{"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "name": name, "uid": js["metadata"]["uid"], "controller": true}]},
+            "spec": {"queueName": q, "podSets": [{"name": "workers", "count": gpus}]},
+            "status": {"conditions": [{"type": "QuotaReserved", "status": "False", "reason": "Pending",
+                "message": format!("couldn't assign flavors to pod set workers: insufficient unused quota for nvidia.com/gpu in flavor default-flavor, {gpus} more needed"), "lastTransitionTime": t}]}});
+        match prov {
+            None => {
+                w["status"]["conditions"][0]["reason"] = "Inadmissible".into();
+                w["status"]["conditions"][0]["message"] = format!("LocalQueue {q} doesn't exist").into();
+            }
+            Some(true) => {
+                w["status"]["admissionChecks"] = json!([{"name": "dws-prov", "state": "Pending", "message": "Waiting for resources. Currently there are not enough resources available to fulfill the request.", "lastTransitionTime": t}]);
+            }
+            Some(false) => {}
+        }
+        st.workloads.insert((ns.clone(), wl.clone()), w);
+        st.jobsets.insert((ns.clone(), name.clone()), js.clone());
+        drop(st);
+        if prov.is_some() {
+            let (s2, after, q2) = (s.clone(), s.opts.admit_after, q.clone());
+            tokio::spawn(async move {
+                tokio::time::sleep(after).await;
+                admit(&s2, &ns, &name, &wl, q2);
+            });
+        }
+        return (201, js);
+    }
+    st.jobsets.insert((ns.clone(), name.clone()), js.clone());
+    drop(st);
+    start_jobset(s, &ns, &name);
+    (201, js)
+}
+
+fn admit(s: &Arc<Shared>, ns: &str, name: &str, wl: &str, q: String) {
+    {
+        let mut st = s.state.lock().unwrap();
+        let Some(w) = st.workloads.get_mut(&(ns.to_string(), wl.to_string())) else {
+            return;
+        };
+        let t = ts();
+        w["status"]["conditions"] = json!([
+            {"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved", "message": format!("Quota reserved in ClusterQueue cq-{q}"), "lastTransitionTime": t},
+            {"type": "Admitted", "status": "True", "reason": "Admitted", "message": "The workload is admitted", "lastTransitionTime": t}]);
+        w["status"]["admission"] = json!({"clusterQueue": format!("cq-{q}"), "podSetAssignments": [{"name": "workers", "flavors": {"nvidia.com/gpu": "default-flavor"}}]});
+        if let Some(c) = w["status"]["admissionChecks"].as_array_mut() {
+            for c in c {
+                c["state"] = "Ready".into();
+                c["message"] = "Provisioning Request was successfully provisioned.".into();
+            }
+        }
+        let Some(js) = st.jobsets.get_mut(&(ns.to_string(), name.to_string())) else {
+            return;
+        };
+        js["spec"]["suspend"] = false.into();
+        js["status"]["conditions"] = json!([{"type": "Suspended", "status": "False", "reason": "ResumeJobs", "lastTransitionTime": t}]);
+    }
+    start_jobset(s, ns, name);
+}
+
+/// The JobSet's pods: per replicated job, `parallelism` indexed pods.
+fn start_jobset(s: &Arc<Shared>, ns: &str, name: &str) {
+    let js = s
+        .state
+        .lock()
+        .unwrap()
+        .jobsets
+        .get(&(ns.to_string(), name.to_string()))
+        .cloned();
+    let Some(js) = js else { return };
+    for rj in js["spec"]["replicatedJobs"].as_array().into_iter().flatten() {
+        let rjn = rj["name"].as_str().unwrap_or("rj");
+        let par = rj["template"]["spec"]["parallelism"].as_u64().unwrap_or(1);
+        for i in 0..par {
+            let mut pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": rj["template"]["spec"]["template"]["metadata"].clone(), "spec": rj["template"]["spec"]["template"]["spec"].clone()});
+            if !pod["metadata"]["labels"].is_object() {
+                pod["metadata"]["labels"] = json!({});
+            }
+            if !pod["metadata"]["annotations"].is_object() {
+                pod["metadata"]["annotations"] = json!({});
+            }
+            for (k, v) in [
+                ("jobset.sigs.k8s.io/jobset-name", name.to_string()),
+                ("jobset.sigs.k8s.io/replicatedjob-name", rjn.to_string()),
+                ("batch.kubernetes.io/job-completion-index", i.to_string()),
+                ("jobset.sigs.k8s.io/job-index", "0".into()),
+            ] {
+                pod["metadata"]["labels"][k] = v.clone().into();
+                pod["metadata"]["annotations"][k] = v.into();
+            }
+            pod["metadata"]["name"] = format!("{name}-{rjn}-0-{i}-{}", rand5()).into();
+            pod["metadata"]["namespace"] = ns.into();
+            pod["spec"]["hostname"] = format!("{name}-{rjn}-0-{i}").into();
+            pod["spec"]["subdomain"] = name.into();
+            if let Some(cs) = pod["spec"]["containers"].as_array_mut() {
+                for c in cs {
+                    if !c["env"].is_array() {
+                        c["env"] = json!([]);
+                    }
+                    c["env"]
+                        .as_array_mut()
+                        .unwrap()
+                        .push(json!({"name": "JOB_COMPLETION_INDEX", "value": i.to_string()}));
+                }
+            }
+            create_pod(s, pod);
+        }
+    }
+}
+
+/// JobSets whose pods all ended: Completed or Failed, and their workloads Finished.
+fn settle_jobsets(s: &Arc<Shared>) {
+    let mut st = s.state.lock().unwrap();
+    let keys: Vec<(String, String)> = st.jobsets.keys().cloned().collect();
+    for (ns, name) in keys {
+        let js = &st.jobsets[&(ns.clone(), name.clone())];
+        if js["spec"]["suspend"] == true || js["status"]["terminalState"].is_string() {
+            continue;
+        }
+        let want: u64 = js["spec"]["replicatedJobs"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|rj| rj["template"]["spec"]["parallelism"].as_u64().unwrap_or(1))
+            .sum();
+        let phases: Vec<String> = st
+            .pods
+            .iter()
+            .filter(|((n, _), p)| {
+                *n == ns && p.obj["metadata"]["labels"]["jobset.sigs.k8s.io/jobset-name"] == name.as_str()
+            })
+            .map(|(_, p)| p.obj["status"]["phase"].as_str().unwrap_or("").to_string())
+            .collect();
+        let failed = phases.iter().any(|p| p == "Failed");
+        let complete = phases.len() as u64 == want && phases.iter().all(|p| p == "Succeeded");
+        if !(failed || complete) {
+            continue;
+        }
+        let t = ts();
+        let (ty, reason) = if failed {
+            ("Failed", "FailedJobs")
+        } else {
+            ("Completed", "AllJobsCompleted")
+        };
+        let js = st.jobsets.get_mut(&(ns.clone(), name.clone())).unwrap();
+        js["status"]["terminalState"] = ty.into();
+        js["status"]["conditions"] =
+            json!([{"type": ty, "status": "True", "reason": reason, "lastTransitionTime": t}]);
+        for w in st
+            .workloads
+            .values_mut()
+            .filter(|w| w["metadata"]["ownerReferences"][0]["name"] == name.as_str())
+        {
+            w["status"]["conditions"].as_array_mut().unwrap().push(json!({"type": "Finished", "status": "True", "reason": if failed { "Failed" } else { "Succeeded" }, "message": "Job finished", "lastTransitionTime": t}));
+        }
+    }
+}
+
+async fn logs(
+    s: &Arc<Shared>,
+    w: &mut TcpStream,
+    req: &Request,
+    ns: &str,
+    name: &str,
+    follow: bool,
+) -> std::io::Result<()> {
+    let rec = {
+        let st = s.state.lock().unwrap();
+        st.pods
+            .get(&(ns.to_string(), name.to_string()))
+            .map(|p| (p.log.clone(), p.done.clone(), p.obj["status"]["phase"].clone()))
+    };
+    let Some((log, done, phase)) = rec else {
+        let (c, b) = status(404, "NotFound", &format!("pods \"{name}\" not found"));
+        return respond(w, c, &b).await;
+    };
+    if phase == "Pending" {
+        let (c, b) = status(
+            400,
+            "BadRequest",
+            &format!("container in pod \"{name}\" is waiting to start: ContainerCreating"),
+        );
+        return respond(w, c, &b).await;
+    }
+    let stamps = req.q("timestamps") == Some("true");
+    // sinceTime has second precision, as the API's.
+    let since = req.q("sinceTime").map(|t| t.trim_end_matches('Z').to_string());
+    w.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n")
+        .await?;
+    let mut at = 0;
+    loop {
+        let (chunk, ended) = {
+            let g = log.lock().unwrap();
+            let mut out = String::new();
+            for (t, l) in &g[at..] {
+                if since.as_deref().is_some_and(|s| &t[..19] < s) {
+                    continue;
+                }
+                if stamps {
+                    out.push_str(t);
+                    out.push(' ');
+                }
+                out.push_str(l);
+                out.push('\n');
+            }
+            at = g.len();
+            (out, *done.lock().unwrap())
+        };
+        if !chunk.is_empty() {
+            w.write_all(format!("{:x}\r\n{chunk}\r\n", chunk.len()).as_bytes())
+                .await?;
+        }
+        if !follow || ended {
+            // One more look after the end, for lines written as it ended.
+            if follow && ended && at < log.lock().unwrap().len() {
+                continue;
+            }
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    w.write_all(b"0\r\n\r\n").await
+}
+
+async fn exec(
+    s: Arc<Shared>,
+    mut sock: TcpStream,
+    req: Request,
+    ns: String,
+    name: String,
+) -> std::io::Result<()> {
+    let offered = req
+        .headers
+        .get("sec-websocket-protocol")
+        .cloned()
+        .unwrap_or_default();
+    let protos: Vec<&str> = offered.split(',').map(str::trim).collect();
+    let proto = ["v5.channel.k8s.io", "v4.channel.k8s.io"]
+        .into_iter()
+        .find(|p| protos.contains(p));
+    let (Some(key), Some(proto)) = (req.headers.get("sec-websocket-key"), proto) else {
+        let (c, b) = status(
+            400,
+            "BadRequest",
+            "exec needs a websocket upgrade with v5.channel.k8s.io or v4.channel.k8s.io",
+        );
+        return respond(&mut sock, c, &b).await;
+    };
+    let accept = {
+        use sha1::Digest;
+        let mut h = sha1::Sha1::new();
+        h.update(key.as_bytes());
+        h.update(b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11");
+        data_encoding::BASE64.encode(&h.finalize())
+    };
+    sock.write_all(format!("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {accept}\r\nSec-WebSocket-Protocol: {proto}\r\n\r\n").as_bytes()).await?;
+    let ws = tokio_tungstenite::WebSocketStream::from_raw_socket(sock, Role::Server, None).await;
+    let (mut tx, mut rx) = ws.split();
+    let argv: Vec<String> = req
+        .query
+        .iter()
+        .filter(|(k, _)| k == "command")
+        .map(|(_, v)| v.clone())
+        .collect();
+    let tty = req.q("tty") == Some("true");
+    let pod = {
+        let st = s.state.lock().unwrap();
+        st.pods
+            .get(&(ns.clone(), name.clone()))
+            .map(|p| (p.obj.clone(), p.dir.clone()))
+    };
+    let fail =
+        |msg: String| json!({"metadata": {}, "status": "Failure", "message": msg, "reason": "InternalError"});
+    let send_status = |v: Value| {
+        let mut b = vec![3u8];
+        b.extend(serde_json::to_vec(&v).unwrap());
+        Message::binary(b)
+    };
+    let Some((pod, dir)) = pod.filter(|(p, _)| p["status"]["phase"] == "Running") else {
+        let _ = tx
+            .send(send_status(fail(format!("pod {name} is not running"))))
+            .await;
+        let _ = tx.send(normal_close()).await;
+        return Ok(());
+    };
+    if argv.is_empty() {
+        let _ = tx.send(send_status(fail("no command".into()))).await;
+        return Ok(());
+    }
+    let (otx, mut orx) = tokio::sync::mpsc::channel::<(u8, Vec<u8>)>(64);
+    let code: i32;
+    if tty {
+        let mut envs: Vec<String> = container_env(&s, &pod, &dir)
+            .into_iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        envs.push("TERM=xterm-256color".into());
+        let mut args: Vec<&str> = vec!["-i"];
+        args.extend(envs.iter().map(String::as_str));
+        args.extend(argv.iter().map(String::as_str));
+        let (pty, mut child) = flightdeck::term::pty::spawn("env", &args, 80, 24).unwrap();
+        let pty = Arc::new(pty);
+        let p2 = pty.clone();
+        let o2 = otx.clone();
+        tokio::spawn(async move {
+            let mut buf = vec![0u8; 8192];
+            while let Ok(n) = p2.read(&mut buf).await {
+                if n == 0 || o2.send((1, buf[..n].to_vec())).await.is_err() {
+                    break;
+                }
+            }
+        });
+        drop(otx);
+        let cpid = child.id().map(|i| i as i32);
+        let mut exit = Box::pin(child.wait());
+        code = loop {
+            tokio::select! {
+                m = rx.next() => match m {
+                    Some(Ok(Message::Binary(b))) if !b.is_empty() => match b[0] {
+                        0 => { let _ = pty.write_all(&b[1..]).await; }
+                        4 => if let Ok(v) = serde_json::from_slice::<Value>(&b[1..]) {
+                            let _ = pty.resize(v["Width"].as_u64().unwrap_or(80) as u16, v["Height"].as_u64().unwrap_or(24) as u16);
+                        },
+                        _ => {}
+                    },
+                    Some(Ok(_)) => {}
+                    _ => { if let Some(pid) = cpid { unsafe { libc::kill(-pid, libc::SIGHUP) }; } break 129; }
+                },
+                Some((ch, data)) = orx.recv() => { let mut m = vec![ch]; m.extend(data); let _ = tx.send(Message::binary(m)).await; }
+                st = &mut exit => break st.ok().and_then(|s| s.code()).unwrap_or(129),
+            }
+        };
+        while let Ok(Some((ch, data))) = tokio::time::timeout(Duration::from_millis(100), orx.recv()).await {
+            let mut m = vec![ch];
+            m.extend(data);
+            let _ = tx.send(Message::binary(m)).await;
+        }
+    } else {
+        let mut c = command(&s, &pod, &dir, &argv);
+        c.stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let mut child = match c.spawn() {
+            Ok(c) => c,
+            Err(e) => {
+                let _ = tx.send(send_status(fail(format!("exec: {e}")))).await;
+                return Ok(());
+            }
+        };
+        let pgid = child.id().map(|i| i as i32);
+        let mut stdin = child.stdin.take();
+        for (chn, r) in [
+            (
+                1u8,
+                Box::new(child.stdout.take().unwrap()) as Box<dyn tokio::io::AsyncRead + Unpin + Send>,
+            ),
+            (2, Box::new(child.stderr.take().unwrap())),
+        ] {
+            let o = otx.clone();
+            tokio::spawn(async move {
+                let mut r = r;
+                let mut buf = vec![0u8; 16384];
+                while let Ok(n) = r.read(&mut buf).await {
+                    if n == 0 || o.send((chn, buf[..n].to_vec())).await.is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(otx);
+        loop {
+            tokio::select! {
+                m = rx.next() => match m {
+                    Some(Ok(Message::Binary(b))) if !b.is_empty() => match b[0] {
+                        0 => if let Some(i) = stdin.as_mut() { let _ = i.write_all(&b[1..]).await; },
+                        255 if b.get(1) == Some(&0) => { stdin = None; }
+                        _ => {}
+                    },
+                    Some(Ok(Message::Close(_))) | None | Some(Err(_)) => { if let Some(g) = pgid { unsafe { libc::kill(-g, libc::SIGKILL) }; } break; }
+                    Some(Ok(_)) => {}
+                },
+                o = orx.recv() => match o {
+                    Some((ch, data)) => { let mut m = vec![ch]; m.extend(data); if tx.send(Message::binary(m)).await.is_err() { break; } }
+                    None => break,
+                },
+            }
+        }
+        code = child.wait().await.ok().and_then(|s| s.code()).unwrap_or(137);
+    }
+    let st = if code == 0 {
+        json!({"metadata": {}, "status": "Success"})
+    } else {
+        json!({"metadata": {}, "status": "Failure", "message": format!("command terminated with non-zero exit code: exit code {code}"), "reason": "NonZeroExitCode", "details": {"causes": [{"reason": "ExitCode", "message": code.to_string()}]}})
+    };
+    let _ = tx.send(send_status(st)).await;
+    let _ = tx.send(normal_close()).await;
+    Ok(())
+}
+
+/// A websocket Close with code 1000, as the API server ends an exec stream (clients
+/// read any other as an error).
+fn normal_close() -> Message {
+    use tokio_tungstenite::tungstenite::protocol::frame::{coding::CloseCode, CloseFrame};
+    Message::Close(Some(CloseFrame {
+        code: CloseCode::Normal,
+        reason: "".into(),
+    }))
+}
