@@ -1195,6 +1195,77 @@ fn gcp_fleet_in_the_fleets_and_nodes_views() {
     snapshot("gcp_nodes", &s);
 }
 
+#[test]
+fn gke_fleet_pools_nodes_and_kueue_in_the_nodes_view() {
+    use flightdeck::cloud::gke::view::{NodeRow, PoolRow, Snapshot, WorkloadRow};
+    let mut rec = fleet_record("a3u", "gke", 2);
+    for (i, n) in rec.nodes.iter_mut().enumerate() {
+        n.name = format!("gke-a3u-flex-{i}");
+        n.host = format!("10.0.0.{}", 10 + i);
+        n.proxy_jump = None;
+        n.user = None;
+    }
+    let mut s = state();
+    update(&mut s, Msg::Fleets(Ok(vec![rec])));
+    let snap = Snapshot {
+        cluster: "context gke_proj_us-central1_a3u".into(),
+        pools: vec![PoolRow {
+            name: "a3u-flex".into(),
+            machine_type: "a3-ultragpu-8g".into(),
+            accelerator: Some("nvidia-h200-141gb".into()),
+            provisioning: "DWS flex-start".into(),
+            nodes: 2,
+            ready: 1,
+            gpus: 16,
+            gpus_used: 8,
+        }],
+        nodes: vec![
+            NodeRow {
+                name: "gke-a3u-flex-0".into(),
+                pool: "a3u-flex".into(),
+                machine_type: "a3-ultragpu-8g".into(),
+                internal_ip: Some("10.0.0.10".into()),
+                ready: true,
+                conditions: vec![],
+                gpus: 8,
+                gpus_used: 8,
+                pods: 3,
+            },
+            NodeRow {
+                name: "gke-a3u-flex-1".into(),
+                pool: "a3u-flex".into(),
+                machine_type: "a3-ultragpu-8g".into(),
+                internal_ip: Some("10.0.0.11".into()),
+                ready: false,
+                conditions: vec!["NotReady (KubeletNotReady)".into()],
+                gpus: 8,
+                gpus_used: 0,
+                pods: 1,
+            },
+        ],
+        workloads: vec![WorkloadRow {
+            name: "jobset-train-x7k2p".into(),
+            namespace: "default".into(),
+            queue: "a3u-queue".into(),
+            owner: Some("JobSet/train-1795".into()),
+            state: "pending".into(),
+            detail: "waiting for DWS capacity (admission check dws-prov: Waiting for resources.)".into(),
+            age_s: Some(14 * 60),
+        }],
+        kueue: None,
+    };
+    update(
+        &mut s,
+        Msg::GkeSnapshot {
+            fleet: "a3u".into(),
+            result: Ok(Box::new(snap)),
+        },
+    );
+    keys(&mut s, "2");
+    keys(&mut s, "3");
+    snapshot("gke_nodes", &s);
+}
+
 fn mega_plan() -> flightdeck::cloud::Plan {
     use flightdeck::cloud::{Change, CloudDetail, NicSummary, Plan};
     let mut changes = vec![Change {

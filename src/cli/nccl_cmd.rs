@@ -584,19 +584,7 @@ pub fn attach(id: Option<&str>, json: bool, cli: &Cli, paths: &Paths) -> anyhow:
             .ok_or_else(|| anyhow::anyhow!("no NCCL runs yet"))?,
     };
     let (fleet, all, transport) = super::exec_cmd::resolve_fleet(&run.fleet, cli, paths)?;
-    let nodes: Vec<NodeTarget> = run
-        .nodes
-        .iter()
-        .filter_map(|rn| {
-            let mut n = all.iter().find(|n| n.index == rn.node).cloned()?;
-            // A GKE run's head is its test pod.
-            if let (Some(k), Some(pod)) = (n.kube.as_mut(), &rn.pod) {
-                k.pod = Some(pod.clone());
-                k.container = Some(crate::cloud::gke::nccl::CONTAINER.into());
-            }
-            Some(n)
-        })
-        .collect();
+    let nodes = remote::run_heads(run, &all);
     let rt = super::fleet_cmd::runtime()?;
     let code = follow(&rt, transport.clone(), &fleet, &run.id, &nodes, json, paths);
     if let (Some(head), Transport::Ssh { pool, .. }) = (

@@ -157,6 +157,22 @@ pub async fn launch(
     Ok(started)
 }
 
+/// The nodes a recorded run's scripts run on, from its fleet's nodes: on a GKE fleet the
+/// test pod it ran in.
+pub fn run_heads(run: &store::RunRecord, fleet_nodes: &[NodeTarget]) -> Vec<NodeTarget> {
+    run.nodes
+        .iter()
+        .filter_map(|rn| {
+            let mut n = fleet_nodes.iter().find(|n| n.index == rn.node).cloned()?;
+            if let (Some(k), Some(pod)) = (n.kube.as_mut(), &rn.pod) {
+                k.pod = Some(pod.clone());
+                k.container = Some(crate::cloud::gke::nccl::CONTAINER.into());
+            }
+            Some(n)
+        })
+        .collect()
+}
+
 /// Record a started run in the state store.
 pub fn record_run(
     state_dir: &Path,

@@ -170,6 +170,7 @@ pub async fn event_loop<W: Write>(
                 match command {
                     Command::Quit => {
                         tracing::info!("quit");
+                        services.shutdown().await;
                         return Ok(());
                     }
                     Command::Suspend => {

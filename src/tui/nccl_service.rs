@@ -71,6 +71,25 @@ pub async fn start_run(
         .find(|f| f.name == req.fleet)
         .ok_or_else(|| format!("fleet `{}` is gone from the state", req.fleet))?;
     let transport = transport(fleet)?;
+    if let (Some(first), crate::exec::Transport::Ssh { pool, .. }) = (fleet.nodes.first(), &transport) {
+        if first.kube.is_some() {
+            // GKE: the guides' test pods, the image's run script (as `nccl run` does).
+            let machine = req.machine_type.map(|m| (m, "fleet instance_types".to_string()));
+            let progress = |m: String| tracing::info!("nccl run: {m}");
+            return crate::cloud::gke::nccl::start(
+                dir,
+                pool.kube(),
+                transport.clone(),
+                &fleet.name,
+                &fleet.nodes,
+                &req.spec,
+                machine,
+                &progress,
+            )
+            .await
+            .map(|s| s.id);
+        }
+    }
     let start = remote::Start {
         fleet: fleet.name.clone(),
         nodes: fleet.nodes.clone(),

@@ -144,6 +144,11 @@ impl Services {
         // The cockpit holds its connections while it runs and serves other flightdeck
         // commands over them (unless the config says `mux: off`, or a holder runs).
         let pool = Pool::holding(opts);
+        tokio::spawn(watch_gke(
+            tx.clone(),
+            paths.state_dir.clone(),
+            pool.kube().clone(),
+        ));
         let mux_off = crate::config::Config::load(&paths).is_ok_and(|c| c.mux == crate::config::MuxMode::Off);
         if !mux_off {
             match crate::ssh::mux::bind(&crate::ssh::mux::socket_path(&paths.state_dir)) {
@@ -372,11 +377,7 @@ impl Services {
                         .await,
                 );
             };
-            let nodes: Vec<crate::fleet::NodeTarget> = run
-                .nodes
-                .iter()
-                .filter_map(|rn| fleet.nodes.iter().find(|n| n.index == rn.node).cloned())
-                .collect();
+            let nodes = crate::nccl::remote::run_heads(run, &fleet.nodes);
             if nodes.is_empty() {
                 return drop(tx.send(fail("the run has no nodes".into())).await);
             }
@@ -397,6 +398,12 @@ impl Services {
             let (f, _) =
                 crate::nccl::remote::follow_to_end(&state_dir, transport, &fleet.name, &id, &nodes, on_row)
                     .await;
+            // A GKE run's test pods go when it ends.
+            if let Some(k) = nodes[0].kube.as_ref().filter(|k| k.pod.is_some()) {
+                if let Err(e) = crate::cloud::gke::nccl::delete_run_pods(pool.kube(), k, &id).await {
+                    tracing::warn!("run {id}: its test pods were not removed: {e}");
+                }
+            }
             let dir = state_dir.clone();
             if let Ok(Ok(all)) =
                 tokio::task::spawn_blocking(move || crate::nccl::history::load_all(&dir)).await
@@ -584,6 +591,22 @@ fn write_new(path: &Path, text: &str) -> std::io::Result<()> {
     f.sync_all()
 }
 
+impl Services {
+    /// Before the cockpit exits: the GKE debug pods it made for panes, exec and
+    /// telemetry are removed (within 10 s; `fleet gc` finds any left).
+    pub async fn shutdown(&mut self) {
+        self.close_panes();
+        let clients = self.pool.kube().clone();
+        match tokio::time::timeout(std::time::Duration::from_secs(10), clients.remove_created()).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!("removed {n} GKE debug pods"),
+            Err(_) => {
+                tracing::warn!("GKE debug pods not all removed within 10s; `flightdeck fleet gc` finds them")
+            }
+        }
+    }
+}
+
 impl Drop for Services {
     fn drop(&mut self) {
         if let Some(f) = self.job_follow.take() {
@@ -652,6 +675,40 @@ async fn watch_state(tx: mpsc::Sender<ServiceEvent>, dir: std::path::PathBuf) {
             }
             Err(e) => {
                 tracing::warn!(error = %e, "state dir watch ended");
+                return;
+            }
+        }
+    }
+}
+
+/// Every 10 s, each GKE fleet's node pools, nodes and Kueue workloads, for the Nodes
+/// view.
+async fn watch_gke(
+    tx: mpsc::Sender<ServiceEvent>,
+    dir: std::path::PathBuf,
+    clients: crate::cloud::gke::Clients,
+) {
+    let mut tick = tokio::time::interval(std::time::Duration::from_secs(10));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        if tx.is_closed() {
+            return;
+        }
+        let d = dir.clone();
+        let Ok(Ok((state, _))) = tokio::task::spawn_blocking(move || Store::new(&d).load()).await else {
+            continue;
+        };
+        for f in state.fleets.iter().filter(|f| f.backend == "gke") {
+            let result = match crate::cloud::gke::backend::Target::of_record(f) {
+                Ok(t) => t.snapshot(&clients, crate::store::now_unix()).await.map(Box::new),
+                Err(e) => Err(e),
+            };
+            let msg = Msg::GkeSnapshot {
+                fleet: f.name.clone(),
+                result,
+            };
+            if tx.send(ServiceEvent::Msg(msg)).await.is_err() {
                 return;
             }
         }

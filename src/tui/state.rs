@@ -206,6 +206,8 @@ pub struct State {
     pub nics: super::nics::NicsView,
     pub doctor: super::doctor::DoctorView,
     pub jobs: super::jobs::JobsView,
+    /// Each GKE fleet's last snapshot (pools, nodes, Kueue), or why it could not be read.
+    pub gke: std::collections::BTreeMap<String, Result<Box<crate::cloud::gke::view::Snapshot>, String>>,
     /// Questions waiting for the overlay (host keys, passphrases), oldest first.
     pub questions: std::collections::VecDeque<Overlay>,
     /// Every status message of the session, oldest first (the last [`MESSAGES_KEPT`]).
@@ -242,6 +244,7 @@ impl State {
             nics: Default::default(),
             doctor: Default::default(),
             jobs: Default::default(),
+            gke: Default::default(),
             offers: super::offers::OffersView::new(std::sync::Arc::new(
                 crate::catalog::Catalog::embedded().clone(),
             )),
@@ -314,6 +317,11 @@ pub enum Msg {
     },
     /// The state file changed on disk (a job or run started from the command line).
     StateChanged,
+    /// A GKE fleet's node pools, nodes and Kueue workloads now (or why not).
+    GkeSnapshot {
+        fleet: String,
+        result: Result<Box<crate::cloud::gke::view::Snapshot>, String>,
+    },
     /// A live refresh of the offers catalog finished: the catalog and a one-line report.
     OffersRefreshed(Result<(Box<crate::catalog::Catalog>, String), String>),
     /// The doctor started on a fleet's nodes (`Command::RunDoctor`).

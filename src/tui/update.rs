@@ -251,6 +251,12 @@ fn apply(state: &mut State, msg: Msg) -> Vec<Command> {
             vec![]
         }
         Msg::StateChanged => vec![Command::ReloadState],
+        Msg::GkeSnapshot { fleet, result } => {
+            let shown = state.view == View::Nodes && fleets::current(state).is_some_and(|f| f.name == fleet);
+            state.gke.insert(fleet, result);
+            state.dirty |= shown;
+            vec![]
+        }
         Msg::RunEnded { id, end } => {
             if let Some((_, _, st)) = state.nccl.shown.as_mut().filter(|(s, _, _)| *s == id) {
                 *st = nccl::RunStatus::Ended(*end);

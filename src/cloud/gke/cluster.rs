@@ -201,6 +201,8 @@ pub struct Clients {
     inner: Arc<Mutex<ClientMap>>,
     /// One lock per node's debug pod, so users arriving together create it once.
     pub(crate) debug: Arc<std::sync::Mutex<DebugPods>>,
+    /// The debug pods these clients created: (cluster, namespace, pod).
+    pub(crate) created: Arc<std::sync::Mutex<Vec<(ClusterRef, String, String)>>>,
 }
 
 /// Each cluster's client, with when it was made from an expiring token.

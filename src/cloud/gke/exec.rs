@@ -172,7 +172,12 @@ impl Clients {
     async fn create_debug(&self, n: &KubeNode, api: &Api<Pod>) -> Result<(), String> {
         tracing::info!(node = %n.node, "creating the debug pod");
         match api.create(&PostParams::default(), &debug_pod(n)).await {
-            Ok(_) => Ok(()),
+            Ok(_) => {
+                if let Ok(mut c) = self.created.lock() {
+                    c.push((n.cluster.clone(), n.namespace.clone(), debug_pod_name(&n.node)));
+                }
+                Ok(())
+            }
             Err(kube::Error::Api(s)) if s.code == 409 => Ok(()),
             Err(e) => Err(format!(
                 "node {}: creating its debug pod: {}",
@@ -180,6 +185,32 @@ impl Clients {
                 super::cluster::why(&e)
             )),
         }
+    }
+
+    /// Remove the debug pods these clients created (the cockpit, as it quits); how many
+    /// went.
+    pub async fn remove_created(&self) -> usize {
+        let made: Vec<(super::ClusterRef, String, String)> = self
+            .created
+            .lock()
+            .map(|mut c| std::mem::take(&mut *c))
+            .unwrap_or_default();
+        let mut gone = 0;
+        for (cluster, ns, pod) in made {
+            let Ok(client) = self.get(&cluster).await else {
+                continue;
+            };
+            let api: Api<Pod> = Api::namespaced(client, &ns);
+            match api.delete(&pod, &DeleteParams::default()).await {
+                Ok(_) => gone += 1,
+                Err(e) if super::cluster::not_found(&e) => {}
+                Err(e) => tracing::warn!("debug pod {pod} was not removed: {}", super::cluster::why(&e)),
+            }
+        }
+        if let Ok(mut d) = self.debug.lock() {
+            d.clear();
+        }
+        gone
     }
 
     /// Forget that `n`'s debug pod runs (it was deleted under us).

@@ -12,6 +12,10 @@
 //! │mega-1    34.1.2.4  10.10.0.3 us-east4-b SPOT   1+8 GVNIC $16.60  preempted   │
 //! └──────────────────────────────────────────────────────────────────────────────┘
 //! ```
+//!
+//! A GKE fleet's Nodes view has three parts: its node pools (machine, provisioning,
+//! ready nodes, GPUs in use), its nodes (conditions, GPUs and pods), and Kueue's
+//! workloads with why each waits and for how long ("waiting for DWS capacity", 14m).
 
 use crate::store::{self, FleetRecord};
 use crate::tui::fleets;
@@ -334,6 +338,9 @@ pub fn render_nodes(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) 
     if fleet.backend == "gcp" {
         return render_gcp_nodes(state, fleet, &filter, selected.as_deref(), theme, area, buf);
     }
+    if fleet.backend == "gke" {
+        return render_gke_nodes(state, fleet, &filter, selected.as_deref(), theme, area, buf);
+    }
     let listed: Vec<&crate::fleet::NodeTarget> = fleet
         .nodes
         .iter()
@@ -389,6 +396,198 @@ pub fn render_nodes(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) 
         theme,
     ))
     .render(area, buf);
+}
+
+/// The Nodes view of a GKE fleet: node pools, nodes and Kueue's workloads, from the
+/// last snapshot of the cluster (every 10 s).
+fn render_gke_nodes(
+    state: &State,
+    fleet: &FleetRecord,
+    filter: &str,
+    selected: Option<&str>,
+    theme: &Theme,
+    area: Rect,
+    buf: &mut Buffer,
+) {
+    use crate::cloud::gke::view;
+    let snap = match state.gke.get(&fleet.name) {
+        Some(Ok(s)) => Some(s.as_ref()),
+        Some(Err(e)) => {
+            let b = block(format!("Nodes of {} (gke backend)", fleet.name), filter, theme);
+            return message(
+                vec![Line::styled(
+                    format!("cannot read the cluster: {e}"),
+                    theme.tone(Tone::Fail),
+                )],
+                b,
+                area,
+                buf,
+            );
+        }
+        None => None,
+    };
+    let pools = snap.map_or(0, |s| s.pools.len());
+    let loads = snap.map_or(0, |s| s.workloads.len().max(1));
+    let [top, mid, bottom] = Layout::vertical([
+        Constraint::Length(pools as u16 + 3),
+        Constraint::Min(4),
+        Constraint::Length((loads as u16 + 3).min(area.height / 3)),
+    ])
+    .areas(area);
+    // Pools.
+    let rows: Vec<Row> = snap
+        .map(|s| s.pools.as_slice())
+        .unwrap_or_default()
+        .iter()
+        .map(|p| {
+            let tone = if p.ready < p.nodes { Tone::Warn } else { Tone::Info };
+            Row::new(vec![
+                Span::raw(p.name.clone()),
+                Span::raw(p.machine_type.clone()),
+                Span::raw(p.accelerator.clone().unwrap_or_default()),
+                Span::raw(p.provisioning.clone()),
+                Span::styled(format!("{}/{}", p.ready, p.nodes), theme.tone(tone)),
+                Span::raw(format!("{}/{}", p.gpus_used, p.gpus)),
+            ])
+        })
+        .collect();
+    let title = match snap {
+        Some(s) => format!("Node pools of {} ({})", fleet.name, s.cluster),
+        None => format!("Node pools of {} (asking the cluster…)", fleet.name),
+    };
+    Table::new(
+        rows,
+        [
+            Constraint::Length(18),
+            Constraint::Length(16),
+            Constraint::Length(20),
+            Constraint::Length(24),
+            Constraint::Length(7),
+            Constraint::Min(8),
+        ],
+    )
+    .header(
+        Row::new(vec![
+            "POOL",
+            "MACHINE",
+            "ACCELERATOR",
+            "PROVISIONING",
+            "READY",
+            "GPUS USED",
+        ])
+        .style(theme.muted()),
+    )
+    .block(block(title, "", theme))
+    .render(top, buf);
+    // Nodes.
+    let listed: Vec<&crate::fleet::NodeTarget> = fleet
+        .nodes
+        .iter()
+        .filter(|n| filter.is_empty() || n.name.to_lowercase().contains(filter) || n.host.contains(filter))
+        .collect();
+    let at = listed
+        .iter()
+        .position(|n| selected == Some(n.name.as_str()))
+        .unwrap_or(0);
+    let (page, where_) = page_of(mid, listed.len(), at);
+    let rows: Vec<Row> = listed[page]
+        .iter()
+        .map(|n| {
+            let r = snap.and_then(|s| s.nodes.iter().find(|r| r.name == n.name));
+            let pane = state.panes.tiles.iter().find(|t| t.node == n.name);
+            let (status, tone) = match r {
+                None if snap.is_some() => ("gone from the cluster".to_string(), Tone::Fail),
+                None => ("-".to_string(), Tone::Info),
+                Some(r) if !r.ready || !r.conditions.is_empty() => (r.conditions.join(", "), Tone::Fail),
+                Some(_) => ("Ready".to_string(), Tone::Pass),
+            };
+            Row::new(vec![
+                Span::raw(n.name.clone()),
+                Span::raw(r.map(|r| r.pool.clone()).unwrap_or_default()),
+                Span::raw(n.host.clone()),
+                Span::styled(status, theme.tone(tone)),
+                Span::raw(
+                    r.map(|r| format!("{}/{}", r.gpus_used, r.gpus))
+                        .unwrap_or_default(),
+                ),
+                Span::raw(r.map(|r| r.pods.to_string()).unwrap_or_default()),
+                Span::raw(pane.map(|t| t.state.label()).unwrap_or_else(|| "-".into())),
+            ])
+            .style(if selected == Some(n.name.as_str()) {
+                theme.selection()
+            } else {
+                theme.base()
+            })
+        })
+        .collect();
+    Table::new(
+        rows,
+        [
+            Constraint::Length(24),
+            Constraint::Length(14),
+            Constraint::Length(15),
+            Constraint::Length(22),
+            Constraint::Length(6),
+            Constraint::Length(5),
+            Constraint::Min(10),
+        ],
+    )
+    .header(Row::new(vec!["NODE", "POOL", "ADDRESS", "STATUS", "GPUS", "PODS", "PANE"]).style(theme.muted()))
+    .block(block(
+        format!("Nodes of {} (gke backend){where_}", fleet.name),
+        filter,
+        theme,
+    ))
+    .render(mid, buf);
+    // Kueue.
+    let b = block("Kueue workloads".into(), "", theme);
+    match snap {
+        Some(s) if s.kueue.is_some() => message(
+            vec![Line::styled(s.kueue.clone().unwrap_or_default(), theme.muted())],
+            b,
+            bottom,
+            buf,
+        ),
+        Some(s) if s.workloads.is_empty() => {
+            message(vec![Line::styled("no workloads", theme.muted())], b, bottom, buf)
+        }
+        Some(s) => {
+            let mut w: Vec<&view::WorkloadRow> = s.workloads.iter().collect();
+            w.sort_by_key(|w| (w.state != "pending", w.state != "admitted", w.name.clone()));
+            let rows: Vec<Row> = w
+                .iter()
+                .map(|w| {
+                    let tone = match w.state.as_str() {
+                        "pending" => Tone::Warn,
+                        "evicted" => Tone::Fail,
+                        "finished" => Tone::Info,
+                        _ => Tone::Pass,
+                    };
+                    Row::new(vec![
+                        Span::raw(w.owner.clone().unwrap_or_else(|| w.name.clone())),
+                        Span::raw(w.queue.clone()),
+                        Span::styled(w.state.clone(), theme.tone(tone)),
+                        Span::raw(w.age_s.map(view::age).unwrap_or_default()),
+                        Span::raw(w.detail.clone()),
+                    ])
+                })
+                .collect();
+            Table::new(
+                rows,
+                [
+                    Constraint::Length(28),
+                    Constraint::Length(14),
+                    Constraint::Length(9),
+                    Constraint::Length(7),
+                    Constraint::Min(10),
+                ],
+            )
+            .header(Row::new(vec!["JOB", "QUEUE", "STATE", "FOR", "WHY"]).style(theme.muted()))
+            .block(b)
+            .render(bottom, buf);
+        }
+        None => message(vec![], b, bottom, buf),
+    }
 }
 
 /// The Nodes view's details of one node (`d`): how flightdeck reaches it, its pane, and
