@@ -253,6 +253,20 @@ fn a_gke_fleet_shows_its_pools_runs_commands_and_an_nccl_test() {
         .all(|p| p["spec"]["hostNetwork"] == true && p["metadata"]["labels"]["flightdeck-fleet"] == "a3u"));
     let out = flightdeck(&home, &["exec", "a3u", "--", "exit 7"]);
     assert_eq!(out.status.code(), Some(7), "{}", text(&out.stderr));
+    // `fleet gc` finds the idle debug pods, and with --yes removes them.
+    let out = flightdeck(&home, &["fleet", "gc"]);
+    let o = text(&out.stdout);
+    assert!(out.status.success(), "{o}{}", text(&out.stderr));
+    assert!(
+        o.contains("fd-debug-gke-a3u-flex-0") && o.contains("a debug pod"),
+        "{o}"
+    );
+    let out = flightdeck(&home, &["fleet", "gc", "--yes"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(d
+        .pods()
+        .iter()
+        .all(|p| p["metadata"]["labels"]["flightdeck-role"] != "debug"));
 
     // NCCL: test pods per node, the gIB script on the first, parsed and judged.
     let out = flightdeck(&home, &["nccl", "run", "a3u", "--test", "all_gather", "--json"]);
@@ -280,7 +294,16 @@ fn a_gke_fleet_shows_its_pools_runs_commands_and_an_nccl_test() {
         .any(|r| r.contains("/pods/fd-nccl-") && r.ends_with("/exec?…"));
     assert!(run_script_saw, "the run went through exec into the test pod");
 
-    // Deleting the fleet removes its debug pods.
+    // Deleting the fleet removes its debug pods (made again by an exec).
+    let out = flightdeck(&home, &["exec", "a3u", "--", "true"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        d.pods()
+            .iter()
+            .filter(|p| p["metadata"]["labels"]["flightdeck-role"] == "debug")
+            .count(),
+        2
+    );
     let out = flightdeck(&home, &["fleet", "delete", "a3u", "--yes"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(d

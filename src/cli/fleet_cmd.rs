@@ -306,6 +306,58 @@ fn gcp_configured(paths: &Paths) -> bool {
     Config::load(paths).is_ok_and(|c| c.gcp.is_some())
 }
 
+/// `fleet gc` in the clusters of the recorded GKE fleets.
+fn gke_gc(state: &crate::store::State, yes: bool, json: bool) -> anyhow::Result<ExitCode> {
+    use crate::cloud::gke::{backend, Clients};
+    let rt = runtime()?;
+    let clients = Clients::default();
+    let running: Vec<String> = state
+        .runs
+        .iter()
+        .filter(|r| r.nodes.iter().any(|n| n.exit_code.is_none()))
+        .map(|r| r.id.clone())
+        .collect();
+    let found = rt
+        .block_on(backend::orphans(&clients, &state.fleets, &running))
+        .map_err(anyhow::Error::msg)?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&found)?);
+    } else if found.is_empty() {
+        eprintln!("GKE: nothing of flightdeck's to remove in the fleets' clusters");
+    } else {
+        let rows: Vec<[String; 5]> = found
+            .iter()
+            .map(|o| {
+                [
+                    o.kind.to_string(),
+                    o.name.clone(),
+                    o.namespace.clone(),
+                    o.fleet.clone(),
+                    o.why.clone(),
+                ]
+            })
+            .collect();
+        print_table(&["KIND", "NAME", "NAMESPACE", "FLEET", "WHY"], &rows);
+    }
+    if found.is_empty() {
+        return Ok(ExitCode::SUCCESS);
+    }
+    if !yes {
+        eprintln!(
+            "{} found; `flightdeck fleet gc --yes` removes them",
+            crate::words::plural(found.len(), "GKE object")
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    match rt.block_on(backend::delete_orphans(&clients, &found, &|l| eprintln!("{l}"))) {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        Err(e) => {
+            eprintln!("fleet gc: {e}");
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
 /// `fleet status` of a GKE fleet: its node pools, nodes and Kueue's workloads now.
 fn gke_status(record: &FleetRecord, json: bool) -> anyhow::Result<ExitCode> {
     use crate::cloud::gke::{backend::Target, view, Clients};
@@ -399,6 +451,13 @@ fn gke_status(record: &FleetRecord, json: bool) -> anyhow::Result<ExitCode> {
 
 /// `fleet gc`: resources of this owner that no fleet record knows.
 fn gc(paths: &Paths, yes: bool, json: bool) -> anyhow::Result<ExitCode> {
+    let (state, _) = Store::new(&paths.state_dir).load()?;
+    if state.fleets.iter().any(|f| f.backend == "gke") {
+        let code = gke_gc(&state, yes, json)?;
+        if !gcp_configured(paths) {
+            return Ok(code);
+        }
+    }
     let backend = gcp_backend(paths)?;
     let store = Store::new(&paths.state_dir);
     let rt = runtime()?;

@@ -260,3 +260,136 @@ impl Backend for GkeBackend {
         })
     }
 }
+
+/// Something flightdeck made in a cluster that `fleet gc` removes.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Orphan {
+    /// `pod` or `jobset`.
+    pub kind: &'static str,
+    pub name: String,
+    pub namespace: String,
+    pub cluster: String,
+    pub fleet: String,
+    /// Why it goes: its fleet is gone, an idle debug pod, a finished run's test pod.
+    pub why: String,
+    #[serde(skip)]
+    cluster_ref: Option<ClusterRef>,
+}
+
+/// What `fleet gc` finds in the clusters of `fleets` (the recorded GKE fleets): pods and
+/// JobSets labelled by flightdeck whose fleet is no longer recorded, debug pods (made
+/// again on demand), and test pods of runs that are not running.
+pub async fn orphans(
+    clients: &Clients,
+    fleets: &[FleetRecord],
+    running_runs: &[String],
+) -> Result<Vec<Orphan>, String> {
+    use std::collections::BTreeSet;
+    let known: BTreeSet<&str> = fleets.iter().map(|f| f.name.as_str()).collect();
+    let mut places: Vec<(ClusterRef, String)> = vec![];
+    for f in fleets.iter().filter(|f| f.backend == "gke") {
+        if let Ok(t) = Target::of_record(f) {
+            if !places.contains(&(t.cluster.clone(), t.namespace.clone())) {
+                places.push((t.cluster, t.namespace));
+            }
+        }
+    }
+    let running: BTreeSet<String> = running_runs.iter().map(|r| super::object_name(r, 63)).collect();
+    let mut out = vec![];
+    for (cluster, ns) in places {
+        let client = clients.get(&cluster).await?;
+        let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+        let sel = format!("{}={}", super::MANAGED_BY.0, super::MANAGED_BY.1);
+        let list = pods
+            .list(&ListParams::default().labels(&sel))
+            .await
+            .map_err(|e| format!("{}: {}", cluster.describe(), super::cluster::why(&e)))?;
+        for p in list.items {
+            let labels = p.metadata.labels.clone().unwrap_or_default();
+            let fleet = labels.get(FLEET_LABEL).cloned().unwrap_or_default();
+            let role = labels.get(super::ROLE_LABEL).map(String::as_str).unwrap_or("");
+            let run = labels.get(super::nccl::RUN_LABEL).cloned().unwrap_or_default();
+            let why = if !known.contains(fleet.as_str()) {
+                Some("its fleet is not in the state".to_string())
+            } else if role == "debug" {
+                Some("a debug pod (made again when a pane, exec or sampler needs it)".into())
+            } else if role == "nccl" && !running.contains(&run) {
+                Some("a test pod of a run that is not running".into())
+            } else {
+                None
+            };
+            if let Some(why) = why {
+                out.push(Orphan {
+                    kind: "pod",
+                    name: p.metadata.name.unwrap_or_default(),
+                    namespace: ns.clone(),
+                    cluster: cluster.describe(),
+                    fleet,
+                    why,
+                    cluster_ref: Some(cluster.clone()),
+                });
+            }
+        }
+        let sets: Api<kube::api::DynamicObject> =
+            Api::namespaced_with(client, &ns, &super::jobs::jobset_resource());
+        if let Ok(list) = sets.list(&ListParams::default().labels(&sel)).await {
+            for j in list.items {
+                let fleet = j
+                    .metadata
+                    .labels
+                    .as_ref()
+                    .and_then(|l| l.get(FLEET_LABEL).cloned())
+                    .unwrap_or_default();
+                if !known.contains(fleet.as_str()) {
+                    out.push(Orphan {
+                        kind: "jobset",
+                        name: j.metadata.name.unwrap_or_default(),
+                        namespace: ns.clone(),
+                        cluster: cluster.describe(),
+                        fleet,
+                        why: "its fleet is not in the state".into(),
+                        cluster_ref: Some(cluster.clone()),
+                    });
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Delete what [`orphans`] found.
+pub async fn delete_orphans(
+    clients: &Clients,
+    orphans: &[Orphan],
+    progress: Progress<'_>,
+) -> Result<(), String> {
+    let mut failed = vec![];
+    for o in orphans {
+        let Some(cluster) = &o.cluster_ref else { continue };
+        let client = clients.get(cluster).await?;
+        let r = match o.kind {
+            "pod" => Api::<Pod>::namespaced(client, &o.namespace)
+                .delete(&o.name, &kube::api::DeleteParams::default())
+                .await
+                .map(|_| ()),
+            _ => Api::<kube::api::DynamicObject>::namespaced_with(
+                client,
+                &o.namespace,
+                &super::jobs::jobset_resource(),
+            )
+            .delete(&o.name, &kube::api::DeleteParams::foreground())
+            .await
+            .map(|_| ()),
+        };
+        match r {
+            Ok(()) => progress(format!("deleted {} {}", o.kind, o.name)),
+            Err(e) if super::cluster::not_found(&e) => {}
+            Err(e) => failed.push(format!("{} {}: {}", o.kind, o.name, super::cluster::why(&e))),
+        }
+    }
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(failed.join("; "))
+    }
+}
