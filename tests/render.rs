@@ -645,6 +645,49 @@ fn jobs_view_lists_and_charts() {
     snapshot("jobs_tiny_gpt_h200x2", &s);
 }
 
+/// A GKE job that Kueue holds: the Jobs view says so, with why and for how long.
+#[test]
+fn jobs_view_shows_kueue_holding_a_gke_job() {
+    use flightdeck::cloud::gke::view::{Snapshot, WorkloadRow};
+    let mut s = state();
+    update(&mut s, Msg::Fleets(Ok(vec![fleet_record("a3u", "gke", 2)])));
+    update(
+        &mut s,
+        Msg::Jobs {
+            jobs: vec![job_record(
+                "train-1795323700-1a2b",
+                "train",
+                "a3u",
+                1_795_323_700,
+                &[None, None],
+            )],
+            now: 1_795_323_760,
+        },
+    );
+    let snap = Snapshot {
+        cluster: "context gke_proj_us-central1_a3u".into(),
+        workloads: vec![WorkloadRow {
+            name: "jobset-train-1795323700-1a2b-x7k2p".into(),
+            namespace: "default".into(),
+            queue: "a3u-queue".into(),
+            owner: Some("JobSet/train-1795323700-1a2b".into()),
+            state: "pending".into(),
+            detail: "waiting for DWS capacity (admission check dws-prov: Waiting for resources.)".into(),
+            age_s: Some(60),
+        }],
+        ..Snapshot::default()
+    };
+    update(
+        &mut s,
+        Msg::GkeSnapshot {
+            fleet: "a3u".into(),
+            result: Ok(Box::new(snap)),
+        },
+    );
+    keys(&mut s, "6\n");
+    snapshot("jobs_gke_kueue_pending", &s);
+}
+
 /// A job that failed because its node has no torch, at 80x24: the error is read whole
 /// (long lines wrap; `v` cuts them at the edge instead), and a long status message is
 /// kept whole in the message history (`M`).

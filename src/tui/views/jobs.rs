@@ -177,8 +177,41 @@ fn render_job(state: &State, shown: &ShownJob, theme: &Theme, area: Rect, buf: &
     if inner.is_empty() {
         return;
     }
-    let [head, body] = Layout::vertical([Constraint::Length(1), Constraint::Min(0)]).areas(inner);
+    // A GKE job: what Kueue says of its workload (held, admitted), from the fleet's
+    // last snapshot.
+    let kueue = record.and_then(|r| {
+        let snap = state.gke.get(&r.fleet)?.as_ref().ok()?;
+        let owner = format!("JobSet/{}", crate::cloud::gke::jobs::jobset_name(&r.id));
+        snap.workloads
+            .iter()
+            .find(|w| w.owner.as_deref() == Some(owner.as_str()))
+    });
+    let [head, kq, body] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Length(kueue.is_some() as u16),
+        Constraint::Min(0),
+    ])
+    .areas(inner);
     summary_line(&shown.metrics, record, theme, &node_name).render(head, buf);
+    if let Some(w) = kueue {
+        let tone = match w.state.as_str() {
+            "pending" => Tone::Warn,
+            "evicted" => Tone::Fail,
+            _ => Tone::Info,
+        };
+        Line::from(vec![
+            Span::styled("Kueue ", theme.muted()),
+            Span::styled(format!("{} ", w.state), theme.tone(tone)),
+            Span::styled(
+                w.age_s
+                    .map(|a| format!("{} · ", crate::cloud::gke::view::age(a)))
+                    .unwrap_or_default(),
+                theme.muted(),
+            ),
+            Span::raw(format!("{} ({}, queue {})", w.detail, w.name, w.queue)),
+        ])
+        .render(kq, buf);
+    }
     let wide = body.width >= 100;
     let (log_area, charts) = if wide {
         let [l, c] = Layout::horizontal([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(body);
