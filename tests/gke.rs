@@ -393,6 +393,62 @@ fn a_job_waits_for_kueue_then_runs_to_its_end_with_metrics() {
     );
 }
 
+/// The NIC and GPU samplers run in the nodes' debug pods, as on SSH nodes: each GKE node
+/// streams records with its NICs' counters (the double's pods share this machine's).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn telemetry_streams_from_every_gke_node() {
+    use flightdeck::telemetry::{service, Interval, TelemetryEvent};
+    let d = KubeDouble::start(Options {
+        nodes: nodes(),
+        ..Options::default()
+    });
+    let tmp = tempfile::tempdir().unwrap();
+    let fleet = flightdeck::fleet::load(&fleet_file(tmp.path(), &d, "")).unwrap();
+    let t = flightdeck::cloud::gke::backend::Target::of(&fleet).unwrap();
+    let pool = test_pool();
+    let targets = t.targets("a3u", &t.nodes(pool.kube()).await.unwrap());
+    let transport = flightdeck::exec::Transport::Ssh {
+        pool,
+        resolver: std::sync::Arc::new(flightdeck::ssh::pool::Resolver::new(tmp.path())),
+    };
+    let (tx, mut rx) = tokio::sync::mpsc::channel(256);
+    let interval = Interval::from_millis(200).unwrap();
+    let _samplers = service::spawn(transport, targets, service::Options::once(interval), tx);
+    let mut seen = [0usize; 2];
+    while seen.iter().any(|&n| n < 2) {
+        match tokio::time::timeout(Duration::from_secs(30), rx.recv())
+            .await
+            .expect("records in time")
+        {
+            Some(TelemetryEvent::Record { node, record, .. }) => {
+                assert!(record.nics.iter().any(|n| n.name == "lo"), "{:?}", record.nics);
+                seen[node] += 1;
+            }
+            Some(TelemetryEvent::Down { node, error, .. }) => panic!("node {node} down: {error}"),
+            Some(_) => {}
+            None => panic!("the samplers ended"),
+        }
+    }
+    assert_eq!(
+        d.pods()
+            .iter()
+            .filter(|p| p["metadata"]["labels"]["flightdeck-role"] == "debug")
+            .count(),
+        2
+    );
+}
+
+fn test_pool() -> flightdeck::ssh::pool::Pool {
+    flightdeck::ssh::pool::Pool::new(flightdeck::ssh::client::SshOptions {
+        known_hosts: vec![],
+        policy: flightdeck::ssh::known_hosts::HostKeyPolicy::Refuse,
+        prompter: std::sync::Arc::new(flightdeck::ssh::client::NoPrompt),
+        use_agent: false,
+        agent_socket: None,
+        keys: Default::default(),
+    })
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pane_is_a_shell_on_a_tty_in_the_node_debug_pod() {
     use flightdeck::term::session::{self, PaneEvent, PaneInput, PaneTarget};
@@ -404,14 +460,7 @@ async fn a_pane_is_a_shell_on_a_tty_in_the_node_debug_pod() {
     let f = fleet_file(tmp.path(), &d, "");
     let fleet = flightdeck::fleet::load(&f).unwrap();
     let t = flightdeck::cloud::gke::backend::Target::of(&fleet).unwrap();
-    let pool = flightdeck::ssh::pool::Pool::new(flightdeck::ssh::client::SshOptions {
-        known_hosts: vec![],
-        policy: flightdeck::ssh::known_hosts::HostKeyPolicy::Refuse,
-        prompter: std::sync::Arc::new(flightdeck::ssh::client::NoPrompt),
-        use_agent: false,
-        agent_socket: None,
-        keys: Default::default(),
-    });
+    let pool = test_pool();
     let nodes = t.nodes(pool.kube()).await.unwrap();
     let targets = t.targets("a3u", &nodes);
     let resolver = flightdeck::ssh::pool::Resolver::new(tmp.path());
