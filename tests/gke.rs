@@ -490,6 +490,44 @@ async fn a_pane_is_a_shell_on_a_tty_in_the_node_debug_pod() {
         assert!(tokio::time::Instant::now() < deadline, "never appeared:\n{c}");
         let _ = tokio::time::timeout(Duration::from_millis(200), erx.recv()).await;
     }
+    // A pane in a chosen pod's container (`:open a3u app=torch-job`).
+    post_pod(
+        &d,
+        serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "trainer-0", "labels": {"app": "torch-job"}},
+        "spec": {"nodeName": "gke-a3u-flex-0", "containers": [{"name": "job", "image": "nvcr.io/nvidia/pytorch:25.01-py3", "command": ["sleep", "300"]}]}}),
+    );
+    let pods = t.pods(pool.kube(), "a3u", "app=torch-job").await.unwrap();
+    assert_eq!(pods.len(), 1);
+    assert_eq!(pods[0].kube.as_ref().unwrap().container.as_deref(), Some("job"));
+    let screen2 = flightdeck::term::new_screen(10, 60);
+    let (etx2, mut erx2) = tokio::sync::mpsc::channel(1024);
+    let h2 = session::spawn(
+        1,
+        PaneTarget::Ssh {
+            pool: pool.clone(),
+            route: resolver.route(&pods[0]),
+        },
+        screen2.clone(),
+        etx2,
+    );
+    h2.input
+        .send(PaneInput::Bytes(b"echo in-$HOSTNAME\n".to_vec()))
+        .await
+        .unwrap();
+    loop {
+        let c = screen2.read().unwrap().screen().contents();
+        if c.contains("in-trainer-0") {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "never appeared:\n{c}");
+        let _ = tokio::time::timeout(Duration::from_millis(200), erx2.recv()).await;
+    }
+    assert!(
+        !d.pods()
+            .iter()
+            .any(|p| p["metadata"]["name"] == "fd-debug-gke-a3u-flex-0"),
+        "a pod's pane needs no debug pod"
+    );
     h.input
         .send(PaneInput::Bytes(b"exit 4\n".to_vec()))
         .await

@@ -198,6 +198,24 @@ impl Services {
             }
             // Another flightdeck changed the state: read it again, nothing more.
             Command::ReloadState => drop(self.reload_state()),
+            Command::OpenPanes(arg) if arg.trim().contains(' ') => {
+                // `:open FLEET SELECTOR`: panes in the pods a label selector picks in a
+                // GKE fleet's namespace.
+                let (name, selector) = arg.trim().split_once(' ').unwrap_or_default();
+                let (name, selector) = (name.to_string(), selector.trim().to_string());
+                let (tx, dir, clients) = (
+                    self.tx.clone(),
+                    self.paths.state_dir.clone(),
+                    self.pool.kube().clone(),
+                );
+                tokio::spawn(async move {
+                    let event = match pod_panes(&dir, &clients, &name, &selector).await {
+                        Ok(r) => ServiceEvent::OpenPanes(r),
+                        Err(e) => ServiceEvent::Msg(Msg::PanesFailed(e)),
+                    };
+                    let _ = tx.send(event).await;
+                });
+            }
             Command::OpenPanes(name) => {
                 let (tx, dir) = (self.tx.clone(), self.paths.state_dir.clone());
                 tokio::task::spawn_blocking(move || {
@@ -679,6 +697,41 @@ async fn watch_state(tx: mpsc::Sender<ServiceEvent>, dir: std::path::PathBuf) {
             }
         }
     }
+}
+
+/// A GKE fleet's record with the pods `selector` picks as its nodes (each reached in its
+/// first container), for `:open FLEET SELECTOR`.
+async fn pod_panes(
+    dir: &std::path::Path,
+    clients: &crate::cloud::gke::Clients,
+    name: &str,
+    selector: &str,
+) -> Result<FleetRecord, String> {
+    let d = dir.to_path_buf();
+    let (state, _) = tokio::task::spawn_blocking(move || Store::new(&d).load())
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.to_string())?;
+    let mut record = state
+        .fleets
+        .into_iter()
+        .find(|f| f.name == name)
+        .ok_or_else(|| format!("no fleet `{name}` in the state"))?;
+    if record.backend != "gke" {
+        return Err(format!(
+            "`:open {name} SELECTOR` picks pods: fleet `{name}` is a {} fleet",
+            record.backend
+        ));
+    }
+    let target = crate::cloud::gke::backend::Target::of_record(&record)?;
+    record.nodes = target.pods(clients, &record.name, selector).await?;
+    if record.nodes.is_empty() {
+        return Err(format!(
+            "no running pod in namespace {} matches `{selector}`",
+            target.namespace
+        ));
+    }
+    Ok(record)
 }
 
 /// Every 10 s, each GKE fleet's node pools, nodes and Kueue workloads, for the Nodes

@@ -14,7 +14,11 @@ use tui_textarea::TextArea;
 /// Commands the palette knows, besides the view names: (name, argument, what it does).
 pub const PALETTE_COMMANDS: &[(&str, &str, &str)] = &[
     ("help", "", "show the key bindings"),
-    ("open", "FLEET", "open a pane on every node of a fleet"),
+    (
+        "open",
+        "FLEET [SELECTOR]",
+        "open a pane on every node of a fleet (GKE: or in every pod a label selector picks)",
+    ),
     ("close", "", "close the open panes"),
     ("run", "FILE", "start the job of a job file on its fleet"),
     (

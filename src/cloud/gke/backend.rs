@@ -143,6 +143,57 @@ impl Target {
             .collect()
     }
 
+    /// The running pods `selector` picks in the fleet's namespace, as nodes reached in
+    /// each pod's first container (panes in a job's pods).
+    pub async fn pods(
+        &self,
+        clients: &Clients,
+        fleet: &str,
+        selector: &str,
+    ) -> Result<Vec<NodeTarget>, String> {
+        super::selector::parse(selector).map_err(|e| format!("selector: {e}"))?;
+        let client = clients.get(&self.cluster).await?;
+        let api: Api<Pod> = Api::namespaced(client, &self.namespace);
+        let list = api
+            .list(&ListParams::default().labels(selector))
+            .await
+            .map_err(|e| super::cluster::why(&e))?;
+        let mut pods: Vec<Pod> = list
+            .items
+            .into_iter()
+            .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
+            .collect();
+        pods.sort_by_key(|p| p.metadata.name.clone());
+        Ok(pods
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let name = p.metadata.name.clone().unwrap_or_default();
+                let spec = p.spec.as_ref();
+                let ip = p.status.as_ref().and_then(|s| s.pod_ip.clone());
+                NodeTarget {
+                    index: i,
+                    name: name.clone(),
+                    host: ip.clone().unwrap_or_else(|| name.clone()),
+                    port: None,
+                    user: None,
+                    identity_file: None,
+                    proxy_jump: None,
+                    internal_ip: ip,
+                    kube: Some(KubeNode {
+                        cluster: self.cluster.clone(),
+                        fleet: fleet.to_string(),
+                        node: spec.and_then(|s| s.node_name.clone()).unwrap_or_default(),
+                        namespace: self.namespace.clone(),
+                        debug_image: self.debug_image.clone(),
+                        pod: Some(name),
+                        container: spec.and_then(|s| s.containers.first()).map(|c| c.name.clone()),
+                    }),
+                }
+            })
+            .collect())
+    }
+
     /// Pools, nodes and Kueue workloads now.
     pub async fn snapshot(&self, clients: &Clients, now: u64) -> Result<Snapshot, String> {
         let nodes = self.nodes(clients).await?;
