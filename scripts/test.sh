@@ -29,6 +29,13 @@ if [ ${#need[@]} -gt 0 ]; then
   fi
 fi
 
+# The Kubernetes API double's conformance check (tests/gke.rs) runs kubectl >= 1.30
+# (websocket exec): google-cloud-cli's kubectl 1.33, which this machine image ships.
+# Debian's kubernetes-client is kubectl 1.20 (SPDY exec only) and cannot stand in.
+if [ ! -x /usr/lib/google-cloud-sdk/bin/kubectl.1.33 ]; then
+  echo "missing kubectl 1.33 (/usr/lib/google-cloud-sdk/bin/kubectl.1.33, from google-cloud-cli): tests/gke.rs will fail" >&2
+fi
+
 # Snapshots never update themselves here: a changed view fails until reviewed.
 export INSTA_UPDATE=no
 cargo test --locked "$@"
