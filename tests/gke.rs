@@ -312,6 +312,64 @@ fn a_gke_fleet_shows_its_pools_runs_commands_and_an_nccl_test() {
         .all(|p| p["metadata"]["labels"]["flightdeck-fleet"] != "a3u"));
 }
 
+/// A fleet named by project, location and cluster: the GKE API gives the endpoint, and
+/// Application Default Credentials the bearer token, as gke-gcloud-auth-plugin does.
+#[test]
+fn a_cluster_named_by_project_location_and_name_uses_adc() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = KubeDouble::start(Options {
+        nodes: nodes(),
+        ..Options::default()
+    });
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let adc = tmp.path().join("adc.json");
+    std::fs::write(&adc, d.adc_credentials().to_string()).unwrap();
+    let f = tmp.path().join("byname.yaml");
+    std::fs::write(
+        &f,
+        "type: fleet\nname: byname\ngke:\n  project: my-project\n  location: us-central1\n  cluster: a3u-cluster\n  selector: cloud.google.com/gke-spot=true\n",
+    )
+    .unwrap();
+    let env = [
+        ("GOOGLE_APPLICATION_CREDENTIALS", adc.display().to_string()),
+        ("FLIGHTDECK_GKE_API_URL", format!("{}/v1", d.url)),
+    ];
+    let out = support::flightdeck_env(&home, &["fleet", "apply", f.to_str().unwrap(), "--yes"], &env);
+    let err = text(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("projects/my-project/locations/us-central1/clusters/a3u-cluster"),
+        "{err}"
+    );
+    assert!(
+        err.contains("pool a3u-spot: a3-ultragpu-8g (Spot), 1 node"),
+        "{err}"
+    );
+    assert!(d
+        .requests()
+        .iter()
+        .any(|r| r == "GET /v1/projects/my-project/locations/us-central1/clusters/a3u-cluster"));
+    assert!(
+        d.adc_requests() >= 2,
+        "the GKE API and the cluster saw the ADC token"
+    );
+    // A wrong cluster: the GKE API's 404 in the operator's words.
+    std::fs::write(
+        &f,
+        "type: fleet\nname: byname\ngke:\n  project: my-project\n  location: us-central1\n  cluster: no-such\n",
+    )
+    .unwrap();
+    let out = support::flightdeck_env(&home, &["fleet", "apply", f.to_str().unwrap(), "--yes"], &env);
+    assert!(!out.status.success());
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("GKE API projects/my-project/locations/us-central1/clusters/no-such: 404")
+            && err.contains("NOT_FOUND"),
+        "{err}"
+    );
+}
+
 #[test]
 fn a_job_waits_for_kueue_then_runs_to_its_end_with_metrics() {
     let tmp = tempfile::tempdir().unwrap();

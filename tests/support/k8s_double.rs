@@ -26,6 +26,10 @@ use tokio_tungstenite::tungstenite::protocol::Role;
 use tokio_tungstenite::tungstenite::Message;
 
 pub const TOKEN: &str = "double-token";
+/// The cluster name the double's GKE API knows.
+pub const CLUSTER: &str = "a3u-cluster";
+/// The access token the double's OAuth endpoint (`POST /token`) issues for ADC.
+pub const ADC_TOKEN: &str = "ya29.k8s-double";
 
 #[derive(Clone, Debug)]
 pub enum Provisioning {
@@ -73,9 +77,12 @@ struct State {
     workloads: BTreeMap<(String, String), Value>,
     rv: u64,
     requests: Vec<String>,
+    /// Requests that carried the ADC access token.
+    adc_requests: usize,
 }
 
 struct Shared {
+    url: String,
     opts: Options,
     state: Mutex<State>,
     dir: PathBuf,
@@ -206,6 +213,7 @@ impl KubeDouble {
             ..State::default()
         };
         let shared = Arc::new(Shared {
+            url: url.clone(),
             opts,
             state: Mutex::new(state),
             dir: dir.path().to_path_buf(),
@@ -242,6 +250,17 @@ impl KubeDouble {
             _dir: dir,
             stop: Some(stop),
         }
+    }
+
+    /// How many requests carried the ADC access token (the GKE API's and the cluster's).
+    pub fn adc_requests(&self) -> usize {
+        self.shared.state.lock().unwrap().adc_requests
+    }
+
+    /// `authorized_user` credentials whose token endpoint is this double.
+    pub fn adc_credentials(&self) -> Value {
+        json!({"type": "authorized_user", "client_id": "double-client", "client_secret": "double-secret",
+               "refresh_token": "double-refresh", "token_uri": format!("{}/token", self.url)})
     }
 
     pub fn requests(&self) -> Vec<String> {
@@ -438,8 +457,16 @@ async fn connection(s: Arc<Shared>, sock: TcpStream) -> std::io::Result<()> {
                 "?…".into()
             }
         ));
+        if req.method == "POST" && req.path == "/token" {
+            // Google's OAuth token endpoint, for `authorized_user` ADC whose token_uri is here.
+            let body = json!({"access_token": ADC_TOKEN, "expires_in": 3599, "token_type": "Bearer"});
+            respond(r.get_mut(), 200, &body).await?;
+            continue;
+        }
         if let Some(auth) = req.headers.get("authorization") {
-            if auth != &format!("Bearer {TOKEN}") {
+            if auth == &format!("Bearer {ADC_TOKEN}") {
+                s.state.lock().unwrap().adc_requests += 1;
+            } else if auth != &format!("Bearer {TOKEN}") {
                 let (c, b) = status(401, "Unauthorized", "Unauthorized");
                 respond(r.get_mut(), c, &b).await?;
                 continue;
@@ -525,6 +552,19 @@ fn fields_match(obj: &Value, sel: Option<&str>) -> bool {
 fn route(s: &Arc<Shared>, req: &Request, segs: &[&str]) -> (u16, Value) {
     let m = req.method.as_str();
     match segs {
+        // The GKE API's projects.locations.clusters.get: this double is the cluster.
+        ["v1", "projects", p, "locations", l, "clusters", c] if *c != CLUSTER => (
+            404,
+            json!({"error": {
+            "code": 404, "message": format!("Not found: projects/{p}/locations/{l}/clusters/{c}."), "status": "NOT_FOUND"}}),
+        ),
+        ["v1", "projects", p, "locations", l, "clusters", c] => (
+            200,
+            json!({
+                "name": c, "location": l, "selfLink": format!("https://container.googleapis.com/v1/projects/{p}/locations/{l}/clusters/{c}"),
+                "endpoint": s.url, "status": "RUNNING", "currentMasterVersion": "1.33.5-gke.1000000", "masterAuth": {}
+            }),
+        ),
         ["version"] => (
             200,
             json!({"major": "1", "minor": "33", "gitVersion": "v1.33.5-gke.1000000", "platform": "linux/amd64"}),
@@ -536,8 +576,7 @@ fn route(s: &Arc<Shared>, req: &Request, segs: &[&str]) -> (u16, Value) {
         ["apis"] => (
             200,
             json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": [
-                {"name": "batch", "versions": [{"groupVersion": "batch/v1", "version": "v1"}], "preferredVersion": {"groupVersion": "batch/v1", "version": "v1"}},
-                {"name": "jobset.x-k8s.io", "versions": [{"groupVersion": "jobset.x-k8s.io/v1alpha2", "version": "v1alpha2"}], "preferredVersion": {"groupVersion": "jobset.x-k8s.io/v1alpha2", "version": "v1alpha2"}},
+                    {"name": "jobset.x-k8s.io", "versions": [{"groupVersion": "jobset.x-k8s.io/v1alpha2", "version": "v1alpha2"}], "preferredVersion": {"groupVersion": "jobset.x-k8s.io/v1alpha2", "version": "v1alpha2"}},
                 {"name": "kueue.x-k8s.io", "versions": [{"groupVersion": "kueue.x-k8s.io/v1beta2", "version": "v1beta2"}], "preferredVersion": {"groupVersion": "kueue.x-k8s.io/v1beta2", "version": "v1beta2"}}
             ]}),
         ),
@@ -555,7 +594,6 @@ fn route(s: &Arc<Shared>, req: &Request, segs: &[&str]) -> (u16, Value) {
                 ],
             ),
         ),
-        ["apis", "batch", "v1"] => (200, resource_list("batch/v1", &[("jobs", "Job", true, &[])])),
         ["apis", "jobset.x-k8s.io", "v1alpha2"] => (
             200,
             resource_list("jobset.x-k8s.io/v1alpha2", &[("jobsets", "JobSet", true, &[])]),
