@@ -370,6 +370,71 @@ fn a_cluster_named_by_project_location_and_name_uses_adc() {
     );
 }
 
+/// A DWS flex-start pool scaled to zero: the fleet has no nodes yet, and a job still
+/// starts (its ranks on no node until Kueue admits it and GKE brings nodes up), asking
+/// Kueue's ProvisioningRequest for the fleet file's `flex_start` as its longest run.
+#[test]
+fn a_job_on_a_flex_start_pool_at_zero_nodes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = KubeDouble::start(Options {
+        nodes: nodes(),
+        queues: vec![("dws-queue".into(), true)],
+        admit_after: Duration::from_millis(500),
+        ..Options::default()
+    });
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let f = tmp.path().join("dws.yaml");
+    std::fs::write(
+        &f,
+        format!(
+            "type: fleet\nname: dws\nflex_start: 2h\ngke:\n  context: double\n  kubeconfig: {}\n  node_pools: [a3u-dws]\n  queue: dws-queue\n",
+            d.kubeconfig.display()
+        ),
+    )
+    .unwrap();
+    let out = flightdeck(&home, &["fleet", "apply", f.to_str().unwrap(), "--yes"]);
+    let err = text(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("no nodes now"), "{err}");
+    let job = tmp.path().join("j.yaml");
+    std::fs::write(&job, "type: task\nname: dwsjob\nfleet: dws\nnodes: 2\ngpus_per_node: 8\ncommands:\n  - echo rank $NODE_RANK world $WORLD_SIZE\n").unwrap();
+    let out = flightdeck(&home, &["job", "run", job.to_str().unwrap()]);
+    let err = text(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("DWS flex-start (at most 7200 s)"), "{err}");
+    let js = d.jobsets();
+    assert_eq!(
+        js[0]["metadata"]["annotations"]["provreq.kueue.x-k8s.io/maxRunDurationSeconds"],
+        "7200"
+    );
+    assert_eq!(
+        js[0]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["nodeSelector"]
+            ["cloud.google.com/gke-flex-start"],
+        "true"
+    );
+    let out = flightdeck(&home, &["job", "logs", "dwsjob"]);
+    let o = text(&out.stdout);
+    assert!(
+        o.contains("rank 0 world 16") && o.contains("rank 1 world 16"),
+        "{o}{}",
+        text(&out.stderr)
+    );
+    // Without gpus_per_node and no node to count on, the job says what it needs.
+    std::fs::write(
+        &job,
+        "type: task\nname: dwsjob2\nfleet: dws\nnodes: 2\ncommands: [\"true\"]\n",
+    )
+    .unwrap();
+    let out = flightdeck(&home, &["job", "run", job.to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("give `gpus_per_node`"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
 #[test]
 fn a_job_waits_for_kueue_then_runs_to_its_end_with_metrics() {
     let tmp = tempfile::tempdir().unwrap();

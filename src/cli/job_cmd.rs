@@ -143,7 +143,16 @@ fn find(paths: &Paths, name: &str) -> anyhow::Result<JobRecord> {
 /// The job's nodes as the fleet resolves them now.
 fn job_nodes(record: &JobRecord, cli: &Cli, paths: &Paths) -> anyhow::Result<(Vec<JobNode>, Transport)> {
     let (_, all, transport) = super::exec_cmd::resolve_fleet(&record.fleet, cli, paths)?;
-    let nodes = remote::job_nodes(record, &all).map_err(anyhow::Error::msg)?;
+    let (state, _) = Store::new(&paths.state_dir).load()?;
+    let nodes = match state
+        .fleets
+        .iter()
+        .find(|f| f.name == record.fleet && f.backend == "gke")
+    {
+        Some(f) => remote::job_nodes_of(record, f),
+        None => remote::job_nodes(record, &all),
+    }
+    .map_err(anyhow::Error::msg)?;
     Ok((nodes, transport))
 }
 

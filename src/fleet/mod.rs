@@ -662,12 +662,22 @@ impl Validator<'_> {
                 self.error(&["nodes"], format!("{n}: at most {MAX_NODES} nodes per fleet"));
             }
         }
+        if let Some(d) = s.flex_start {
+            if !(600..=604_800).contains(&d.0) {
+                self.error(
+                    &["flex_start"],
+                    format!(
+                        "{}s: DWS flex-start runs between 10 minutes and 7 days (600..604800 s)",
+                        d.0
+                    ),
+                );
+            }
+        }
         for (field, present) in [
             ("instance_types", s.instance_types.is_some()),
             ("regions", s.regions.is_some()),
             ("availability_zones", s.availability_zones.is_some()),
             ("spot_policy", s.spot_policy.is_some()),
-            ("flex_start", s.flex_start.is_some()),
             ("reservation", s.reservation.is_some()),
             ("placement", s.placement.is_some()),
         ] {

@@ -313,6 +313,19 @@ pub async fn tail(
     .await
 }
 
+/// The nodes of job `record` on its fleet `fleet` (a GKE fleet's ranks need no recorded
+/// node: see [`crate::cloud::gke::backend::Target::pad`]).
+pub fn job_nodes_of(
+    record: &crate::store::JobRecord,
+    fleet: &crate::store::FleetRecord,
+) -> Result<Vec<JobNode>, String> {
+    if fleet.backend == "gke" {
+        let t = crate::cloud::gke::backend::Target::of_record(fleet)?;
+        return job_nodes(record, &t.pad(&fleet.name, &fleet.nodes, record.nodes.len()));
+    }
+    job_nodes(record, &fleet.nodes)
+}
+
 /// The nodes of job `record` among its fleet's `fleet_nodes`, in rank order.
 pub fn job_nodes(
     record: &crate::store::JobRecord,
@@ -525,6 +538,12 @@ pub async fn start(
             .collect::<Vec<_>>()
             .join("\n"));
     }
+    let mut target = target;
+    if let Some(g) = target.spec.as_ref().and_then(|s| s.gke.as_ref()) {
+        // A GKE fleet: ranks need no recorded node (a flex-start pool may be at zero).
+        let n = job.spec.nodes.map_or(target.nodes.len().max(1), |n| n as usize);
+        target.nodes = crate::cloud::gke::backend::Target::from_gke(g).pad(&target.fleet, &target.nodes, n);
+    }
     let want = job.spec.nodes.map_or(target.nodes.len(), |n| n as usize);
     if want > target.nodes.len() {
         return Err(format!(
@@ -610,6 +629,7 @@ pub async fn start(
                 .as_ref()
                 .and_then(|s| s.gke.clone())
                 .unwrap_or_default();
+            let flex = target.spec.as_ref().and_then(|s| s.flex_start).map(|d| d.0);
             match crate::cloud::gke::jobs::start(
                 clients,
                 job,
@@ -618,6 +638,7 @@ pub async fn start(
                 profile,
                 &profile_lines,
                 &spec,
+                flex,
                 progress,
             )
             .await

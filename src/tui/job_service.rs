@@ -70,7 +70,7 @@ fn reach(
         .ok_or_else(|| format!("its fleet `{}` is gone from the state", job.fleet))?;
     Ok((
         transport(fleet, pool, resolver)?,
-        remote::job_nodes(job, &fleet.nodes)?,
+        remote::job_nodes_of(job, fleet)?,
     ))
 }
 

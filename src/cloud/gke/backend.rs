@@ -33,7 +33,12 @@ impl Target {
             .gke
             .as_ref()
             .ok_or_else(|| format!("fleet `{}` has no gke block", fleet.name))?;
-        Ok(Target {
+        Ok(Target::from_gke(g))
+    }
+
+    /// From a fleet file's `gke` block.
+    pub fn from_gke(g: &crate::fleet::spec::Gke) -> Target {
+        Target {
             cluster: ClusterRef::from_spec(g),
             namespace: g.namespace.clone().unwrap_or_else(|| "default".into()),
             selector: g.selector.clone(),
@@ -43,7 +48,36 @@ impl Target {
                 .clone()
                 .unwrap_or_else(|| DEFAULT_DEBUG_IMAGE.into()),
             queue: g.queue.clone(),
-        })
+        }
+    }
+
+    /// `nodes` padded to `n` ranks: a job on a DWS flex-start pool that has scaled to
+    /// zero has no nodes yet (GKE brings them up once Kueue admits it), so its ranks
+    /// past the recorded nodes are the cluster's, on no node yet.
+    pub fn pad(&self, fleet: &str, nodes: &[NodeTarget], n: usize) -> Vec<NodeTarget> {
+        let mut out: Vec<NodeTarget> = nodes.to_vec();
+        for i in out.len()..n {
+            out.push(NodeTarget {
+                index: i,
+                name: format!("{fleet}-rank-{i}"),
+                host: String::new(),
+                port: None,
+                user: None,
+                identity_file: None,
+                proxy_jump: None,
+                internal_ip: None,
+                kube: Some(KubeNode {
+                    cluster: self.cluster.clone(),
+                    fleet: fleet.to_string(),
+                    node: String::new(),
+                    namespace: self.namespace.clone(),
+                    debug_image: self.debug_image.clone(),
+                    pod: None,
+                    container: None,
+                }),
+            });
+        }
+        out
     }
 
     /// For a recorded fleet: from its nodes, else its fleet file.

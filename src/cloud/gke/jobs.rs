@@ -153,8 +153,10 @@ pub struct Placement<'a> {
     pub node: &'a KubeNode,
     pub pools: &'a [String],
     pub queue: Option<&'a str>,
-    /// The nodes are DWS flex-start (GKE's `cloud.google.com/gke-flex-start` label).
-    pub flex_start: bool,
+    /// The nodes are DWS flex-start (GKE's `cloud.google.com/gke-flex-start` label, or
+    /// the fleet file's `flex_start`): the longest run, in seconds, Kueue's
+    /// ProvisioningRequest asks for.
+    pub flex_start: Option<u64>,
     pub host_network: bool,
 }
 
@@ -178,15 +180,15 @@ pub fn jobset(
     if let Some(q) = at.queue {
         labels["kueue.x-k8s.io/queue-name"] = q.into();
     }
-    if at.flex_start {
-        // What the DWS seed setup gives Kueue's ProvisioningRequest: the longest run.
+    if let Some(secs) = at.flex_start {
+        // Kueue passes `provreq.kueue.x-k8s.io/*` to the ProvisioningRequest's parameters.
         annotations.insert(
             "provreq.kueue.x-k8s.io/maxRunDurationSeconds".into(),
-            "604800".into(),
+            secs.to_string().into(),
         );
     }
     let mut selector = serde_json::Map::new();
-    if at.flex_start {
+    if at.flex_start.is_some() {
         selector.insert("cloud.google.com/gke-flex-start".into(), "true".into());
     }
     let affinity = if at.pools.is_empty() {
@@ -276,6 +278,7 @@ pub async fn start(
     profile: crate::nccl::GpuDirect,
     profile_lines: &[String],
     spec: &crate::fleet::spec::Gke,
+    flex_start: Option<u64>,
     progress: &(dyn Fn(String) + Sync),
 ) -> Result<(), String> {
     use crate::nccl::GpuDirect;
@@ -284,20 +287,43 @@ pub async fn start(
         .and_then(|n| n.target.kube.clone())
         .ok_or("no GKE nodes")?;
     let client = clients.get(&node.cluster).await?;
-    let api: Api<k8s_openapi::api::core::v1::Node> = Api::all(client);
-    let n0 = api
-        .get(&node.node)
-        .await
-        .map_err(|e| format!("node {}: {}", node.node, super::cluster::why(&e)))?;
-    let labels = n0.metadata.labels.clone().unwrap_or_default();
-    let flex_start = labels
+    // The first recorded node says whether the pool is DWS flex-start and how many GPUs
+    // a node has; with none recorded (a flex-start pool at zero), the fleet file's
+    // `flex_start` and the job's `gpus_per_node` do.
+    let n0 = match nodes
+        .iter()
+        .find_map(|n| n.target.kube.as_ref().filter(|k| !k.node.is_empty()))
+    {
+        Some(k) => {
+            let api: Api<k8s_openapi::api::core::v1::Node> = Api::all(client);
+            Some(
+                api.get(&k.node)
+                    .await
+                    .map_err(|e| format!("node {}: {}", k.node, super::cluster::why(&e)))?,
+            )
+        }
+        None => None,
+    };
+    let labels = n0
+        .as_ref()
+        .and_then(|n| n.metadata.labels.clone())
+        .unwrap_or_default();
+    // DWS flex-start runs at most 7 days.
+    let flex_labelled = labels
         .get("cloud.google.com/gke-flex-start")
         .is_some_and(|v| v == "true");
-    let gpus = job
-        .spec
-        .gpus_per_node
-        .unwrap_or_else(|| super::view::gpus_allocatable(&n0) as u32)
-        .max(1);
+    let flex_start = flex_start.or(flex_labelled.then_some(604_800));
+    let gpus = match (job.spec.gpus_per_node, &n0) {
+        (Some(g), _) => g,
+        (None, Some(n)) => super::view::gpus_allocatable(n) as u32,
+        (None, None) => {
+            return Err(format!(
+                "{}: the fleet has no node recorded to count GPUs on: give `gpus_per_node`",
+                job.file.display()
+            ))
+        }
+    }
+    .max(1);
     let at = Placement {
         node: &node,
         pools: spec.node_pools.as_deref().unwrap_or(&[]),
@@ -321,7 +347,9 @@ pub async fn start(
         crate::words::plural(nodes.len(), "pod"),
         gpus,
         at.queue.map(|q| format!(", Kueue queue {q}")).unwrap_or_default(),
-        if flex_start { ", DWS flex-start" } else { "" }
+        flex_start
+            .map(|s| format!(", DWS flex-start (at most {s} s)"))
+            .unwrap_or_default()
     ));
     Ok(())
 }
