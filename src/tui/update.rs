@@ -16,8 +16,8 @@ pub const PALETTE_COMMANDS: &[(&str, &str, &str)] = &[
     ("help", "", "show the key bindings"),
     (
         "open",
-        "FLEET [SELECTOR]",
-        "open a pane on every node of a fleet (GKE: or in every pod a label selector picks)",
+        "FLEET [SEL]",
+        "a pane on every node (GKE: every pod SEL picks)",
     ),
     ("close", "", "close the open panes"),
     ("run", "FILE", "start the job of a job file on its fleet"),
