@@ -483,6 +483,10 @@ fn a_job_waits_for_kueue_then_runs_to_its_end_with_metrics() {
         o.contains("waiting for quota, then DWS capacity") || o.contains("waiting for DWS capacity"),
         "{o}"
     );
+    assert!(
+        o.contains("a3u-queue") && o.contains("cq-a3u-queue") && o.contains("LOCALQUEUE"),
+        "the LocalQueue and its ClusterQueue:\n{o}"
+    );
     let status = child.wait().unwrap();
     let mut err = String::new();
     use std::io::Read;

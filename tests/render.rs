@@ -1295,6 +1295,12 @@ fn gke_fleet_pools_nodes_and_kueue_in_the_nodes_view() {
             detail: "waiting for DWS capacity (admission check dws-prov: Waiting for resources.)".into(),
             age_s: Some(14 * 60),
         }],
+        queues: vec![flightdeck::cloud::gke::view::QueueRow {
+            name: "a3u-queue".into(),
+            cluster_queue: "dws-cluster-queue".into(),
+            pending: 1,
+            admitted: 0,
+        }],
         kueue: None,
     };
     update(

@@ -421,6 +421,22 @@ fn gke_status(record: &FleetRecord, json: bool) -> anyhow::Result<ExitCode> {
         .collect();
     print_table(&["NODE", "POOL", "IP", "STATUS", "GPUS USED", "PODS"], &nodes);
     println!();
+    if !snap.queues.is_empty() {
+        let rows: Vec<[String; 4]> = snap
+            .queues
+            .iter()
+            .map(|q| {
+                [
+                    q.name.clone(),
+                    q.cluster_queue.clone(),
+                    q.pending.to_string(),
+                    q.admitted.to_string(),
+                ]
+            })
+            .collect();
+        print_table(&["LOCALQUEUE", "CLUSTERQUEUE", "PENDING", "ADMITTED"], &rows);
+        println!();
+    }
     match &snap.kueue {
         Some(why) => println!("Kueue: {why}"),
         None if snap.workloads.is_empty() => println!("Kueue: no workloads in the namespace"),

@@ -756,7 +756,20 @@ fn route(s: &Arc<Shared>, req: &Request, segs: &[&str]) -> (u16, Value) {
             (200, list("WorkloadList", items, st.rv))
         }
         ["apis", "kueue.x-k8s.io", "v1beta2", "namespaces", ns, "localqueues"] => {
-            let items = s.opts.queues.iter().map(|(q, _)| json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue", "metadata": {"name": q, "namespace": ns}, "spec": {"clusterQueue": format!("cq-{q}")}})).collect();
+            let st = s.state.lock().unwrap();
+            let count = |q: &str, admitted: bool| {
+                st.workloads
+                    .values()
+                    .filter(|w| w["spec"]["queueName"] == q)
+                    .filter(|w| {
+                        let c = w["status"]["conditions"].as_array().cloned().unwrap_or_default();
+                        let is = |t: &str| c.iter().any(|c| c["type"] == t && c["status"] == "True");
+                        !is("Finished") && is("Admitted") == admitted
+                    })
+                    .count()
+            };
+            let items = s.opts.queues.iter().map(|(q, _)| json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue", "metadata": {"name": q, "namespace": ns},
+                "spec": {"clusterQueue": format!("cq-{q}")}, "status": {"pendingWorkloads": count(q, false), "admittedWorkloads": count(q, true)}})).collect();
             (200, list("LocalQueueList", items, 1))
         }
         _ if segs.first() == Some(&"openapi") => status(404, "NotFound", "the double serves no OpenAPI"),

@@ -243,11 +243,19 @@ impl Target {
             Ok(w) => (w.iter().map(|w| view::workload_row(w, now)).collect(), None),
             Err(e) => (vec![], Some(e)),
         };
+        let queues = match kueue {
+            None => super::jobs::local_queues(&client, &self.namespace)
+                .await
+                .map(|q| q.iter().map(view::queue_row).collect())
+                .unwrap_or_default(),
+            Some(_) => vec![],
+        };
         Ok(Snapshot {
             cluster: self.cluster.describe(),
             pools,
             nodes: rows,
             workloads,
+            queues,
             kueue,
         })
     }

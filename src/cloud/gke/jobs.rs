@@ -9,9 +9,22 @@ pub fn jobset_resource() -> ApiResource {
 
 /// Kueue's Workloads in `namespace` (v1beta2, else v1beta1), as JSON.
 pub async fn workloads(client: &kube::Client, namespace: &str) -> Result<Vec<serde_json::Value>, String> {
+    kueue_list(client, namespace, "Workload").await
+}
+
+/// Kueue's LocalQueues in `namespace`, as JSON.
+pub async fn local_queues(client: &kube::Client, namespace: &str) -> Result<Vec<serde_json::Value>, String> {
+    kueue_list(client, namespace, "LocalQueue").await
+}
+
+async fn kueue_list(
+    client: &kube::Client,
+    namespace: &str,
+    kind: &str,
+) -> Result<Vec<serde_json::Value>, String> {
     let mut last = String::new();
     for v in ["v1beta2", "v1beta1"] {
-        let ar = ApiResource::from_gvk(&GroupVersionKind::gvk("kueue.x-k8s.io", v, "Workload"));
+        let ar = ApiResource::from_gvk(&GroupVersionKind::gvk("kueue.x-k8s.io", v, kind));
         let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &ar);
         match api.list(&ListParams::default()).await {
             Ok(l) => {

@@ -335,6 +335,25 @@ pub fn age(s: u64) -> String {
     }
 }
 
+/// A Kueue LocalQueue of the fleet's namespace.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct QueueRow {
+    pub name: String,
+    pub cluster_queue: String,
+    pub pending: u64,
+    pub admitted: u64,
+}
+
+/// A LocalQueue's row from its API object.
+pub fn queue_row(q: &serde_json::Value) -> QueueRow {
+    QueueRow {
+        name: q["metadata"]["name"].as_str().unwrap_or("").to_string(),
+        cluster_queue: q["spec"]["clusterQueue"].as_str().unwrap_or("").to_string(),
+        pending: q["status"]["pendingWorkloads"].as_u64().unwrap_or(0),
+        admitted: q["status"]["admittedWorkloads"].as_u64().unwrap_or(0),
+    }
+}
+
 /// Everything the cockpit and `fleet status` show of a GKE fleet at one time.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct Snapshot {
@@ -342,6 +361,9 @@ pub struct Snapshot {
     pub pools: Vec<PoolRow>,
     pub nodes: Vec<NodeRow>,
     pub workloads: Vec<WorkloadRow>,
+    /// Kueue's LocalQueues in the namespace.
+    #[serde(default)]
+    pub queues: Vec<QueueRow>,
     /// Why Kueue's workloads could not be read (Kueue not installed), if so.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kueue: Option<String>,

@@ -540,7 +540,23 @@ fn render_gke_nodes(
     ))
     .render(mid, buf);
     // Kueue.
-    let b = block("Kueue workloads".into(), "", theme);
+    let queues: Vec<String> = snap
+        .map(|s| s.queues.as_slice())
+        .unwrap_or_default()
+        .iter()
+        .map(|q| {
+            format!(
+                "{} → {}: {} pending, {} admitted",
+                q.name, q.cluster_queue, q.pending, q.admitted
+            )
+        })
+        .collect();
+    let title = if queues.is_empty() {
+        "Kueue workloads".to_string()
+    } else {
+        format!("Kueue workloads · {}", queues.join(" · "))
+    };
+    let b = block(title, "", theme);
     match snap {
         Some(s) if s.kueue.is_some() => message(
             vec![Line::styled(s.kueue.clone().unwrap_or_default(), theme.muted())],
