@@ -253,6 +253,14 @@ fn a_gke_fleet_shows_its_pools_runs_commands_and_an_nccl_test() {
         .all(|p| p["spec"]["hostNetwork"] == true && p["metadata"]["labels"]["flightdeck-fleet"] == "a3u"));
     let out = flightdeck(&home, &["exec", "a3u", "--", "exit 7"]);
     assert_eq!(out.status.code(), Some(7), "{}", text(&out.stderr));
+    // The VM bootstrap is not for GKE nodes.
+    let out = flightdeck(&home, &["fleet", "bootstrap", "a3u"]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("is a GKE fleet"),
+        "{}",
+        text(&out.stderr)
+    );
     // `fleet gc` finds the idle debug pods, and with --yes removes them.
     let out = flightdeck(&home, &["fleet", "gc"]);
     let o = text(&out.stdout);

@@ -236,6 +236,11 @@ fn bootstrap(
     }
     let fleet_arg = fleet.unwrap_or_default();
     let (name, all, transport) = super::exec_cmd::resolve_fleet(fleet_arg, cli, paths)?;
+    if all.iter().any(|n| n.kube.is_some()) {
+        anyhow::bail!(
+            "fleet `{name}` is a GKE fleet: GKE sets its nodes up for GPUDirect itself (the GPUDirect guides' NCCL installer and device-plugin DaemonSets); the bootstrap is for VM fleets"
+        );
+    }
     let flavour = match flavour {
         Some(f) => f.gpudirect(),
         None => match crate::nccl::remote::fleet_spec(&paths.state_dir, fleet_arg, &name) {

@@ -170,7 +170,6 @@ pub struct Placement<'a> {
     /// the fleet file's `flex_start`): the longest run, in seconds, Kueue's
     /// ProvisioningRequest asks for.
     pub flex_start: Option<u64>,
-    pub host_network: bool,
 }
 
 /// The JobSet for `job` (id `id`) on `nodes` pods of `gpus` GPUs each.
@@ -240,8 +239,6 @@ pub fn jobset(
                             "metadata": {"labels": {FLEET_LABEL: at.node.fleet, ROLE_LABEL: "job", JOB_LABEL: object_name(id, 63)}},
                             "spec": {
                                 "restartPolicy": "Never",
-                                "hostNetwork": at.host_network,
-                                "dnsPolicy": if at.host_network { "ClusterFirstWithHostNet" } else { "ClusterFirst" },
                                 "nodeSelector": selector,
                                 "affinity": affinity,
                                 "tolerations": [{"key": super::GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"},
@@ -253,7 +250,6 @@ pub fn jobset(
                                     "command": ["bash", "-c", pod_script(job, gpus, nodes, profile)],
                                     "env": pod_env(job, id, nodes, &at.node.namespace),
                                     "resources": {"limits": {super::GPU_RESOURCE: gpus.to_string()}},
-                                    "securityContext": {"privileged": at.host_network},
                                 }],
                             },
                         },
@@ -294,7 +290,6 @@ pub async fn start(
     flex_start: Option<u64>,
     progress: &(dyn Fn(String) + Sync),
 ) -> Result<(), String> {
-    use crate::nccl::GpuDirect;
     let node = nodes
         .first()
         .and_then(|n| n.target.kube.clone())
@@ -342,16 +337,9 @@ pub async fn start(
         pools: spec.node_pools.as_deref().unwrap_or(&[]),
         queue: spec.queue.as_deref(),
         flex_start,
-        host_network: matches!(profile, GpuDirect::Tcpx | GpuDirect::Tcpxo),
     };
     let mut set = jobset(job, id, nodes.len(), gpus, profile_lines, &at);
-    if let Some(i) = super::nccl::recipe(profile)
-        .interfaces
-        .filter(|_| profile == GpuDirect::Rdma)
-    {
-        let meta = &mut set["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["metadata"];
-        meta["annotations"] = serde_json::json!({"networking.gke.io/default-interface": "eth0", "networking.gke.io/interfaces": i});
-    }
+    with_gpudirect(&mut set, profile);
     launch(clients, &node, &set).await?;
     progress(format!(
         "JobSet {} created in namespace {}: {} of {} GPUs{}{}",
@@ -365,6 +353,30 @@ pub async fn start(
             .unwrap_or_default()
     ));
     Ok(())
+}
+
+/// A job's pod template for its GPUDirect flavour, as the GKE guides set pods up: the
+/// multi-network annotations (RDMA, TCPX, TCPXO) and, for TCPX/TCPXO, the RxDM daemon
+/// as a native sidecar with the socket directory NCCL's plugin uses.
+pub fn with_gpudirect(set: &mut serde_json::Value, profile: crate::nccl::GpuDirect) {
+    let r = super::nccl::recipe(profile);
+    if profile == crate::nccl::GpuDirect::None {
+        return;
+    }
+    let pod = &mut set["spec"]["replicatedJobs"][0]["template"]["spec"]["template"];
+    let mut annotations = serde_json::Map::new();
+    if let Some(i) = r.interfaces {
+        annotations.insert("networking.gke.io/default-interface".into(), "eth0".into());
+        annotations.insert("networking.gke.io/interfaces".into(), i.into());
+    }
+    if let Some((sidecar, (key, devices), volumes)) = super::nccl::rxdm_parts(&r) {
+        annotations.insert(key, devices.into());
+        pod["spec"]["initContainers"] = serde_json::json!([sidecar]);
+        pod["spec"]["volumes"] = serde_json::Value::Array(volumes);
+        pod["spec"]["containers"][0]["volumeMounts"] =
+            serde_json::json!([{"name": "rxdm-uds", "mountPath": "/run/tcpx"}]);
+    }
+    pod["metadata"]["annotations"] = serde_json::Value::Object(annotations);
 }
 
 /// The pod of rank `rank` of job `id`, if it exists yet.
@@ -636,6 +648,31 @@ async fn follow_rank(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tcpxo_jobs_get_their_networks_and_the_rxdm_sidecar() {
+        let mut set = serde_json::json!({"spec": {"replicatedJobs": [{"template": {"spec": {"template": {
+            "metadata": {}, "spec": {"containers": [{"name": "job"}]}}}}}]}});
+        with_gpudirect(&mut set, crate::nccl::GpuDirect::Tcpxo);
+        let pod = &set["spec"]["replicatedJobs"][0]["template"]["spec"]["template"];
+        assert_eq!(pod["spec"]["initContainers"][0]["name"], "tcpxo-daemon");
+        assert_eq!(
+            pod["spec"]["containers"][0]["volumeMounts"][0]["mountPath"],
+            "/run/tcpx"
+        );
+        assert!(pod["metadata"]["annotations"]["networking.gke.io/interfaces"]
+            .as_str()
+            .unwrap()
+            .contains("vpc1"));
+        let mut plain = set.clone();
+        plain["spec"]["replicatedJobs"][0]["template"]["spec"]["template"] =
+            serde_json::json!({"metadata": {}, "spec": {}});
+        with_gpudirect(&mut plain, crate::nccl::GpuDirect::None);
+        assert_eq!(
+            plain["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["metadata"],
+            serde_json::json!({})
+        );
+    }
 
     #[test]
     fn cloud_logging_prefixes_are_stripped() {

@@ -42,7 +42,24 @@ pub struct Recipe {
     pub interfaces: Option<&'static str>,
     /// Host paths mounted into the pod: (host, container).
     pub mounts: &'static [(&'static str, &'static str)],
+    /// The receive-datapath manager the TCPX/TCPXO guides run beside NCCL.
+    pub rxdm: Option<Rxdm>,
 }
+
+/// The RxDM sidecar of a TCPX/TCPXO pod (run as a native sidecar, an init container
+/// that keeps running, so a job's pod still completes when its main container does).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rxdm {
+    pub name: &'static str,
+    pub image: &'static str,
+    pub command: &'static str,
+}
+
+/// The GPU devices a TCPX/TCPXO daemon gets (`devices.gke.io/container.NAME`).
+const RXDM_DEVICES: &str = "- path: /dev/nvidia0\n- path: /dev/nvidia1\n- path: /dev/nvidia2\n- path: /dev/nvidia3\n- path: /dev/nvidia4\n- path: /dev/nvidia5\n- path: /dev/nvidia6\n- path: /dev/nvidia7\n- path: /dev/nvidiactl\n- path: /dev/nvidia-uvm\n- path: /dev/dmabuf_import_helper\n";
+
+const TCPXO_INTERFACES: &str = r#"[{"interfaceName":"eth0","network":"default"},{"interfaceName":"eth1","network":"vpc1"},{"interfaceName":"eth2","network":"vpc2"},{"interfaceName":"eth3","network":"vpc3"},{"interfaceName":"eth4","network":"vpc4"},{"interfaceName":"eth5","network":"vpc5"},{"interfaceName":"eth6","network":"vpc6"},{"interfaceName":"eth7","network":"vpc7"},{"interfaceName":"eth8","network":"vpc8"}]"#;
+const TCPX_INTERFACES: &str = r#"[{"interfaceName":"eth0","network":"default"},{"interfaceName":"eth1","network":"vpc1"},{"interfaceName":"eth2","network":"vpc2"},{"interfaceName":"eth3","network":"vpc3"},{"interfaceName":"eth4","network":"vpc4"}]"#;
 
 const RDMA_INTERFACES: &str = r#"[{"interfaceName":"eth0","network":"default"},{"interfaceName":"eth1","network":"gvnic-1"},{"interfaceName":"eth2","network":"rdma-0"},{"interfaceName":"eth3","network":"rdma-1"},{"interfaceName":"eth4","network":"rdma-2"},{"interfaceName":"eth5","network":"rdma-3"},{"interfaceName":"eth6","network":"rdma-4"},{"interfaceName":"eth7","network":"rdma-5"},{"interfaceName":"eth8","network":"rdma-6"},{"interfaceName":"eth9","network":"rdma-7"}]"#;
 
@@ -56,21 +73,32 @@ pub fn recipe(flavour: GpuDirect) -> Recipe {
                 ("/home/kubernetes/bin/nvidia", "/usr/local/nvidia"),
                 ("/home/kubernetes/bin/gib", "/usr/local/gib"),
             ],
+            rxdm: None,
         },
         GpuDirect::Tcpxo => Recipe {
             image: "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev:v1.0.8-1",
-            host_network: true,
-            interfaces: None,
+            host_network: false,
+            interfaces: Some(TCPXO_INTERFACES),
             mounts: &[("/home/kubernetes/bin/nvidia", "/usr/local/nvidia")],
+            rxdm: Some(Rxdm {
+                name: "tcpxo-daemon",
+                image: "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/tcpgpudmarxd-dev:v1.0.14",
+                command: "set -ex; chmod 755 /fts/entrypoint_rxdm_container.sh; /fts/entrypoint_rxdm_container.sh --num_hops=2 --num_nics=8 --uid= --alsologtostderr",
+            }),
         },
         GpuDirect::Tcpx => Recipe {
             image: "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/nccl-plugin-gpudirecttcpx-dev:v3.1.9",
-            host_network: true,
-            interfaces: None,
+            host_network: false,
+            interfaces: Some(TCPX_INTERFACES),
             mounts: &[
                 ("/home/kubernetes/bin/nvidia", "/usr/local/nvidia"),
                 ("/home/kubernetes/bin/tcpx", "/usr/local/tcpx"),
             ],
+            rxdm: Some(Rxdm {
+                name: "tcpx-daemon",
+                image: "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/tcpgpudmarxd-dev:v2.0.12",
+                command: "/tcpgpudmarxd/build/app/tcpgpudmarxd --gpu_nic_preset a3vm --gpu_shmem_type fd --uds_path /run/tcpx --setup_param \"--verbose 128 2 0\"",
+            }),
         },
         // No GPUDirect: the gIB diagnostic image still carries nccl-tests and mpirun.
         GpuDirect::None => Recipe {
@@ -78,8 +106,44 @@ pub fn recipe(flavour: GpuDirect) -> Recipe {
             host_network: true,
             interfaces: None,
             mounts: &[("/home/kubernetes/bin/nvidia", "/usr/local/nvidia")],
+            rxdm: None,
         },
     }
+}
+
+/// The RxDM sidecar as a native sidecar (an init container with `restartPolicy:
+/// Always`), its devices annotation, and the volumes it needs (the node's /sys and
+/// /proc/sys, the driver).
+pub fn rxdm_parts(r: &Recipe) -> Option<(serde_json::Value, (String, String), Vec<serde_json::Value>)> {
+    let x = r.rxdm.as_ref()?;
+    let sidecar = serde_json::json!({
+        "name": x.name,
+        "image": x.image,
+        "restartPolicy": "Always",
+        "command": ["/bin/sh", "-c", x.command],
+        "securityContext": {"privileged": true, "capabilities": {"add": ["NET_ADMIN", "NET_BIND_SERVICE"]}},
+        "env": [{"name": "LD_LIBRARY_PATH", "value": "/usr/local/nvidia/lib64"}],
+        "volumeMounts": [
+            {"name": "rxdm-nvidia", "mountPath": "/usr/local/nvidia"},
+            {"name": "rxdm-sys", "mountPath": "/hostsysfs"},
+            {"name": "rxdm-proc-sys", "mountPath": "/hostprocsysfs"},
+            {"name": "rxdm-uds", "mountPath": "/run/tcpx"},
+        ],
+    });
+    let volumes = vec![
+        serde_json::json!({"name": "rxdm-nvidia", "hostPath": {"path": "/home/kubernetes/bin/nvidia"}}),
+        serde_json::json!({"name": "rxdm-sys", "hostPath": {"path": "/sys"}}),
+        serde_json::json!({"name": "rxdm-proc-sys", "hostPath": {"path": "/proc/sys"}}),
+        serde_json::json!({"name": "rxdm-uds", "emptyDir": {}}),
+    ];
+    Some((
+        sidecar,
+        (
+            format!("devices.gke.io/container.{}", x.name),
+            RXDM_DEVICES.to_string(),
+        ),
+        volumes,
+    ))
 }
 
 /// A test pod's name.
@@ -96,18 +160,26 @@ pub fn test_pod(fleet: &str, run: &str, rank: usize, node: &KubeNode, flavour: G
         annotations.insert("networking.gke.io/default-interface".into(), "eth0".into());
         annotations.insert("networking.gke.io/interfaces".into(), i.into());
     }
-    let volumes: Vec<serde_json::Value> = r
+    let mut volumes: Vec<serde_json::Value> = r
         .mounts
         .iter()
         .enumerate()
         .map(|(i, (host, _))| serde_json::json!({"name": format!("host-{i}"), "hostPath": {"path": host}}))
         .collect();
-    let mounts: Vec<serde_json::Value> = r
+    let mut mounts: Vec<serde_json::Value> = r
         .mounts
         .iter()
         .enumerate()
         .map(|(i, (_, at))| serde_json::json!({"name": format!("host-{i}"), "mountPath": at}))
         .collect();
+    let mut init = vec![];
+    if let Some((sidecar, (key, devices), vols)) = rxdm_parts(&r) {
+        annotations.insert(key, devices.into());
+        init.push(sidecar);
+        volumes.extend(vols);
+        // NCCL's plugin talks to the daemon over its socket directory.
+        mounts.push(serde_json::json!({"name": "rxdm-uds", "mountPath": "/run/tcpx"}));
+    }
     let v = serde_json::json!({
         "apiVersion": "v1",
         "kind": "Pod",
@@ -130,6 +202,7 @@ pub fn test_pod(fleet: &str, run: &str, rank: usize, node: &KubeNode, flavour: G
             "terminationGracePeriodSeconds": 5,
             "tolerations": [{"operator": "Exists"}],
             "volumes": volumes,
+            "initContainers": init,
             "containers": [{
                 "name": CONTAINER,
                 "image": r.image,
@@ -448,7 +521,19 @@ mod tests {
             "8"
         );
         let x = serde_json::to_value(test_pod("a3m", "ag-1", 1, &node, GpuDirect::Tcpxo, 8)).unwrap();
-        assert_eq!(x["spec"]["hostNetwork"], true);
+        assert!(x["metadata"]["annotations"]["networking.gke.io/interfaces"]
+            .as_str()
+            .unwrap()
+            .contains("vpc8"));
+        let rxdm = &x["spec"]["initContainers"][0];
+        assert_eq!(rxdm["name"], "tcpxo-daemon");
+        assert_eq!(rxdm["restartPolicy"], "Always", "a native sidecar");
+        assert!(
+            x["metadata"]["annotations"]["devices.gke.io/container.tcpxo-daemon"]
+                .as_str()
+                .unwrap()
+                .contains("/dev/nvidia7")
+        );
         assert_eq!(x["metadata"]["name"], "fd-nccl-ag-1-1");
     }
 }
