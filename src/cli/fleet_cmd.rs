@@ -376,31 +376,8 @@ fn gke_status(record: &FleetRecord, json: bool) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     println!("{} (fleet `{}`)", snap.cluster, record.name);
-    let pools: Vec<[String; 6]> = snap
-        .pools
-        .iter()
-        .map(|p| {
-            [
-                p.name.clone(),
-                p.machine_type.clone(),
-                p.accelerator.clone().unwrap_or_default(),
-                p.provisioning.clone(),
-                format!("{}/{}", p.ready, p.nodes),
-                format!("{}/{}", p.gpus_used, p.gpus),
-            ]
-        })
-        .collect();
-    print_table(
-        &[
-            "POOL",
-            "MACHINE",
-            "ACCELERATOR",
-            "PROVISIONING",
-            "READY",
-            "GPUS USED",
-        ],
-        &pools,
-    );
+    let pools: Vec<[String; 6]> = snap.pools.iter().map(view::PoolRow::cells).collect();
+    print_table(&view::POOL_HEADER, &pools);
     println!();
     let nodes: Vec<[String; 6]> = snap
         .nodes

@@ -57,25 +57,7 @@ impl Target {
     pub fn pad(&self, fleet: &str, nodes: &[NodeTarget], n: usize) -> Vec<NodeTarget> {
         let mut out: Vec<NodeTarget> = nodes.to_vec();
         for i in out.len()..n {
-            out.push(NodeTarget {
-                index: i,
-                name: format!("{fleet}-rank-{i}"),
-                host: String::new(),
-                port: None,
-                user: None,
-                identity_file: None,
-                proxy_jump: None,
-                internal_ip: None,
-                kube: Some(KubeNode {
-                    cluster: self.cluster.clone(),
-                    fleet: fleet.to_string(),
-                    node: String::new(),
-                    namespace: self.namespace.clone(),
-                    debug_image: self.debug_image.clone(),
-                    pod: None,
-                    container: None,
-                }),
-            });
+            out.push(self.target(fleet, i, &format!("{fleet}-rank-{i}"), None, "", None));
         }
         out
     }
@@ -153,28 +135,42 @@ impl Target {
             .enumerate()
             .map(|(i, n)| {
                 let name = n.metadata.name.clone().unwrap_or_default();
-                let ip = view::internal_ip(n);
-                NodeTarget {
-                    index: i,
-                    name: name.clone(),
-                    host: ip.clone().unwrap_or_else(|| name.clone()),
-                    port: None,
-                    user: None,
-                    identity_file: None,
-                    proxy_jump: None,
-                    internal_ip: ip,
-                    kube: Some(KubeNode {
-                        cluster: self.cluster.clone(),
-                        fleet: fleet.to_string(),
-                        node: name,
-                        namespace: self.namespace.clone(),
-                        debug_image: self.debug_image.clone(),
-                        pod: None,
-                        container: None,
-                    }),
-                }
+                self.target(fleet, i, &name, view::internal_ip(n), &name, None)
             })
             .collect()
+    }
+
+    /// Node `index` of the fleet: Kubernetes node `node` (empty: none yet), reached in
+    /// its debug pod, or in `pod` (name, container) when given.
+    fn target(
+        &self,
+        fleet: &str,
+        index: usize,
+        name: &str,
+        ip: Option<String>,
+        node: &str,
+        pod: Option<(String, Option<String>)>,
+    ) -> NodeTarget {
+        let (pod, container) = pod.unzip();
+        NodeTarget {
+            index,
+            name: name.to_string(),
+            host: ip.clone().unwrap_or_else(|| name.to_string()),
+            port: None,
+            user: None,
+            identity_file: None,
+            proxy_jump: None,
+            internal_ip: ip,
+            kube: Some(KubeNode {
+                cluster: self.cluster.clone(),
+                fleet: fleet.to_string(),
+                node: node.to_string(),
+                namespace: self.namespace.clone(),
+                debug_image: self.debug_image.clone(),
+                pod,
+                container: container.flatten(),
+            }),
+        }
     }
 
     /// The running pods `selector` picks in the fleet's namespace, as nodes reached in
@@ -205,25 +201,9 @@ impl Target {
                 let name = p.metadata.name.clone().unwrap_or_default();
                 let spec = p.spec.as_ref();
                 let ip = p.status.as_ref().and_then(|s| s.pod_ip.clone());
-                NodeTarget {
-                    index: i,
-                    name: name.clone(),
-                    host: ip.clone().unwrap_or_else(|| name.clone()),
-                    port: None,
-                    user: None,
-                    identity_file: None,
-                    proxy_jump: None,
-                    internal_ip: ip,
-                    kube: Some(KubeNode {
-                        cluster: self.cluster.clone(),
-                        fleet: fleet.to_string(),
-                        node: spec.and_then(|s| s.node_name.clone()).unwrap_or_default(),
-                        namespace: self.namespace.clone(),
-                        debug_image: self.debug_image.clone(),
-                        pod: Some(name),
-                        container: spec.and_then(|s| s.containers.first()).map(|c| c.name.clone()),
-                    }),
-                }
+                let node = spec.and_then(|s| s.node_name.clone()).unwrap_or_default();
+                let container = spec.and_then(|s| s.containers.first()).map(|c| c.name.clone());
+                self.target(fleet, i, &name, ip, &node, Some((name.clone(), container)))
             })
             .collect())
     }

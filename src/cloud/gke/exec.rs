@@ -540,21 +540,7 @@ mod tests {
 
     #[test]
     fn debug_pods_are_host_pods_pinned_to_their_node() {
-        let n = KubeNode {
-            cluster: super::super::ClusterRef {
-                kubeconfig: None,
-                context: Some("c".into()),
-                project: None,
-                location: None,
-                cluster: None,
-            },
-            fleet: "a3u".into(),
-            node: "gke-a3u-pool-1-abcd".into(),
-            namespace: "default".into(),
-            debug_image: "ubuntu:24.04".into(),
-            pod: None,
-            container: None,
-        };
+        let n = KubeNode::for_tests("gke-a3u-pool-1-abcd");
         let v = serde_json::to_value(debug_pod(&n)).unwrap();
         assert_eq!(v["spec"]["nodeName"], "gke-a3u-pool-1-abcd");
         assert_eq!(v["spec"]["hostNetwork"], true);

@@ -51,6 +51,28 @@ pub struct KubeNode {
     pub container: Option<String>,
 }
 
+#[cfg(test)]
+impl KubeNode {
+    /// A node of a cluster named by context `c`, fleet `a3u`, namespace `default`.
+    pub fn for_tests(node: &str) -> KubeNode {
+        KubeNode {
+            cluster: ClusterRef {
+                kubeconfig: None,
+                context: Some("c".into()),
+                project: None,
+                location: None,
+                cluster: None,
+            },
+            fleet: "a3u".into(),
+            node: node.into(),
+            namespace: "default".into(),
+            debug_image: DEFAULT_DEBUG_IMAGE.into(),
+            pod: None,
+            container: None,
+        }
+    }
+}
+
 /// The default image of debug pods: it has sh, awk and coreutils, as the samplers need.
 pub const DEFAULT_DEBUG_IMAGE: &str = "ubuntu:24.04";
 

@@ -494,21 +494,7 @@ mod tests {
 
     #[test]
     fn test_pods_follow_the_guides() {
-        let node = KubeNode {
-            cluster: super::super::ClusterRef {
-                kubeconfig: None,
-                context: Some("c".into()),
-                project: None,
-                location: None,
-                cluster: None,
-            },
-            fleet: "a3u".into(),
-            node: "gke-a3u-1".into(),
-            namespace: "default".into(),
-            debug_image: "ubuntu:24.04".into(),
-            pod: None,
-            container: None,
-        };
+        let node = KubeNode::for_tests("gke-a3u-1");
         let v = serde_json::to_value(test_pod("a3u", "ag-1", 0, &node, GpuDirect::Rdma, 8)).unwrap();
         assert_eq!(v["spec"]["nodeName"], "gke-a3u-1");
         assert_eq!(v["spec"]["hostNetwork"], false);

@@ -130,6 +130,30 @@ pub struct PoolRow {
     pub gpus_used: u64,
 }
 
+/// The pool table's columns, in the CLI and the cockpit.
+pub const POOL_HEADER: [&str; 6] = [
+    "POOL",
+    "MACHINE",
+    "ACCELERATOR",
+    "PROVISIONING",
+    "READY",
+    "GPUS USED",
+];
+
+impl PoolRow {
+    /// The row's cells under [`POOL_HEADER`].
+    pub fn cells(&self) -> [String; 6] {
+        [
+            self.name.clone(),
+            self.machine_type.clone(),
+            self.accelerator.clone().unwrap_or_default(),
+            self.provisioning.clone(),
+            format!("{}/{}", self.ready, self.nodes),
+            format!("{}/{}", self.gpus_used, self.gpus),
+        ]
+    }
+}
+
 pub fn internal_ip(n: &Node) -> Option<String> {
     n.status
         .as_ref()?

@@ -441,14 +441,13 @@ fn render_gke_nodes(
         .iter()
         .map(|p| {
             let tone = if p.ready < p.nodes { Tone::Warn } else { Tone::Info };
-            Row::new(vec![
-                Span::raw(p.name.clone()),
-                Span::raw(p.machine_type.clone()),
-                Span::raw(p.accelerator.clone().unwrap_or_default()),
-                Span::raw(p.provisioning.clone()),
-                Span::styled(format!("{}/{}", p.ready, p.nodes), theme.tone(tone)),
-                Span::raw(format!("{}/{}", p.gpus_used, p.gpus)),
-            ])
+            Row::new(p.cells().into_iter().enumerate().map(|(i, c)| {
+                if i == 4 {
+                    Span::styled(c, theme.tone(tone))
+                } else {
+                    Span::raw(c)
+                }
+            }))
         })
         .collect();
     let title = match snap {
@@ -466,17 +465,7 @@ fn render_gke_nodes(
             Constraint::Min(8),
         ],
     )
-    .header(
-        Row::new(vec![
-            "POOL",
-            "MACHINE",
-            "ACCELERATOR",
-            "PROVISIONING",
-            "READY",
-            "GPUS USED",
-        ])
-        .style(theme.muted()),
-    )
+    .header(Row::new(view::POOL_HEADER).style(theme.muted()))
     .block(block(title, "", theme))
     .render(top, buf);
     // Nodes.
