@@ -677,3 +677,62 @@ async fn a_pane_is_a_shell_on_a_tty_in_the_node_debug_pod() {
         }
     }
 }
+
+/// The cockpit on a GKE fleet: Enter opens a pane on every node (a shell in each node's
+/// debug pod), broadcast typing reaches both, the Nodes view shows the pools, and
+/// quitting removes the debug pods it made.
+#[test]
+fn the_cockpit_opens_panes_on_every_gke_node_and_cleans_up() {
+    use support::tmux::{self, Tmux};
+    assert!(
+        tmux::tmux_available(),
+        "tmux is not installed: run ./scripts/test.sh, which installs it"
+    );
+    let d = KubeDouble::start(Options {
+        nodes: nodes(),
+        ..Options::default()
+    });
+    let t = Tmux::start(&[], &[("SHELL", "/bin/sh")], 160, 40);
+    t.wait_text("? help");
+    let f = fleet_file(t.home.path(), &d, "");
+    let out = Command::new(env!("CARGO_BIN_EXE_flightdeck"))
+        .args(["fleet", "apply", f.to_str().unwrap(), "--yes"])
+        .env("FLIGHTDECK_HOME", t.fd_home())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    t.keys(&["2"]);
+    t.keys(&["r"]);
+    t.wait_text("gke");
+    t.keys(&["Enter"]);
+    t.wait_text("gke-a3u-flex-0 ● connected");
+    t.wait_text("gke-a3u-flex-1 ● connected");
+    t.keys(&["b"]);
+    t.keys(&["i"]);
+    t.wait_text("TYPING");
+    t.type_text("echo hi-$HOSTNAME");
+    t.keys(&["Enter"]);
+    t.wait_text("hi-fd-debug-gke-a3u-flex-0");
+    t.wait_text("hi-fd-debug-gke-a3u-flex-1");
+    t.keys(&["C-]"]);
+    t.wait_gone("TYPING");
+    t.keys(&["3"]);
+    t.wait_text("DWS flex-start");
+    assert_eq!(
+        d.pods()
+            .iter()
+            .filter(|p| p["metadata"]["labels"]["flightdeck-role"] == "debug")
+            .count(),
+        2
+    );
+    t.keys(&["q"]);
+    t.wait_text("Quit flightdeck?");
+    t.keys(&["y"]);
+    assert_eq!(t.wait_exit(), 0);
+    assert!(
+        d.pods()
+            .iter()
+            .all(|p| p["metadata"]["labels"]["flightdeck-role"] != "debug"),
+        "the cockpit removed its debug pods as it quit"
+    );
+}
