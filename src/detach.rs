@@ -17,10 +17,7 @@ pub const KILLED: i32 = 137;
 /// started and been stopped).
 pub const STOPPED: i32 = 143;
 
-/// Single-quote `s` for sh.
-pub fn quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', "'\\''"))
-}
+pub use crate::shellenv::quote;
 
 /// A quoted here-document of `text` (nothing in it is expanded), for after `cat >FILE `:
 /// `<<'DELIM'`, the text, then `DELIM` on a line of its own, where DELIM (`__FD_{tag}__`,
@@ -81,7 +78,8 @@ pub fn upload_command(dir: &str, path: &str, bytes: &[u8], mode: u32) -> WithInp
 }
 
 /// The command that starts `script` detached in `dir` (created if needed; refused if
-/// it already holds a started run) and prints `started PID`. The script travels on stdin,
+/// it already holds a started run) and prints `started PID`. The script runs under bash
+/// (the profiles it may source are bash; [`crate::shellenv`]). The script travels on stdin,
 /// so it never shows in the node's process list, and is written with mode 0700; new
 /// files are private (umask 077): a job's environment may hold tokens.
 pub fn launch_command(dir: &str, script: &str) -> WithInput {
@@ -97,7 +95,7 @@ pub fn launch_command(dir: &str, script: &str) -> WithInput {
          mkdir claim 2>/dev/null || {{ echo \"flightdeck: stopped before it started\" >&2; exit 1; }}\n\
          cat > run.sh\n\
          chmod 700 run.sh\n\
-         setsid sh -c 'trap true TERM INT HUP; echo $$ > pid.tmp; mv pid.tmp pid; sh ./run.sh > out.log 2>&1; echo $? > exit_code.tmp; mv exit_code.tmp exit_code' < /dev/null > /dev/null 2>&1 &\n\
+         setsid sh -c 'trap true TERM INT HUP; echo $$ > pid.tmp; mv pid.tmp pid; if command -v bash >/dev/null 2>&1; then bash ./run.sh; else echo \"flightdeck: bash not found on this node (flightdeck runs its node scripts under bash)\"; (exit 127); fi > out.log 2>&1; echo $? > exit_code.tmp; mv exit_code.tmp exit_code' < /dev/null > /dev/null 2>&1 &\n\
          i=0; while [ ! -f pid ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done\n\
          echo \"started $(cat pid)\"\n"
     );

@@ -15,6 +15,7 @@ pub mod logging;
 pub mod nccl;
 pub mod paths;
 pub mod progress;
+pub mod shellenv;
 pub mod ssh;
 pub mod store;
 pub mod telemetry;

@@ -153,10 +153,13 @@ fn is_expression(v: &str) -> bool {
 
 /// The script node `rank` runs (through [`crate::detach::launch_command`]).
 pub fn node_script(job: &Job, id: &str, nodes: &[NodeTarget], rank: usize, profile: &[String]) -> String {
+    use crate::shellenv::{export, Value};
     let mut s = format!(
-        "#!/bin/sh\n# written by flightdeck: node {rank} of {} nodes of job {} ({id})\nset -u\n",
+        "{}\n# written by flightdeck: node {rank} of {} nodes of job {} ({id})\n{}",
+        crate::shellenv::SHEBANG,
         nodes.len(),
-        job.name
+        job.name,
+        crate::shellenv::HEADER,
     );
     match job.spec.gpus_per_node {
         Some(g) => {
@@ -169,22 +172,23 @@ pub fn node_script(job: &Job, id: &str, nodes: &[NodeTarget], rank: usize, profi
     }
     let _ = writeln!(s, "WORLD_SIZE=$(({} * GPUS_PER_NODE))", nodes.len());
     for (k, v) in node_env(job, id, nodes, rank) {
-        if is_expression(&v) {
-            let _ = writeln!(s, "export {k}=\"{v}\"");
+        let value = if is_expression(&v) {
+            Value::Expr(&v)
         } else {
-            let _ = writeln!(s, "export {k}={}", quote(&v));
-        }
+            Value::Literal(&v)
+        };
+        let _ = writeln!(s, "{}", export(&k, value));
     }
     if !profile.is_empty() {
         s.push_str("# NCCL profile\n");
-        for line in profile {
+        for line in profile.iter().chain(&crate::nccl::runner::tidy_lines(profile)) {
             let _ = writeln!(s, "{line}");
         }
     }
     if !job.env.is_empty() {
         s.push_str("# the job's env\n");
         for (k, v) in &job.env {
-            let _ = writeln!(s, "export {k}={}", quote(v));
+            let _ = writeln!(s, "{}", export(k, Value::Literal(v)));
         }
     }
     let wd = workdir_word(job, id, rank);

@@ -124,6 +124,9 @@ pub fn ssh_config(fleet: &str, peers: &[Peer]) -> String {
 }
 
 /// Step 2, on each node: authorized_keys, known_hosts and config. Prints `installed`.
+/// The config's paths are made absolute and its `User` is the node's login: on
+/// Container-Optimized OS mpirun runs as root inside a container, where ssh would
+/// otherwise look in root's home and log in as root.
 pub fn install_command(fleet: &str, peers: &[(Peer, NodeKeys)]) -> String {
     let t = tag(fleet);
     let mut auth = String::new();
@@ -138,7 +141,8 @@ pub fn install_command(fleet: &str, peers: &[(Peer, NodeKeys)]) -> String {
          {{ grep -v ' {t}:' \"$A\" || true; cat {auth}}} > \"$A.flightdeck\"\n\
          chmod 600 \"$A.flightdeck\"; mv \"$A.flightdeck\" \"$A\"\n\
          cat > \"$D/known_hosts\" {known}\
-         cat > \"$D/config\" {config}\
+         sed \"s|~/|$HOME/|g\" > \"$D/config\" {config}\
+         grep -q '^  User ' \"$D/config\" || printf '  User %s\\n' \"$(id -un)\" >> \"$D/config\"\n\
          chmod 600 \"$D/known_hosts\" \"$D/config\"\n\
          echo installed\n",
         auth = crate::detach::heredoc("AUTH", &auth),

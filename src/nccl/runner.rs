@@ -190,10 +190,11 @@ impl RunSpec {
 /// publish it (shared/reference/anchors.md (c); bootstrap::steps names the sources).
 /// Lines are shell: `export K=V`, or a `.` of the plugin's own profile when it has one.
 pub fn profile_env(profile: GpuDirect) -> Vec<String> {
-    let exports = |pairs: &[(&str, &str)]| {
+    use crate::shellenv::{export, source, Value};
+    let literals = |pairs: &[(&str, &str)]| {
         pairs
             .iter()
-            .map(|(k, v)| format!("export {k}='{v}'"))
+            .map(|(k, v)| export(k, Value::Literal(v)))
             .collect::<Vec<_>>()
     };
     match profile {
@@ -201,46 +202,50 @@ pub fn profile_env(profile: GpuDirect) -> Vec<String> {
         // COS, where TCPX runs (bootstrap::steps): the NICs are eth0 and eth1..eth4, the
         // plugin is mounted at /usr/local/tcpx/lib64 in the run's container (SkyPilot's
         // GPU_DIRECT_TCPX_SPECIFIC_OPTIONS, dstack's gcp.md).
-        GpuDirect::Tcpx => exports(&[
-            ("NCCL_NET", "GPUDirectTCPX_v7"),
-            ("NCCL_SOCKET_IFNAME", "eth0"),
-            ("NCCL_GPUDIRECTTCPX_CTRL_DEV", "eth0"),
-            ("NCCL_GPUDIRECTTCPX_SOCKET_IFNAME", "eth1,eth2,eth3,eth4"),
-            ("NCCL_CROSS_NIC", "0"),
-            ("NCCL_ALGO", "Ring"),
-            ("NCCL_PROTO", "Simple"),
-            ("NCCL_NSOCKS_PERTHREAD", "4"),
-            ("NCCL_SOCKET_NTHREADS", "1"),
-            ("NCCL_NET_GDR_LEVEL", "PIX"),
-            ("NCCL_P2P_PXN_LEVEL", "0"),
-            ("NCCL_DYNAMIC_CHUNK_SIZE", "524288"),
-            ("NCCL_P2P_NET_CHUNKSIZE", "524288"),
-            ("NCCL_P2P_PCI_CHUNKSIZE", "524288"),
-            ("NCCL_P2P_NVL_CHUNKSIZE", "1048576"),
-            ("NCCL_BUFFSIZE", "4194304"),
-            (
-                "NCCL_GPUDIRECTTCPX_TX_BINDINGS",
-                "eth1:8-21,112-125;eth2:8-21,112-125;eth3:60-73,164-177;eth4:60-73,164-177",
-            ),
-            (
-                "NCCL_GPUDIRECTTCPX_RX_BINDINGS",
-                "eth1:22-35,126-139;eth2:22-35,126-139;eth3:74-87,178-191;eth4:74-87,178-191",
-            ),
-            ("NCCL_GPUDIRECTTCPX_PROGRAM_FLOW_STEERING_WAIT_MICROS", "50000"),
-            ("NCCL_GPUDIRECTTCPX_UNIX_CLIENT_PREFIX", "/run/tcpx"),
-            ("NCCL_GPUDIRECTTCPX_FORCE_ACK", "0"),
-            (
+        GpuDirect::Tcpx => {
+            let mut v = literals(&[
+                ("NCCL_NET", "GPUDirectTCPX_v7"),
+                ("NCCL_SOCKET_IFNAME", "eth0"),
+                ("NCCL_GPUDIRECTTCPX_CTRL_DEV", "eth0"),
+                ("NCCL_GPUDIRECTTCPX_SOCKET_IFNAME", "eth1,eth2,eth3,eth4"),
+                ("NCCL_CROSS_NIC", "0"),
+                ("NCCL_ALGO", "Ring"),
+                ("NCCL_PROTO", "Simple"),
+                ("NCCL_NSOCKS_PERTHREAD", "4"),
+                ("NCCL_SOCKET_NTHREADS", "1"),
+                ("NCCL_NET_GDR_LEVEL", "PIX"),
+                ("NCCL_P2P_PXN_LEVEL", "0"),
+                ("NCCL_DYNAMIC_CHUNK_SIZE", "524288"),
+                ("NCCL_P2P_NET_CHUNKSIZE", "524288"),
+                ("NCCL_P2P_PCI_CHUNKSIZE", "524288"),
+                ("NCCL_P2P_NVL_CHUNKSIZE", "1048576"),
+                ("NCCL_BUFFSIZE", "4194304"),
+                (
+                    "NCCL_GPUDIRECTTCPX_TX_BINDINGS",
+                    "eth1:8-21,112-125;eth2:8-21,112-125;eth3:60-73,164-177;eth4:60-73,164-177",
+                ),
+                (
+                    "NCCL_GPUDIRECTTCPX_RX_BINDINGS",
+                    "eth1:22-35,126-139;eth2:22-35,126-139;eth3:74-87,178-191;eth4:74-87,178-191",
+                ),
+                ("NCCL_GPUDIRECTTCPX_PROGRAM_FLOW_STEERING_WAIT_MICROS", "50000"),
+                ("NCCL_GPUDIRECTTCPX_UNIX_CLIENT_PREFIX", "/run/tcpx"),
+                ("NCCL_GPUDIRECTTCPX_FORCE_ACK", "0"),
+            ]);
+            v.push(export(
                 "LD_LIBRARY_PATH",
-                "/usr/local/nvidia/lib64:/usr/local/tcpx/lib64:${LD_LIBRARY_PATH:-}",
-            ),
-        ]),
+                Value::Prepend("/usr/local/nvidia/lib64:/usr/local/tcpx/lib64"),
+            ));
+            v
+        }
+        // Cluster Toolkit's a3-megagpu-8g run-nccl-tests.sh: `NCCL_LIB_DIR=… source
+        // nccl-env-profile.sh`, then the Ubuntu NIC names.
         GpuDirect::Tcpxo => {
             let mut v = vec![
-                "export NCCL_LIB_DIR=/var/lib/tcpxo/lib64".to_string(),
-                "[ -f \"$NCCL_LIB_DIR/nccl-env-profile.sh\" ] && . \"$NCCL_LIB_DIR/nccl-env-profile.sh\""
-                    .to_string(),
+                export("NCCL_LIB_DIR", Value::Literal(TCPXO_LIB_DIR)),
+                source(&format!("{TCPXO_LIB_DIR}/nccl-env-profile.sh")),
             ];
-            v.extend(exports(&[
+            v.extend(literals(&[
                 ("NCCL_FASTRAK_CTRL_DEV", "enp0s12"),
                 (
                     "NCCL_FASTRAK_IFNAME",
@@ -249,16 +254,15 @@ pub fn profile_env(profile: GpuDirect) -> Vec<String> {
                 ("NCCL_SOCKET_IFNAME", "enp0s12"),
                 ("NCCL_FASTRAK_LLCM_DEVICE_DIRECTORY", "/dev/aperture_devices"),
                 ("NCCL_NVLSTREE_MAX_CHUNKSIZE", "131072"),
-                ("LD_LIBRARY_PATH", "/var/lib/tcpxo/lib64:${LD_LIBRARY_PATH:-}"),
             ]));
+            v.push(export("LD_LIBRARY_PATH", Value::Prepend(TCPXO_LIB_DIR)));
             v
         }
+        // Cluster Toolkit's a3-ultragpu-8g run-nccl-tests.sh: `source set_nccl_env.sh`,
+        // NCCL_NET=gIB, the gVNIC names; the values of its a4high-vm.yaml.
         GpuDirect::Rdma => {
-            let mut v = vec![
-                "[ -f /usr/local/gib/scripts/set_nccl_env.sh ] && . /usr/local/gib/scripts/set_nccl_env.sh"
-                    .to_string(),
-            ];
-            v.extend(exports(&[
+            let mut v = vec![source(RDMA_ENV_SCRIPT)];
+            v.extend(literals(&[
                 ("NCCL_NET", "gIB"),
                 ("NCCL_CROSS_NIC", "0"),
                 ("NCCL_NET_GDR_LEVEL", "PIX"),
@@ -270,10 +274,56 @@ pub fn profile_env(profile: GpuDirect) -> Vec<String> {
                 ("NCCL_IB_FIFO_TC", "84"),
                 ("NCCL_SOCKET_IFNAME", "enp0s19,enp192s20"),
                 ("GLOO_SOCKET_IFNAME", "enp0s19,enp192s20"),
-                ("LD_LIBRARY_PATH", "/usr/local/gib/lib64:${LD_LIBRARY_PATH:-}"),
             ]));
+            v.push(export("LD_LIBRARY_PATH", Value::Prepend(RDMA_LIB_DIR)));
             v
         }
+    }
+}
+
+/// Where the TCPXO plugin, its NCCL and Google's `nccl-env-profile.sh` are installed.
+pub const TCPXO_LIB_DIR: &str = "/var/lib/tcpxo/lib64";
+/// Where gIB's plugin is installed, and its environment script.
+pub const RDMA_LIB_DIR: &str = "/usr/local/gib/lib64";
+pub const RDMA_ENV_SCRIPT: &str = "/usr/local/gib/scripts/set_nccl_env.sh";
+
+/// The debug settings a run adds after its profile so that the transport can be judged
+/// (the net plugin NCCL loaded, the channels' transports), unless the profile's lines
+/// set `NCCL_DEBUG` themselves: INIT and NET only, a few hundred lines per run.
+pub fn debug_lines(env: &[String]) -> Vec<String> {
+    use crate::shellenv::{export, exported_names, Value};
+    if exported_names(env).iter().any(|k| k == "NCCL_DEBUG") {
+        return vec![];
+    }
+    vec![
+        export("NCCL_DEBUG", Value::Literal("INFO")),
+        export("NCCL_DEBUG_SUBSYS", Value::Literal("INIT,NET")),
+    ]
+}
+
+/// The head of a node script: the shebang, what it is, `set -u`, the run's environment
+/// (the profile's lines, then the debug settings).
+fn script_head(what: &str, env: &[String]) -> String {
+    let mut s = format!(
+        "{}\n# written by flightdeck: {what}\n{}",
+        crate::shellenv::SHEBANG,
+        crate::shellenv::HEADER
+    );
+    for line in env.iter().chain(&tidy_lines(env)).chain(&debug_lines(env)) {
+        let _ = writeln!(s, "{line}");
+    }
+    s
+}
+
+/// After a profile's lines: `LD_LIBRARY_PATH` without the empty entries a sourced
+/// profile may leave (Google's TCPXO profile prepends to an unset one).
+pub fn tidy_lines(env: &[String]) -> Vec<String> {
+    let names = crate::shellenv::exported_names(env);
+    let sources = env.iter().any(|l| l.contains(" . ") || l.starts_with(". "));
+    if names.iter().any(|k| k == "LD_LIBRARY_PATH") || sources {
+        vec![crate::shellenv::tidy_path("LD_LIBRARY_PATH")]
+    } else {
+        vec![]
     }
 }
 
@@ -285,12 +335,9 @@ pub fn run_dir(id: &str) -> String {
 /// The script one node runs: environment, then the engine's command. `rank` is the
 /// node's index, `nodes` the node count, `master` the first node's address.
 pub fn node_script(spec: &RunSpec, rank: usize, nodes: usize, master: &str) -> String {
-    let mut s = String::from("#!/bin/sh\n# written by flightdeck: one node of an NCCL benchmark\nset -u\n");
     let env = spec.env_lines();
-    for line in &env {
-        let _ = writeln!(s, "{line}");
-    }
-    s.push_str(&cos_lines(&env));
+    let mut s = script_head("one node of an NCCL benchmark", &env);
+    s.push_str(&cos_lines(&env, &[]));
     let gpus = match spec.gpus {
         Some(g) => g.to_string(),
         None => "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || echo 1)".to_string(),
@@ -371,9 +418,62 @@ fn find_binary(s: &mut String, spec: &RunSpec) {
 
 /// The lines that make a script run its command in the TCPX container on a COS node
 /// ([`crate::bootstrap::cos`]), passing the profile's variables by name.
-fn cos_lines(env: &[String]) -> String {
-    let names: Vec<String> = profile_names(env).into_iter().filter(|k| k != "PATH").collect();
+fn cos_lines(env: &[String], mpi: &[String]) -> String {
+    let mut names: Vec<String> = profile_names(env);
+    names.extend(profile_names(&debug_lines(env)));
+    names.extend(profile_names(mpi));
+    names.retain(|k| k != "PATH");
+    names.dedup();
     crate::bootstrap::cos::container_lines(&names, &quote(crate::bootstrap::steps::TCPX_PLUGIN_IMAGE))
+}
+
+/// The NIC mpirun's own TCP traffic keeps to: the first interface of the profile's
+/// `NCCL_SOCKET_IFNAME` (the control NIC: eth0 for TCPX, enp0s12 for TCPXO, enp0s19 for
+/// RDMA), as every reference pins it; `None` when the profile names none.
+pub fn control_nic(env: &[String]) -> Option<String> {
+    let v = crate::shellenv::exported_value(env, "NCCL_SOCKET_IFNAME")?;
+    if v.starts_with('^') {
+        return None;
+    }
+    let first = v.trim_start_matches('=').split(',').next()?.trim().to_string();
+    (!first.is_empty() && crate::shellenv::is_plain_word(&first)).then_some(first)
+}
+
+/// mpirun's transport options: TCP between the ranks, on the control NIC
+/// (google/nccl-plugin-gpudirect-tcpxo's run-nccl-tcpxo.sh: `--mca btl tcp,self --mca
+/// btl_tcp_if_include ${ctrl_dev}`; Cluster Toolkit's a4high-vm.yaml and the GKE
+/// manifests likewise); without a profile, every interface but loopback and docker's
+/// bridge, whose address is the same on every node (dstack: `btl_tcp_if_exclude
+/// lo,docker0`).
+pub fn mpi_pinning(env: &[String]) -> String {
+    match control_nic(env) {
+        Some(nic) => format!("--mca btl tcp,self --mca btl_tcp_if_include {nic}"),
+        None => "--mca btl tcp,self --mca btl_tcp_if_exclude lo,docker0".to_string(),
+    }
+}
+
+/// mpirun's environment on the head node: its ssh options (flightdeck's node-to-node
+/// config; Open MPI 4's ORTE and 5's PRRTE read different names), and its daemons'
+/// out-of-band TCP on the same NIC as [`mpi_pinning`] (set through the environment, which
+/// both versions read and neither refuses).
+pub fn mpi_env(env: &[String]) -> Vec<String> {
+    use crate::shellenv::{export, Value};
+    let cfg = format!("-F $HOME/{NODE_SSH_DIR}/config");
+    let mut v = vec![
+        export("OMPI_MCA_plm_rsh_args", Value::Expr(&cfg)),
+        export("PRTE_MCA_plm_ssh_args", Value::Expr(&cfg)),
+    ];
+    let (key, nics) = match control_nic(env) {
+        Some(nic) => ("include", nic),
+        None => ("exclude", "lo,docker0".to_string()),
+    };
+    for prefix in ["OMPI_MCA", "PRTE_MCA"] {
+        v.push(export(
+            &format!("{prefix}_oob_tcp_if_{key}"),
+            Value::Literal(&nics),
+        ));
+    }
+    v
 }
 
 /// Where flightdeck keeps the fleet's node-to-node SSH files on every node (relative to
@@ -403,12 +503,7 @@ pub fn hostfile_lines(hosts: &[MpiHost]) -> String {
 
 /// The variable names a profile's lines export (`export K=V`).
 pub fn profile_names(lines: &[String]) -> Vec<String> {
-    lines
-        .iter()
-        .filter_map(|l| l.strip_prefix("export "))
-        .filter_map(|l| l.split_once('='))
-        .map(|(k, _)| k.to_string())
-        .collect()
+    crate::shellenv::exported_names(lines)
 }
 
 /// The head node's script of a multi-node nccl-tests run through mpirun: the profile's
@@ -418,12 +513,18 @@ pub fn profile_names(lines: &[String]) -> Vec<String> {
 /// through flightdeck's node-to-node config (strict host keys). The nccl-tests binaries
 /// must be built with MPI=1 on every node, at the same path.
 pub fn mpirun_script(spec: &RunSpec, hosts: &[MpiHost], mpirun: &str) -> String {
-    let mut s = String::from("#!/bin/sh\n# written by flightdeck: the head node of a multi-node nccl-tests run through mpirun\nset -u\n");
     let env = spec.env_lines();
-    for line in &env {
+    let mut s = script_head(
+        "the head node of a multi-node nccl-tests run through mpirun",
+        &env,
+    );
+    // mpirun's own settings: reach the other nodes with flightdeck's node-to-node SSH
+    // files, and keep its TCP traffic on the control NIC.
+    let mpi = mpi_env(&env);
+    for line in &mpi {
         let _ = writeln!(s, "{line}");
     }
-    s.push_str(&cos_lines(&env));
+    s.push_str(&cos_lines(&env, &mpi));
     let gpus = match spec.gpus {
         Some(g) => g.to_string(),
         None => "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || echo 1)".to_string(),
@@ -432,12 +533,6 @@ pub fn mpirun_script(spec: &RunSpec, hosts: &[MpiHost], mpirun: &str) -> String 
     let _ = writeln!(s, "[ \"$GPUS\" -ge 1 ] 2>/dev/null || GPUS=1");
     find_binary(&mut s, spec);
     s.push_str(&hostfile_lines(hosts));
-    let _ = writeln!(s, "SSHCFG=\"$HOME/{NODE_SSH_DIR}/config\"");
-    // Open MPI 4 (ORTE) and 5 (PRRTE) read their ssh arguments from these.
-    let _ = writeln!(
-        s,
-        "export OMPI_MCA_plm_rsh_args=\"-F $SSHCFG\" PRTE_MCA_plm_ssh_args=\"-F $SSHCFG\""
-    );
     let _ = writeln!(s, "MPIRUN={}", quote(mpirun));
     let _ = writeln!(
         s,
@@ -449,6 +544,7 @@ pub fn mpirun_script(spec: &RunSpec, hosts: &[MpiHost], mpirun: &str) -> String 
         "ROOT=; {{ [ \"$(id -u)\" = 0 ] || [ -n \"$FD_IN\" ]; }} && ROOT=--allow-run-as-root"
     );
     let mut xs: Vec<String> = profile_names(&env);
+    xs.extend(profile_names(&debug_lines(&env)));
     // LD_LIBRARY_PATH goes only when set (mpirun warns about an unset one), once.
     xs.retain(|k| k != "LD_LIBRARY_PATH");
     xs.push("PATH".to_string());
@@ -460,8 +556,9 @@ pub fn mpirun_script(spec: &RunSpec, hosts: &[MpiHost], mpirun: &str) -> String 
     );
     let _ = writeln!(
         s,
-        "exec $FD_IN \"$MPIRUN\" $ROOT ${{FD_AGENT:+--launch-agent \"$FD_AGENT\"}} --tag-output --hostfile hostfile -np $(({n} * GPUS)) --map-by ppr:\"$GPUS\":node --bind-to none {x} ${{LD_LIBRARY_PATH:+-x LD_LIBRARY_PATH}} $XS \"$BIN\" -b {b} -e {e} -f {f} -g 1 -n {it} -w {w} -d {d}",
+        "exec $FD_IN \"$MPIRUN\" $ROOT ${{FD_AGENT:+--launch-agent \"$FD_AGENT\"}} --tag-output --hostfile hostfile -np $(({n} * GPUS)) --map-by ppr:\"$GPUS\":node --bind-to none {pin} {x} ${{LD_LIBRARY_PATH:+-x LD_LIBRARY_PATH}} $XS \"$BIN\" -b {b} -e {e} -f {f} -g 1 -n {it} -w {w} -d {d}",
         n = hosts.len(),
+        pin = mpi_pinning(&env),
         x = xs.iter().map(|k| format!("-x {k}")).collect::<Vec<_>>().join(" "),
         b = spec.min_bytes,
         e = spec.max_bytes,
@@ -619,6 +716,110 @@ mod tests {
             .contains("NCCL_GPUDIRECTTCPX_SOCKET_IFNAME"));
     }
 
+    /// What the profiles give LD_LIBRARY_PATH on a node: the plugin's directories first,
+    /// the node's earlier value after them, never a literal `${…}` and never an empty
+    /// entry (the current directory); under bash with `set -u`, with LD_LIBRARY_PATH
+    /// unset as in a fresh SSH exec session. (TCPXO's and RDMA's profiles to source are
+    /// not on this machine: they are skipped here, sourced in tests/gpudirect_run.rs.)
+    #[test]
+    fn library_paths_expand_on_the_node_and_keep_the_earlier_value() {
+        for (profile, first) in [
+            (GpuDirect::Tcpx, "/usr/local/nvidia/lib64:/usr/local/tcpx/lib64"),
+            (GpuDirect::Tcpxo, "/var/lib/tcpxo/lib64"),
+            (GpuDirect::Rdma, "/usr/local/gib/lib64"),
+        ] {
+            let lines = profile_env(profile);
+            for l in &lines {
+                // A `${` inside single quotes would reach the node as text.
+                let quoted: Vec<&str> = l.split('\'').skip(1).step_by(2).collect();
+                assert!(!quoted.iter().any(|q| q.contains("${")), "{l}");
+            }
+            for (earlier, want) in [
+                (None, first.to_string()),
+                (Some(""), first.to_string()),
+                (
+                    Some("/usr/local/cuda/lib64"),
+                    format!("{first}:/usr/local/cuda/lib64"),
+                ),
+            ] {
+                let mut script = String::from(crate::shellenv::HEADER);
+                for l in &lines {
+                    script.push_str(l);
+                    script.push('\n');
+                }
+                script.push_str("printf '%s' \"$LD_LIBRARY_PATH\"");
+                let mut cmd = std::process::Command::new("bash");
+                cmd.arg("-c").arg(&script).env_remove("LD_LIBRARY_PATH");
+                if let Some(e) = earlier {
+                    cmd.env("LD_LIBRARY_PATH", e);
+                }
+                let out = cmd.output().unwrap();
+                assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+                assert_eq!(
+                    String::from_utf8_lossy(&out.stdout),
+                    want,
+                    "{profile:?} {earlier:?}"
+                );
+            }
+        }
+    }
+
+    /// Runs turn NCCL's INFO lines on (INIT and NET) so the transport can be judged,
+    /// unless the operator's lines set NCCL_DEBUG; Google's TCPXO profile sets WARN, and
+    /// the run's setting comes after it.
+    #[test]
+    fn runs_export_nccl_debug_info_unless_the_operator_set_it() {
+        let mut sp = spec(Engine::NcclTests);
+        sp.profile = GpuDirect::Tcpxo;
+        let s = node_script(&sp, 0, 1, "10.0.0.1");
+        assert!(s.starts_with("#!/usr/bin/env bash\n"), "{s}");
+        let profile_at = s.find("nccl-env-profile.sh").unwrap();
+        let debug_at = s.find("export NCCL_DEBUG='INFO'").unwrap();
+        assert!(profile_at < debug_at, "{s}");
+        assert!(s.contains("export NCCL_DEBUG_SUBSYS='INIT,NET'"), "{s}");
+        sp.env = Some(vec!["export NCCL_DEBUG='TRACE'".into()]);
+        let s = node_script(&sp, 0, 1, "10.0.0.1");
+        assert!(
+            !s.contains("NCCL_DEBUG='INFO'") && !s.contains("NCCL_DEBUG_SUBSYS"),
+            "{s}"
+        );
+    }
+
+    /// mpirun keeps its own TCP to the profile's control NIC, as every reference pins it,
+    /// and away from docker's bridge without a profile.
+    #[test]
+    fn mpirun_is_pinned_to_the_control_nic() {
+        assert_eq!(
+            mpi_pinning(&profile_env(GpuDirect::Tcpxo)),
+            "--mca btl tcp,self --mca btl_tcp_if_include enp0s12"
+        );
+        assert_eq!(
+            mpi_pinning(&profile_env(GpuDirect::Tcpx)),
+            "--mca btl tcp,self --mca btl_tcp_if_include eth0"
+        );
+        assert_eq!(
+            mpi_pinning(&profile_env(GpuDirect::Rdma)),
+            "--mca btl tcp,self --mca btl_tcp_if_include enp0s19"
+        );
+        assert_eq!(
+            mpi_pinning(&[]),
+            "--mca btl tcp,self --mca btl_tcp_if_exclude lo,docker0"
+        );
+        assert_eq!(
+            mpi_pinning(&["export NCCL_SOCKET_IFNAME='^docker'".into()]),
+            "--mca btl tcp,self --mca btl_tcp_if_exclude lo,docker0"
+        );
+        let env = mpi_env(&profile_env(GpuDirect::Rdma));
+        assert!(
+            env.contains(&"export OMPI_MCA_oob_tcp_if_include='enp0s19'".to_string()),
+            "{env:?}"
+        );
+        assert!(
+            env.contains(&"export PRTE_MCA_oob_tcp_if_include='enp0s19'".to_string()),
+            "{env:?}"
+        );
+    }
+
     /// The scripts run for real under sh: a launch of a script that prints and exits 3,
     /// followed to its end.
     #[test]
@@ -670,7 +871,7 @@ mod tests {
             "{s}"
         );
         let home = tempfile::tempdir().unwrap();
-        let out = std::process::Command::new("sh")
+        let out = std::process::Command::new("bash")
             .arg("-c")
             .arg(&s)
             .env("HOME", home.path())
@@ -730,7 +931,7 @@ mod tests {
         std::fs::write(&bin, "#!/bin/sh\n").unwrap();
         std::fs::write(
             &stub,
-            "#!/bin/sh\necho \"ARGS $*\"\necho \"RSH $OMPI_MCA_plm_rsh_args\"\n",
+            "#!/bin/sh\necho \"ARGS $*\"\necho \"RSH $OMPI_MCA_plm_rsh_args\"\necho \"OOB $OMPI_MCA_oob_tcp_if_include\"\n",
         )
         .unwrap();
         use std::os::unix::fs::PermissionsExt;
@@ -739,7 +940,7 @@ mod tests {
         }
         sp.nccl_tests_dir = Some(dir.path().display().to_string());
         let script = mpirun_script(&sp, &hosts, stub.to_str().unwrap());
-        let out = std::process::Command::new("sh")
+        let out = std::process::Command::new("bash")
             .arg("-c")
             .arg(&script)
             .current_dir(dir.path())
@@ -760,9 +961,10 @@ mod tests {
         );
         let args = text.lines().find(|l| l.starts_with("ARGS ")).unwrap();
         assert!(
-            args.contains("--tag-output --hostfile hostfile -np 4 --map-by ppr:2:node --bind-to none"),
+            args.contains("--tag-output --hostfile hostfile -np 4 --map-by ppr:2:node --bind-to none --mca btl tcp,self --mca btl_tcp_if_include eth0 "),
             "{args}"
         );
+        assert!(text.contains("\nOOB eth0\n"), "{text}");
         for x in [
             "-x NCCL_GPUDIRECTTCPX_SOCKET_IFNAME",
             "-x LD_LIBRARY_PATH",
@@ -787,7 +989,7 @@ mod tests {
         );
         // No mpirun: a clear error.
         let missing = mpirun_script(&sp, &hosts, "/nonexistent/mpirun");
-        let out = std::process::Command::new("sh")
+        let out = std::process::Command::new("bash")
             .arg("-c")
             .arg(&missing)
             .current_dir(dir.path())

@@ -9,9 +9,11 @@
 //!
 //! The mpirun double does what mpirun does before the ranks run: it reaches every host of
 //! its `--hostfile` over SSH with the options flightdeck gives mpirun
-//! (`OMPI_MCA_plm_rsh_args`), and there runs `pace`; then it replays the recording at the
-//! pace of the slowest host, its lines tagged as `--tag-output` tags them. It starts no
-//! ranks and uses no GPUs.
+//! (`OMPI_MCA_plm_rsh_args`, read from its environment as mpirun reads it), and there runs
+//! `pace` through its `--launch-agent` when it has one (as mpirun starts its daemon
+//! through it); then it replays the recording at the pace of the slowest host, its lines
+//! tagged as `--tag-output` tags them. Its arguments go to `mpirun.args` beside it. It
+//! starts no ranks and uses no GPUs.
 
 #![allow(dead_code)]
 
@@ -63,11 +65,12 @@ pub fn install(dir: &Path, sleep: &str) -> PathBuf {
         &format!(
             "#!/bin/sh\n# DOUBLE of Open MPI's mpirun: reaches each host over SSH, replays the recorded run at the slowest host's pace.\n\
              echo \"mpirun args: $*\" >&2\n\
-             hf=; np=; while [ $# -gt 0 ]; do case \"$1\" in --hostfile) hf=$2; shift 2;; -np) np=$2; shift 2;; *) shift;; esac; done\n\
+             printf '%s\\n' \"$*\" >> '{d}/mpirun.args'\n\
+             hf=; np=; agent=; while [ $# -gt 0 ]; do case \"$1\" in --hostfile) hf=$2; shift 2;; -np) np=$2; shift 2;; --launch-agent) agent=$2; shift 2;; *) shift;; esac; done\n\
              [ -f \"$hf\" ] || {{ echo 'mpirun double: no --hostfile' >&2; exit 2; }}\n\
              worst=1\n\
              for h in $(awk '{{print $1}}' \"$hf\"); do\n\
-               k=$(ssh $OMPI_MCA_plm_rsh_args \"$h\" '{d}/pace' < /dev/null) || {{ echo \"mpirun double: ssh to $h failed\" >&2; exit 1; }}\n\
+               k=$(ssh ${{OMPI_MCA_plm_rsh_args:-}} \"$h\" \"${{agent:+$agent }}'{d}/pace'\" < /dev/null) || {{ echo \"mpirun double: ssh to $h failed\" >&2; exit 1; }}\n\
                worst=$(awk -v a=\"$worst\" -v b=\"$k\" 'BEGIN {{ print (b > a) ? b : a }}')\n\
              done\n\
              echo \"mpirun double: $np ranks on $(wc -l < \"$hf\") hosts, slowest pace $worst\" >&2\n\

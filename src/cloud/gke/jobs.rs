@@ -138,17 +138,26 @@ pub fn pod_env(job: &Job, id: &str, nodes: usize, namespace: &str) -> Vec<serde_
 /// working directory, then its commands.
 pub fn pod_script(job: &Job, gpus: u32, nodes: usize, profile: &[String]) -> String {
     use crate::detach::quote;
-    let mut s = String::from("set -u\n");
-    s.push_str(&format!(
-        "export GPUS_PER_NODE={gpus}\nexport WORLD_SIZE=$(({nodes} * GPUS_PER_NODE))\n"
-    ));
-    s.push_str("export DSTACK_GPUS_PER_NODE=$GPUS_PER_NODE DSTACK_GPUS_NUM=$WORLD_SIZE SKYPILOT_NUM_GPUS_PER_NODE=$GPUS_PER_NODE\n");
+    use crate::shellenv::{export, Value};
+    let mut s = String::from(crate::shellenv::HEADER);
+    let world = format!("$(({nodes} * GPUS_PER_NODE))");
+    for line in [
+        export("GPUS_PER_NODE", Value::Literal(&gpus.to_string())),
+        export("WORLD_SIZE", Value::Expr(&world)),
+        export("DSTACK_GPUS_PER_NODE", Value::Expr("$GPUS_PER_NODE")),
+        export("DSTACK_GPUS_NUM", Value::Expr("$WORLD_SIZE")),
+        export("SKYPILOT_NUM_GPUS_PER_NODE", Value::Expr("$GPUS_PER_NODE")),
+    ] {
+        s.push_str(&line);
+        s.push('\n');
+    }
     for line in profile {
         s.push_str(line);
         s.push('\n');
     }
     for (k, v) in &job.env {
-        s.push_str(&format!("export {k}={}\n", quote(v)));
+        s.push_str(&export(k, Value::Literal(v)));
+        s.push('\n');
     }
     if let Some(wd) = &job.spec.working_dir {
         s.push_str(&format!("mkdir -p {0} && cd {0} || exit 126\n", quote(wd)));

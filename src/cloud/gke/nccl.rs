@@ -228,7 +228,11 @@ pub fn head_script(spec: &RunSpec, flavour: GpuDirect, hosts: &[String], gpus: u
     let list = hosts.join(" ");
     match flavour {
         GpuDirect::Tcpxo => {
-            let _ = writeln!(s, "export PATH=/scripts:$PATH");
+            let _ = writeln!(
+                s,
+                "{}",
+                crate::shellenv::export("PATH", crate::shellenv::Value::Prepend("/scripts"))
+            );
             let _ = writeln!(
                 s,
                 "BENCHMARK={test}_perf NHOSTS={n} NCCL_LIB_DIR=\"${{LD_LIBRARY_PATH:-}}\" LD_LIBRARY_PATH=\"${{LD_LIBRARY_PATH:-}}\" \
@@ -240,7 +244,11 @@ pub fn head_script(spec: &RunSpec, flavour: GpuDirect, hosts: &[String], gpus: u
             );
         }
         GpuDirect::Tcpx => {
-            let _ = writeln!(s, "export PATH=/scripts:$PATH");
+            let _ = writeln!(
+                s,
+                "{}",
+                crate::shellenv::export("PATH", crate::shellenv::Value::Prepend("/scripts"))
+            );
             let _ = writeln!(
                 s,
                 "exec run-nccl.sh {test}_perf \"${{LD_LIBRARY_PATH:-}}\" {gpus} eth1,eth2,eth3,eth4 {b} {e} {n} {list}",
@@ -250,7 +258,11 @@ pub fn head_script(spec: &RunSpec, flavour: GpuDirect, hosts: &[String], gpus: u
             );
         }
         _ => {
-            let _ = writeln!(s, "export PATH=/usr/local/gib/scripts:$PATH");
+            let _ = writeln!(
+                s,
+                "{}",
+                crate::shellenv::export("PATH", crate::shellenv::Value::Prepend("/usr/local/gib/scripts"))
+            );
             let _ = writeln!(
                 s,
                 "exec run_nccl_tests.sh -t {test} -b {b} -e {e} -f {f} -g {gpus} -w {w} -n {it} {list}",
@@ -487,7 +499,10 @@ mod tests {
             8,
         );
         assert!(s.contains("exec run_nccl_tests.sh -t all_gather -b 1024 -e 8589934592 -f 2 -g 8 -w 5 -n 20 10.1.0.5 10.1.0.6"), "{s}");
-        assert!(s.contains("PATH=/usr/local/gib/scripts:$PATH"));
+        assert!(
+            s.contains("export PATH='/usr/local/gib/scripts'\"${PATH:+:$PATH}\""),
+            "{s}"
+        );
         let t = head_script(&spec(), GpuDirect::Tcpxo, &["a".into(), "b".into()], 8);
         assert!(t.contains("BENCHMARK=all_gather_perf NHOSTS=2"), "{t}");
     }
