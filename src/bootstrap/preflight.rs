@@ -1,13 +1,22 @@
 //! The pre-flight before an NCCL run or a job on a fleet with a GPUDirect profile: on
 //! every node, every interface the profile's environment names exists and is up (data
-//! NICs with the MTU their VPCs are made with), the plugin files the profile loads exist
-//! (`NCCL_NET=gIB` is never set without gIB), and the receive-datapath manager runs
-//! where the flavour needs one. A failed check names node, check and fix.
+//! NICs with an MTU GPUDirect VPCs are made with, the same on every node), the plugin
+//! files the profile loads exist (`NCCL_NET=gIB` is never set without gIB), the run's
+//! own environment loads under bash with `set -u` in a session like the run's, and the
+//! dynamic loader then finds the net plugin (and the tuner the profile names) with every
+//! library they need; the receive-datapath manager runs and has initialised where the
+//! flavour needs one, the dmabuf import helper is loaded (TCPXO), the RDMA ports are
+//! ACTIVE and the session may lock memory without limit (RDMA). A failed check names
+//! node, check, what was found and the fix.
 //!
 //! Pure: [`script`] makes the check script from the environment lines a run will set,
 //! [`parse`] reads its output; `remote` runs it ([`check_nodes`]).
 
 use crate::cloud::gcp::layout::DATA_MTU;
+
+/// The largest data NIC MTU accepted: Cluster Toolkit's GPU VPCs (modules/network/
+/// multivpc, default 8896); dstack, SkyPilot and `fleet apply` make them at [`DATA_MTU`].
+pub const DATA_MTU_MAX: u32 = 8896;
 use crate::exec::{self, Transport};
 use crate::fleet::NodeTarget;
 use crate::nccl::GpuDirect;
@@ -25,14 +34,7 @@ pub struct Check {
     pub detail: String,
 }
 
-/// The values of the environment lines' `export K='V'` (or `K=V`) for `key`.
-fn env_value(lines: &[String], key: &str) -> Option<String> {
-    lines.iter().rev().find_map(|l| {
-        let l = l.trim().strip_prefix("export ").unwrap_or(l.trim());
-        let v = l.strip_prefix(key)?.strip_prefix('=')?;
-        Some(v.trim_matches(|c| c == '\'' || c == '"').to_string())
-    })
-}
+use crate::shellenv::exported_value as env_value;
 
 /// Interface names of a NCCL variable's value: `eth1,eth2`, `=eth0` (exact match) and
 /// `^docker` (exclusions) as NCCL reads them; exclusions name nothing to check.
@@ -49,15 +51,27 @@ fn ifnames(value: &str) -> Vec<String> {
 }
 
 /// What the pre-flight checks for `flavour` given the run's environment lines:
-/// (interfaces with the MTU wanted, if any), plugin files, whether an RxDM must run,
-/// whether RDMA devices must be there.
+/// (interfaces with the least MTU wanted, if any), plugin files, whether an RxDM must run
+/// (and say it has initialised), whether RDMA devices must be there.
 pub struct Wants {
     pub interfaces: Vec<(String, Option<u32>)>,
     pub files: Vec<String>,
     pub rxdm: Option<&'static str>,
     pub aperture: bool,
     pub rdma_devices: bool,
+    /// The run's environment lines, run under bash as the run runs them, then the loader
+    /// asked for the plugins they name; `None`: not checked.
+    pub run_env: Option<Vec<String>>,
+    /// The RxDM's log must say "Buffer manager initialization complete" (TCPXO).
+    pub rxdm_ready: bool,
+    /// /dev/dmabuf_import_helper (TCPXO).
+    pub import_helper: bool,
+    /// `ulimit -l` unlimited in this session unless root (RDMA registers memory).
+    pub memlock: bool,
 }
+
+/// The line the TCPXO RxDM prints once it serves (slurm-gcp's prolog waits for it).
+pub const RXDM_READY: &str = "Buffer manager initialization complete";
 
 /// What a run with these environment lines needs on a node.
 pub fn wants(flavour: GpuDirect, env: &[String]) -> Wants {
@@ -112,6 +126,10 @@ pub fn wants(flavour: GpuDirect, env: &[String]) -> Wants {
         rxdm: matches!(flavour, GpuDirect::Tcpx | GpuDirect::Tcpxo).then_some(super::steps::RXDM_CONTAINER),
         aperture: flavour == GpuDirect::Tcpxo,
         rdma_devices: flavour == GpuDirect::Rdma,
+        run_env: (flavour != GpuDirect::None).then(|| env.to_vec()),
+        rxdm_ready: flavour == GpuDirect::Tcpxo,
+        import_helper: flavour == GpuDirect::Tcpxo,
+        memlock: flavour == GpuDirect::Rdma,
     }
 }
 
@@ -128,8 +146,9 @@ pub fn script(w: &Wants) -> String {
              if [ \"$st\" != up ] && [ \"$st\" != unknown ]; then m fail interface {q} \"$st\"; {mtu_check} \
              else m ok interface {q} \"mtu $mtu\"; fi; fi",
             mtu_check = match mtu {
-                Some(want) => format!(
-                    "elif [ \"$mtu\" != {want} ]; then m fail interface {q} \"mtu $mtu, expected {want}\";"
+                Some(least) => format!(
+                    "elif ! [ \"$mtu\" -ge {least} ] 2>/dev/null || [ \"$mtu\" -gt {most} ]; then m fail interface {q} \"mtu $mtu, expected {least} to {most}\";",
+                    most = DATA_MTU_MAX.max(*least)
                 ),
                 None => String::new(),
             }
@@ -161,8 +180,117 @@ pub fn script(w: &Wants) -> String {
             "n=$(ls /sys/class/infiniband 2>/dev/null | wc -l); if [ \"$n\" -ge 1 ]; then m ok rdma - \"$n RDMA devices\"; \
              else m fail rdma - no RDMA devices in /sys/class/infiniband; fi\n",
         );
+        // Every port of every device ACTIVE (the doctor's rdma check reads the same files).
+        s.push_str(
+            "if [ \"$n\" -ge 1 ]; then bad=; for f in /sys/class/infiniband/*/ports/*/state; do [ -e \"$f\" ] || continue; \
+             st=$(cat \"$f\" 2>/dev/null); case \"$st\" in *ACTIVE*) ;; *) d=${f#/sys/class/infiniband/}; bad=\"$bad ${d%%/*} port $(basename \"$(dirname \"$f\")\") ${st:-unreadable};\" ;; esac; done; \
+             if [ -z \"$bad\" ]; then m ok rdma-ports - all ACTIVE; else m fail rdma-ports - \"not ACTIVE:$bad\"; fi; fi\n",
+        );
+    }
+    if w.import_helper {
+        s.push_str(
+            "if [ -e /dev/dmabuf_import_helper ]; then m ok import-helper - /dev/dmabuf_import_helper; \
+             else m fail import-helper - \"/dev/dmabuf_import_helper missing (the import-helper module is not loaded)\"; fi\n",
+        );
+    }
+    if let (Some(c), true) = (w.rxdm, w.rxdm_ready) {
+        let logs = format!("docker logs --tail 5000 {c} 2>&1");
+        let _ = writeln!(
+            s,
+            "if {{ {logs} || sudo -n {logs}; }} | grep -q '{RXDM_READY}'; then m ok rxdm-ready - \"its log says {RXDM_READY}\"; \
+             else m fail rxdm-ready - \"container {c}'s log does not say {RXDM_READY}\"; fi"
+        );
+    }
+    if w.memlock {
+        s.push_str(
+            "l=$(ulimit -l 2>/dev/null); if [ \"$(id -u)\" = 0 ]; then m ok memlock - \"root (CAP_IPC_LOCK): no limit applies\"; \
+             elif [ \"$l\" = unlimited ]; then m ok memlock - unlimited; \
+             else m fail memlock - \"ulimit -l is $l KiB in this session, RDMA needs unlimited\"; fi\n",
+        );
+    }
+    if let Some(env) = &w.run_env {
+        s.push_str(&run_env_check(env));
     }
     s
+}
+
+/// The check of the run's own environment: its lines under bash with `set -u`, as the
+/// run's script has them (in a session of the same connection, as the run), then the
+/// dynamic loader's search for the net plugin (`NCCL_NET_PLUGIN`, else `libnccl-net.so`)
+/// and the tuner the environment names (`NCCL_TUNER_PLUGIN`), as NCCL's
+/// src/plugin/net.cc and tuner.cc open them (`libnccl-net-NAME.so`, then NAME), and `ldd`
+/// of what it finds. On Container-Optimized OS the run's library paths are the
+/// container's: they are read as the host directories mounted there (bootstrap::cos).
+/// POSIX sh outside, bash inside (the doctor runs this part of its script under sh).
+fn run_env_check(env: &[String]) -> String {
+    let mut inner = String::from("m() { echo \"@@fd-preflight $*\"; }\n");
+    inner.push_str(crate::shellenv::HEADER);
+    for l in env {
+        inner.push_str(l);
+        inner.push('\n');
+    }
+    inner.push_str(&format!(
+        "m ok env - \"the run's environment loads under bash with set -u\"\n\
+         LIBS=${{LD_LIBRARY_PATH:-}}\n\
+         if {cos}; then LIBS=$(printf '%s' \"$LIBS\" | sed 's#/usr/local/tcpx/lib64#/var/lib/tcpx/lib64#g; s#/usr/local/nvidia/lib64#/var/lib/nvidia/lib64#g'); fi\n",
+        cos = super::cos::IS_COS
+    ));
+    inner.push_str(
+        r#"fd_find() {
+  local n=$1 d
+  local IFS=:
+  for d in $LIBS; do
+    if [ -n "$d" ] && [ -e "$d/$n" ]; then echo "$d/$n"; return 0; fi
+  done
+  case "$n" in */*) [ -e "$n" ] && { echo "$n"; return 0; } ;; esac
+  { ldconfig -p 2>/dev/null || /sbin/ldconfig -p 2>/dev/null; } | awk -v n="$n" '$1 == n { print $NF; found = 1; exit } END { exit !found }' && return 0
+  for d in /lib /usr/lib /lib64 /usr/lib64 /lib/x86_64-linux-gnu /usr/lib/x86_64-linux-gnu; do
+    if [ -e "$d/$n" ]; then echo "$d/$n"; return 0; fi
+  done
+  return 1
+}
+fd_load() {
+  local kind=$1 p= out name
+  shift
+  for name in "$@"; do p=$(fd_find "$name") && break; p=; done
+  if [ -z "$p" ]; then
+    m fail loader "$1" "not found by the loader (LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}, then the linker cache)"
+    return
+  fi
+  if ! command -v ldd >/dev/null 2>&1; then m ok loader "$1" "$p (ldd not on this node: its own libraries not checked)"; return; fi
+  if ! out=$(LD_LIBRARY_PATH=$LIBS ldd "$p" 2>&1); then
+    m fail loader "$1" "$p cannot be loaded: $(printf '%s' "$out" | head -n 1)"
+  elif printf '%s
+' "$out" | grep -q 'not found'; then
+    m fail loader "$1" "$p needs $(printf '%s
+' "$out" | awk '/not found/ { printf "%s ", $1 }')(not found)"
+  else
+    m ok loader "$1" "$kind $p"
+  fi
+}
+NP=${NCCL_NET_PLUGIN:-}
+case "$NP" in
+  none) m ok loader libnccl-net.so "NCCL_NET_PLUGIN=none: NCCL's own transports" ;;
+  '') fd_load net libnccl-net.so ;;
+  *) fd_load net "libnccl-net-$NP.so" "$NP" ;;
+esac
+TP=${NCCL_TUNER_PLUGIN:-}
+case "$TP" in
+  ''|none) ;;
+  *) fd_load tuner "libnccl-tuner-$TP.so" "$TP" ;;
+esac
+"#,
+    );
+    format!(
+        "if command -v bash >/dev/null 2>&1; then\n\
+         fd_err=$(mktemp 2>/dev/null) || fd_err=/dev/null\n\
+         bash -s 2>\"$fd_err\" {doc}\
+         rc=$?\n\
+         if [ \"$rc\" -ne 0 ]; then m fail env - \"the run's environment stops under bash with set -u (exit $rc): $(tail -n 1 \"$fd_err\" | tr -d '\\000-\\037')\"; fi\n\
+         [ \"$fd_err\" = /dev/null ] || rm -f \"$fd_err\"\n\
+         else m fail env - \"bash not found: the run's scripts and Google's profiles need bash\"; fi\n",
+        doc = crate::detach::heredoc("ENV", &inner)
+    )
 }
 
 /// The checks a script's output reports.
@@ -193,9 +321,12 @@ pub fn parse(out: &str) -> Vec<Check> {
 pub fn fix(flavour: GpuDirect, check: &Check) -> String {
     let boot = "`flightdeck fleet bootstrap FLEET`";
     if check.name.starts_with("interface") {
+        if check.detail.contains("differs between nodes") {
+            return "give every node's NIC the MTU of its VPC (a NIC set by hand differs), or recreate the node in the fleet's VPCs".into();
+        }
         if check.detail.starts_with("mtu") {
             return format!(
-                "create the data VPCs with MTU {DATA_MTU} (fleet apply does), or edit the profile's interface names"
+                "make the data VPCs' MTU {DATA_MTU} (fleet apply does; Cluster Toolkit's {DATA_MTU_MAX} is accepted too), or edit the profile's interface names"
             );
         }
         return "the profile names an interface this node lacks: check the machine type's NICs and image, or pass --profile none / edit the profile".into();
@@ -203,8 +334,72 @@ pub fn fix(flavour: GpuDirect, check: &Check) -> String {
     match (check.name.split(' ').next().unwrap_or(""), flavour) {
         ("file", _) | ("rxdm", _) | ("aperture", _) => format!("run {boot} to install and start it"),
         ("rdma", _) => "the node has no MRDMA NICs: create it with the RoCE VPC (fleet apply does) and the nccl-gib/ibverbs packages (fleet bootstrap)".into(),
+        ("rdma-ports", _) => "a port that is not ACTIVE carries no RDMA traffic: check the NIC's link (`ibv_devinfo`), then reboot or recreate the node".into(),
+        ("import-helper", _) => format!("run {boot} (it builds and loads the dmabuf import-helper module; after a kernel update it is built again)"),
+        ("rxdm-ready", _) => format!("the RxDM runs but has not initialised: read `docker logs receive-datapath-manager`, then run {boot} to restart it"),
+        ("memlock", _) => "the bootstrap's limits apply to sessions opened after it: close flightdeck's connections to the node (`flightdeck mux stop`, and quit the cockpit) so the next run opens a new session".into(),
+        ("env", _) => "the run's environment lines fail under bash (see what was found): edit the profile, or run the bootstrap again if a profile it sources is damaged".into(),
+        ("loader", _) => format!("the net plugin must be on the run's LD_LIBRARY_PATH or in the linker cache with its libraries: run {boot}, or fix LD_LIBRARY_PATH in the profile"),
         _ => format!("run {boot}"),
     }
+}
+
+/// The data NICs whose MTU is not the same on every node (each within the accepted
+/// range, so no node failed on its own): a check failed for each node off the MTU most
+/// nodes have, naming both. Packets above the smaller MTU are dropped between them.
+pub fn mtu_mismatches<'a>(
+    w: &Wants,
+    nodes: impl Iterator<Item = (&'a str, &'a [Check])>,
+) -> Vec<(String, Check)> {
+    use std::collections::BTreeMap;
+    let data: Vec<&str> = w
+        .interfaces
+        .iter()
+        .filter(|(_, m)| m.is_some())
+        .map(|(n, _)| n.as_str())
+        .collect();
+    // interface -> mtu -> nodes
+    let mut seen: BTreeMap<&str, BTreeMap<String, Vec<&str>>> = BTreeMap::new();
+    for (node, checks) in nodes {
+        for c in checks.iter().filter(|c| c.ok) {
+            let Some(nic) = c.name.strip_prefix("interface ") else {
+                continue;
+            };
+            let Some(mtu) = c.detail.strip_prefix("mtu ") else {
+                continue;
+            };
+            if let Some(nic) = data.iter().find(|d| **d == nic) {
+                seen.entry(nic)
+                    .or_default()
+                    .entry(mtu.to_string())
+                    .or_default()
+                    .push(node);
+            }
+        }
+    }
+    let mut out = vec![];
+    for (nic, by_mtu) in seen {
+        if by_mtu.len() < 2 {
+            continue;
+        }
+        let (common, _) = by_mtu
+            .iter()
+            .max_by_key(|(mtu, ns)| (ns.len(), std::cmp::Reverse((*mtu).clone())))
+            .expect("two MTUs");
+        for (mtu, ns) in by_mtu.iter().filter(|(m, _)| *m != common) {
+            for node in ns {
+                out.push((
+                    node.to_string(),
+                    Check {
+                        name: format!("interface {nic}"),
+                        ok: false,
+                        detail: format!("mtu {mtu} differs between nodes: most have {common}"),
+                    },
+                ));
+            }
+        }
+    }
+    out
 }
 
 /// A node's failed checks.
@@ -266,9 +461,25 @@ pub async fn check_nodes(
         .collect();
     let out = exec::collect_with_input(transport, jobs).await;
     let mut failures = vec![];
-    for (n, (code, stdout, stderr)) in nodes.iter().zip(out) {
-        let checks = parse(&stdout);
-        let failed: Vec<Check> = checks.into_iter().filter(|c| !c.ok).collect();
+    let parsed: Vec<(i32, Vec<Check>, String)> = out
+        .into_iter()
+        .map(|(code, stdout, stderr)| (code, parse(&stdout), stderr))
+        .collect();
+    let differ = mtu_mismatches(
+        &wants(flavour, env),
+        nodes
+            .iter()
+            .zip(&parsed)
+            .map(|(n, p)| (n.name.as_str(), p.1.as_slice())),
+    );
+    for (n, (code, checks, stderr)) in nodes.iter().zip(parsed) {
+        let mut failed: Vec<Check> = checks.into_iter().filter(|c| !c.ok).collect();
+        failed.extend(
+            differ
+                .iter()
+                .filter(|(node, _)| *node == n.name)
+                .map(|(_, c)| c.clone()),
+        );
         let error = (code != 0).then(|| format!("exit {code}: {}", stderr.trim()));
         if !failed.is_empty() || error.is_some() {
             failures.push(NodeFailure {
@@ -344,13 +555,20 @@ mod tests {
             rxdm: Some("fd-no-such-container-xyz"),
             aperture: false,
             rdma_devices: false,
+            run_env: None,
+            rxdm_ready: false,
+            import_helper: false,
+            memlock: false,
         };
         let out = crate::bootstrap::tests::sh_stdin(&script(&w));
         let checks = parse(&String::from_utf8_lossy(&out.stdout));
         let by = |n: &str| checks.iter().filter(|c| c.name == n).cloned().collect::<Vec<_>>();
         // lo is "unknown" in operstate: accepted as up; its MTU is not 1.
         assert!(by("interface lo")[0].ok, "{checks:?}");
-        assert!(!by("interface lo")[1].ok && by("interface lo")[1].detail.contains("expected 1"));
+        assert!(
+            !by("interface lo")[1].ok && by("interface lo")[1].detail.ends_with("expected 1 to 8896"),
+            "{checks:?}"
+        );
         assert_eq!(by("interface fd-no-such-nic")[0].detail, "missing");
         assert!(by("file /")[0].ok);
         assert!(!by("file /fd/no/such/file")[0].ok);
@@ -363,5 +581,140 @@ mod tests {
         let r = report(GpuDirect::Tcpxo, &failures);
         assert!(r.contains("a3-0: rxdm: container fd-no-such-container-xyz is not running; fix: run `flightdeck fleet bootstrap FLEET`"), "{r}");
         assert!(r.contains("a3-0: interface fd-no-such-nic: missing; fix:"), "{r}");
+    }
+
+    /// A real shared object to stand in for a plugin: this machine's libm.
+    fn some_shared_object() -> std::path::PathBuf {
+        [
+            "/lib/x86_64-linux-gnu/libm.so.6",
+            "/usr/lib/x86_64-linux-gnu/libm.so.6",
+            "/lib64/libm.so.6",
+            "/usr/lib64/libm.so.6",
+        ]
+        .iter()
+        .map(std::path::PathBuf::from)
+        .find(|p| p.exists())
+        .expect("libm.so.6")
+    }
+
+    fn run_env_checks(env: Vec<String>, extra: &[(&str, &str)]) -> Vec<Check> {
+        let w = Wants {
+            interfaces: vec![],
+            files: vec![],
+            rxdm: None,
+            aperture: false,
+            rdma_devices: false,
+            run_env: Some(env),
+            rxdm_ready: false,
+            import_helper: false,
+            memlock: false,
+        };
+        // Under dash (the doctor runs this part of its script under sh), without
+        // LD_LIBRARY_PATH, as in a fresh SSH exec session.
+        use std::io::Write;
+        let mut child = std::process::Command::new("dash")
+            .arg("-s")
+            .env_remove("LD_LIBRARY_PATH")
+            .envs(extra.iter().copied())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(script(&w).as_bytes())
+            .unwrap();
+        parse(&String::from_utf8_lossy(
+            &child.wait_with_output().unwrap().stdout,
+        ))
+    }
+
+    /// The run's own environment, sourced as the run sources it: a profile that reads an
+    /// unset LD_LIBRARY_PATH and uses `[[` loads, and the loader then finds the plugin it
+    /// put first; a profile that stops is named with its own words; a plugin the loader
+    /// cannot find is named with the path searched.
+    #[test]
+    fn the_runs_environment_is_loaded_and_the_loader_asked_for_the_plugin() {
+        let dir = tempfile::tempdir().unwrap();
+        let lib = dir.path().join("lib64");
+        std::fs::create_dir_all(&lib).unwrap();
+        std::fs::copy(some_shared_object(), lib.join("libnccl-net.so")).unwrap();
+        let profile = dir.path().join("profile.sh");
+        std::fs::write(
+            &profile,
+            ": \"${NCCL_LIB_DIR:?Must set NCCL_LIB_DIR}\"\nif [[ a =~ ^a$ ]]; then export FROM=profile; fi\nexport LD_LIBRARY_PATH=\"${NCCL_LIB_DIR}:${LD_LIBRARY_PATH}\"\n",
+        )
+        .unwrap();
+        use crate::shellenv::{export, source, Value};
+        let lib_s = lib.to_str().unwrap();
+        let env = vec![
+            export("NCCL_LIB_DIR", Value::Literal(lib_s)),
+            source(profile.to_str().unwrap()),
+            export("LD_LIBRARY_PATH", Value::Prepend(lib_s)),
+        ];
+        let checks = run_env_checks(env.clone(), &[]);
+        let by = |cs: &[Check], n: &str| cs.iter().find(|c| c.name == n).cloned();
+        assert!(by(&checks, "env").unwrap().ok, "{checks:?}");
+        let l = by(&checks, "loader libnccl-net.so").unwrap();
+        assert!(l.ok && l.detail.ends_with("/lib64/libnccl-net.so"), "{checks:?}");
+
+        // Without the `set +u` around it (as a script written by hand would source it),
+        // the profile stops on the unset LD_LIBRARY_PATH: named, with bash's own words.
+        let bare = vec![
+            export("NCCL_LIB_DIR", Value::Literal(lib_s)),
+            format!(". {}", profile.display()),
+        ];
+        let checks = run_env_checks(bare, &[]);
+        let e = by(&checks, "env").unwrap();
+        assert!(
+            !e.ok && e.detail.contains("LD_LIBRARY_PATH: unbound variable"),
+            "{checks:?}"
+        );
+
+        // A plugin the loader cannot find, and one that is not a shared object.
+        let checks = run_env_checks(vec![export("NCCL_NET_PLUGIN", Value::Literal("fdnosuch"))], &[]);
+        let l = by(&checks, "loader libnccl-net-fdnosuch.so").unwrap();
+        assert!(
+            !l.ok && l.detail.starts_with("not found by the loader"),
+            "{checks:?}"
+        );
+        std::fs::write(lib.join("libnccl-tuner.so"), "not an ELF file").unwrap();
+        let checks = run_env_checks(
+            vec![
+                export("LD_LIBRARY_PATH", Value::Prepend(lib_s)),
+                export("NCCL_TUNER_PLUGIN", Value::Literal("libnccl-tuner.so")),
+            ],
+            &[],
+        );
+        assert!(by(&checks, "loader libnccl-net.so").unwrap().ok, "{checks:?}");
+        let t = by(&checks, "loader libnccl-tuner-libnccl-tuner.so.so").unwrap();
+        assert!(!t.ok && t.detail.contains("cannot be loaded"), "{checks:?}");
+        let fixed = fix(GpuDirect::Tcpxo, &t);
+        assert!(fixed.contains("LD_LIBRARY_PATH"), "{fixed}");
+    }
+
+    /// Data NICs within the accepted range on each node but not the same on all: the odd
+    /// node is named with both MTUs.
+    #[test]
+    fn an_mtu_that_differs_between_nodes_fails_the_odd_node() {
+        let w = wants(GpuDirect::Tcpx, &profile_env(GpuDirect::Tcpx));
+        let ok = |nic: &str, mtu: u32| Check {
+            name: format!("interface {nic}"),
+            ok: true,
+            detail: format!("mtu {mtu}"),
+        };
+        let a = [ok("eth1", 8244), ok("eth0", 1460)];
+        let b = [ok("eth1", 8244), ok("eth0", 8896)];
+        let c = [ok("eth1", 8896), ok("eth0", 1460)];
+        let found = mtu_mismatches(&w, [("a", &a[..]), ("b", &b[..]), ("c", &c[..])].into_iter());
+        assert_eq!(found.len(), 1, "the control NIC is not a data NIC: {found:?}");
+        assert_eq!(found[0].0, "c");
+        assert_eq!(
+            found[0].1.detail,
+            "mtu 8896 differs between nodes: most have 8244"
+        );
+        assert!(fix(GpuDirect::Tcpx, &found[0].1).starts_with("give every node's NIC"));
     }
 }
