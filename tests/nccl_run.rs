@@ -13,8 +13,15 @@ use support::text;
 
 /// Write the double into `dir` and return `dir`.
 fn nccl_tests_double(dir: &Path, exit: i32, sleep_each: &str) -> PathBuf {
+    double_printing(dir, "h200x2-all_reduce.txt", exit, sleep_each)
+}
+
+/// The double printing `fixture` (a file of tests/fixtures/nccl), then exiting `exit`.
+fn double_printing(dir: &Path, fixture: &str, exit: i32, sleep_each: &str) -> PathBuf {
     std::fs::create_dir_all(dir).unwrap();
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/nccl/h200x2-all_reduce.txt");
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/nccl")
+        .join(fixture);
     let script = format!(
         "#!/bin/sh\n# DOUBLE of nccl-tests' all_reduce_perf: prints a recorded run of the real one.\n\
          echo \"args: $*\" >&2\n\
@@ -375,5 +382,80 @@ fn a_node_killed_mid_run_is_reported_and_the_run_kept() {
     assert!(
         runs[0]["peak_busbw"].as_f64().is_some(),
         "the rows that arrived are kept: {h}"
+    );
+}
+
+/// `nccl run` with the RDMA profile and `--no-preflight` on a node without gIB: the
+/// double prints what NCCL 2.27.7 and nccl-tests print when `NCCL_NET=gIB` names a
+/// plugin that is not there (composed from their source strings:
+/// tests/fixtures/nccl/composed/README.md) and exits 3 as nccl-tests does. The CLI names
+/// NCCL's own error as the cause; the verdict is FAIL with it, and the history keeps it.
+#[test]
+fn a_run_without_its_plugin_fails_with_nccls_own_error() {
+    let home = tempfile::tempdir().unwrap();
+    let local = Path::new(env!("CARGO_MANIFEST_DIR")).join("fleets/local.yaml");
+    assert!(
+        fd(home.path(), &["fleet", "apply", local.to_str().unwrap(), "--yes"])
+            .status
+            .success()
+    );
+    let dir = double_printing(
+        &home.path().join("nt"),
+        "composed/nccl2.27.7-rdma-no-gib-all_reduce.txt",
+        3,
+        "0",
+    );
+    let d = dir.to_str().unwrap();
+    let args = [
+        "nccl",
+        "run",
+        "local",
+        "--nccl-tests-dir",
+        d,
+        "-g",
+        "2",
+        "--profile",
+        "rdma",
+        "--no-preflight",
+    ];
+    let out = fd(home.path(), &[&args[..], &["--json"]].concat());
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains("cause: NCCL WARN Failed to initialize any NET plugin\n"),
+        "{err}"
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["profile"]["name"], "rdma");
+    assert_eq!(doc["verdict"]["grade"], "fail", "{doc:#}");
+    assert_eq!(
+        doc["verdict"]["cause"],
+        "NCCL WARN Failed to initialize any NET plugin"
+    );
+    assert_eq!(
+        doc["verdict"]["reason"],
+        "the run failed before its first row: a node ended with exit 3; \
+         cause: NCCL WARN Failed to initialize any NET plugin"
+    );
+    // The history keeps the cause; its table says why the run failed.
+    let h = fd(home.path(), &["nccl", "history", "--json"]);
+    let h: serde_json::Value = serde_json::from_slice(&h.stdout).unwrap();
+    assert_eq!(h[0]["verdict"], "fail");
+    assert_eq!(h[0]["cause"], "NCCL WARN Failed to initialize any NET plugin");
+    let table = text(&fd(home.path(), &["nccl", "history"]).stdout);
+    assert!(
+        table.contains("cause: NCCL WARN Failed to initialize any NET plugin;"),
+        "{table}"
+    );
+    // The text output too, with the run's last lines after it.
+    let out = fd(home.path(), &args);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    let cause = err
+        .find("cause: NCCL WARN Failed to initialize any NET plugin")
+        .expect("the cause");
+    assert!(
+        err[cause..].contains("local-0: lab-0: Test NCCL failure common.cu:1123"),
+        "{err}"
     );
 }

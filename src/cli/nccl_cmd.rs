@@ -646,11 +646,9 @@ fn follow(
         on_row,
     ));
     let report = &f.report;
-    let gd = saved
-        .machine_type
-        .as_deref()
-        .map_or(GpuDirect::None, profile::machine_flavour);
-    if let Some(w) = crate::nccl::fallback_warning(gd, report.transport.as_ref()) {
+    // The run's own profile (what its nodes were set up with), one rule with the verdict.
+    let nodes_run = u32::try_from(saved.nodes.len()).ok().filter(|n| *n > 0);
+    if let Some(w) = crate::nccl::fallback_warning(saved.profile(), report.transport.as_ref(), nodes_run) {
         eprintln!("{w}");
     }
     let worst = f.worst();
@@ -670,7 +668,8 @@ fn follow(
     } else if !report.rows.is_empty() {
         print!("{}", table(report));
         if let Some(v) = &saved.verdict {
-            println!("{}", verdict_line(v, saved.machine_type_from.as_deref()));
+            let line = verdict_line(v, saved.machine_type_from.as_deref());
+            println!("{}", crate::term::visible::for_stdout(&line));
         }
     }
     if worst != 0 {
@@ -680,8 +679,17 @@ fn follow(
             .map(|(n, c)| format!("{n} {}", c.map_or("lost".into(), |c| c.to_string())))
             .collect();
         eprintln!("run {id} failed: exit code {}", codes.join(", "));
+        // The same cause the verdict names (read from every line, not only the tail).
+        let cause = saved
+            .verdict
+            .as_ref()
+            .and_then(|v| v.cause.clone())
+            .or_else(|| f.cause());
+        if let Some(c) = cause {
+            eprintln!("cause: {}", crate::term::visible::for_stderr(&c));
+        }
         for l in f.error_tail(&nodes[0].name, 20) {
-            eprintln!("{l}");
+            eprintln!("{}", crate::term::visible::for_stderr(&l));
         }
     }
     if report.rows.is_empty() && worst == 0 {
@@ -722,6 +730,7 @@ pub fn history_list(json: bool, paths: &Paths) -> anyhow::Result<ExitCode> {
                     "exit_code": r.exit_code(), "peak_busbw": r.peak_busbw, "avg_busbw": r.avg_busbw,
                     "verdict": r.verdict.as_ref().map(|v| v.grade), "purpose": r.purpose,
                     "verdict_reason": r.verdict.as_ref().map(|v| v.reason.clone()),
+                    "cause": r.verdict.as_ref().and_then(|v| v.cause.clone()),
                     "exit_codes": r.nodes.iter().zip(&r.exit_codes).map(|(n, c)| serde_json::json!({"node": n, "exit_code": c})).collect::<Vec<_>>(),
                 })
             })
@@ -778,10 +787,11 @@ pub fn history_list(json: bool, paths: &Paths) -> anyhow::Result<ExitCode> {
         .take(5)
     {
         let why = r.verdict.as_ref().map_or("", |v| v.reason.as_str());
-        println!(
+        let line = format!(
             "{}: {why}; `flightdeck nccl attach {}` shows its output",
             r.id, r.id
         );
+        println!("{}", crate::term::visible::for_stdout(&line));
     }
     Ok(ExitCode::SUCCESS)
 }

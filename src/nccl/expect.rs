@@ -9,6 +9,10 @@
 //! The verdict compares the run's peak out-of-place busbw with the reference's peak over
 //! the sizes the run covered: pass at 90% or more, warn from 70%, fail below 70%, and
 //! unknown (with the reason) when there is no reference or it does not apply.
+//! [`judge_run`] adds the run's GPUDirect profile: a run NCCL did not run on the
+//! profile's network fails ([`super::transport::check_transport`]). [`judge_ended`] adds
+//! how it ended: a node that did not finish fails it, with the line of its output that
+//! says why.
 //!
 //! Machine types are GCP's (`a3-megagpu-8g`) or, for machines outside GCP, the GPU count
 //! and model of one node as nccl-tests' rank list names them (`2xH200`).
@@ -17,6 +21,7 @@
 
 use super::baseline::PUBLISHED;
 use super::parse::Report;
+use super::transport::{check_transport, GpuDirect, TransportCheck};
 use serde::{Deserialize, Serialize};
 
 /// The measured curves (see the module doc).
@@ -254,9 +259,84 @@ pub struct Verdict {
     pub reference: Option<String>,
     /// Why the grade is what it is, in a sentence.
     pub reason: String,
+    /// For a run that failed (a node's exit code): the line of its output that says why
+    /// ([`super::remote::failure_cause`]), as the node printed it.
+    #[serde(default)]
+    pub cause: Option<String>,
 }
 
-/// Judge `report` as a run on `nodes` nodes of `machine_type`.
+/// Judge `report` as a run on `nodes` nodes of `machine_type` with the GPUDirect
+/// `profile` it ran with: [`judge`]'s busbw verdict, then the transport rule
+/// ([`check_transport`]): a run NCCL did not run on the profile's network fails, the
+/// reason saying what it used instead; one whose transport nothing shows says so in
+/// its reason, its grade kept.
+pub fn judge_run(
+    report: &Report,
+    machine_type: Option<&str>,
+    nodes: Option<u32>,
+    profile: GpuDirect,
+) -> Verdict {
+    let mut v = judge(report, machine_type, nodes);
+    match check_transport(profile, report.transport.as_ref(), v.nodes.or(nodes)) {
+        TransportCheck::Wrong(what) => {
+            v.grade = Grade::Fail;
+            v.reason = format!("{what}; {}", v.reason);
+        }
+        TransportCheck::Unverified(why) => {
+            v.reason = format!(
+                "{}; the transport of profile {} is unverified: {why}",
+                v.reason,
+                profile.name()
+            );
+        }
+        TransportCheck::NotApplicable | TransportCheck::Verified(_) => {}
+    }
+    v
+}
+
+/// The verdict of a run that ended: `verdict` (its rows judged), made a failure when a
+/// node did not finish: it ended with a non-zero exit code (255: lost), or no exit code
+/// came back while the run had not concluded. The reason then says so, with `cause`,
+/// the line of the output that says why ([`super::remote::failure_cause`]), which the
+/// verdict keeps. `codes`: each node's exit code, `None` when none came back.
+pub fn judge_ended(
+    mut verdict: Verdict,
+    report: &Report,
+    codes: &[Option<i32>],
+    cause: Option<&str>,
+) -> Verdict {
+    let failed: Vec<i32> = codes.iter().flatten().copied().filter(|c| *c != 0).collect();
+    let unfinished = !report.concluded && report.avg_busbw.is_none();
+    let rows = crate::words::plural(report.rows.len(), "row");
+    let what = if let Some(worst) = failed.iter().max() {
+        let lost = if *worst == crate::exec::UNREACHABLE {
+            " (lost: its connection or the node died)"
+        } else {
+            ""
+        };
+        if report.rows.is_empty() {
+            format!("the run failed before its first row: a node ended with exit {worst}{lost}")
+        } else {
+            format!("the run did not finish: a node ended with exit {worst}{lost} after {rows}")
+        }
+    } else if unfinished && codes.iter().any(Option::is_none) {
+        format!(
+            "the run did not finish: no exit code came back from a node (lost: its connection or the node died) after {rows}"
+        )
+    } else {
+        return verdict;
+    };
+    verdict.grade = Grade::Fail;
+    verdict.cause = cause.map(str::to_string);
+    verdict.reason = match cause {
+        Some(c) => format!("{what}; cause: {c}"),
+        None => what,
+    };
+    verdict
+}
+
+/// Judge `report` as a run on `nodes` nodes of `machine_type`, by its busbw alone (no
+/// profile: see [`judge_run`]).
 pub fn judge(report: &Report, machine_type: Option<&str>, nodes: Option<u32>) -> Verdict {
     let measured = report.peak_busbw();
     let mut v = Verdict {
@@ -269,6 +349,7 @@ pub fn judge(report: &Report, machine_type: Option<&str>, nodes: Option<u32>) ->
         nodes,
         reference: None,
         reason: String::new(),
+        cause: None,
     };
     let Some(machine) = machine_type else {
         v.reason = "no machine type known (give --machine-type)".into();
@@ -475,5 +556,134 @@ mod tests {
         let ranks = judge(&fixture("h200x2-all_gather.txt"), Some("a3-ultragpu-8g"), Some(2));
         assert_eq!(ranks.grade, Grade::Unknown);
         assert_eq!(ranks.reason, "the reference is for 16 ranks, the run had 2");
+    }
+
+    /// A recorded run given NCCL debug lines: `lines` before its first row.
+    fn with_debug(mut r: Report, lines: &[&str]) -> Report {
+        let mut d = crate::nccl::TransportDetector::new();
+        for l in lines {
+            d.feed(l);
+        }
+        r.transport = Some(d.transport());
+        r
+    }
+
+    /// A GPUDirect run that NCCL ran over sockets, or with no plugin or another one, is
+    /// a failure whatever its busbw, with what NCCL did as the reason; one node is not
+    /// judged by its network; no INFO lines leave the transport unverified, said so.
+    #[test]
+    fn the_profile_judges_the_transport() {
+        let run = fixture("h200x2-all_reduce.txt");
+        let two = "comm 0x1 rank 0 nRanks 2 nNodes 2 localRanks 1 localRank 0 MNNVL 0";
+        let socket = with_debug(
+            run.clone(),
+            &[
+                "NET/Plugin: Could not find: libnccl-net.so",
+                "Using network Socket",
+                two,
+            ],
+        );
+        let v = judge_run(&socket, Some("2xH200"), Some(1), GpuDirect::Rdma);
+        assert_eq!(v.grade, Grade::Fail, "{}", v.reason);
+        assert!(
+            v.reason.starts_with(
+                "profile rdma expects gIB, but NCCL used NET/Socket (no plugin found: libnccl-net.so); peak 347.71 GB/s"
+            ),
+            "{}",
+            v.reason
+        );
+        // Without a profile the same run passes: the busbw alone.
+        assert_eq!(
+            judge_run(&socket, Some("2xH200"), Some(1), GpuDirect::None).grade,
+            Grade::Pass
+        );
+        assert_eq!(judge(&socket, Some("2xH200"), Some(1)).grade, Grade::Pass);
+        // The plugin loaded is another profile's.
+        let tcpx = with_debug(
+            run.clone(),
+            &[
+                "NET/Plugin: Loaded net plugin GPUDirectTCPX_v7 (v7)",
+                "Using network GPUDirectTCPX_v7",
+                two,
+            ],
+        );
+        let v = judge_run(&tcpx, Some("2xH200"), Some(1), GpuDirect::Rdma);
+        assert_eq!(v.grade, Grade::Fail);
+        assert!(
+            v.reason.contains("loaded the GPUDirectTCPX_v7 plugin"),
+            "{}",
+            v.reason
+        );
+        assert_eq!(
+            judge_run(&tcpx, Some("2xH200"), Some(1), GpuDirect::Tcpx).grade,
+            Grade::Pass
+        );
+        // One node (as NCCL counts them): the network is not used.
+        let one = with_debug(
+            run.clone(),
+            &[
+                "NET/Plugin: Could not find: libnccl-net.so",
+                "Using network Socket",
+                "comm 0x1 rank 0 nRanks 2 nNodes 1 localRanks 2 localRank 0 MNNVL 0",
+            ],
+        );
+        let v = judge_run(&one, Some("2xH200"), Some(1), GpuDirect::Rdma);
+        assert_eq!(v.grade, Grade::Pass, "{}", v.reason);
+        // No INFO lines on a GPUDirect profile over two nodes: said, not failed.
+        let v = judge_run(&run, Some("a3-ultragpu-8g"), Some(2), GpuDirect::Rdma);
+        assert_eq!(v.grade, Grade::Unknown);
+        assert!(
+            v.reason
+                .contains("the transport of profile rdma is unverified: no NCCL_DEBUG=INFO lines"),
+            "{}",
+            v.reason
+        );
+    }
+
+    /// A run a node did not finish fails with its cause, whatever its rows; one that
+    /// ended 0 keeps its verdict.
+    #[test]
+    fn an_ended_run_fails_with_its_cause() {
+        let run = fixture("h200x2-all_reduce.txt");
+        let v = judge_run(&run, Some("2xH200"), Some(1), GpuDirect::None);
+        assert_eq!(judge_ended(v.clone(), &run, &[Some(0)], None), v);
+        let mut cut = run.clone();
+        cut.rows.truncate(5);
+        cut.avg_busbw = None;
+        cut.concluded = false;
+        let unknown = judge_run(&cut, Some("2xH200"), Some(1), GpuDirect::None);
+        let failed = judge_ended(
+            unknown,
+            &cut,
+            &[Some(3)],
+            Some("NCCL WARN Cuda failure 'an illegal memory access was encountered'"),
+        );
+        assert_eq!(failed.grade, Grade::Fail);
+        assert_eq!(
+            failed.reason,
+            "the run did not finish: a node ended with exit 3 after 5 rows; \
+             cause: NCCL WARN Cuda failure 'an illegal memory access was encountered'"
+        );
+        assert_eq!(
+            failed.cause.as_deref(),
+            Some("NCCL WARN Cuda failure 'an illegal memory access was encountered'")
+        );
+        let empty = Report::default();
+        let none = judge_ended(
+            judge(&empty, None, None),
+            &empty,
+            &[Some(3)],
+            Some("NCCL WARN Failed to initialize any NET plugin"),
+        );
+        assert_eq!(
+            (none.grade, none.reason.as_str()),
+            (
+                Grade::Fail,
+                "the run failed before its first row: a node ended with exit 3; cause: NCCL WARN Failed to initialize any NET plugin"
+            )
+        );
+        let lost = judge_ended(judge(&cut, None, None), &cut, &[None], None);
+        assert_eq!(lost.grade, Grade::Fail);
+        assert!(lost.reason.contains("no exit code came back"), "{}", lost.reason);
     }
 }

@@ -8,6 +8,7 @@
 
 use super::expect::Verdict;
 use super::parse::Report;
+use super::transport::GpuDirect;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -92,8 +93,10 @@ impl SavedRun {
 
     /// Conclude the entry of an ended run: its figures, the exit codes (`codes` of the
     /// nodes that ran a script, in node order; the others, mpirun's, share the first's),
-    /// the machine type from nccl-tests' rank list when nothing named it, the verdict.
-    pub fn conclude(&mut self, report: &Report, codes: &[Option<i32>], now: u64) {
+    /// the machine type from nccl-tests' rank list when nothing named it, the verdict
+    /// (busbw and the transport against the run's profile, [`super::expect::judge_run`];
+    /// a node that did not finish fails it with `cause`, [`super::expect::judge_ended`]).
+    pub fn conclude(&mut self, report: &Report, codes: &[Option<i32>], cause: Option<&str>, now: u64) {
         self.set_report(report);
         self.ended_at = Some(now);
         let head = codes.first().copied().flatten();
@@ -107,34 +110,13 @@ impl SavedRun {
             }
         }
         let nodes = u32::try_from(self.nodes.len()).ok().filter(|n| *n > 0);
-        let mut verdict = super::expect::judge(report, self.machine_type.as_deref(), nodes);
-        // A run a node did not finish (it failed, or was lost: 255) is a failed run,
-        // whatever its first rows measured.
-        let failed: Vec<i32> = codes.iter().flatten().copied().filter(|c| *c != 0).collect();
-        let unfinished = !report.concluded && report.avg_busbw.is_none();
-        if unfinished && codes.iter().any(Option::is_none) && failed.is_empty() {
-            verdict.grade = super::expect::Grade::Fail;
-            verdict.reason = format!(
-                "the run did not finish: no exit code came back from a node (lost: its connection or the node died) after {}",
-                crate::words::plural(report.rows.len(), "row")
-            );
-        }
-        if let Some(worst) = failed.iter().max() {
-            verdict.grade = super::expect::Grade::Fail;
-            let lost = if *worst == crate::exec::UNREACHABLE {
-                " (lost: its connection or the node died)"
-            } else {
-                ""
-            };
-            verdict.reason = match report.rows.len() {
-                0 => format!("the run failed before its first row: a node ended with exit {worst}{lost}"),
-                n => format!(
-                    "the run did not finish: a node ended with exit {worst}{lost} after {}",
-                    crate::words::plural(n, "row")
-                ),
-            };
-        }
-        self.verdict = Some(verdict);
+        let verdict = super::expect::judge_run(report, self.machine_type.as_deref(), nodes, self.profile());
+        self.verdict = Some(super::expect::judge_ended(verdict, report, codes, cause));
+    }
+
+    /// The GPUDirect profile the run was made with (`none` when the entry names none).
+    pub fn profile(&self) -> GpuDirect {
+        GpuDirect::from_name(&self.spec.profile).unwrap_or(GpuDirect::None)
     }
 
     /// `pass`, `warn`, `fail`, `unknown`, or `-` without a verdict.
@@ -537,5 +519,40 @@ mod tests {
         assert_eq!(all.len(), MAX_RUNS);
         assert_eq!(all[0].id, format!("r{:04}", MAX_RUNS + 2));
         assert!(all.iter().all(|x| x.started_at >= 13), "the oldest went first");
+    }
+
+    /// The entry of a failed run keeps the cause, and its verdict is judged with the
+    /// run's own profile.
+    #[test]
+    fn conclude_judges_with_the_profile_and_keeps_the_cause() {
+        let text = include_str!("../../tests/fixtures/nccl/composed/nccl2.27.7-rdma-no-gib-all_reduce.txt");
+        let report = crate::nccl::parse_text(text).remove(0);
+        let mut r = run("nccl-all_reduce-1-0001", &[]);
+        r.spec.profile = "rdma".into();
+        assert_eq!(r.profile(), GpuDirect::Rdma);
+        let cause = crate::nccl::remote::failure_cause(text.lines());
+        r.conclude(&report, &[Some(3)], cause.as_deref(), 9);
+        let v = r.verdict.as_ref().unwrap();
+        assert_eq!(r.grade(), "fail");
+        assert_eq!(
+            v.cause.as_deref(),
+            Some("NCCL WARN Failed to initialize any NET plugin")
+        );
+        assert_eq!(
+            v.reason,
+            "the run failed before its first row: a node ended with exit 3; \
+             cause: NCCL WARN Failed to initialize any NET plugin"
+        );
+        // An old entry without a profile is judged as `none`.
+        let mut old = run("old", &[]);
+        old.spec.profile = String::new();
+        assert_eq!(old.profile(), GpuDirect::None);
+        // A verdict saved before `cause` existed still reads.
+        let json = serde_json::to_string(&r)
+            .unwrap()
+            .replace(",\"cause\":\"NCCL WARN Failed to initialize any NET plugin\"", "");
+        assert!(!json.contains("\"cause\""), "{json}");
+        let back: SavedRun = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.verdict.unwrap().cause, None);
     }
 }

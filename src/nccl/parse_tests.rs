@@ -120,6 +120,29 @@ fn debug_fixture_version_transport_and_rows() {
     assert_eq!(t.inter_node_net(), None, "one node: the network carried nothing");
 }
 
+/// NCCL 2.27.7 failing with `NCCL_NET=gIB` and no gIB (composed from its source
+/// strings, tests/fixtures/nccl/composed): the banner is read, its WARN lines (a blank
+/// line, then a `[date time]` timestamp before the host) are debug lines, not rows, and
+/// the plugin NCCL could not find is recorded.
+#[test]
+fn a_run_that_died_before_its_first_row() {
+    let r = one(include_str!(
+        "../../tests/fixtures/nccl/composed/nccl2.27.7-rdma-no-gib-all_reduce.txt"
+    ));
+    assert_eq!(r.collective.as_deref(), Some("all_reduce"));
+    assert_eq!(r.nccl_version.as_deref(), Some("2.27.7+cuda12.9"));
+    assert_eq!((r.rows.len(), r.header_seen, r.concluded), (0, false, false));
+    assert_eq!(r.ranks(), Some(2));
+    let t = r.transport.as_ref().unwrap();
+    assert_eq!(t.no_plugin_found.as_deref(), Some("libnccl-net.so"));
+    assert_eq!(
+        t.net_error.as_deref(),
+        Some("Failed to initialize any NET plugin")
+    );
+    assert_eq!((t.plugin.as_deref(), t.selected_net.as_ref()), (None, None));
+    assert_eq!(r.transport_summary(), None);
+}
+
 #[test]
 fn gke_fixture_has_no_banner() {
     let r = one(GKE);

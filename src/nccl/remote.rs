@@ -1,7 +1,8 @@
 //! The I/O side of NCCL runs, shared by `flightdeck nccl` (run, attach, stragglers) and
 //! the cockpit: node-to-node SSH for mpirun, launching a run detached on a fleet's nodes
 //! ([`start`]), recording it in the state store and the history, following it, and
-//! concluding it (exit codes, rows, verdict).
+//! concluding it (exit codes, rows, verdict, and for a failed run the line that says why:
+//! [`failure_cause`], pure like the rest of the reading).
 
 use super::history::{self, SavedRun, SavedSpec};
 use super::runner::{self, Engine, MpiHost, RunSpec, EXIT_MARKER};
@@ -209,6 +210,8 @@ pub struct Followed {
     pub head_tail: VecDeque<String>,
     /// The other nodes' last [`OTHER_LINES`] lines, prefixed by their names.
     pub others: VecDeque<String>,
+    /// What every node printed, read for the cause of a failure ([`Followed::cause`]).
+    pub causes: CauseFinder,
 }
 
 /// How many of the head node's last lines [`follow_core`] keeps.
@@ -254,6 +257,12 @@ impl Followed {
         out
     }
 
+    /// The line that says why the run failed ([`failure_cause`] over every line every
+    /// node printed); `None` when it printed nothing.
+    pub fn cause(&self) -> Option<String> {
+        self.causes.cause()
+    }
+
     pub fn worst(&self) -> i32 {
         self.codes
             .iter()
@@ -282,6 +291,7 @@ pub async fn follow_core(
         codes: nodes.iter().map(|n| (n.index, None)).collect(),
         head_tail: VecDeque::new(),
         others: VecDeque::new(),
+        causes: CauseFinder::default(),
     };
     let (tx, mut rx) = exec::channel(1024);
     let h = tokio::spawn(exec::run_each(transport, jobs, 64, tx));
@@ -295,6 +305,7 @@ pub async fn follow_core(
             }
             continue;
         }
+        f.causes.push(&text);
         if Some(node) != head {
             let name = nodes
                 .iter()
@@ -343,7 +354,8 @@ pub fn conclude(state_dir: &Path, fleet: &str, id: &str, nodes: &[NodeTarget], f
             ..Default::default()
         });
     let codes: Vec<Option<i32>> = f.codes.iter().map(|c| c.1).collect();
-    saved.conclude(&f.report, &codes, store::now_unix());
+    let cause = (f.worst() != 0).then(|| f.cause()).flatten();
+    saved.conclude(&f.report, &codes, cause.as_deref(), store::now_unix());
     if let Err(e) = history::save(state_dir, &saved) {
         tracing::warn!(error = %e, "nccl history");
     }
@@ -363,6 +375,90 @@ pub async fn follow_to_end(
     let f = follow_core(transport, id, nodes, on_row).await;
     let saved = conclude(state_dir, fleet, id, nodes, &f);
     (f, saved)
+}
+
+/// The most characters of a cause kept (a line may be 64 KiB).
+const MAX_CAUSE_CHARS: usize = 400;
+
+/// Picks the line that says why a run failed from its output, as the lines come
+/// ([`failure_cause`]). Pure; holds four lines at most.
+#[derive(Debug, Clone, Default)]
+pub struct CauseFinder {
+    /// The first `NCCL WARN` line.
+    warn: Option<String>,
+    /// The first nccl-tests `Test NCCL failure` / `Test CUDA failure` line.
+    test: Option<String>,
+    /// The first `flightdeck: ...` line (the node scripts' own errors).
+    own: Option<String>,
+    /// The last line with something to read.
+    last: Option<String>,
+}
+
+impl CauseFinder {
+    /// Read one line (a node's name before it, `lab-0: `, and launcher tags are fine).
+    pub fn push(&mut self, line: &str) {
+        let line = super::line::strip_launcher_prefixes(line.trim_end_matches(['\r', '\n'])).trim();
+        if line.is_empty() || line.starts_with(super::runner::EXIT_MARKER) {
+            return;
+        }
+        if self.warn.is_none() {
+            if let Some(at) = line.find("NCCL WARN ") {
+                self.warn = Some(bounded(&line[at..]));
+            }
+        }
+        if self.test.is_none() {
+            for key in ["Test NCCL failure ", "Test CUDA failure "] {
+                if let Some(at) = line.find(key) {
+                    self.test = Some(bounded(&line[at..]));
+                    break;
+                }
+            }
+        }
+        if self.own.is_none() {
+            // At the start, or after a node's name (`lab-0: flightdeck: ...`).
+            let at = line
+                .strip_prefix("flightdeck: ")
+                .map(|_| 0)
+                .or_else(|| line.find(": flightdeck: ").map(|i| i + 2));
+            if let Some(at) = at {
+                self.own = Some(bounded(&line[at..]));
+            }
+        }
+        // Rules (mpirun's `-----`) and nccl-tests' bare `#` say nothing.
+        if line.chars().any(char::is_alphanumeric) && line != "#" {
+            self.last = Some(bounded(line));
+        }
+    }
+
+    /// The cause: NCCL's own `NCCL WARN` line first, then nccl-tests' `Test NCCL
+    /// failure` line, then flightdeck's own `flightdeck: ...` line, then the last line
+    /// that says anything.
+    pub fn cause(&self) -> Option<String> {
+        self.warn
+            .clone()
+            .or_else(|| self.test.clone())
+            .or_else(|| self.own.clone())
+            .or_else(|| self.last.clone())
+    }
+}
+
+/// `line`, cut to [`MAX_CAUSE_CHARS`].
+fn bounded(line: &str) -> String {
+    match line.char_indices().nth(MAX_CAUSE_CHARS) {
+        Some((at, _)) => format!("{}…", &line[..at]),
+        None => line.to_string(),
+    }
+}
+
+/// The line of a failed run's output that says why it failed (see
+/// [`CauseFinder::cause`] for the order); `None` when the lines say nothing. The text is
+/// as the node printed it: pass it through [`crate::term::visible`] before a terminal.
+pub fn failure_cause<'a>(lines: impl IntoIterator<Item = &'a str>) -> Option<String> {
+    let mut f = CauseFinder::default();
+    for l in lines {
+        f.push(l);
+    }
+    f.cause()
 }
 
 /// Where and how a run starts.
@@ -468,6 +564,77 @@ pub fn fleet_spec(state_dir: &Path, fleet_arg: &str, fleet: &str) -> Option<crat
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const NO_GIB: &str =
+        include_str!("../../tests/fixtures/nccl/composed/nccl2.27.7-rdma-no-gib-all_reduce.txt");
+
+    /// NCCL's own WARN first, then nccl-tests' failure, then flightdeck's, then the last
+    /// line; node names and launcher tags before them are fine.
+    #[test]
+    fn the_cause_of_a_failed_run() {
+        // NCCL 2.27 with NCCL_NET=gIB and no gIB (composed from its source strings).
+        assert_eq!(
+            failure_cause(NO_GIB.lines()).as_deref(),
+            Some("NCCL WARN Failed to initialize any NET plugin")
+        );
+        // Through mpirun --tag-output, and as the follower keeps them (`lab-0: ...`).
+        let tagged: Vec<String> = NO_GIB
+            .lines()
+            .map(|l| format!("lab-0: [1,0]<stdout>:{l}"))
+            .collect();
+        assert_eq!(
+            failure_cause(tagged.iter().map(String::as_str)).as_deref(),
+            Some("NCCL WARN Failed to initialize any NET plugin")
+        );
+        // NCCL up to 2.26 names the network.
+        let old = [
+            "vm:1:2 [0] NCCL INFO NET/Plugin: Could not find: libnccl-net.so. Using internal network plugin.",
+            "",
+            "vm:1:2 [0] net.cc:937 NCCL WARN Error: network gIB not found.",
+            "vm:1:2 [0] NCCL INFO init.cc:345 -> 5",
+            "vm: Test NCCL failure common.cu:1123 'invalid usage (run with NCCL_DEBUG=WARN for details) / Error: network gIB not found.'",
+        ];
+        assert_eq!(
+            failure_cause(old).as_deref(),
+            Some("NCCL WARN Error: network gIB not found.")
+        );
+        // Without NCCL_DEBUG: nccl-tests' own line.
+        let quiet: Vec<&str> = NO_GIB
+            .lines()
+            .filter(|l| !l.contains(" NCCL INFO ") && !l.contains(" NCCL WARN "))
+            .collect();
+        assert_eq!(
+            failure_cause(quiet).as_deref(),
+            Some("Test NCCL failure common.cu:1123 'invalid usage (run with NCCL_DEBUG=WARN for details) / Failed to initialize any NET plugin'")
+        );
+        // flightdeck's node scripts.
+        assert_eq!(
+            failure_cause([
+                "local-0: flightdeck: all_reduce_perf not found (PATH, --nccl-tests-dir)",
+                "local-0: done"
+            ])
+            .as_deref(),
+            Some("flightdeck: all_reduce_perf not found (PATH, --nccl-tests-dir)")
+        );
+        // Else the last line that says something (not mpirun's rules, not the marker).
+        assert_eq!(
+            failure_cause([
+                "Primary job  terminated normally, but 1 process returned",
+                "a non-zero exit code. Per user-direction, the job has been aborted.",
+                "--------------------------------------------------------------------------",
+                "__flightdeck_exit__ 1",
+                "",
+            ])
+            .as_deref(),
+            Some("a non-zero exit code. Per user-direction, the job has been aborted.")
+        );
+        assert_eq!(failure_cause(["", "  ", "#"]), None);
+        // A line of any length is cut.
+        let long = format!("NCCL WARN {}", "x".repeat(10_000));
+        let c = failure_cause([long.as_str()]).unwrap();
+        assert_eq!(c.chars().count(), MAX_CAUSE_CHARS + 1);
+        assert!(c.ends_with('…'));
+    }
 
     #[test]
     fn bounded_buffers_keep_the_newest_lines_in_order() {

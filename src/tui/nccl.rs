@@ -418,14 +418,47 @@ impl NcclView {
         }
     }
 
-    /// The verdict of run `id` on its report so far (`None` before the first row).
+    /// How run `id` ended, when it is the one shown and it has.
+    pub fn end(&self, id: &str) -> Option<&RunEnd> {
+        match &self.shown {
+            Some((shown, _, RunStatus::Ended(end))) if shown == id => Some(end),
+            _ => None,
+        }
+    }
+
+    /// The line that says why run `id` failed: its history entry's (read from all of its
+    /// output), else the one picked from the last lines the follower kept. As the node
+    /// printed it: [`crate::term::visible`] before drawing.
+    pub fn cause(&self, id: &str) -> Option<String> {
+        self.saved(id)
+            .and_then(|s| s.verdict.as_ref())
+            .and_then(|v| v.cause.clone())
+            .or_else(|| {
+                let end = self.end(id)?;
+                crate::nccl::remote::failure_cause(end.tail.iter().map(String::as_str))
+            })
+    }
+
+    /// The verdict of run `id` on its report so far: the same as the history's
+    /// ([`expect::judge_run`] with the run's profile, then [`expect::judge_ended`] once
+    /// it ended), so a run a node did not finish is a failure with its cause. `None`
+    /// while it runs without a row.
     pub fn verdict(&self, id: &str, report: &Report) -> Option<Verdict> {
-        if report.rows.is_empty() {
+        let end = self.end(id);
+        if report.rows.is_empty() && end.is_none() {
             return None;
         }
         let m = self.machine(id, report);
         let nodes = m.as_ref().and_then(|(_, n)| *n);
-        Some(expect::judge(report, m.as_ref().map(|(m, _)| m.as_str()), nodes))
+        let profile = self.saved(id).map_or(GpuDirect::None, SavedRun::profile);
+        let v = expect::judge_run(report, m.as_ref().map(|(m, _)| m.as_str()), nodes, profile);
+        Some(match end {
+            Some(end) => {
+                let codes: Vec<Option<i32>> = end.codes.iter().map(|(_, c)| *c).collect();
+                expect::judge_ended(v, report, &codes, self.cause(id).as_deref())
+            }
+            None => v,
+        })
     }
 
     /// The two marked runs side by side, when both are in the history.
@@ -707,6 +740,87 @@ mod tests {
         assert_eq!(s.nccl.shown.as_ref().unwrap().0, "old");
     }
 
+    /// A run a node ended with a non-zero exit code is a failure with its cause, after
+    /// some rows or before the first, never `unknown`: the same verdict the history
+    /// keeps.
+    #[test]
+    fn a_failed_run_is_a_failure_with_its_cause() {
+        let mut s = State::new(Keymap::defaults(), vec![], "dark".into());
+        update(&mut s, Msg::Runs(vec![run("r", 1)]));
+        update(
+            &mut s,
+            Msg::Key(KeyEvent::new(KeyCode::Char('5'), KeyModifiers::NONE)),
+        );
+        update(
+            &mut s,
+            Msg::Key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE)),
+        );
+        // Five rows, then a node dies with NCCL's error (no machine known: `unknown` by busbw).
+        let mut report =
+            crate::nccl::parse_text(include_str!("../../tests/fixtures/nccl/h200x2-all_reduce.txt"))
+                .remove(0);
+        report.rows.truncate(5);
+        report.avg_busbw = None;
+        report.concluded = false;
+        report.devices.clear();
+        update(
+            &mut s,
+            Msg::RunReport {
+                id: "r".into(),
+                report: Box::new(report.clone()),
+            },
+        );
+        let v = s.nccl.verdict("r", &report).unwrap();
+        assert_eq!(v.grade, expect::Grade::Unknown, "while it runs: {}", v.reason);
+        let cuda = "vm:1486:1497 [0] enqueue.cc:1556 NCCL WARN Cuda failure 700 'an illegal memory access was encountered'";
+        update(
+            &mut s,
+            Msg::RunEnded {
+                id: "r".into(),
+                end: Box::new(RunEnd {
+                    codes: vec![("lab-0".into(), Some(3))],
+                    tail: vec![
+                        format!("lab-0: {cuda}"),
+                        "lab-0: vm: Test NCCL failure common.cu:1160 'unhandled cuda error (run with NCCL_DEBUG=INFO for details) / Cuda failure 700'".into(),
+                        "lab-0:  .. vm pid 1486: Test failure common.cu:936".into(),
+                    ],
+                }),
+            },
+        );
+        let v = s.nccl.verdict("r", &report).unwrap();
+        assert_eq!(v.grade, expect::Grade::Fail, "{}", v.reason);
+        let want = "NCCL WARN Cuda failure 700 'an illegal memory access was encountered'";
+        assert_eq!(v.cause.as_deref(), Some(want));
+        assert!(
+            v.reason
+                .contains("exit 3 after 5 rows; cause: NCCL WARN Cuda failure 700"),
+            "{}",
+            v.reason
+        );
+        // The history's cause (read from every line) wins over the kept tail's.
+        let mut entry = SavedRun {
+            id: "r".into(),
+            nodes: vec!["lab-0".into()],
+            ..Default::default()
+        };
+        entry.conclude(&report, &[Some(3)], Some("NCCL WARN the first one"), 9);
+        update(&mut s, Msg::NcclHistory(vec![entry]));
+        assert_eq!(s.nccl.cause("r").as_deref(), Some("NCCL WARN the first one"));
+        assert_eq!(s.nccl.verdict("r", &report).unwrap().grade, expect::Grade::Fail);
+        // Before its first row: a verdict too, not `no verdict yet`.
+        update(&mut s, Msg::NcclHistory(vec![]));
+        let empty = Report::default();
+        update(
+            &mut s,
+            Msg::RunReport {
+                id: "r".into(),
+                report: Box::new(empty.clone()),
+            },
+        );
+        let v = s.nccl.verdict("r", &empty).unwrap();
+        assert_eq!((v.grade, v.cause.as_deref()), (expect::Grade::Fail, Some(want)));
+    }
+
     #[test]
     fn compare_marks_two_runs_and_the_verdict_falls_back_to_the_rank_list() {
         let mut s = State::new(Keymap::defaults(), vec![], "dark".into());
@@ -732,7 +846,7 @@ mod tests {
                 nodes: vec!["lab-0".into()],
                 ..Default::default()
             };
-            e.conclude(&report, &[Some(0)], 9);
+            e.conclude(&report, &[Some(0)], None, 9);
             e
         };
         update(&mut s, Msg::NcclHistory(vec![entry("a"), entry("b")]));

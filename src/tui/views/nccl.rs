@@ -12,7 +12,10 @@
 //! └─────────────────────────────┘└──────────────────────────────────────────────────────────────────┘
 //! ```
 //! With two runs marked (`c`), the right side shows both curves and a table per size:
-//! busbw of A and B and B/A.
+//! busbw of A and B and B/A. A run a node ended with a non-zero exit code is `fail` in
+//! the list and `FAIL cause: <line>` where its verdict is (the line of its output that
+//! says why: NCCL's WARN first); one that failed before its first row also shows the
+//! cause above its last output.
 
 use crate::nccl::expect::{self, Grade};
 use crate::nccl::history::{Comparison, SavedRun, StragglerReport};
@@ -69,7 +72,8 @@ pub fn render(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
                 Some((id, _, RunStatus::Ended(end))) if *id == r.id => end.worst(),
                 _ => None,
             };
-            let status = match code.or(shown_end) {
+            let exit = code.or(shown_end);
+            let status = match exit {
                 Some(0) => Span::styled("ok", theme.tone(Tone::Pass)),
                 Some(c) => Span::styled(format!("exit {c}"), theme.tone(Tone::Fail)),
                 None => Span::styled("running", theme.tone(Tone::Info)),
@@ -79,8 +83,13 @@ pub fn render(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
                 Some(_) => "B ",
                 None => "",
             };
-            let verdict = match state.nccl.saved(&r.id).and_then(|s| s.verdict.as_ref()) {
-                Some(v) => Span::styled(v.grade.as_str(), theme.tone(grade_tone(v.grade))),
+            // A run a node ended with a non-zero exit code failed, whatever its rows.
+            let grade = match (exit, state.nccl.saved(&r.id).and_then(|s| s.verdict.as_ref())) {
+                (Some(c), _) if c != 0 => Some(Grade::Fail),
+                (_, v) => v.map(|v| v.grade),
+            };
+            let verdict = match grade {
+                Some(g) => Span::styled(g.as_str(), theme.tone(grade_tone(g))),
                 None => Span::styled("-", theme.muted()),
             };
             let name = if narrow {
@@ -434,8 +443,15 @@ fn busbw_chart(theme: &Theme, series: &[Series], area: Rect, buf: &mut Buffer) {
         .render(area, buf);
 }
 
-/// A run that ended without rows: how each node ended and what it printed last.
-fn render_end(end: &crate::tui::nccl::RunEnd, theme: &Theme, area: Rect, buf: &mut Buffer) {
+/// A run that ended without rows: how each node ended, why (its cause) and what it
+/// printed last.
+fn render_end(
+    end: &crate::tui::nccl::RunEnd,
+    cause: Option<&str>,
+    theme: &Theme,
+    area: Rect,
+    buf: &mut Buffer,
+) {
     let worst = end.worst();
     let head = match worst {
         Some(0) => Line::styled(
@@ -454,16 +470,38 @@ fn render_end(end: &crate::tui::nccl::RunEnd, theme: &Theme, area: Rect, buf: &m
             Span::styled("exit codes  ", theme.muted()),
             Span::raw(end.codes_text()),
         ]),
-        Line::raw(""),
     ];
+    if let Some(c) = cause.filter(|_| worst != Some(0)) {
+        lines.push(Line::from(vec![
+            Span::styled("cause       ", theme.muted()),
+            Span::styled(
+                crate::term::visible::visible(c).into_owned(),
+                theme.tone(Tone::Fail),
+            ),
+        ]));
+    }
+    lines.push(Line::raw(""));
     if end.tail.is_empty() {
         lines.push(Line::styled("It printed nothing.", theme.muted()));
     } else {
         lines.push(Line::styled("Its last output:", theme.muted()));
-        // The newest lines that fit (wrapped lines take more than one row).
-        let room = usize::from(area.height).saturating_sub(lines.len());
-        let skip = end.tail.len().saturating_sub(room);
-        lines.extend(end.tail.iter().skip(skip).map(|l| Line::raw(l.clone())));
+        // The newest lines that fit, a wrapped line taking a row per width of text (word
+        // wrapping may take one more: a row is kept spare).
+        let width = usize::from(area.width.max(1));
+        let rows = |l: &Line| l.width().max(1).div_ceil(width);
+        let used: usize = lines.iter().map(rows).sum();
+        let mut room = usize::from(area.height).saturating_sub(used + 1);
+        let mut newest: Vec<Line> = vec![];
+        for l in end.tail.iter().rev() {
+            let line = Line::raw(crate::term::visible::visible(l).into_owned());
+            let r = rows(&line);
+            if r > room && !newest.is_empty() {
+                break;
+            }
+            room = room.saturating_sub(r);
+            newest.push(line);
+        }
+        lines.extend(newest.into_iter().rev());
     }
     Paragraph::new(lines).wrap(Wrap { trim: false }).render(area, buf);
 }
@@ -558,7 +596,7 @@ fn render_run(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
         .filter(|e| report.rows.is_empty() || e.worst() != Some(0))
         .filter(|_| oop.is_empty())
     {
-        render_end(end, theme, chart_area, buf);
+        render_end(end, state.nccl.cause(id).as_deref(), theme, chart_area, buf);
     } else if oop.is_empty() && expected.is_empty() {
         Paragraph::new("waiting for the first row…").render(chart_area, buf);
     } else {
@@ -612,18 +650,7 @@ fn render_run(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
         (None, _) => "machine unknown".to_string(),
     };
     let verdict = match state.nccl.verdict(id, report) {
-        Some(v) => {
-            let text = match (v.ratio, v.expected_peak_busbw, v.expected_at) {
-                (Some(r), Some(e), Some(at)) => format!(
-                    "{} {:.0}% of {e} GB/s at {}",
-                    v.grade.as_str().to_uppercase(),
-                    r * 100.0,
-                    human_size(at)
-                ),
-                _ => format!("{}: {}", v.grade.as_str().to_uppercase(), v.reason),
-            };
-            Span::styled(text, theme.tone(grade_tone(v.grade)))
-        }
+        Some(v) => Span::styled(verdict_text(&v), theme.tone(grade_tone(v.grade))),
         None => Span::styled("no verdict yet", theme.muted()),
     };
     Paragraph::new(vec![
@@ -635,6 +662,22 @@ fn render_run(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
         Line::styled(started, theme.muted()),
     ])
     .render(summary, buf);
+}
+
+/// The verdict in a line: `PASS 100% of 347.71 GB/s at 8G` when the busbw decided it;
+/// else the grade and why: the failed run's cause first (`FAIL cause: NCCL WARN ...`),
+/// or the reason (a transport that is not the profile's, an unknown reference).
+fn verdict_text(v: &expect::Verdict) -> String {
+    let grade = v.grade.as_str().to_uppercase();
+    if let Some(c) = &v.cause {
+        return format!("{grade} cause: {}", crate::term::visible::visible(c));
+    }
+    match (v.ratio, v.expected_peak_busbw, v.expected_at) {
+        (Some(r), Some(e), Some(at)) if Grade::of_ratio(r) == v.grade => {
+            format!("{grade} {:.0}% of {e} GB/s at {}", r * 100.0, human_size(at))
+        }
+        _ => format!("{grade}: {}", crate::term::visible::visible(&v.reason)),
+    }
 }
 
 /// Two runs side by side: both curves, then busbw per size and B/A.
@@ -722,4 +765,80 @@ fn render_compare(theme: &Theme, area: Rect, buf: &mut Buffer, cmp: &Comparison,
     .header(Row::new(vec!["size", "A GB/s", "B GB/s", "B/A"]).style(theme.title()))
     .render(t, buf);
     Paragraph::new(notes).wrap(Wrap { trim: true }).render(n, buf);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::keymap::Keymap;
+    use crate::tui::nccl::RunEnd;
+    use crate::tui::state::Msg;
+    use crate::tui::update::update;
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+    fn screen(state: &State, w: u16, h: u16) -> String {
+        let area = Rect::new(0, 0, w, h);
+        let mut buf = Buffer::empty(area);
+        render(state, &Theme::default_theme(), area, &mut buf);
+        (0..h)
+            .map(|y| (0..w).map(|x| buf[(x, y)].symbol()).collect::<String>())
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    /// `nccl run` with the RDMA profile on a node without gIB (the composed 2.27.7
+    /// output): the cockpit shows NCCL's own error as the cause, the run as FAIL in the
+    /// list and in its verdict; a control sequence in it is shown, not obeyed.
+    #[test]
+    fn a_failed_run_shows_its_cause() {
+        let mut s = State::new(Keymap::defaults(), vec![], "dark".into());
+        update(
+            &mut s,
+            Msg::Runs(vec![crate::store::RunRecord {
+                id: "nccl-all_reduce-1795474251-594d".into(),
+                kind: "nccl".into(),
+                fleet: "lab".into(),
+                started_at: 1_795_474_251,
+                nodes: vec![],
+            }]),
+        );
+        update(
+            &mut s,
+            Msg::Key(KeyEvent::new(KeyCode::Char('5'), KeyModifiers::NONE)),
+        );
+        update(
+            &mut s,
+            Msg::Key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE)),
+        );
+        let text =
+            include_str!("../../../tests/fixtures/nccl/composed/nccl2.27.7-rdma-no-gib-all_reduce.txt");
+        let mut tail: Vec<String> = text
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .map(|l| format!("lab-0: {l}"))
+            .collect();
+        tail.push("lab-0: \u{1b}]52;c;Zm9v\u{7}".into());
+        update(
+            &mut s,
+            Msg::RunEnded {
+                id: "nccl-all_reduce-1795474251-594d".into(),
+                end: Box::new(RunEnd {
+                    codes: vec![("lab-0".into(), Some(3))],
+                    tail,
+                }),
+            },
+        );
+        let t = screen(&s, 160, 48);
+        assert!(
+            t.contains("cause       NCCL WARN Failed to initialize any NET plugin"),
+            "{t}"
+        );
+        assert!(
+            t.contains("FAIL cause: NCCL WARN Failed to initialize any NET plugin"),
+            "{t}"
+        );
+        assert!(t.contains("exit 3   fail"), "the list: {t}");
+        assert!(!t.contains("UNKNOWN") && !t.contains("no verdict yet"), "{t}");
+        assert!(!t.contains('\u{1b}') && t.contains("␛]52"), "{t}");
+    }
 }
