@@ -1,11 +1,16 @@
 //! The GPUDirect bootstrap run for real on testbed nodes (sshd in network namespaces,
 //! each node a machine of its own: tests/support/testbed.rs `new_machines`), through the
-//! bastion, with the pieces that reach outside (Google's apt repositories, container
-//! pulls, COS's GPU extension, modprobe, udev, iptables) replaced by the recording shims
-//! of tests/support/bootstrap_shims.sh. Mounts are real. Needs root, like the testbed.
+//! bastion, with the pieces that reach outside (Google's, Docker's and NVIDIA's apt
+//! repositories and keys, container pulls, git, COS's GPU extension, modprobe, udev,
+//! iptables) replaced by the recording shims of tests/support/bootstrap_shims.sh, which
+//! refuse what the real tools refuse (unsigned repositories, a key file without the
+//! expected key, a DKMS build without headers). Mounts, mktemp, runuser and the loader
+//! are real. Needs root, like the testbed.
 
 mod support;
 
+use flightdeck::bootstrap::steps;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use support::testbed::Testbed;
@@ -24,7 +29,17 @@ fn calls(tb: &Testbed, i: usize) -> Vec<String> {
         .collect()
 }
 
-/// Make node `i`'s shim for `command` fail with `code` (`kind` fail) or sleep (`sleep`).
+/// The shims' calls on node `i` as `UID command args`.
+fn uids(tb: &Testbed, i: usize) -> Vec<String> {
+    std::fs::read_to_string(root(tb, i).join("var/lib/fd-shim/uids.log"))
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// Set a fault of node `i`'s shim for `command` (`kind`: fail, sleep, wrongkey, digest,
+/// githead; see bootstrap_shims.sh), or clear it.
 fn fault(tb: &Testbed, i: usize, kind: &str, command: &str, value: Option<&str>) {
     let dir = root(tb, i).join("var/lib/fd-shim").join(kind);
     std::fs::create_dir_all(&dir).unwrap();
@@ -52,6 +67,7 @@ fn mutating(calls: &[String]) -> Vec<String> {
                 || c.starts_with("docker inspect")
                 || c.starts_with("docker image inspect")
                 || c.starts_with("dpkg -s")
+                || c.starts_with("gpg --batch --show-keys")
                 || c.starts_with("iptables -C"))
         })
         .cloned()
@@ -71,6 +87,94 @@ fn bootstrap(home: &Path, args: &[&str]) -> (bool, String) {
     full.extend_from_slice(args);
     let out = flightdeck(home, &full);
     (out.status.success(), text(&out.stderr))
+}
+
+/// The fingerprints a keyring the shims' gpg wrote holds.
+fn keyring(r: &Path, name: &str) -> Vec<String> {
+    let path = r.join(format!("etc/apt/keyrings/{name}.gpg"));
+    let mode = std::fs::metadata(&path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o644, "{name}");
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.strip_prefix("KEY "))
+        .map(str::to_string)
+        .collect()
+}
+
+/// The repository lines of the node's sources.list.d/*.list: every one signed-by a
+/// keyring of /etc/apt/keyrings, none trusted=yes.
+fn assert_sources_signed(r: &Path) -> usize {
+    let mut n = 0;
+    for e in std::fs::read_dir(r.join("etc/apt/sources.list.d")).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_none_or(|x| x != "list") {
+            continue;
+        }
+        for l in std::fs::read_to_string(&p)
+            .unwrap()
+            .lines()
+            .filter(|l| l.starts_with("deb "))
+        {
+            assert!(l.contains("signed-by=/etc/apt/keyrings/"), "{}: {l}", p.display());
+            assert!(!l.contains("trusted=yes"), "{}: {l}", p.display());
+            n += 1;
+        }
+    }
+    n
+}
+
+/// Every key download went to a `mktemp -d` directory, gone after the step.
+fn assert_downloads_private(c: &[String]) {
+    let downloads: Vec<&String> = c.iter().filter(|l| l.starts_with("curl ")).collect();
+    assert!(!downloads.is_empty());
+    for l in downloads {
+        let out = l.split(' ').skip_while(|w| *w != "-o").nth(1).unwrap_or("");
+        let dir = Path::new(out).parent().unwrap();
+        assert!(
+            dir.to_str().unwrap().starts_with("/tmp/tmp.") && out.ends_with("/key"),
+            "{l}"
+        );
+        assert!(!dir.exists(), "{} left behind", dir.display());
+    }
+}
+
+/// The private build directories of node `i`'s calls since `from` (`/tmp/tmp.X/...`):
+/// a node killed mid-step (SIGKILL) leaves its own behind, as a machine would until it
+/// reboots; the test removes them from this machine's /tmp.
+fn remove_killed_tmpdirs(tb: &Testbed, i: usize, from: usize) {
+    for c in &calls(tb, i)[from..] {
+        for w in c.split(' ').filter(|w| w.starts_with("/tmp/tmp.")) {
+            let dir: PathBuf = Path::new(w).iter().take(3).collect();
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+}
+
+/// `ldd` loads it: a real shared object.
+fn assert_loadable(path: &Path) {
+    let out = std::process::Command::new("ldd").arg(path).output().unwrap();
+    assert!(out.status.success(), "{}: {}", path.display(), text(&out.stderr));
+}
+
+/// Each image line of node `i`'s digest record, with its file's and folder's modes.
+fn digests(r: &Path) -> Vec<(String, String)> {
+    let file = r.join("var/lib/flightdeck/images.digests");
+    let meta = std::fs::metadata(&file).unwrap();
+    assert_eq!((meta.permissions().mode() & 0o777, meta.uid()), (0o644, 0));
+    let dir = std::fs::metadata(file.parent().unwrap()).unwrap();
+    assert_eq!((dir.permissions().mode() & 0o777, dir.uid()), (0o755, 0));
+    std::fs::read_to_string(file)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let (a, b) = l.split_once(' ').unwrap();
+            (a.to_string(), b.to_string())
+        })
+        .collect()
 }
 
 #[test]
@@ -110,20 +214,29 @@ fn tcpxo_runs_in_order_a_second_run_does_nothing_and_preflight_then_passes() {
         }
     }
     assert!(err.contains("bootstrap tcpxo: 2 nodes ready"), "{err}");
+    let kernel = text(
+        &std::process::Command::new("uname")
+            .arg("-r")
+            .output()
+            .unwrap()
+            .stdout,
+    );
     for i in 0..2 {
         let c = calls(&tb, i);
         // The references' order: docker, the container toolkit, the repositories, the
-        // dmabuf helper, the udev rule, the plugin, the RxDM, nccl-tests.
+        // dmabuf helper (headers first), the udev rule, the plugin, the RxDM, nccl-tests.
         let order = [
-            "curl -fsSL https://get.docker.com",
+            "apt-get install -y docker-ce docker-ce-cli containerd.io",
             "apt-get install -y nvidia-container-toolkit",
             "apt-get install -y apt-transport-artifact-registry dkms",
+            &format!("apt-get install -y linux-headers-{}", kernel.trim()),
+            "dkms build -m dmabuf-import-helper -v 1.1",
             "dkms install -m dmabuf-import-helper -v 1.1",
             "modprobe import-helper",
             "udevadm trigger --subsystem-match=pci --action=add",
-            "docker run --rm --name nccl-installer --network=host -v /var/lib:/var/lib us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev:v1.0.17 install --install-nccl",
-            "docker run --detach --pull=always --restart=unless-stopped --name receive-datapath-manager",
-            "make -C /opt/nccl-tests",
+            "docker run --rm --name nccl-installer --network=host -v /var/lib:/var/lib us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev@sha256:",
+            "docker run --detach --restart=unless-stopped --name receive-datapath-manager",
+            "make -C /tmp/tmp.",
         ];
         let at: Vec<usize> = order.iter().map(|p| position(&c, p)).collect();
         assert!(
@@ -137,10 +250,72 @@ fn tcpxo_runs_in_order_a_second_run_does_nothing_and_preflight_then_passes() {
                 .unwrap()
                 .contains(r#"ATTR{vendor}=="0x1ae0", ATTR{device}=="0x0084""#)
         );
-        let profile = std::fs::read_to_string(r.join("var/lib/tcpxo/lib64/nccl-env-profile.sh")).unwrap();
-        assert!(profile.ends_with(
-            "export NCCL_FASTRAK_LLCM_DEVICE_DIRECTORY=/dev/aperture_devices\nexport LD_LIBRARY_PATH=/var/lib/tcpxo/lib64:${LD_LIBRARY_PATH}\n"
-        ));
+        // Google's own profile, with flightdeck's lines after it; sourced under bash with
+        // LD_LIBRARY_PATH unset it leaves no empty entry.
+        let file = r.join("var/lib/tcpxo/lib64/nccl-env-profile.sh");
+        let profile = std::fs::read_to_string(&file).unwrap();
+        assert!(profile.starts_with(include_str!(
+            "fixtures/reference/nccl-plugin-gpudirect-tcpxo/tcpxo_scripts/nccl-env-profile.sh"
+        )));
+        assert!(
+            profile.ends_with(&format!("{}\n", steps::tcpxo_profile_lines())),
+            "{profile}"
+        );
+        let sourced = std::process::Command::new("bash")
+            .arg("-c")
+            .arg("set -u; NCCL_LIB_DIR=/var/lib/tcpxo/lib64; set +u; . \"$1\"; set -u; printf '%s|%s' \"$LD_LIBRARY_PATH\" \"$NCCL_FASTRAK_LLCM_DEVICE_DIRECTORY\"")
+            .arg("bash")
+            .arg(&file)
+            .env_remove("LD_LIBRARY_PATH")
+            .output()
+            .unwrap();
+        assert_eq!(
+            text(&sourced.stdout),
+            "/var/lib/tcpxo/lib64:/var/lib/tcpxo/lib64|/dev/aperture_devices",
+            "{}",
+            text(&sourced.stderr)
+        );
+        for lib in ["libnccl-net.so", "libnccl.so.2", "libnccl-tuner.so"] {
+            assert_loadable(&r.join("var/lib/tcpxo/lib64").join(lib));
+        }
+        // Keys checked and trimmed to the expected ones; every repository signed-by one.
+        assert_eq!(
+            keyring(&r, "docker"),
+            ["9DC858229FC7DD38854AE2D88D81803C0EBFCD88"]
+        );
+        assert_eq!(
+            keyring(&r, "nvidia-container-toolkit"),
+            ["C95B321B61E88C1809C4F759DDCAE044F796ECB0"]
+        );
+        assert_eq!(keyring(&r, "cuda"), ["EB693B3035CD5710E231E123A4B469963BF863CC"]);
+        assert_eq!(
+            keyring(&r, "google-cloud"),
+            [
+                "A362B822F6DEDC652817EA46B53DC80D13EDEF05",
+                "35BAA0B33E9EB396F59CA838C0BA5CE6DC6315A3"
+            ],
+            "the third key the file carries is left out"
+        );
+        assert_eq!(
+            keyring(&r, "artifact-registry"),
+            ["35BAA0B33E9EB396F59CA838C0BA5CE6DC6315A3"]
+        );
+        assert_eq!(assert_sources_signed(&r), 5);
+        assert_downloads_private(&c);
+        // The images run by the digests recorded at their first pull.
+        let d = digests(&r);
+        assert_eq!(
+            d.iter().map(|(i, _)| i.as_str()).collect::<Vec<_>>(),
+            [steps::TCPXO_PLUGIN_IMAGE, steps::TCPXO_RXDM_IMAGE]
+        );
+        for (_, digest) in &d {
+            assert!(
+                c.iter()
+                    .any(|l| l.starts_with("docker run") && l.contains(digest.as_str())),
+                "{digest}"
+            );
+        }
+        assert!(!c.iter().any(|l| l.contains("--pull")), "{c:?}");
         assert!(r.join("opt/nccl-tests/build/all_reduce_perf").exists());
     }
 
@@ -183,7 +358,7 @@ fn tcpxo_runs_in_order_a_second_run_does_nothing_and_preflight_then_passes() {
     assert!(err.contains("failed on 1 node"), "{err}");
     assert!(
         err.contains(
-            "lab-1: interface enp7s0: mtu 1500, expected 8244; fix: create the data VPCs with MTU 8244"
+            "lab-1: interface enp7s0: mtu 1500, expected 8244 to 8896; fix: make the data VPCs' MTU 8244 (fleet apply does; Cluster Toolkit's 8896 is accepted too), or edit the profile's interface names"
         ),
         "{err}"
     );
@@ -227,8 +402,7 @@ fn a_failing_step_is_named_the_other_node_goes_on_and_a_rerun_finishes_it() {
     assert!(err.contains("lab-1: import-helper: running"), "{err}");
     let new = calls(&tb, 1)[before..].to_vec();
     assert!(
-        !new.iter()
-            .any(|c| c.starts_with("curl -fsSL https://get.docker.com")),
+        !new.iter().any(|c| c.starts_with("apt-get install -y docker-ce")),
         "{new:?}"
     );
     assert!(
@@ -238,9 +412,10 @@ fn a_failing_step_is_named_the_other_node_goes_on_and_a_rerun_finishes_it() {
     );
 
     // A node that dies mid-step (its sshd and everything it ran killed) is reported
-    // with the step it was in; the next run finishes it without redoing the rest.
+    // with the step it was in; the half-built nccl-tests never reach /opt, and the next
+    // run builds them afresh without redoing the rest.
     let r = root(&tb, 0);
-    std::fs::remove_dir_all(r.join("opt/nccl-tests/build")).unwrap();
+    std::fs::remove_dir_all(r.join("opt/nccl-tests")).unwrap();
     fault(&tb, 0, "sleep", "make", Some("30"));
     let seen = calls(&tb, 0).len();
     let child = support::spawn_flightdeck(
@@ -257,20 +432,23 @@ fn a_failing_step_is_named_the_other_node_goes_on_and_a_rerun_finishes_it() {
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("lab-0: step nccl-tests failed (exit 255)"), "{err}");
+    assert!(
+        !r.join("opt/nccl-tests").exists(),
+        "a cut-short build reached /opt"
+    );
+    remove_killed_tmpdirs(&tb, 0, seen);
     fault(&tb, 0, "sleep", "make", None);
     tb.start_sshd(0);
     let before = calls(&tb, 0).len();
     let (ok, err) = bootstrap(home.path(), &["lab", "--flavour", "tcpxo", "--nodes", "lab-0"]);
     assert!(ok, "{err}");
     assert_eq!(err.matches("lab-0: nccl-tests: running").count(), 1, "{err}");
+    assert_eq!(err.matches(": done already").count(), 7, "{err}");
     let new = calls(&tb, 0)[before..].to_vec();
     assert!(
-        !new.iter().any(|c| c.starts_with("git clone")),
-        "the clone was kept: {new:?}"
-    );
-    assert!(
-        new.iter().any(|c| c.starts_with("make -C /opt/nccl-tests")),
-        "{new:?}"
+        new.iter()
+            .any(|c| c.starts_with("git clone --quiet https://github.com/NVIDIA/nccl-tests.git /tmp/tmp.")),
+        "cloned afresh: {new:?}"
     );
     assert!(r.join("opt/nccl-tests/build/all_gather_perf").exists());
 }
@@ -287,27 +465,41 @@ fn tcpx_on_cos_and_rdma_bootstrap_and_what_their_preflights_see() {
     let c = calls(&tb, 0);
     let order = [
         "cos-extensions install gpu -- --version=latest",
-        "docker run --detach --pull=always --name receive-datapath-manager",
-        "iptables -I INPUT -p tcp -m tcp -j ACCEPT",
-        "docker run --rm -v /var/lib:/var/lib us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/nccl-plugin-gpudirecttcpx install --install-nccl",
-        "docker pull us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/nccl-plugin-gpudirecttcpx",
+        "docker pull --quiet us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/tcpgpudmarxd-dev:v2.0.12",
+        "docker run --detach --name receive-datapath-manager",
+        "iptables -I INPUT -i eth1 -p tcp -j ACCEPT",
+        "docker pull --quiet us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/nccl-plugin-gpudirecttcpx-dev:v3.1.9-2.19.4-12.0",
+        "docker run --rm -v /var/lib:/var/lib us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/nccl-plugin-gpudirecttcpx-dev@sha256:",
     ];
     let at: Vec<usize> = order.iter().map(|p| position(&c, p)).collect();
     assert!(at.windows(2).all(|w| w[0] < w[1]), "{}", c.join("\n"));
-    let rxdm = &c[at[1]];
+    let rxdm = &c[at[2]];
     assert!(
         rxdm.ends_with(
             "--gpu_nic_preset a3vm --gpu_shmem_type fd --uds_path /run/tcpx --setup_param --verbose 128 2 0"
-        ),
+        ) && rxdm.contains(" us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/tcpgpudmarxd-dev@sha256:"),
         "{rxdm}"
     );
+    let r = root(&tb, 0);
+    for lib in ["libnccl-net.so", "libnccl.so.2"] {
+        assert_loadable(&r.join("var/lib/tcpx/lib64").join(lib));
+    }
     // The exec remounts are real mounts in the node's namespace: the checks read them
     // from /proc/mounts, so a second run finds them done.
     let (ok, err) = bootstrap(home.path(), &["lab", "--flavour", "tcpx"]);
     assert!(ok, "{err}");
     assert!(err.contains("lab-0: nvidia-exec: done already"), "{err}");
     assert!(err.contains("lab-0: tcpx-exec: done already"), "{err}");
-    // COS's NIC names (eth0, eth1..eth4) with the data MTU: the pre-flight passes.
+    assert!(err.contains("lab-0: nccl-tests: done already"), "{err}");
+    // On COS (its os-release), with COS's NIC names (eth0, eth1..eth4) at the data MTU:
+    // the pre-flight passes.
+    let os_release = r.join("etc/os-release");
+    let _ = std::fs::remove_file(&os_release);
+    std::fs::write(
+        &os_release,
+        "NAME=\"Container-Optimized OS\"\nID=cos\nVERSION_ID=105\n",
+    )
+    .unwrap();
     support::testbed::a3_high_nics(&tb, 0);
     let (_, err) = nccl_run(home.path(), "tcpx", &[]);
     assert!(
@@ -315,13 +507,14 @@ fn tcpx_on_cos_and_rdma_bootstrap_and_what_their_preflights_see() {
         "{err}"
     );
     assert!(!err.contains("pre-flight for"), "{err}");
+    std::fs::write(&os_release, std::fs::read_to_string("/etc/os-release").unwrap()).unwrap();
 
     // RDMA: gIB from Google's apt repository, the linker and memlock set up.
     let (ok, err) = bootstrap(home.path(), &["lab", "--flavour", "rdma"]);
     assert!(ok, "{err}");
     let c = calls(&tb, 0);
     let order = [
-        "curl -fsSL https://us-apt.pkg.dev/doc/repo-signing-key.gpg",
+        "curl -fsSL --retry 3 -o /tmp/tmp.",
         "apt-get install -y apt-transport-artifact-registry",
         "apt-get install -y nccl-gib ibverbs-utils",
         "apt-mark hold nccl-gib",
@@ -329,7 +522,6 @@ fn tcpx_on_cos_and_rdma_bootstrap_and_what_their_preflights_see() {
     ];
     let at: Vec<usize> = order.iter().map(|p| position(&c, p)).collect();
     assert!(at.windows(2).all(|w| w[0] < w[1]), "{}", c.join("\n"));
-    let r = root(&tb, 0);
     assert_eq!(
         std::fs::read_to_string(r.join("etc/ld.so.conf.d/000_nccl-gib.conf")).unwrap(),
         "/usr/local/gib/lib64\n"
@@ -342,7 +534,16 @@ fn tcpx_on_cos_and_rdma_bootstrap_and_what_their_preflights_see() {
     assert!(
         std::fs::read_to_string(r.join("etc/apt/sources.list.d/gpudirect-gib.list"))
             .unwrap()
-            .contains("deb ar+https://us-apt.pkg.dev/projects/gce-ai-infra gpudirect-gib-apt main")
+            .contains("deb [signed-by=/etc/apt/keyrings/artifact-registry.gpg] ar+https://us-apt.pkg.dev/projects/gce-ai-infra gpudirect-gib-apt main")
+    );
+    assert_eq!(
+        std::fs::read_to_string(r.join("usr/local/gib/scripts/set_nccl_env.sh")).unwrap(),
+        include_str!("fixtures/reference/stand-in/set_nccl_env.sh")
+    );
+    assert_loadable(&r.join("usr/local/gib/lib64/libnccl-net.so"));
+    assert_eq!(
+        std::fs::read_to_string(r.join("etc/profile.d/nccl-gib.sh")).unwrap(),
+        format!("{}\n", steps::gib_login_profile())
     );
     // gIB is there now, so NCCL_NET=gIB may be set; this node has no MRDMA NICs and
     // not the A3 Ultra's NIC names, and the pre-flight says exactly that.
@@ -357,18 +558,18 @@ fn tcpx_on_cos_and_rdma_bootstrap_and_what_their_preflights_see() {
 }
 
 #[test]
-fn show_prints_the_exact_script_and_it_is_valid_sh() {
+fn show_prints_the_exact_script_and_it_is_valid_bash() {
     let home = tempfile::tempdir().unwrap();
     for f in ["tcpx", "tcpxo", "rdma"] {
         let out = flightdeck(home.path(), &["fleet", "bootstrap", "--show", f]);
         assert!(out.status.success(), "{}", text(&out.stderr));
         let script = text(&out.stdout);
         assert!(
-            script.starts_with("#!/bin/sh\n# flightdeck GPUDirect bootstrap: "),
+            script.starts_with("#!/usr/bin/env bash\n# flightdeck GPUDirect bootstrap: "),
             "{script}"
         );
         assert!(script.contains("# source: "), "{script}");
-        let check = std::process::Command::new("sh")
+        let check = std::process::Command::new("bash")
             .args(["-n", "-c", &script])
             .output()
             .unwrap();
@@ -385,10 +586,332 @@ fn show_prints_the_exact_script_and_it_is_valid_sh() {
     );
 }
 
+/// Hostile review D10 and D11, read from the scripts as `--show` prints them: nothing
+/// downloaded to a fixed name in /tmp, nothing piped to a shell (no get.docker.com),
+/// every repository signed-by a keyring and none trusted=yes, no `:latest` and no
+/// `--pull=always`, nccl-tests at a commit, the TCPX firewall on the data NICs only.
+#[test]
+fn the_scripts_fetch_nothing_unpinned_unsigned_or_to_a_fixed_name() {
+    let home = tempfile::tempdir().unwrap();
+    for f in ["tcpx", "tcpxo", "rdma"] {
+        let out = flightdeck(home.path(), &["fleet", "bootstrap", "--show", f]);
+        let script = text(&out.stdout);
+        for bad in [
+            "/tmp/",
+            "| sh",
+            "get.docker.com",
+            ":latest",
+            "--pull=always",
+            "git clone --depth 1",
+            "-o /etc/apt/trusted.gpg.d",
+            "iptables -I INPUT -p tcp -m tcp -j ACCEPT",
+        ] {
+            assert!(!script.contains(bad), "{f}: {bad}");
+        }
+        for l in script.lines().filter(|l| l.contains("deb ") && l.contains("://")) {
+            assert!(
+                l.contains("signed-by=/etc/apt/keyrings/") && !l.contains("trusted=yes"),
+                "{f}: {l}"
+            );
+        }
+        if f != "tcpx" {
+            assert!(
+                script.contains(&format!("checkout --quiet --detach {}", steps::NCCL_TESTS_COMMIT)),
+                "{f}"
+            );
+        }
+    }
+}
+
+/// Hostile review D11 (keys) and the GPUDirect review's D4: a key file that lacks the
+/// expected key stops the step, naming the URL and the fingerprint, and leaves no
+/// keyring; once the right key is served the step finishes and replaces what an earlier
+/// bootstrap wrote (an unsigned repository, a key trusted for every repository).
+#[test]
+fn a_wrong_apt_key_stops_the_step_naming_the_url_and_the_fingerprint() {
+    let Some(tb) = Testbed::new_machines(1, 0) else {
+        return;
+    };
+    let home = tempfile::tempdir().unwrap();
+    tb.apply_fleet(home.path(), "lab");
+    let r = root(&tb, 0);
+    // What today's code wrote on an earlier bootstrap.
+    std::fs::create_dir_all(r.join("etc/apt/trusted.gpg.d")).unwrap();
+    std::fs::write(
+        r.join("etc/apt/trusted.gpg.d/artifact-registry.gpg"),
+        "KEY 35BAA0B33E9EB396F59CA838C0BA5CE6DC6315A3\n",
+    )
+    .unwrap();
+    std::fs::write(
+        r.join("etc/apt/sources.list.d/gpudirect-gib.list"),
+        "deb ar+https://us-apt.pkg.dev/projects/gce-ai-infra gpudirect-gib-apt main\n",
+    )
+    .unwrap();
+    fault(
+        &tb,
+        0,
+        "wrongkey",
+        "curl",
+        Some("us-apt.pkg.dev/doc/repo-signing-key.gpg"),
+    );
+    let (ok, err) = bootstrap(home.path(), &["lab", "--flavour", "rdma"]);
+    assert!(!ok, "{err}");
+    assert!(err.contains("lab-0: step apt-repos failed (exit 1)"), "{err}");
+    assert!(
+        err.contains("flightdeck: the key file at https://us-apt.pkg.dev/doc/repo-signing-key.gpg lacks the expected key 35BAA0B33E9EB396F59CA838C0BA5CE6DC6315A3 (it holds: DEADBEEFDEADBEEFDEADBEEFDEADBEEFDEADBEEF)"),
+        "{err}"
+    );
+    assert!(!r.join("etc/apt/keyrings/artifact-registry.gpg").exists());
+    assert!(
+        !calls(&tb, 0).iter().any(|c| c.starts_with("apt-get install")),
+        "nothing installed"
+    );
+    assert_downloads_private(&calls(&tb, 0));
+
+    // The same wrong key for Docker's repository stops TCPXO's first step.
+    fault(&tb, 0, "wrongkey", "curl", Some("download.docker.com"));
+    let (ok, err) = bootstrap(home.path(), &["lab", "--flavour", "tcpxo"]);
+    assert!(!ok, "{err}");
+    assert!(
+        err.contains("lab-0: step docker failed (exit 1)")
+            && err.contains("the key file at https://download.docker.com/linux/ubuntu/gpg lacks the expected key 9DC858229FC7DD38854AE2D88D81803C0EBFCD88"),
+        "{err}"
+    );
+    assert!(!r.join("etc/apt/sources.list.d/docker.list").exists());
+
+    fault(&tb, 0, "wrongkey", "curl", None);
+    let (ok, err) = bootstrap(home.path(), &["lab", "--flavour", "rdma"]);
+    assert!(ok, "{err}");
+    assert!(!r.join("etc/apt/trusted.gpg.d/artifact-registry.gpg").exists());
+    assert_eq!(
+        keyring(&r, "artifact-registry"),
+        ["35BAA0B33E9EB396F59CA838C0BA5CE6DC6315A3"]
+    );
+    assert_eq!(assert_sources_signed(&r), 3);
+    // An unsigned line is refused by apt (the double as the real one): it is gone.
+    assert!(
+        std::fs::read_to_string(r.join("etc/apt/sources.list.d/gpudirect-gib.list"))
+            .unwrap()
+            .starts_with("deb [signed-by=/etc/apt/keyrings/artifact-registry.gpg] ar+https://")
+    );
+}
+
+/// Hostile review D11 (images) and the GPUDirect review's D18: images by a pinned tag,
+/// run by the digest recorded at their first pull; an image whose tag brings another
+/// digest later is refused, naming it, both digests and how to accept it.
+#[test]
+fn images_are_pinned_by_digest_at_the_first_pull_and_a_changed_digest_is_refused() {
+    let Some(tb) = Testbed::new_machines(1, 4) else {
+        return;
+    };
+    let home = tempfile::tempdir().unwrap();
+    tb.apply_fleet(home.path(), "lab");
+    let (ok, err) = bootstrap(home.path(), &["lab", "--flavour", "tcpx"]);
+    assert!(ok, "{err}");
+    let r = root(&tb, 0);
+    let first = digests(&r);
+    assert_eq!(
+        first.iter().map(|(i, _)| i.as_str()).collect::<Vec<_>>(),
+        [steps::TCPX_RXDM_IMAGE, steps::TCPX_PLUGIN_IMAGE]
+    );
+    let c = calls(&tb, 0);
+    for (image, digest) in &first {
+        let repo = image.rsplit_once(':').unwrap().0;
+        assert!(
+            digest.starts_with(&format!("{repo}@sha256:")) && digest.len() == repo.len() + 72,
+            "{digest}"
+        );
+        assert!(
+            c.iter()
+                .any(|l| l.starts_with("docker run") && l.contains(digest.as_str())),
+            "{digest}"
+        );
+    }
+    assert!(!c.iter().any(|l| l.contains("--pull")), "{c:?}");
+
+    // The registry's tags move; the RxDM container is gone (a reboot): the step pulls
+    // again and refuses what it got.
+    fault(&tb, 0, "digest", "docker", Some("moved"));
+    std::fs::remove_file(r.join("var/lib/fd-shim/containers/receive-datapath-manager")).unwrap();
+    let (ok, err) = bootstrap(home.path(), &["lab", "--flavour", "tcpx"]);
+    assert!(!ok, "{err}");
+    assert!(err.contains("lab-0: step rxdm failed (exit 1)"), "{err}");
+    let (image, recorded) = &first[0];
+    let now = err
+        .split(", now ")
+        .nth(1)
+        .and_then(|s| s.split(')').next())
+        .unwrap_or_else(|| panic!("{err}"));
+    assert!(
+        err.contains(&format!(
+            "flightdeck: refused {image}: its digest changed since this node first pulled it (recorded {recorded}, now {now}). To accept the new image, delete its line from /var/lib/flightdeck/images.digests and bootstrap again."
+        )) && now != recorded,
+        "{err}"
+    );
+    assert_eq!(digests(&r), first, "the record stays");
+    assert!(!r
+        .join("var/lib/fd-shim/containers/receive-datapath-manager")
+        .exists());
+    // The tag on the node points at the recorded image again.
+    let tag = r
+        .join("var/lib/fd-shim/images")
+        .join(image.replace(['/', ':'], "_"));
+    assert_eq!(std::fs::read_to_string(tag).unwrap().trim(), recorded);
+
+    // Accepting it: the line deleted, the next bootstrap records the new digest.
+    let file = r.join("var/lib/flightdeck/images.digests");
+    let kept: String = std::fs::read_to_string(&file)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.starts_with(&format!("{image} ")))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&file, kept).unwrap();
+    let (ok, err) = bootstrap(home.path(), &["lab", "--flavour", "tcpx"]);
+    assert!(ok, "{err}");
+    let after = digests(&r);
+    assert_eq!(after[0], first[1], "the plugin's record is untouched");
+    assert_eq!(after[1], (image.clone(), now.to_string()));
+}
+
+/// Hostile review D14 and D11 (nccl-tests): nccl-tests at the pinned commit, cloned,
+/// checked and built by nobody in a private directory; a clone or a build cut short
+/// leaves nothing in /opt/nccl-tests, and the next bootstrap succeeds; a checkout that
+/// is not the commit is refused.
+#[test]
+fn nccl_tests_are_built_at_the_pinned_commit_by_nobody_and_a_cut_short_build_leaves_nothing() {
+    let Some(mut tb) = Testbed::new_machines(1, 0) else {
+        return;
+    };
+    let home = tempfile::tempdir().unwrap();
+    tb.apply_fleet(home.path(), "lab");
+    let r = root(&tb, 0);
+    for (cmd, call) in [("git", "git clone"), ("make", "make -C")] {
+        fault(&tb, 0, "sleep", cmd, Some("30"));
+        let seen = calls(&tb, 0).len();
+        let child =
+            support::spawn_flightdeck(home.path(), &["fleet", "bootstrap", "lab", "--flavour", "rdma"]);
+        let start = Instant::now();
+        while !calls(&tb, 0)[seen..].iter().any(|c| c.starts_with(call)) {
+            assert!(start.elapsed() < Duration::from_secs(60), "{call} never started");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        tb.kill_sshd(0);
+        let out = child.wait_with_output().unwrap();
+        let err = text(&out.stderr);
+        assert!(
+            err.contains("lab-0: step nccl-tests failed (exit 255)"),
+            "{cmd}: {err}"
+        );
+        assert!(
+            !r.join("opt/nccl-tests").exists(),
+            "{cmd} cut short, yet /opt/nccl-tests"
+        );
+        remove_killed_tmpdirs(&tb, 0, seen);
+        fault(&tb, 0, "sleep", cmd, None);
+        tb.start_sshd(0);
+    }
+    let (ok, err) = bootstrap(home.path(), &["lab", "--flavour", "rdma"]);
+    assert!(ok, "{err}");
+    assert!(err.contains("lab-0: nccl-tests: done"), "{err}");
+    let commit = steps::NCCL_TESTS_COMMIT;
+    assert_eq!(
+        std::fs::read_to_string(r.join("opt/nccl-tests/.flightdeck-commit")).unwrap(),
+        format!("{commit}\n")
+    );
+    let c = calls(&tb, 0);
+    assert!(
+        c.iter().any(|l| l.starts_with("git -C /tmp/tmp.")
+            && l.ends_with(&format!("/nccl-tests checkout --quiet --detach {commit}"))),
+        "{c:?}"
+    );
+    // git and make ran as nobody; what landed in /opt is root's.
+    let u = uids(&tb, 0);
+    for call in ["git clone", "git -C", "make -C"] {
+        let ran: Vec<&String> = u
+            .iter()
+            .filter(|l| l.split_once(' ').unwrap().1.starts_with(call))
+            .collect();
+        assert!(
+            !ran.is_empty() && ran.iter().all(|l| l.starts_with("65534 ")),
+            "{call}: {ran:?}"
+        );
+    }
+    for p in [
+        "opt/nccl-tests",
+        "opt/nccl-tests/build",
+        "opt/nccl-tests/build/all_reduce_perf",
+    ] {
+        assert_eq!(std::fs::metadata(r.join(p)).unwrap().uid(), 0, "{p}");
+    }
+    assert!(!r.join("opt/nccl-tests.partial").exists());
+
+    // A clone whose HEAD is not the commit is refused, and nothing replaces /opt.
+    std::fs::remove_dir_all(r.join("opt/nccl-tests")).unwrap();
+    fault(
+        &tb,
+        0,
+        "githead",
+        "git",
+        Some("2222222222222222222222222222222222222222"),
+    );
+    let (ok, err) = bootstrap(home.path(), &["lab", "--flavour", "rdma"]);
+    assert!(!ok, "{err}");
+    assert!(
+        err.contains(&format!(
+            "flightdeck: nccl-tests: HEAD is 2222222222222222222222222222222222222222 after checking out {commit}: refused"
+        )),
+        "{err}"
+    );
+    assert!(!r.join("opt/nccl-tests").exists());
+}
+
+/// Hostile review D11 (firewall): on COS, TCP is accepted on the data NICs eth1..eth4
+/// only, each rule checked; the rule that opened every port on every NIC (dstack's and
+/// SkyPilot's, an earlier bootstrap's) is removed.
+#[test]
+fn the_tcpx_firewall_opens_tcp_on_the_data_nics_only() {
+    let Some(tb) = Testbed::new_machines(1, 4) else {
+        return;
+    };
+    let home = tempfile::tempdir().unwrap();
+    tb.apply_fleet(home.path(), "lab");
+    let rules = root(&tb, 0).join("var/lib/fd-shim/iptables.rules");
+    std::fs::write(&rules, "INPUT -p tcp -m tcp -j ACCEPT\n").unwrap();
+    let (ok, err) = bootstrap(home.path(), &["lab", "--flavour", "tcpx"]);
+    assert!(ok, "{err}");
+    let mut have: Vec<String> = std::fs::read_to_string(&rules)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    have.sort();
+    let mut want: Vec<String> = ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"]
+        .iter()
+        .map(|s| format!("INPUT -i eth0 -s {s} -p tcp -j ACCEPT"))
+        .chain((1..=4).map(|k| format!("INPUT -i eth{k} -p tcp -j ACCEPT")))
+        .collect();
+    want.sort();
+    assert_eq!(have, want, "the data NICs, and eth0 from private addresses only");
+    let c = calls(&tb, 0);
+    for k in 1..=4 {
+        position(&c, &format!("iptables -C INPUT -i eth{k} -p tcp -j ACCEPT"));
+    }
+    position(&c, "iptables -D INPUT -p tcp -m tcp -j ACCEPT");
+    let (ok, err) = bootstrap(home.path(), &["lab", "--flavour", "tcpx"]);
+    assert!(ok && err.contains("lab-0: firewall: done already"), "{err}");
+    // One rule gone (a flushed table): the step puts it back.
+    std::fs::write(&rules, "INPUT -i eth1 -p tcp -j ACCEPT\n").unwrap();
+    let (ok, err) = bootstrap(home.path(), &["lab", "--flavour", "tcpx"]);
+    assert!(ok && err.contains("lab-0: firewall: done"), "{err}");
+    assert_eq!(std::fs::read_to_string(&rules).unwrap().lines().count(), 7);
+}
+
 /// On a Container-Optimized OS node (its /etc/os-release says so) there is nothing but
 /// docker: `nccl run` and `job run` run their work in the TCPX container with the mounts,
 /// devices and NCCL variables of SkyPilot's TCPX options, by themselves. The docker shim
-/// runs the container's command here (the nccl-tests double, the job's commands).
+/// runs the container's command here (the nccl-tests double, the job's commands), with
+/// only the environment docker would give the container.
 #[test]
 fn on_cos_nodes_runs_and_jobs_go_into_the_tcpx_container() {
     let Some(tb) = Testbed::new_machines(1, 4) else {
@@ -447,9 +970,15 @@ fn on_cos_nodes_runs_and_jobs_go_into_the_tcpx_container() {
     }
     let inside = c.iter().find(|l| l.starts_with("container ")).unwrap();
     assert!(
-        inside.contains("NCCL_NET=GPUDirectTCPX_v7 NCCL_GPUDIRECTTCPX_SOCKET_IFNAME=eth1,eth2,eth3,eth4 LD_LIBRARY_PATH=/usr/local/nvidia/lib64:/usr/local/tcpx/lib64:"),
+        inside.contains("NCCL_NET=GPUDirectTCPX_v7 NCCL_GPUDIRECTTCPX_SOCKET_IFNAME=eth1,eth2,eth3,eth4 LD_LIBRARY_PATH=/usr/local/nvidia/lib64:/usr/local/tcpx/lib64 "),
         "{inside}"
     );
+    // The container's environment is what the run passed, nothing of the SSH session.
+    let env = std::fs::read_to_string(root(&tb, 0).join("var/lib/fd-shim/container-env.1.log")).unwrap();
+    assert!(env.lines().any(|l| l == "NCCL_NET=GPUDirectTCPX_v7"), "{env}");
+    for leak in ["SSH_CONNECTION=", "SSH_CLIENT=", "USER=", "SHELL="] {
+        assert!(!env.lines().any(|l| l.starts_with(leak)), "{leak} leaked: {env}");
+    }
 
     // A job on COS needs an image: without one it stops, saying so.
     let write_job = |extra: &str| {

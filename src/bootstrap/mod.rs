@@ -9,6 +9,9 @@
 //! each step on a line of its own ([`Marker`]), which [`remote`] turns into progress per
 //! node and step. Every step names the reference it follows (repository and path).
 //!
+//! The script is bash (`shellenv::SHEBANG`), run as root through [`AS_ROOT`]; every
+//! `export` it writes comes from `shellenv::export`.
+//!
 //! Pure but for [`remote`]: steps and scripts are text, markers are parsed from lines.
 
 pub mod cos;
@@ -17,6 +20,7 @@ pub mod remote;
 pub mod steps;
 
 use crate::nccl::GpuDirect;
+use crate::shellenv::{self, Value};
 use std::fmt::Write as _;
 
 /// One step of a flavour's bootstrap.
@@ -106,7 +110,7 @@ pub fn flavour_title(flavour: GpuDirect) -> &'static str {
     }
 }
 
-/// The script a node runs for `flavour`: POSIX sh, as root. Prints [`Marker`] lines and
+/// The script a node runs for `flavour`: bash, as root. Prints [`Marker`] lines and
 /// each action's output; exits with the failed action's code (or 1 for a check that
 /// still fails after its action), else 0.
 pub fn script(flavour: GpuDirect) -> String {
@@ -116,7 +120,7 @@ pub fn script(flavour: GpuDirect) -> String {
 /// [`script`] of given steps (tests make failing ones).
 pub fn render(flavour: GpuDirect, steps: &[Step]) -> String {
     let mut s = String::new();
-    let _ = writeln!(s, "#!/bin/sh");
+    let _ = writeln!(s, "{}", shellenv::SHEBANG);
     let _ = writeln!(
         s,
         "# flightdeck GPUDirect bootstrap: {}, {} steps.",
@@ -126,10 +130,20 @@ pub fn render(flavour: GpuDirect, steps: &[Step]) -> String {
     s.push_str(
         "# Each step has a check (done already?) and an action; the action runs only when\n\
          # the check fails, and the check must pass after it. Running this again does\n\
-         # nothing on a finished node and finishes a half-done one. Runs as root.\n\
+         # nothing on a finished node and finishes a half-done one. Runs as root, in bash.\n\
          # Re-run with `flightdeck fleet bootstrap FLEET`.\n",
     );
-    s.push_str("set -u\nexport DEBIAN_FRONTEND=noninteractive\nexport PATH=\"$PATH:/usr/local/sbin:/usr/sbin:/sbin\"\n");
+    s.push_str(shellenv::HEADER);
+    let _ = writeln!(
+        s,
+        "{}",
+        shellenv::export("DEBIAN_FRONTEND", Value::Literal("noninteractive"))
+    );
+    let _ = writeln!(
+        s,
+        "{}",
+        shellenv::export("PATH", Value::Expr("$PATH:/usr/local/sbin:/usr/sbin:/sbin"))
+    );
     let _ = writeln!(s, "fd_mark() {{ echo \"{MARK} $*\"; }}");
     // One bootstrap at a time per node: a run whose flightdeck was killed goes on (its
     // session has no terminal to hang up), and a second run waits for it instead of
@@ -151,6 +165,7 @@ pub fn render(flavour: GpuDirect, steps: &[Step]) -> String {
          \x20 fd_mark ok \"$1\"\n\
          }\n",
     );
+    s.push_str(steps::HELPERS);
     for (i, step) in steps.iter().enumerate() {
         let _ = writeln!(s, "\n# --- step {}: {} --- {}", i + 1, step.name, step.what);
         for src in step.source.split("; ") {
@@ -173,9 +188,11 @@ fn indent(body: &str) -> String {
     body.trim_end().to_string()
 }
 
-/// The command that runs a script read on stdin as root: directly when the login is
-/// root, else through `sudo -n` (GCE images give the login user sudo without a password).
-pub const AS_ROOT: &str = "if [ \"$(id -u)\" -eq 0 ]; then exec sh -s; else exec sudo -n sh -s; fi";
+/// The command that runs a script read on stdin as root, under bash: directly when the
+/// login is root, else through `sudo -n` (GCE images give the login user sudo without a
+/// password). A node without bash is told so (exit 127).
+pub const AS_ROOT: &str = "if ! command -v bash >/dev/null 2>&1; then echo \"flightdeck: bash not found on this node (the bootstrap script is bash)\" >&2; exit 127; fi; \
+                           if [ \"$(id -u)\" -eq 0 ]; then exec bash -s; else exec sudo -n bash -s; fi";
 
 #[cfg(test)]
 pub(crate) mod tests {
@@ -191,19 +208,21 @@ pub(crate) mod tests {
         }
     }
 
+    /// Run a bootstrap script under bash, as nodes run it.
     fn sh(script: &str) -> (i32, String) {
-        let out = std::process::Command::new("sh")
+        let out = std::process::Command::new("bash")
             .arg("-c")
             .arg(script)
             .output()
-            .expect("sh runs");
+            .expect("bash runs");
         (
             out.status.code().unwrap_or(-1),
             String::from_utf8_lossy(&out.stdout).into_owned(),
         )
     }
 
-    /// Run `script` with `sh -s`, the script on stdin, as nodes run it.
+    /// Run `script` with `sh -s`, the script on stdin (the POSIX sh scripts of the doctor
+    /// and the pre-flight, which other modules' tests run through this).
     pub(crate) fn sh_stdin(script: &str) -> std::process::Output {
         use std::io::Write;
         let mut child = std::process::Command::new("sh")
@@ -310,10 +329,14 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn every_flavour_script_is_valid_sh_and_names_its_sources() {
+    fn every_flavour_script_is_valid_bash_and_names_its_sources() {
         for f in [GpuDirect::Tcpx, GpuDirect::Tcpxo, GpuDirect::Rdma] {
             let text = script(f);
-            let out = std::process::Command::new("sh")
+            assert!(text.starts_with(&format!(
+                "{}\n# flightdeck GPUDirect bootstrap: ",
+                shellenv::SHEBANG
+            )));
+            let out = std::process::Command::new("bash")
                 .args(["-n", "-c", &text])
                 .output()
                 .unwrap();
@@ -339,5 +362,92 @@ pub(crate) mod tests {
             assert!(steps.iter().any(|s| s.name == "nccl-tests"), "{f:?}");
         }
         assert!(steps::steps(GpuDirect::None).is_empty());
+    }
+
+    /// Every `export` line of every script is one `shellenv::export` writes: the script's
+    /// own, and those it writes into profiles.
+    #[test]
+    fn every_export_comes_from_shellenv() {
+        let known = [
+            shellenv::export("DEBIAN_FRONTEND", Value::Literal("noninteractive")),
+            shellenv::export("PATH", Value::Expr("$PATH:/usr/local/sbin:/usr/sbin:/sbin")),
+            shellenv::export(
+                "NCCL_FASTRAK_LLCM_DEVICE_DIRECTORY",
+                Value::Literal("/dev/aperture_devices"),
+            ),
+            shellenv::export("LD_LIBRARY_PATH", Value::Prepend("/var/lib/tcpxo/lib64")),
+            shellenv::export("LD_LIBRARY_PATH", Value::Prepend("/usr/local/gib/lib64")),
+        ];
+        for f in [GpuDirect::Tcpx, GpuDirect::Tcpxo, GpuDirect::Rdma] {
+            let text = script(f);
+            let exports: Vec<&str> = text
+                .lines()
+                .map(str::trim)
+                .filter(|l| l.starts_with("export "))
+                .collect();
+            assert!(exports.len() >= 2, "{f:?}");
+            for l in exports {
+                assert!(known.iter().any(|k| k == l), "{f:?}: {l}");
+            }
+        }
+    }
+
+    /// The profile lines the TCPXO step appends, sourced under `set -u` after Google's
+    /// own LD_LIBRARY_PATH line with LD_LIBRARY_PATH unset: no error, no empty entry.
+    #[test]
+    fn the_tcpxo_profile_lines_source_under_set_u() {
+        let script = format!(
+            "set -u\nset +u\nexport LD_LIBRARY_PATH=\"/lib/dir:${{LD_LIBRARY_PATH}}\"\nset -u\n{}\nprintf '%s|%s' \"$LD_LIBRARY_PATH\" \"$NCCL_FASTRAK_LLCM_DEVICE_DIRECTORY\"\n",
+            steps::tcpxo_profile_lines()
+        );
+        let out = std::process::Command::new("bash")
+            .arg("-c")
+            .arg(&script)
+            .env_remove("LD_LIBRARY_PATH")
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "/var/lib/tcpxo/lib64:/lib/dir|/dev/aperture_devices",
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// The command that runs the script: bash, and a node without bash is told so.
+    #[test]
+    fn as_root_runs_bash_and_says_when_there_is_none() {
+        use std::io::Write;
+        let run = |path: &str| {
+            let mut child = std::process::Command::new("/bin/sh")
+                .arg("-c")
+                .arg(AS_ROOT)
+                .env("PATH", path)
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            // A shell that exits before reading (no bash) closes the pipe.
+            let _ = child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(b"[[ -n \"$BASH_VERSION\" ]] && echo in-bash\n");
+            let out = child.wait_with_output().unwrap();
+            (
+                out.status.code(),
+                String::from_utf8_lossy(&out.stdout).into_owned(),
+                String::from_utf8_lossy(&out.stderr).into_owned(),
+            )
+        };
+        let empty = tempfile::tempdir().unwrap();
+        let (code, _, err) = run(empty.path().to_str().unwrap());
+        assert_eq!(code, Some(127));
+        assert!(err.contains("flightdeck: bash not found on this node"), "{err}");
+        if unsafe { libc::geteuid() } == 0 {
+            let (code, out, err) = run("/usr/bin:/bin");
+            assert_eq!((code, out.as_str()), (Some(0), "in-bash\n"), "{err}");
+        }
     }
 }

@@ -157,7 +157,8 @@ pub async fn run(
     run_script(transport, nodes, &script, progress).await
 }
 
-/// Run a bootstrap `script` (as [`super::render`] makes them) on `nodes` as root.
+/// Run a bootstrap `script` (as [`super::render`] makes them) on `nodes` as root, under
+/// bash ([`AS_ROOT`]; a node without bash fails with exit 127 and says so in its tail).
 pub async fn run_script(
     transport: Transport,
     nodes: &[NodeTarget],
