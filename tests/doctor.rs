@@ -316,9 +316,19 @@ fn a_gpudirect_fleet_whose_rxdm_is_not_running_is_named() {
         // only.
         let root = tb.nodes[i].root.clone().unwrap();
         std::fs::create_dir_all(root.join("var/lib/tcpxo/lib64")).unwrap();
-        for f in ["libnccl-net.so", "nccl-env-profile.sh", "libnccl.so.2"] {
+        for f in ["nccl-env-profile.sh", "libnccl.so.2"] {
             std::fs::write(root.join("var/lib/tcpxo/lib64").join(f), "").unwrap();
         }
+        // The plugin as the loader must find it: a real shared object stands in.
+        let so = [
+            "/lib/x86_64-linux-gnu/libm.so.6",
+            "/usr/lib/x86_64-linux-gnu/libm.so.6",
+        ]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists())
+        .expect("libm.so.6");
+        std::fs::copy(so, root.join("var/lib/tcpxo/lib64/libnccl-net.so")).unwrap();
+        std::fs::write(root.join("dev/dmabuf_import_helper"), "").unwrap();
         std::fs::create_dir_all(root.join("dev/aperture_devices/0000:06:00.0")).unwrap();
         std::fs::create_dir_all(root.join("var/lib/fd-shim/containers")).unwrap();
         if i == 0 {

@@ -143,7 +143,7 @@ fn job_processes(tb: &Testbed) -> usize {
                     std::fs::read(format!("/proc/{pid}/cmdline"))
                         .map(|c| {
                             let args = String::from_utf8_lossy(&c).replace('\0', " ");
-                            args.starts_with("sh -c") && args.contains("sh ./run.sh > out.log")
+                            args.starts_with("sh -c") && args.contains("then bash ./run.sh;")
                         })
                         .unwrap_or(false)
                 })

@@ -272,6 +272,30 @@ mod tests {
     use super::*;
 
     #[test]
+    fn env_settings_follow_the_profile_and_bad_ones_are_refused() {
+        assert_eq!(edited_env(GpuDirect::Rdma, &[]).unwrap(), None);
+        let lines = edited_env(
+            GpuDirect::Rdma,
+            &["NCCL_SOCKET_IFNAME=lo".into(), "X=a b'c".into()],
+        )
+        .unwrap()
+        .unwrap();
+        let n = runner::profile_env(GpuDirect::Rdma).len();
+        assert_eq!(
+            lines[n..],
+            ["export NCCL_SOCKET_IFNAME='lo'", "export X='a b'\\''c'"]
+        );
+        assert_eq!(
+            crate::shellenv::exported_value(&lines, "NCCL_SOCKET_IFNAME").as_deref(),
+            Some("lo"),
+            "the last setting is the one the pre-flight reads"
+        );
+        for bad in ["NOVALUE", "1X=2", "A-B=3"] {
+            assert!(edited_env(GpuDirect::None, &[bad.into()]).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
     fn human_sizes() {
         for (bytes, want) in [
             (0, "0B"),
@@ -403,6 +427,30 @@ pub struct BenchArgs {
     /// the run starts.
     #[arg(long)]
     pub no_preflight: bool,
+    /// Set a variable after the profile's lines (repeatable), as the cockpit's run
+    /// dialog edits them: `--env NCCL_SOCKET_IFNAME=eth0`.
+    #[arg(long = "env", value_name = "KEY=VALUE")]
+    pub env: Vec<String>,
+}
+
+/// The profile's lines with `--env KEY=VALUE` settings after them; `None` without any.
+fn edited_env(profile: GpuDirect, settings: &[String]) -> anyhow::Result<Option<Vec<String>>> {
+    if settings.is_empty() {
+        return Ok(None);
+    }
+    let mut lines = runner::profile_env(profile);
+    for kv in settings {
+        let Some((k, v)) = kv.split_once('=') else {
+            anyhow::bail!("--env {kv}: expected KEY=VALUE");
+        };
+        if !crate::shellenv::is_name(k) {
+            anyhow::bail!(
+                "--env {kv}: `{k}` is not a variable name (letters, digits and _, not first a digit)"
+            );
+        }
+        lines.push(crate::shellenv::export(k, crate::shellenv::Value::Literal(v)));
+    }
+    Ok(Some(lines))
 }
 
 /// What a run is, planned from the flags and the fleet: its spec, the machine type the
@@ -436,7 +484,7 @@ pub(super) fn plan(b: &BenchArgs, fleet_arg: &str, fleet: &str, paths: &Paths) -
         (NcclProfile::Auto, _, _) => "auto; the machine type is unknown".to_string(),
         _ => "--profile".to_string(),
     };
-    let spec = RunSpec {
+    let mut spec = RunSpec {
         collective: b.test.to_string(),
         min_bytes: runner::parse_size(&b.min_bytes)?,
         max_bytes: runner::parse_size(&b.max_bytes)?,
@@ -459,6 +507,7 @@ pub(super) fn plan(b: &BenchArgs, fleet_arg: &str, fleet: &str, paths: &Paths) -
         nccl_tests_dir: b.nccl_tests_dir.clone(),
         env: None,
     };
+    spec.env = edited_env(spec.profile, &b.env)?;
     spec.check()?;
     Ok(Plan { spec, machine, why })
 }

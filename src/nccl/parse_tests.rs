@@ -143,6 +143,28 @@ fn a_run_that_died_before_its_first_row() {
     assert_eq!(r.transport_summary(), None);
 }
 
+/// The same failure recorded for real: `flightdeck nccl run local --profile rdma
+/// --no-preflight --env NCCL_SOCKET_IFNAME=lo -g 1` on 1x H100 without gIB (NCCL 2.28.9,
+/// nccl-tests v2.19.6; RELIABILITY.md). NCCL's own words are the cause, and the plugin it
+/// could not find is recorded.
+#[test]
+fn a_run_without_gib_recorded_on_an_h100() {
+    let text = include_str!("../../tests/fixtures/nccl/h100x1-nccl2.28.9-rdma-profile-no-gib.txt");
+    let r = one(text);
+    assert_eq!(r.nccl_version.as_deref(), Some("2.28.9+cuda13.0"));
+    assert_eq!(r.rows.len(), 0);
+    let t = r.transport.as_ref().unwrap();
+    assert_eq!(t.no_plugin_found.as_deref(), Some("libnccl-net.so"));
+    assert_eq!(
+        t.net_error.as_deref(),
+        Some("Failed to initialize any NET plugin")
+    );
+    assert_eq!(
+        super::super::remote::failure_cause(text.lines()).as_deref(),
+        Some("NCCL WARN Failed to initialize any NET plugin")
+    );
+}
+
 #[test]
 fn gke_fixture_has_no_banner() {
     let r = one(GKE);

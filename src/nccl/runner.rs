@@ -424,7 +424,10 @@ fn cos_lines(env: &[String], mpi: &[String]) -> String {
     names.extend(profile_names(mpi));
     names.retain(|k| k != "PATH");
     names.dedup();
-    crate::bootstrap::cos::container_lines(&names, &quote(crate::bootstrap::steps::TCPX_PLUGIN_IMAGE))
+    // The plugin image by the digest the bootstrap recorded on this node (its tag where
+    // none is recorded).
+    let image = crate::bootstrap::steps::pinned_image_word(crate::bootstrap::steps::TCPX_PLUGIN_IMAGE);
+    crate::bootstrap::cos::container_lines(&names, &image)
 }
 
 /// The NIC mpirun's own TCP traffic keeps to: the first interface of the profile's
@@ -544,9 +547,10 @@ pub fn mpirun_script(spec: &RunSpec, hosts: &[MpiHost], mpirun: &str) -> String 
         "ROOT=; {{ [ \"$(id -u)\" = 0 ] || [ -n \"$FD_IN\" ]; }} && ROOT=--allow-run-as-root"
     );
     let mut xs: Vec<String> = profile_names(&env);
-    xs.extend(profile_names(&debug_lines(&env)));
-    // LD_LIBRARY_PATH goes only when set (mpirun warns about an unset one), once.
-    xs.retain(|k| k != "LD_LIBRARY_PATH");
+    // LD_LIBRARY_PATH goes only when set (mpirun warns about an unset one), once; every
+    // NCCL_* set when mpirun starts goes through `$XS` (the profile's, the debug
+    // settings, what a sourced profile set), so not twice.
+    xs.retain(|k| k != "LD_LIBRARY_PATH" && !k.starts_with("NCCL_"));
     xs.push("PATH".to_string());
     xs.sort();
     xs.dedup();

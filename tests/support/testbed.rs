@@ -173,6 +173,13 @@ impl Testbed {
         Self::new_with(n, k, false, true)
     }
 
+    /// Machines ([`Testbed::new_machines`]) that also have a home for root of their own
+    /// ([`Testbed::new_private_homes`]): what flightdeck sets up between the nodes for
+    /// mpirun (keys, known_hosts, authorized_keys) is per node, as on real machines.
+    pub fn new_machines_with_homes(n: usize, k: usize) -> Option<Testbed> {
+        Self::new_with(n, k, true, true)
+    }
+
     /// Like [`Testbed::new`], but each node has its own home for root (a directory of the
     /// testbed bind-mounted over /root in a mount namespace of its sshd), as separate
     /// machines have: what one node writes under `~` the others do not see, and
@@ -540,14 +547,27 @@ impl Testbed {
 }
 
 impl TbNode {
-    /// A double of `n` RDMA devices (mlx5_0..) in a machine node's /sys/class/infiniband:
-    /// empty folders, which is all a count of RDMA devices reads. The testbed has no RDMA
-    /// NICs; this stands in for A3 Ultra / A4's eight MRDMA NICs.
+    /// A double of `n` RDMA devices (mlx5_0..) in a machine node's /sys/class/infiniband,
+    /// each with its port 1 as the kernel shows a RoCE port that is up: `ports/1/state`
+    /// `4: ACTIVE`, `ports/1/link_layer` `Ethernet`. The testbed has no RDMA NICs; this
+    /// stands in for A3 Ultra / A4's eight MRDMA NICs.
     pub fn add_rdma_devices(&self, n: usize) {
         let root = self.root.as_ref().expect("a machine node");
         for i in 0..n {
-            std::fs::create_dir_all(root.join(format!("sys-class/infiniband/mlx5_{i}"))).unwrap();
+            let port = root.join(format!("sys-class/infiniband/mlx5_{i}/ports/1"));
+            std::fs::create_dir_all(&port).unwrap();
+            std::fs::write(port.join("state"), "4: ACTIVE\n").unwrap();
+            std::fs::write(port.join("link_layer"), "Ethernet\n").unwrap();
         }
+    }
+
+    /// Set port 1 of RDMA device `i` (of [`TbNode::add_rdma_devices`]) to `state`, as the
+    /// kernel writes it (`1: DOWN`, `4: ACTIVE`).
+    pub fn set_rdma_port_state(&self, i: usize, state: &str) {
+        let root = self.root.as_ref().expect("a machine node");
+        let file = root.join(format!("sys-class/infiniband/mlx5_{i}/ports/1/state"));
+        assert!(file.exists(), "no RDMA device mlx5_{i}");
+        std::fs::write(file, format!("{state}\n")).unwrap();
     }
 
     /// A machine node's GPUs: the nvidia-smi double (tests/support/nvidia_smi_double.sh)
@@ -632,7 +652,7 @@ impl TbNode {
         // A node with a home or a root of its own runs its sshd in a mount namespace of
         // its own, after the mounts.
         let mounts = match (&self.home, &self.root) {
-            (_, Some(root)) => Some(machine_mounts(root, &cfg)),
+            (home, Some(root)) => Some(machine_mounts(root, home.as_deref(), &cfg)),
             (Some(home), None) => Some(format!(
                 "mount --bind '{}' /root && exec /usr/sbin/sshd -D -e -f '{}'",
                 home.display(),
@@ -723,12 +743,38 @@ fn make_machine_root(root: &Path) -> Result<(), String> {
     std::fs::create_dir_all(root.join("run/sshd")).map_err(|e| e.to_string())?;
     let bin = root.join("usr/local/bin");
     std::fs::create_dir_all(&bin).map_err(|e| e.to_string())?;
+    use std::os::unix::fs::PermissionsExt;
     let shim = bin.join("fdshim");
     std::fs::write(&shim, include_str!("bootstrap_shims.sh")).map_err(|e| e.to_string())?;
-    use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&shim, std::fs::Permissions::from_mode(0o755)).map_err(|e| e.to_string())?;
     for name in SHIMMED {
         std::os::unix::fs::symlink("fdshim", bin.join(name)).map_err(|e| e.to_string())?;
+    }
+    // What the shims install as Google's files: the TCPXO installer's real profile, and
+    // the stand-in of gIB's set_nccl_env.sh (tests/fixtures/reference/stand-in).
+    let share = root.join("usr/local/share/fd-shim");
+    std::fs::create_dir_all(&share).map_err(|e| e.to_string())?;
+    for (name, text) in [
+        (
+            "nccl-env-profile.sh",
+            include_str!(
+                "../fixtures/reference/nccl-plugin-gpudirect-tcpxo/tcpxo_scripts/nccl-env-profile.sh"
+            ),
+        ),
+        (
+            "set_nccl_env.sh",
+            include_str!("../fixtures/reference/stand-in/set_nccl_env.sh"),
+        ),
+    ] {
+        std::fs::write(share.join(name), text).map_err(|e| e.to_string())?;
+    }
+    // The shims' records, which the unprivileged nccl-tests build appends to as well.
+    let records = root.join("var/lib/fd-shim");
+    std::fs::create_dir_all(&records).map_err(|e| e.to_string())?;
+    for name in ["calls.log", "uids.log"] {
+        std::fs::write(records.join(name), "").map_err(|e| e.to_string())?;
+        std::fs::set_permissions(records.join(name), std::fs::Permissions::from_mode(0o666))
+            .map_err(|e| e.to_string())?;
     }
     Ok(())
 }
@@ -736,7 +782,7 @@ fn make_machine_root(root: &Path) -> Result<(), String> {
 /// The shell that mounts a machine node's directories in its mount namespace, then
 /// runs its sshd. /dev is the node's directory with this machine's null, zero, random,
 /// urandom, tty and pts bound in (a login needs them); the rest is the node's.
-fn machine_mounts(root: &Path, cfg: &Path) -> String {
+fn machine_mounts(root: &Path, home: Option<&Path>, cfg: &Path) -> String {
     let r = root.display();
     let mut s = String::from("set -e\n");
     for d in ["null", "zero", "full", "random", "urandom", "tty"] {
@@ -756,6 +802,9 @@ fn machine_mounts(root: &Path, cfg: &Path) -> String {
     s.push_str(&format!(
         "mkdir -p '{r}/sys-class/net' '{r}/sys-class/infiniband'; mount --bind /sys/class/net '{r}/sys-class/net'; mount --rbind '{r}/sys-class' /sys/class\n"
     ));
+    if let Some(h) = home {
+        s.push_str(&format!("mount --bind '{}' /root\n", h.display()));
+    }
     s.push_str(&format!("exec /usr/sbin/sshd -D -e -f '{}'\n", cfg.display()));
     s
 }
@@ -772,8 +821,18 @@ pub fn a3_mega_nics(tb: &Testbed, i: usize) {
     }
 }
 
-/// Node `i` as an A3 High on COS sees its NICs: `eth0`, data `eth1..eth4` at MTU 8244.
+/// Node `i` as an A3 High on COS: its /etc/os-release says COS (as on the image flightdeck
+/// provisions for TCPX), and its NICs are `eth0`, data `eth1..eth4` at MTU 8244.
 pub fn a3_high_nics(tb: &Testbed, i: usize) {
+    if let Some(root) = &tb.nodes[i].root {
+        // (Debian's /etc/os-release is a link into /usr/lib, which the node shares.)
+        let _ = std::fs::remove_file(root.join("etc/os-release"));
+        std::fs::write(
+            root.join("etc/os-release"),
+            "NAME=\"Container-Optimized OS\"\nID=cos\nVERSION_ID=105\n",
+        )
+        .unwrap();
+    }
     for k in 1..=4 {
         tb.node_run(i, &["ip", "link", "set", &format!("eth{k}"), "mtu", "8244"])
             .unwrap();
