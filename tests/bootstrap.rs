@@ -493,13 +493,6 @@ fn tcpx_on_cos_and_rdma_bootstrap_and_what_their_preflights_see() {
     assert!(err.contains("lab-0: nccl-tests: done already"), "{err}");
     // On COS (its os-release), with COS's NIC names (eth0, eth1..eth4) at the data MTU:
     // the pre-flight passes.
-    let os_release = r.join("etc/os-release");
-    let _ = std::fs::remove_file(&os_release);
-    std::fs::write(
-        &os_release,
-        "NAME=\"Container-Optimized OS\"\nID=cos\nVERSION_ID=105\n",
-    )
-    .unwrap();
     support::testbed::a3_high_nics(&tb, 0);
     let (_, err) = nccl_run(home.path(), "tcpx", &[]);
     assert!(
@@ -507,7 +500,12 @@ fn tcpx_on_cos_and_rdma_bootstrap_and_what_their_preflights_see() {
         "{err}"
     );
     assert!(!err.contains("pre-flight for"), "{err}");
-    std::fs::write(&os_release, std::fs::read_to_string("/etc/os-release").unwrap()).unwrap();
+    // Back to this machine's os-release (Ubuntu's stand-in) for the RDMA part.
+    std::fs::write(
+        r.join("etc/os-release"),
+        std::fs::read_to_string("/etc/os-release").unwrap(),
+    )
+    .unwrap();
 
     // RDMA: gIB from Google's apt repository, the linker and memlock set up.
     let (ok, err) = bootstrap(home.path(), &["lab", "--flavour", "rdma"]);
@@ -919,13 +917,7 @@ fn on_cos_nodes_runs_and_jobs_go_into_the_tcpx_container() {
     };
     let home = tempfile::tempdir().unwrap();
     tb.apply_fleet(home.path(), "lab");
-    // (Debian's /etc/os-release is a link into /usr/lib, which the node shares.)
-    let _ = std::fs::remove_file(root(&tb, 0).join("etc/os-release"));
-    std::fs::write(
-        root(&tb, 0).join("etc/os-release"),
-        "NAME=\"Container-Optimized OS\"\nID=cos\nVERSION_ID=105\n",
-    )
-    .unwrap();
+    support::testbed::mark_cos(&tb, 0);
     let (ok, err) = bootstrap(home.path(), &["lab", "--flavour", "tcpx"]);
     assert!(ok, "{err}");
     support::testbed::a3_high_nics(&tb, 0);

@@ -290,12 +290,7 @@ fn cos_multi_node_mpirun_reaches_the_other_nodes_container() {
     tb.apply_fleet(home.path(), "lab");
     for i in 0..2 {
         let r = root(&tb, i);
-        let _ = std::fs::remove_file(r.join("etc/os-release"));
-        std::fs::write(
-            r.join("etc/os-release"),
-            "NAME=\"Container-Optimized OS\"\nID=cos\nVERSION_ID=105\n",
-        )
-        .unwrap();
+        testbed::mark_cos(&tb, i);
         // The daemon mpirun starts through its launch agent (a stand-in: the double passes
         // it the command to run).
         write_exec(

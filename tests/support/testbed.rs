@@ -821,17 +821,24 @@ pub fn a3_mega_nics(tb: &Testbed, i: usize) {
     }
 }
 
+/// Machine node `i` says it runs Container-Optimized OS (its /etc/os-release), as the
+/// image flightdeck provisions for TCPX does.
+pub fn mark_cos(tb: &Testbed, i: usize) {
+    let root = tb.nodes[i].root.as_ref().expect("a machine node");
+    // (Debian's /etc/os-release is a link into /usr/lib, which the node shares.)
+    let _ = std::fs::remove_file(root.join("etc/os-release"));
+    std::fs::write(
+        root.join("etc/os-release"),
+        "NAME=\"Container-Optimized OS\"\nID=cos\nVERSION_ID=105\n",
+    )
+    .unwrap();
+}
+
 /// Node `i` as an A3 High on COS: its /etc/os-release says COS (as on the image flightdeck
 /// provisions for TCPX), and its NICs are `eth0`, data `eth1..eth4` at MTU 8244.
 pub fn a3_high_nics(tb: &Testbed, i: usize) {
-    if let Some(root) = &tb.nodes[i].root {
-        // (Debian's /etc/os-release is a link into /usr/lib, which the node shares.)
-        let _ = std::fs::remove_file(root.join("etc/os-release"));
-        std::fs::write(
-            root.join("etc/os-release"),
-            "NAME=\"Container-Optimized OS\"\nID=cos\nVERSION_ID=105\n",
-        )
-        .unwrap();
+    if tb.nodes[i].root.is_some() {
+        mark_cos(tb, i);
     }
     for k in 1..=4 {
         tb.node_run(i, &["ip", "link", "set", &format!("eth{k}"), "mtu", "8244"])
