@@ -55,7 +55,12 @@ pub type WithInput = (String, Vec<u8>);
 /// on a node: to a temporary file moved into place at the end only when every byte
 /// arrived, so a reader never sees half a file and an upload cut short (flightdeck
 /// killed, the connection dropped) leaves the node's earlier copy as it was and no
-/// `.fdpart` behind. `mode` is octal (e.g. 0o644).
+/// part file behind. `mode` is octal (e.g. 0o644).
+///
+/// The part file is made by `mktemp` in the target's directory (`.fdpart.XXXXXX`: a new
+/// file of a name nobody could guess, `O_EXCL`, mode 0600, the login's own), so in a
+/// shared directory such as /tmp another user can neither plant a link or a file where
+/// the bytes go nor read them on their way.
 pub fn upload_command(dir: &str, path: &str, bytes: &[u8], mode: u32) -> WithInput {
     let d = dir_word(dir);
     let target = if path.starts_with('/') {
@@ -63,12 +68,13 @@ pub fn upload_command(dir: &str, path: &str, bytes: &[u8], mode: u32) -> WithInp
     } else {
         format!("{d}/{}", quote(path))
     };
-    let part = format!("{target}.fdpart");
     let len = bytes.len();
     let shown = path.replace(['\'', '"', '\\', '$', '`', '\n'], "_");
     let command = format!(
-        "set -e; umask 077\nmkdir -p {d} \"$(dirname {target})\"\nFD_PART={part}\n\
-         trap 'rm -f \"$FD_PART\"' EXIT\ntrap 'rm -f \"$FD_PART\"; exit 129' HUP INT TERM PIPE\n\
+        "set -e; umask 077\nmkdir -p {d} \"$(dirname {target})\"\nFD_PART=\n\
+         trap '[ -z \"$FD_PART\" ] || rm -f \"$FD_PART\"' EXIT\n\
+         trap '[ -z \"$FD_PART\" ] || rm -f \"$FD_PART\"; exit 129' HUP INT TERM PIPE\n\
+         FD_PART=$(mktemp \"$(dirname {target})/.fdpart.XXXXXX\")\n\
          cat > \"$FD_PART\"\n\
          n=$(wc -c < \"$FD_PART\")\n\
          if [ \"$n\" -ne {len} ]; then echo \"upload of {shown} cut short: $n of {len} bytes; the earlier copy is kept\" >&2; exit 1; fi\n\
@@ -318,7 +324,7 @@ mod tests {
             std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
             0o640
         );
-        assert!(!home.path().join("jobs/x/0/sub/it's.bin.fdpart").exists());
+        assert!(parts(&home.path().join("jobs/x/0/sub")).is_empty());
         // An empty file still lands.
         sh_in(&upload_command("jobs/x/0", "empty", b"", 0o644), home.path());
         assert_eq!(std::fs::read(home.path().join("jobs/x/0/empty")).unwrap(), b"");
@@ -357,7 +363,102 @@ mod tests {
             String::from_utf8_lossy(&out.stderr)
         );
         assert_eq!(std::fs::read(&path).unwrap(), b"the earlier copy");
-        assert!(!home.path().join("jobs/x/0/data.bin.fdpart").exists());
+        assert!(parts(&home.path().join("jobs/x/0")).is_empty());
+    }
+
+    /// The part files (`.fdpart.*`) in `dir`.
+    fn parts(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| {
+                p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with(".fdpart."))
+            })
+            .collect()
+    }
+
+    /// Hostile review D12: in a shared directory (sticky and world-writable, as /tmp),
+    /// another user plants a link (or a file of their own) at the name an upload used to
+    /// write to (`TARGET.fdpart`). The upload neither follows nor writes it, and its own
+    /// part file, while the bytes arrive, is the login's alone (0600, a fresh name).
+    #[test]
+    fn an_upload_into_a_shared_directory_follows_no_planted_name_and_leaks_nothing() {
+        use std::io::Write;
+        use std::os::unix::fs::PermissionsExt;
+        let home = tempfile::tempdir().unwrap();
+        let shared = home.path().join("shared");
+        std::fs::create_dir(&shared).unwrap();
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        let victim = home.path().join("victim");
+        std::fs::write(&victim, b"the victim's own file").unwrap();
+        std::os::unix::fs::symlink(&victim, shared.join("data.txt.fdpart")).unwrap();
+        let planted = shared.join("other.txt.fdpart");
+        std::fs::write(&planted, b"").unwrap();
+        std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o666)).unwrap();
+        let target = shared.join("data.txt");
+        let secret = b"TOP SECRET DATASET LINE\n";
+        let up = upload_command("jobs/x/0", target.to_str().unwrap(), secret, 0o600);
+        sh_in(&up, home.path());
+        assert_eq!(std::fs::read(&target).unwrap(), secret);
+        assert_eq!(std::fs::read(&victim).unwrap(), b"the victim's own file");
+        assert!(std::fs::symlink_metadata(shared.join("data.txt.fdpart"))
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        let other = shared.join("other.txt");
+        sh_in(
+            &upload_command("jobs/x/0", other.to_str().unwrap(), secret, 0o600),
+            home.path(),
+        );
+        assert_eq!(std::fs::read(&other).unwrap(), secret);
+        assert_eq!(
+            std::fs::read(&planted).unwrap(),
+            b"",
+            "the planted file got nothing"
+        );
+        assert!(parts(&shared).is_empty());
+
+        // Mid-upload, with a lax umask: the part file is new, in the target's directory,
+        // and nobody else's to read; cut short, it goes.
+        let slow = shared.join("slow.bin");
+        let full = vec![b's'; 100_000];
+        let (command, _) = upload_command("jobs/x/0", slow.to_str().unwrap(), &full, 0o644);
+        let mut c = Command::new("sh")
+            .arg("-c")
+            .arg(format!("umask 000; {command}"))
+            .env("HOME", home.path())
+            .stdin(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = c.stdin.take().unwrap();
+        stdin.write_all(&full[..4096]).unwrap();
+        stdin.flush().unwrap();
+        let t0 = std::time::Instant::now();
+        let part = loop {
+            let found = parts(&shared);
+            if let Some(p) = found
+                .iter()
+                .find(|p| std::fs::metadata(p).is_ok_and(|m| m.len() == 4096))
+            {
+                break p.clone();
+            }
+            assert!(
+                t0.elapsed().as_secs() < 10,
+                "no part file with the first bytes: {found:?}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        let meta = std::fs::symlink_metadata(&part).unwrap();
+        assert!(meta.file_type().is_file());
+        assert_eq!(meta.permissions().mode() & 0o777, 0o600, "{part:?}");
+        assert_ne!(part, shared.join("slow.bin.fdpart"));
+        drop(stdin);
+        let out = c.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        assert!(!slow.exists());
+        assert!(parts(&shared).is_empty(), "{:?}", parts(&shared));
     }
 
     #[test]

@@ -2,6 +2,10 @@
 //! order, progress per node and step as the markers arrive, and a failure named with
 //! its node, step, exit code and the tail of its output. A node that fails does not stop
 //! the others.
+//!
+//! Every line a node prints, and the error of its connection, is taken through
+//! [`crate::term::visible::text`] as it arrives: a step's name, reason and tail reach
+//! the operator's terminal (CLI or cockpit) shown, never acted on.
 
 use super::{Marker, AS_ROOT};
 use crate::cloud::Progress;
@@ -90,6 +94,7 @@ impl Tracker {
 
     /// Take one line of output; a progress message when it is a marker worth one.
     fn line(&mut self, text: &str) -> Option<String> {
+        let text = &*crate::term::visible::text(text);
         let Some(m) = Marker::parse(text) else {
             if self.tail.len() == TAIL {
                 self.tail.pop_front();
@@ -127,6 +132,7 @@ impl Tracker {
     }
 
     fn finish(self, code: i32, error: Option<String>) -> NodeOutcome {
+        let error = error.map(|e| crate::term::visible::text(&e).into_owned());
         let (failed_step, reason) = match (self.failed, code) {
             (Some((step, _, reason)), _) => (Some(step), reason),
             // Ended mid-step (the connection dropped, the node died): the step it was in.
@@ -264,6 +270,25 @@ mod tests {
             "{text}"
         );
         assert_eq!(o.steps, vec![("apt-repo".to_string(), StepState::AlreadyDone)]);
+    }
+
+    #[test]
+    fn what_a_node_says_is_kept_shown_not_raw() {
+        let osc = "\u{1b}]52;c;cm0gLXJmIH4K\u{7}\u{1b}]0;OWNED\u{7}\u{9b}2J";
+        let mut t = Tracker::new("lab-0");
+        t.line("@@fd-bootstrap begin rdma 1");
+        assert_eq!(
+            t.line(&format!("@@fd-bootstrap run step{osc}")).as_deref(),
+            Some("  lab-0: step␛]52;c;cm0gLXJmIH4K^G␛]0;OWNED^G<U+009B>2J: running")
+        );
+        t.line(&format!("apt said {osc}"));
+        t.line(&format!("@@fd-bootstrap failed step 3 because {osc}"));
+        let o = t.finish(3, Some(format!("connection: {osc}")));
+        let text = o.failure_text();
+        assert!(text.contains("␛]52;c;"), "{text}");
+        assert!(!text.chars().any(|c| c.is_control() && c != '\n'), "{text:?}");
+        let o = Tracker::new("lab-1").finish(exec::UNREACHABLE, Some(format!("refused {osc}")));
+        assert!(!o.failure_text().contains('\u{1b}'));
     }
 
     #[test]

@@ -16,20 +16,20 @@ pub fn run(cmd: &ConfigCommand, cli: &Cli, paths: &Paths) -> anyhow::Result<Exit
             } else {
                 paths.config_file()
             };
-            println!("{}", p.display());
+            outln!("{}", p.display());
         }
-        ConfigCommand::Default => print!("{}", crate::config::default_text()),
+        ConfigCommand::Default => out!("{}", crate::config::default_text()),
         ConfigCommand::Check => {
             let (_, opts) = super::load_cockpit(cli, paths)?;
             let file = paths.config_file();
             if file.exists() {
-                println!("config: {} ok", file.display());
+                outln!("config: {} ok", file.display());
             } else {
-                println!("config: {} (absent: defaults)", file.display());
+                outln!("config: {} (absent: defaults)", file.display());
             }
-            println!("theme: {} ({})", opts.theme.name, opts.theme.description());
-            println!("themes: {}", opts.state.themes.join(", "));
-            println!("key bindings: {} ok", opts.state.keymap.bindings().len());
+            outln!("theme: {} ({})", opts.theme.name, opts.theme.description());
+            outln!("themes: {}", opts.state.themes.join(", "));
+            outln!("key bindings: {} ok", opts.state.keymap.bindings().len());
         }
     }
     Ok(ExitCode::SUCCESS)

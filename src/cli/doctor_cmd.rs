@@ -61,7 +61,7 @@ pub fn flavour(p: NcclProfile) -> Option<GpuDirect> {
 pub fn run(args: &DoctorArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
     if args.list {
         for c in doctor::CHECKS {
-            println!("{:<12} {}", c.id, c.explain);
+            outln!("{:<12} {}", c.id, c.explain);
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -86,7 +86,7 @@ pub fn run(args: &DoctorArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCo
         only,
     );
     let rt = super::fleet_cmd::runtime()?;
-    let status = crate::progress::Line::start(&format!("doctor {fleet}"));
+    let status = super::StatusLine::start(&format!("doctor {fleet}"));
     status.print(&format!(
         "doctor {fleet}: {} on {}{}, GPUDirect {}",
         crate::words::plural(
@@ -117,9 +117,9 @@ pub fn run(args: &DoctorArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCo
     }
     drop(status);
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&json(&report))?);
+        outln!("{}", serde_json::to_string_pretty(&json(&report))?);
     } else {
-        print!("{}", text(&report, args.evidence));
+        out!("{}", text(&report, args.evidence));
     }
     Ok(if report.worst() == Outcome::Fail {
         ExitCode::from(1)

@@ -125,9 +125,11 @@ pub fn run(args: &ExecArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode
                     if stream == Stream::Stderr {
                         let _ = w.flush();
                         let text = crate::term::visible::for_stderr(&text);
+                        // stream
                         let _ = write_prefixed(&mut stderr.lock(), &prefixes[k], &text);
                     } else {
                         let text = crate::term::visible::for_stdout(&text);
+                        // stream
                         let _ = write_prefixed(&mut w, &prefixes[k], &text);
                     }
                 }
@@ -135,7 +137,7 @@ pub fn run(args: &ExecArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode
                     let k = by_index(node);
                     if let (true, Some(err)) = (streaming, &result.error) {
                         let _ = w.flush();
-                        let _ = writeln!(stderr.lock(), "{}{err}", prefixes[k]);
+                        errln!("{}{err}", prefixes[k]);
                     }
                     results[k] = Some(result);
                 }
@@ -180,7 +182,7 @@ pub fn run(args: &ExecArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode
         if args.collapse {
             print_collapsed(&nodes, &results, &out);
         }
-        eprintln!("{}", summary(&nodes, &results));
+        errln!("{}", summary(&nodes, &results));
     }
     Ok(ExitCode::from(worst.clamp(0, 255) as u8))
 }
@@ -190,9 +192,12 @@ fn write_prefixed(w: &mut impl Write, prefix: &str, text: &str) -> std::io::Resu
     let mut rest = text.as_bytes();
     while !rest.is_empty() {
         let end = memchr::memchr(b'\n', rest).map_or(rest.len(), |i| i + 1);
+        // stream
         w.write_all(prefix.as_bytes())?;
+        // stream
         w.write_all(&rest[..end])?;
         if rest[end - 1] != b'\n' {
+            // stream
             w.write_all(b"\n")?;
         }
         rest = &rest[end..];
@@ -206,7 +211,7 @@ fn print_collapsed(nodes: &[NodeTarget], results: &[NodeResult], out: &[(String,
     for (i, n) in nodes.iter().enumerate() {
         let mut text = format!("{}{}", out[i].0, out[i].1);
         if let Some(e) = &results[i].error {
-            text.push_str(&format!("[{e}]\n"));
+            text.push_str(&format!("[{}]\n", crate::term::visible::text(e)));
         }
         match groups.iter_mut().find(|(t, _)| *t == text) {
             Some((_, names)) => names.push(n.name.clone()),
@@ -223,8 +228,12 @@ fn print_collapsed(nodes: &[NodeTarget], results: &[NodeResult], out: &[(String,
             names.len(),
             if names.len() == 1 { "" } else { "s" }
         );
+        let title = crate::term::visible::text(&title);
         let rule = "-".repeat(title.chars().count().min(72));
+        // The nodes' output, a stream: as `exec` prints it (colour on a terminal, every
+        // byte into a pipe).
         let text = crate::term::visible::for_stdout(&text);
+        // stream
         let _ = write!(w, "{rule}\n{title}\n{rule}\n{text}");
     }
 }

@@ -26,12 +26,12 @@ pub fn run(cmd: &FleetCommand, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitC
             let plan = match backend.plan(&fleet, recorded) {
                 Ok(p) => p,
                 Err(e) => {
-                    eprintln!("fleet plan: {e}");
+                    errln!("fleet plan: {e}");
                     return Ok(ExitCode::FAILURE);
                 }
             };
             if *json {
-                println!("{}", serde_json::to_string_pretty(&plan)?);
+                outln!("{}", serde_json::to_string_pretty(&plan)?);
             } else {
                 print_plan(&plan);
             }
@@ -55,13 +55,13 @@ pub fn run(cmd: &FleetCommand, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitC
             let plan = match backend.plan(&fleet, recorded) {
                 Ok(p) => p,
                 Err(e) => {
-                    eprintln!("fleet apply: {e}");
+                    errln!("fleet apply: {e}");
                     return Ok(ExitCode::FAILURE);
                 }
             };
             print_plan(&plan);
             if !yes && !ask(&format!("Apply fleet `{}`?", fleet.name))? {
-                eprintln!("nothing changed");
+                errln!("nothing changed");
                 return Ok(ExitCode::FAILURE);
             }
             let rt = runtime()?;
@@ -71,13 +71,13 @@ pub fn run(cmd: &FleetCommand, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitC
             rt.spawn(async move {
                 if tokio::signal::ctrl_c().await.is_ok() {
                     c.cancel();
-                    eprintln!("cancelling: what this apply made is deleted (Ctrl-C again quits at once; the state keeps what is left)");
+                    errln!("cancelling: what this apply made is deleted (Ctrl-C again quits at once; the state keeps what is left)");
                     if tokio::signal::ctrl_c().await.is_ok() {
                         std::process::exit(130);
                     }
                 }
             });
-            let status = crate::progress::Line::start(&format!("fleet apply {}", fleet.name));
+            let status = super::StatusLine::start(&format!("fleet apply {}", fleet.name));
             let progress = |line: String| status.print(&line);
             let applied = rt.block_on(cloud::lifecycle::apply(
                 &store,
@@ -121,11 +121,11 @@ pub fn run(cmd: &FleetCommand, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitC
             let (state, recovery) = Store::new(&paths.state_dir).load()?;
             note_recovery(recovery);
             if *json {
-                println!("{}", serde_json::to_string_pretty(&state.fleets)?);
+                outln!("{}", serde_json::to_string_pretty(&state.fleets)?);
                 return Ok(ExitCode::SUCCESS);
             }
             if state.fleets.is_empty() {
-                eprintln!("no fleets: apply one with `flightdeck fleet apply FILE`");
+                errln!("no fleets: apply one with `flightdeck fleet apply FILE`");
                 return Ok(ExitCode::SUCCESS);
             }
             let rows: Vec<[String; 5]> = state
@@ -160,7 +160,7 @@ pub fn run(cmd: &FleetCommand, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitC
                     let hint = crate::yaml::closest(name, names.iter().copied())
                         .map(|h| format!(" (did you mean `{h}`?)"))
                         .unwrap_or_default();
-                    eprintln!(
+                    errln!(
                         "no fleet `{name}` in the state{hint}; looking for GCP resources labelled with it"
                     );
                     FleetRecord {
@@ -188,18 +188,18 @@ pub fn run(cmd: &FleetCommand, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitC
                 }
             };
             for n in &record.nodes {
-                eprintln!("  delete  node  {:<20} {}", n.name, n.host);
+                errln!("  delete  node  {:<20} {}", n.name, n.host);
             }
             for r in &record.resources {
                 let place = crate::cloud::gcp::plan::record_scope(r).place();
-                eprintln!("  delete  {:<16} {:<28} {place}", r.kind, r.name);
+                errln!("  delete  {:<16} {:<28} {place}", r.kind, r.name);
             }
             if !yes && !ask(&format!("Delete fleet `{name}`?"))? {
-                eprintln!("nothing changed");
+                errln!("nothing changed");
                 return Ok(ExitCode::FAILURE);
             }
             let backend = backend(kind, cli, paths, &cloud::Cancel::default())?;
-            let status = crate::progress::Line::start(&format!("fleet delete {name}"));
+            let status = super::StatusLine::start(&format!("fleet delete {name}"));
             let progress = |line: String| status.print(&line);
             let deleted = runtime()?.block_on(cloud::lifecycle::delete(
                 &store,
@@ -209,7 +209,7 @@ pub fn run(cmd: &FleetCommand, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitC
             ));
             drop(status);
             if let Err(e) = deleted {
-                eprintln!("fleet delete: {e}");
+                errln!("fleet delete: {e}");
                 return Ok(ExitCode::FAILURE);
             }
             Ok(ExitCode::SUCCESS)
@@ -231,7 +231,7 @@ fn bootstrap(
 ) -> anyhow::Result<ExitCode> {
     use crate::bootstrap;
     if let Some(f) = show {
-        print!("{}", bootstrap::script(f.gpudirect()));
+        out!("{}", bootstrap::script(f.gpudirect()));
         return Ok(ExitCode::SUCCESS);
     }
     let fleet_arg = fleet.unwrap_or_default();
@@ -261,19 +261,19 @@ fn bootstrap(
     if nodes.is_empty() {
         anyhow::bail!("no nodes selected");
     }
-    eprintln!(
+    errln!(
         "bootstrapping {} of `{name}` for {}",
         crate::words::plural(nodes.len(), "node"),
         bootstrap::flavour_title(flavour)
     );
-    let status = crate::progress::Line::start(&format!("bootstrap {name}"));
+    let status = super::StatusLine::start(&format!("bootstrap {name}"));
     let progress = |line: String| status.print(&line);
     let outcomes = runtime()?.block_on(bootstrap::remote::run(transport, &nodes, flavour, &progress));
     drop(status);
     if json {
-        println!("{}", serde_json::to_string_pretty(&outcomes)?);
+        outln!("{}", serde_json::to_string_pretty(&outcomes)?);
     }
-    eprintln!("{}", bootstrap::remote::summary(flavour, &outcomes));
+    errln!("{}", bootstrap::remote::summary(flavour, &outcomes));
     Ok(if outcomes.iter().all(|o| o.ok()) {
         ExitCode::SUCCESS
     } else {
@@ -297,7 +297,7 @@ pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 
 pub fn note_recovery(r: Option<store::Recovery>) {
     if let Some(r) = r {
-        eprintln!("{}", r.message);
+        errln!("{}", r.message);
         tracing::warn!("{}", r.message);
     }
 }
@@ -326,9 +326,9 @@ fn gke_gc(state: &crate::store::State, yes: bool, json: bool) -> anyhow::Result<
         .block_on(backend::orphans(&clients, &state.fleets, &running))
         .map_err(anyhow::Error::msg)?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&found)?);
+        outln!("{}", serde_json::to_string_pretty(&found)?);
     } else if found.is_empty() {
-        eprintln!("GKE: nothing of flightdeck's to remove in the fleets' clusters");
+        errln!("GKE: nothing of flightdeck's to remove in the fleets' clusters");
     } else {
         let rows: Vec<[String; 5]> = found
             .iter()
@@ -348,16 +348,16 @@ fn gke_gc(state: &crate::store::State, yes: bool, json: bool) -> anyhow::Result<
         return Ok(ExitCode::SUCCESS);
     }
     if !yes {
-        eprintln!(
+        errln!(
             "{} found; `flightdeck fleet gc --yes` removes them",
             crate::words::plural(found.len(), "GKE object")
         );
         return Ok(ExitCode::SUCCESS);
     }
-    match rt.block_on(backend::delete_orphans(&clients, &found, &|l| eprintln!("{l}"))) {
+    match rt.block_on(backend::delete_orphans(&clients, &found, &|l| errln!("{l}"))) {
         Ok(()) => Ok(ExitCode::SUCCESS),
         Err(e) => {
-            eprintln!("fleet gc: {e}");
+            errln!("fleet gc: {e}");
             Ok(ExitCode::FAILURE)
         }
     }
@@ -372,13 +372,13 @@ fn gke_status(record: &FleetRecord, json: bool) -> anyhow::Result<ExitCode> {
         .block_on(target.snapshot(&Clients::default(), crate::store::now_unix()))
         .map_err(anyhow::Error::msg)?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&snap)?);
+        outln!("{}", serde_json::to_string_pretty(&snap)?);
         return Ok(ExitCode::SUCCESS);
     }
-    println!("{} (fleet `{}`)", snap.cluster, record.name);
+    outln!("{} (fleet `{}`)", snap.cluster, record.name);
     let pools: Vec<[String; 6]> = snap.pools.iter().map(view::PoolRow::cells).collect();
     print_table(&view::POOL_HEADER, &pools);
-    println!();
+    outln!();
     let nodes: Vec<[String; 6]> = snap
         .nodes
         .iter()
@@ -402,7 +402,7 @@ fn gke_status(record: &FleetRecord, json: bool) -> anyhow::Result<ExitCode> {
         })
         .collect();
     print_table(&["NODE", "POOL", "IP", "STATUS", "GPUS USED", "PODS"], &nodes);
-    println!();
+    outln!();
     if !snap.queues.is_empty() {
         let rows: Vec<[String; 4]> = snap
             .queues
@@ -417,11 +417,11 @@ fn gke_status(record: &FleetRecord, json: bool) -> anyhow::Result<ExitCode> {
             })
             .collect();
         print_table(&["LOCALQUEUE", "CLUSTERQUEUE", "PENDING", "ADMITTED"], &rows);
-        println!();
+        outln!();
     }
     match &snap.kueue {
-        Some(why) => println!("Kueue: {why}"),
-        None if snap.workloads.is_empty() => println!("Kueue: no workloads in the namespace"),
+        Some(why) => outln!("Kueue: {why}"),
+        None if snap.workloads.is_empty() => outln!("Kueue: no workloads in the namespace"),
         None => {
             let rows: Vec<[String; 5]> = snap
                 .workloads
@@ -466,11 +466,12 @@ fn gc(paths: &Paths, yes: bool, json: bool) -> anyhow::Result<ExitCode> {
         .block_on(gcp.orphans(&state.fleets))
         .map_err(anyhow::Error::msg)?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&orphans)?);
+        outln!("{}", serde_json::to_string_pretty(&orphans)?);
     } else if orphans.is_empty() {
-        eprintln!(
+        errln!(
             "no orphans: every resource labelled flightdeck-owner={} in project {} is in the state",
-            gcp.owner, gcp.compute.project
+            gcp.owner,
+            gcp.compute.project
         );
     } else {
         let rows: Vec<[String; 4]> = orphans
@@ -491,7 +492,7 @@ fn gc(paths: &Paths, yes: bool, json: bool) -> anyhow::Result<ExitCode> {
     }
     if !yes {
         if json || !std::io::stdin().is_terminal() {
-            eprintln!(
+            errln!(
                 "{} found; `flightdeck fleet gc --yes` deletes them",
                 crate::words::plural(orphans.len(), "orphan")
             );
@@ -501,21 +502,21 @@ fn gc(paths: &Paths, yes: bool, json: bool) -> anyhow::Result<ExitCode> {
             "Delete these {}?",
             crate::words::plural(orphans.len(), "resource")
         ))? {
-            eprintln!("nothing changed");
+            errln!("nothing changed");
             return Ok(ExitCode::SUCCESS);
         }
     }
-    let status = crate::progress::Line::start("fleet gc");
+    let status = super::StatusLine::start("fleet gc");
     let progress = |line: String| status.print(&line);
     let gone = rt.block_on(gcp.delete_orphans(&orphans, &progress));
     drop(status);
     match gone {
         Ok(()) => {
-            eprintln!("{} deleted", crate::words::plural(orphans.len(), "orphan"));
+            errln!("{} deleted", crate::words::plural(orphans.len(), "orphan"));
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => {
-            eprintln!("fleet gc: {e}");
+            errln!("fleet gc: {e}");
             Ok(ExitCode::FAILURE)
         }
     }
@@ -544,7 +545,7 @@ fn status(paths: &Paths, name: &str, json: bool) -> anyhow::Result<ExitCode> {
     let health = rt.block_on(gcp.check(&record)).map_err(anyhow::Error::msg)?;
     crate::cloud::gcp::upkeep::record_health(&store, name, &health).map_err(anyhow::Error::msg)?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&health)?);
+        outln!("{}", serde_json::to_string_pretty(&health)?);
     } else {
         let rows: Vec<[String; 5]> = health
             .iter()
@@ -582,13 +583,13 @@ fn load_reporting(file: &std::path::Path) -> Option<Fleet> {
     match fleet::load(file) {
         Ok(f) => {
             for w in &f.warnings {
-                eprintln!("{w}");
+                errln!("{w}");
             }
             Some(f)
         }
         Err(diags) => {
             for d in diags {
-                eprintln!("{d}");
+                errln!("{d}");
             }
             None
         }
@@ -601,13 +602,13 @@ fn validate(files: &[std::path::PathBuf]) -> ExitCode {
         match fleet::load(file) {
             Ok(f) => {
                 for w in &f.warnings {
-                    eprintln!("{w}");
+                    errln!("{w}");
                 }
                 let nodes = match f.backend {
                     BackendKind::Gcp => f.spec.nodes.map(|n| format!("{n} nodes")).unwrap_or_default(),
                     _ => crate::words::plural(f.node_targets().len(), "node"),
                 };
-                println!(
+                outln!(
                     "{}: ok ({} fleet `{}`, {nodes})",
                     file.display(),
                     f.backend.as_str(),
@@ -617,7 +618,7 @@ fn validate(files: &[std::path::PathBuf]) -> ExitCode {
             Err(diags) => {
                 failed |= diags.iter().any(|d| d.severity == Severity::Error);
                 for d in diags {
-                    eprintln!("{d}");
+                    errln!("{d}");
                 }
             }
         }
@@ -630,10 +631,10 @@ fn validate(files: &[std::path::PathBuf]) -> ExitCode {
 }
 
 fn print_plan(plan: &Plan) {
-    eprintln!("fleet `{}` ({} backend):", plan.fleet, plan.backend);
+    errln!("fleet `{}` ({} backend):", plan.fleet, plan.backend);
     for c in &plan.changes {
         match &c.cloud {
-            None => eprintln!("  {:<7} {:<5} {:<20} {}", c.action, c.kind, c.name, c.place),
+            None => errln!("  {:<7} {:<5} {:<20} {}", c.action, c.kind, c.name, c.place),
             Some(d) => {
                 let mut extra = vec![];
                 if let Some(m) = &d.machine_type {
@@ -648,7 +649,7 @@ fn print_plan(plan: &Plan) {
                 if c.kind == "instance" {
                     extra.push(cost(d.hourly_usd));
                 }
-                eprintln!(
+                errln!(
                     "  {:<7} {:<16} {:<28} {:<16} {}",
                     c.action,
                     c.kind,
@@ -660,21 +661,21 @@ fn print_plan(plan: &Plan) {
         }
     }
     if plan.is_noop() {
-        eprintln!("  (no changes)");
+        errln!("  (no changes)");
     }
     for n in &plan.notes {
-        eprintln!("  note: {n}");
+        errln!("  note: {n}");
     }
     if let Some(total) = plan.hourly_usd {
-        eprintln!("  cost when up: {}", cost(total));
+        errln!("  cost when up: {}", cost(total));
     }
     if !plan.fallbacks.is_empty() {
-        eprintln!("  if out of capacity, then (in order):");
+        errln!("  if out of capacity, then (in order):");
         for f in plan.fallbacks.iter().take(8) {
-            eprintln!("    {f}");
+            errln!("    {f}");
         }
         if plan.fallbacks.len() > 8 {
-            eprintln!("    ... and {} more", plan.fallbacks.len() - 8);
+            errln!("    ... and {} more", plan.fallbacks.len() - 8);
         }
     }
 }
@@ -714,7 +715,7 @@ pub fn print_table<const N: usize>(header: &[&str; N], rows: &[[String; N]]) {
                 s.push_str(&format!("{c:<w$}  ", w = widths[i]));
             }
         }
-        println!("{}", s.trim_end());
+        outln!("{}", s.trim_end());
     };
     line(header.to_vec());
     for r in rows {

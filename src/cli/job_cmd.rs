@@ -81,13 +81,13 @@ fn run_job(
         Ok(j) => j,
         Err(diags) => {
             for d in diags {
-                eprintln!("{d}");
+                errln!("{d}");
             }
             return Ok(ExitCode::FAILURE);
         }
     };
     for w in &job.warnings {
-        eprintln!("{w}");
+        errln!("{w}");
     }
     let (fleet, nodes, transport, spec) = fleet_of(&job.fleet, cli, paths)?;
     let target = remote::Target {
@@ -101,17 +101,17 @@ fn run_job(
     let rt = super::fleet_cmd::runtime()?;
     let store = Store::new(&paths.state_dir);
     let name = job.name.clone();
-    let progress = |m: String| eprintln!("job {name}: {m}");
+    let progress = |m: String| errln!("job {name}: {m}");
     let (record, nodes) = rt
         .block_on(remote::start(&store, &job, target, stop_on_failure, &progress))
         .map_err(anyhow::Error::msg)?;
     let id = record.id.clone();
-    eprintln!(
+    errln!(
         "job {id} started; it runs on without this terminal: `flightdeck job logs {} --follow` follows it again, `flightdeck job stop {}` ends it",
         job.name, job.name
     );
     if detach {
-        println!("{id}");
+        outln!("{id}");
         return Ok(ExitCode::SUCCESS);
     }
     let watched = nodes.iter().map(|n| (n.clone(), 1)).collect();
@@ -214,9 +214,12 @@ fn follow_and_report(
                 FollowEvent::Line { rank, text } => {
                     m.push_line(rank, &text);
                     let text = crate::term::visible::for_stdout(&text);
+                    // A stream: colour on a terminal, every byte into a pipe.
                     let r = if prefix {
+                        // stream
                         writeln!(stdout, "{:>width$}: {text}", nodes[rank].target.name)
                     } else {
+                        // stream
                         writeln!(stdout, "{text}")
                     };
                     if r.is_err() {
@@ -227,14 +230,14 @@ fn follow_and_report(
                     let _ = stdout.flush();
                     codes.insert(rank, code);
                     if code != Some(0) {
-                        eprintln!(
+                        errln!(
                             "job {}: {} exited with {}",
                             record.id,
                             nodes[rank].target.name,
                             code.map_or("an unknown code".into(), |c| c.to_string())
                         );
                         if record.stop_on_failure && !stopping.swap(true, Ordering::SeqCst) {
-                            eprintln!("job {}: stop_on_failure: stopping the other nodes", record.id);
+                            errln!("job {}: stop_on_failure: stopping the other nodes", record.id);
                             let others: Vec<JobNode> =
                                 nodes.iter().filter(|n| n.rank != rank).cloned().collect();
                             let (t, id, grace) = (transport.clone(), record.id.clone(), record.stop_grace);
@@ -243,7 +246,7 @@ fn follow_and_report(
                     }
                 }
                 FollowEvent::Lost { rank, error } => {
-                    eprintln!("job {}: lost {}: {error}", record.id, nodes[rank].target.name);
+                    errln!("job {}: lost {}: {error}", record.id, nodes[rank].target.name);
                     lost.push((rank, error));
                 }
             }
@@ -258,7 +261,7 @@ fn follow_and_report(
         .collect();
     record_codes(paths, &record.id, &found, stopping.load(Ordering::SeqCst))?;
     if summary {
-        eprint!("{}", summary_text(&m, nodes));
+        err!("{}", summary_text(&m, nodes));
     }
     let worst = watched
         .iter()
@@ -266,7 +269,7 @@ fn follow_and_report(
         .max()
         .unwrap_or(0);
     if !lost.is_empty() {
-        eprintln!(
+        errln!(
             "job {}: following ended on {} before the job did; it may still run: `flightdeck job logs {} --follow`",
             record.id,
             crate::words::plural(lost.len(), "node"),
@@ -322,22 +325,27 @@ fn list(json: bool, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
     let rt = super::fleet_cmd::runtime()?;
     let notes = refresh(paths, cli, &rt)?;
     for (id, n) in &notes {
-        eprintln!("job {id}: {n}");
+        errln!("job {id}: {n}");
     }
     let (state, _) = Store::new(&paths.state_dir).load()?;
     let mut jobs: Vec<&JobRecord> = state.jobs.iter().collect();
     jobs.sort_by_key(|j| std::cmp::Reverse(j.started_at));
     if json {
         let doc: Vec<serde_json::Value> = jobs.iter().map(|j| job_json(j)).collect();
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        outln!("{}", serde_json::to_string_pretty(&doc)?);
         return Ok(ExitCode::SUCCESS);
     }
-    println!(
+    outln!(
         "{:<20} {:<30} {:<12} {:<10} {:>5} {:>9}  EXIT CODES",
-        "NAME", "ID", "FLEET", "STATE", "NODES", "DURATION"
+        "NAME",
+        "ID",
+        "FLEET",
+        "STATE",
+        "NODES",
+        "DURATION"
     );
     for j in jobs {
-        println!(
+        outln!(
             "{:<20} {:<30} {:<12} {:<10} {:>5} {:>9}  {}",
             j.name,
             j.id,
@@ -432,9 +440,9 @@ fn show(name: &str, json: bool, cli: &Cli, paths: &Paths) -> anyhow::Result<Exit
                 .collect(),
         );
         doc["unreadable"] = serde_json::json!(unreadable);
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        outln!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
-        println!(
+        outln!(
             "job {} ({}) on `{}`: {}, {}, {} elapsed, exit codes {}",
             record.name,
             record.id,
@@ -444,9 +452,9 @@ fn show(name: &str, json: bool, cli: &Cli, paths: &Paths) -> anyhow::Result<Exit
             hms(duration(&record)),
             exit_codes(&record)
         );
-        print!("{}", summary_text(&m, &nodes));
+        out!("{}", summary_text(&m, &nodes));
         for u in &unreadable {
-            eprintln!("cannot read the log of {u}");
+            errln!("cannot read the log of {u}");
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -512,8 +520,10 @@ fn logs(
                 let text = crate::term::visible::for_stdout(text);
                 for l in text.lines() {
                     let r = if prefix {
+                        // stream
                         writeln!(out, "{:>width$}: {l}", nodes[*rank].target.name)
                     } else {
+                        // stream
                         writeln!(out, "{l}")
                     };
                     if r.is_err() {
@@ -522,7 +532,7 @@ fn logs(
                 }
             }
             Err(e) => {
-                eprintln!("{}: cannot read the log: {e}", nodes[*rank].target.name);
+                errln!("{}: cannot read the log: {e}", nodes[*rank].target.name);
                 worst = 1;
             }
         }
@@ -539,7 +549,7 @@ fn stop(name: &str, grace: Option<u32>, cli: &Cli, paths: &Paths) -> anyhow::Res
     } else {
         record.stop_grace
     });
-    eprintln!(
+    errln!(
         "job {}: stopping on {} (TERM, KILL after {grace} s)",
         record.id,
         crate::words::plural(nodes.len(), "node")
@@ -549,19 +559,19 @@ fn stop(name: &str, grace: Option<u32>, cli: &Cli, paths: &Paths) -> anyhow::Res
     for (rank, r) in &res {
         let name = &nodes[*rank].target.name;
         match r {
-            Ok(Status::Exited { code }) => println!("{name}: exited {code}"),
-            Ok(Status::Missing) => println!("{name}: no such job on the node"),
-            Ok(Status::Vanished) => println!("{name}: gone without an exit code"),
+            Ok(Status::Exited { code }) => outln!("{name}: exited {code}"),
+            Ok(Status::Missing) => outln!("{name}: no such job on the node"),
+            Ok(Status::Vanished) => outln!("{name}: gone without an exit code"),
             Ok(Status::Starting) => {
-                println!("{name}: still starting (no pid yet)");
+                outln!("{name}: still starting (no pid yet)");
                 worst = 1;
             }
             Ok(Status::Running { pid }) => {
-                println!("{name}: still running (pid {pid})");
+                outln!("{name}: still running (pid {pid})");
                 worst = 1;
             }
             Err(e) => {
-                println!("{name}: {e}");
+                outln!("{name}: {e}");
                 worst = 1;
             }
         }

@@ -2,6 +2,45 @@
 //! table, or one JSON document with `--json`. Exit codes: 0 success, 1 failure, 2 usage
 //! (and 2 for a subcommand whose feature has not landed in this build).
 
+/// `println!` of the CLI: the line goes through [`crate::term::visible::text`], so
+/// whatever it holds from a node, an API or a file another user could write is shown,
+/// never acted on by the terminal. Every line the subcommands print goes through this,
+/// [`out!`], [`errln!`] or [`err!`]; only a node's streamed output (`exec`, `job logs`,
+/// [`crate::term::visible::for_stdout`]) is written otherwise. `tests/terminal_output.rs`
+/// holds every print site to it.
+macro_rules! outln {
+    () => {
+        println!()
+    };
+    ($($arg:tt)*) => {
+        println!("{}", $crate::term::visible::text(&format!($($arg)*)))
+    };
+}
+
+/// `print!` of the CLI (see [`outln!`]).
+macro_rules! out {
+    ($($arg:tt)*) => {
+        print!("{}", $crate::term::visible::text(&format!($($arg)*)))
+    };
+}
+
+/// `eprintln!` of the CLI (see [`outln!`]).
+macro_rules! errln {
+    () => {
+        eprintln!()
+    };
+    ($($arg:tt)*) => {
+        eprintln!("{}", $crate::term::visible::text(&format!($($arg)*)))
+    };
+}
+
+/// `eprint!` of the CLI (see [`outln!`]).
+macro_rules! err {
+    ($($arg:tt)*) => {
+        eprint!("{}", $crate::term::visible::text(&format!($($arg)*)))
+    };
+}
+
 mod config_cmd;
 pub mod doctor_cmd;
 mod exec_cmd;
@@ -97,8 +136,13 @@ pub enum MuxCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Stop the background holder; its connections close.
-    Stop,
+    /// Stop the background holder: it takes no new command at once and exits when the
+    /// commands it runs for other terminals have ended (`ssh -O stop`).
+    Stop {
+        /// Exit now, cutting the commands that still run (`ssh -O exit`).
+        #[arg(long)]
+        force: bool,
+    },
     /// Run the holder in the foreground (what `start` runs in the background).
     Serve {
         /// Exit after this long without a command (90s, 10m, 2h; default: the config's
@@ -453,8 +497,20 @@ pub enum ConfigCommand {
     Check,
 }
 
-/// Run the parsed command line; returns the process exit code.
+/// Run the parsed command line; returns the process exit code. An error's text (which
+/// may carry what a node or an API said) comes back through
+/// [`crate::term::visible::text`], ready for `main` to print.
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    run_command(cli).map_err(|e| {
+        let whole = format!("{e:#}");
+        match crate::term::visible::text(&whole) {
+            std::borrow::Cow::Borrowed(_) => e,
+            std::borrow::Cow::Owned(shown) => anyhow::Error::msg(shown),
+        }
+    })
+}
+
+fn run_command(cli: Cli) -> anyhow::Result<ExitCode> {
     let paths = Paths::from_env()?;
     crate::term::visible::set_raw(cli.raw);
     match &cli.command {
@@ -508,6 +564,21 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// The status line of a long operation ([`crate::progress::Line`]) whose messages, which
+/// carry what nodes and APIs say, go through [`crate::term::visible::text`].
+pub(crate) struct StatusLine(crate::progress::Line);
+
+impl StatusLine {
+    pub(crate) fn start(label: &str) -> StatusLine {
+        StatusLine(crate::progress::Line::start(&crate::term::visible::text(label)))
+    }
+
+    /// One message (or a tally) of the operation.
+    pub(crate) fn print(&self, line: &str) {
+        self.0.print(&crate::term::visible::text(line));
+    }
+}
+
 /// Headless commands log to the same file as the cockpit (never to the screen).
 fn init_cli_logging(cli: &Cli, paths: &Paths) {
     let level = cli
@@ -515,7 +586,7 @@ fn init_cli_logging(cli: &Cli, paths: &Paths) {
         .or_else(|| Config::load(paths).ok().and_then(|c| c.log_level))
         .unwrap_or(LogLevel::Info);
     if let Err(e) = crate::logging::init(paths, level) {
-        eprintln!("flightdeck: logging disabled: {e:#}");
+        errln!("flightdeck: logging disabled: {e:#}");
     }
 }
 
@@ -529,11 +600,11 @@ pub fn ssh_setup(
 ) -> (crate::ssh::pool::Pool, std::sync::Arc<crate::ssh::pool::Resolver>) {
     use crate::ssh::known_hosts::HostKeyPolicy;
     let resolver = crate::ssh::pool::Resolver::from_env();
-    let strict = resolver.config.resolve("*").strict_host_key_checking;
-    let policy = if cli.accept_new_host_keys
-        || strict.as_deref() == Some("accept-new")
-        || strict.as_deref() == Some("no")
-    {
+    // The session's policy is the flag's; each host's own StrictHostKeyChecking (per
+    // target and per jump host, as `ssh -G` resolves it) is combined with it when the
+    // host is reached (`known_hosts::effective`), so a host that says `ask` or `yes` is
+    // never loosened by another block's `accept-new`.
+    let policy = if cli.accept_new_host_keys {
         HostKeyPolicy::AcceptNew
     } else {
         HostKeyPolicy::Ask

@@ -13,15 +13,49 @@ pub fn socket(paths: &Paths) -> PathBuf {
     mux::socket_path(&paths.state_dir)
 }
 
+/// Whether a holder of this user answers at `path` (another user's is no holder of ours).
 fn answers(path: &std::path::Path) -> bool {
-    std::os::unix::net::UnixStream::connect(path).is_ok()
+    use std::os::unix::net::UnixStream;
+    UnixStream::connect(path).is_ok_and(|s| {
+        // SAFETY: geteuid has no preconditions.
+        let me = unsafe { libc::geteuid() };
+        peer_uid(&s) == Some(me)
+    })
+}
+
+/// The uid of the process at the other end of `s`, from the kernel (`SO_PEERCRED`).
+fn peer_uid(s: &std::os::unix::net::UnixStream) -> Option<u32> {
+    use std::os::fd::AsRawFd;
+    let mut cred = libc::ucred {
+        pid: 0,
+        uid: 0,
+        gid: 0,
+    };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: getsockopt writes at most `len` bytes into `cred`, which we own.
+    let r = unsafe {
+        libc::getsockopt(
+            s.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&mut cred as *mut libc::ucred).cast(),
+            &mut len,
+        )
+    };
+    (r == 0).then_some(cred.uid)
 }
 
 /// Start `flightdeck mux serve` in the background unless a holder answers already, and
-/// wait (at most 3 s) until it answers.
+/// wait (at most 3 s) until it answers. Said up front: a socket path too long for a unix
+/// socket, a state directory that is not safely the user's own.
 pub fn ensure_running(paths: &Paths) -> Result<bool, String> {
     use std::os::unix::process::CommandExt;
     let sock = socket(paths);
+    if let Some(why) = mux::socket_path_problem(&sock) {
+        return Err(why);
+    }
+    crate::paths::private_dir(&paths.state_dir)
+        .map_err(|e| format!("the connection holder's state directory: {e}"))?;
     if answers(&sock) {
         return Ok(false);
     }
@@ -129,7 +163,8 @@ pub fn run(cmd: &MuxCommand, _cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCo
             let st = runtime()?.block_on(client.status()).map_err(anyhow::Error::msg)?;
             match (st, json) {
                 (Some(st), true) => println!("{}", serde_json::to_string_pretty(&st)?),
-                (Some(st), false) => print!("{}", status_text(&st, &sock)),
+                // Routes and errors in the reply are the holder's words: shown, never obeyed.
+                (Some(st), false) => print!("{}", crate::term::visible::text(&status_text(&st, &sock))),
                 (None, true) => println!("null"),
                 (None, false) => println!(
                     "no connection holder runs (commands connect themselves); `flightdeck mux start` starts one"
@@ -137,21 +172,7 @@ pub fn run(cmd: &MuxCommand, _cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCo
             }
             Ok(ExitCode::SUCCESS)
         }
-        MuxCommand::Stop => {
-            if runtime()?.block_on(client.stop()).map_err(anyhow::Error::msg)? {
-                // It answered, then closes its socket and connections.
-                for _ in 0..100 {
-                    if !answers(&sock) {
-                        break;
-                    }
-                    std::thread::sleep(Duration::from_millis(20));
-                }
-                println!("connection holder stopped");
-            } else {
-                println!("no connection holder runs");
-            }
-            Ok(ExitCode::SUCCESS)
-        }
+        MuxCommand::Stop { force } => stop(&client, &sock, *force),
         MuxCommand::Serve { persist } => {
             let persist = persist.map(|p| p.0).unwrap_or_else(|| {
                 Config::load(paths)
@@ -163,18 +184,55 @@ pub fn run(cmd: &MuxCommand, _cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCo
     }
 }
 
+/// `mux stop`: the holder stops accepting commands at once (new ones connect themselves)
+/// and exits once its open channels end, as `ssh -O stop`; with `force` it exits now and
+/// their commands lose their connection, as `ssh -O exit`.
+pub fn stop(client: &mux::Client, sock: &std::path::Path, force: bool) -> anyhow::Result<ExitCode> {
+    match runtime()?
+        .block_on(client.stop(force))
+        .map_err(anyhow::Error::msg)?
+    {
+        Some(st) => {
+            // It answered, then closes its socket.
+            for _ in 0..100 {
+                if !answers(sock) {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            match st.active {
+                0 => println!("connection holder stopped"),
+                n if force => println!("connection holder stopped; {n} open channel(s) cut"),
+                n => println!(
+                    "connection holder stopped accepting commands; it exits when its {n} open channel(s) end (their commands run on; `flightdeck mux stop --force` cuts them)"
+                ),
+            }
+        }
+        None => println!("no connection holder runs"),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 /// Hold connections and serve the socket until stopped, idle for `persist`, or signalled.
 fn serve(paths: &Paths, persist: Option<Duration>) -> anyhow::Result<ExitCode> {
     let sock = socket(paths);
     let rt = runtime()?;
     rt.block_on(async {
-        let Some(bound) = mux::bind(&sock)? else {
-            eprintln!("a connection holder already runs at {}", sock.display());
-            return Ok(ExitCode::SUCCESS);
+        let bound = match mux::bind(&sock) {
+            Ok(Some(b)) => b,
+            Ok(None) => {
+                eprintln!("a connection holder already runs at {}", sock.display());
+                return Ok(ExitCode::SUCCESS);
+            }
+            Err(e) => {
+                tracing::error!(socket = %sock.display(), "connection holder not started: {e}");
+                anyhow::bail!("connection holder not started: {e}");
+            }
         };
         tracing::info!(socket = %sock.display(), ?persist, "connection holder serving");
         let resolver = crate::ssh::pool::Resolver::from_env();
         let opts = crate::ssh::client::SshOptions {
+            // Unused: each request brings its client's known_hosts files and policy.
             known_hosts: resolver.known_hosts("*"),
             // Each request brings its own policy (never laxer than its client's).
             policy: crate::ssh::known_hosts::HostKeyPolicy::Refuse,

@@ -59,7 +59,11 @@ pub fn parse(
             .collect::<Vec<_>>()
             .join("\n")
     };
+    // The file may be anybody's: its words (data types, reductions) are shown, never
+    // acted on.
+    let text = crate::term::visible::text(&text);
     let mut out = io::stdout().lock();
+    // shown
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         Err(e) if e.kind() != io::ErrorKind::BrokenPipe => Err(e.into()),
         _ => Ok(ExitCode::SUCCESS),
@@ -516,11 +520,11 @@ pub(super) fn plan(b: &BenchArgs, fleet_arg: &str, fleet: &str, paths: &Paths) -
 fn show_profile(spec: &RunSpec, why: &str) {
     let env = spec.env_lines();
     if env.is_empty() {
-        eprintln!("NCCL profile none ({why}): NCCL's defaults, no variables set");
+        errln!("NCCL profile none ({why}): NCCL's defaults, no variables set");
     } else {
-        eprintln!("NCCL profile {} ({why}), set on every node:", spec.profile.name());
+        errln!("NCCL profile {} ({why}), set on every node:", spec.profile.name());
         for l in env {
-            eprintln!("  {l}");
+            errln!("  {l}");
         }
     }
 }
@@ -553,9 +557,9 @@ pub fn run(args: &RunArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode>
         node_ssh: true,
         preflight: !args.bench.no_preflight,
     };
-    let started = rt.block_on(remote::start(&paths.state_dir, &start, &|m| eprintln!("{m}")))?;
+    let started = rt.block_on(remote::start(&paths.state_dir, &start, &|m| errln!("{m}")))?;
     let id = started.id;
-    eprintln!("it survives this terminal: `flightdeck nccl attach {id}` follows it again");
+    errln!("it survives this terminal: `flightdeck nccl attach {id}` follows it again");
     follow(&rt, transport, &fleet, &id, &started.heads, args.json, paths)
 }
 
@@ -584,11 +588,11 @@ fn gke_run(
             nodes,
             &plan.spec,
             plan.machine,
-            &|m| eprintln!("{m}"),
+            &|m| errln!("{m}"),
         ))
         .map_err(anyhow::Error::msg)?;
     let id = started.id;
-    eprintln!("it survives this terminal: `flightdeck nccl attach {id}` follows it again (its pods stay until then)");
+    errln!("it survives this terminal: `flightdeck nccl attach {id}` follows it again (its pods stay until then)");
     let code = follow(
         rt,
         transport,
@@ -611,8 +615,8 @@ fn remove_gke_pods(
 ) {
     if let Some(k) = &head.kube {
         match rt.block_on(crate::cloud::gke::nccl::delete_run_pods(clients, k, id)) {
-            Ok(n) => eprintln!("removed {}", crate::words::plural(n, "test pod")),
-            Err(e) => eprintln!("warning: the run's test pods were not removed ({e}); `flightdeck fleet delete` or `fleet gc` removes them"),
+            Ok(n) => errln!("removed {}", crate::words::plural(n, "test pod")),
+            Err(e) => errln!("warning: the run's test pods were not removed ({e}); `flightdeck fleet delete` or `fleet gc` removes them"),
         }
     }
 }
@@ -677,7 +681,7 @@ fn follow(
     let on_row = |row: &Row, _: &crate::nccl::Parser| {
         if !json {
             let oop = row.out_of_place.as_ref();
-            eprintln!(
+            errln!(
                 "{:>8}  busbw {:>8} GB/s  algbw {:>8} GB/s  {:>10} us",
                 human_size(row.size),
                 oop.map_or("-".into(), |m| format!("{:.2}", m.busbw)),
@@ -698,7 +702,7 @@ fn follow(
     // The run's own profile (what its nodes were set up with), one rule with the verdict.
     let nodes_run = u32::try_from(saved.nodes.len()).ok().filter(|n| *n > 0);
     if let Some(w) = crate::nccl::fallback_warning(saved.profile(), report.transport.as_ref(), nodes_run) {
-        eprintln!("{w}");
+        errln!("{w}");
     }
     let worst = f.worst();
     if json {
@@ -713,12 +717,12 @@ fn follow(
             serde_json::json!({"name": saved.machine_type, "from": saved.machine_type_from});
         doc["profile"] = serde_json::json!({"name": saved.spec.profile, "env": saved.spec.env});
         doc["verdict"] = serde_json::to_value(&saved.verdict)?;
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        outln!("{}", serde_json::to_string_pretty(&doc)?);
     } else if !report.rows.is_empty() {
-        print!("{}", table(report));
+        out!("{}", table(report));
         if let Some(v) = &saved.verdict {
             let line = verdict_line(v, saved.machine_type_from.as_deref());
-            println!("{}", crate::term::visible::for_stdout(&line));
+            outln!("{line}");
         }
     }
     if worst != 0 {
@@ -727,7 +731,7 @@ fn follow(
             .iter()
             .map(|(n, c)| format!("{n} {}", c.map_or("lost".into(), |c| c.to_string())))
             .collect();
-        eprintln!("run {id} failed: exit code {}", codes.join(", "));
+        errln!("run {id} failed: exit code {}", codes.join(", "));
         // The same cause the verdict names (read from every line, not only the tail).
         let cause = saved
             .verdict
@@ -735,14 +739,14 @@ fn follow(
             .and_then(|v| v.cause.clone())
             .or_else(|| f.cause());
         if let Some(c) = cause {
-            eprintln!("cause: {}", crate::term::visible::for_stderr(&c));
+            errln!("cause: {c}");
         }
         for l in f.error_tail(&nodes[0].name, 20) {
-            eprintln!("{}", crate::term::visible::for_stderr(&l));
+            errln!("{l}");
         }
     }
     if report.rows.is_empty() && worst == 0 {
-        eprintln!("run {id}: finished without rows of nccl-tests output");
+        errln!("run {id}: finished without rows of nccl-tests output");
         return Ok(ExitCode::FAILURE);
     }
     Ok(ExitCode::from(worst.clamp(0, 255) as u8))
@@ -784,11 +788,11 @@ pub fn history_list(json: bool, paths: &Paths) -> anyhow::Result<ExitCode> {
                 })
             })
             .collect();
-        println!("{}", serde_json::to_string_pretty(&docs)?);
+        outln!("{}", serde_json::to_string_pretty(&docs)?);
         return Ok(ExitCode::SUCCESS);
     }
     if runs.is_empty() {
-        eprintln!("no NCCL runs yet (flightdeck nccl run FLEET)");
+        errln!("no NCCL runs yet (flightdeck nccl run FLEET)");
         return Ok(ExitCode::SUCCESS);
     }
     let rows: Vec<Vec<String>> = runs
@@ -828,7 +832,7 @@ pub fn history_list(json: bool, paths: &Paths) -> anyhow::Result<ExitCode> {
         "VERDICT",
         "EXIT",
     ];
-    print!("{}", aligned(&header, &rows));
+    out!("{}", aligned(&header, &rows));
     // Why the newest failed runs failed, with where to read their output.
     for r in runs
         .iter()
@@ -840,7 +844,7 @@ pub fn history_list(json: bool, paths: &Paths) -> anyhow::Result<ExitCode> {
             "{}: {why}; `flightdeck nccl attach {}` shows its output",
             r.id, r.id
         );
-        println!("{}", crate::term::visible::for_stdout(&line));
+        outln!("{line}");
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -876,7 +880,7 @@ pub fn compare(a: &str, b: &str, json: bool, paths: &Paths) -> anyhow::Result<Ex
     let (ra, rb) = (find(a)?, find(b)?);
     let c = history::compare(ra, rb);
     if json {
-        println!("{}", serde_json::to_string_pretty(&c)?);
+        outln!("{}", serde_json::to_string_pretty(&c)?);
         return Ok(ExitCode::SUCCESS);
     }
     let f = |v: Option<f64>| v.map_or("-".into(), |x| format!("{x:.2}"));
@@ -892,27 +896,27 @@ pub fn compare(a: &str, b: &str, json: bool, paths: &Paths) -> anyhow::Result<Ex
             ]
         })
         .collect();
-    println!(
+    outln!(
         "A {}  ({}, {})",
         ra.id,
         ra.spec.collective,
         ra.machine_type.as_deref().unwrap_or("machine unknown")
     );
-    println!(
+    outln!(
         "B {}  ({}, {})",
         rb.id,
         rb.spec.collective,
         rb.machine_type.as_deref().unwrap_or("machine unknown")
     );
-    print!("{}", aligned(&["SIZE", "A busbw", "B busbw", "B/A"], &rows));
-    println!(
+    out!("{}", aligned(&["SIZE", "A busbw", "B busbw", "B/A"], &rows));
+    outln!(
         "peak: A {} GB/s, B {} GB/s, B/A {}",
         f(c.peak_a),
         f(c.peak_b),
         c.peak_ratio.map_or("-".into(), |x| format!("{x:.3}"))
     );
     for n in &c.notes {
-        println!("note: {n}");
+        outln!("note: {n}");
     }
     Ok(ExitCode::SUCCESS)
 }

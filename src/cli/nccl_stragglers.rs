@@ -77,7 +77,7 @@ pub fn run(args: &StragglerArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<Exi
             &nodes,
             spec.profile,
             &spec.env_lines(),
-            &|m| eprintln!("{m}"),
+            &|m| errln!("{m}"),
         ))
         .map_err(anyhow::Error::msg)?;
     }
@@ -85,7 +85,7 @@ pub fn run(args: &StragglerArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<Exi
     finder.threshold = args.threshold;
     let mut ssh_ready = false;
     let mut runs: Vec<GroupRun> = vec![];
-    let status = crate::progress::Line::start(&format!("stragglers {}", args.fleet));
+    let status = super::StatusLine::start(&format!("stragglers {}", args.fleet));
     let finding: Finding = loop {
         match finder.next_step() {
             Step::Done(f) => break f,
@@ -243,7 +243,7 @@ pub fn run(args: &StragglerArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<Exi
         named: finding.named().map(name),
     };
     if let Err(e) = history::save_stragglers(&paths.state_dir, &saved) {
-        eprintln!("the result could not be kept for the cockpit: {e}");
+        errln!("the result could not be kept for the cockpit: {e}");
     }
     if args.json {
         let doc = serde_json::json!({
@@ -262,9 +262,9 @@ pub fn run(args: &StragglerArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<Exi
             "unresolved": finding.unresolved.iter().map(|i| name(*i)).collect::<Vec<_>>(),
             "named": finding.named().map(name),
         });
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        outln!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
-        print!("{}", report(&finding, &|i| name(i)));
+        out!("{}", report(&finding, &|i| name(i)));
     }
     let slow =
         !finding.slow_nodes.is_empty() || !finding.slow_links.is_empty() || !finding.unresolved.is_empty();

@@ -21,12 +21,12 @@ pub fn run(args: &NicsArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode
     let interval = match Interval::parse(&args.interval) {
         Ok(i) => i,
         Err(e) => {
-            eprintln!("flightdeck nics: --interval {e}");
+            errln!("flightdeck nics: --interval {e}");
             return Ok(ExitCode::from(2));
         }
     };
     if args.samples == 0 {
-        eprintln!("flightdeck nics: --samples must be at least 1");
+        errln!("flightdeck nics: --samples must be at least 1");
         return Ok(ExitCode::from(2));
     }
     let (name, nodes, transport) = super::exec_cmd::resolve_fleet(&args.fleet, cli, paths)?;
@@ -119,14 +119,17 @@ pub fn run(args: &NicsArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode
     } else {
         table(&report, interval, args.samples)
     };
+    // NIC names, errors and flags come from the nodes: shown, never acted on.
+    let text = crate::term::visible::text(&text);
     let mut out = std::io::stdout().lock();
+    // shown
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => return Err(e.into()),
         _ => {}
     }
     if !args.json {
         for n in infos.iter().filter(|n| n.error.is_some()) {
-            eprintln!("{} ({}): {}", n.name, n.host, n.error.as_deref().unwrap_or(""));
+            errln!("{} ({}): {}", n.name, n.host, n.error.as_deref().unwrap_or(""));
         }
     }
     Ok(if failed {

@@ -53,32 +53,30 @@ pub fn run(args: &OffersArgs) -> anyhow::Result<ExitCode> {
     // A filter that cannot parse fails before any network call.
     if let Some(text) = &args.filter {
         if let Err(e) = Query::parse(text) {
-            eprintln!("flightdeck offers: {}", filter_error(text, &e));
+            errln!("flightdeck offers: {}", filter_error(text, &e));
             return Ok(ExitCode::from(1));
         }
     }
     let state_dir = Paths::from_env().ok().map(|p| p.state_dir);
     let mut in_use = live::startup(state_dir.as_deref());
     if let Some(w) = in_use.warning.take() {
-        eprintln!("flightdeck offers: {w}");
+        errln!("flightdeck offers: {w}");
     }
     let mut refresh_failed = false;
     if args.refresh {
-        eprintln!(
-            "flightdeck offers: refreshing from Google's APIs (Cloud Billing Catalog, Compute Engine)..."
-        );
+        errln!("flightdeck offers: refreshing from Google's APIs (Cloud Billing Catalog, Compute Engine)...");
         match refresh(state_dir) {
             Ok(r) => {
-                eprintln!("flightdeck offers: refreshed: {}", r.report);
+                errln!("flightdeck offers: refreshed: {}", r.report);
                 if let Some(w) = &r.cache_warning {
-                    eprintln!("flightdeck offers: {w}");
+                    errln!("flightdeck offers: {w}");
                 }
                 in_use = InUse::live(r);
             }
             Err(e) => {
                 refresh_failed = true;
-                eprintln!("flightdeck offers: live refresh failed: {e}");
-                eprintln!(
+                errln!("flightdeck offers: live refresh failed: {e}");
+                errln!(
                     "flightdeck offers: the {} catalog stays in use and is listed below; exit status 1 \
                      because the refresh failed",
                     if matches!(in_use.origin, live::Origin::Cached { .. }) {
@@ -94,7 +92,7 @@ pub fn run(args: &OffersArgs) -> anyhow::Result<ExitCode> {
     let query = match build_query(catalog, args) {
         Ok(q) => q,
         Err(message) => {
-            eprintln!("flightdeck offers: {message}");
+            errln!("flightdeck offers: {message}");
             return Ok(ExitCode::from(1));
         }
     };
@@ -102,29 +100,33 @@ pub fn run(args: &OffersArgs) -> anyhow::Result<ExitCode> {
     let selected = catalog.select(&query, pricing, &sort_order(args.sort));
     let offers: Vec<&Offer> = selected.indices.iter().map(|&i| &catalog.offers()[i]).collect();
 
+    // What is written below may hold what the Compute and Billing APIs said (the live
+    // catalog, also from its cache in the state dir): shown, never acted on.
+    use crate::term::visible::text as shown;
     let mut out = std::io::stdout().lock();
     let mut err = std::io::stderr().lock();
     let described = in_use.describe(SystemTime::now());
     if args.json {
         if args.refresh || in_use.origin != live::Origin::Embedded {
-            writeln!(err, "catalog: {described}")?;
+            writeln!(err, "catalog: {}", shown(&described))?;
         }
-        writeln!(out, "{}", json(&offers, pricing)?)?;
+        writeln!(out, "{}", shown(&json(&offers, pricing)?))?;
     } else {
         writeln!(
             err,
-            "{} of {} offers · {} prices in USD/hour · catalog: {described}",
+            "{} of {} offers · {} prices in USD/hour · catalog: {}",
             offers.len(),
             catalog.offers().len(),
             pricing,
+            shown(&described),
         )?;
-        write!(out, "{}", table(&offers, pricing))?;
+        write!(out, "{}", shown(&table(&offers, pricing)))?;
         for line in footnotes(&offers, pricing) {
-            writeln!(err, "{line}")?;
+            writeln!(err, "{}", shown(&line))?;
         }
     }
     for line in notes(&selected, &query, &offers, pricing) {
-        writeln!(err, "{line}")?;
+        writeln!(err, "{}", shown(&line))?;
     }
     Ok(if refresh_failed {
         ExitCode::from(1)

@@ -36,7 +36,7 @@ fn read_secret() -> Option<String> {
     let line = read_line();
     if have {
         unsafe { libc::tcsetattr(fd, libc::TCSANOW, &saved) };
-        eprintln!();
+        errln!();
     }
     line
 }
@@ -49,12 +49,12 @@ impl Prompter for TtyPrompter {
             }
             let _turn = self.turn.lock().await;
             if self.accept_all.load(Ordering::SeqCst) {
-                eprintln!("{host}: accepted new host key {fingerprint}");
+                errln!("{host}: accepted new host key {fingerprint}");
                 return true;
             }
             let (host, fp) = (host.to_string(), fingerprint.to_string());
             let answer = tokio::task::spawn_blocking(move || {
-                eprint!("{host}: unknown host key {fp}.\nAccept and remember it? [y]es / [N]o / [a]ll new keys this run: ");
+                err!("{host}: unknown host key {fp}.\nAccept and remember it? [y]es / [N]o / [a]ll new keys this run: ");
                 let _ = std::io::stderr().flush();
                 read_line()
             })
@@ -82,7 +82,7 @@ impl Prompter for TtyPrompter {
             let _turn = self.turn.lock().await;
             let key = key.display().to_string();
             tokio::task::spawn_blocking(move || {
-                eprint!("Passphrase for {key}: ");
+                err!("Passphrase for {key}: ");
                 let _ = std::io::stderr().flush();
                 read_secret().filter(|p| !p.is_empty())
             })
@@ -98,7 +98,7 @@ pub fn confirm(question: &str) -> bool {
     if !std::io::stdin().is_terminal() {
         return false;
     }
-    eprint!("{question} [y/N] ");
+    err!("{question} [y/N] ");
     let _ = std::io::stderr().flush();
     matches!(
         read_line().as_deref().map(str::to_ascii_lowercase).as_deref(),

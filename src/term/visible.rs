@@ -1,9 +1,24 @@
-//! Bytes from a node on their way to the operator's own terminal (`exec`, `job run`
-//! following, `job logs`): colour (SGR, `ESC [ … m`) passes, every other control
-//! sequence and control character is made visible instead of acting, so a node cannot
-//! set the operator's clipboard (OSC 52), title or palette, move the cursor, clear the
-//! screen or switch character sets. Tabs pass. `--raw` skips this; panes keep every
-//! sequence (they are a terminal emulator of their own).
+//! The one sanitiser of text that came from outside (a node, a cloud or Kubernetes API,
+//! a file another user could write) on its way to the operator's terminal, for the CLI
+//! and the cockpit alike. Control sequences and control characters are made visible
+//! instead of acting, so nothing from outside can set the operator's clipboard (OSC 52),
+//! title or palette, move the cursor, clear the screen or switch character sets:
+//!
+//! - [`visible`]: a node's output streamed as it is (`exec`, `job run` following, `job
+//!   logs`): colour (SGR, `ESC [ … m`), tabs and newlines pass; the rest is shown.
+//!   [`for_stdout`] and [`for_stderr`] apply it on a terminal unless `--raw` was given
+//!   (a pipe or a file gets every byte).
+//! - [`text`]: outside text inside flightdeck's own messages (errors, doctor evidence,
+//!   bootstrap tails, API error bodies, names, tables): only tabs and newlines pass, on a
+//!   terminal or not, `--raw` or not. The CLI prints every line through it (`cli::outln!`,
+//!   `cli::errln!`).
+//! - [`cell`]: the same for one line of the cockpit; tabs and newlines become spaces,
+//!   colour is dropped.
+//!   The cockpit also clears every control character from the frame's cells once drawn
+//!   ([`clean_symbol`], `tui::widgets::scrub`), since ratatui hands ESC and BEL in a
+//!   `Span` to the terminal as they are.
+//!
+//! Panes keep every sequence: they are a terminal emulator of their own.
 //!
 //! Pure.
 
@@ -19,7 +34,7 @@ pub fn set_raw(raw: bool) {
     RAW.store(raw, Ordering::Relaxed);
 }
 
-/// A node's text for this process's stdout: [`visible`] when stdout is a terminal and
+/// A node's output for this process's stdout: [`visible`] when stdout is a terminal and
 /// `--raw` was not given, else as it is (a pipe or a file gets every byte).
 pub fn for_stdout(text: &str) -> Cow<'_, str> {
     if RAW.load(Ordering::Relaxed) || !std::io::stdout().is_terminal() {
@@ -38,13 +53,54 @@ pub fn for_stderr(text: &str) -> Cow<'_, str> {
     }
 }
 
-/// `text` as it may reach the operator's terminal: SGR kept, the rest shown (`␛]52;c;…`,
-/// `^G`, `␛[2J`).
+/// What [`shown`] lets through.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Keep {
+    /// SGR colour, tabs and newlines.
+    Colour,
+    /// Tabs and newlines.
+    Lines,
+    /// Nothing: tabs and newlines become spaces, colour is dropped.
+    Nothing,
+}
+
+/// A character a terminal acts on rather than prints: C0 (tab and newline included),
+/// DEL and C1.
+pub fn is_control(c: char) -> bool {
+    c.is_control() || ('\u{80}'..='\u{9f}').contains(&c)
+}
+
+/// A node's streamed output as it may reach the operator's terminal: SGR kept, the rest
+/// shown (`␛]52;c;…`, `^G`, `␛[2J`).
 pub fn visible(text: &str) -> Cow<'_, str> {
-    if !text
-        .chars()
-        .any(|c| (c.is_control() && c != '\t' && c != '\n') || ('\u{80}'..='\u{9f}').contains(&c))
-    {
+    shown(text, Keep::Colour)
+}
+
+/// Outside text for a message of flightdeck's: every control sequence and character
+/// shown (colour too), tabs and newlines kept.
+pub fn text(text: &str) -> Cow<'_, str> {
+    shown(text, Keep::Lines)
+}
+
+/// Outside text for one line of the cockpit: as [`text`], with tabs and newlines as
+/// spaces and colour (SGR) dropped (a job's log is often coloured).
+pub fn cell(text: &str) -> Cow<'_, str> {
+    shown(text, Keep::Nothing)
+}
+
+/// A drawn cell's symbol without control characters, or `None` when it has none; a
+/// symbol that was nothing else becomes a space. The cockpit's last guard.
+pub fn clean_symbol(symbol: &str) -> Option<String> {
+    if !symbol.chars().any(is_control) {
+        return None;
+    }
+    let s: String = symbol.chars().filter(|c| !is_control(*c)).collect();
+    Some(if s.is_empty() { " ".into() } else { s })
+}
+
+fn shown(text: &str, keep: Keep) -> Cow<'_, str> {
+    let passes = |c: char| keep != Keep::Nothing && (c == '\t' || c == '\n');
+    if !text.chars().any(|c| is_control(c) && !passes(c)) {
         return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len() + 16);
@@ -67,8 +123,11 @@ pub fn visible(text: &str) -> Cow<'_, str> {
                     let params_ok = chars[i + 2..j]
                         .iter()
                         .all(|c| c.is_ascii_digit() || *c == ';' || *c == ':');
-                    if chars[j] == 'm' && params_ok {
+                    let sgr = chars[j] == 'm' && params_ok;
+                    if keep == Keep::Colour && sgr {
                         out.push_str(&seq);
+                    } else if keep == Keep::Nothing && sgr {
+                        // A cell has no use for a node's colour: dropped.
                     } else {
                         out.push('␛');
                         out.push_str(&seq[1..]);
@@ -82,7 +141,7 @@ pub fn visible(text: &str) -> Cow<'_, str> {
             continue;
         }
         if c == '\t' || c == '\n' {
-            out.push(c);
+            out.push(if keep == Keep::Nothing { ' ' } else { c });
         } else if (c as u32) < 0x20 {
             out.push('^');
             out.push(char::from(b'@' + c as u8));
@@ -100,7 +159,7 @@ pub fn visible(text: &str) -> Cow<'_, str> {
 
 #[cfg(test)]
 mod tests {
-    use super::visible;
+    use super::{cell, clean_symbol, text, visible};
 
     #[test]
     fn colour_passes_everything_else_is_shown() {
@@ -118,5 +177,27 @@ mod tests {
         assert_eq!(visible("\u{9b}2J\u{7f}"), "<U+009B>2J^?");
         // A truncated sequence at the end.
         assert_eq!(visible("x\u{1b}["), "x␛[");
+    }
+
+    #[test]
+    fn messages_keep_no_sequence_and_cells_no_control() {
+        // Colour is shown too: outside text has no say in how flightdeck's lines look.
+        assert_eq!(text("\u{1b}[8mhidden\u{1b}[0m"), "␛[8mhidden␛[0m");
+        assert_eq!(
+            text("a\tb\n\u{1b}]52;c;eA==\u{7}\u{9b}2J\r"),
+            "a\tb\n␛]52;c;eA==^G<U+009B>2J^M"
+        );
+        assert!(matches!(text("plain\tline\n"), std::borrow::Cow::Borrowed(_)));
+        assert_eq!(cell("a\tb\nc\u{1b}[31mred\u{1b}[0m\u{1b}[2J"), "a b cred␛[2J");
+        assert!(matches!(cell("plain"), std::borrow::Cow::Borrowed(_)));
+        assert!(!text("\u{1b}\u{7}\u{0}\u{85}\u{9b}\u{7f}")
+            .chars()
+            .any(super::is_control));
+        assert!(!cell("\u{1b}\t\n\u{9b}\u{7}").chars().any(super::is_control));
+        // The cockpit's last guard.
+        assert_eq!(clean_symbol("a"), None);
+        assert_eq!(clean_symbol("a\u{1b}").as_deref(), Some("a"));
+        assert_eq!(clean_symbol("\u{7}").as_deref(), Some(" "));
+        assert_eq!(clean_symbol("\u{9b}").as_deref(), Some(" "));
     }
 }

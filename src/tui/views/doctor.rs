@@ -18,7 +18,7 @@ use crate::doctor::{Finding, Outcome, CHECKS};
 use crate::tui::doctor::DoctorView;
 use crate::tui::state::State;
 use crate::tui::theme::{Theme, Tone};
-use crate::tui::widgets::{truncate, wrap_words};
+use crate::tui::widgets::{shown, truncate, wrap_words};
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
@@ -86,7 +86,7 @@ pub fn render(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
                 format!("The doctor could not examine {fleet}:"),
                 theme.tone(Tone::Fail),
             ),
-            Line::raw(e.clone()),
+            Line::raw(shown(e).into_owned()),
             Line::raw(""),
             Line::styled("r tries again.", theme.accent()),
         ])
@@ -253,7 +253,7 @@ fn render_list(v: &DoctorView, rows: &[(usize, &Finding)], theme: &Theme, area: 
         let rest = (inner.width as usize).saturating_sub(head.chars().count());
         let mut line = Line::from(vec![
             Span::styled(head, theme.tone(tone(f.outcome))),
-            Span::raw(truncate(&f.what, rest)),
+            Span::raw(truncate(&shown(&f.what), rest)),
         ]);
         if i == v.selected {
             line = line.style(theme.accent().add_modifier(ratatui::style::Modifier::REVERSED));
@@ -276,7 +276,7 @@ fn render_detail(f: &Finding, v: &DoctorView, theme: &Theme, area: Rect, buf: &m
         ),
         Span::styled(f.check, theme.title()),
     ])];
-    for l in wrap_words(&f.what, w) {
+    for l in wrap_words(&shown(&f.what), w) {
         lines.push(Line::raw(l));
     }
     if let Some(c) = &f.follows {
@@ -288,7 +288,10 @@ fn render_detail(f: &Finding, v: &DoctorView, theme: &Theme, area: Rect, buf: &m
         .findings
         .iter()
         .filter(|x| x.follows.as_deref() == Some(key.as_str()))
-        .map(|x| format!("{} {}: {}", x.node.as_deref().unwrap_or("fleet"), x.check, x.what))
+        .map(|x| {
+            let what = shown(&x.what);
+            format!("{} {}: {what}", x.node.as_deref().unwrap_or("fleet"), x.check)
+        })
         .collect();
     for a in after {
         lines.push(Line::styled(
@@ -311,7 +314,7 @@ fn render_detail(f: &Finding, v: &DoctorView, theme: &Theme, area: Rect, buf: &m
     if !f.evidence.is_empty() {
         lines.push(Line::styled("Evidence", theme.title()));
         for e in &f.evidence {
-            lines.push(Line::raw(truncate(&format!("  {e}"), w)));
+            lines.push(Line::raw(truncate(&format!("  {}", shown(e)), w)));
         }
     }
     Paragraph::new(lines).render(area, buf);

@@ -136,7 +136,7 @@ pub fn render_log(ops: &fleets::FleetOps, theme: &Theme, area: Rect, buf: &mut B
             } else {
                 theme.base()
             };
-            Line::styled(l.clone(), style)
+            Line::styled(crate::tui::widgets::shown(l).into_owned(), style)
         })
         .collect();
     Paragraph::new(lines).render(inner, buf);

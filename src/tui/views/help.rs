@@ -174,7 +174,10 @@ pub fn messages(
     }
     // Each message wrapped at the edge; the last page kept full.
     let w = usize::from(inner.width);
-    let rows = |m: &crate::tui::state::StatusMessage| crate::tui::widgets::hard_wrap(&m.text, w);
+    // A message may carry what a node or an API said: shown, never acted on.
+    let rows = |m: &crate::tui::state::StatusMessage| {
+        crate::tui::widgets::hard_wrap(&crate::tui::widgets::shown(&m.text), w)
+    };
     let mut first = all.len();
     let mut used = 0;
     while first > 0 && used + rows(&all[first - 1]).len() <= usize::from(inner.height) {

@@ -208,7 +208,10 @@ fn render_job(state: &State, shown: &ShownJob, theme: &Theme, area: Rect, buf: &
                     .unwrap_or_default(),
                 theme.muted(),
             ),
-            Span::raw(format!("{} ({}, queue {})", w.detail, w.name, w.queue)),
+            Span::raw(
+                crate::tui::widgets::shown(&format!("{} ({}, queue {})", w.detail, w.name, w.queue))
+                    .into_owned(),
+            ),
         ])
         .render(kq, buf);
     }
@@ -301,7 +304,11 @@ fn summary_line<'a>(
 }
 
 fn render_log(state: &State, shown: &ShownJob, name: &str, theme: &Theme, area: Rect, buf: &mut Buffer) {
-    let lines = log_lines(state);
+    // What the job printed: colour dropped, every other control shown.
+    let lines: Vec<std::borrow::Cow<str>> = log_lines(state)
+        .into_iter()
+        .map(crate::tui::widgets::shown)
+        .collect();
     let filter = state.filters[crate::tui::state::View::Jobs.index()].as_str();
     let mut title = vec![Span::styled(format!(" log {name} "), theme.title())];
     if !filter.is_empty() {

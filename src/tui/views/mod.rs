@@ -46,8 +46,20 @@ pub fn draw(state: &State, theme: &Theme, frame: &mut Frame) {
 }
 
 /// Draw the whole cockpit into a buffer region; returns where the terminal cursor
-/// belongs (typing into a pane), if anywhere.
+/// belongs (typing into a pane), if anywhere. Whatever a view drew, no cell holds a
+/// control character when this returns ([`super::widgets::scrub`]).
 pub fn render(
+    state: &State,
+    theme: &Theme,
+    area: Rect,
+    buf: &mut ratatui::buffer::Buffer,
+) -> Option<(u16, u16)> {
+    let cursor = render_views(state, theme, area, buf);
+    super::widgets::scrub(buf, area);
+    cursor
+}
+
+fn render_views(
     state: &State,
     theme: &Theme,
     area: Rect,

@@ -474,10 +474,7 @@ fn render_end(
     if let Some(c) = cause.filter(|_| worst != Some(0)) {
         lines.push(Line::from(vec![
             Span::styled("cause       ", theme.muted()),
-            Span::styled(
-                crate::term::visible::visible(c).into_owned(),
-                theme.tone(Tone::Fail),
-            ),
+            Span::styled(crate::tui::widgets::shown(c).into_owned(), theme.tone(Tone::Fail)),
         ]));
     }
     lines.push(Line::raw(""));
@@ -493,7 +490,7 @@ fn render_end(
         let mut room = usize::from(area.height).saturating_sub(used + 1);
         let mut newest: Vec<Line> = vec![];
         for l in end.tail.iter().rev() {
-            let line = Line::raw(crate::term::visible::visible(l).into_owned());
+            let line = Line::raw(crate::tui::widgets::shown(l).into_owned());
             let r = rows(&line);
             if r > room && !newest.is_empty() {
                 break;
@@ -670,13 +667,13 @@ fn render_run(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
 fn verdict_text(v: &expect::Verdict) -> String {
     let grade = v.grade.as_str().to_uppercase();
     if let Some(c) = &v.cause {
-        return format!("{grade} cause: {}", crate::term::visible::visible(c));
+        return format!("{grade} cause: {}", crate::tui::widgets::shown(c));
     }
     match (v.ratio, v.expected_peak_busbw, v.expected_at) {
         (Some(r), Some(e), Some(at)) if Grade::of_ratio(r) == v.grade => {
             format!("{grade} {:.0}% of {e} GB/s at {}", r * 100.0, human_size(at))
         }
-        _ => format!("{grade}: {}", crate::term::visible::visible(&v.reason)),
+        _ => format!("{grade}: {}", crate::tui::widgets::shown(&v.reason)),
     }
 }
 

@@ -74,11 +74,15 @@ pub fn render(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) -> Opt
         let mut title = vec![
             Span::styled(if tile.marked { "+" } else { " " }, theme.accent()),
             Span::styled(
-                format!("{} ", tile.node),
+                format!("{} ", crate::tui::widgets::shown(&tile.node)),
                 if focused { theme.title() } else { theme.base() },
             ),
             Span::styled(
-                format!("{} {} ", marker(&tile.state), tile.state.label()),
+                format!(
+                    "{} {} ",
+                    marker(&tile.state),
+                    crate::tui::widgets::shown(&tile.state.label())
+                ),
                 theme.tone(tone(&tile.state)),
             ),
         ];

@@ -49,10 +49,12 @@ impl Widget for StatusBar<'_> {
         {
             hints.clear();
         }
+        // A message may carry what a node or an API said: shown, never acted on.
         let (text, style) = match self.message {
-            Some(m) => (m.text.as_str(), self.theme.tone(m.tone)),
-            None => (self.left.as_str(), self.theme.status_bar()),
+            Some(m) => (super::shown(&m.text), self.theme.tone(m.tone)),
+            None => (super::shown(&self.left), self.theme.status_bar()),
         };
+        let text = text.as_ref();
         // Hints give way before the message (or the view's own line), up to half the bar.
         let left_min = (text.chars().count() + 2).clamp(12.min(width / 2), width / 2);
         while !hints.is_empty() && hint_width(&hints) + left_min > width {
