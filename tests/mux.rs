@@ -259,18 +259,22 @@ fn another_user_is_refused_by_the_socket_and_by_the_holder() {
         text(&out.stderr)
     );
 
-    // Permissions opened by mistake: the holder itself refuses anyone but its own user.
+    // Permissions opened by mistake: the holder itself refuses anyone but its own user
+    // (its log says so), and the other user's client, which asks the kernel who serves
+    // the socket before it sends anything, will not use a holder of another user either.
     std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o755)).unwrap();
     std::fs::set_permissions(&sock, std::fs::Permissions::from_mode(0o666)).unwrap();
     let out = status_as_nobody(home.path());
     assert!(!out.status.success());
     let err = text(&out.stderr);
     assert!(
-        err.contains("refused: the connection holder serves its own user only (you are uid 65534)"),
+        err.contains("is served by uid 0, not by you (uid 65534): another user's holder, not used"),
         "{err}"
     );
     let log = std::fs::read_to_string(state.join("flightdeck.log")).unwrap();
     assert!(log.contains("refused uid 65534"), "{log}");
+    // The other user's flightdeck did not narrow or write into this state directory.
+    assert_eq!(mode(&state), 0o755);
     // Its own user is still served.
     assert_eq!(status(home.path())["holder"], "mux");
 

@@ -228,8 +228,23 @@ async fn a_node_dying_mid_command_does_not_touch_the_others() {
     let Some(mut tb) = Testbed::new(3, 0) else { return };
     let pool = Pool::new(opts(&tb.known_hosts, HostKeyPolicy::Refuse));
     let (res, all) = (resolver(&tb), nodes(&tb));
-    let h = tokio::spawn(run_all(pool, res, all, "sleep 2; echo finished"));
-    tokio::time::sleep(std::time::Duration::from_millis(800)).await;
+    // Each node marks that its command started; node 1 dies once all three have (a fixed
+    // wait could end before a slow connection was made, under a loaded machine).
+    let marks = tb.dir.path().join("started");
+    std::fs::create_dir_all(&marks).unwrap();
+    let cmd = format!(
+        "mktemp -p {} s.XXXXXX >/dev/null; sleep 2; echo finished",
+        marks.display()
+    );
+    let h = tokio::spawn(run_all(pool, res, all, Box::leak(cmd.into_boxed_str())));
+    let t0 = std::time::Instant::now();
+    while std::fs::read_dir(&marks).unwrap().count() < 3 {
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(20),
+            "the commands never started"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
     tb.kill_sshd(1);
     let events = h.await.unwrap();
     assert_eq!(done(&events, 0).code, 0);

@@ -2,6 +2,7 @@
 //! verification against known_hosts, and authentication with the ssh-agent's keys, then
 //! key files (ed25519, RSA, ECDSA; an encrypted key asks for its passphrase).
 
+use super::config::Strict;
 use super::known_hosts::{self, HostKeyPolicy, Verdict};
 use russh::client::{self, Handle};
 use russh::keys::{PrivateKeyWithHashAlg, PublicKey, PublicKeyOrCertificate};
@@ -30,15 +31,78 @@ pub struct Target {
     pub keepalive: Option<Duration>,
     pub keepalive_max: usize,
     pub connect_timeout: Duration,
+    /// This host's UserKnownHostsFile files, expanded, when the ssh config names them
+    /// (`Some(vec![])` for `none`); `None`: the session's files ([`SshOptions::known_hosts`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_known_hosts: Option<Vec<PathBuf>>,
+    /// This host's GlobalKnownHostsFile files: read, never written.
+    #[serde(default = "default_global_known_hosts")]
+    pub global_known_hosts: Vec<PathBuf>,
+    /// This host's StrictHostKeyChecking, when the ssh config sets it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strict: Option<Strict>,
+    /// HostKeyAlias: the name looked up and recorded in known_hosts instead of the host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_key_alias: Option<String>,
+    /// Why the ssh config may not be used (a file others may write): not connected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_refusal: Option<String>,
+}
+
+/// OpenSSH's GlobalKnownHostsFile default.
+pub fn default_global_known_hosts() -> Vec<PathBuf> {
+    super::config::DEFAULT_GLOBAL_KNOWN_HOSTS
+        .iter()
+        .map(PathBuf::from)
+        .collect()
 }
 
 impl Target {
+    /// A target with OpenSSH's defaults for everything the config could add.
+    pub fn new(host: &str, port: u16, user: &str) -> Target {
+        Target {
+            host: host.into(),
+            port,
+            user: user.into(),
+            identity_files: vec![],
+            explicit_identities: false,
+            identities_only: false,
+            keepalive: None,
+            keepalive_max: 3,
+            connect_timeout: Duration::from_secs(15),
+            user_known_hosts: None,
+            global_known_hosts: default_global_known_hosts(),
+            strict: None,
+            host_key_alias: None,
+            config_refusal: None,
+        }
+    }
+
     pub fn label(&self) -> String {
         if self.port == 22 {
             format!("{}@{}", self.user, self.host)
         } else {
             format!("{}@{}:{}", self.user, self.host, self.port)
         }
+    }
+
+    /// The name known_hosts records this host under: its HostKeyAlias, else `host` or
+    /// `[host]:port`.
+    pub fn known_hosts_name(&self) -> String {
+        match &self.host_key_alias {
+            Some(a) => a.clone(),
+            None => known_hosts::host_entry(&self.host, self.port),
+        }
+    }
+
+    /// The user files (first one written), then the global ones, under `opts`.
+    pub fn known_hosts_files(&self, opts: &SshOptions) -> (Vec<PathBuf>, Vec<PathBuf>) {
+        (
+            self.user_known_hosts
+                .clone()
+                .unwrap_or_else(|| opts.known_hosts.clone()),
+            self.global_known_hosts.clone(),
+        )
     }
 }
 
@@ -121,6 +185,14 @@ fn tries(attempts: u32, total: Duration) -> String {
     }
 }
 
+fn unknown_key(target: &str, fingerprint: &str, strict: bool) -> String {
+    if strict {
+        format!("{target}: no host key is known for it (it offers {fingerprint}) and StrictHostKeyChecking is yes for it: Host key verification failed (record its key in known_hosts first)")
+    } else {
+        format!("{target}: unknown host key {fingerprint}; not accepted (accept it when asked, or pass --accept-new-host-keys)")
+    }
+}
+
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum SshError {
     #[error("{target}: cannot connect: {reason}")]
@@ -149,8 +221,13 @@ pub enum SshError {
         file: String,
         line: usize,
     },
-    #[error("{target}: unknown host key {fingerprint}; not accepted (accept it when asked, or pass --accept-new-host-keys)")]
-    HostKeyUnknown { target: String, fingerprint: String },
+    #[error("{}", unknown_key(target, fingerprint, *strict))]
+    HostKeyUnknown {
+        target: String,
+        fingerprint: String,
+        /// Refused by `StrictHostKeyChecking yes` (no question, no flag accepts it).
+        strict: bool,
+    },
     #[error("{target}: authentication failed; tried {}", if tried.is_empty() { "no keys (none found: set identity_file, or load a key into ssh-agent)".to_string() } else { tried.join(", ") })]
     Auth { target: String, tried: Vec<String> },
     #[error("{target}: {what}: {reason}")]
@@ -173,13 +250,78 @@ pub enum SshError {
     },
 }
 
+/// Check `key`, offered by `t`, as OpenSSH would with `t`'s known_hosts files and
+/// StrictHostKeyChecking: known in a user or global file, go on; changed or revoked,
+/// refused; unknown, the policy decides ([`known_hosts::effective`]), and an accepted key
+/// is recorded in the first user file only.
+pub async fn check_host_key(t: &Target, opts: &SshOptions, key: &PublicKey) -> Result<(), SshError> {
+    let label = t.label();
+    if let Some(why) = &t.config_refusal {
+        return Err(SshError::Connect {
+            target: label,
+            reason: why.clone(),
+        });
+    }
+    let fp = known_hosts::fingerprint(key);
+    let (user, global) = t.known_hosts_files(opts);
+    let files: Vec<PathBuf> = user.iter().chain(global.iter()).cloned().collect();
+    let name = t.known_hosts_name();
+    match known_hosts::check_name(&files, &name, key) {
+        Verdict::Known => Ok(()),
+        Verdict::Changed {
+            file,
+            line,
+            known_fingerprint,
+        } => Err(SshError::HostKeyChanged {
+            target: label,
+            offered: format!("{} {fp}", key.algorithm()),
+            known: known_fingerprint,
+            file: file.display().to_string(),
+            line,
+        }),
+        Verdict::Revoked { file, line } => Err(SshError::HostKeyRevoked {
+            target: label,
+            fingerprint: fp,
+            file: file.display().to_string(),
+            line,
+        }),
+        Verdict::Unknown => {
+            let policy = known_hosts::effective(t.strict, opts.policy);
+            let accept = match policy {
+                HostKeyPolicy::AcceptNew => true,
+                HostKeyPolicy::Refuse => false,
+                HostKeyPolicy::Ask => opts.prompter.confirm_host_key(&label, &fp).await,
+            };
+            if !accept {
+                return Err(SshError::HostKeyUnknown {
+                    target: label,
+                    fingerprint: fp,
+                    strict: t.strict == Some(Strict::Yes),
+                });
+            }
+            match user.first() {
+                Some(file) => match known_hosts::learn_name(file, &name, key) {
+                    Err(e) => {
+                        tracing::warn!("cannot record the host key of {label} in {}: {e}", file.display())
+                    }
+                    Ok(()) => tracing::info!("recorded host key {fp} of {label} in {}", file.display()),
+                },
+                None => tracing::info!(
+                    "host key {fp} of {label} accepted, not recorded (UserKnownHostsFile none)"
+                ),
+            }
+            Ok(())
+        }
+    }
+}
+
 /// The russh event handler: verifies the host key and remembers why it refused one.
 struct Client {
-    host: String,
-    port: u16,
-    label: String,
+    target: Target,
     opts: SshOptions,
     refusal: Arc<Mutex<Option<SshError>>>,
+    /// The key the server offered, kept with the connection for later checks.
+    offered: Arc<Mutex<Option<PublicKey>>>,
 }
 
 impl Client {
@@ -189,51 +331,10 @@ impl Client {
     }
 
     async fn verify(&self, key: &PublicKey) -> bool {
-        let fp = known_hosts::fingerprint(key);
-        match known_hosts::check(&self.opts.known_hosts, &self.host, self.port, key) {
-            Verdict::Known => true,
-            Verdict::Changed {
-                file,
-                line,
-                known_fingerprint,
-            } => self.refuse(SshError::HostKeyChanged {
-                target: self.label.clone(),
-                offered: format!("{} {fp}", key.algorithm()),
-                known: known_fingerprint,
-                file: file.display().to_string(),
-                line,
-            }),
-            Verdict::Revoked { file, line } => self.refuse(SshError::HostKeyRevoked {
-                target: self.label.clone(),
-                fingerprint: fp,
-                file: file.display().to_string(),
-                line,
-            }),
-            Verdict::Unknown => {
-                let accept = match self.opts.policy {
-                    HostKeyPolicy::AcceptNew => true,
-                    HostKeyPolicy::Refuse => false,
-                    HostKeyPolicy::Ask => self.opts.prompter.confirm_host_key(&self.label, &fp).await,
-                };
-                if !accept {
-                    return self.refuse(SshError::HostKeyUnknown {
-                        target: self.label.clone(),
-                        fingerprint: fp,
-                    });
-                }
-                if let Some(file) = self.opts.known_hosts.first() {
-                    if let Err(e) = known_hosts::learn(file, &self.host, self.port, key) {
-                        tracing::warn!(
-                            "cannot record the host key of {} in {}: {e}",
-                            self.label,
-                            file.display()
-                        );
-                    } else {
-                        tracing::info!("recorded host key {fp} of {} in {}", self.label, file.display());
-                    }
-                }
-                true
-            }
+        *self.offered.lock().expect("offered lock") = Some(key.clone());
+        match check_host_key(&self.target, &self.opts, key).await {
+            Ok(()) => true,
+            Err(e) => self.refuse(e),
         }
     }
 }
@@ -245,7 +346,7 @@ impl client::Handler for Client {
         match key {
             PublicKeyOrCertificate::PublicKey { key, .. } => Ok(self.verify(key).await),
             PublicKeyOrCertificate::Certificate(_) => Ok(self.refuse(SshError::Connect {
-                target: self.label.clone(),
+                target: self.target.label(),
                 reason: "the server presents a host certificate; flightdeck verifies plain host keys only"
                     .into(),
             })),
@@ -261,6 +362,9 @@ pub struct Connection {
     pub via: Option<Arc<Connection>>,
     /// When it was made.
     pub since: std::time::Instant,
+    /// The host key the server proved it holds, checked again whenever another client's
+    /// known_hosts and policy are to accept this connection (a holder's reuse).
+    pub host_key: Option<PublicKey>,
 }
 
 /// Ciphers in order of preference: AES-GCM first (hardware AES on the x86 and Arm
@@ -309,15 +413,21 @@ impl Connection {
         opts: &SshOptions,
         via: Option<Arc<Connection>>,
     ) -> Result<Connection, SshError> {
+        let label = target.label();
+        if let Some(why) = &target.config_refusal {
+            return Err(SshError::Connect {
+                target: label,
+                reason: why.clone(),
+            });
+        }
         let refusal = Arc::new(Mutex::new(None));
+        let offered = Arc::new(Mutex::new(None));
         let handler = Client {
-            host: target.host.clone(),
-            port: target.port,
-            label: target.label(),
+            target: target.clone(),
             opts: opts.clone(),
             refusal: refusal.clone(),
+            offered: offered.clone(),
         };
-        let label = target.label();
         let attempt = async {
             match &via {
                 None => client::connect(config(target), (target.host.as_str(), target.port), handler).await,
@@ -371,6 +481,7 @@ impl Connection {
             target: target.clone(),
             via,
             since: std::time::Instant::now(),
+            host_key: offered.lock().expect("offered lock").take(),
         };
         conn.authenticate(opts).await?;
         Ok(conn)

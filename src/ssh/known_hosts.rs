@@ -1,10 +1,19 @@
 //! known_hosts verification, as OpenSSH does it: host patterns (several per line,
 //! `*`/`?`, `!negation`, `[host]:port`), hashed entries (`|1|salt|hash`), `@revoked`
-//! markers, several files. A key that matches is known; a host listed with a different
-//! key, of its type or another (an ECDSA key where an ed25519 one is recorded), has a
-//! *changed* key, which is always refused, whatever the policy (OpenSSH: "REMOTE HOST
-//! IDENTIFICATION HAS CHANGED"); a revoked key is refused; a host not listed at all is
-//! unknown, and the policy decides (ask, accept-new, refuse).
+//! markers, several files: a host's UserKnownHostsFile files, then its
+//! GlobalKnownHostsFile files (`/etc/ssh/ssh_known_hosts{,2}` unless the config names
+//! others), each resolved per host and per jump host as `ssh -G` does. A key recorded in
+//! any of them is known (a key in a global file is trusted as the user's own); new keys
+//! are written only to the first UserKnownHostsFile, never to a global file.
+//!
+//! A host listed with a different key, of its type or another (an ECDSA key where an
+//! ed25519 one is recorded), has a *changed* key, which is always refused, whatever the
+//! policy (OpenSSH: "REMOTE HOST IDENTIFICATION HAS CHANGED"). With
+//! `StrictHostKeyChecking no` OpenSSH still connects to such a host, with password and
+//! keyboard-interactive authentication turned off; flightdeck authenticates with keys
+//! only and then sends the host its commands and their stdin (scripts, a job's
+//! environment), which that would not protect, so it refuses. A revoked key is refused;
+//! a host not listed at all is unknown, and the policy decides ([`effective`]).
 
 use super::config::glob;
 use data_encoding::BASE64;
@@ -15,7 +24,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// What to do with a host whose key is not in known_hosts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum HostKeyPolicy {
     /// Ask the operator (TUI prompt or terminal question); refuse when nobody can answer.
     Ask,
@@ -23,6 +33,19 @@ pub enum HostKeyPolicy {
     AcceptNew,
     /// Refuse unknown hosts.
     Refuse,
+}
+
+/// The policy for one host: its StrictHostKeyChecking when the config sets one, else
+/// the session's (`--accept-new-host-keys`, or asking). `yes` is never loosened: the
+/// flag answers the question `ask` would put, it does not overrule a host the config
+/// marks strict (stricter than `ssh -o StrictHostKeyChecking=accept-new`, which would).
+pub fn effective(config: Option<super::config::Strict>, session: HostKeyPolicy) -> HostKeyPolicy {
+    use super::config::Strict;
+    match config {
+        Some(Strict::Yes) => HostKeyPolicy::Refuse,
+        Some(Strict::AcceptNew) | Some(Strict::No) => HostKeyPolicy::AcceptNew,
+        Some(Strict::Ask) | None => session,
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,10 +96,10 @@ fn patterns_match(patterns: &str, name: &str) -> bool {
         if p.starts_with("|1|") {
             matched |= hashed_matches(p, name);
         } else if let Some(neg) = p.strip_prefix('!') {
-            if glob(neg, name) {
+            if glob(neg, name, true) {
                 return false;
             }
-        } else if glob(p, name) {
+        } else if glob(p, name, true) {
             matched = true;
         }
     }
@@ -86,7 +109,13 @@ fn patterns_match(patterns: &str, name: &str) -> bool {
 /// Check `key` for `host:port` against the given known_hosts files (missing files are
 /// empty).
 pub fn check(files: &[PathBuf], host: &str, port: u16, key: &PublicKey) -> Verdict {
-    let name = host_entry(host, port);
+    check_name(files, &host_entry(host, port), key)
+}
+
+/// Check `key` for the known_hosts name `name` (`host`, `[host]:port`, or a
+/// HostKeyAlias) against `files`, in order.
+pub fn check_name(files: &[PathBuf], name: &str, key: &PublicKey) -> Verdict {
+    let name = name.to_string();
     let mut changed = None;
     let mut known = false;
     for file in files {
@@ -153,6 +182,11 @@ pub fn parse_key(b64: &str) -> PublicKey {
 
 /// Append `host:port key` to `file` (created with its directory, mode 0600).
 pub fn learn(file: &Path, host: &str, port: u16, key: &PublicKey) -> std::io::Result<()> {
+    learn_name(file, &host_entry(host, port), key)
+}
+
+/// Append `name key` to `file` (created with its directory, mode 0600).
+pub fn learn_name(file: &Path, name: &str, key: &PublicKey) -> std::io::Result<()> {
     if let Some(dir) = file.parent() {
         std::fs::create_dir_all(dir)?;
     }
@@ -169,7 +203,7 @@ pub fn learn(file: &Path, host: &str, port: u16, key: &PublicKey) -> std::io::Re
     // One write of the whole line: nodes learned in parallel (an apply, a first exec)
     // append at once, and `writeln!` would write the line in pieces that interleave
     // with theirs (a garbled known_hosts, keys lost: a later run found them "unknown").
-    let line = format!("{} {kind} {b64}\n", host_entry(host, port));
+    let line = format!("{name} {kind} {b64}\n");
     f.write_all(line.as_bytes())
 }
 

@@ -6,8 +6,16 @@
 //! host-key check, when it has none or the one it had died) and relays the channel's
 //! stdout, stderr and exit status; stdin, its end, signals and close go the other way.
 //!
-//! The socket is 0600 in a 0700 directory, and the holder asks the kernel who is on the
-//! other end (`SO_PEERCRED`): anyone but its own user is refused before a byte is read.
+//! The socket is 0600 in a 0700 directory that must be the user's own
+//! ([`crate::paths::private_dir`]), and each side asks the kernel who is on the other end
+//! (`SO_PEERCRED`): the holder refuses anyone but its own user before a byte is read, and
+//! a client sends nothing to a holder of another user (it connects itself instead).
+//!
+//! Host keys: each request carries the client's known_hosts files, policy and every hop's
+//! own settings (in its [`Route`]); the holder checks a new connection, and a connection
+//! it already holds, under those, never under its own. It starts no command for a client
+//! that has gone (the client gives up after the route's connect budget), so a command
+//! reported as failed never runs later unobserved.
 //!
 //! The wire: frames of a kind byte, a 4-byte big-endian length and the payload. The
 //! first frame from the client is a JSON [`Request`]; what follows depends on it.
@@ -29,11 +37,14 @@ use tokio::net::{UnixListener, UnixStream};
 pub const SOCKET: &str = "mux.sock";
 /// The protocol's version; a holder of another version is not used (commands connect as
 /// if none ran), so an upgraded flightdeck never talks past an old holder.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 /// The largest frame either side accepts.
 const MAX_FRAME: usize = 1 << 20;
-/// How long a command waits for the holder to answer a request (a channel open included).
-const ANSWER_WITHIN: Duration = Duration::from_secs(60);
+/// How long a command waits for the holder beyond the route's connect budget
+/// ([`Route::connect_budget`]): authentication and the channel's opening.
+const ANSWER_MARGIN: Duration = Duration::from_secs(30);
+/// The longest path a unix socket may have (`sun_path`, 108 bytes with its NUL).
+pub const SUN_PATH_MAX: usize = 107;
 
 mod kind {
     pub const REQUEST: u8 = b'q';
@@ -54,27 +65,64 @@ pub fn socket_path(state_dir: &Path) -> PathBuf {
     state_dir.join(SOCKET)
 }
 
+/// Why no holder can listen at `path`: a unix socket's path has at most
+/// [`SUN_PATH_MAX`] bytes.
+pub fn socket_path_problem(path: &Path) -> Option<String> {
+    let n = path.as_os_str().len();
+    (n > SUN_PATH_MAX).then(|| {
+        format!(
+            "the connection holder's socket path {} is {n} bytes, and a unix socket's path has at most {SUN_PATH_MAX} (sun_path): set FLIGHTDECK_HOME (or XDG_STATE_HOME) to a shorter directory; commands connect themselves meanwhile",
+            path.display()
+        )
+    })
+}
+
+/// Who listens on a connected socket: `Err` with why when it is not this process's user.
+fn check_peer(s: &UnixStream, path: &Path) -> Result<(), String> {
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    match s.peer_cred().map(|c| c.uid()) {
+        Ok(uid) if uid == me => Ok(()),
+        Ok(uid) => Err(format!(
+            "{} is served by uid {uid}, not by you (uid {me}): another user's holder, not used",
+            path.display()
+        )),
+        Err(e) => Err(format!(
+            "{}: who serves it is unknown ({e}): not used",
+            path.display()
+        )),
+    }
+}
+
 // One request per connection, read once: its size does not matter.
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "kebab-case")]
 pub enum Request {
-    /// Run `command` on `route`. `accept_new`: the client's host-key policy accepts new
-    /// keys (else the holder refuses an unknown key, and the client, which may ask its
-    /// operator, connects itself). `agent`: the client's ssh-agent socket, used for a new
-    /// connection (the holder's own may be stale, as after a new login to the bastion).
+    /// Run `command` on `route`. `policy`: the client's host-key policy (an unknown key
+    /// it would ask about is refused, and the client, which may ask its operator,
+    /// connects itself); `known_hosts`: the client's user known_hosts files, for hops the
+    /// ssh config names none for (each hop of `route` carries its own otherwise, with its
+    /// global files and StrictHostKeyChecking). `agent`: the client's ssh-agent socket,
+    /// used for a new connection (the holder's own may be stale, as after a new login to
+    /// the bastion).
     Exec {
         v: u32,
         route: Route,
         command: String,
-        accept_new: bool,
+        policy: HostKeyPolicy,
+        known_hosts: Vec<PathBuf>,
         agent: Option<PathBuf>,
     },
     Status {
         v: u32,
     },
+    /// Stop accepting commands and exit once the open channels end (`ssh -O stop`);
+    /// `force`: close them now (`ssh -O exit`).
     Stop {
         v: u32,
+        #[serde(default)]
+        force: bool,
     },
 }
 
@@ -236,8 +284,21 @@ impl Client {
         if self.absent.load(Ordering::Relaxed) {
             return Err(MuxError::Absent);
         }
+        if let Some(why) = socket_path_problem(&self.socket) {
+            tracing::warn!("{why}");
+            self.absent.store(true, Ordering::Relaxed);
+            return Err(MuxError::Absent);
+        }
         match UnixStream::connect(&self.socket).await {
-            Ok(s) => Ok(s),
+            Ok(s) => match check_peer(&s, &self.socket) {
+                Ok(()) => Ok(s),
+                Err(why) => {
+                    // Nothing is sent to it: not the route, not the command, not stdin.
+                    tracing::warn!("connection holder: {why}; connecting directly");
+                    self.absent.store(true, Ordering::Relaxed);
+                    Err(MuxError::Absent)
+                }
+            },
             Err(e) => {
                 tracing::debug!("no connection holder at {}: {e}", self.socket.display());
                 self.absent.store(true, Ordering::Relaxed);
@@ -254,9 +315,15 @@ impl Client {
             v: VERSION,
             route: route.clone(),
             command: command.to_string(),
-            accept_new: opts.policy == HostKeyPolicy::AcceptNew,
+            policy: opts.policy,
+            known_hosts: opts.known_hosts.clone(),
             agent: opts.agent_path(),
         };
+        // As long as the holder may take to connect (every hop's ConnectTimeout, each
+        // attempt), then the margin: a command is never reported failed while the holder
+        // is still connecting for it. Past it this process closes the socket, and the
+        // holder, which checks before it starts a command, does not start it.
+        let within = route.connect_budget() + ANSWER_MARGIN;
         // Once the request is sent the holder may have started the command: only its
         // own "cannot" (sent before it runs anything) makes this process connect itself;
         // silence, a closed socket or a garbled answer is the node's failure, never a
@@ -267,7 +334,7 @@ impl Client {
                 route.target.label()
             ))
         };
-        match request(&mut r, &mut w, &req, ANSWER_WITHIN).await {
+        match request(&mut r, &mut w, &req, within).await {
             Ok(Ok(Some((kind::OPENED, _)))) => Ok(Stream { read: r, write: w }),
             Ok(Ok(Some((kind::ERROR, body)))) => Err(failure(&body, self)),
             Ok(Ok(Some((k, _)))) => Err(unsure(format!(
@@ -278,8 +345,12 @@ impl Client {
                 "the connection holder closed the socket without an answer".into(),
             )),
             Ok(Err(e)) => Err(unsure(format!("the connection holder's socket: {e}"))),
-            Err(_) => Err(unsure(format!(
-                "the connection holder did not answer in {ANSWER_WITHIN:?}"
+            Err(_) => Err(MuxError::Failed(format!(
+                "{}: the connection holder did not connect within {}s (the route's {} attempts at each hop's ConnectTimeout, and {}s more); gave up, and the holder starts no command for a client that has gone (not run again)",
+                route.target.label(),
+                within.as_secs(),
+                super::pool::CONNECT_ATTEMPTS,
+                ANSWER_MARGIN.as_secs()
             ))),
         }
     }
@@ -296,19 +367,30 @@ impl Client {
         }
     }
 
-    /// Ask the holder to stop; `Ok(false)` when none runs.
-    pub async fn stop(&self) -> Result<bool, String> {
-        match self.ask(Request::Stop { v: VERSION }).await? {
-            None => Ok(false),
-            Some((kind::STATUS, _)) => Ok(true),
+    /// Ask the holder to stop: it stops accepting commands at once and exits when its
+    /// open channels have ended, or at once with `force` (their commands lose their
+    /// connection). Its status as it was asked (`active`: the channels it lets finish);
+    /// `None` when none runs.
+    pub async fn stop(&self, force: bool) -> Result<Option<Status>, String> {
+        match self.ask(Request::Stop { v: VERSION, force }).await? {
+            None => Ok(None),
+            Some((kind::STATUS, body)) => serde_json::from_slice(&body)
+                .map(Some)
+                .map_err(|e| format!("the holder's status: {e}")),
             Some((kind::ERROR, body)) => Err(decode_failure(&body).message),
             Some((k, _)) => Err(format!("the holder answered with frame {:?}", k as char)),
         }
     }
 
     async fn ask(&self, req: Request) -> Result<Option<(u8, Vec<u8>)>, String> {
+        if let Some(why) = socket_path_problem(&self.socket) {
+            return Err(why);
+        }
         let s = match UnixStream::connect(&self.socket).await {
-            Ok(s) => s,
+            Ok(s) => {
+                check_peer(&s, &self.socket)?;
+                s
+            }
             Err(e)
                 if matches!(
                     e.kind(),
@@ -431,6 +513,53 @@ impl StreamWriter {
 // ---------------------------------------------------------------------------------------
 // The holder side.
 
+const CLIENT_GONE: &str = "the client has gone";
+
+/// Peek at the client's socket without reading: `Ok(0)` at its end, `Ok(n)` when it sent
+/// something, `WouldBlock` while it waits quietly.
+fn peek(s: &UnixStream) -> std::io::Result<usize> {
+    use std::os::fd::AsRawFd;
+    let mut b = [0u8; 1];
+    // SAFETY: recv into a 1-byte buffer we own, on a socket we hold open.
+    let n = unsafe {
+        libc::recv(
+            s.as_raw_fd(),
+            b.as_mut_ptr().cast(),
+            1,
+            libc::MSG_PEEK | libc::MSG_DONTWAIT,
+        )
+    };
+    if n < 0 {
+        Err(std::io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
+/// Whether the client has gone (closed its socket) or sent anything before its channel
+/// opened (it sends nothing then unless it gives up).
+fn client_left(r: &OwnedReadHalf) -> bool {
+    match peek(r.as_ref()) {
+        Ok(_) => true,
+        Err(e) => e.kind() != std::io::ErrorKind::WouldBlock,
+    }
+}
+
+/// Returns once the client has gone (see [`client_left`]).
+async fn client_gone(r: &OwnedReadHalf) {
+    loop {
+        if r.readable().await.is_err() {
+            return;
+        }
+        let s: &UnixStream = r.as_ref();
+        match s.try_io(tokio::io::Interest::READABLE, || peek(s)) {
+            Ok(_) => return,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+            Err(_) => return,
+        }
+    }
+}
+
 /// Who holds: the background `flightdeck mux` or the cockpit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HolderKind {
@@ -458,6 +587,8 @@ pub struct Holder {
     /// When the last channel ended (or the holder started), for the idle time.
     idle_since: std::sync::Mutex<Instant>,
     stop: tokio::sync::Notify,
+    /// Asked to stop with its channels cut (`mux stop --force`).
+    force: AtomicBool,
     uid: u32,
 }
 
@@ -478,10 +609,13 @@ impl Drop for Bound {
 /// is replaced.
 pub fn bind(path: &Path) -> std::io::Result<Option<Bound>> {
     use std::os::unix::fs::PermissionsExt;
+    if let Some(why) = socket_path_problem(path) {
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, why));
+    }
     if let Some(dir) = path.parent() {
         crate::paths::private_dir(dir)?;
     }
-    if path.exists() {
+    if path.symlink_metadata().is_ok() {
         match std::os::unix::net::UnixStream::connect(path) {
             Ok(_) => return Ok(None),
             Err(_) => std::fs::remove_file(path)?,
@@ -519,6 +653,7 @@ impl Holder {
             active: AtomicUsize::new(0),
             idle_since: std::sync::Mutex::new(Instant::now()),
             stop: tokio::sync::Notify::new(),
+            force: AtomicBool::new(false),
             // SAFETY: geteuid has no preconditions.
             uid: unsafe { libc::geteuid() },
         })
@@ -580,7 +715,22 @@ impl Holder {
                 }
             }
         }
+        // The socket goes first: new commands connect themselves from now on.
         drop(bound);
+        if !self.force.load(Ordering::Relaxed) {
+            // As `ssh -O stop`: the channels that are open run to their end.
+            let mut said = false;
+            while self.active.load(Ordering::Relaxed) > 0 {
+                if !said {
+                    tracing::info!(
+                        "connection holder stopping: waiting for {} open channel(s)",
+                        self.active.load(Ordering::Relaxed)
+                    );
+                    said = true;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
     }
 
     async fn handle(self: Arc<Self>, stream: UnixStream) {
@@ -614,7 +764,7 @@ impl Holder {
             }
         };
         let v = match &req {
-            Request::Exec { v, .. } | Request::Status { v } | Request::Stop { v } => *v,
+            Request::Exec { v, .. } | Request::Status { v } | Request::Stop { v, .. } => *v,
         };
         if v != VERSION {
             send_failure(
@@ -630,26 +780,35 @@ impl Holder {
                 let s = serde_json::to_vec(&self.status()).unwrap_or_default();
                 let _ = write_frame(&mut w, kind::STATUS, &s).await;
             }
-            Request::Stop { .. } => {
+            Request::Stop { force, .. } => {
                 if self.kind == HolderKind::Cockpit {
                     let why = "the cockpit holds the connections while it runs: quit it to close them";
                     send_failure(&mut w, "refused", why.into()).await;
                     return;
                 }
+                if force {
+                    self.force.store(true, Ordering::Relaxed);
+                }
                 let s = serde_json::to_vec(&self.status()).unwrap_or_default();
                 let _ = write_frame(&mut w, kind::STATUS, &s).await;
+                tracing::info!(
+                    force,
+                    active = self.active.load(Ordering::Relaxed),
+                    "connection holder asked to stop"
+                );
                 self.stop.notify_one();
             }
             Request::Exec {
                 route,
                 command,
-                accept_new,
+                policy,
+                known_hosts,
                 agent,
                 ..
             } => {
                 self.active.fetch_add(1, Ordering::Relaxed);
                 self.served.fetch_add(1, Ordering::Relaxed);
-                self.relay(route, command, accept_new, agent, r, w).await;
+                self.relay(route, command, policy, known_hosts, agent, r, w).await;
                 *self.idle_since.lock().expect("idle lock") = Instant::now();
                 self.active.fetch_sub(1, Ordering::Relaxed);
             }
@@ -657,40 +816,62 @@ impl Holder {
     }
 
     /// Open the channel and relay it until it ends or the client goes.
+    #[allow(clippy::too_many_arguments)]
     async fn relay(
         &self,
         route: Route,
         command: String,
-        accept_new: bool,
+        policy: HostKeyPolicy,
+        known_hosts: Vec<PathBuf>,
         agent: Option<PathBuf>,
         mut r: OwnedReadHalf,
         mut w: OwnedWriteHalf,
     ) {
-        // The client's host-key policy, never laxer: an unknown key is refused unless the
-        // client accepts new keys itself (then the client asks its operator, or not);
-        // a changed key is refused always. Nobody is asked anything here.
+        // The client's known_hosts files and host-key policy, never the holder's own: an
+        // unknown key is refused unless the client would accept it without asking (then
+        // the client asks its operator, or not); a changed key is refused always. Nobody
+        // is asked anything here.
         let mut opts = self.pool.options().clone();
-        opts.policy = if accept_new {
-            HostKeyPolicy::AcceptNew
-        } else {
-            HostKeyPolicy::Refuse
-        };
+        opts.policy = policy;
+        opts.known_hosts = known_hosts;
         opts.prompter = Arc::new(NoPrompt);
         if agent.is_some() {
             opts.agent_socket = agent;
         }
-        let opened = self
-            .pool
-            .channel_with(&route, &opts, |c| {
-                let command = command.clone();
-                async move { c.exec(&command).await }
-            })
-            .await;
+        let label = route.target.label();
+        let opening = self.pool.channel_with(&route, &opts, |c| {
+            let command = command.clone();
+            let r = &r;
+            async move {
+                // The last moment before the command starts: not for a client that left.
+                if client_left(r) {
+                    return Err(SshError::Channel {
+                        target: c.target.label(),
+                        what: "exec".into(),
+                        reason: CLIENT_GONE.into(),
+                    });
+                }
+                c.exec(&command).await
+            }
+        });
+        let opened = tokio::select! {
+            opened = opening => opened,
+            // The client gave up (its deadline, an interrupt) while the holder connected:
+            // the connection attempt is dropped and the command never starts.
+            _ = client_gone(&r) => {
+                tracing::info!("{label}: the client left before its command started: not started");
+                return;
+            }
+        };
         let (conn, channel) = match opened {
             Ok(c) => c,
+            Err(SshError::Channel { reason, .. }) if reason == CLIENT_GONE => {
+                tracing::info!("{label}: the client left before its command started: not started");
+                return;
+            }
             Err(e) => {
                 let kind = match e {
-                    SshError::HostKeyUnknown { .. } => "host-key-unknown",
+                    SshError::HostKeyUnknown { strict: false, .. } => "host-key-unknown",
                     SshError::Auth { .. } => "auth",
                     _ => "ssh",
                 };
@@ -789,24 +970,21 @@ mod tests {
     fn a_request_reads_back() {
         let route = Route {
             jumps: vec![],
-            target: crate::ssh::client::Target {
-                host: "10.0.0.2".into(),
-                port: 22,
-                user: "op".into(),
+            target: Box::new(crate::ssh::client::Target {
                 identity_files: vec!["/home/op/.ssh/id_ed25519".into()],
-                explicit_identities: false,
-                identities_only: false,
                 keepalive: Some(Duration::from_secs(15)),
-                keepalive_max: 3,
-                connect_timeout: Duration::from_secs(15),
-            },
+                user_known_hosts: Some(vec!["/home/op/.ssh/kh_cluster".into()]),
+                strict: Some(crate::ssh::config::Strict::Yes),
+                ..crate::ssh::client::Target::new("10.0.0.2", 22, "op")
+            }),
             kube: None,
         };
         let req = Request::Exec {
             v: VERSION,
             route: route.clone(),
             command: "true".into(),
-            accept_new: false,
+            policy: HostKeyPolicy::Ask,
+            known_hosts: vec!["/home/op/.ssh/known_hosts".into()],
             agent: None,
         };
         let back: Request = serde_json::from_slice(&serde_json::to_vec(&req).unwrap()).unwrap();

@@ -3,7 +3,7 @@
 //! (bastion) exactly once with every node's channel multiplexed over it.
 
 use super::client::{Connection, SshError, SshOptions, Target};
-use super::config::{expand_path, Jump, SshConfig};
+use super::config::{expand_path, expand_tokens, HostSettings, Jump, Query, SshConfig, Tokens};
 use crate::fleet::{JumpTarget, NodeTarget};
 use std::collections::HashMap;
 use std::future::Future;
@@ -27,26 +27,36 @@ pub struct Resolver {
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Route {
     pub jumps: Vec<Target>,
-    pub target: Target,
+    pub target: Box<Target>,
     /// A GKE node: commands go through the Kubernetes exec API, not SSH.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kube: Option<Box<crate::cloud::gke::KubeNode>>,
 }
 
 impl Resolver {
-    /// Read `~/.ssh/config` from `home`.
+    /// Read `~/.ssh/config` from `home`, then `/etc/ssh/ssh_config`, as ssh does (their
+    /// includes followed).
     pub fn new(home: &Path) -> Resolver {
-        let config = SshConfig::load(&home.join(".ssh/config")).unwrap_or_default();
+        let config = SshConfig::load_files(
+            home,
+            Some(&home.join(".ssh/config")),
+            Some(Path::new(super::config::SYSTEM_CONFIG)),
+        );
+        Resolver::with_config(config, home)
+    }
+
+    /// A resolver of `config` (made by the caller) for the login whose home is `home`.
+    pub fn with_config(config: SshConfig, home: &Path) -> Resolver {
         for w in &config.warnings {
-            tracing::warn!("~/.ssh/config: {w}");
+            tracing::warn!("ssh config: {w}");
         }
-        let local_user = std::env::var("USER")
-            .or_else(|_| std::env::var("LOGNAME"))
-            .unwrap_or_else(|_| "root".into());
+        if let Some(r) = &config.refusal {
+            tracing::warn!("ssh config: {r}");
+        }
         Resolver {
             config,
             home: home.to_path_buf(),
-            local_user,
+            local_user: super::config::local_user_name(),
         }
     }
 
@@ -55,20 +65,28 @@ impl Resolver {
         Resolver::new(&home)
     }
 
-    /// The known_hosts files for `host`: UserKnownHostsFile, else ~/.ssh/known_hosts.
+    /// The user known_hosts files for `host`: its UserKnownHostsFile, else OpenSSH's
+    /// default `~/.ssh/known_hosts ~/.ssh/known_hosts2`. New keys go to the first.
     pub fn known_hosts(&self, host: &str) -> Vec<PathBuf> {
-        let s = self.config.resolve(host);
-        if s.user_known_hosts_files.is_empty() {
-            vec![self.home.join(".ssh/known_hosts")]
-        } else {
-            s.user_known_hosts_files
+        let t = self.target(host, None, None, None);
+        t.user_known_hosts.unwrap_or_else(|| {
+            super::config::DEFAULT_USER_KNOWN_HOSTS
                 .iter()
-                .map(|p| expand_path(&p.to_string_lossy(), &self.home, &self.local_user, host, ""))
+                .map(|p| expand_path(p, &self.home, &self.local_user, host, ""))
                 .collect()
-        }
+        })
     }
 
-    /// Resolve one host: explicit values first, then ssh_config, then defaults.
+    fn settings(&self, host: &str, user: Option<&str>) -> HostSettings {
+        self.config.resolve_for(&Query {
+            host,
+            user,
+            local_user: &self.local_user,
+        })
+    }
+
+    /// Resolve one host: explicit values first, then ssh_config, then defaults; its
+    /// known_hosts files, StrictHostKeyChecking and HostKeyAlias as `ssh -G` gives them.
     pub fn target(
         &self,
         host: &str,
@@ -76,13 +94,23 @@ impl Resolver {
         user: Option<&str>,
         identity: Option<&str>,
     ) -> Target {
-        let s = self.config.resolve(host);
+        let s = self.settings(host, user);
         let address = s.hostname.clone().unwrap_or_else(|| host.to_string());
         let user = user
             .map(str::to_string)
             .or(s.user.clone())
             .unwrap_or_else(|| self.local_user.clone());
-        let expand = |p: &str| expand_path(p, &self.home, &self.local_user, &address, &user);
+        let port = port.or(s.port).unwrap_or(22);
+        let tokens = Tokens {
+            home: &self.home,
+            local_user: &self.local_user,
+            host: &address,
+            original_host: host,
+            remote_user: &user,
+            port,
+            key_alias: s.host_key_alias.as_deref().unwrap_or(host),
+        };
+        let expand = |p: &str| expand_tokens(p, &tokens);
         let (identity_files, explicit) = match identity {
             Some(i) => (vec![expand(i)], true),
             None if !s.identity_files.is_empty() => (
@@ -100,6 +128,17 @@ impl Resolver {
                 false,
             ),
         };
+        let none = |files: &[PathBuf]| files.len() == 1 && files[0] == Path::new("none");
+        let user_known_hosts = match &s.user_known_hosts_files {
+            f if f.is_empty() => None,
+            f if none(f) => Some(vec![]),
+            f => Some(f.iter().map(|p| expand(&p.to_string_lossy())).collect()),
+        };
+        let global_known_hosts = match &s.global_known_hosts_files {
+            None => super::client::default_global_known_hosts(),
+            Some(f) if none(f) => vec![],
+            Some(f) => f.clone(),
+        };
         let keepalive = s
             .server_alive_interval
             .map(Duration::from_secs)
@@ -107,7 +146,7 @@ impl Resolver {
             .filter(|d| !d.is_zero());
         Target {
             host: address,
-            port: port.or(s.port).unwrap_or(22),
+            port,
             user,
             identity_files,
             explicit_identities: explicit,
@@ -118,6 +157,11 @@ impl Resolver {
                 .connect_timeout
                 .map(Duration::from_secs)
                 .unwrap_or(DEFAULT_CONNECT_TIMEOUT),
+            user_known_hosts,
+            global_known_hosts,
+            strict: s.strict(),
+            host_key_alias: s.host_key_alias.clone(),
+            config_refusal: self.config.refusal.clone(),
         }
     }
 
@@ -145,8 +189,7 @@ impl Resolver {
             }) => {
                 // The jump host's own ssh_config ProxyJump (a chain) comes before it.
                 let mut chain = self
-                    .config
-                    .resolve(host)
+                    .settings(host, user.as_deref())
                     .proxy_jump
                     .map(|j| self.jump_chain(&j))
                     .unwrap_or_default();
@@ -154,18 +197,53 @@ impl Resolver {
                 chain
             }
             None => self
-                .config
-                .resolve(&node.host)
+                .settings(&node.host, node.user.as_deref())
                 .proxy_jump
                 .map(|j| self.jump_chain(&j))
                 .unwrap_or_default(),
         };
         Route {
             jumps,
-            target,
+            target: Box::new(target),
             kube: node.kube.clone().map(Box::new),
         }
     }
+}
+
+impl Route {
+    /// The longest a connection to this route may take: each hop's ConnectTimeout, tried
+    /// [`CONNECT_ATTEMPTS`] times, with the back-off between attempts (authentication and
+    /// the channel's opening come on top).
+    pub fn connect_budget(&self) -> Duration {
+        let per_attempt: Duration = self
+            .jumps
+            .iter()
+            .chain(std::iter::once(&*self.target))
+            .map(|t| t.connect_timeout)
+            .sum();
+        let backoff: u64 = (1..CONNECT_ATTEMPTS as u64).map(|a| 250 * a).sum();
+        per_attempt * CONNECT_ATTEMPTS + Duration::from_millis(backoff)
+    }
+}
+
+/// Check the host keys of `conn` and of the jump connections under it against the
+/// route's hops under `opts` (a connection made for one client, used for another).
+async fn check_chain(conn: &Connection, route: &Route, opts: &SshOptions) -> Result<(), SshError> {
+    let mut at = Some(conn);
+    for hop in std::iter::once(&*route.target).chain(route.jumps.iter().rev()) {
+        let Some(c) = at else { break };
+        match &c.host_key {
+            Some(key) => super::client::check_host_key(hop, opts, key).await?,
+            None => {
+                return Err(SshError::Connect {
+                    target: hop.label(),
+                    reason: "the held connection has no host key on record".into(),
+                })
+            }
+        }
+        at = c.via.as_deref();
+    }
+    Ok(())
 }
 
 /// How many times a connection is tried before its failure is reported.
@@ -337,15 +415,31 @@ impl Pool {
         F: Fn(Arc<Connection>) -> Fut,
         Fut: Future<Output = Result<T, SshError>>,
     {
-        self.channel_with(route, &self.opts, open).await
+        self.open_channel(route, &self.opts, false, open).await
     }
 
-    /// Like [`Pool::channel`], a new connection made with `opts` (a holder connects with
-    /// its client's host-key policy).
+    /// Like [`Pool::channel`] for another client (a holder's): a new connection is made
+    /// with `opts`, the client's known_hosts and policy, and a connection this pool already
+    /// has (to the node, or to a jump host on the way) is used only once its host keys
+    /// pass the same check under `opts`, as if it had been made for this client.
     pub async fn channel_with<T, F, Fut>(
         &self,
         route: &Route,
         opts: &SshOptions,
+        open: F,
+    ) -> Result<(Arc<Connection>, T), SshError>
+    where
+        F: Fn(Arc<Connection>) -> Fut,
+        Fut: Future<Output = Result<T, SshError>>,
+    {
+        self.open_channel(route, opts, true, open).await
+    }
+
+    async fn open_channel<T, F, Fut>(
+        &self,
+        route: &Route,
+        opts: &SshOptions,
+        recheck: bool,
         open: F,
     ) -> Result<(Arc<Connection>, T), SshError>
     where
@@ -363,12 +457,20 @@ impl Pool {
         let mut conns = slot.lock().await;
         conns.retain(|w| w.upgrade().is_some_and(|c| !c.is_closed()));
         for conn in conns.iter().filter_map(Weak::upgrade) {
+            if recheck {
+                check_chain(&conn, route, opts).await?;
+            }
             match open(conn.clone()).await {
                 Ok(t) => return Ok((conn, t)),
                 Err(e) => tracing::info!("{e}; trying another connection to {}", route.target.label()),
             }
         }
         let conn = Arc::new(self.connect_with(route, opts).await?);
+        if recheck {
+            // The node was checked as it connected; the jump hosts it went through may be
+            // connections made for someone else.
+            check_chain(&conn, route, opts).await?;
+        }
         let t = open(conn.clone()).await?;
         conns.push(Arc::downgrade(&conn));
         if let Some(held) = &self.held {
@@ -539,7 +641,63 @@ mod tests {
         assert_eq!(t.keepalive, Some(DEFAULT_KEEPALIVE));
         assert_eq!(
             r.known_hosts("h"),
-            vec![PathBuf::from("/home/op/.ssh/known_hosts")]
+            vec![
+                PathBuf::from("/home/op/.ssh/known_hosts"),
+                PathBuf::from("/home/op/.ssh/known_hosts2")
+            ]
+        );
+        assert_eq!(t.user_known_hosts, None, "the session's files");
+        assert_eq!(
+            t.global_known_hosts,
+            vec![
+                PathBuf::from("/etc/ssh/ssh_known_hosts"),
+                PathBuf::from("/etc/ssh/ssh_known_hosts2")
+            ]
+        );
+        assert_eq!(t.strict, None);
+    }
+
+    /// D2 (hostile review 2026-11-25, K1-K3): per-host UserKnownHostsFile,
+    /// GlobalKnownHostsFile and StrictHostKeyChecking reach the target and each jump
+    /// host, resolved for that host (not `Host *` only).
+    #[test]
+    fn host_key_settings_are_resolved_per_target_and_per_jump_host() {
+        use crate::ssh::config::Strict;
+        let r = resolver(
+            "Host 127.0.0.1 localhost\n  UserKnownHostsFile ~/.ssh/kh_cluster %d/kh_%h_%p\n  StrictHostKeyChecking yes\n\
+             Host bastion\n  HostName 10.0.0.1\n  GlobalKnownHostsFile /etc/team_kh\n  HostKeyAlias Gate\n\
+             Host *\n  StrictHostKeyChecking accept-new\n  ProxyJump bastion\n",
+        );
+        let route = r.route(&node("localhost"));
+        assert_eq!(
+            route.target.user_known_hosts,
+            Some(vec![
+                PathBuf::from("/home/op/.ssh/kh_cluster"),
+                PathBuf::from("/home/op/kh_localhost_22")
+            ])
+        );
+        assert_eq!(route.target.strict, Some(Strict::Yes));
+        let jump = &route.jumps[0];
+        assert_eq!(jump.host, "10.0.0.1");
+        assert_eq!(jump.strict, Some(Strict::AcceptNew));
+        assert_eq!(jump.user_known_hosts, None);
+        assert_eq!(jump.global_known_hosts, vec![PathBuf::from("/etc/team_kh")]);
+        assert_eq!(jump.known_hosts_name(), "gate");
+        assert_eq!(route.target.known_hosts_name(), "localhost");
+        let other = r.route(&node("gpu-1")).target;
+        assert_eq!(other.strict, Some(Strict::AcceptNew));
+        assert_eq!(other.user_known_hosts, None);
+    }
+
+    #[test]
+    fn the_connect_budget_follows_connect_timeout_and_hops() {
+        let r = resolver("Host slowhost\n  HostName 127.0.0.1\n  ConnectTimeout 30\n");
+        let route = r.route(&node("slowhost"));
+        assert_eq!(route.connect_budget(), Duration::from_millis(90_750));
+        let r = resolver("Host n\n  ProxyJump b\n  ConnectTimeout 5\nHost b\n  ConnectTimeout 10\n");
+        assert_eq!(
+            r.route(&node("n")).connect_budget(),
+            Duration::from_millis(45_750)
         );
     }
 }
