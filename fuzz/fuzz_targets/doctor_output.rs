@@ -10,6 +10,14 @@ use libfuzzer_sys::fuzz_target;
 fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);
     let sections = script::parse(&text);
+    // The streaming reader the doctor keeps a node's output in (bounded per section and
+    // per node), fed in pieces cut at the input's own newlines.
+    let mut reader = script::Reader::default();
+    for piece in text.split_inclusive('\n') {
+        reader.push(piece);
+    }
+    let (streamed, _cuts) = reader.finish();
+    let _ = streamed.names();
     let ctx = Context {
         machine_type: Some("a3-megagpu-8g".into()),
         flavour: GpuDirect::Tcpxo,

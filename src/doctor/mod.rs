@@ -257,7 +257,11 @@ impl Facts {
                 _ => {}
             }
         }
-        f.nics = net::parse_nics(s.get("nics").unwrap_or(""), s.get("addrs").unwrap_or(""));
+        f.nics = net::parse_nics(
+            s.get("nics").unwrap_or(""),
+            s.get("addrs").unwrap_or(""),
+            s.get("routes").unwrap_or(""),
+        );
         f.route = net::default_route(s.get("route").unwrap_or(""));
         (f.rdma_ports, f.rdma_devices) = net::parse_rdma(s.get("rdma").unwrap_or(""));
         f.time_ns = s.get("time").and_then(|t| t.trim().parse().ok());
@@ -424,6 +428,71 @@ pub fn judge_facts(ctx: &Context, node: &str, s: &script::Sections, f: &Facts, e
         ));
     }
     out
+}
+
+/// The node checks that read a section of the node script.
+fn checks_reading(section: &str) -> &'static [&'static str] {
+    match section {
+        "smi" => &["gpus"],
+        "gpus" => &["gpus", "ecc", "clocks", "persistence"],
+        "topo" => &["nvlink", "numa"],
+        "nvlink" => &["nvlink"],
+        "xid" => &["xid"],
+        "nics" | "addrs" | "route" | "routes" => &["nics", "numa"],
+        "rdma" => &["rdma"],
+        "sysctl" => &["sysctl"],
+        "nccl-env" => &["nccl-env"],
+        "gpudirect" => &["gpudirect"],
+        _ => &[],
+    }
+}
+
+/// Say where a node's output was cut: in the evidence of each finding that read a cut
+/// section (a pass becomes a warning: it was judged on part of the output), else in a
+/// finding of its own.
+pub fn note_cuts(node: &str, findings: &mut Vec<Finding>, cuts: &script::Cuts) {
+    if cuts.is_empty() {
+        return;
+    }
+    let mut said = false;
+    for section in cuts.names() {
+        for f in findings
+            .iter_mut()
+            .filter(|f| checks_reading(section).contains(&f.check))
+        {
+            if f.outcome == Outcome::Pass {
+                f.outcome = Outcome::Warn;
+                f.what = format!("{} (judged on output cut short)", f.what);
+            }
+            f.evidence.extend(cuts.of(section));
+            said = true;
+        }
+    }
+    if !said {
+        findings.push(
+            Finding::new("reach", node, Outcome::Warn, "its output was cut short")
+                .evidence(cuts.lines())
+                .fix(FIX_CUT),
+        );
+    }
+}
+
+const FIX_CUT: &str = "a command on the node prints without end (a runaway nvidia-smi): run it by hand (`flightdeck exec FLEET --nodes NODE -- 'nvidia-smi | head'`)";
+
+/// A node whose output passed [`script::NODE_CAP`]: not the node script's output (it
+/// cuts every section well below), so nothing of it is judged.
+pub fn judge_flood(node: &str, cuts: &script::Cuts) -> Vec<Finding> {
+    vec![Finding::new(
+        "reach",
+        node,
+        Outcome::Fail,
+        format!(
+            "its output passed {} MiB, more than the checks print: nothing of it was judged",
+            script::NODE_CAP / (1024 * 1024)
+        ),
+    )
+    .evidence(cuts.lines())
+    .fix("the node does not run the doctor's script as sent (a login command, a wrapper or a compromised node prints instead): check the node's sshd and shell set-up")]
 }
 
 fn gpu_list(idx: impl Iterator<Item = u32>) -> String {
@@ -1572,3 +1641,54 @@ fn check_rank(id: &str) -> usize {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod cut_tests {
+    use super::*;
+
+    #[test]
+    fn a_cut_is_said_in_the_findings_that_read_the_section() {
+        let cuts = script::Cuts {
+            sections: vec![("topo".into(), 1234)],
+            on_node: vec!["smi".into()],
+            node: None,
+        };
+        let mut found = vec![
+            Finding::new("nvlink", "n0", Outcome::Pass, "18 links per pair"),
+            Finding::new("gpus", "n0", Outcome::Fail, "1 GPU"),
+            Finding::new("sysctl", "n0", Outcome::Pass, "ok"),
+        ];
+        note_cuts("n0", &mut found, &cuts);
+        assert_eq!(found[0].outcome, Outcome::Warn);
+        assert_eq!(found[0].what, "18 links per pair (judged on output cut short)");
+        assert_eq!(
+            found[0].evidence,
+            ["topo: output cut at 256 KiB … 1234 bytes more not read"]
+        );
+        assert_eq!(found[1].outcome, Outcome::Fail);
+        assert_eq!(
+            found[1].evidence,
+            ["smi: output cut at 256 KiB on the node … the rest not read"]
+        );
+        assert_eq!(found[2].outcome, Outcome::Pass);
+        assert_eq!(found.len(), 3);
+        // No finding read it (`--only sysctl`): a finding of its own says it.
+        let mut found = vec![Finding::new("sysctl", "n0", Outcome::Pass, "ok")];
+        note_cuts("n0", &mut found, &cuts);
+        assert_eq!(found.len(), 2);
+        assert_eq!(found[1].what, "its output was cut short");
+        assert_eq!(found[1].evidence.len(), 2);
+        let flood = judge_flood(
+            "n0",
+            &script::Cuts {
+                node: Some(99),
+                ..script::Cuts::default()
+            },
+        );
+        assert_eq!(flood[0].outcome, Outcome::Fail);
+        assert_eq!(
+            flood[0].evidence,
+            ["the node's output passed 4 MiB … 99 bytes more not read"]
+        );
+    }
+}

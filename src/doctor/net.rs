@@ -18,11 +18,64 @@ pub struct Nic {
     /// Link speed in Mbit/s, when the driver says.
     pub speed: Option<u32>,
     pub numa: Option<i32>,
+    /// Its first IPv4 address as the node printed it (checked before it is probed:
+    /// [`probe_target`]).
     pub addr: Option<String>,
+    /// The subnets the node reaches through this NIC: its address's prefix, and the
+    /// routes through it (GCP gives a NIC a /32 address and its subnet as a route).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub subnets: Vec<Subnet>,
 }
 
-/// The `nics` and `addrs` sections.
-pub fn parse_nics(nics: &str, addrs: &str) -> Vec<Nic> {
+/// An IPv4 subnet: address and prefix length.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+pub struct Subnet {
+    pub addr: std::net::Ipv4Addr,
+    pub len: u8,
+}
+
+impl Subnet {
+    /// `10.0.0.0/24` (an address in it, `10.0.0.5/24`, names it too); `None` unless an
+    /// IPv4 address with a prefix of 1 to 32.
+    fn parse(cidr: &str) -> Option<Subnet> {
+        let (a, l) = cidr.split_once('/')?;
+        let len: u8 = l.parse().ok().filter(|l| (1..=32).contains(l))?;
+        let any = Subnet {
+            addr: a.parse().ok()?,
+            len,
+        };
+        Some(Subnet {
+            addr: any.network().into(),
+            len,
+        })
+    }
+
+    fn mask(self) -> u32 {
+        u32::MAX << (32 - u32::from(self.len))
+    }
+
+    fn network(self) -> u32 {
+        u32::from(self.addr) & self.mask()
+    }
+
+    pub fn contains(self, ip: std::net::Ipv4Addr) -> bool {
+        u32::from(ip) & self.mask() == self.network()
+    }
+
+    /// Its network and broadcast addresses, for a prefix that has them (up to /30).
+    fn ends(self) -> Option<(u32, u32)> {
+        (self.len <= 30).then(|| (self.network(), self.network() | !self.mask()))
+    }
+}
+
+impl std::fmt::Display for Subnet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", std::net::Ipv4Addr::from(self.network()), self.len)
+    }
+}
+
+/// The `nics`, `addrs` and `routes` sections.
+pub fn parse_nics(nics: &str, addrs: &str, routes: &str) -> Vec<Nic> {
     let mut out: Vec<Nic> = nics
         .lines()
         .filter_map(|l| {
@@ -37,6 +90,7 @@ pub fn parse_nics(nics: &str, addrs: &str) -> Vec<Nic> {
                 speed: f[3].parse::<i64>().ok().filter(|s| *s > 0).map(|s| s as u32),
                 numa: f[4].parse().ok().filter(|n| *n >= 0),
                 addr: None,
+                subnets: vec![],
             })
         })
         .collect();
@@ -49,13 +103,101 @@ pub fn parse_nics(nics: &str, addrs: &str) -> Vec<Nic> {
         let (Some(dev), Some(cidr)) = (f.get(1), f.get(i + 1)) else {
             continue;
         };
-        let addr = cidr.split('/').next().unwrap_or("").to_string();
-        if let Some(n) = out.iter_mut().find(|n| n.name == *dev && n.addr.is_none()) {
-            n.addr = Some(addr);
+        let Some(n) = out.iter_mut().find(|n| n.name == *dev) else {
+            continue;
+        };
+        if n.addr.is_none() {
+            n.addr = Some(cidr.split('/').next().unwrap_or("").to_string());
         }
+        if let Some(net) = Subnet::parse(cidr).filter(|s| s.len < 32) {
+            n.subnets.push(net);
+        }
+    }
+    // `10.37.0.0/20 via 10.37.0.1 dev eth1 proto static`: unicast routes of any table
+    // (a first word of `local`, `broadcast`, ... is another type); not the default route
+    // and not one host.
+    for l in routes.lines() {
+        let mut f: Vec<&str> = l.split_whitespace().collect();
+        if f.first() == Some(&"unicast") {
+            f.remove(0);
+        }
+        let Some(net) = f.first().and_then(|d| Subnet::parse(d)).filter(|s| s.len < 32) else {
+            continue;
+        };
+        let Some(dev) = f.iter().position(|w| *w == "dev").and_then(|i| f.get(i + 1)) else {
+            continue;
+        };
+        if let Some(n) = out.iter_mut().find(|n| n.name == *dev) {
+            n.subnets.push(net);
+        }
+    }
+    for n in &mut out {
+        n.subnets.sort();
+        n.subnets.dedup();
     }
     out.sort_by(|a, b| crate::telemetry::layout::natural_cmp(&a.name, &b.name));
     out
+}
+
+/// Whether a node probes `addr`, an address its peer reports on the same NIC `nic`:
+/// only a unicast IPv4 address inside one of the node's own subnets on that NIC, not the
+/// subnet's network or broadcast address and not the node's own. Else why not.
+pub fn probe_target(nic: &Nic, addr: &str) -> Result<std::net::Ipv4Addr, String> {
+    let shown: String = addr.chars().flat_map(char::escape_debug).take(64).collect();
+    let Ok(ip) = addr.parse::<std::net::Ipv4Addr>() else {
+        return Err(format!("`{shown}` is not an IPv4 address"));
+    };
+    let kind = if ip.is_unspecified() {
+        Some("the unspecified address")
+    } else if ip.is_loopback() {
+        Some("a loopback address")
+    } else if ip.is_multicast() {
+        Some("a multicast address")
+    } else if ip.is_broadcast() {
+        Some("the broadcast address")
+    } else if u32::from(ip) >> 28 == 0xf {
+        Some("a reserved address (240.0.0.0/4)")
+    } else {
+        None
+    };
+    if let Some(kind) = kind {
+        return Err(format!("{ip} is {kind}, not a unicast one"));
+    }
+    if nic.addr.as_deref() == Some(addr) {
+        return Err(format!("{ip} is the prober's own address"));
+    }
+    if nic.subnets.is_empty() {
+        return Err(format!(
+            "the prober knows no subnet of its own on {} (no prefix or route through it)",
+            nic.name
+        ));
+    }
+    let Some(net) = nic.subnets.iter().find(|s| s.contains(ip)) else {
+        let mine: Vec<String> = nic.subnets.iter().map(Subnet::to_string).collect();
+        let link_local = if ip.is_link_local() {
+            "a link-local address "
+        } else {
+            ""
+        };
+        return Err(format!(
+            "{ip} is {link_local}outside the prober's subnets on {} ({})",
+            nic.name,
+            mine.join(", ")
+        ));
+    };
+    if let Some((network, broadcast)) = net.ends() {
+        if u32::from(ip) == broadcast || u32::from(ip) == network {
+            return Err(format!(
+                "{ip} is the {} address of {net}",
+                if u32::from(ip) == broadcast {
+                    "broadcast"
+                } else {
+                    "network"
+                }
+            ));
+        }
+    }
+    Ok(ip)
 }
 
 /// The interface of `ip route show default`'s first route.
@@ -587,6 +729,7 @@ mod tests {
         let nics = parse_nics(
             "eth0 up 1500 10000 -\neth1 down 1400 - -\nlo unknown 65536 - -\nens5 up 8244 200000 1\n",
             "1: lo    inet 127.0.0.1/8 scope host lo\\       valid_lft forever\n2: eth0    inet 10.88.0.1/24 brd 10.88.0.255 scope global eth0\\\n",
+            "",
         );
         assert_eq!(
             nics.iter().map(|n| n.name.as_str()).collect::<Vec<_>>(),
@@ -609,6 +752,80 @@ mod tests {
         assert_eq!(devices, 2);
         assert_eq!(ports[0].netdev.as_deref(), Some("gpu0rdma0"));
         assert_eq!((ports[1].netdev.clone(), ports[1].numa), (None, Some(1)));
+    }
+
+    #[test]
+    fn only_unicast_addresses_in_the_probers_own_subnets_are_probed() {
+        let nics = parse_nics(
+            "eth1 up 1500 - -\nens5 up 8244 - -\neth3 up 1500 - -\n",
+            "3: eth1    inet 10.88.1.1/24 brd 10.88.1.255 scope global eth1\n\
+             4: ens5    inet 10.37.0.59/32 brd 10.37.0.59 scope global dynamic ens5\n\
+             5: eth3    inet 169.254.3.1/16 scope link eth3\n",
+            // GCP: a /32 address, the subnet a route through the NIC; other types skipped.
+            "default via 10.33.0.1 dev eth0 proto dhcp metric 100\n\
+             10.37.0.0/20 via 10.37.0.1 dev ens5 proto static\n\
+             10.37.0.1 dev ens5 scope link\n\
+             local 10.37.0.59 dev ens5 table local proto kernel scope host src 10.37.0.59\n\
+             broadcast 10.88.1.255 dev eth1 table local proto kernel scope link src 10.88.1.1\n",
+        );
+        let nic = |n: &str| nics.iter().find(|x| x.name == n).unwrap().clone();
+        let (eth1, ens5, eth3) = (nic("eth1"), nic("ens5"), nic("eth3"));
+        assert_eq!(
+            eth1.subnets.iter().map(Subnet::to_string).collect::<Vec<_>>(),
+            ["10.88.1.0/24"]
+        );
+        assert_eq!(
+            ens5.subnets.iter().map(Subnet::to_string).collect::<Vec<_>>(),
+            ["10.37.0.0/20"]
+        );
+        assert_eq!(probe_target(&eth1, "10.88.1.2"), Ok("10.88.1.2".parse().unwrap()));
+        assert_eq!(probe_target(&ens5, "10.37.3.4"), Ok("10.37.3.4".parse().unwrap()));
+        assert_eq!(
+            probe_target(&eth3, "169.254.3.2"),
+            Ok("169.254.3.2".parse().unwrap())
+        );
+        let no = |n: &Nic, a: &str| probe_target(n, a).unwrap_err();
+        assert_eq!(
+            no(&eth1, "169.254.169.254"),
+            "169.254.169.254 is a link-local address outside the prober's subnets on eth1 (10.88.1.0/24)"
+        );
+        assert_eq!(
+            no(&eth1, "8.8.8.8"),
+            "8.8.8.8 is outside the prober's subnets on eth1 (10.88.1.0/24)"
+        );
+        assert_eq!(
+            no(&eth1, "10.88.1.255"),
+            "10.88.1.255 is the broadcast address of 10.88.1.0/24"
+        );
+        assert_eq!(
+            no(&eth1, "10.88.1.0"),
+            "10.88.1.0 is the network address of 10.88.1.0/24"
+        );
+        assert_eq!(no(&eth1, "10.88.1.1"), "10.88.1.1 is the prober's own address");
+        assert_eq!(
+            no(&eth1, "224.0.0.1"),
+            "224.0.0.1 is a multicast address, not a unicast one"
+        );
+        assert_eq!(
+            no(&eth1, "255.255.255.255"),
+            "255.255.255.255 is the broadcast address, not a unicast one"
+        );
+        assert_eq!(
+            no(&eth1, "127.0.0.1"),
+            "127.0.0.1 is a loopback address, not a unicast one"
+        );
+        assert_eq!(
+            no(&eth1, "0.0.0.0"),
+            "0.0.0.0 is the unspecified address, not a unicast one"
+        );
+        assert_eq!(
+            no(&eth1, "metadata.google.internal"),
+            "`metadata.google.internal` is not an IPv4 address"
+        );
+        assert_eq!(no(&eth1, "-f"), "`-f` is not an IPv4 address");
+        let mut bare = eth1.clone();
+        bare.subnets.clear();
+        assert!(no(&bare, "10.88.1.2").starts_with("the prober knows no subnet of its own on eth1"));
     }
 
     #[test]

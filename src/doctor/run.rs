@@ -65,7 +65,10 @@ pub async fn examine(
         tx,
     ));
     let pos = |index: usize| nodes.iter().position(|n| n.index == index);
-    let mut stdout: Vec<String> = vec![String::new(); nodes.len()];
+    // Each node's output read into sections as it arrives, in bounded memory.
+    let mut readers: Vec<Option<script::Reader>> = (0..nodes.len())
+        .map(|_| Some(script::Reader::default()))
+        .collect();
     let mut arrived: Vec<Option<i128>> = vec![None; nodes.len()];
     let mut facts: Vec<Option<Facts>> = vec![None; nodes.len()];
     let mut done = 0;
@@ -83,12 +86,33 @@ pub async fn examine(
             } => {
                 let Some(k) = pos(node) else { continue };
                 arrived[k].get_or_insert_with(now_ns);
-                stdout[k].push_str(&text);
+                if let Some(r) = readers[k].as_mut() {
+                    r.push(&text);
+                }
             }
             Chunk::Lines { .. } => {}
             Chunk::Done { node, result } => {
                 let Some(k) = pos(node) else { continue };
-                let sections = script::parse(&stdout[k]);
+                let Some(reader) = readers[k].take() else { continue };
+                let full = reader.full();
+                let (sections, cuts) = reader.finish();
+                if full {
+                    // Not the node script's output (it cuts every section): nothing of it
+                    // is judged.
+                    let findings = super::judge_flood(&nodes[k].name, &cuts);
+                    report.add(findings.clone());
+                    on(Event::Node {
+                        node: nodes[k].name.clone(),
+                        findings,
+                    });
+                    done += 1;
+                    on(Event::Progress(crate::progress::tally(
+                        done,
+                        nodes.len(),
+                        "nodes checked",
+                    )));
+                    continue;
+                }
                 let error = match (result.code, &result.error) {
                     (exec::UNREACHABLE, Some(e)) => Some(e.clone()),
                     (exec::UNREACHABLE, None) => Some("unreachable".to_string()),
@@ -98,7 +122,7 @@ pub async fn examine(
                     )),
                     _ => None,
                 };
-                let findings = match error {
+                let mut findings = match error {
                     Some(e) => judge_node(ctx, &nodes[k].name, &sections, result.code, Some(&e)),
                     None => {
                         let f = Facts::read(&sections);
@@ -107,6 +131,7 @@ pub async fn examine(
                         found
                     }
                 };
+                super::note_cuts(&nodes[k].name, &mut findings, &cuts);
                 report.add(findings.clone());
                 on(Event::Node {
                     node: nodes[k].name.clone(),
@@ -170,21 +195,21 @@ async fn reach(
     if seen.len() < 2 {
         return skip("fewer than two nodes answered: no pair to probe");
     }
-    // Each node's data NICs with an address: (NIC, address).
-    let addrs: Vec<Vec<(String, String)>> = seen
+    // Each node's data NICs with an address.
+    let addrs: Vec<Vec<&net::Nic>> = seen
         .iter()
         .map(|(_, s)| {
             s.facts
                 .data_nics()
                 .into_iter()
-                .filter_map(|n| Some((n.name.clone(), n.addr.clone()?)))
+                .filter(|n| n.addr.is_some())
                 .collect()
         })
         .collect();
-    let mut rails: Vec<&str> = addrs.iter().flatten().map(|(n, _)| n.as_str()).collect();
+    let mut rails: Vec<&str> = addrs.iter().flatten().map(|n| n.name.as_str()).collect();
     rails.sort();
     rails.dedup();
-    rails.retain(|r| addrs.iter().filter(|a| a.iter().any(|(n, _)| n == r)).count() >= 2);
+    rails.retain(|r| addrs.iter().filter(|a| a.iter().any(|n| n.name == *r)).count() >= 2);
     if rails.is_empty() {
         return skip("no data NIC with an address on two nodes: nothing to probe");
     }
@@ -200,6 +225,9 @@ async fn reach(
     let now = now_ns();
     let mut jobs = vec![];
     let mut peers_of: Vec<(usize, Vec<usize>)> = vec![];
+    // Addresses not probed: (the node that reported it, NIC, address) -> (prober, why).
+    let mut not_probed: std::collections::BTreeMap<(usize, String, String), Vec<(usize, String)>> =
+        Default::default();
     for (k, (pos, seen_k)) in seen.iter().enumerate() {
         let offset = match (seen_k.facts.time_ns, seen_k.arrived_ns) {
             (Some(t), Some(a)) => t - a,
@@ -212,14 +240,22 @@ async fn reach(
                 continue;
             };
             peers[r + 1] = b;
-            let targets: Vec<(String, String)> = addrs[k]
-                .iter()
-                .filter(|(nic, _)| rails.contains(&nic.as_str()))
-                .filter_map(|(nic, _)| {
-                    let peer = addrs[b].iter().find(|(n, _)| n == nic)?;
-                    Some((nic.clone(), peer.1.clone()))
-                })
-                .collect();
+            let mut targets: Vec<(String, String)> = vec![];
+            for nic in addrs[k].iter().filter(|n| rails.contains(&n.name.as_str())) {
+                let Some(peer) = addrs[b].iter().find(|n| n.name == nic.name) else {
+                    continue;
+                };
+                let addr = peer.addr.clone().unwrap_or_default();
+                // A node pings only what its own subnets on the NIC hold: a peer's word
+                // does not send it to the metadata server, a name or a broadcast.
+                match net::probe_target(nic, &addr) {
+                    Ok(ip) => targets.push((nic.name.clone(), ip.to_string())),
+                    Err(why) => not_probed
+                        .entry((b, nic.name.clone(), addr))
+                        .or_default()
+                        .push((k, why)),
+                }
+            }
             if !targets.is_empty() {
                 plan.push((r + 1, targets));
             }
@@ -232,6 +268,24 @@ async fn reach(
         ));
         peers_of.push((k, peers));
     }
+    let mut skipped: Vec<Finding> = not_probed
+        .into_iter()
+        .map(|((b, nic, addr), by)| {
+            let shown: String = addr.chars().flat_map(char::escape_debug).take(64).collect();
+            Finding::new(
+                "reach",
+                seen[b].1.node,
+                Outcome::Warn,
+                format!(
+                    "{nic}: its address `{shown}` was not probed by {}: {}",
+                    crate::words::plural(by.len(), "node"),
+                    by[0].1
+                ),
+            )
+            .evidence(by.iter().map(|(k, why)| format!("{}: skipped: {why}", seen[*k].1.node)))
+            .fix("a probe goes only to a unicast address in the prober's own subnets on the NIC: check the node's address on it (`ip -4 addr show`)")
+        })
+        .collect();
     let total_ms = lead_ms + slot * rounds.len() as u64;
     on(Event::Progress(format!(
         "reachability: {} of {count} probes per pair on {}, about {:.0} s",
@@ -240,9 +294,23 @@ async fn reach(
         total_ms as f64 / 1000.0
     )));
     let limit = Duration::from_millis(total_ms + 30_000);
-    let out = exec::collect_within(transport, jobs, Some(limit)).await;
+    let out = collect_bounded(transport, jobs, limit).await;
     let mut probes: Vec<net::Probe> = vec![];
-    for ((a, peers), (code, stdout, _)) in peers_of.into_iter().zip(out) {
+    for ((a, peers), (code, stdout, dropped)) in peers_of.into_iter().zip(out) {
+        if dropped > 0 {
+            skipped.push(
+                Finding::new(
+                    "reach",
+                    seen[a].1.node,
+                    Outcome::Warn,
+                    format!(
+                        "its probe output passed {} MiB: the rest was not read",
+                        REACH_CAP / (1024 * 1024)
+                    ),
+                )
+                .evidence([format!("… {dropped} bytes more not read")]),
+            );
+        }
         if code == exec::UNREACHABLE {
             continue;
         }
@@ -267,7 +335,50 @@ async fn reach(
         "probe rounds",
     )));
     let names: Vec<String> = seen.iter().map(|(_, s)| s.node.to_string()).collect();
-    super::judge_reach(&names, &probes)
+    let mut found = super::judge_reach(&names, &probes);
+    found.extend(skipped);
+    found
+}
+
+/// The most of a node's output kept in the reach round: its probes' ping summaries,
+/// some 300 bytes per peer and NIC (2.5 MiB for 1024 nodes of 8 NICs).
+const REACH_CAP: usize = 8 * 1024 * 1024;
+
+/// Each job run as [`exec::collect_within`] runs it: (exit status, stdout, bytes of
+/// stdout past [`REACH_CAP`], dropped unread) in the jobs' order.
+async fn collect_bounded(
+    transport: Transport,
+    jobs: Vec<(NodeTarget, String, Vec<u8>)>,
+    limit: Duration,
+) -> Vec<(i32, String, u64)> {
+    let order: Vec<usize> = jobs.iter().map(|(n, _, _)| n.index).collect();
+    let (tx, mut rx) = exec::channel(1024);
+    let h = tokio::spawn(exec::run_each_with_input(transport, jobs, 64, Some(limit), tx));
+    let mut out: Vec<(i32, String, u64)> = vec![(exec::UNREACHABLE, String::new(), 0); order.len()];
+    while let Some(c) = rx.recv_chunk().await {
+        let (Chunk::Lines { node, .. } | Chunk::Done { node, .. }) = &c;
+        let Some(k) = order.iter().position(|i| i == node) else {
+            continue;
+        };
+        match c {
+            Chunk::Lines {
+                stream: Stream::Stdout,
+                text,
+                ..
+            } => {
+                let o = &mut out[k];
+                if o.2 == 0 && o.1.len() + text.len() <= REACH_CAP {
+                    o.1.push_str(&text);
+                } else {
+                    o.2 += text.len() as u64;
+                }
+            }
+            Chunk::Lines { .. } => {}
+            Chunk::Done { result, .. } => out[k].0 = result.code,
+        }
+    }
+    let _ = h.await;
+    out
 }
 
 /// The `placement` check of a GCP fleet, from the Compute API; a skip for other fleets,

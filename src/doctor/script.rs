@@ -9,73 +9,119 @@ use std::fmt::Write as _;
 
 const MARK: &str = "@@fd-doctor";
 
+/// The most of one section's output the doctor keeps. The largest real section, the
+/// `nvidia-smi` banner of an 8-GPU node, is a few KiB (tests/fixtures/doctor: 2 KiB on
+/// 2 GPUs; `topo -m` 0.6 KiB, `nvlink -s` 0.9 KiB), so this is some fifty times that.
+/// The node script cuts each section there too (`head -c`), so a command that prints
+/// without end (a runaway `nvidia-smi`) is stopped and the node's checks go on.
+pub const SECTION_CAP: usize = 256 * 1024;
+
+/// The most of a node's output the doctor reads: past it the node is judged from what
+/// arrived and whatever else it sends is dropped, unread (a node that ignores the script
+/// and floods).
+pub const NODE_CAP: u64 = 4 * 1024 * 1024;
+
 /// The script for a node; `preflight` is the GPUDirect flavour's pre-flight script (its
 /// output becomes the `gpudirect` section) when the fleet has one.
 pub fn script(preflight: Option<&str>) -> String {
     let mut s = String::from("#!/bin/sh\n# flightdeck doctor: what this node looks like (reads only)\n");
     let _ = writeln!(s, "b() {{ echo \"{MARK} begin $1\"; }}");
     let _ = writeln!(s, "e() {{ echo \"{MARK} end $1 $2\"; }}");
+    // Each section's output is cut at the cap on the node (its command then stops on
+    // SIGPIPE), and `after` says where a section's output ended, cut or not: a section
+    // without its `end` before its `after` was cut.
+    let _ = writeln!(
+        s,
+        "cap() {{ if command -v head >/dev/null 2>&1; then head -c {}; else cat; fi; }}",
+        SECTION_CAP + 128
+    );
+    let _ = writeln!(s, "a() {{ echo; echo \"{MARK} after $1\"; }}");
+    let section = |s: &mut String, name: &str, body: &str| {
+        let _ = writeln!(s, "b {name}; {{ {body}\n}} 2>&1 | cap; a {name}");
+    };
     // The time first: the clock offset is judged by when this line arrives.
     s.push_str("b time; date +%s%N; e time 0\n");
     s.push_str(
         "PATH=\"$PATH:/var/lib/nvidia/bin:/usr/local/nvidia/bin:/home/kubernetes/bin/nvidia/bin:/usr/sbin:/sbin\"\n",
     );
-    let _ = writeln!(
-        s,
-        "if command -v nvidia-smi >/dev/null 2>&1; then\n\
-         b smi; nvidia-smi 2>&1; e smi $?\n\
-         b gpus; nvidia-smi --query-gpu={q} --format=csv 2>&1; e gpus $?\n\
-         b topo; nvidia-smi topo -m 2>&1; e topo $?\n\
-         b nvlink; nvidia-smi nvlink -s 2>&1; e nvlink $?\n\
-         else b smi; echo 'nvidia-smi: not found'; e smi 127; fi",
-        q = super::gpu::QUERY_FIELDS
+    s.push_str("if command -v nvidia-smi >/dev/null 2>&1; then\n");
+    section(&mut s, "smi", "nvidia-smi 2>&1; e smi $?;");
+    section(
+        &mut s,
+        "gpus",
+        &format!(
+            "nvidia-smi --query-gpu={} --format=csv 2>&1; e gpus $?;",
+            super::gpu::QUERY_FIELDS
+        ),
     );
+    section(&mut s, "topo", "nvidia-smi topo -m 2>&1; e topo $?;");
+    section(&mut s, "nvlink", "nvidia-smi nvlink -s 2>&1; e nvlink $?;");
+    s.push_str("else b smi; echo 'nvidia-smi: not found'; e smi 127; fi\n");
     // The kernel log since boot: dmesg (as root or where dmesg_restrict is off), sudo, or
     // the journal; only the NVIDIA driver's lines travel.
-    s.push_str(
-        "b xid; k=$(dmesg 2>/dev/null) || k=$(sudo -n dmesg 2>/dev/null) || k=$(journalctl -k -b -q --no-pager 2>/dev/null) || k=''; \
+    section(
+        &mut s,
+        "xid",
+        "k=$(dmesg 2>/dev/null) || k=$(sudo -n dmesg 2>/dev/null) || k=$(journalctl -k -b -q --no-pager 2>/dev/null) || k=''; \
          if [ -z \"$k\" ]; then echo 'kernel log: not readable (dmesg, sudo -n dmesg and journalctl -k all failed)'; e xid 1; \
-         else printf '%s\\n' \"$k\" | grep -E 'NVRM: Xid|fallen off the bus' | tail -n 64; e xid 0; fi\n",
+         else printf '%s\\n' \"$k\" | grep -E 'NVRM: Xid|fallen off the bus' | tail -n 64; e xid 0; fi;",
     );
     // NICs: name, state, MTU, speed, NUMA node of its device.
-    s.push_str(
-        "b nics; for d in /sys/class/net/*; do n=${d##*/}; \
+    section(
+        &mut s,
+        "nics",
+        "for d in /sys/class/net/*; do n=${d##*/}; \
          printf '%s %s %s %s %s\\n' \"$n\" \"$(cat $d/operstate 2>/dev/null || echo -)\" \"$(cat $d/mtu 2>/dev/null || echo -)\" \
-         \"$(cat $d/speed 2>/dev/null || echo -)\" \"$(cat $d/device/numa_node 2>/dev/null || echo -)\"; done; e nics 0\n",
+         \"$(cat $d/speed 2>/dev/null || echo -)\" \"$(cat $d/device/numa_node 2>/dev/null || echo -)\"; done; e nics 0;",
     );
-    s.push_str("b addrs; ip -o -4 addr show 2>&1; e addrs $?\n");
-    s.push_str("b route; ip route show default 2>&1; e route $?\n");
+    section(&mut s, "addrs", "ip -o -4 addr show 2>&1; e addrs $?;");
+    section(&mut s, "route", "ip route show default 2>&1; e route $?;");
+    // Every IPv4 route of every table: the subnets a NIC reaches (GCP gives a NIC a /32
+    // address and its subnet as a route), the only addresses the reach probe pings.
+    section(
+        &mut s,
+        "routes",
+        "ip -o -4 route show table all 2>&1; e routes $?;",
+    );
     // RDMA ports: device, port, state, physical state, netdev, NUMA node.
-    s.push_str(
-        "b rdma; for p in /sys/class/infiniband/*/ports/*; do [ -e \"$p/state\" ] || continue; \
+    section(
+        &mut s,
+        "rdma",
+        "for p in /sys/class/infiniband/*/ports/*; do [ -e \"$p/state\" ] || continue; \
          dev=$(basename \"$(dirname \"$(dirname \"$p\")\")\"); \
          printf '%s %s %s %s %s %s\\n' \"$dev\" \"${p##*/}\" \"$(cat $p/state | tr -d ' ')\" \"$(cat $p/phys_state | tr -d ' ')\" \
          \"$(ls /sys/class/infiniband/$dev/device/net 2>/dev/null | head -n 1)\" \"$(cat /sys/class/infiniband/$dev/device/numa_node 2>/dev/null || echo -)\"; done; \
-         echo \"devices $(ls /sys/class/infiniband 2>/dev/null | wc -l)\"; e rdma 0\n",
+         echo \"devices $(ls /sys/class/infiniband 2>/dev/null | wc -l)\"; e rdma 0;",
     );
-    s.push_str(
-        "b sysctl; for k in net.core.rmem_max net.core.wmem_max net.ipv4.tcp_rmem net.ipv4.tcp_wmem net.ipv4.tcp_mtu_probing; do \
-         printf '%s = %s\\n' \"$k\" \"$(cat /proc/sys/$(echo $k | tr . /) 2>/dev/null)\"; done; e sysctl 0\n",
+    section(
+        &mut s,
+        "sysctl",
+        "for k in net.core.rmem_max net.core.wmem_max net.ipv4.tcp_rmem net.ipv4.tcp_wmem net.ipv4.tcp_mtu_probing; do \
+         printf '%s = %s\\n' \"$k\" \"$(cat /proc/sys/$(echo $k | tr . /) 2>/dev/null)\"; done; e sysctl 0;",
     );
-    s.push_str(
-        "b nccl-env; env | grep '^NCCL_' | sed 's/^/env /'; for f in /etc/nccl.conf \"$HOME/.nccl.conf\"; do \
-         [ -r \"$f\" ] && sed \"s|^|$f |\" \"$f\"; done; e nccl-env 0\n",
+    section(
+        &mut s,
+        "nccl-env",
+        "env | grep '^NCCL_' | sed 's/^/env /'; for f in /etc/nccl.conf \"$HOME/.nccl.conf\"; do \
+         [ -r \"$f\" ] && sed \"s|^|$f |\" \"$f\"; done; e nccl-env 0;",
     );
     // Versions: the NCCL libraries the loader finds and the ones GPUDirect installs, their
     // versions (from the file name, else the version string inside), and the plugins.
-    s.push_str(
-        "b versions; echo \"kernel $(uname -r)\"; [ -r /etc/os-release ] && . /etc/os-release && echo \"os $PRETTY_NAME\"; \
+    section(
+        &mut s,
+        "versions",
+        "echo \"kernel $(uname -r)\"; [ -r /etc/os-release ] && . /etc/os-release && echo \"os $PRETTY_NAME\"; \
          py=$(python3 -c \"import importlib.util as u; s=u.find_spec('nvidia.nccl'); print(list(s.submodule_search_locations)[0])\" 2>/dev/null); \
          for f in $(ldconfig -p 2>/dev/null | awk '/libnccl\\.so/ {print $NF}') /var/lib/tcpx/lib64/libnccl.so.2 /var/lib/tcpxo/lib64/libnccl.so.2 \
          /usr/local/gib/lib64/libnccl.so.2 ${py:+$py/lib/libnccl.so.2}; do [ -e \"$f\" ] || continue; r=$(readlink -f \"$f\"); \
          v=${r##*libnccl.so.}; case \"$v\" in *.*.*) ;; *) v=$(grep -a -o -m 1 -E '[0-9]+\\.[0-9]+\\.[0-9]+\\+cuda[0-9]+\\.[0-9]+' \"$r\" | head -n 1);; esac; \
          echo \"nccl $r ${v:-unknown}\"; done; \
          for f in /var/lib/tcpx/lib64/libnccl-net.so /var/lib/tcpxo/lib64/libnccl-net.so /usr/local/gib/lib64/libnccl-net.so; do \
-         [ -e \"$f\" ] && echo \"plugin $f $(sha256sum < \"$f\" | cut -c1-12)\"; done; e versions 0\n",
+         [ -e \"$f\" ] && echo \"plugin $f $(sha256sum < \"$f\" | cut -c1-12)\"; done; e versions 0;",
     );
     if let Some(p) = preflight {
         // The pre-flight's own checks, as the NCCL runs' pre-flight makes them.
-        let _ = write!(s, "b gpudirect\n{p}\ne gpudirect 0\n");
+        section(&mut s, "gpudirect", &format!("\n{p}\ne gpudirect 0;"));
     }
     s
 }
@@ -93,44 +139,183 @@ impl Sections {
     }
 }
 
-/// The sections of a node's output; a section without its end (the node went away) keeps
-/// what arrived, with status -1.
-pub fn parse(out: &str) -> Sections {
-    let mut map = BTreeMap::new();
-    let mut current: Option<(String, String)> = None;
-    for line in out.lines() {
+/// Where a node's output was cut.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Cuts {
+    /// Sections cut here at [`SECTION_CAP`]: name, bytes more not read.
+    pub sections: Vec<(String, u64)>,
+    /// Sections the node script cut at the cap (the rest was never sent).
+    pub on_node: Vec<String>,
+    /// The node's output passed [`NODE_CAP`]: bytes dropped unread after it.
+    pub node: Option<u64>,
+}
+
+impl Cuts {
+    pub fn is_empty(&self) -> bool {
+        self.sections.is_empty() && self.on_node.is_empty() && self.node.is_none()
+    }
+
+    /// The cuts of `section`, as evidence lines.
+    pub fn of(&self, section: &str) -> Vec<String> {
+        let kib = SECTION_CAP / 1024;
+        if self.on_node.iter().any(|s| s == section) {
+            return vec![format!(
+                "{section}: output cut at {kib} KiB on the node … the rest not read"
+            )];
+        }
+        self.sections
+            .iter()
+            .filter(|(s, _)| s == section)
+            .map(|(_, n)| format!("{section}: output cut at {kib} KiB … {n} bytes more not read"))
+            .collect()
+    }
+
+    /// The sections cut, here or on the node, in the order they came.
+    pub fn names(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = vec![];
+        for s in self.sections.iter().map(|(s, _)| s).chain(&self.on_node) {
+            if !names.contains(&s.as_str()) {
+                names.push(s);
+            }
+        }
+        names
+    }
+
+    /// Every cut, as evidence lines.
+    pub fn lines(&self) -> Vec<String> {
+        let mut out: Vec<String> = self.names().iter().flat_map(|s| self.of(s)).collect();
+        if let Some(n) = self.node {
+            out.push(format!(
+                "the node's output passed {} MiB … {n} bytes more not read",
+                NODE_CAP / (1024 * 1024)
+            ));
+        }
+        out
+    }
+}
+
+/// A node's output read into sections as it arrives, in bounded memory: at most
+/// [`SECTION_CAP`] of each section is kept (the rest counted), and nothing once the
+/// node's output passed [`NODE_CAP`]. Lines outside sections are counted, not kept.
+#[derive(Debug, Default)]
+pub struct Reader {
+    map: BTreeMap<String, (String, i32)>,
+    current: Option<(String, String)>,
+    cuts: Cuts,
+    /// Bytes of output read so far.
+    read: u64,
+}
+
+impl Reader {
+    /// Whether the node's output passed [`NODE_CAP`] (nothing more is kept).
+    pub fn full(&self) -> bool {
+        self.read > NODE_CAP
+    }
+
+    /// Read `text`, whole lines.
+    pub fn push(&mut self, text: &str) {
+        if self.full() {
+            *self.cuts.node.get_or_insert(0) += text.len() as u64;
+            return;
+        }
+        for line in text.lines() {
+            let size = line.len() as u64 + 1;
+            if self.full() {
+                *self.cuts.node.get_or_insert(0) += size;
+                continue;
+            }
+            self.read += size;
+            if self.full() {
+                // The line that passed the cap is not kept either.
+                *self.cuts.node.get_or_insert(0) += size;
+                continue;
+            }
+            self.line(line);
+        }
+    }
+
+    fn close(&mut self, code: i32) {
+        if let Some((n, t)) = self.current.take() {
+            self.map.insert(n, (t, code));
+        }
+    }
+
+    fn line(&mut self, line: &str) {
         if let Some(rest) = line.strip_prefix(MARK).and_then(|r| r.strip_prefix(' ')) {
             let mut p = rest.split(' ');
             match (p.next(), p.next()) {
                 (Some("begin"), Some(name)) => {
-                    if let Some((n, t)) = current.take() {
-                        map.insert(n, (t, -1));
-                    }
-                    current = Some((name.to_string(), String::new()));
+                    self.close(-1);
+                    self.current = Some((name.to_string(), String::new()));
                 }
                 (Some("end"), Some(name)) => {
                     let code = p.next().and_then(|c| c.parse().ok()).unwrap_or(-1);
-                    if let Some((n, t)) = current.take() {
-                        if n == name {
-                            map.insert(n, (t, code));
-                        } else {
-                            map.insert(n, (t, -1));
-                        }
+                    let same = self.current.as_ref().is_some_and(|(n, _)| n == name);
+                    self.close(if same { code } else { -1 });
+                }
+                // Its output ended before its `end`: the node script's cap cut it.
+                (Some("after"), Some(name)) if self.current.as_ref().is_some_and(|(n, _)| n == name) => {
+                    self.close(-1);
+                    if !self.cuts.on_node.iter().any(|s| s == name) {
+                        self.cuts.on_node.push(name.to_string());
                     }
                 }
                 _ => {}
             }
-            continue;
+            return;
         }
-        if let Some((_, t)) = current.as_mut() {
-            t.push_str(line);
-            t.push('\n');
+        let Some((name, t)) = self.current.as_mut() else {
+            return;
+        };
+        let cut = self.cuts.sections.iter_mut().find(|(s, _)| s == name);
+        let size = line.len() + 1;
+        match cut {
+            Some((_, n)) => *n += size as u64,
+            None if t.len() + size > SECTION_CAP => {
+                self.cuts.sections.push((name.clone(), size as u64));
+            }
+            None => {
+                t.push_str(line);
+                t.push('\n');
+            }
         }
     }
-    if let Some((n, t)) = current {
-        map.insert(n, (t, -1));
+
+    /// The sections read; a section without its end (the node went away, or its output
+    /// was cut) keeps what arrived, with status -1.
+    pub fn finish(mut self) -> (Sections, Cuts) {
+        self.close(-1);
+        if let Some((t, _)) = self.map.get_mut("topo") {
+            *t = topo_bounded(t);
+        }
+        (Sections(self.map), self.cuts)
     }
-    Sections(map)
+}
+
+/// The most lines of `topo -m` read, and the longest: a real matrix of an 8-GPU node
+/// with its NICs is some 30 lines of 200 bytes; a 16-GPU one with 32 NICs lines of 300.
+const TOPO_LINES: usize = 128;
+const TOPO_LINE: usize = 1024;
+
+/// `topo -m` as the parser reads it: the first [`TOPO_LINES`] lines no longer than
+/// [`TOPO_LINE`] (a longer one is left out). The parser keeps a string per cell; this
+/// bounds them to about 64 thousand, whatever the node printed.
+fn topo_bounded(text: &str) -> String {
+    let mut out = String::new();
+    for l in text.lines().take(TOPO_LINES) {
+        if l.len() <= TOPO_LINE {
+            out.push_str(l);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// The sections of a node's output ([`Reader`]'s bounds apply).
+pub fn parse(out: &str) -> Sections {
+    let mut r = Reader::default();
+    r.push(out);
+    r.finish().0
 }
 
 /// The GPUDirect section's checks.
@@ -165,6 +350,119 @@ mod tests {
         assert!(s.get("time").unwrap().trim().parse::<u128>().is_ok());
         assert!(s.get("sysctl").unwrap().contains("net.core.rmem_max = "));
         assert_eq!(gpudirect_checks(&s).unwrap().len(), 1);
+    }
+
+    /// The script under `sh -s` with `bin` first on PATH.
+    fn run_with(bin: &std::path::Path) -> (String, std::time::Duration) {
+        use std::io::Write;
+        let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+        let t = std::time::Instant::now();
+        let mut child = std::process::Command::new("sh")
+            .arg("-s")
+            .env("PATH", path)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(script(None).as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        (String::from_utf8_lossy(&out.stdout).into_owned(), t.elapsed())
+    }
+
+    #[test]
+    fn a_runaway_nvidia_smi_is_cut_on_the_node_and_the_checks_go_on() {
+        use std::os::unix::fs::PermissionsExt;
+        let bin = tempfile::tempdir().unwrap();
+        let smi = bin.path().join("nvidia-smi");
+        // Endless for the banner, one line for the rest.
+        std::fs::write(
+            &smi,
+            "#!/bin/sh\nif [ $# -eq 0 ]; then exec yes 'GPU flood 0123456789abcdef'; fi\necho \"$*\"\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&smi, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let (out, took) = run_with(bin.path());
+        assert!(took < std::time::Duration::from_secs(20), "{took:?}");
+        let mut r = Reader::default();
+        r.push(&out);
+        assert!(!r.full());
+        let (s, cuts) = r.finish();
+        assert!(cuts.on_node.contains(&"smi".to_string()), "{cuts:?}");
+        assert!(s.get("smi").unwrap().len() <= SECTION_CAP);
+        assert_eq!(s.status("smi"), Some(-1));
+        assert_eq!(s.status("gpus"), Some(0), "the next sections ran");
+        assert!(s.get("sysctl").unwrap().contains("net.core.rmem_max = "));
+        assert!(cuts
+            .lines()
+            .iter()
+            .any(|l| l == "smi: output cut at 256 KiB on the node … the rest not read"));
+    }
+
+    #[test]
+    fn sections_and_the_node_are_read_in_bounded_memory() {
+        let line = format!("{}\n", "x".repeat(999));
+        let mut r = Reader::default();
+        r.push("@@fd-doctor begin smi\n");
+        for _ in 0..1000 {
+            r.push(&line);
+        }
+        r.push("@@fd-doctor end smi 0\n@@fd-doctor begin gpus\nGPU 0\n@@fd-doctor end gpus 0\n");
+        assert!(!r.full());
+        let (s, cuts) = r.finish();
+        assert_eq!(s.get("smi").unwrap().len(), 262 * 1000);
+        assert_eq!(s.status("smi"), Some(0));
+        assert_eq!(s.get("gpus"), Some("GPU 0\n"));
+        assert_eq!(cuts.sections, vec![("smi".to_string(), 738_000)]);
+        assert_eq!(
+            cuts.of("smi"),
+            vec!["smi: output cut at 256 KiB … 738000 bytes more not read"]
+        );
+
+        // A node past the cap: nothing more kept, what came after counted.
+        let mut r = Reader::default();
+        r.push("@@fd-doctor begin a\n");
+        let chunk = line.repeat(64);
+        for _ in 0..200 {
+            r.push(&chunk);
+        }
+        assert!(r.full());
+        let (s, cuts) = r.finish();
+        assert!(s.get("a").unwrap().len() <= SECTION_CAP);
+        let read = 200 * 64 * 1000 + 20;
+        assert!(cuts.node.unwrap() >= read - NODE_CAP - 64_000, "{cuts:?}");
+        assert!(cuts
+            .lines()
+            .last()
+            .unwrap()
+            .starts_with("the node's output passed 4 MiB … "));
+    }
+
+    #[test]
+    fn the_topo_matrix_the_parser_sees_is_bounded() {
+        let n = 3000;
+        let header: String = (0..n).map(|i| format!("\tGPU{i}")).collect();
+        let mut text = format!("@@fd-doctor begin topo\n{header}\n");
+        for i in 0..200 {
+            text.push_str(&format!("GPU{i}{}\n", "\tNV18".repeat(n)));
+        }
+        text.push_str("@@fd-doctor end topo 0\n");
+        let s = parse(&text);
+        let t = s.get("topo").unwrap();
+        assert!(t.len() <= TOPO_LINES * (TOPO_LINE + 1), "{}", t.len());
+        assert!(t.lines().all(|l| l.len() <= TOPO_LINE));
+        assert!(
+            super::super::gpu::parse_topo(t).is_none(),
+            "no header line survives: no matrix"
+        );
+        // A real matrix passes whole.
+        let real = include_str!("../../tests/fixtures/doctor/h200x2/topo-m.txt");
+        let real: String = real.lines().map(|l| format!("{l}\n")).collect();
+        assert_eq!(topo_bounded(&real), real);
     }
 
     #[test]

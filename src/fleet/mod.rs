@@ -266,14 +266,20 @@ pub fn load(file: &Path) -> Result<Fleet, Vec<Diagnostic>> {
 
 /// Parse and validate fleet file text.
 pub fn parse(file: &Path, text: &str) -> Result<Fleet, Vec<Diagnostic>> {
-    let spec: FleetSpec = yaml::from_str(file, text).map_err(|e| vec![Diagnostic::from(e)])?;
+    let mut spec: FleetSpec = yaml::from_str(file, text).map_err(|e| vec![Diagnostic::from(e)])?;
     let mut v = Validator {
         file,
         text,
         out: vec![],
+        kubeconfig: None,
     };
     let checked = v.check(&spec);
     let errors = v.out.iter().any(|d| d.severity == Severity::Error);
+    // The kubeconfig a GKE fleet names, as the absolute path it was checked at: what
+    // apply records, so no later command reads it from its own current folder.
+    if let (Some(g), Some(k)) = (spec.gke.as_mut(), v.kubeconfig.take()) {
+        g.kubeconfig = Some(k.to_string_lossy().into_owned());
+    }
     match checked {
         Some((name, backend)) if !errors => Ok(Fleet {
             file: file.to_path_buf(),
@@ -290,6 +296,8 @@ struct Validator<'a> {
     file: &'a Path,
     text: &'a str,
     out: Vec<Diagnostic>,
+    /// A GKE fleet's `kubeconfig`, resolved from the fleet file's folder.
+    kubeconfig: Option<PathBuf>,
 }
 
 /// The most nodes a fleet may have.
@@ -687,6 +695,63 @@ impl Validator<'_> {
                     "a GKE fleet uses the cluster's node pools as they are; their provisioning is GKE's: ignored",
                 );
             }
+        }
+        self.check_kubeconfig(g);
+    }
+
+    /// A GKE fleet's kubeconfig: resolved from the fleet file's folder, read only when no
+    /// one but the operator or root could have written it, and shown with its credential
+    /// plugin (a warning); a plugin of a kubeconfig the file names is an error unless
+    /// `allow_exec_plugin` allows it.
+    fn check_kubeconfig(&mut self, g: &spec::Gke) {
+        use crate::cloud::gke::cluster;
+        let opt = g.allow_exec_plugin.clone().unwrap_or_default();
+        let Some(written) = &g.kubeconfig else {
+            if !opt.is_no() {
+                self.warn(
+                    &["gke", "allow_exec_plugin"],
+                    "has no effect without `kubeconfig`: your own kubeconfig ($KUBECONFIG, ~/.kube/config) runs its plugins as kubectl does",
+                );
+            }
+            return;
+        };
+        if written.trim().is_empty() || written.chars().any(char::is_control) {
+            self.error(
+                &["gke", "kubeconfig"],
+                format!("`{}` is not a file path", printable(written)),
+            );
+            return;
+        }
+        let path = cluster::resolve_kubeconfig(self.file, written);
+        self.kubeconfig = Some(path.clone());
+        let Some(ctx) = &g.context else {
+            self.warn(
+                &["gke", "kubeconfig"],
+                "not read: the cluster is named by project, location and cluster (Application Default Credentials)",
+            );
+            return;
+        };
+        let own = cluster::is_default_kubeconfig(&path);
+        match cluster::load_kubeconfig(&path, own, ctx) {
+            Err(e) if e.missing => self.warn(
+                &["gke", "kubeconfig"],
+                format!(
+                    "{}: not found here; apply reads it (a relative path is taken from the fleet file's folder)",
+                    printable(&path.display().to_string())
+                ),
+            ),
+            Err(e) => self.error(&["gke", "kubeconfig"], e.message),
+            Ok(k) => match k.permit(&opt) {
+                Ok(()) => self.warn(&["gke", "kubeconfig"], k.summary(&opt)),
+                Err(why) => {
+                    let at: &[&str] = if g.allow_exec_plugin.is_some() {
+                        &["gke", "allow_exec_plugin"]
+                    } else {
+                        &["gke", "kubeconfig"]
+                    };
+                    self.error(at, why)
+                }
+            },
         }
     }
 
@@ -1119,6 +1184,77 @@ mod tests {
             assert_eq!(fleet.backend, BackendKind::Gcp, "{f}");
             assert!(fleet.warnings.is_empty(), "{f}: {:?}", fleet.warnings);
         }
+    }
+
+    #[test]
+    fn a_gke_fleet_files_kubeconfig_is_taken_from_its_folder_checked_and_shown() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let kc = dir.path().join("kubeconfig");
+        std::fs::write(
+            &kc,
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: http://127.0.0.1:9\ncontexts:\n- name: team\n  context:\n    cluster: c\n    user: u\nusers:\n- name: u\n  user:\n    exec:\n      command: sh\n      args: [\"-c\", \"id > pwned\"]\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&kc, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let file = dir.path().join("gke.yaml");
+        let base = "type: fleet\nname: g\ngke:\n  context: team\n  kubeconfig: kubeconfig\n";
+        let diags = |text: &str| -> Vec<String> {
+            match parse(&file, text) {
+                Ok(f) => f.warnings.iter().map(|d| d.to_string()).collect(),
+                Err(d) => d.iter().map(|d| d.to_string()).collect(),
+            }
+        };
+        let at = file.display().to_string();
+        let shown = kc.display().to_string();
+        let e = diags(base);
+        assert!(parse(&file, base).is_err());
+        assert_eq!(
+            e[0],
+            format!("{at}:5:3: gke.kubeconfig: kubeconfig {shown} (named by the fleet file), context `team`, user `u`: its exec credential plugin would run `sh -c 'id > pwned'` on this machine as you. A kubeconfig that a fleet file names runs no local command unless the fleet file allows it: `gke.allow_exec_plugin: sh` (or `true` for any plugin). kubectl runs plugins only from your own kubeconfig ($KUBECONFIG, ~/.kube/config), as flightdeck does without the opt-in")
+        );
+        // Allowed: shown as a warning, and the path kept absolute.
+        let text = format!("{base}  allow_exec_plugin: sh\n");
+        let f = parse(&file, &text).unwrap();
+        assert_eq!(
+            f.spec.gke.as_ref().unwrap().kubeconfig.as_deref(),
+            Some(shown.as_str())
+        );
+        assert_eq!(
+            f.warnings[0].to_string(),
+            format!("{at}:5:3: warning: gke.kubeconfig: kubeconfig {shown} (named by the fleet file), context `team`, user `u`: exec plugin `sh -c 'id > pwned'` (runs on this machine as you: allowed by gke.allow_exec_plugin)")
+        );
+        assert!(parse(&file, &format!("{base}  allow_exec_plugin: true\n")).is_ok());
+        let e = diags(&format!("{base}  allow_exec_plugin: gke-gcloud-auth-plugin\n"));
+        assert!(
+            e[0].starts_with(&format!("{at}:6:3: gke.allow_exec_plugin: kubeconfig {shown}")),
+            "{e:?}"
+        );
+        assert!(
+            e[0].contains("(it allows only `gke-gcloud-auth-plugin`)"),
+            "{e:?}"
+        );
+        let e = diags(&format!("{base}  allow_exec_plugin: 3\n"));
+        assert!(
+            e[0].starts_with(&format!("{at}:6:22: gke.allow_exec_plugin: invalid type")),
+            "{e:?}"
+        );
+        // Others may write it: refused where it is named.
+        std::fs::set_permissions(&kc, std::fs::Permissions::from_mode(0o666)).unwrap();
+        let e = diags(&format!("{base}  allow_exec_plugin: sh\n"));
+        assert_eq!(
+            e[0],
+            format!("{at}:5:3: gke.kubeconfig: Bad owner or permissions on {shown}: writable by group and others (mode 0666): `chmod go-w {shown}`")
+        );
+        // Not there: a warning (apply reads it), the path it was looked for at.
+        let e = diags("type: fleet\nname: g\ngke:\n  context: team\n  kubeconfig: sub/kc\n");
+        assert!(
+            e[0].contains(&format!(
+                "{}: not found here",
+                dir.path().join("sub/kc").display()
+            )),
+            "{e:?}"
+        );
     }
 
     #[test]

@@ -136,8 +136,15 @@ pub struct Gke {
     pub cluster: Option<String>,
     /// A kubeconfig context instead of project/location/cluster.
     pub context: Option<String>,
-    /// The kubeconfig file (default `$KUBECONFIG`, else `~/.kube/config`).
+    /// The kubeconfig file (default `$KUBECONFIG`, else `~/.kube/config`). A relative
+    /// path is taken from the fleet file's folder; once the file is read
+    /// ([`crate::fleet::load`]) this holds the absolute path.
     pub kubeconfig: Option<String>,
+    /// Let the kubeconfig this file names run its credential plugin (`exec`, or
+    /// `auth-provider`'s `cmd-path`) on this machine: `true`, or the plugin's command as
+    /// `fleet plan` shows it. Without it such a kubeconfig is refused; the operator's own
+    /// kubeconfig (`$KUBECONFIG`, `~/.kube/config`) runs its plugins as kubectl does.
+    pub allow_exec_plugin: Option<crate::cloud::gke::PluginOptIn>,
     /// Where flightdeck's pods go (debug pods, NCCL test pods, jobs); default `default`.
     pub namespace: Option<String>,
     /// The node pools whose nodes are the fleet.

@@ -252,6 +252,16 @@ impl Backend for GkeBackend {
             Some(s) => format!("nodes matching `{s}`"),
             None => "the nodes that offer GPUs".into(),
         };
+        // Which credentials apply will use, and what program they run on this machine.
+        let creds = match t.cluster.kubeconfig_file() {
+            Ok(Some(k)) => {
+                k.permit(&t.cluster.allow_exec_plugin)?;
+                k.summary(&t.cluster.allow_exec_plugin)
+            }
+            Ok(None) => "credentials: Application Default Credentials as the bearer token (no kubeconfig, nothing is run)".into(),
+            Err(e) if e.missing => format!("{} (apply needs it)", e.message),
+            Err(e) => return Err(e.message),
+        };
         Ok(Plan {
             fleet: fleet.name.clone(),
             backend: "gke",
@@ -263,6 +273,7 @@ impl Backend for GkeBackend {
                 cloud: None,
             }],
             notes: vec![
+                creds,
                 format!("apply finds {which} and records them; it creates no nodes (GKE's node pools do)"),
                 format!(
                     "panes, exec and telemetry run in a debug pod per node ({}), created on first use",

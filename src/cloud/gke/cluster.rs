@@ -2,16 +2,22 @@
 //!
 //! Two ways to name it, as operators do:
 //! * a kubeconfig `context` (what `gcloud container clusters get-credentials` writes):
-//!   the kubeconfig's own server, CA and credentials are used, its exec plugin included
-//!   (`gke-gcloud-auth-plugin`);
+//!   the kubeconfig's own server, CA and credentials are used. Its credential plugin
+//!   (`exec`, `auth-provider`'s `cmd-path`: `gke-gcloud-auth-plugin`) is a program run on
+//!   this machine as the operator, so a kubeconfig is read only when no one but the
+//!   operator or root could have written it ([`load_kubeconfig`]), and its plugin runs
+//!   only from the operator's own kubeconfig (`$KUBECONFIG`, `~/.kube/config`: what
+//!   kubectl runs plugins from) or where the fleet file says `gke.allow_exec_plugin`
+//!   ([`KubeconfigFile::permit`]). Nothing reaches kube-rs before those checks;
 //! * `project`, `location`, `cluster`: flightdeck asks the GKE API for the cluster's
 //!   endpoint and CA, and authenticates as gcloud's GKE auth plugin does: an OAuth access
 //!   token of Application Default Credentials as the bearer token (renewed before the
 //!   hour it lives).
 
 use crate::cloud::gcp::auth::Auth;
-use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::config::{AuthInfo, KubeConfigOptions, Kubeconfig};
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::Mutex;
@@ -26,6 +32,8 @@ const TOKEN_CLIENT_LIFE: Duration = Duration::from_secs(45 * 60);
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct ClusterRef {
+    /// The kubeconfig the fleet file names, as an absolute path (resolved from the fleet
+    /// file's folder when the fleet file was read); `None`: the operator's own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kubeconfig: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -36,9 +44,14 @@ pub struct ClusterRef {
     pub location: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cluster: Option<String>,
+    /// Whether the kubeconfig the fleet file names may run its credential plugin.
+    #[serde(default, skip_serializing_if = "PluginOptIn::is_no")]
+    pub allow_exec_plugin: PluginOptIn,
 }
 
 impl ClusterRef {
+    /// From a fleet file's `gke` block as [`crate::fleet::load`] left it (its
+    /// `kubeconfig` made absolute).
     pub fn from_spec(g: &crate::fleet::spec::Gke) -> ClusterRef {
         ClusterRef {
             kubeconfig: g.kubeconfig.clone(),
@@ -46,49 +59,67 @@ impl ClusterRef {
             project: g.project.clone(),
             location: g.location.clone(),
             cluster: g.cluster.clone(),
+            allow_exec_plugin: g.allow_exec_plugin.clone().unwrap_or_default(),
         }
     }
 
     /// For messages: `context gke_p_l_c` or `projects/p/locations/l/clusters/c`.
     pub fn describe(&self) -> String {
         match (&self.context, &self.project, &self.location, &self.cluster) {
-            (Some(c), ..) => format!("context {c}"),
+            (Some(c), ..) => format!("context {}", printable(c)),
             (None, Some(p), Some(l), Some(c)) => format!("projects/{p}/locations/{l}/clusters/{c}"),
             _ => "an incompletely named cluster".into(),
         }
     }
 
-    /// The kubeconfig file to read: the fleet's, else `$KUBECONFIG`'s first, else
-    /// `~/.kube/config`.
-    fn kubeconfig_path(&self) -> std::path::PathBuf {
-        let home = || crate::paths::home_dir().unwrap_or_default();
-        if let Some(p) = &self.kubeconfig {
-            return match p.strip_prefix("~/") {
-                Some(rest) => home().join(rest),
-                None => p.into(),
-            };
+    /// The kubeconfig file to read and whether it is the operator's own: the fleet's
+    /// (recorded absolute), else `$KUBECONFIG`'s first, else `~/.kube/config`. A
+    /// relative path (recorded by an older flightdeck) is refused, never resolved against
+    /// the current folder.
+    fn kubeconfig_path(&self) -> Result<(PathBuf, bool), String> {
+        let default = default_kubeconfig();
+        let Some(p) = &self.kubeconfig else {
+            return Ok((default, true));
+        };
+        let path = match p.strip_prefix("~/") {
+            Some(rest) => crate::paths::home_dir().unwrap_or_default().join(rest),
+            None => PathBuf::from(p),
+        };
+        if path.is_relative() {
+            return Err(format!(
+                "the fleet's kubeconfig `{}` is recorded as a relative path, which flightdeck no longer resolves against the current folder: run `flightdeck fleet apply FILE` again to record it from the fleet file's folder",
+                printable(p)
+            ));
         }
-        if let Some(k) = std::env::var_os("KUBECONFIG").filter(|k| !k.is_empty()) {
-            if let Some(first) = std::env::split_paths(&k).next() {
-                return first;
-            }
-        }
-        home().join(".kube/config")
+        let own = is_default_kubeconfig(&path);
+        Ok((path, own))
+    }
+
+    /// The kubeconfig of a cluster named by context, checked ([`load_kubeconfig`]);
+    /// `None` for a cluster named by project, location and cluster (no kubeconfig).
+    pub fn kubeconfig_file(&self) -> Result<Option<KubeconfigFile>, KubeconfigError> {
+        let Some(ctx) = &self.context else {
+            return Ok(None);
+        };
+        let (path, own) = self.kubeconfig_path().map_err(KubeconfigError::refused)?;
+        load_kubeconfig(&path, own, ctx).map(Some)
     }
 
     async fn config(&self) -> Result<kube::Config, String> {
-        match &self.context {
-            Some(ctx) => {
-                let path = self.kubeconfig_path();
-                let kc = Kubeconfig::read_from(&path)
-                    .map_err(|e| format!("kubeconfig {}: {e}", path.display()))?;
+        match self.kubeconfig_file().map_err(|e| e.message)? {
+            Some(k) => {
+                // The plugin question is settled here, before kube-rs sees the file: it
+                // would run the plugin on the first request.
+                k.permit(&self.allow_exec_plugin)?;
                 let opts = KubeConfigOptions {
-                    context: Some(ctx.clone()),
+                    context: Some(k.context.clone()),
                     ..KubeConfigOptions::default()
                 };
-                kube::Config::from_custom_kubeconfig(kc, &opts)
+                let shown = printable(&k.path.display().to_string());
+                let ctx = printable(&k.context);
+                kube::Config::from_custom_kubeconfig(k.config, &opts)
                     .await
-                    .map_err(|e| format!("kubeconfig {} context {ctx}: {e}", path.display()))
+                    .map_err(|e| format!("kubeconfig {shown} context {ctx}: {e}"))
             }
             None => self.gke_config().await,
         }
@@ -150,6 +181,418 @@ impl ClusterRef {
         cfg.auth_info.token = Some(token.to_string().into());
         cfg.default_namespace = "default".into();
         Ok(cfg)
+    }
+}
+
+/// Whether the kubeconfig a fleet file names may run its credential plugin (the fleet
+/// file's `gke.allow_exec_plugin`): no (the default), any plugin (`true`), or only the
+/// one whose command is this string, as `fleet plan` shows it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub enum PluginOptIn {
+    #[default]
+    No,
+    Any,
+    Command(String),
+}
+
+impl PluginOptIn {
+    pub fn is_no(&self) -> bool {
+        matches!(self, PluginOptIn::No)
+    }
+
+    fn allows(&self, command: &str) -> bool {
+        match self {
+            PluginOptIn::No => false,
+            PluginOptIn::Any => true,
+            PluginOptIn::Command(c) => c == command,
+        }
+    }
+}
+
+impl serde::Serialize for PluginOptIn {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            PluginOptIn::No => s.serialize_bool(false),
+            PluginOptIn::Any => s.serialize_bool(true),
+            PluginOptIn::Command(c) => s.serialize_str(c),
+        }
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for PluginOptIn {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = PluginOptIn;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("true, false, or the plugin's command as `fleet plan` shows it")
+            }
+            fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<PluginOptIn, E> {
+                Ok(if v { PluginOptIn::Any } else { PluginOptIn::No })
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<PluginOptIn, E> {
+                if v.trim().is_empty() {
+                    return Err(E::custom(
+                        "empty: give true, or the plugin's command as `fleet plan` shows it",
+                    ));
+                }
+                Ok(PluginOptIn::Command(v.to_string()))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// A credential plugin: a program kube-rs runs on this machine, as the operator, for a
+/// token (client-go's `exec` plugin, or the `gcp` `auth-provider`'s `cmd-path`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plugin {
+    /// `exec` or `auth-provider gcp`.
+    pub kind: String,
+    /// As kube-rs runs it: a command with a `/` made absolute from the kubeconfig's
+    /// folder, a bare name looked up in `PATH`.
+    pub command: String,
+    pub args: Vec<String>,
+}
+
+impl Plugin {
+    /// The command line for a message: words quoted where a shell would need it,
+    /// control characters escaped, at most 200 characters.
+    pub fn shown(&self) -> String {
+        let word = |w: &str| {
+            let plain = !w.is_empty()
+                && w.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./:=@%+,".contains(c));
+            if plain {
+                w.to_string()
+            } else {
+                format!("'{}'", printable(w).replace('\'', "'\\''"))
+            }
+        };
+        let line: Vec<String> = std::iter::once(self.command.as_str())
+            .chain(self.args.iter().map(String::as_str))
+            .map(word)
+            .collect();
+        let line = line.join(" ");
+        match line.char_indices().nth(200) {
+            Some((i, _)) => format!("{}...", &line[..i]),
+            None => line,
+        }
+    }
+
+    /// The plugins of a kubeconfig user.
+    fn of(user: &AuthInfo) -> Vec<Plugin> {
+        let mut out = vec![];
+        if let Some(e) = &user.exec {
+            out.push(Plugin {
+                kind: "exec".into(),
+                command: e.command.clone().unwrap_or_default(),
+                args: e.args.clone().unwrap_or_default(),
+            });
+        }
+        if let Some(p) = &user.auth_provider {
+            if let Some(cmd) = p.config.get("cmd-path") {
+                out.push(Plugin {
+                    kind: format!("auth-provider {}", printable(&p.name)),
+                    command: cmd.clone(),
+                    args: p
+                        .config
+                        .get("cmd-args")
+                        .map(|a| a.split_whitespace().map(str::to_string).collect())
+                        .unwrap_or_default(),
+                });
+            }
+        }
+        out
+    }
+}
+
+/// Why a kubeconfig is not used; `missing` when the file is not there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KubeconfigError {
+    pub missing: bool,
+    pub message: String,
+}
+
+impl KubeconfigError {
+    fn refused(message: String) -> KubeconfigError {
+        KubeconfigError {
+            missing: false,
+            message,
+        }
+    }
+}
+
+impl std::fmt::Display for KubeconfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// A kubeconfig that passed [`load_kubeconfig`]'s checks: what flightdeck will hand to
+/// kube-rs (the context, its cluster and its user, nothing else of the file), and what
+/// it will run.
+#[derive(Debug, Clone)]
+pub struct KubeconfigFile {
+    /// The file, links resolved.
+    pub path: PathBuf,
+    /// The operator's own kubeconfig (`$KUBECONFIG`'s first, else `~/.kube/config`).
+    pub own: bool,
+    pub context: String,
+    pub user: Option<String>,
+    pub plugins: Vec<Plugin>,
+    config: Kubeconfig,
+}
+
+impl KubeconfigFile {
+    fn whose(&self) -> &'static str {
+        if self.own {
+            "yours"
+        } else {
+            "named by the fleet file"
+        }
+    }
+
+    fn user_shown(&self) -> String {
+        self.user
+            .as_deref()
+            .map(|u| format!(", user `{}`", printable(u)))
+            .unwrap_or_default()
+    }
+
+    /// Whether its plugins may run: always from the operator's own kubeconfig (as kubectl
+    /// runs them), else only as the fleet file's `gke.allow_exec_plugin` allows. The
+    /// refusal names each plugin and the opt-in.
+    pub fn permit(&self, opt: &PluginOptIn) -> Result<(), String> {
+        if self.own {
+            return Ok(());
+        }
+        let Some(p) = self.plugins.iter().find(|p| !opt.allows(&p.command)) else {
+            return Ok(());
+        };
+        let allowed = match opt {
+            PluginOptIn::Command(c) => format!(" (it allows only `{}`)", printable(c)),
+            _ => String::new(),
+        };
+        Err(format!(
+            "kubeconfig {} ({}), context `{}`{}: its {} credential plugin would run `{}` on this machine as you. A kubeconfig that a fleet file names runs no local command unless the fleet file allows it{allowed}: `gke.allow_exec_plugin: {}` (or `true` for any plugin). kubectl runs plugins only from your own kubeconfig ($KUBECONFIG, ~/.kube/config), as flightdeck does without the opt-in",
+            printable(&self.path.display().to_string()),
+            self.whose(),
+            printable(&self.context),
+            self.user_shown(),
+            p.kind,
+            p.shown(),
+            yaml_word(&p.command),
+        ))
+    }
+
+    /// One line for `fleet plan` and `fleet validate`: the file, whose it is, the context
+    /// and user, and each plugin with whether it runs.
+    pub fn summary(&self, opt: &PluginOptIn) -> String {
+        let creds = if self.plugins.is_empty() {
+            "no credential plugin (nothing is run)".to_string()
+        } else {
+            self.plugins
+                .iter()
+                .map(|p| {
+                    let verdict = if self.own {
+                        "runs, as kubectl runs your own kubeconfig's plugins"
+                    } else if opt.allows(&p.command) {
+                        "runs on this machine as you: allowed by gke.allow_exec_plugin"
+                    } else {
+                        "refused: gke.allow_exec_plugin does not allow it"
+                    };
+                    format!("{} plugin `{}` ({verdict})", p.kind, p.shown())
+                })
+                .collect::<Vec<_>>()
+                .join("; ")
+        };
+        format!(
+            "kubeconfig {} ({}), context `{}`{}: {creds}",
+            printable(&self.path.display().to_string()),
+            self.whose(),
+            printable(&self.context),
+            self.user_shown(),
+        )
+    }
+}
+
+/// The operator's own kubeconfig: `$KUBECONFIG`'s first file, else `~/.kube/config`.
+pub fn default_kubeconfig() -> PathBuf {
+    if let Some(k) = std::env::var_os("KUBECONFIG").filter(|k| !k.is_empty()) {
+        if let Some(first) = std::env::split_paths(&k).next() {
+            return first;
+        }
+    }
+    crate::paths::home_dir().unwrap_or_default().join(".kube/config")
+}
+
+/// Whether `path` is the operator's own kubeconfig (the same file, links resolved).
+pub fn is_default_kubeconfig(path: &Path) -> bool {
+    match (
+        std::fs::canonicalize(path),
+        std::fs::canonicalize(default_kubeconfig()),
+    ) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}
+
+/// A fleet file's `gke.kubeconfig` as an absolute path: `~/` from the home, a relative
+/// path from the fleet file's folder (never the current folder of a later command).
+pub fn resolve_kubeconfig(fleet_file: &Path, written: &str) -> PathBuf {
+    if let Some(rest) = written.strip_prefix("~/") {
+        return crate::paths::home_dir().unwrap_or_default().join(rest);
+    }
+    let p = Path::new(written);
+    if p.is_absolute() {
+        return p.to_path_buf();
+    }
+    let file = std::path::absolute(fleet_file).unwrap_or_else(|_| fleet_file.to_path_buf());
+    file.parent().unwrap_or(Path::new("/")).join(p)
+}
+
+/// Why `meta` (of `path`) lets someone other than the operator (`me`) or root change
+/// what is there: its owner, or write permission for group or others. A folder with the
+/// sticky bit (as /tmp) may be writable by others: there only a file's owner may
+/// replace it.
+fn unsafe_owner_or_mode(path: &Path, meta: &std::fs::Metadata, me: u32, folder: bool) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let (uid, mode) = (meta.uid(), meta.mode() & 0o7777);
+    if uid != me && uid != 0 {
+        return Some(format!("owned by uid {uid}, not by you (uid {me}) or root"));
+    }
+    if folder && mode & 0o1000 != 0 {
+        return None;
+    }
+    let who = match (mode & 0o020 != 0, mode & 0o002 != 0) {
+        (true, true) => "group and others",
+        (true, false) => "group",
+        (false, true) => "others",
+        (false, false) => return None,
+    };
+    Some(format!(
+        "writable by {who} (mode {mode:04o}): `chmod go-w {}`",
+        printable(&path.display().to_string())
+    ))
+}
+
+/// The kubeconfig at `path`, links resolved, if no one but the operator or root could
+/// have written it: the file owned by one of them and writable by no group or others,
+/// and so every folder above it and above the link that names it (OpenSSH's checks of
+/// its configuration and of `StrictModes`).
+fn trusted(path: &Path) -> Result<PathBuf, KubeconfigError> {
+    let shown = printable(&path.display().to_string());
+    let real = std::fs::canonicalize(path).map_err(|e| KubeconfigError {
+        missing: e.kind() == std::io::ErrorKind::NotFound,
+        message: format!("kubeconfig {shown}: {e}"),
+    })?;
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    let bad = |p: &Path, why: String, folder: bool| {
+        let at = printable(&p.display().to_string());
+        KubeconfigError::refused(if folder {
+            format!("Bad owner or permissions on {at}, a folder above the kubeconfig {shown}: {why}")
+        } else {
+            format!("Bad owner or permissions on {at}: {why}")
+        })
+    };
+    let meta =
+        std::fs::metadata(&real).map_err(|e| KubeconfigError::refused(format!("kubeconfig {shown}: {e}")))?;
+    if !meta.is_file() {
+        return Err(KubeconfigError::refused(format!(
+            "kubeconfig {shown}: not a regular file"
+        )));
+    }
+    if let Some(why) = unsafe_owner_or_mode(&real, &meta, me, false) {
+        return Err(bad(&real, why, false));
+    }
+    let named = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    for dir in real.ancestors().skip(1).chain(named.ancestors().skip(1)) {
+        let m = std::fs::metadata(dir)
+            .map_err(|e| KubeconfigError::refused(format!("{}: {e}", dir.display())))?;
+        if let Some(why) = unsafe_owner_or_mode(dir, &m, me, true) {
+            return Err(bad(dir, why, true));
+        }
+    }
+    Ok(real)
+}
+
+/// Read the kubeconfig at `path` for `context` once [`trusted`] passes: the context, its
+/// cluster and its user (the first of each name, as kube-rs takes them), and the user's
+/// credential plugins. `own`: the operator's own kubeconfig.
+pub fn load_kubeconfig(path: &Path, own: bool, context: &str) -> Result<KubeconfigFile, KubeconfigError> {
+    let real = trusted(path)?;
+    let shown = printable(&real.display().to_string());
+    let kc = Kubeconfig::read_from(&real)
+        .map_err(|e| KubeconfigError::refused(format!("kubeconfig {shown}: {e}")))?;
+    let Some(named) = kc.contexts.iter().find(|c| c.name == context).cloned() else {
+        let names: Vec<String> = kc
+            .contexts
+            .iter()
+            .map(|c| format!("`{}`", printable(&c.name)))
+            .collect();
+        return Err(KubeconfigError::refused(format!(
+            "kubeconfig {shown}: no context `{}` (it has {})",
+            printable(context),
+            if names.is_empty() {
+                "none".into()
+            } else {
+                names.join(", ")
+            }
+        )));
+    };
+    let ctx = named.context.clone().unwrap_or_default();
+    let cluster = kc.clusters.iter().find(|c| c.name == ctx.cluster).cloned();
+    let user = ctx.user.clone();
+    let auth = user
+        .as_ref()
+        .and_then(|u| kc.auth_infos.iter().find(|a| &a.name == u).cloned());
+    let plugins = auth
+        .as_ref()
+        .and_then(|a| a.auth_info.as_ref())
+        .map(Plugin::of)
+        .unwrap_or_default();
+    let config = Kubeconfig {
+        clusters: cluster.into_iter().collect(),
+        auth_infos: auth.into_iter().collect(),
+        contexts: vec![named],
+        current_context: Some(context.to_string()),
+        ..Kubeconfig::default()
+    };
+    Ok(KubeconfigFile {
+        path: real,
+        own,
+        context: context.to_string(),
+        user,
+        plugins,
+        config,
+    })
+}
+
+/// `s` for a message: control characters shown as escapes.
+fn printable(s: &str) -> String {
+    s.chars()
+        .flat_map(|c| {
+            let e: Vec<char> = if c.is_control() {
+                c.escape_debug().collect()
+            } else {
+                vec![c]
+            };
+            e
+        })
+        .collect()
+}
+
+/// `s` as a YAML scalar for a message: plain when it may be, else double-quoted.
+fn yaml_word(s: &str) -> String {
+    let plain = !s.is_empty()
+        && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c))
+        && !matches!(s, "true" | "false" | "null" | "~");
+    if plain {
+        s.to_string()
+    } else {
+        format!("{s:?}")
     }
 }
 
@@ -260,6 +703,165 @@ mod tests {
             .contains("no certificate"));
     }
 
+    const KC: &str = "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: http://127.0.0.1:9\ncontexts:\n- name: team\n  context:\n    cluster: c\n    user: u\n- name: other\n  context:\n    cluster: c\n    user: v\ncurrent-context: team\nusers:\n";
+
+    fn write_kc(dir: &Path, users: &str) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let p = dir.join("kubeconfig");
+        std::fs::write(&p, format!("{KC}{users}")).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+        p
+    }
+
+    const EXEC_USER: &str = "- name: u\n  user:\n    exec:\n      apiVersion: client.authentication.k8s.io/v1beta1\n      command: sh\n      args: [\"-c\", \"id > /tmp/x; echo ok\"]\n";
+
+    #[test]
+    fn a_plugin_of_a_kubeconfig_the_fleet_file_names_runs_only_when_allowed() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write_kc(dir.path(), EXEC_USER);
+        let k = load_kubeconfig(&p, false, "team").unwrap();
+        assert_eq!(
+            k.plugins,
+            vec![Plugin {
+                kind: "exec".into(),
+                command: "sh".into(),
+                args: vec!["-c".into(), "id > /tmp/x; echo ok".into()],
+            }]
+        );
+        let e = k.permit(&PluginOptIn::No).unwrap_err();
+        assert!(
+            e.contains("context `team`, user `u`: its exec credential plugin would run `sh -c 'id > /tmp/x; echo ok'` on this machine as you"),
+            "{e}"
+        );
+        assert!(
+            e.contains(
+                "unless the fleet file allows it: `gke.allow_exec_plugin: sh` (or `true` for any plugin)"
+            ),
+            "{e}"
+        );
+        k.permit(&PluginOptIn::Any).unwrap();
+        k.permit(&PluginOptIn::Command("sh".into())).unwrap();
+        let e = k
+            .permit(&PluginOptIn::Command("gke-gcloud-auth-plugin".into()))
+            .unwrap_err();
+        assert!(e.contains("(it allows only `gke-gcloud-auth-plugin`)"), "{e}");
+        let summary = k.summary(&PluginOptIn::No);
+        assert!(
+            summary.ends_with(
+                "exec plugin `sh -c 'id > /tmp/x; echo ok'` (refused: gke.allow_exec_plugin does not allow it)"
+            ),
+            "{summary}"
+        );
+        // The operator's own kubeconfig runs its plugin, as kubectl does.
+        let own = load_kubeconfig(&p, true, "team").unwrap();
+        own.permit(&PluginOptIn::No).unwrap();
+        assert!(own.summary(&PluginOptIn::No).contains("(yours)"));
+        // An auth-provider's command is a plugin too; another user's plugin is not handed on.
+        let p = write_kc(
+            dir.path(),
+            "- name: u\n  user:\n    auth-provider:\n      name: gcp\n      config:\n        cmd-path: /usr/bin/gcloud\n        cmd-args: config config-helper --format=json\n- name: v\n  user:\n    token: t\n    exec:\n      command: evil\n",
+        );
+        let k = load_kubeconfig(&p, false, "team").unwrap();
+        assert_eq!(k.plugins[0].kind, "auth-provider gcp");
+        assert_eq!(
+            k.plugins[0].shown(),
+            "/usr/bin/gcloud config config-helper --format=json"
+        );
+        let k = load_kubeconfig(&p, false, "other").unwrap();
+        assert_eq!(k.plugins[0].command, "evil");
+        assert_eq!(k.config.auth_infos.len(), 1);
+        assert_eq!(k.config.auth_infos[0].name, "v");
+        let e = load_kubeconfig(&p, false, "nope").unwrap_err();
+        assert!(
+            e.message.ends_with("no context `nope` (it has `team`, `other`)"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_kubeconfig_others_could_write_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let p = write_kc(dir.path(), "- name: u\n  user:\n    token: t\n");
+        load_kubeconfig(&p, false, "team").unwrap();
+        let mode =
+            |p: &Path, m: u32| std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap();
+        let shown = p.display().to_string();
+        for (m, who) in [(0o620, "group"), (0o602, "others"), (0o666, "group and others")] {
+            mode(&p, m);
+            let e = load_kubeconfig(&p, false, "team").unwrap_err();
+            assert_eq!(
+                e.message,
+                format!("Bad owner or permissions on {shown}: writable by {who} (mode {m:04o}): `chmod go-w {shown}`")
+            );
+            assert!(!e.missing);
+        }
+        mode(&p, 0o644);
+        load_kubeconfig(&p, false, "team").unwrap();
+        // A folder above it that others may write (without the sticky bit /tmp has).
+        mode(dir.path(), 0o777);
+        let e = load_kubeconfig(&p, false, "team").unwrap_err();
+        assert!(
+            e.message.starts_with(&format!(
+                "Bad owner or permissions on {}, a folder above the kubeconfig {shown}: writable by group and others (mode 0777)",
+                dir.path().display()
+            )),
+            "{e}"
+        );
+        mode(dir.path(), 0o1777);
+        load_kubeconfig(&p, false, "team").unwrap();
+        mode(dir.path(), 0o700);
+        // Another user's file (root may make one).
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } == 0 {
+            std::os::unix::fs::chown(&p, Some(65534), None).unwrap();
+            let e = load_kubeconfig(&p, false, "team").unwrap_err();
+            assert_eq!(
+                e.message,
+                format!(
+                    "Bad owner or permissions on {shown}: owned by uid 65534, not by you (uid 0) or root"
+                )
+            );
+        }
+        let e = load_kubeconfig(&dir.path().join("gone"), false, "team").unwrap_err();
+        assert!(e.missing);
+    }
+
+    #[test]
+    fn the_kubeconfig_path_is_the_fleet_files_never_the_current_folders() {
+        let f = Path::new("/srv/repo/fleets/gke.yaml");
+        assert_eq!(
+            resolve_kubeconfig(f, "kubeconfig"),
+            Path::new("/srv/repo/fleets/kubeconfig")
+        );
+        assert_eq!(resolve_kubeconfig(f, "/etc/kc"), Path::new("/etc/kc"));
+        let cwd = std::env::current_dir().unwrap();
+        assert_eq!(resolve_kubeconfig(Path::new("gke.yaml"), "kc"), cwd.join("kc"));
+        // A relative path recorded by an older flightdeck is refused, not resolved here.
+        let r = ClusterRef {
+            kubeconfig: Some("kubeconfig".into()),
+            context: Some("team".into()),
+            project: None,
+            location: None,
+            cluster: None,
+            allow_exec_plugin: PluginOptIn::No,
+        };
+        let e = r.kubeconfig_file().unwrap_err();
+        assert!(e.message.contains("recorded as a relative path"), "{e}");
+        // The opt-in is recorded with the cluster, and read back.
+        let r = ClusterRef {
+            kubeconfig: Some("/k".into()),
+            allow_exec_plugin: PluginOptIn::Command("gke-gcloud-auth-plugin".into()),
+            ..r
+        };
+        let json = serde_json::to_string(&r).unwrap();
+        assert!(
+            json.contains(r#""allow_exec_plugin":"gke-gcloud-auth-plugin""#),
+            "{json}"
+        );
+        assert_eq!(serde_json::from_str::<ClusterRef>(&json).unwrap(), r);
+    }
+
     #[test]
     fn describes_either_way() {
         let mut r = ClusterRef {
@@ -268,6 +870,7 @@ mod tests {
             project: None,
             location: None,
             cluster: None,
+            allow_exec_plugin: PluginOptIn::No,
         };
         assert_eq!(r.describe(), "context gke_p_l_c");
         r.context = None;

@@ -22,7 +22,7 @@ pub mod selector;
 pub mod view;
 
 pub use backend::GkeBackend;
-pub use cluster::{Clients, ClusterRef};
+pub use cluster::{Clients, ClusterRef, PluginOptIn};
 
 /// The label every object flightdeck creates in a cluster carries (value: the fleet).
 pub const FLEET_LABEL: &str = "flightdeck-fleet";
@@ -62,6 +62,7 @@ impl KubeNode {
                 project: None,
                 location: None,
                 cluster: None,
+                allow_exec_plugin: cluster::PluginOptIn::No,
             },
             fleet: "a3u".into(),
             node: node.into(),

@@ -1,0 +1,24 @@
+//! A kubeconfig as flightdeck reads it (`cloud::gke::cluster::load_kubeconfig`): the file
+//! is written to a private folder (so the owner and mode checks pass) and read for the
+//! context `fuzz`; the plugins it names are judged against each opt-in and summarised,
+//! as `fleet plan` shows them. Nothing is ever run.
+#![no_main]
+use flightdeck::cloud::gke::cluster::{load_kubeconfig, PluginOptIn};
+use libfuzzer_sys::fuzz_target;
+use std::os::unix::fs::PermissionsExt;
+
+fuzz_target!(|data: &[u8]| {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    let path = dir.path().join("kubeconfig");
+    std::fs::write(&path, data).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    for own in [false, true] {
+        if let Ok(k) = load_kubeconfig(&path, own, "fuzz") {
+            for opt in [PluginOptIn::No, PluginOptIn::Any, PluginOptIn::Command("gke-gcloud-auth-plugin".into())] {
+                let _ = k.permit(&opt);
+                let _ = k.summary(&opt);
+            }
+        }
+    }
+});
