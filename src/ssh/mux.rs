@@ -46,7 +46,7 @@ const ANSWER_MARGIN: Duration = Duration::from_secs(30);
 /// The longest path a unix socket may have (`sun_path`, 108 bytes with its NUL).
 pub const SUN_PATH_MAX: usize = 107;
 
-mod kind {
+pub mod kind {
     pub const REQUEST: u8 = b'q';
     pub const OPENED: u8 = b'o';
     pub const ERROR: u8 = b'!';
@@ -167,13 +167,9 @@ async fn write_frame(w: &mut OwnedWriteHalf, kind: u8, payload: &[u8]) -> std::i
     w.write_all(&buf).await
 }
 
-async fn read_frame(r: &mut OwnedReadHalf) -> std::io::Result<Option<(u8, Vec<u8>)>> {
-    let mut head = [0u8; 5];
-    match r.read_exact(&mut head).await {
-        Ok(_) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
-        Err(e) => return Err(e),
-    }
+/// A frame's kind and payload length from its 5-byte head; a length past [`MAX_FRAME`]
+/// is refused before anything is allocated for it.
+pub fn frame_head(head: &[u8; 5]) -> std::io::Result<(u8, usize)> {
     let len = u32::from_be_bytes([head[1], head[2], head[3], head[4]]) as usize;
     if len > MAX_FRAME {
         return Err(std::io::Error::new(
@@ -181,9 +177,38 @@ async fn read_frame(r: &mut OwnedReadHalf) -> std::io::Result<Option<(u8, Vec<u8
             format!("a frame of {len} bytes (at most {MAX_FRAME})"),
         ));
     }
+    Ok((head[0], len))
+}
+
+/// What the holder or its client makes of one frame's payload, by its kind, as the
+/// socket's readers do (a request, a failure, a status; stream kinds are bytes): for
+/// tests and the fuzz target. Never panics.
+pub fn decode_frame(kind: u8, payload: &[u8]) -> String {
+    match kind {
+        kind::REQUEST => format!(
+            "{:?}",
+            serde_json::from_slice::<Request>(payload).map_err(|e| e.to_string())
+        ),
+        kind::ERROR => format!("{:?}", decode_failure(payload)),
+        kind::STATUS => format!(
+            "{:?}",
+            serde_json::from_slice::<Status>(payload).map_err(|e| e.to_string())
+        ),
+        _ => format!("{} bytes", payload.len()),
+    }
+}
+
+async fn read_frame(r: &mut OwnedReadHalf) -> std::io::Result<Option<(u8, Vec<u8>)>> {
+    let mut head = [0u8; 5];
+    match r.read_exact(&mut head).await {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
+        Err(e) => return Err(e),
+    }
+    let (kind, len) = frame_head(&head)?;
     let mut payload = vec![0u8; len];
     r.read_exact(&mut payload).await?;
-    Ok(Some((head[0], payload)))
+    Ok(Some((kind, payload)))
 }
 
 /// Tell the peer why not (its last frame on this connection).
@@ -944,6 +969,21 @@ mod tests {
             assert_eq!(sig_name(&sig_from_name(&sig_name(&s))), sig_name(&s));
         }
         assert_eq!(sig_name(&russh::Sig::TERM), "TERM");
+    }
+
+    #[test]
+    fn frame_heads_and_payloads_from_anyone_are_decoded_never_trusted() {
+        let mut head = [kind::REQUEST, 0, 0, 0, 3];
+        assert_eq!(frame_head(&head).unwrap(), (kind::REQUEST, 3));
+        head[1..].copy_from_slice(&u32::MAX.to_be_bytes());
+        assert!(
+            frame_head(&head).is_err(),
+            "an oversized frame is refused before allocation"
+        );
+        assert!(decode_frame(kind::REQUEST, b"{not json").starts_with("Err("));
+        assert!(decode_frame(kind::STATUS, &[0xff, 0xfe]).starts_with("Err("));
+        assert!(decode_frame(kind::ERROR, b"\x1b]52;c;aGk=\x07").contains("bad-request"));
+        assert_eq!(decode_frame(kind::STDOUT, b"abc"), "3 bytes");
     }
 
     #[tokio::test]
