@@ -96,42 +96,32 @@ pub async fn examine(
                 let Some(reader) = readers[k].take() else { continue };
                 let full = reader.full();
                 let (sections, cuts) = reader.finish();
-                if full {
+                let findings = if full {
                     // Not the node script's output (it cuts every section): nothing of it
                     // is judged.
-                    let findings = super::judge_flood(&nodes[k].name, &cuts);
-                    report.add(findings.clone());
-                    on(Event::Node {
-                        node: nodes[k].name.clone(),
-                        findings,
-                    });
-                    done += 1;
-                    on(Event::Progress(crate::progress::tally(
-                        done,
-                        nodes.len(),
-                        "nodes checked",
-                    )));
-                    continue;
-                }
-                let error = match (result.code, &result.error) {
-                    (exec::UNREACHABLE, Some(e)) => Some(e.clone()),
-                    (exec::UNREACHABLE, None) => Some("unreachable".to_string()),
-                    (exec::TIMED_OUT, _) => Some(format!(
-                        "the checks did not finish within {} s",
-                        NODE_LIMIT.as_secs()
-                    )),
-                    _ => None,
+                    super::judge_flood(&nodes[k].name, &cuts)
+                } else {
+                    let error = match (result.code, &result.error) {
+                        (exec::UNREACHABLE, Some(e)) => Some(e.clone()),
+                        (exec::UNREACHABLE, None) => Some("unreachable".to_string()),
+                        (exec::TIMED_OUT, _) => Some(format!(
+                            "the checks did not finish within {} s",
+                            NODE_LIMIT.as_secs()
+                        )),
+                        _ => None,
+                    };
+                    let mut findings = match error {
+                        Some(e) => judge_node(ctx, &nodes[k].name, &sections, result.code, Some(&e)),
+                        None => {
+                            let f = Facts::read(&sections);
+                            let found = judge_facts(ctx, &nodes[k].name, &sections, &f, result.code);
+                            facts[k] = Some(f);
+                            found
+                        }
+                    };
+                    super::note_cuts(&nodes[k].name, &mut findings, &cuts);
+                    findings
                 };
-                let mut findings = match error {
-                    Some(e) => judge_node(ctx, &nodes[k].name, &sections, result.code, Some(&e)),
-                    None => {
-                        let f = Facts::read(&sections);
-                        let found = judge_facts(ctx, &nodes[k].name, &sections, &f, result.code);
-                        facts[k] = Some(f);
-                        found
-                    }
-                };
-                super::note_cuts(&nodes[k].name, &mut findings, &cuts);
                 report.add(findings.clone());
                 on(Event::Node {
                     node: nodes[k].name.clone(),
