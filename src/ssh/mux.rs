@@ -971,6 +971,45 @@ mod tests {
         assert_eq!(sig_name(&russh::Sig::TERM), "TERM");
     }
 
+    /// Random streams of bytes, split into frames as the readers split them: nothing
+    /// panics and no length past the cap is taken (a cheap stand-in run in every test
+    /// run; `fuzz/fuzz_targets/mux_frames.rs` is the coverage-guided one).
+    #[test]
+    fn random_byte_streams_split_into_frames_without_panic() {
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for _ in 0..20_000 {
+            let len = (next() % 96) as usize;
+            let mut data: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+            // Now and then a well-formed head before the noise, of a kind the peer reads.
+            if next() % 3 == 0 {
+                let kinds = [kind::REQUEST, kind::ERROR, kind::STATUS, kind::STDOUT];
+                let k = kinds[(next() % 4) as usize];
+                let body_len = (next() % 40) as u32;
+                let mut framed = vec![k];
+                framed.extend_from_slice(&body_len.to_be_bytes());
+                framed.extend(data);
+                data = framed;
+            }
+            let mut rest = &data[..];
+            while rest.len() >= 5 {
+                let head: [u8; 5] = rest[..5].try_into().unwrap();
+                let Ok((kind, len)) = frame_head(&head) else { break };
+                assert!(len <= MAX_FRAME);
+                let Some(payload) = rest.get(5..5 + len) else {
+                    break;
+                };
+                let _ = decode_frame(kind, payload);
+                rest = &rest[5 + len..];
+            }
+        }
+    }
+
     #[test]
     fn frame_heads_and_payloads_from_anyone_are_decoded_never_trusted() {
         let mut head = [kind::REQUEST, 0, 0, 0, 3];
