@@ -189,6 +189,43 @@ mod tests {
         );
     }
 
+    /// No code but this module writes an `export` line into a node script: every `.rs`
+    /// file under src/, up to its tests, has no string that starts one.
+    #[test]
+    fn only_this_module_writes_export() {
+        fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+            for e in std::fs::read_dir(dir).unwrap().flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    walk(&p, out);
+                } else if p.extension().is_some_and(|x| x == "rs") {
+                    out.push(p);
+                }
+            }
+        }
+        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut files = vec![];
+        walk(&src, &mut files);
+        assert!(files.len() > 50, "{}", files.len());
+        for f in files.iter().filter(|f| !f.ends_with("shellenv.rs")) {
+            let text = std::fs::read_to_string(f).unwrap();
+            let code = text.split("#[cfg(test)]").next().unwrap_or("");
+            for (i, line) in code.lines().enumerate() {
+                if line.trim_start().starts_with("//") {
+                    continue;
+                }
+                for pat in ["\"export ", "\\nexport ", "; export ", "\"export{"] {
+                    assert!(
+                        !line.contains(pat),
+                        "{}:{}: an `export` written outside shellenv: {line}",
+                        f.display(),
+                        i + 1
+                    );
+                }
+            }
+        }
+    }
+
     #[test]
     fn tidy_path_takes_out_empty_entries_only() {
         for (before, after) in [("/a:", "/a"), (":/a::/b:", "/a:/b"), ("/a:/b", "/a:/b"), ("", "")] {
