@@ -17,7 +17,7 @@ fuzz_target!(|data: &[u8]| {
         reader.push(piece);
     }
     let (streamed, _cuts) = reader.finish();
-    let _ = streamed.names();
+    let _ = streamed.get("smi");
     let ctx = Context {
         machine_type: Some("a3-megagpu-8g".into()),
         flavour: GpuDirect::Tcpxo,
