@@ -518,12 +518,38 @@ fn trusted(path: &Path) -> Result<PathBuf, KubeconfigError> {
     Ok(real)
 }
 
+/// The most a kubeconfig may hold (as fleet and job files: 1 MiB).
+const MAX_KUBECONFIG: u64 = 1 << 20;
+
+/// What kube-rs's reader would not survive, refused first: a file past
+/// [`MAX_KUBECONFIG`] (read whole into memory), and a UTF-16 byte-order mark followed by
+/// an odd number of bytes (kube-client 5's `read_path` indexes past the end and panics:
+/// found by fuzzing, tests/fixtures/fuzz/kubeconfig-utf16-odd-length.bin).
+fn check_bytes(path: &Path) -> Result<(), String> {
+    use std::io::Read;
+    let f = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    let mut bytes = vec![];
+    f.take(MAX_KUBECONFIG + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| e.to_string())?;
+    if bytes.len() as u64 > MAX_KUBECONFIG {
+        return Err(format!("larger than {} KiB", MAX_KUBECONFIG >> 10));
+    }
+    if let [0xFF, 0xFE, rest @ ..] | [0xFE, 0xFF, rest @ ..] = bytes.as_slice() {
+        if rest.len() % 2 != 0 {
+            return Err("not UTF-16: an odd number of bytes after its byte-order mark".into());
+        }
+    }
+    Ok(())
+}
+
 /// Read the kubeconfig at `path` for `context` once [`trusted`] passes: the context, its
 /// cluster and its user (the first of each name, as kube-rs takes them), and the user's
 /// credential plugins. `own`: the operator's own kubeconfig.
 pub fn load_kubeconfig(path: &Path, own: bool, context: &str) -> Result<KubeconfigFile, KubeconfigError> {
     let real = trusted(path)?;
     let shown = printable(&real.display().to_string());
+    check_bytes(&real).map_err(|why| KubeconfigError::refused(format!("kubeconfig {shown}: {why}")))?;
     let kc = Kubeconfig::read_from(&real)
         .map_err(|e| KubeconfigError::refused(format!("kubeconfig {shown}: {e}")))?;
     let Some(named) = kc.contexts.iter().find(|c| c.name == context).cloned() else {
@@ -776,6 +802,22 @@ mod tests {
             e.message.ends_with("no context `nope` (it has `team`, `other`)"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_kubeconfig_kube_rs_would_panic_on_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+        let p = dir.path().join("kubeconfig");
+        let found = include_bytes!("../../../tests/fixtures/fuzz/kubeconfig-utf16-odd-length.bin");
+        std::fs::write(&p, found).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let e = load_kubeconfig(&p, false, "fuzz").expect_err("refused");
+        assert!(e.to_string().contains("odd number of bytes"), "{e}");
+        std::fs::write(&p, vec![b'#'; (MAX_KUBECONFIG + 1) as usize]).unwrap();
+        let e = load_kubeconfig(&p, false, "fuzz").expect_err("refused");
+        assert!(e.to_string().contains("larger than 1024 KiB"), "{e}");
     }
 
     #[test]
