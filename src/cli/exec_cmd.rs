@@ -30,22 +30,21 @@ pub fn resolve_fleet(
     let (state, recovery) = Store::new(&paths.state_dir).load()?;
     super::fleet_cmd::note_recovery(recovery);
     let (name, backend, nodes) = if let Some(r) = state.fleets.iter().find(|f| f.name == fleet) {
-        (r.name.clone(), r.backend.clone(), r.nodes.clone())
+        (r.name.clone(), r.backend, r.nodes.clone())
     } else if std::path::Path::new(fleet).is_file() {
         let f = crate::fleet::load(std::path::Path::new(fleet))
             .map_err(|d| anyhow::anyhow!(d.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("\n")))?;
-        (f.name.clone(), f.backend.as_str().to_string(), f.node_targets())
+        (f.name.clone(), f.backend, f.node_targets())
     } else {
         let hint = crate::yaml::did_you_mean(fleet, state.fleets.iter().map(|f| f.name.as_str()));
         anyhow::bail!("no fleet `{fleet}` in the state (apply it first, or give a fleet file){hint}");
     };
-    let transport = match backend.as_str() {
-        "local" => Transport::Local,
-        "ssh" | "gcp" | "gke" => {
+    let transport = match backend {
+        crate::fleet::BackendKind::Local => Transport::Local,
+        crate::fleet::BackendKind::Ssh | crate::fleet::BackendKind::Gcp | crate::fleet::BackendKind::Gke => {
             let (pool, resolver) = super::ssh_setup(cli, paths);
             Transport::Ssh { pool, resolver }
         }
-        other => anyhow::bail!("fleet `{name}` uses the {other} backend, which is not in this build yet"),
     };
     Ok((name, nodes, transport))
 }

@@ -134,7 +134,7 @@ pub fn run(cmd: &FleetCommand, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitC
                 .map(|f| {
                     [
                         f.name.clone(),
-                        f.backend.clone(),
+                        f.backend.to_string(),
                         f.nodes.len().to_string(),
                         age(f.created_at),
                         f.file
@@ -165,7 +165,7 @@ pub fn run(cmd: &FleetCommand, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitC
                     );
                     FleetRecord {
                         name: name.clone(),
-                        backend: "gcp".into(),
+                        backend: crate::fleet::BackendKind::Gcp,
                         file: None,
                         nodes: vec![],
                         resources: vec![],
@@ -178,15 +178,7 @@ pub fn run(cmd: &FleetCommand, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitC
                     anyhow::bail!("no fleet `{name}` in the state{hint}");
                 }
             };
-            let kind = match record.backend.as_str() {
-                "local" => BackendKind::Local,
-                "ssh" => BackendKind::Ssh,
-                "gcp" => BackendKind::Gcp,
-                "gke" => BackendKind::Gke,
-                other => {
-                    anyhow::bail!("fleet `{name}` uses the {other} backend, which this build does not know")
-                }
-            };
+            let kind = record.backend;
             for n in &record.nodes {
                 errln!("  delete  node  {:<20} {}", n.name, n.host);
             }
@@ -450,7 +442,11 @@ fn gke_status(record: &FleetRecord, json: bool) -> anyhow::Result<ExitCode> {
 /// `fleet gc`: resources of this owner that no fleet record knows.
 fn gc(paths: &Paths, yes: bool, json: bool) -> anyhow::Result<ExitCode> {
     let (state, _) = Store::new(&paths.state_dir).load()?;
-    if state.fleets.iter().any(|f| f.backend == "gke") {
+    if state
+        .fleets
+        .iter()
+        .any(|f| f.backend == crate::fleet::BackendKind::Gke)
+    {
         let code = gke_gc(&state, yes, json)?;
         if !gcp_configured(paths) {
             return Ok(code);
@@ -530,10 +526,10 @@ fn status(paths: &Paths, name: &str, json: bool) -> anyhow::Result<ExitCode> {
     let Some(record) = state.fleets.iter().find(|f| f.name == name).cloned() else {
         anyhow::bail!("no fleet `{name}` in the state");
     };
-    if record.backend == "gke" {
+    if record.backend == crate::fleet::BackendKind::Gke {
         return gke_status(&record, json);
     }
-    if record.backend != "gcp" {
+    if record.backend != crate::fleet::BackendKind::Gcp {
         anyhow::bail!(
             "fleet `{name}` is a {} fleet; status asks the cloud, for GCP and GKE fleets",
             record.backend

@@ -147,7 +147,7 @@ fn job_nodes(record: &JobRecord, cli: &Cli, paths: &Paths) -> anyhow::Result<(Ve
     let nodes = match state
         .fleets
         .iter()
-        .find(|f| f.name == record.fleet && f.backend == "gke")
+        .find(|f| f.name == record.fleet && f.backend == crate::fleet::BackendKind::Gke)
     {
         Some(f) => remote::job_nodes_of(record, f),
         None => remote::job_nodes(record, &all),

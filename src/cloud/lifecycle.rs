@@ -9,11 +9,9 @@ use crate::store::{self, FleetRecord, Store};
 /// Refuse to apply a fleet whose recorded backend differs from the file's.
 pub fn check_backend(fleet: &Fleet, recorded: Option<&FleetRecord>) -> Result<(), String> {
     match recorded {
-        Some(r) if r.backend != fleet.backend.as_str() => Err(format!(
+        Some(r) if r.backend != fleet.backend => Err(format!(
             "fleet `{}` is recorded with the {} backend; delete it before applying it on {}",
-            fleet.name,
-            r.backend,
-            fleet.backend.as_str()
+            fleet.name, r.backend, fleet.backend
         )),
         _ => Ok(()),
     }
@@ -75,7 +73,7 @@ pub async fn apply(
                 .unwrap_or_default();
             let record = FleetRecord {
                 name: fleet.name.clone(),
-                backend: fleet.backend.as_str().to_string(),
+                backend: fleet.backend,
                 file: file.clone(),
                 nodes: nodes.clone(),
                 resources,
@@ -166,21 +164,6 @@ pub fn backend(
             Box::new(b)
         }
     })
-}
-
-/// The backend kind a fleet record names.
-pub fn record_kind(record: &FleetRecord) -> Result<crate::fleet::BackendKind, String> {
-    use crate::fleet::BackendKind;
-    match record.backend.as_str() {
-        "local" => Ok(BackendKind::Local),
-        "ssh" => Ok(BackendKind::Ssh),
-        "gcp" => Ok(BackendKind::Gcp),
-        "gke" => Ok(BackendKind::Gke),
-        other => Err(format!(
-            "fleet `{}` uses the {other} backend, which this build does not know",
-            record.name
-        )),
-    }
 }
 
 /// The GPUDirect flavour a fleet's nodes are bootstrapped for: the fleet file's

@@ -385,7 +385,7 @@ pub async fn placement(
         .load()
         .ok()
         .and_then(|(s, _)| s.fleets.into_iter().find(|f| f.name == fleet));
-    let Some(record) = record.filter(|r| r.backend == "gcp") else {
+    let Some(record) = record.filter(|r| r.backend == crate::fleet::BackendKind::Gcp) else {
         return one(
             Outcome::Skip,
             "not a GCP fleet: the API that knows placement is Compute Engine's".into(),

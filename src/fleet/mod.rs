@@ -1,10 +1,12 @@
 //! Fleets: the fleet file (`spec.rs`), its validation with FILE:LINE:COL diagnostics, and
 //! the nodes a fleet resolves to.
 
+pub mod kind;
 pub mod spec;
 
 use crate::yaml::{self, YamlError};
-pub use spec::{BackendName, FleetSpec, GpuDirect, Host, Placement, ProxyJump};
+pub use kind::BackendKind;
+pub use spec::{FleetSpec, GpuDirect, Host, Placement, ProxyJump};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -74,30 +76,6 @@ impl From<YamlError> for Diagnostic {
             column: e.column,
             severity: Severity::Error,
             message: e.message,
-        }
-    }
-}
-
-/// Which backend brings the fleet's nodes up.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BackendKind {
-    /// This machine, as the one node.
-    Local,
-    /// Existing hosts reached over SSH (`ssh_config.hosts`).
-    Ssh,
-    /// VMs created on Google Cloud.
-    Gcp,
-    /// Nodes of an existing GKE cluster, reached through the Kubernetes API.
-    Gke,
-}
-
-impl BackendKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            BackendKind::Local => "local",
-            BackendKind::Ssh => "ssh",
-            BackendKind::Gcp => "gcp",
-            BackendKind::Gke => "gke",
         }
     }
 }
@@ -451,7 +429,7 @@ impl Validator<'_> {
             );
             return None;
         }
-        if let Some(other) = listed.first().filter(|b| **b != BackendName::Gke) {
+        if let Some(other) = listed.first().filter(|b| **b != BackendKind::Gke) {
             if s.gke.is_some() {
                 self.error(
                     &["gke"],
@@ -460,7 +438,7 @@ impl Validator<'_> {
                 return None;
             }
         }
-        if s.gke.is_some() || listed.first() == Some(&BackendName::Gke) {
+        if s.gke.is_some() || listed.first() == Some(&BackendKind::Gke) {
             if s.gke.is_none() {
                 self.error(
                     &["backends"],
@@ -478,8 +456,8 @@ impl Validator<'_> {
             return Some(BackendKind::Gke);
         }
         let kind = match (listed.first(), s.ssh_config.is_some()) {
-            (None, true) | (Some(BackendName::Ssh), true) => BackendKind::Ssh,
-            (Some(BackendName::Ssh), false) => {
+            (None, true) | (Some(BackendKind::Ssh), true) => BackendKind::Ssh,
+            (Some(BackendKind::Ssh), false) => {
                 self.error(&["backends"], "the ssh backend needs `ssh_config` with `hosts`");
                 return None;
             }
@@ -493,9 +471,9 @@ impl Validator<'_> {
                 );
                 return None;
             }
-            (Some(BackendName::Local), false) => BackendKind::Local,
-            (Some(BackendName::Gcp), false) | (None, false) => BackendKind::Gcp,
-            (Some(BackendName::Gke), _) => BackendKind::Gke,
+            (Some(BackendKind::Local), false) => BackendKind::Local,
+            (Some(BackendKind::Gcp), false) | (None, false) => BackendKind::Gcp,
+            (Some(BackendKind::Gke), _) => BackendKind::Gke,
         };
         Some(kind)
     }

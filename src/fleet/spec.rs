@@ -20,7 +20,9 @@ pub struct FleetSpec {
     pub name: Option<String>,
     pub nodes: Option<Range>,
     pub placement: Option<Placement>,
-    pub backends: Option<Vec<BackendName>>,
+    /// The backends flightdeck knows; dstack's other backend names (aws, azure, ...) are
+    /// rejected with the list of these.
+    pub backends: Option<Vec<super::kind::BackendKind>>,
     pub regions: Option<Vec<String>>,
     pub availability_zones: Option<Vec<String>>,
     pub instance_types: Option<Vec<String>>,
@@ -74,28 +76,6 @@ pub enum SpotPolicy {
     Spot,
     OnDemand,
     Auto,
-}
-
-/// The backends flightdeck knows. dstack's other backend names (aws, azure, ...) are
-/// rejected with the list of these.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum BackendName {
-    Local,
-    Ssh,
-    Gcp,
-    Gke,
-}
-
-impl BackendName {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            BackendName::Local => "local",
-            BackendName::Ssh => "ssh",
-            BackendName::Gcp => "gcp",
-            BackendName::Gke => "gke",
-        }
-    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]

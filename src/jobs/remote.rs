@@ -319,7 +319,7 @@ pub fn job_nodes_of(
     record: &crate::store::JobRecord,
     fleet: &crate::store::FleetRecord,
 ) -> Result<Vec<JobNode>, String> {
-    if fleet.backend == "gke" {
+    if fleet.backend == crate::fleet::BackendKind::Gke {
         let t = crate::cloud::gke::backend::Target::of_record(fleet)?;
         return job_nodes(record, &t.pad(&fleet.name, &fleet.nodes, record.nodes.len()));
     }

@@ -43,8 +43,8 @@ pub const STATE_FILE: &str = "state.json";
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FleetRecord {
     pub name: String,
-    /// local, ssh or gcp.
-    pub backend: String,
+    /// The backend family (`local`, `ssh`, `gcp`, `gke` in state.json).
+    pub backend: crate::fleet::BackendKind,
     /// The fleet file it was applied from.
     pub file: Option<PathBuf>,
     pub nodes: Vec<NodeTarget>,
@@ -534,7 +534,7 @@ mod tests {
     fn fleet(name: &str) -> FleetRecord {
         FleetRecord {
             name: name.into(),
-            backend: "local".into(),
+            backend: crate::fleet::BackendKind::Local,
             file: None,
             nodes: vec![],
             resources: vec![],

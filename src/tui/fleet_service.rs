@@ -114,12 +114,7 @@ pub async fn delete(
         .into_iter()
         .find(|f| f.name == name)
         .ok_or_else(|| format!("no fleet `{name}` in the state"))?;
-    let backend = backend(
-        cloud::lifecycle::record_kind(&record)?,
-        &paths,
-        &ssh,
-        &cloud::Cancel::default(),
-    )?;
+    let backend = backend(record.backend, &paths, &ssh, &cloud::Cancel::default())?;
     let progress = move |line: String| {
         let _ = lines.send(line);
     };

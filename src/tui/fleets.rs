@@ -47,7 +47,7 @@ pub fn listed_nodes(state: &State) -> Vec<String> {
     let keep = |name: &str, other: &str| {
         filter.is_empty() || name.to_lowercase().contains(&filter) || other.to_lowercase().contains(&filter)
     };
-    if fleet.backend == "gcp" {
+    if fleet.backend == crate::fleet::BackendKind::Gcp {
         fleet
             .resources
             .iter()
@@ -245,16 +245,9 @@ pub fn delete_plan(record: &FleetRecord) -> crate::cloud::Plan {
         .map(|r| r.hourly_micro_usd.map(|m| m as f64 / 1e6))
         .collect();
     crate::cloud::Plan {
-        fleet: record.name.clone(),
-        backend: match record.backend.as_str() {
-            "local" => "local",
-            "ssh" => "ssh",
-            "gcp" => "gcp",
-            _ => "unknown",
-        },
         changes,
         hourly_usd: (!prices.is_empty()).then(|| prices.iter().copied().sum::<Option<f64>>()),
-        ..Default::default()
+        ..crate::cloud::Plan::new(record.name.clone(), record.backend)
     }
 }
 
@@ -474,7 +467,7 @@ mod tests {
         pol.region = Some("us-east4".into());
         FleetRecord {
             name: "mega".into(),
-            backend: "gcp".into(),
+            backend: crate::fleet::BackendKind::Gcp,
             file: Some("/work/fleets/mega.yaml".into()),
             nodes: vec![],
             resources: vec![inst, pol],
@@ -514,11 +507,7 @@ mod tests {
             key(&mut s, KeyCode::Char('a')),
             vec![Command::PlanFleet("/work/fleets/mega.yaml".into())]
         );
-        let plan = crate::cloud::Plan {
-            fleet: "mega".into(),
-            backend: "gcp",
-            ..Default::default()
-        };
+        let plan = crate::cloud::Plan::new("mega", crate::fleet::BackendKind::Gcp);
         let confirm = Confirm {
             op: Op::Apply {
                 file: "/work/fleets/mega.yaml".into(),
@@ -707,7 +696,7 @@ mod tests {
         s.view = View::Fleets;
         let record = FleetRecord {
             name: "big".into(),
-            backend: "ssh".into(),
+            backend: crate::fleet::BackendKind::Ssh,
             file: None,
             nodes,
             resources: vec![],

@@ -16,17 +16,14 @@ use tokio::sync::mpsc;
 
 /// How nodes of a recorded fleet are reached from the cockpit.
 pub fn transport(fleet: &FleetRecord, pool: &Pool, resolver: &Arc<Resolver>) -> Result<Transport, String> {
-    match fleet.backend.as_str() {
-        "local" => Ok(Transport::Local),
-        "ssh" | "gcp" | "gke" => Ok(Transport::Ssh {
+    use crate::fleet::BackendKind;
+    Ok(match fleet.backend {
+        BackendKind::Local => Transport::Local,
+        BackendKind::Ssh | BackendKind::Gcp | BackendKind::Gke => Transport::Ssh {
             pool: pool.clone(),
             resolver: resolver.clone(),
-        }),
-        other => Err(format!(
-            "fleet `{}`: the {other} backend is not in this build",
-            fleet.name
-        )),
-    }
+        },
+    })
 }
 
 async fn load(dir: PathBuf) -> Result<store::State, String> {

@@ -4,7 +4,7 @@
 
 use super::panes::PaneTile;
 use super::state::{Command, Msg};
-use crate::exec;
+use crate::fleet::BackendKind;
 use crate::paths::Paths;
 use crate::ssh::client::{BoxFuture, Prompter, SshOptions};
 use crate::ssh::known_hosts::HostKeyPolicy;
@@ -493,16 +493,10 @@ impl Services {
             ))));
             return;
         };
-        let transport = match record.backend.as_str() {
-            "local" => exec::Transport::Local,
-            "ssh" | "gcp" | "gke" => exec::Transport::Ssh {
-                pool: self.pool.clone(),
-                resolver: self.resolver.clone(),
-            },
-            other => {
-                let _ = tx.try_send(ServiceEvent::Msg(Msg::PanesFailed(format!(
-                    "the {other} backend is not in this build"
-                ))));
+        let transport = match super::job_service::transport(&record, &self.pool, &self.resolver) {
+            Ok(t) => t,
+            Err(e) => {
+                let _ = tx.try_send(ServiceEvent::Msg(Msg::PanesFailed(e)));
                 return;
             }
         };
@@ -557,13 +551,12 @@ impl Services {
             .unwrap_or_else(|| "/bin/sh".into());
         let mut tiles = vec![];
         for node in &record.nodes {
-            let target = match record.backend.as_str() {
-                "local" => PaneTarget::Local { shell: shell.clone() },
-                "ssh" | "gcp" | "gke" => PaneTarget::Ssh {
+            let target = match record.backend {
+                BackendKind::Local => PaneTarget::Local { shell: shell.clone() },
+                BackendKind::Ssh | BackendKind::Gcp | BackendKind::Gke => PaneTarget::Ssh {
                     pool: self.pool.clone(),
                     route: self.resolver.route(node),
                 },
-                other => return Err(format!("panes on the {other} backend are not in this build yet")),
             };
             let id = self.next_pane;
             self.next_pane += 1;
@@ -717,7 +710,7 @@ async fn pod_panes(
         .into_iter()
         .find(|f| f.name == name)
         .ok_or_else(|| format!("no fleet `{name}` in the state"))?;
-    if record.backend != "gke" {
+    if record.backend != crate::fleet::BackendKind::Gke {
         return Err(format!(
             "`:open {name} SELECTOR` picks pods: fleet `{name}` is a {} fleet",
             record.backend
@@ -752,7 +745,11 @@ async fn watch_gke(
         let Ok(Ok((state, _))) = tokio::task::spawn_blocking(move || Store::new(&d).load()).await else {
             continue;
         };
-        for f in state.fleets.iter().filter(|f| f.backend == "gke") {
+        for f in state
+            .fleets
+            .iter()
+            .filter(|f| f.backend == crate::fleet::BackendKind::Gke)
+        {
             let result = match crate::cloud::gke::backend::Target::of_record(f) {
                 Ok(t) => t.snapshot(&clients, crate::store::now_unix()).await.map(Box::new),
                 Err(e) => Err(e),

@@ -431,7 +431,7 @@ pub async fn check_all(backend: &super::backend::GcpBackend) -> Result<bool, Str
         .0
         .fleets
         .into_iter()
-        .filter(|f| f.backend == "gcp")
+        .filter(|f| f.backend == crate::fleet::BackendKind::Gcp)
         .collect();
     if fleets.is_empty() {
         return Ok(false);

@@ -263,8 +263,6 @@ impl Backend for GkeBackend {
             Err(e) => return Err(e.message),
         };
         Ok(Plan {
-            fleet: fleet.name.clone(),
-            backend: "gke",
             changes: vec![Change {
                 action: if recorded.is_some() { "keep" } else { "create" },
                 kind: "gke-fleet",
@@ -280,7 +278,7 @@ impl Backend for GkeBackend {
                     t.debug_image
                 ),
             ],
-            ..Plan::default()
+            ..Plan::new(fleet.name.clone(), crate::fleet::BackendKind::Gke)
         })
     }
 
@@ -371,7 +369,10 @@ pub async fn orphans(
     use std::collections::BTreeSet;
     let known: BTreeSet<&str> = fleets.iter().map(|f| f.name.as_str()).collect();
     let mut places: Vec<(ClusterRef, String)> = vec![];
-    for f in fleets.iter().filter(|f| f.backend == "gke") {
+    for f in fleets
+        .iter()
+        .filter(|f| f.backend == crate::fleet::BackendKind::Gke)
+    {
         if let Ok(t) = Target::of_record(f) {
             if !places.contains(&(t.cluster.clone(), t.namespace.clone())) {
                 places.push((t.cluster, t.namespace));

@@ -179,7 +179,7 @@ fn render_table(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
             let style = if selected { theme.selection() } else { theme.base() };
             Row::new(vec![
                 format!("{}{}", f.name, if open { " ◆" } else { "" }),
-                f.backend.clone(),
+                f.backend.to_string(),
                 node_count(f),
                 store::format_utc(f.created_at),
                 f.file
@@ -335,10 +335,10 @@ pub fn render_nodes(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) 
         }
         _ => area,
     };
-    if fleet.backend == "gcp" {
+    if fleet.backend == crate::fleet::BackendKind::Gcp {
         return render_gcp_nodes(state, fleet, &filter, selected.as_deref(), theme, area, buf);
     }
-    if fleet.backend == "gke" {
+    if fleet.backend == crate::fleet::BackendKind::Gke {
         return render_gke_nodes(state, fleet, &filter, selected.as_deref(), theme, area, buf);
     }
     let listed: Vec<&crate::fleet::NodeTarget> = fleet
