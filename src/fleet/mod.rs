@@ -6,7 +6,7 @@ pub mod spec;
 
 use crate::yaml::{self, YamlError};
 pub use kind::BackendKind;
-pub use spec::{FleetSpec, GpuDirect, Host, Placement, ProxyJump};
+pub use spec::{FleetSpec, Host, Placement, ProxyJump};
 use std::fmt;
 use std::path::{Path, PathBuf};
 

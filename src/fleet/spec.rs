@@ -78,10 +78,12 @@ pub enum SpotPolicy {
     Auto,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+/// `network.gpudirect` as written: `auto` (the machine type's flavour, the default) or a
+/// flavour. Read into `Option<GpuDirect>` (`auto` is `None`), so the file's words and
+/// serde's "expected one of" list stay as they were.
+#[derive(Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum GpuDirect {
-    #[default]
+enum GpuDirectSetting {
     Auto,
     None,
     Tcpx,
@@ -89,11 +91,25 @@ pub enum GpuDirect {
     Rdma,
 }
 
+fn gpudirect_setting<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Option<crate::gpudirect::GpuDirect>, D::Error> {
+    use crate::gpudirect::GpuDirect;
+    Ok(match GpuDirectSetting::deserialize(d)? {
+        GpuDirectSetting::Auto => None,
+        GpuDirectSetting::None => Some(GpuDirect::None),
+        GpuDirectSetting::Tcpx => Some(GpuDirect::Tcpx),
+        GpuDirectSetting::Tcpxo => Some(GpuDirect::Tcpxo),
+        GpuDirectSetting::Rdma => Some(GpuDirect::Rdma),
+    })
+}
+
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct Network {
-    #[serde(default)]
-    pub gpudirect: GpuDirect,
+    /// The flavour to set up; `None` (`auto`, the default): the machine type's.
+    #[serde(default, deserialize_with = "gpudirect_setting")]
+    pub gpudirect: Option<crate::gpudirect::GpuDirect>,
     /// The VPC of the first NIC (dstack's `vpc_name`).
     pub vpc: Option<String>,
     /// VPCs of the gVNIC data NICs (TCPX/TCPXO), in NIC order.

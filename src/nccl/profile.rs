@@ -29,37 +29,17 @@ impl Source {
 /// The GPUDirect flavour of a machine type: the embedded catalog's, else what its name
 /// says (a machine type the catalog does not list yet).
 pub fn machine_flavour(machine_type: &str) -> GpuDirect {
-    use crate::catalog::model::GpuDirect as Offered;
-    let offered = crate::catalog::Catalog::embedded()
+    crate::catalog::Catalog::embedded()
         .offers()
         .iter()
         .find(|o| o.machine_type == machine_type)
-        .map(|o| o.gpudirect);
-    match offered {
-        Some(Offered::Tcpx) => GpuDirect::Tcpx,
-        Some(Offered::Tcpxo) => GpuDirect::Tcpxo,
-        Some(Offered::Rdma) => GpuDirect::Rdma,
-        Some(Offered::None) => GpuDirect::None,
-        None => GpuDirect::for_machine_type(machine_type),
-    }
+        .map_or_else(|| GpuDirect::for_machine_type(machine_type), |o| o.gpudirect)
 }
 
 /// The profile `auto` picks: the fleet file's `network.gpudirect` when it is not `auto`,
 /// else the flavour of `machine_type` (given, else the fleet's first instance type).
 pub fn auto_profile(spec: Option<&FleetSpec>, machine_type: Option<&str>) -> (GpuDirect, Source) {
-    use crate::fleet::GpuDirect as Wanted;
-    let wanted = spec
-        .and_then(|s| s.network.as_ref())
-        .map(|n| n.gpudirect)
-        .unwrap_or_default();
-    let explicit = match wanted {
-        Wanted::Auto => None,
-        Wanted::None => Some(GpuDirect::None),
-        Wanted::Tcpx => Some(GpuDirect::Tcpx),
-        Wanted::Tcpxo => Some(GpuDirect::Tcpxo),
-        Wanted::Rdma => Some(GpuDirect::Rdma),
-    };
-    if let Some(p) = explicit {
+    if let Some(p) = spec.and_then(|s| s.network.as_ref()).and_then(|n| n.gpudirect) {
         return (p, Source::FleetNetwork);
     }
     let machine = machine_type
@@ -239,7 +219,7 @@ mod tests {
         // puts an explicit flavour first.
         let mut rdma = fleet("");
         rdma.network = Some(crate::fleet::spec::Network {
-            gpudirect: crate::fleet::spec::GpuDirect::Rdma,
+            gpudirect: Some(GpuDirect::Rdma),
             ..Default::default()
         });
         assert_eq!(
