@@ -142,7 +142,7 @@ impl ClusterRef {
             "{}/projects/{p}/locations/{l}/clusters/{c}",
             base.trim_end_matches('/')
         );
-        crate::cloud::gcp::http::install_crypto_provider();
+        crate::cloud::gcp::auth::install_crypto_provider();
         let http = reqwest::Client::builder()
             .timeout(Duration::from_secs(30))
             .build()
@@ -184,64 +184,7 @@ impl ClusterRef {
     }
 }
 
-/// Whether the kubeconfig a fleet file names may run its credential plugin (the fleet
-/// file's `gke.allow_exec_plugin`): no (the default), any plugin (`true`), or only the
-/// one whose command is this string, as `fleet plan` shows it.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
-pub enum PluginOptIn {
-    #[default]
-    No,
-    Any,
-    Command(String),
-}
-
-impl PluginOptIn {
-    pub fn is_no(&self) -> bool {
-        matches!(self, PluginOptIn::No)
-    }
-
-    fn allows(&self, command: &str) -> bool {
-        match self {
-            PluginOptIn::No => false,
-            PluginOptIn::Any => true,
-            PluginOptIn::Command(c) => c == command,
-        }
-    }
-}
-
-impl serde::Serialize for PluginOptIn {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            PluginOptIn::No => s.serialize_bool(false),
-            PluginOptIn::Any => s.serialize_bool(true),
-            PluginOptIn::Command(c) => s.serialize_str(c),
-        }
-    }
-}
-
-impl<'de> serde::Deserialize<'de> for PluginOptIn {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl serde::de::Visitor<'_> for V {
-            type Value = PluginOptIn;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("true, false, or the plugin's command as `fleet plan` shows it")
-            }
-            fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<PluginOptIn, E> {
-                Ok(if v { PluginOptIn::Any } else { PluginOptIn::No })
-            }
-            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<PluginOptIn, E> {
-                if v.trim().is_empty() {
-                    return Err(E::custom(
-                        "empty: give true, or the plugin's command as `fleet plan` shows it",
-                    ));
-                }
-                Ok(PluginOptIn::Command(v.to_string()))
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
+pub use crate::fleet::spec::PluginOptIn;
 
 /// A credential plugin: a program kube-rs runs on this machine, as the operator, for a
 /// token (client-go's `exec` plugin, or the `gcp` `auth-provider`'s `cmd-path`).
@@ -682,7 +625,7 @@ pub(crate) type DebugPods = HashMap<(ClusterRef, String), Arc<Mutex<bool>>>;
 impl Clients {
     /// The client for `cluster`. Call inside the Tokio runtime that will use it.
     pub async fn get(&self, cluster: &ClusterRef) -> Result<kube::Client, String> {
-        crate::cloud::gcp::http::install_crypto_provider();
+        crate::cloud::gcp::auth::install_crypto_provider();
         let mut map = self.inner.lock().await;
         if let Some((c, made)) = map.get(cluster) {
             if made.is_none_or(|m| m.elapsed() < TOKEN_CLIENT_LIFE) {
