@@ -50,6 +50,7 @@ fn err(line: usize, message: impl Into<String>) -> CatalogError {
 }
 
 /// The parts of a catalog data file: its source, its date and its offers.
+#[derive(Debug)]
 pub struct Parsed {
     pub source: String,
     pub as_of: String,
