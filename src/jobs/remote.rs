@@ -237,7 +237,8 @@ pub async fn start(
     let (fleet_profile, fleet_gpu) = crate::nccl::profile::fleet_facts(target.spec.as_ref());
     let profile = super::profile(job, fleet_profile);
     let gpu = job.spec.gpu.clone().or(fleet_gpu);
-    let profile_lines = crate::nccl::runner::profile_env(profile);
+    // A VM's profile on VMs and hosts, a pod's on GKE.
+    let profile_lines = crate::nccl::profile::env_lines(target.backend, profile);
     runner.admits(job)?;
     if target.preflight {
         runner
