@@ -3,10 +3,10 @@
 
 use super::{Cli, JobCommand};
 use crate::detach::Status;
-use crate::exec::{self, Transport};
-use crate::fleet::NodeTarget;
-use crate::jobs::remote::{self, FollowEvent, JobNode};
-use crate::jobs::{self, metrics, state_word, JobMetrics};
+use crate::exec;
+use crate::fleet::BackendKind;
+use crate::jobs::remote;
+use crate::jobs::{self, metrics, state_word, FollowEvent, JobMetrics, JobNode, JobRunner};
 use crate::paths::Paths;
 use crate::store::{self, JobRecord, Store};
 use std::collections::BTreeMap;
@@ -44,27 +44,38 @@ pub fn run(c: &JobCommand, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode>
     }
 }
 
-/// The fleet's nodes and transport, and its file's spec when it has one.
-fn fleet_of(
-    fleet: &str,
-    cli: &Cli,
-    paths: &Paths,
-) -> anyhow::Result<(
-    String,
-    Vec<NodeTarget>,
-    Transport,
-    Option<crate::fleet::FleetSpec>,
-)> {
+/// Where a job on `fleet` starts: the fleet's name, backend family, nodes and transport,
+/// and its file's spec when it has one (preflight on, no `files:` from outside).
+fn fleet_of(fleet: &str, cli: &Cli, paths: &Paths) -> anyhow::Result<remote::Target> {
     let (name, nodes, transport) = super::exec_cmd::resolve_fleet(fleet, cli, paths)?;
     let (state, _) = Store::new(&paths.state_dir).load()?;
-    let file = state
-        .fleets
-        .iter()
-        .find(|f| f.name == name)
+    let record = state.fleets.iter().find(|f| f.name == name);
+    let file = record
         .and_then(|f| f.file.clone())
         .or_else(|| std::path::Path::new(fleet).is_file().then(|| fleet.into()));
-    let spec = file.and_then(|f| crate::fleet::load(&f).ok()).map(|f| f.spec);
-    Ok((name, nodes, transport, spec))
+    let loaded = file.and_then(|f| crate::fleet::load(&f).ok());
+    let backend = family(record, loaded.as_ref(), fleet)?;
+    Ok(remote::Target {
+        fleet: name,
+        backend,
+        nodes,
+        transport,
+        spec: loaded.map(|f| f.spec),
+        preflight: true,
+        files_outside: false,
+    })
+}
+
+/// A fleet's backend family: its record's, else (a fleet file not applied) its file's.
+fn family(
+    record: Option<&store::FleetRecord>,
+    file: Option<&crate::fleet::Fleet>,
+    fleet: &str,
+) -> anyhow::Result<BackendKind> {
+    record
+        .map(|r| r.backend)
+        .or(file.map(|f| f.backend))
+        .ok_or_else(|| anyhow::anyhow!("no fleet `{fleet}` in the state, and no fleet file there"))
 }
 
 fn run_job(
@@ -89,15 +100,12 @@ fn run_job(
     for w in &job.warnings {
         errln!("{w}");
     }
-    let (fleet, nodes, transport, spec) = fleet_of(&job.fleet, cli, paths)?;
     let target = remote::Target {
-        fleet,
-        nodes,
-        transport: transport.clone(),
-        spec,
         preflight: !no_preflight,
         files_outside,
+        ..fleet_of(&job.fleet, cli, paths)?
     };
+    let runner = jobs::runner_for(target.backend, target.transport.clone());
     let rt = super::fleet_cmd::runtime()?;
     let store = Store::new(&paths.state_dir);
     let name = job.name.clone();
@@ -115,7 +123,7 @@ fn run_job(
         return Ok(ExitCode::SUCCESS);
     }
     let watched = nodes.iter().map(|n| (n.clone(), 1)).collect();
-    follow_and_report(&rt, transport, &record, &nodes, watched, true, paths)
+    follow_and_report(&rt, runner, &record, &nodes, watched, true, paths)
 }
 
 /// Which job a NAME means: an id, or the latest job of that name.
@@ -140,20 +148,31 @@ fn find(paths: &Paths, name: &str) -> anyhow::Result<JobRecord> {
         })
 }
 
-/// The job's nodes as the fleet resolves them now.
-fn job_nodes(record: &JobRecord, cli: &Cli, paths: &Paths) -> anyhow::Result<(Vec<JobNode>, Transport)> {
+/// The job's nodes as the fleet resolves them now, and its fleet's runner.
+fn job_nodes(
+    record: &JobRecord,
+    cli: &Cli,
+    paths: &Paths,
+) -> anyhow::Result<(Vec<JobNode>, Arc<dyn JobRunner>)> {
     let (_, all, transport) = super::exec_cmd::resolve_fleet(&record.fleet, cli, paths)?;
     let (state, _) = Store::new(&paths.state_dir).load()?;
-    let nodes = match state
-        .fleets
-        .iter()
-        .find(|f| f.name == record.fleet && f.backend == crate::fleet::BackendKind::Gke)
-    {
-        Some(f) => remote::job_nodes_of(record, f),
-        None => remote::job_nodes(record, &all),
-    }
-    .map_err(anyhow::Error::msg)?;
-    Ok((nodes, transport))
+    let (runner, nodes) = match state.fleets.iter().find(|f| f.name == record.fleet) {
+        Some(f) => {
+            let runner = jobs::runner_for(f.backend, transport);
+            let nodes = runner.job_nodes(record, f);
+            (runner, nodes)
+        }
+        None => {
+            // Not applied: a fleet file of that name, as `resolve_fleet` found it.
+            let file = crate::fleet::load(std::path::Path::new(&record.fleet)).ok();
+            let kind = family(None, file.as_ref(), &record.fleet)?;
+            (
+                jobs::runner_for(kind, transport),
+                jobs::runner::job_nodes(record, &all),
+            )
+        }
+    };
+    Ok((nodes.map_err(anyhow::Error::msg)?, runner))
 }
 
 fn record_codes(
@@ -184,7 +203,7 @@ fn metrics_for(record: &JobRecord) -> JobMetrics {
 /// a summary. Exit status: the worst node's.
 fn follow_and_report(
     rt: &tokio::runtime::Runtime,
-    transport: Transport,
+    runner: Arc<dyn JobRunner>,
     record: &JobRecord,
     nodes: &[JobNode],
     watched: Vec<(JobNode, usize)>,
@@ -202,12 +221,7 @@ fn follow_and_report(
     let stopping = Arc::new(AtomicBool::new(false));
     rt.block_on(async {
         let (tx, mut rx) = tokio::sync::mpsc::channel(4096);
-        let h = tokio::spawn(remote::follow(
-            transport.clone(),
-            record.id.clone(),
-            watched.clone(),
-            tx,
-        ));
+        let h = tokio::spawn(runner.follow(record.id.clone(), watched.clone(), tx));
         let mut stdout = std::io::stdout().lock();
         while let Some(ev) = rx.recv().await {
             match ev {
@@ -240,8 +254,8 @@ fn follow_and_report(
                             errln!("job {}: stop_on_failure: stopping the other nodes", record.id);
                             let others: Vec<JobNode> =
                                 nodes.iter().filter(|n| n.rank != rank).cloned().collect();
-                            let (t, id, grace) = (transport.clone(), record.id.clone(), record.stop_grace);
-                            tokio::spawn(async move { remote::stop(t, &id, &others, grace).await });
+                            let (r, id, grace) = (runner.clone(), record.id.clone(), record.stop_grace);
+                            tokio::spawn(async move { r.stop(&id, &others, grace).await });
                         }
                     }
                 }
@@ -305,7 +319,7 @@ fn refresh(paths: &Paths, cli: &Cli, rt: &tokio::runtime::Runtime) -> anyhow::Re
     let (state, _) = store.load()?;
     let found = rt.block_on(remote::refresh(&store, &state.jobs, |j| {
         job_nodes(j, cli, paths)
-            .map(|(nodes, transport)| (transport, nodes))
+            .map(|(nodes, runner)| (runner, nodes))
             .map_err(|e| e.to_string())
     }));
     Ok(found.notes)
@@ -386,16 +400,16 @@ fn job_json(j: &JobRecord) -> serde_json::Value {
 fn show(name: &str, json: bool, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
     let rt = super::fleet_cmd::runtime()?;
     let record = find(paths, name)?;
-    let (nodes, transport) = job_nodes(&record, cli, paths)?;
+    let (nodes, runner) = job_nodes(&record, cli, paths)?;
     if !record.finished() {
-        let mut st = rt.block_on(remote::status(transport.clone(), &record.id, &nodes));
+        let mut st = rt.block_on(runner.status(&record.id, &nodes));
         // As `job list` does: a node without the job's directory (yet) records nothing; a
         // launch may still be on its way there.
         st.retain(|(_, s)| !matches!(s, Ok(Status::Missing)));
         record_codes(paths, &record.id, &st, false)?;
     }
     let record = find(paths, &record.id)?;
-    let logs = rt.block_on(remote::tail(transport, &record.id, &nodes, Some(metrics::KEEP)));
+    let logs = rt.block_on(runner.tail(&record.id, &nodes, Some(metrics::KEEP)));
     let mut m = metrics_for(&record);
     let mut unreadable = vec![];
     for (rank, res) in &logs {
@@ -470,7 +484,7 @@ fn logs(
 ) -> anyhow::Result<ExitCode> {
     let rt = super::fleet_cmd::runtime()?;
     let record = find(paths, name)?;
-    let (nodes, transport) = job_nodes(&record, cli, paths)?;
+    let (nodes, runner) = job_nodes(&record, cli, paths)?;
     if let Some(n) = node {
         if n >= nodes.len() {
             anyhow::bail!("--node {n}: job {} has nodes 0..{}", record.id, nodes.len() - 1);
@@ -485,31 +499,17 @@ fn logs(
         // From the start, or from the last N lines of each node.
         let mut from = BTreeMap::new();
         if let Some(n) = tail {
-            let cmds = selected
-                .iter()
-                .map(|j| {
-                    let dir = crate::detach::dir_word(&jobs::launch::job_dir(&record.id, j.rank));
-                    (
-                        j.target.clone(),
-                        format!("wc -l < {dir}/out.log 2>/dev/null || echo 0"),
-                    )
-                })
-                .collect();
-            for (j, (_, out, _)) in selected
-                .iter()
-                .zip(rt.block_on(exec::collect(transport.clone(), cmds)))
-            {
-                let count: usize = out.trim().parse().unwrap_or(0);
-                from.insert(j.rank, count.saturating_sub(n) + 1);
+            for (rank, count) in rt.block_on(runner.line_counts(&record.id, &selected)) {
+                from.insert(rank, count.saturating_sub(n) + 1);
             }
         }
         let watched = selected
             .iter()
             .map(|n| (n.clone(), from.get(&n.rank).copied().unwrap_or(1)))
             .collect();
-        return follow_and_report(&rt, transport, &record, &nodes, watched, false, paths);
+        return follow_and_report(&rt, runner, &record, &nodes, watched, false, paths);
     }
-    let got = rt.block_on(remote::tail(transport, &record.id, &selected, tail));
+    let got = rt.block_on(runner.tail(&record.id, &selected, tail));
     let prefix = selected.len() > 1;
     let width = selected.iter().map(|n| n.target.name.len()).max().unwrap_or(0);
     let mut out = std::io::stdout().lock();
@@ -543,7 +543,7 @@ fn logs(
 fn stop(name: &str, grace: Option<u32>, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
     let rt = super::fleet_cmd::runtime()?;
     let record = find(paths, name)?;
-    let (nodes, transport) = job_nodes(&record, cli, paths)?;
+    let (nodes, runner) = job_nodes(&record, cli, paths)?;
     let grace = grace.unwrap_or(if record.stop_grace == 0 {
         10
     } else {
@@ -554,7 +554,7 @@ fn stop(name: &str, grace: Option<u32>, cli: &Cli, paths: &Paths) -> anyhow::Res
         record.id,
         crate::words::plural(nodes.len(), "node")
     );
-    let res = rt.block_on(remote::stop(transport, &record.id, &nodes, grace));
+    let res = rt.block_on(runner.stop(&record.id, &nodes, grace));
     let mut worst = 0;
     for (rank, r) in &res {
         let name = &nodes[*rank].target.name;

@@ -1,12 +1,13 @@
 //! The Jobs view's services: start a job from a job file, follow an opened job on every
 //! node (reconnecting to nodes whose connection drops, from the last line seen), stop a
-//! job. The work is `crate::jobs::remote`'s, shared with `flightdeck job`.
+//! job. The work is `crate::jobs::remote`'s and the fleet's [`JobRunner`]'s, shared
+//! with `flightdeck job`.
 
 use super::jobs::NodeFollow;
 use super::services::ServiceEvent;
 use super::state::Msg;
 use crate::exec::Transport;
-use crate::jobs::remote::{self, FollowEvent, JobNode};
+use crate::jobs::{self, remote, FollowEvent, JobNode, JobRunner};
 use crate::ssh::pool::{Pool, Resolver};
 use crate::store::{self, FleetRecord, JobRecord, Store};
 use std::path::PathBuf;
@@ -34,13 +35,13 @@ async fn load(dir: PathBuf) -> Result<store::State, String> {
         .map_err(|e| e.to_string())
 }
 
-/// A job's record, its fleet's transport and its nodes.
+/// A job's record, its fleet's runner and its nodes.
 async fn job_and_nodes(
     dir: PathBuf,
     id: &str,
     pool: &Pool,
     resolver: &Arc<Resolver>,
-) -> Result<(JobRecord, Transport, Vec<JobNode>), String> {
+) -> Result<(JobRecord, Arc<dyn JobRunner>, Vec<JobNode>), String> {
     let state = load(dir).await?;
     let job = state
         .jobs
@@ -52,23 +53,22 @@ async fn job_and_nodes(
     Ok((job, t, nodes))
 }
 
-/// How job `job` of `state` is reached from the cockpit: its fleet's transport and its
+/// How job `job` of `state` is reached from the cockpit: its fleet's runner and its
 /// nodes.
 fn reach(
     state: &store::State,
     job: &JobRecord,
     pool: &Pool,
     resolver: &Arc<Resolver>,
-) -> Result<(Transport, Vec<JobNode>), String> {
+) -> Result<(Arc<dyn JobRunner>, Vec<JobNode>), String> {
     let fleet = state
         .fleets
         .iter()
         .find(|f| f.name == job.fleet)
         .ok_or_else(|| format!("its fleet `{}` is gone from the state", job.fleet))?;
-    Ok((
-        transport(fleet, pool, resolver)?,
-        remote::job_nodes_of(job, fleet)?,
-    ))
+    let runner = jobs::runner_for(fleet.backend, transport(fleet, pool, resolver)?);
+    let nodes = runner.job_nodes(job, fleet)?;
+    Ok((runner, nodes))
 }
 
 async fn send(tx: &mpsc::Sender<ServiceEvent>, msg: Msg) -> bool {
@@ -87,7 +87,7 @@ pub async fn follow(
     resolver: Arc<Resolver>,
     id: String,
 ) {
-    let (job, transport, nodes) = match job_and_nodes(dir.clone(), &id, &pool, &resolver).await {
+    let (job, runner, nodes) = match job_and_nodes(dir.clone(), &id, &pool, &resolver).await {
         Ok(x) => x,
         Err(e) => {
             let _ = send(&tx, Msg::JobStarted(Err(format!("cannot follow job {id}: {e}")))).await;
@@ -109,7 +109,7 @@ pub async fn follow(
             return;
         }
         let (etx, mut erx) = mpsc::channel(4096);
-        let h = tokio::spawn(remote::follow(transport.clone(), id.clone(), todo, etx));
+        let h = tokio::spawn(runner.follow(id.clone(), todo, etx));
         let mut batch: Vec<(usize, String)> = vec![];
         let mut deadline: Option<tokio::time::Instant> = None;
         let mut lost = false;
@@ -185,14 +185,10 @@ pub async fn follow(
                                 stopping = true;
                                 let others: Vec<JobNode> =
                                     nodes.iter().filter(|n| !ended[n.rank]).cloned().collect();
-                                let (t, jid, grace, s) = (
-                                    transport.clone(),
-                                    id.clone(),
-                                    job.stop_grace.max(1),
-                                    store.clone(),
-                                );
+                                let (r, jid, grace, s) =
+                                    (runner.clone(), id.clone(), job.stop_grace.max(1), store.clone());
                                 tokio::spawn(async move {
-                                    let found = remote::stop(t, &jid, &others, grace).await;
+                                    let found = r.stop(&jid, &others, grace).await;
                                     let _ = remote::record_codes_async(&s, &jid, found, true).await;
                                 });
                             }
@@ -253,9 +249,9 @@ pub async fn stop(
     id: String,
 ) {
     let result = async {
-        let (job, transport, nodes) = job_and_nodes(dir.clone(), &id, &pool, &resolver).await?;
+        let (job, runner, nodes) = job_and_nodes(dir.clone(), &id, &pool, &resolver).await?;
         let grace = if job.stop_grace == 0 { 10 } else { job.stop_grace };
-        let found = remote::stop(transport, &id, &nodes, grace).await;
+        let found = runner.stop(&id, &nodes, grace).await;
         remote::record_codes_async(&Store::new(&dir), &id, found.clone(), true).await?;
         Ok::<String, String>(
             found
@@ -301,6 +297,7 @@ pub async fn run(
         })?;
         let target = remote::Target {
             fleet: fleet.name.clone(),
+            backend: fleet.backend,
             nodes: fleet.nodes.clone(),
             transport: transport(fleet, &pool, &resolver)?,
             spec: fleet
