@@ -1,13 +1,15 @@
 //! The NCCL view's services: the fleets for the run dialog, each with what `auto` picks
 //! for it, and starting a run the way `flightdeck nccl run` does
-//! ([`crate::nccl::remote::start`]: node-to-node SSH for mpirun, the launch, the record
-//! in the state store and the history with the environment as edited).
+//! (through the fleet's [`crate::nccl::RunLauncher`]: on VMs node-to-node SSH for mpirun
+//! and the launch on the nodes, on GKE the test pods; then the record in the state store
+//! and the history with the environment as edited).
 
 use super::nccl::{FleetChoice, RunRequest};
 use super::services::ServiceEvent;
 use super::state::Msg;
 use crate::exec::Transport;
-use crate::nccl::{profile, remote};
+use crate::nccl::launcher::Start;
+use crate::nccl::profile;
 use crate::ssh::pool::{Pool, Resolver};
 use crate::store::{FleetRecord, Store};
 use std::path::{Path, PathBuf};
@@ -71,26 +73,7 @@ pub async fn start_run(
         .find(|f| f.name == req.fleet)
         .ok_or_else(|| format!("fleet `{}` is gone from the state", req.fleet))?;
     let transport = transport(fleet)?;
-    if let (Some(first), crate::exec::Transport::Ssh { pool, .. }) = (fleet.nodes.first(), &transport) {
-        if first.kube.is_some() {
-            // GKE: the guides' test pods, the image's run script (as `nccl run` does).
-            let machine = req.machine_type.map(|m| (m, "fleet instance_types".to_string()));
-            let progress = |m: String| tracing::info!("nccl run: {m}");
-            return crate::cloud::gke::nccl::start(
-                dir,
-                pool.kube(),
-                transport.clone(),
-                &fleet.name,
-                &fleet.nodes,
-                &req.spec,
-                machine,
-                &progress,
-            )
-            .await
-            .map(|s| s.id);
-        }
-    }
-    let start = remote::Start {
+    let start = Start {
         fleet: fleet.name.clone(),
         nodes: fleet.nodes.clone(),
         transport,
@@ -101,7 +84,8 @@ pub async fn start_run(
         node_ssh: true,
         preflight: true,
     };
-    remote::start(dir, &start, &|m| tracing::info!("nccl run: {m}"))
+    crate::nccl::launcher_for(fleet.backend)
+        .start(dir, &start, &|m| tracing::info!("nccl run: {m}"))
         .await
         .map(|s| s.id)
         .map_err(|e| format!("{e:#}"))
