@@ -1,5 +1,5 @@
-//! The NCCL view's services: the fleets for the run dialog, each with what `auto` picks
-//! for it, and starting a run the way `flightdeck nccl run` does
+//! The NCCL view's services: the fleets for the run dialog, each with its backend family
+//! and what `auto` picks for it, and starting a run the way `flightdeck nccl run` does
 //! (through the fleet's [`crate::nccl::RunLauncher`]: on VMs node-to-node SSH for mpirun
 //! and the launch on the nodes, on GKE the test pods; then the record in the state store
 //! and the history with the environment as edited).
@@ -16,8 +16,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tokio::sync::mpsc;
 
-/// The fleets of the state store, with their machine type and the profile `auto` picks
-/// (the fleet file's `network.gpudirect`, else the machine type's flavour).
+/// The fleets of the state store, with their backend family, machine type and the
+/// profile `auto` picks (the fleet file's `network.gpudirect`, else the machine type's
+/// flavour).
 pub fn choices(dir: &Path) -> Result<Vec<FleetChoice>, String> {
     let (state, _) = Store::new(dir).load().map_err(|e| e.to_string())?;
     Ok(state
@@ -32,6 +33,7 @@ pub fn choices(dir: &Path) -> Result<Vec<FleetChoice>, String> {
             let (machine_type, auto, from) = profile::machine_and_profile(spec.as_ref(), None);
             FleetChoice {
                 name: f.name.clone(),
+                family: f.backend,
                 nodes: f.nodes.len(),
                 machine_type,
                 auto,
