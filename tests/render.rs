@@ -417,6 +417,7 @@ fn nccl_run_dialog() {
         Msg::NcclRunFleets(Ok(vec![
             FleetChoice {
                 name: "local".into(),
+                family: flightdeck::fleet::BackendKind::Local,
                 nodes: 1,
                 machine_type: None,
                 auto: GpuDirect::None,
@@ -424,6 +425,7 @@ fn nccl_run_dialog() {
             },
             FleetChoice {
                 name: "mega".into(),
+                family: flightdeck::fleet::BackendKind::Gcp,
                 nodes: 4,
                 machine_type: Some("a3-megagpu-8g".into()),
                 auto: GpuDirect::Tcpxo,

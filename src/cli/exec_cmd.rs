@@ -27,6 +27,16 @@ pub fn resolve_fleet(
     cli: &Cli,
     paths: &Paths,
 ) -> anyhow::Result<(String, Vec<NodeTarget>, Transport)> {
+    let (name, _, nodes, transport) = resolve_fleet_kind(fleet, cli, paths)?;
+    Ok((name, nodes, transport))
+}
+
+/// [`resolve_fleet`], with the fleet's backend family.
+pub fn resolve_fleet_kind(
+    fleet: &str,
+    cli: &Cli,
+    paths: &Paths,
+) -> anyhow::Result<(String, crate::fleet::BackendKind, Vec<NodeTarget>, Transport)> {
     let (state, recovery) = Store::new(&paths.state_dir).load()?;
     super::fleet_cmd::note_recovery(recovery);
     let (name, backend, nodes) = if let Some(r) = state.fleets.iter().find(|f| f.name == fleet) {
@@ -46,7 +56,7 @@ pub fn resolve_fleet(
             Transport::Ssh { pool, resolver }
         }
     };
-    Ok((name, nodes, transport))
+    Ok((name, backend, nodes, transport))
 }
 
 pub fn run(args: &ExecArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode> {

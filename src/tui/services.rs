@@ -395,7 +395,8 @@ impl Services {
                         .await,
                 );
             };
-            let nodes = crate::nccl::remote::run_heads(run, &fleet.nodes);
+            let launcher = crate::nccl::launcher_for(fleet.backend);
+            let nodes = launcher.heads(run, &fleet.nodes);
             if nodes.is_empty() {
                 return drop(tx.send(fail("the run has no nodes".into())).await);
             }
@@ -413,14 +414,18 @@ impl Services {
                     report: Box::new(parser.report()),
                 }));
             };
-            let (f, _) =
-                crate::nccl::remote::follow_to_end(&state_dir, transport, &fleet.name, &id, &nodes, on_row)
-                    .await;
-            // A GKE run's test pods go when it ends.
-            if let Some(k) = nodes[0].kube.as_ref().filter(|k| k.pod.is_some()) {
-                if let Err(e) = crate::cloud::gke::nccl::delete_run_pods(pool.kube(), k, &id).await {
-                    tracing::warn!("run {id}: its test pods were not removed: {e}");
-                }
+            let (f, _) = crate::nccl::remote::follow_to_end(
+                &state_dir,
+                transport.clone(),
+                &fleet.name,
+                &id,
+                &nodes,
+                on_row,
+            )
+            .await;
+            // What the run left goes when it ends (a GKE run's test pods).
+            if let Err(e) = launcher.cleanup(&transport, &id, &nodes).await {
+                tracing::warn!("run {id}: {e}");
             }
             let dir = state_dir.clone();
             if let Ok(Ok(all)) =
