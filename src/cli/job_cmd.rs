@@ -55,12 +55,11 @@ fn fleet_of(
     Transport,
     Option<crate::fleet::FleetSpec>,
 )> {
-    let (name, nodes, transport) = super::exec_cmd::resolve_fleet(fleet, cli, paths)?;
+    let (name, nodes, transport) = super::resolve_fleet(fleet, cli, paths)?;
     let (state, _) = Store::new(&paths.state_dir).load()?;
     let file = state
-        .fleets
-        .iter()
-        .find(|f| f.name == name)
+        .fleet(&name)
+        .ok()
         .and_then(|f| f.file.clone())
         .or_else(|| std::path::Path::new(fleet).is_file().then(|| fleet.into()));
     let spec = file.and_then(|f| crate::fleet::load(&f).ok()).map(|f| f.spec);
@@ -98,7 +97,7 @@ fn run_job(
         preflight: !no_preflight,
         files_outside,
     };
-    let rt = super::fleet_cmd::runtime()?;
+    let rt = super::runtime()?;
     let store = Store::new(&paths.state_dir);
     let name = job.name.clone();
     let progress = |m: String| errln!("job {name}: {m}");
@@ -142,12 +141,12 @@ fn find(paths: &Paths, name: &str) -> anyhow::Result<JobRecord> {
 
 /// The job's nodes as the fleet resolves them now.
 fn job_nodes(record: &JobRecord, cli: &Cli, paths: &Paths) -> anyhow::Result<(Vec<JobNode>, Transport)> {
-    let (_, all, transport) = super::exec_cmd::resolve_fleet(&record.fleet, cli, paths)?;
+    let (_, all, transport) = super::resolve_fleet(&record.fleet, cli, paths)?;
     let (state, _) = Store::new(&paths.state_dir).load()?;
     let nodes = match state
-        .fleets
-        .iter()
-        .find(|f| f.name == record.fleet && f.backend == crate::fleet::BackendKind::Gke)
+        .fleet(&record.fleet)
+        .ok()
+        .filter(|f| f.backend == crate::fleet::BackendKind::Gke)
     {
         Some(f) => remote::job_nodes_of(record, f),
         None => remote::job_nodes(record, &all),
@@ -322,7 +321,7 @@ fn hms(s: u64) -> String {
 }
 
 fn list(json: bool, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
-    let rt = super::fleet_cmd::runtime()?;
+    let rt = super::runtime()?;
     let notes = refresh(paths, cli, &rt)?;
     for (id, n) in &notes {
         errln!("job {id}: {n}");
@@ -384,7 +383,7 @@ fn job_json(j: &JobRecord) -> serde_json::Value {
 }
 
 fn show(name: &str, json: bool, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
-    let rt = super::fleet_cmd::runtime()?;
+    let rt = super::runtime()?;
     let record = find(paths, name)?;
     let (nodes, transport) = job_nodes(&record, cli, paths)?;
     if !record.finished() {
@@ -468,7 +467,7 @@ fn logs(
     cli: &Cli,
     paths: &Paths,
 ) -> anyhow::Result<ExitCode> {
-    let rt = super::fleet_cmd::runtime()?;
+    let rt = super::runtime()?;
     let record = find(paths, name)?;
     let (nodes, transport) = job_nodes(&record, cli, paths)?;
     if let Some(n) = node {
@@ -541,7 +540,7 @@ fn logs(
 }
 
 fn stop(name: &str, grace: Option<u32>, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
-    let rt = super::fleet_cmd::runtime()?;
+    let rt = super::runtime()?;
     let record = find(paths, name)?;
     let (nodes, transport) = job_nodes(&record, cli, paths)?;
     let grace = grace.unwrap_or(if record.stop_grace == 0 {

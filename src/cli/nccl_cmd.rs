@@ -531,7 +531,7 @@ fn show_profile(spec: &RunSpec, why: &str) {
 
 /// Launch the run on the nodes, record it, and follow it.
 pub fn run(args: &RunArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
-    let (fleet, all, transport) = super::exec_cmd::resolve_fleet(&args.fleet, cli, paths)?;
+    let (fleet, all, transport) = super::resolve_fleet(&args.fleet, cli, paths)?;
     let plan = plan(&args.bench, &args.fleet, &fleet, paths)?;
     let nodes: Vec<NodeTarget> = if args.nodes.is_empty() {
         all.clone()
@@ -542,7 +542,7 @@ pub fn run(args: &RunArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode>
         anyhow::bail!("no nodes selected");
     }
     show_profile(&plan.spec, &plan.why);
-    let rt = super::fleet_cmd::runtime()?;
+    let rt = super::runtime()?;
     if nodes[0].kube.is_some() {
         return gke_run(&rt, transport, &fleet, &nodes, plan, args.json, paths);
     }
@@ -636,9 +636,9 @@ pub fn attach(id: Option<&str>, json: bool, cli: &Cli, paths: &Paths) -> anyhow:
             .copied()
             .ok_or_else(|| anyhow::anyhow!("no NCCL runs yet"))?,
     };
-    let (fleet, all, transport) = super::exec_cmd::resolve_fleet(&run.fleet, cli, paths)?;
+    let (fleet, all, transport) = super::resolve_fleet(&run.fleet, cli, paths)?;
     let nodes = remote::run_heads(run, &all);
-    let rt = super::fleet_cmd::runtime()?;
+    let rt = super::runtime()?;
     let code = follow(&rt, transport.clone(), &fleet, &run.id, &nodes, json, paths);
     if let (Some(head), Transport::Ssh { pool, .. }) = (
         nodes
