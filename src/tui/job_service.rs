@@ -61,10 +61,8 @@ fn reach(
     resolver: &Arc<Resolver>,
 ) -> Result<(Transport, Vec<JobNode>), String> {
     let fleet = state
-        .fleets
-        .iter()
-        .find(|f| f.name == job.fleet)
-        .ok_or_else(|| format!("its fleet `{}` is gone from the state", job.fleet))?;
+        .fleet(&job.fleet)
+        .map_err(|_| format!("its fleet `{}` is gone from the state", job.fleet))?;
     Ok((
         transport(fleet, pool, resolver)?,
         remote::job_nodes_of(job, fleet)?,
@@ -295,10 +293,9 @@ pub async fn run(
                 .join("; ")
         })?;
         let state = load(dir.clone()).await?;
-        let fleet = state.fleets.iter().find(|f| f.name == job.fleet).ok_or_else(|| {
-            let hint = crate::yaml::did_you_mean(&job.fleet, state.fleets.iter().map(|f| f.name.as_str()));
-            format!("{file}: fleet `{}` is not applied{hint}", job.fleet)
-        })?;
+        let fleet = state
+            .fleet(&job.fleet)
+            .map_err(|e| format!("{file}: fleet `{}` is not applied{}", job.fleet, e.hint))?;
         let target = remote::Target {
             fleet: fleet.name.clone(),
             nodes: fleet.nodes.clone(),

@@ -66,10 +66,8 @@ pub async fn start_run(
         .map_err(|e| e.to_string())?
         .0;
     let fleet = state
-        .fleets
-        .iter()
-        .find(|f| f.name == req.fleet)
-        .ok_or_else(|| format!("fleet `{}` is gone from the state", req.fleet))?;
+        .fleet(&req.fleet)
+        .map_err(|_| format!("fleet `{}` is gone from the state", req.fleet))?;
     let transport = transport(fleet)?;
     if let (Some(first), crate::exec::Transport::Ssh { pool, .. }) = (fleet.nodes.first(), &transport) {
         if first.kube.is_some() {
