@@ -4,10 +4,9 @@
 //! codes, and the worst exit code as its own.
 
 use super::{Cli, ExecArgs};
-use crate::exec::{self, Chunk, NodeResult, Stream, Transport};
+use crate::exec::{self, Chunk, NodeResult, Stream};
 use crate::fleet::NodeTarget;
 use crate::paths::Paths;
-use crate::store::Store;
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -21,46 +20,8 @@ struct NodeJson {
     stderr: String,
 }
 
-/// The nodes and transport of a fleet given by name (from the state) or by file.
-pub fn resolve_fleet(
-    fleet: &str,
-    cli: &Cli,
-    paths: &Paths,
-) -> anyhow::Result<(String, Vec<NodeTarget>, Transport)> {
-    let (name, _, nodes, transport) = resolve_fleet_kind(fleet, cli, paths)?;
-    Ok((name, nodes, transport))
-}
-
-/// [`resolve_fleet`], with the fleet's backend family.
-pub fn resolve_fleet_kind(
-    fleet: &str,
-    cli: &Cli,
-    paths: &Paths,
-) -> anyhow::Result<(String, crate::fleet::BackendKind, Vec<NodeTarget>, Transport)> {
-    let (state, recovery) = Store::new(&paths.state_dir).load()?;
-    super::fleet_cmd::note_recovery(recovery);
-    let (name, backend, nodes) = if let Some(r) = state.fleets.iter().find(|f| f.name == fleet) {
-        (r.name.clone(), r.backend, r.nodes.clone())
-    } else if std::path::Path::new(fleet).is_file() {
-        let f = crate::fleet::load(std::path::Path::new(fleet))
-            .map_err(|d| anyhow::anyhow!(d.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("\n")))?;
-        (f.name.clone(), f.backend, f.node_targets())
-    } else {
-        let hint = crate::yaml::did_you_mean(fleet, state.fleets.iter().map(|f| f.name.as_str()));
-        anyhow::bail!("no fleet `{fleet}` in the state (apply it first, or give a fleet file){hint}");
-    };
-    let transport = match backend {
-        crate::fleet::BackendKind::Local => Transport::Local,
-        crate::fleet::BackendKind::Ssh | crate::fleet::BackendKind::Gcp | crate::fleet::BackendKind::Gke => {
-            let (pool, resolver) = super::ssh_setup(cli, paths);
-            Transport::Ssh { pool, resolver }
-        }
-    };
-    Ok((name, backend, nodes, transport))
-}
-
 pub fn run(args: &ExecArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
-    let (_name, all, transport) = resolve_fleet(&args.fleet, cli, paths)?;
+    let (_name, all, transport) = super::resolve_fleet(&args.fleet, cli, paths)?;
     let nodes: Vec<NodeTarget> = if args.nodes.is_empty() {
         all.clone()
     } else {
@@ -77,7 +38,7 @@ pub fn run(args: &ExecArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode
             .position(|n| n.index == i)
             .expect("event for a known node")
     };
-    let rt = super::fleet_cmd::runtime()?;
+    let rt = super::runtime()?;
     let (tx, mut rx) = exec::channel(1024);
     let streaming = !args.collapse && !args.json;
     // Without streaming: each node's stdout and stderr, whole lines ending in `\n`.

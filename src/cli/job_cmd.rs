@@ -47,9 +47,9 @@ pub fn run(c: &JobCommand, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode>
 /// Where a job on `fleet` starts: the fleet's name, backend family, nodes and transport,
 /// and its file's spec when it has one (preflight on, no `files:` from outside).
 fn fleet_of(fleet: &str, cli: &Cli, paths: &Paths) -> anyhow::Result<remote::Target> {
-    let (name, nodes, transport) = super::exec_cmd::resolve_fleet(fleet, cli, paths)?;
+    let (name, nodes, transport) = super::resolve_fleet(fleet, cli, paths)?;
     let (state, _) = Store::new(&paths.state_dir).load()?;
-    let record = state.fleets.iter().find(|f| f.name == name);
+    let record = state.fleet(&name).ok();
     let file = record
         .and_then(|f| f.file.clone())
         .or_else(|| std::path::Path::new(fleet).is_file().then(|| fleet.into()));
@@ -106,7 +106,7 @@ fn run_job(
         ..fleet_of(&job.fleet, cli, paths)?
     };
     let runner = jobs::runner_for(target.backend, target.transport.clone());
-    let rt = super::fleet_cmd::runtime()?;
+    let rt = super::runtime()?;
     let store = Store::new(&paths.state_dir);
     let name = job.name.clone();
     let progress = |m: String| errln!("job {name}: {m}");
@@ -154,9 +154,9 @@ fn job_nodes(
     cli: &Cli,
     paths: &Paths,
 ) -> anyhow::Result<(Vec<JobNode>, Arc<dyn JobRunner>)> {
-    let (_, all, transport) = super::exec_cmd::resolve_fleet(&record.fleet, cli, paths)?;
+    let (_, all, transport) = super::resolve_fleet(&record.fleet, cli, paths)?;
     let (state, _) = Store::new(&paths.state_dir).load()?;
-    let (runner, nodes) = match state.fleets.iter().find(|f| f.name == record.fleet) {
+    let (runner, nodes) = match state.fleet(&record.fleet).ok() {
         Some(f) => {
             let runner = jobs::runner_for(f.backend, transport);
             let nodes = runner.job_nodes(record, f);
@@ -336,7 +336,7 @@ fn hms(s: u64) -> String {
 }
 
 fn list(json: bool, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
-    let rt = super::fleet_cmd::runtime()?;
+    let rt = super::runtime()?;
     let notes = refresh(paths, cli, &rt)?;
     for (id, n) in &notes {
         errln!("job {id}: {n}");
@@ -398,7 +398,7 @@ fn job_json(j: &JobRecord) -> serde_json::Value {
 }
 
 fn show(name: &str, json: bool, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
-    let rt = super::fleet_cmd::runtime()?;
+    let rt = super::runtime()?;
     let record = find(paths, name)?;
     let (nodes, runner) = job_nodes(&record, cli, paths)?;
     if !record.finished() {
@@ -482,7 +482,7 @@ fn logs(
     cli: &Cli,
     paths: &Paths,
 ) -> anyhow::Result<ExitCode> {
-    let rt = super::fleet_cmd::runtime()?;
+    let rt = super::runtime()?;
     let record = find(paths, name)?;
     let (nodes, runner) = job_nodes(&record, cli, paths)?;
     if let Some(n) = node {
@@ -541,7 +541,7 @@ fn logs(
 }
 
 fn stop(name: &str, grace: Option<u32>, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
-    let rt = super::fleet_cmd::runtime()?;
+    let rt = super::runtime()?;
     let record = find(paths, name)?;
     let (nodes, runner) = job_nodes(&record, cli, paths)?;
     let grace = grace.unwrap_or(if record.stop_grace == 0 {

@@ -590,6 +590,77 @@ fn init_cli_logging(cli: &Cli, paths: &Paths) {
     }
 }
 
+/// A runtime for one command's async work.
+pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?)
+}
+
+/// Tell the operator (and the log) that the state file was recovered.
+pub fn note_recovery(r: Option<crate::store::Recovery>) {
+    if let Some(r) = r {
+        errln!("{}", r.message);
+        tracing::warn!("{}", r.message);
+    }
+}
+
+/// The fleet given by name (from the state) or by file ([`crate::fleet::resolve`]).
+pub fn resolve_record(fleet: &str, paths: &Paths) -> anyhow::Result<crate::store::FleetRecord> {
+    let (state, recovery) = crate::store::Store::new(&paths.state_dir).load()?;
+    note_recovery(recovery);
+    crate::fleet::resolve(fleet, &state).map_err(anyhow::Error::msg)
+}
+
+/// How this command reaches a fleet's nodes.
+pub fn transport(kind: crate::fleet::BackendKind, cli: &Cli, paths: &Paths) -> crate::exec::Transport {
+    use crate::fleet::BackendKind;
+    match kind {
+        BackendKind::Local => crate::exec::Transport::Local,
+        BackendKind::Ssh | BackendKind::Gcp | BackendKind::Gke => {
+            let (pool, resolver) = ssh_setup(cli, paths);
+            crate::exec::Transport::Ssh { pool, resolver }
+        }
+    }
+}
+
+/// The name, nodes and transport of a fleet given by name (from the state) or by file.
+pub fn resolve_fleet(
+    fleet: &str,
+    cli: &Cli,
+    paths: &Paths,
+) -> anyhow::Result<(String, Vec<crate::fleet::NodeTarget>, crate::exec::Transport)> {
+    let (name, _, nodes, transport) = resolve_fleet_kind(fleet, cli, paths)?;
+    Ok((name, nodes, transport))
+}
+
+/// [`resolve_fleet`], with the fleet's backend family.
+pub fn resolve_fleet_kind(
+    fleet: &str,
+    cli: &Cli,
+    paths: &Paths,
+) -> anyhow::Result<(
+    String,
+    crate::fleet::BackendKind,
+    Vec<crate::fleet::NodeTarget>,
+    crate::exec::Transport,
+)> {
+    let r = resolve_record(fleet, paths)?;
+    let transport = transport(r.backend, cli, paths);
+    Ok((r.name, r.backend, r.nodes, transport))
+}
+
+/// What the fleets' inventories read: the state dir, the config's `gcp:` block, and
+/// Kubernetes clients.
+pub fn inventory_context(paths: &Paths) -> anyhow::Result<crate::cloud::inventory::Context> {
+    Ok(crate::cloud::inventory::Context {
+        state_dir: paths.state_dir.clone(),
+        gcp: Config::load(paths)?.gcp,
+        kube: Default::default(),
+    })
+}
+
 /// The SSH pool and resolver for this run: ~/.ssh/config, known_hosts, the agent, and
 /// questions on the terminal (or none with --accept-new-host-keys).
 /// With the config's `mux` (and no `--no-mux`), channels go through the connection

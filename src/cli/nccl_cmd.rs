@@ -570,7 +570,7 @@ fn show_profile(spec: &RunSpec, kind: BackendKind, why: &str) {
 /// Launch the run on the fleet (through its family's [`crate::nccl::RunLauncher`]),
 /// record it, follow it, and remove what it left.
 pub fn run(args: &RunArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
-    let (fleet, kind, all, transport) = super::exec_cmd::resolve_fleet_kind(&args.fleet, cli, paths)?;
+    let (fleet, kind, all, transport) = super::resolve_fleet_kind(&args.fleet, cli, paths)?;
     let plan = plan(&args.bench, &args.fleet, &fleet, kind, paths)?;
     let nodes: Vec<NodeTarget> = if args.nodes.is_empty() {
         all.clone()
@@ -581,7 +581,7 @@ pub fn run(args: &RunArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode>
         anyhow::bail!("no nodes selected");
     }
     show_profile(&plan.spec, kind, &plan.why);
-    let rt = super::fleet_cmd::runtime()?;
+    let rt = super::runtime()?;
     let launcher = crate::nccl::launcher_for(kind);
     let start = Start {
         fleet: fleet.clone(),
@@ -644,10 +644,10 @@ pub fn attach(id: Option<&str>, json: bool, cli: &Cli, paths: &Paths) -> anyhow:
             .copied()
             .ok_or_else(|| anyhow::anyhow!("no NCCL runs yet"))?,
     };
-    let (fleet, kind, all, transport) = super::exec_cmd::resolve_fleet_kind(&run.fleet, cli, paths)?;
+    let (fleet, kind, all, transport) = super::resolve_fleet_kind(&run.fleet, cli, paths)?;
     let launcher = crate::nccl::launcher_for(kind);
     let nodes = launcher.heads(run, &all);
-    let rt = super::fleet_cmd::runtime()?;
+    let rt = super::runtime()?;
     let code = follow(&rt, transport.clone(), &fleet, &run.id, &nodes, json, paths);
     clean_up(&rt, launcher, &transport, &run.id, &nodes);
     code

@@ -65,13 +65,13 @@ pub fn run(args: &StragglerArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<Exi
             args.threshold
         );
     }
-    let (fleet, kind, nodes, transport) = super::exec_cmd::resolve_fleet_kind(&args.fleet, cli, paths)?;
+    let (fleet, kind, nodes, transport) = super::resolve_fleet_kind(&args.fleet, cli, paths)?;
     if nodes.is_empty() {
         anyhow::bail!("fleet `{fleet}` has no nodes");
     }
     let plan = nccl_cmd::plan(&args.bench, &args.fleet, &fleet, kind, paths)?;
     let (spec, machine) = (plan.spec, plan.machine);
-    let rt = super::fleet_cmd::runtime()?;
+    let rt = super::runtime()?;
     if !args.bench.no_preflight {
         rt.block_on(crate::bootstrap::preflight::check_nodes(
             transport.clone(),

@@ -1,11 +1,17 @@
 //! Backends bring a fleet's nodes up and down behind one trait: `local` (this machine),
 //! `ssh` (existing hosts, like dstack's SSH fleets); the GCP backend plugs in here too.
+//! What a recorded fleet's nodes look like (Nodes view, status, gc, upkeep, placement,
+//! the delete plan) is each family's [`Inventory`]; [`lifecycle`] holds both factories.
 
 pub mod gcp;
 pub mod gke;
+pub mod inventory;
 pub mod lifecycle;
 pub mod local;
 pub mod ssh_hosts;
+
+pub use inventory::Inventory;
+pub use lifecycle::inventory_for;
 
 use crate::fleet::{BackendKind, Fleet, NodeTarget};
 use crate::ssh::client::BoxFuture;

@@ -2,10 +2,12 @@
 //! the nodes a fleet resolves to.
 
 pub mod kind;
+mod resolve;
 pub mod spec;
 
 use crate::yaml::{self, YamlError};
 pub use kind::BackendKind;
+pub use resolve::resolve;
 pub use spec::{FleetSpec, Host, Placement, ProxyJump};
 use std::fmt;
 use std::path::{Path, PathBuf};

@@ -355,8 +355,7 @@ pub fn fleet_spec(state_dir: &Path, fleet_arg: &str, fleet: &str) -> Option<crat
     let file = Store::new(state_dir)
         .load()
         .ok()
-        .and_then(|(s, _)| s.fleets.into_iter().find(|f| f.name == fleet))
-        .and_then(|f| f.file)
+        .and_then(|(s, _)| s.fleet(fleet).ok().and_then(|f| f.file.clone()))
         .or_else(|| Path::new(fleet_arg).is_file().then(|| fleet_arg.into()))?;
     crate::fleet::load(&file).ok().map(|f| f.spec)
 }

@@ -37,6 +37,28 @@ pub struct State {
     pub jobs: Vec<JobRecord>,
 }
 
+/// A fleet name the state does not record, with the did-you-mean hint (` (did you mean
+/// `x`?)`, or empty) of the closest recorded name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("no fleet `{name}` in the state{hint}")]
+pub struct UnknownFleet {
+    pub name: String,
+    pub hint: String,
+}
+
+impl State {
+    /// The recorded fleet `name`.
+    pub fn fleet(&self, name: &str) -> Result<&FleetRecord, UnknownFleet> {
+        self.fleets
+            .iter()
+            .find(|f| f.name == name)
+            .ok_or_else(|| UnknownFleet {
+                name: name.to_string(),
+                hint: crate::yaml::did_you_mean(name, self.fleets.iter().map(|f| f.name.as_str())),
+            })
+    }
+}
+
 /// The state file's name in the state dir.
 pub const STATE_FILE: &str = "state.json";
 

@@ -62,10 +62,8 @@ fn reach(
     resolver: &Arc<Resolver>,
 ) -> Result<(Arc<dyn JobRunner>, Vec<JobNode>), String> {
     let fleet = state
-        .fleets
-        .iter()
-        .find(|f| f.name == job.fleet)
-        .ok_or_else(|| format!("its fleet `{}` is gone from the state", job.fleet))?;
+        .fleet(&job.fleet)
+        .map_err(|_| format!("its fleet `{}` is gone from the state", job.fleet))?;
     let runner = jobs::runner_for(fleet.backend, transport(fleet, pool, resolver)?);
     let nodes = runner.job_nodes(job, fleet)?;
     Ok((runner, nodes))
@@ -291,10 +289,9 @@ pub async fn run(
                 .join("; ")
         })?;
         let state = load(dir.clone()).await?;
-        let fleet = state.fleets.iter().find(|f| f.name == job.fleet).ok_or_else(|| {
-            let hint = crate::yaml::did_you_mean(&job.fleet, state.fleets.iter().map(|f| f.name.as_str()));
-            format!("{file}: fleet `{}` is not applied{hint}", job.fleet)
-        })?;
+        let fleet = state
+            .fleet(&job.fleet)
+            .map_err(|e| format!("{file}: fleet `{}` is not applied{}", job.fleet, e.hint))?;
         let target = remote::Target {
             fleet: fleet.name.clone(),
             backend: fleet.backend,

@@ -70,10 +70,8 @@ pub async fn start_run(
         .map_err(|e| e.to_string())?
         .0;
     let fleet = state
-        .fleets
-        .iter()
-        .find(|f| f.name == req.fleet)
-        .ok_or_else(|| format!("fleet `{}` is gone from the state", req.fleet))?;
+        .fleet(&req.fleet)
+        .map_err(|_| format!("fleet `{}` is gone from the state", req.fleet))?;
     let transport = transport(fleet)?;
     let start = Start {
         fleet: fleet.name.clone(),
