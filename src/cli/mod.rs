@@ -718,7 +718,8 @@ pub fn load_cockpit(cli: &Cli, paths: &Paths) -> anyhow::Result<(Config, tui::ap
         .or_else(|| config.theme.clone())
         .unwrap_or_else(|| tui::theme::DEFAULT_THEME.to_string());
     let theme = tui::theme::Theme::load(&theme_name, paths, monochrome)?;
-    let mut state = tui::state::State::new(config.keymap(), tui::theme::Theme::available(paths), theme_name);
+    let keymap = tui::keymap::Keymap::with_overrides(&tui::keymap::load_overrides(&paths.config_file())?);
+    let mut state = tui::state::State::new(keymap, tui::theme::Theme::available(paths), theme_name);
     // A cached live catalog (from an earlier refresh) when it is newer than the embedded one.
     let in_use = crate::catalog::live::startup(Some(&paths.state_dir));
     if in_use.origin != crate::catalog::live::Origin::Embedded {
