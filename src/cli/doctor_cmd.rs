@@ -67,7 +67,7 @@ pub fn run(args: &DoctorArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCo
     }
     let only = only(&args.only)?;
     let fleet_arg = args.fleet.as_deref().unwrap_or_default();
-    let (fleet, all, transport) = super::exec_cmd::resolve_fleet(fleet_arg, cli, paths)?;
+    let (fleet, all, reach) = super::exec_cmd::resolve_fleet(fleet_arg, cli, paths)?;
     let nodes: Vec<NodeTarget> = if args.nodes.is_empty() {
         all.clone()
     } else {
@@ -110,7 +110,7 @@ pub fn run(args: &DoctorArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCo
         Event::Progress(p) => status.print(&p),
         Event::Fleet(_) => {}
     };
-    let mut report = rt.block_on(doctor::run::examine(transport, &fleet, &nodes, &ctx, &on));
+    let mut report = rt.block_on(doctor::run::examine(reach, &fleet, &nodes, &ctx, &on));
     if ctx.wants("placement") {
         report.add(rt.block_on(doctor::run::placement(paths, &fleet, &nodes, compact)));
         report.link_causes();

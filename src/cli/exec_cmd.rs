@@ -4,9 +4,10 @@
 //! codes, and the worst exit code as its own.
 
 use super::{Cli, ExecArgs};
-use crate::exec::{self, Chunk, NodeResult, Stream, Transport};
+use crate::exec::{self, Chunk, NodeResult, Stream};
 use crate::fleet::NodeTarget;
 use crate::paths::Paths;
+use crate::reach::Reach;
 use crate::store::Store;
 use std::io::Write;
 use std::process::ExitCode;
@@ -21,37 +22,36 @@ struct NodeJson {
     stderr: String,
 }
 
-/// The nodes and transport of a fleet given by name (from the state) or by file.
+/// The nodes and reach of a fleet given by name (from the state) or by file.
 pub fn resolve_fleet(
     fleet: &str,
     cli: &Cli,
     paths: &Paths,
-) -> anyhow::Result<(String, Vec<NodeTarget>, Transport)> {
+) -> anyhow::Result<(String, Vec<NodeTarget>, Reach)> {
     let (state, recovery) = Store::new(&paths.state_dir).load()?;
     super::fleet_cmd::note_recovery(recovery);
-    let (name, backend, nodes) = if let Some(r) = state.fleets.iter().find(|f| f.name == fleet) {
-        (r.name.clone(), r.backend.clone(), r.nodes.clone())
+    let (name, nodes) = if let Some(r) = state.fleets.iter().find(|f| f.name == fleet) {
+        (r.name.clone(), r.nodes.clone())
     } else if std::path::Path::new(fleet).is_file() {
         let f = crate::fleet::load(std::path::Path::new(fleet))
             .map_err(|d| anyhow::anyhow!(d.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("\n")))?;
-        (f.name.clone(), f.backend.as_str().to_string(), f.node_targets())
+        (f.name.clone(), f.node_targets())
     } else {
         let hint = crate::yaml::did_you_mean(fleet, state.fleets.iter().map(|f| f.name.as_str()));
         anyhow::bail!("no fleet `{fleet}` in the state (apply it first, or give a fleet file){hint}");
     };
-    let transport = match backend.as_str() {
-        "local" => Transport::Local,
-        "ssh" | "gcp" | "gke" => {
-            let (pool, resolver) = super::ssh_setup(cli, paths);
-            Transport::Ssh { pool, resolver }
-        }
-        other => anyhow::bail!("fleet `{name}` uses the {other} backend, which is not in this build yet"),
+    // SSH (and the connection holder) is set up only for a fleet with SSH nodes.
+    let reach = if nodes.iter().any(|n| n.ssh().is_some()) {
+        let (pool, resolver) = super::ssh_setup(cli, paths);
+        Reach::new(pool, resolver)
+    } else {
+        Reach::without_ssh()
     };
-    Ok((name, nodes, transport))
+    Ok((name, nodes, reach))
 }
 
 pub fn run(args: &ExecArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
-    let (_name, all, transport) = resolve_fleet(&args.fleet, cli, paths)?;
+    let (_name, all, reach) = resolve_fleet(&args.fleet, cli, paths)?;
     let nodes: Vec<NodeTarget> = if args.nodes.is_empty() {
         all.clone()
     } else {
@@ -93,7 +93,7 @@ pub fn run(args: &ExecArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode
             .iter()
             .map(|n| (n.clone(), remote.clone(), Vec::new()))
             .collect();
-        let run = tokio::spawn(exec::run_each_with_input(transport, jobs, args.fanout, limit, tx));
+        let run = tokio::spawn(exec::run_each_with_input(reach, jobs, args.fanout, limit, tx));
         // Streamed output goes through one buffer, written out whenever no more output is
         // waiting (so it stays live) and before anything goes to stderr (so the two
         // interleave as they arrived).
@@ -164,7 +164,7 @@ pub fn run(args: &ExecArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode
             .zip(out)
             .map(|((n, r), (so, se))| NodeJson {
                 node: n.name.clone(),
-                host: n.host.clone(),
+                host: n.host().to_string(),
                 exit_code: r.code,
                 error: r.error.clone(),
                 stdout: so,
@@ -224,7 +224,7 @@ fn print_collapsed(nodes: &[NodeTarget], results: &[NodeResult], out: &[(String,
     for (text, names) in groups {
         let title = format!(
             "{} ({} node{})",
-            exec::compress_names(&names),
+            crate::words::compress_names(&names),
             names.len(),
             if names.len() == 1 { "" } else { "s" }
         );
@@ -257,7 +257,7 @@ pub fn summary(nodes: &[NodeTarget], results: &[NodeResult]) -> String {
             if *code == 0 {
                 format!("{} {what}", names.len())
             } else {
-                format!("{} {what} ({})", names.len(), exec::compress_names(names))
+                format!("{} {what} ({})", names.len(), crate::words::compress_names(names))
             }
         })
         .collect();

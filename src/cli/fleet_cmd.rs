@@ -94,12 +94,12 @@ pub fn run(cmd: &FleetCommand, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitC
                 }
             };
             let (pool, resolver) = super::ssh_setup(cli, paths);
-            let transport = crate::exec::Transport::Ssh { pool, resolver };
+            let reach = crate::reach::Reach::new(pool, resolver);
             match rt.block_on(cloud::lifecycle::bootstrap_after_apply(
                 paths,
                 &fleet,
                 &record,
-                transport,
+                reach,
                 *no_bootstrap,
                 &progress,
             )) {
@@ -188,7 +188,7 @@ pub fn run(cmd: &FleetCommand, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitC
                 }
             };
             for n in &record.nodes {
-                errln!("  delete  node  {:<20} {}", n.name, n.host);
+                errln!("  delete  node  {:<20} {}", n.name, n.host());
             }
             for r in &record.resources {
                 let place = crate::cloud::gcp::plan::record_scope(r).place();
@@ -235,8 +235,8 @@ fn bootstrap(
         return Ok(ExitCode::SUCCESS);
     }
     let fleet_arg = fleet.unwrap_or_default();
-    let (name, all, transport) = super::exec_cmd::resolve_fleet(fleet_arg, cli, paths)?;
-    if all.iter().any(|n| n.kube.is_some()) {
+    let (name, all, reach) = super::exec_cmd::resolve_fleet(fleet_arg, cli, paths)?;
+    if all.iter().any(|n| n.kube().is_some()) {
         anyhow::bail!(
             "fleet `{name}` is a GKE fleet: GKE sets its nodes up for GPUDirect itself (the GPUDirect guides' NCCL installer and device-plugin DaemonSets); the bootstrap is for VM fleets"
         );
@@ -268,7 +268,7 @@ fn bootstrap(
     );
     let status = super::StatusLine::start(&format!("bootstrap {name}"));
     let progress = |line: String| status.print(&line);
-    let outcomes = runtime()?.block_on(bootstrap::remote::run(transport, &nodes, flavour, &progress));
+    let outcomes = runtime()?.block_on(bootstrap::remote::run(reach, &nodes, flavour, &progress));
     drop(status);
     if json {
         outln!("{}", serde_json::to_string_pretty(&outcomes)?);
@@ -575,8 +575,16 @@ pub fn backend(
     paths: &Paths,
     cancel: &cloud::Cancel,
 ) -> anyhow::Result<Box<dyn Backend>> {
-    cloud::lifecycle::backend(kind, paths, || super::ssh_setup(cli, paths), cancel)
-        .map_err(anyhow::Error::msg)
+    cloud::lifecycle::backend(
+        kind,
+        paths,
+        || {
+            let (pool, resolver) = super::ssh_setup(cli, paths);
+            crate::reach::Reach::new(pool, resolver)
+        },
+        cancel,
+    )
+    .map_err(anyhow::Error::msg)
 }
 
 fn load_reporting(file: &std::path::Path) -> Option<Fleet> {

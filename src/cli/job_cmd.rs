@@ -3,11 +3,12 @@
 
 use super::{Cli, JobCommand};
 use crate::detach::Status;
-use crate::exec::{self, Transport};
+use crate::exec::{self};
 use crate::fleet::NodeTarget;
 use crate::jobs::remote::{self, FollowEvent, JobNode};
 use crate::jobs::{self, metrics, state_word, JobMetrics};
 use crate::paths::Paths;
+use crate::reach::Reach;
 use crate::store::{self, JobRecord, Store};
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -44,18 +45,13 @@ pub fn run(c: &JobCommand, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode>
     }
 }
 
-/// The fleet's nodes and transport, and its file's spec when it has one.
+/// The fleet's nodes and reach, and its file's spec when it has one.
 fn fleet_of(
     fleet: &str,
     cli: &Cli,
     paths: &Paths,
-) -> anyhow::Result<(
-    String,
-    Vec<NodeTarget>,
-    Transport,
-    Option<crate::fleet::FleetSpec>,
-)> {
-    let (name, nodes, transport) = super::exec_cmd::resolve_fleet(fleet, cli, paths)?;
+) -> anyhow::Result<(String, Vec<NodeTarget>, Reach, Option<crate::fleet::FleetSpec>)> {
+    let (name, nodes, reach) = super::exec_cmd::resolve_fleet(fleet, cli, paths)?;
     let (state, _) = Store::new(&paths.state_dir).load()?;
     let file = state
         .fleets
@@ -64,7 +60,7 @@ fn fleet_of(
         .and_then(|f| f.file.clone())
         .or_else(|| std::path::Path::new(fleet).is_file().then(|| fleet.into()));
     let spec = file.and_then(|f| crate::fleet::load(&f).ok()).map(|f| f.spec);
-    Ok((name, nodes, transport, spec))
+    Ok((name, nodes, reach, spec))
 }
 
 fn run_job(
@@ -89,11 +85,11 @@ fn run_job(
     for w in &job.warnings {
         errln!("{w}");
     }
-    let (fleet, nodes, transport, spec) = fleet_of(&job.fleet, cli, paths)?;
+    let (fleet, nodes, reach, spec) = fleet_of(&job.fleet, cli, paths)?;
     let target = remote::Target {
         fleet,
         nodes,
-        transport: transport.clone(),
+        reach: reach.clone(),
         spec,
         preflight: !no_preflight,
         files_outside,
@@ -115,7 +111,7 @@ fn run_job(
         return Ok(ExitCode::SUCCESS);
     }
     let watched = nodes.iter().map(|n| (n.clone(), 1)).collect();
-    follow_and_report(&rt, transport, &record, &nodes, watched, true, paths)
+    follow_and_report(&rt, reach, &record, &nodes, watched, true, paths)
 }
 
 /// Which job a NAME means: an id, or the latest job of that name.
@@ -141,8 +137,8 @@ fn find(paths: &Paths, name: &str) -> anyhow::Result<JobRecord> {
 }
 
 /// The job's nodes as the fleet resolves them now.
-fn job_nodes(record: &JobRecord, cli: &Cli, paths: &Paths) -> anyhow::Result<(Vec<JobNode>, Transport)> {
-    let (_, all, transport) = super::exec_cmd::resolve_fleet(&record.fleet, cli, paths)?;
+fn job_nodes(record: &JobRecord, cli: &Cli, paths: &Paths) -> anyhow::Result<(Vec<JobNode>, Reach)> {
+    let (_, all, reach) = super::exec_cmd::resolve_fleet(&record.fleet, cli, paths)?;
     let (state, _) = Store::new(&paths.state_dir).load()?;
     let nodes = match state
         .fleets
@@ -153,7 +149,7 @@ fn job_nodes(record: &JobRecord, cli: &Cli, paths: &Paths) -> anyhow::Result<(Ve
         None => remote::job_nodes(record, &all),
     }
     .map_err(anyhow::Error::msg)?;
-    Ok((nodes, transport))
+    Ok((nodes, reach))
 }
 
 fn record_codes(
@@ -184,7 +180,7 @@ fn metrics_for(record: &JobRecord) -> JobMetrics {
 /// a summary. Exit status: the worst node's.
 fn follow_and_report(
     rt: &tokio::runtime::Runtime,
-    transport: Transport,
+    reach: Reach,
     record: &JobRecord,
     nodes: &[JobNode],
     watched: Vec<(JobNode, usize)>,
@@ -203,7 +199,7 @@ fn follow_and_report(
     rt.block_on(async {
         let (tx, mut rx) = tokio::sync::mpsc::channel(4096);
         let h = tokio::spawn(remote::follow(
-            transport.clone(),
+            reach.clone(),
             record.id.clone(),
             watched.clone(),
             tx,
@@ -240,7 +236,7 @@ fn follow_and_report(
                             errln!("job {}: stop_on_failure: stopping the other nodes", record.id);
                             let others: Vec<JobNode> =
                                 nodes.iter().filter(|n| n.rank != rank).cloned().collect();
-                            let (t, id, grace) = (transport.clone(), record.id.clone(), record.stop_grace);
+                            let (t, id, grace) = (reach.clone(), record.id.clone(), record.stop_grace);
                             tokio::spawn(async move { remote::stop(t, &id, &others, grace).await });
                         }
                     }
@@ -305,7 +301,7 @@ fn refresh(paths: &Paths, cli: &Cli, rt: &tokio::runtime::Runtime) -> anyhow::Re
     let (state, _) = store.load()?;
     let found = rt.block_on(remote::refresh(&store, &state.jobs, |j| {
         job_nodes(j, cli, paths)
-            .map(|(nodes, transport)| (transport, nodes))
+            .map(|(nodes, reach)| (reach, nodes))
             .map_err(|e| e.to_string())
     }));
     Ok(found.notes)
@@ -386,16 +382,16 @@ fn job_json(j: &JobRecord) -> serde_json::Value {
 fn show(name: &str, json: bool, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
     let rt = super::fleet_cmd::runtime()?;
     let record = find(paths, name)?;
-    let (nodes, transport) = job_nodes(&record, cli, paths)?;
+    let (nodes, reach) = job_nodes(&record, cli, paths)?;
     if !record.finished() {
-        let mut st = rt.block_on(remote::status(transport.clone(), &record.id, &nodes));
+        let mut st = rt.block_on(remote::status(reach.clone(), &record.id, &nodes));
         // As `job list` does: a node without the job's directory (yet) records nothing; a
         // launch may still be on its way there.
         st.retain(|(_, s)| !matches!(s, Ok(Status::Missing)));
         record_codes(paths, &record.id, &st, false)?;
     }
     let record = find(paths, &record.id)?;
-    let logs = rt.block_on(remote::tail(transport, &record.id, &nodes, Some(metrics::KEEP)));
+    let logs = rt.block_on(remote::tail(reach, &record.id, &nodes, Some(metrics::KEEP)));
     let mut m = metrics_for(&record);
     let mut unreadable = vec![];
     for (rank, res) in &logs {
@@ -470,7 +466,7 @@ fn logs(
 ) -> anyhow::Result<ExitCode> {
     let rt = super::fleet_cmd::runtime()?;
     let record = find(paths, name)?;
-    let (nodes, transport) = job_nodes(&record, cli, paths)?;
+    let (nodes, reach) = job_nodes(&record, cli, paths)?;
     if let Some(n) = node {
         if n >= nodes.len() {
             anyhow::bail!("--node {n}: job {} has nodes 0..{}", record.id, nodes.len() - 1);
@@ -497,7 +493,7 @@ fn logs(
                 .collect();
             for (j, (_, out, _)) in selected
                 .iter()
-                .zip(rt.block_on(exec::collect(transport.clone(), cmds)))
+                .zip(rt.block_on(exec::collect(reach.clone(), cmds)))
             {
                 let count: usize = out.trim().parse().unwrap_or(0);
                 from.insert(j.rank, count.saturating_sub(n) + 1);
@@ -507,9 +503,9 @@ fn logs(
             .iter()
             .map(|n| (n.clone(), from.get(&n.rank).copied().unwrap_or(1)))
             .collect();
-        return follow_and_report(&rt, transport, &record, &nodes, watched, false, paths);
+        return follow_and_report(&rt, reach, &record, &nodes, watched, false, paths);
     }
-    let got = rt.block_on(remote::tail(transport, &record.id, &selected, tail));
+    let got = rt.block_on(remote::tail(reach, &record.id, &selected, tail));
     let prefix = selected.len() > 1;
     let width = selected.iter().map(|n| n.target.name.len()).max().unwrap_or(0);
     let mut out = std::io::stdout().lock();
@@ -543,7 +539,7 @@ fn logs(
 fn stop(name: &str, grace: Option<u32>, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
     let rt = super::fleet_cmd::runtime()?;
     let record = find(paths, name)?;
-    let (nodes, transport) = job_nodes(&record, cli, paths)?;
+    let (nodes, reach) = job_nodes(&record, cli, paths)?;
     let grace = grace.unwrap_or(if record.stop_grace == 0 {
         10
     } else {
@@ -554,7 +550,7 @@ fn stop(name: &str, grace: Option<u32>, cli: &Cli, paths: &Paths) -> anyhow::Res
         record.id,
         crate::words::plural(nodes.len(), "node")
     );
-    let res = rt.block_on(remote::stop(transport, &record.id, &nodes, grace));
+    let res = rt.block_on(remote::stop(reach, &record.id, &nodes, grace));
     let mut worst = 0;
     for (rank, r) in &res {
         let name = &nodes[*rank].target.name;

@@ -357,7 +357,6 @@ mod tests {
 // ---- nccl run / nccl attach ----
 
 use super::{Cli, NcclEngine, NcclProfile};
-use crate::exec::Transport;
 use crate::fleet::NodeTarget;
 use crate::nccl::expect::Verdict;
 use crate::nccl::history::{self, SavedRun};
@@ -365,6 +364,7 @@ use crate::nccl::remote;
 use crate::nccl::runner::{self, Engine, RunSpec};
 use crate::nccl::{profile, GpuDirect};
 use crate::paths::Paths;
+use crate::reach::Reach;
 use crate::store::{self, RunRecord, Store};
 
 #[derive(Debug, clap::Args)]
@@ -531,7 +531,7 @@ fn show_profile(spec: &RunSpec, why: &str) {
 
 /// Launch the run on the nodes, record it, and follow it.
 pub fn run(args: &RunArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
-    let (fleet, all, transport) = super::exec_cmd::resolve_fleet(&args.fleet, cli, paths)?;
+    let (fleet, all, reach) = super::exec_cmd::resolve_fleet(&args.fleet, cli, paths)?;
     let plan = plan(&args.bench, &args.fleet, &fleet, paths)?;
     let nodes: Vec<NodeTarget> = if args.nodes.is_empty() {
         all.clone()
@@ -543,13 +543,13 @@ pub fn run(args: &RunArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode>
     }
     show_profile(&plan.spec, &plan.why);
     let rt = super::fleet_cmd::runtime()?;
-    if nodes[0].kube.is_some() {
-        return gke_run(&rt, transport, &fleet, &nodes, plan, args.json, paths);
+    if nodes[0].kube().is_some() {
+        return gke_run(&rt, reach, &fleet, &nodes, plan, args.json, paths);
     }
     let start = remote::Start {
         fleet: fleet.clone(),
         nodes,
-        transport: transport.clone(),
+        reach: reach.clone(),
         spec: plan.spec,
         mpirun: args.bench.mpirun.clone(),
         machine: plan.machine,
@@ -560,30 +560,27 @@ pub fn run(args: &RunArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode>
     let started = rt.block_on(remote::start(&paths.state_dir, &start, &|m| errln!("{m}")))?;
     let id = started.id;
     errln!("it survives this terminal: `flightdeck nccl attach {id}` follows it again");
-    follow(&rt, transport, &fleet, &id, &started.heads, args.json, paths)
+    follow(&rt, reach, &fleet, &id, &started.heads, args.json, paths)
 }
 
 /// `nccl run` on a GKE fleet: test pods per node, the image's run script on the first,
 /// followed like a VM run; the pods are removed when it ends.
 fn gke_run(
     rt: &tokio::runtime::Runtime,
-    transport: Transport,
+    reach: Reach,
     fleet: &str,
     nodes: &[NodeTarget],
     plan: Plan,
     json: bool,
     paths: &Paths,
 ) -> anyhow::Result<ExitCode> {
-    use crate::cloud::gke::{nccl, Clients};
-    let clients = match &transport {
-        Transport::Ssh { pool, .. } => pool.kube().clone(),
-        Transport::Local => Clients::default(),
-    };
+    use crate::cloud::gke::nccl;
+    let clients = reach.kube().clone();
     let started = rt
         .block_on(nccl::start(
             &paths.state_dir,
             &clients,
-            transport.clone(),
+            reach.clone(),
             fleet,
             nodes,
             &plan.spec,
@@ -595,7 +592,7 @@ fn gke_run(
     errln!("it survives this terminal: `flightdeck nccl attach {id}` follows it again (its pods stay until then)");
     let code = follow(
         rt,
-        transport,
+        reach,
         fleet,
         &id,
         std::slice::from_ref(&started.head),
@@ -613,7 +610,7 @@ fn remove_gke_pods(
     head: &NodeTarget,
     id: &str,
 ) {
-    if let Some(k) = &head.kube {
+    if let Some(k) = head.kube() {
         match rt.block_on(crate::cloud::gke::nccl::delete_run_pods(clients, k, id)) {
             Ok(n) => errln!("removed {}", crate::words::plural(n, "test pod")),
             Err(e) => errln!("warning: the run's test pods were not removed ({e}); `flightdeck fleet delete` or `fleet gc` removes them"),
@@ -636,17 +633,15 @@ pub fn attach(id: Option<&str>, json: bool, cli: &Cli, paths: &Paths) -> anyhow:
             .copied()
             .ok_or_else(|| anyhow::anyhow!("no NCCL runs yet"))?,
     };
-    let (fleet, all, transport) = super::exec_cmd::resolve_fleet(&run.fleet, cli, paths)?;
+    let (fleet, all, reach) = super::exec_cmd::resolve_fleet(&run.fleet, cli, paths)?;
     let nodes = remote::run_heads(run, &all);
     let rt = super::fleet_cmd::runtime()?;
-    let code = follow(&rt, transport.clone(), &fleet, &run.id, &nodes, json, paths);
-    if let (Some(head), Transport::Ssh { pool, .. }) = (
-        nodes
-            .first()
-            .filter(|n| n.kube.as_ref().is_some_and(|k| k.pod.is_some())),
-        &transport,
-    ) {
-        remove_gke_pods(&rt, pool.kube(), head, &run.id);
+    let code = follow(&rt, reach.clone(), &fleet, &run.id, &nodes, json, paths);
+    if let Some(head) = nodes
+        .first()
+        .filter(|n| n.kube().is_some_and(|k| k.pod.is_some()))
+    {
+        remove_gke_pods(&rt, reach.kube(), head, &run.id);
     }
     code
 }
@@ -668,7 +663,7 @@ pub(super) fn verdict_line(v: &Verdict, from: Option<&str>) -> String {
 /// Follow run `id` and print it (rows live on stderr, then the table or the JSON).
 fn follow(
     rt: &tokio::runtime::Runtime,
-    transport: Transport,
+    reach: Reach,
     fleet: &str,
     id: &str,
     nodes: &[NodeTarget],
@@ -692,7 +687,7 @@ fn follow(
     };
     let (f, saved) = rt.block_on(remote::follow_to_end(
         &paths.state_dir,
-        transport,
+        reach,
         fleet,
         id,
         nodes,

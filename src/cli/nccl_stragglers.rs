@@ -64,7 +64,7 @@ pub fn run(args: &StragglerArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<Exi
             args.threshold
         );
     }
-    let (fleet, nodes, transport) = super::exec_cmd::resolve_fleet(&args.fleet, cli, paths)?;
+    let (fleet, nodes, reach) = super::exec_cmd::resolve_fleet(&args.fleet, cli, paths)?;
     if nodes.is_empty() {
         anyhow::bail!("fleet `{fleet}` has no nodes");
     }
@@ -73,7 +73,7 @@ pub fn run(args: &StragglerArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<Exi
     let rt = super::fleet_cmd::runtime()?;
     if !args.bench.no_preflight {
         rt.block_on(crate::bootstrap::preflight::check_nodes(
-            transport.clone(),
+            reach.clone(),
             &nodes,
             spec.profile,
             &spec.env_lines(),
@@ -107,7 +107,7 @@ pub fn run(args: &StragglerArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<Exi
                         "setting up SSH between the {} nodes for mpirun",
                         nodes.len()
                     ));
-                    rt.block_on(remote::setup_node_ssh(transport.clone(), &fleet, &nodes))?;
+                    rt.block_on(remote::setup_node_ssh(reach.clone(), &fleet, &nodes))?;
                     ssh_ready = true;
                 }
                 let mut handles = vec![];
@@ -122,8 +122,8 @@ pub fn run(args: &StragglerArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<Exi
                             .collect::<Vec<_>>()
                             .join(" ")
                     );
-                    let (transport, spec, paths, fleet, mpirun) = (
-                        transport.clone(),
+                    let (reach, spec, paths, fleet, mpirun) = (
+                        reach.clone(),
                         spec.clone(),
                         paths.clone(),
                         fleet.clone(),
@@ -134,7 +134,7 @@ pub fn run(args: &StragglerArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<Exi
                         let start = remote::Start {
                             fleet: fleet.clone(),
                             nodes: group_nodes,
-                            transport: transport.clone(),
+                            reach: reach.clone(),
                             spec,
                             mpirun,
                             machine,
@@ -154,15 +154,9 @@ pub fn run(args: &StragglerArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<Exi
                             }
                         };
                         let (id, heads) = (started.id, started.heads);
-                        let (f, _) = remote::follow_to_end(
-                            &paths.state_dir,
-                            transport,
-                            &fleet,
-                            &id,
-                            &heads,
-                            |_, _| {},
-                        )
-                        .await;
+                        let (f, _) =
+                            remote::follow_to_end(&paths.state_dir, reach, &fleet, &id, &heads, |_, _| {})
+                                .await;
                         let worst = f.worst();
                         let busbw = if worst == 0 { f.report.peak_busbw() } else { None };
                         let error = match (worst, busbw) {

@@ -144,7 +144,7 @@ pub struct Gke {
     /// `auth-provider`'s `cmd-path`) on this machine: `true`, or the plugin's command as
     /// `fleet plan` shows it. Without it such a kubeconfig is refused; the operator's own
     /// kubeconfig (`$KUBECONFIG`, `~/.kube/config`) runs its plugins as kubectl does.
-    pub allow_exec_plugin: Option<crate::cloud::gke::PluginOptIn>,
+    pub allow_exec_plugin: Option<crate::node::kube::PluginOptIn>,
     /// Where flightdeck's pods go (debug pods, NCCL test pods, jobs); default `default`.
     pub namespace: Option<String>,
     /// The node pools whose nodes are the fleet.

@@ -5,8 +5,9 @@
 use super::launch::{self, job_dir};
 use super::spec::Job;
 use crate::detach::{self, Status};
-use crate::exec::{self, Event, Transport};
+use crate::exec::{self, Event};
 use crate::fleet::NodeTarget;
+use crate::reach::Reach;
 use tokio::sync::mpsc;
 
 /// A node of a job: its rank (position in the job) and how to reach it.
@@ -39,17 +40,14 @@ fn fail_text(code: i32, out: &str, err: &str) -> String {
 
 /// The Kubernetes clients when `nodes` are a GKE fleet's (their work runs as a JobSet,
 /// not as detached processes on the nodes).
-fn gke(transport: &Transport, first: Option<&NodeTarget>) -> Option<crate::cloud::gke::Clients> {
-    match (transport, first) {
-        (Transport::Ssh { pool, .. }, Some(n)) if n.kube.is_some() => Some(pool.kube().clone()),
-        _ => None,
-    }
+fn gke(reach: &Reach, first: Option<&NodeTarget>) -> Option<crate::cloud::gke::Clients> {
+    first.and_then(|n| n.kube()).map(|_| reach.kube().clone())
 }
 
 /// Upload the job's files to every node, then start the job's script on each, detached.
 /// Returns each node's pid, or why it could not start. `progress` hears each step.
 pub async fn launch(
-    transport: Transport,
+    reach: Reach,
     job: &Job,
     id: &str,
     nodes: &[JobNode],
@@ -104,7 +102,7 @@ pub async fn launch(
                     (n.target.clone(), command, input)
                 })
                 .collect();
-            let res = exec::collect_with_input(transport.clone(), cmds).await;
+            let res = exec::collect_with_input(reach.clone(), cmds).await;
             for (n, (code, out, err)) in todo.iter().zip(res) {
                 if code != 0 {
                     failed.push((
@@ -132,7 +130,7 @@ pub async fn launch(
         "starting on {}",
         crate::words::plural(cmds.len(), "node")
     ));
-    let res = exec::collect_with_input(transport, cmds).await;
+    let res = exec::collect_with_input(reach, cmds).await;
     let mut out: Vec<(usize, Result<u32, String>)> = failed.into_iter().map(|(r, e)| (r, Err(e))).collect();
     for (n, (code, stdout, stderr)) in todo.iter().zip(res) {
         let pid = stdout
@@ -153,13 +151,8 @@ pub async fn launch(
 
 /// Follow every node's output from line `from` (1 = the start) until its process group
 /// ends, reporting on `tx`. Returns when every node has ended or been lost.
-pub async fn follow(
-    transport: Transport,
-    id: String,
-    nodes: Vec<(JobNode, usize)>,
-    tx: mpsc::Sender<FollowEvent>,
-) {
-    if let Some(clients) = gke(&transport, nodes.first().map(|(n, _)| &n.target)) {
+pub async fn follow(reach: Reach, id: String, nodes: Vec<(JobNode, usize)>, tx: mpsc::Sender<FollowEvent>) {
+    if let Some(clients) = gke(&reach, nodes.first().map(|(n, _)| &n.target)) {
         return crate::cloud::gke::jobs::follow(clients, id, nodes, tx).await;
     }
     let ranks: Vec<(usize, usize)> = nodes.iter().map(|(n, _)| (n.target.index, n.rank)).collect();
@@ -173,7 +166,7 @@ pub async fn follow(
         })
         .collect();
     let (etx, mut erx) = exec::channel(1024);
-    let h = tokio::spawn(exec::run_each(transport, jobs, 256, etx));
+    let h = tokio::spawn(exec::run_each(reach, jobs, 256, etx));
     let mut ended: Vec<usize> = vec![];
     let rank_of = |index: usize| ranks.iter().find(|(i, _)| *i == index).map_or(index, |r| r.1);
     while let Some(e) = erx.recv().await {
@@ -208,7 +201,7 @@ pub async fn follow(
 /// Run one command per node (made from the node's job directory) and read each node's
 /// (exit code, stdout, stderr) into a result.
 async fn on_nodes<T>(
-    transport: Transport,
+    reach: Reach,
     id: &str,
     nodes: &[JobNode],
     command: impl Fn(&str) -> String,
@@ -218,7 +211,7 @@ async fn on_nodes<T>(
         .iter()
         .map(|n| (n.target.clone(), command(&job_dir(id, n.rank))))
         .collect();
-    let res = exec::collect(transport, cmds).await;
+    let res = exec::collect(reach, cmds).await;
     nodes
         .iter()
         .zip(res)
@@ -227,15 +220,11 @@ async fn on_nodes<T>(
 }
 
 /// Each node's [`Status`], or why it could not be read.
-pub async fn status(
-    transport: Transport,
-    id: &str,
-    nodes: &[JobNode],
-) -> Vec<(usize, Result<Status, String>)> {
-    if let Some(clients) = gke(&transport, nodes.first().map(|n| &n.target)) {
+pub async fn status(reach: Reach, id: &str, nodes: &[JobNode]) -> Vec<(usize, Result<Status, String>)> {
+    if let Some(clients) = gke(&reach, nodes.first().map(|n| &n.target)) {
         return crate::cloud::gke::jobs::status(&clients, id, nodes).await;
     }
-    on_nodes(transport, id, nodes, detach::status_command, |code, out, err| {
+    on_nodes(reach, id, nodes, detach::status_command, |code, out, err| {
         detach::parse_status(out.trim()).ok_or_else(|| fail_text(code, &out, &err))
     })
     .await
@@ -251,16 +240,16 @@ fn final_status(code: i32, out: String, err: String) -> Result<Status, String> {
 
 /// Stop the job on `nodes` (TERM, then KILL after `grace_s`); each node's exit code.
 pub async fn stop(
-    transport: Transport,
+    reach: Reach,
     id: &str,
     nodes: &[JobNode],
     grace_s: u32,
 ) -> Vec<(usize, Result<Status, String>)> {
-    if let Some(clients) = gke(&transport, nodes.first().map(|n| &n.target)) {
+    if let Some(clients) = gke(&reach, nodes.first().map(|n| &n.target)) {
         return crate::cloud::gke::jobs::stop(&clients, id, nodes).await;
     }
     on_nodes(
-        transport,
+        reach,
         id,
         nodes,
         |dir| detach::stop_command(dir, grace_s),
@@ -272,13 +261,13 @@ pub async fn stop(
 /// End a launch cut off by the death of its launcher on `nodes`
 /// ([`detach::fence_command`]); each node's exit code.
 pub async fn fence(
-    transport: Transport,
+    reach: Reach,
     id: &str,
     nodes: &[JobNode],
     grace_s: u32,
 ) -> Vec<(usize, Result<Status, String>)> {
     on_nodes(
-        transport,
+        reach,
         id,
         nodes,
         |dir| detach::fence_command(dir, grace_s),
@@ -289,16 +278,16 @@ pub async fn fence(
 
 /// The last `lines` lines of each node's output (all with `None`).
 pub async fn tail(
-    transport: Transport,
+    reach: Reach,
     id: &str,
     nodes: &[JobNode],
     lines: Option<usize>,
 ) -> Vec<(usize, Result<String, String>)> {
-    if let Some(clients) = gke(&transport, nodes.first().map(|n| &n.target)) {
+    if let Some(clients) = gke(&reach, nodes.first().map(|n| &n.target)) {
         return crate::cloud::gke::jobs::tail(&clients, id, nodes, lines).await;
     }
     on_nodes(
-        transport,
+        reach,
         id,
         nodes,
         |dir| detach::tail_command(dir, lines),
@@ -370,18 +359,18 @@ pub struct Refreshed {
 pub async fn refresh(
     store: &crate::store::Store,
     jobs: &[crate::store::JobRecord],
-    mut nodes_of: impl FnMut(&crate::store::JobRecord) -> Result<(Transport, Vec<JobNode>), String>,
+    mut nodes_of: impl FnMut(&crate::store::JobRecord) -> Result<(Reach, Vec<JobNode>), String>,
 ) -> Refreshed {
     let mut out = Refreshed::default();
     for j in jobs.iter().filter(|j| !j.finished()) {
-        let (transport, nodes) = match nodes_of(j) {
+        let (reach, nodes) = match nodes_of(j) {
             Ok(x) => x,
             Err(e) => {
                 out.notes.push((j.id.clone(), e));
                 continue;
             }
         };
-        let mut found = status(transport.clone(), &j.id, &nodes).await;
+        let mut found = status(reach.clone(), &j.id, &nodes).await;
         let name = |rank: usize| nodes.get(rank).map_or("?", |n| n.target.name.as_str());
         // The flightdeck that launched it is gone: a node still "starting" never will. A
         // start it sent may still be under way on a node, though: fence and stop every
@@ -398,7 +387,7 @@ pub async fn refresh(
                 .iter()
                 .map(|(r, res)| (*r, matches!(res, Ok(Status::Starting | Status::Missing))))
                 .collect();
-            let stopped = fence(transport.clone(), &j.id, &nodes, 2).await;
+            let stopped = fence(reach.clone(), &j.id, &nodes, 2).await;
             found = stopped
                 .into_iter()
                 .map(|(rank, res)| {
@@ -485,7 +474,7 @@ async fn refuse_a_second(store: &crate::store::Store, job: &Job, target: &Target
         return Ok(());
     }
     let found = refresh(store, &earlier, |j| {
-        job_nodes(j, &target.nodes).map(|nodes| (target.transport.clone(), nodes))
+        job_nodes(j, &target.nodes).map(|nodes| (target.reach.clone(), nodes))
     })
     .await;
     let still = unfinished(load(store.clone()).await?);
@@ -506,11 +495,11 @@ async fn refuse_a_second(store: &crate::store::Store, job: &Job, target: &Target
     ))
 }
 
-/// Where a job starts: the fleet's name, nodes and transport, and its fleet file's spec.
+/// Where a job starts: the fleet's name, nodes and reach, and its fleet file's spec.
 pub struct Target {
     pub fleet: String,
     pub nodes: Vec<NodeTarget>,
-    pub transport: Transport,
+    pub reach: Reach,
     pub spec: Option<crate::fleet::FleetSpec>,
     /// Check the GPUDirect pieces of every node first ([`crate::bootstrap::preflight`]).
     pub preflight: bool,
@@ -565,7 +554,7 @@ pub async fn start(
     let profile = super::profile(job, fleet_profile);
     let gpu = job.spec.gpu.clone().or(fleet_gpu);
     let profile_lines = crate::nccl::runner::profile_env(profile);
-    let on_gke = gke(&target.transport, nodes.first().map(|n| &n.target));
+    let on_gke = gke(&target.reach, nodes.first().map(|n| &n.target));
     if on_gke.is_some() && !job.uploads.is_empty() {
         return Err(format!(
             "{}: `files:` are not uploaded to GKE pods: put them in the job's image (`image:`) or a volume",
@@ -575,7 +564,7 @@ pub async fn start(
     if target.preflight && on_gke.is_none() {
         let targets: Vec<NodeTarget> = nodes.iter().map(|n| n.target.clone()).collect();
         crate::bootstrap::preflight::check_nodes(
-            target.transport.clone(),
+            target.reach.clone(),
             &targets,
             profile,
             &profile_lines,
@@ -647,17 +636,7 @@ pub async fn start(
                 Err(e) => nodes.iter().map(|n| (n.rank, Err(e.clone()))).collect(),
             }
         }
-        None => {
-            launch(
-                target.transport.clone(),
-                job,
-                &id,
-                &nodes,
-                &profile_lines,
-                progress,
-            )
-            .await
-        }
+        None => launch(target.reach.clone(), job, &id, &nodes, &profile_lines, progress).await,
     };
     let pids: Vec<(usize, Option<u32>)> = started
         .iter()
@@ -692,7 +671,7 @@ pub async fn start(
             .filter(|n| started.iter().any(|(r, res)| *r == n.rank && res.is_ok()))
             .cloned()
             .collect();
-        let mut found = stop(target.transport.clone(), &id, &up, 2).await;
+        let mut found = stop(target.reach.clone(), &id, &up, 2).await;
         for (r, res) in &started {
             if res.is_err() {
                 found.push((

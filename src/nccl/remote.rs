@@ -7,8 +7,9 @@
 use super::history::{self, SavedRun, SavedSpec};
 use super::runner::{self, Engine, MpiHost, RunSpec, EXIT_MARKER};
 use super::{human_size, nodessh, Parser, Report, Row};
-use crate::exec::{self, collect, Event, Transport};
+use crate::exec::{self, collect, Event};
 use crate::fleet::NodeTarget;
+use crate::reach::Reach;
 use crate::store::{self, RunNode, RunRecord, Store};
 use std::collections::VecDeque;
 use std::path::Path;
@@ -53,12 +54,12 @@ pub fn saved_run(
 }
 
 /// Set up SSH among `nodes` (see [`nodessh`]): collect each node's keys, install them on all.
-pub async fn setup_node_ssh(transport: Transport, fleet: &str, nodes: &[NodeTarget]) -> anyhow::Result<()> {
+pub async fn setup_node_ssh(reach: Reach, fleet: &str, nodes: &[NodeTarget]) -> anyhow::Result<()> {
     let jobs: Vec<(NodeTarget, String)> = nodes
         .iter()
-        .map(|n| (n.clone(), nodessh::collect_command(fleet, n.port)))
+        .map(|n| (n.clone(), nodessh::collect_command(fleet, n.port())))
         .collect();
-    let out = collect(transport.clone(), jobs).await;
+    let out = collect(reach.clone(), jobs).await;
     let mut peers = vec![];
     let mut failed = vec![];
     for (n, (code, stdout, stderr)) in nodes.iter().zip(&out) {
@@ -73,7 +74,7 @@ pub async fn setup_node_ssh(transport: Transport, fleet: &str, nodes: &[NodeTarg
     }
     let install = nodessh::install_command(fleet, &peers);
     let jobs: Vec<(NodeTarget, String)> = nodes.iter().map(|n| (n.clone(), install.clone())).collect();
-    let out = collect(transport, jobs).await;
+    let out = collect(reach, jobs).await;
     let failed: Vec<String> = nodes
         .iter()
         .zip(&out)
@@ -93,9 +94,9 @@ pub async fn setup_node_ssh(transport: Transport, fleet: &str, nodes: &[NodeTarg
 fn peer_of(n: &NodeTarget) -> nodessh::Peer {
     nodessh::Peer {
         name: n.name.clone(),
-        addr: n.internal_ip.clone().unwrap_or_else(|| n.host.clone()),
-        port: n.port,
-        user: n.user.clone(),
+        addr: n.internal_ip.clone().unwrap_or_else(|| n.host().to_string()),
+        port: n.port(),
+        user: n.user().map(str::to_string),
     }
 }
 
@@ -103,7 +104,7 @@ fn peer_of(n: &NodeTarget) -> nodessh::Peer {
 /// (only it runs a script); torch on every node. Returns the nodes that run a script,
 /// with their pids.
 pub async fn launch(
-    transport: Transport,
+    reach: Reach,
     id: &str,
     spec: &RunSpec,
     nodes: &[NodeTarget],
@@ -112,7 +113,7 @@ pub async fn launch(
     let master = nodes[0]
         .internal_ip
         .clone()
-        .unwrap_or_else(|| nodes[0].host.clone());
+        .unwrap_or_else(|| nodes[0].host().to_string());
     let count = nodes.len();
     let jobs: Vec<(NodeTarget, String, Vec<u8>)> = if spec.engine == Engine::NcclTests && count > 1 {
         let hosts: Vec<MpiHost> = nodes
@@ -140,7 +141,7 @@ pub async fn launch(
             .collect()
     };
     let launched_on: Vec<NodeTarget> = jobs.iter().map(|(n, _, _)| n.clone()).collect();
-    let launched = exec::collect_with_input(transport, jobs).await;
+    let launched = exec::collect_with_input(reach, jobs).await;
     let mut failed = vec![];
     let mut started = vec![];
     for (n, (code, out, err)) in launched_on.iter().zip(&launched) {
@@ -165,7 +166,7 @@ pub fn run_heads(run: &store::RunRecord, fleet_nodes: &[NodeTarget]) -> Vec<Node
         .iter()
         .filter_map(|rn| {
             let mut n = fleet_nodes.iter().find(|n| n.index == rn.node).cloned()?;
-            if let (Some(k), Some(pod)) = (n.kube.as_mut(), &rn.pod) {
+            if let (Some(k), Some(pod)) = (n.kube_mut(), &rn.pod) {
                 k.pod = Some(pod.clone());
                 k.container = Some(crate::cloud::gke::nccl::CONTAINER.into());
             }
@@ -193,7 +194,7 @@ pub fn record_run(
                 pid: *pid,
                 log: format!("~/{}/out.log", runner::run_dir(id)),
                 exit_code: None,
-                pod: n.kube.as_ref().and_then(|k| k.pod.clone()),
+                pod: n.kube().and_then(|k| k.pod.clone()),
             })
             .collect(),
     };
@@ -275,7 +276,7 @@ impl Followed {
 /// Stream run `id`'s output: the first node's through the parser (`on_row` for each row
 /// as it comes), every node's exit code from its marker line.
 pub async fn follow_core(
-    transport: Transport,
+    reach: Reach,
     id: &str,
     nodes: &[NodeTarget],
     mut on_row: impl FnMut(&Row, &Parser),
@@ -294,7 +295,7 @@ pub async fn follow_core(
         causes: CauseFinder::default(),
     };
     let (tx, mut rx) = exec::channel(1024);
-    let h = tokio::spawn(exec::run_each(transport, jobs, 64, tx));
+    let h = tokio::spawn(exec::run_each(reach, jobs, 64, tx));
     while let Some(e) = rx.recv().await {
         let Event::Line { node, text, .. } = e else {
             continue;
@@ -366,13 +367,13 @@ pub fn conclude(state_dir: &Path, fleet: &str, id: &str, nodes: &[NodeTarget], f
 /// ([`conclude`]): what `nccl run`, `nccl attach` and each group of `nccl stragglers` do.
 pub async fn follow_to_end(
     state_dir: &Path,
-    transport: Transport,
+    reach: Reach,
     fleet: &str,
     id: &str,
     nodes: &[NodeTarget],
     on_row: impl FnMut(&Row, &Parser),
 ) -> (Followed, SavedRun) {
-    let f = follow_core(transport, id, nodes, on_row).await;
+    let f = follow_core(reach, id, nodes, on_row).await;
     let saved = conclude(state_dir, fleet, id, nodes, &f);
     (f, saved)
 }
@@ -466,7 +467,7 @@ pub struct Start {
     pub fleet: String,
     /// The nodes, head first.
     pub nodes: Vec<NodeTarget>,
-    pub transport: Transport,
+    pub reach: Reach,
     pub spec: RunSpec,
     /// The head node's mpirun (nccl-tests on several nodes).
     pub mpirun: String,
@@ -504,7 +505,7 @@ pub async fn start(
     s.spec.check()?;
     if s.preflight {
         crate::bootstrap::preflight::check_nodes(
-            s.transport.clone(),
+            s.reach.clone(),
             &s.nodes,
             s.spec.profile,
             &s.spec.env_lines(),
@@ -518,12 +519,12 @@ pub async fn start(
             "setting up SSH between the {} nodes for mpirun",
             s.nodes.len()
         ));
-        setup_node_ssh(s.transport.clone(), &s.fleet, &s.nodes).await?;
+        setup_node_ssh(s.reach.clone(), &s.fleet, &s.nodes).await?;
     }
     let id = runner::new_id(&s.spec.collective, store::now_unix());
     let machine = s.machine.as_ref().map(|(m, f)| (m.clone(), f.as_str()));
     let saved = saved_run(&id, &s.fleet, &s.spec, &s.nodes, machine, s.purpose.clone());
-    let started = launch(s.transport.clone(), &id, &s.spec, &s.nodes, &s.mpirun).await?;
+    let started = launch(s.reach.clone(), &id, &s.spec, &s.nodes, &s.mpirun).await?;
     let (dir, fleet, rid, st, entry) = (
         state_dir.to_path_buf(),
         s.fleet.clone(),

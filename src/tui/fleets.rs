@@ -17,7 +17,7 @@ pub fn visible(state: &State) -> Vec<&FleetRecord> {
                 || [r.name.as_str(), r.backend.as_str()]
                     .iter()
                     .any(|c| c.to_lowercase().contains(&f))
-                || r.nodes.iter().any(|n| n.host.to_lowercase().contains(&f))
+                || r.nodes.iter().any(|n| n.host().to_lowercase().contains(&f))
         })
         .collect()
 }
@@ -58,7 +58,7 @@ pub fn listed_nodes(state: &State) -> Vec<String> {
         fleet
             .nodes
             .iter()
-            .filter(|n| keep(&n.name, &n.host))
+            .filter(|n| keep(&n.name, n.host()))
             .map(|n| n.name.clone())
             .collect()
     }
@@ -234,7 +234,7 @@ pub fn delete_plan(record: &FleetRecord) -> crate::cloud::Plan {
             action: "delete",
             kind: "node",
             name: n.name.clone(),
-            place: n.host.clone(),
+            place: n.host().to_string(),
             cloud: None,
         });
     }
@@ -694,13 +694,14 @@ mod tests {
             .map(|i| crate::fleet::NodeTarget {
                 index: i,
                 name: format!("big-{i}"),
-                host: format!("10.1.{}.{}", i / 256, i % 256),
-                port: None,
-                user: Some("root".into()),
-                identity_file: None,
-                proxy_jump: None,
                 internal_ip: None,
-                kube: None,
+                address: crate::fleet::Address::Ssh(crate::fleet::SshAddress {
+                    host: format!("10.1.{}.{}", i / 256, i % 256),
+                    port: None,
+                    user: Some("root".into()),
+                    identity_file: None,
+                    proxy_jump: None,
+                }),
             })
             .collect();
         let mut s = State::new(Keymap::defaults(), vec![], "dark".into());

@@ -5,29 +5,12 @@
 use super::jobs::NodeFollow;
 use super::services::ServiceEvent;
 use super::state::Msg;
-use crate::exec::Transport;
 use crate::jobs::remote::{self, FollowEvent, JobNode};
-use crate::ssh::pool::{Pool, Resolver};
-use crate::store::{self, FleetRecord, JobRecord, Store};
+use crate::reach::Reach;
+use crate::store::{self, JobRecord, Store};
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
-
-/// How nodes of a recorded fleet are reached from the cockpit.
-pub fn transport(fleet: &FleetRecord, pool: &Pool, resolver: &Arc<Resolver>) -> Result<Transport, String> {
-    match fleet.backend.as_str() {
-        "local" => Ok(Transport::Local),
-        "ssh" | "gcp" | "gke" => Ok(Transport::Ssh {
-            pool: pool.clone(),
-            resolver: resolver.clone(),
-        }),
-        other => Err(format!(
-            "fleet `{}`: the {other} backend is not in this build",
-            fleet.name
-        )),
-    }
-}
 
 async fn load(dir: PathBuf) -> Result<store::State, String> {
     tokio::task::spawn_blocking(move || Store::new(&dir).load())
@@ -37,13 +20,8 @@ async fn load(dir: PathBuf) -> Result<store::State, String> {
         .map_err(|e| e.to_string())
 }
 
-/// A job's record, its fleet's transport and its nodes.
-async fn job_and_nodes(
-    dir: PathBuf,
-    id: &str,
-    pool: &Pool,
-    resolver: &Arc<Resolver>,
-) -> Result<(JobRecord, Transport, Vec<JobNode>), String> {
+/// A job's record and its nodes.
+async fn job_and_nodes(dir: PathBuf, id: &str) -> Result<(JobRecord, Vec<JobNode>), String> {
     let state = load(dir).await?;
     let job = state
         .jobs
@@ -51,27 +29,18 @@ async fn job_and_nodes(
         .find(|j| j.id == id)
         .cloned()
         .ok_or_else(|| format!("job {id} is not in the state"))?;
-    let (t, nodes) = reach(&state, &job, pool, resolver)?;
-    Ok((job, t, nodes))
+    let nodes = nodes_of(&state, &job)?;
+    Ok((job, nodes))
 }
 
-/// How job `job` of `state` is reached from the cockpit: its fleet's transport and its
-/// nodes.
-fn reach(
-    state: &store::State,
-    job: &JobRecord,
-    pool: &Pool,
-    resolver: &Arc<Resolver>,
-) -> Result<(Transport, Vec<JobNode>), String> {
+/// The nodes of job `job` of `state`.
+fn nodes_of(state: &store::State, job: &JobRecord) -> Result<Vec<JobNode>, String> {
     let fleet = state
         .fleets
         .iter()
         .find(|f| f.name == job.fleet)
         .ok_or_else(|| format!("its fleet `{}` is gone from the state", job.fleet))?;
-    Ok((
-        transport(fleet, pool, resolver)?,
-        remote::job_nodes_of(job, fleet)?,
-    ))
+    remote::job_nodes_of(job, fleet)
 }
 
 async fn send(tx: &mpsc::Sender<ServiceEvent>, msg: Msg) -> bool {
@@ -83,14 +52,8 @@ const BATCH: Duration = Duration::from_millis(50);
 
 /// Follow job `id` on every node until each has ended. A node whose connection drops
 /// is followed again after a pause (1 s, doubling to 30 s) from its last line.
-pub async fn follow(
-    tx: mpsc::Sender<ServiceEvent>,
-    dir: PathBuf,
-    pool: Pool,
-    resolver: Arc<Resolver>,
-    id: String,
-) {
-    let (job, transport, nodes) = match job_and_nodes(dir.clone(), &id, &pool, &resolver).await {
+pub async fn follow(tx: mpsc::Sender<ServiceEvent>, dir: PathBuf, reach: Reach, id: String) {
+    let (job, nodes) = match job_and_nodes(dir.clone(), &id).await {
         Ok(x) => x,
         Err(e) => {
             let _ = send(&tx, Msg::JobStarted(Err(format!("cannot follow job {id}: {e}")))).await;
@@ -112,7 +75,7 @@ pub async fn follow(
             return;
         }
         let (etx, mut erx) = mpsc::channel(4096);
-        let h = tokio::spawn(remote::follow(transport.clone(), id.clone(), todo, etx));
+        let h = tokio::spawn(remote::follow(reach.clone(), id.clone(), todo, etx));
         let mut batch: Vec<(usize, String)> = vec![];
         let mut deadline: Option<tokio::time::Instant> = None;
         let mut lost = false;
@@ -188,12 +151,8 @@ pub async fn follow(
                                 stopping = true;
                                 let others: Vec<JobNode> =
                                     nodes.iter().filter(|n| !ended[n.rank]).cloned().collect();
-                                let (t, jid, grace, s) = (
-                                    transport.clone(),
-                                    id.clone(),
-                                    job.stop_grace.max(1),
-                                    store.clone(),
-                                );
+                                let (t, jid, grace, s) =
+                                    (reach.clone(), id.clone(), job.stop_grace.max(1), store.clone());
                                 tokio::spawn(async move {
                                     let found = remote::stop(t, &jid, &others, grace).await;
                                     let _ = remote::record_codes_async(&s, &jid, found, true).await;
@@ -248,17 +207,11 @@ pub async fn follow(
 }
 
 /// Stop job `id` on every node and record the outcome.
-pub async fn stop(
-    tx: mpsc::Sender<ServiceEvent>,
-    dir: PathBuf,
-    pool: Pool,
-    resolver: Arc<Resolver>,
-    id: String,
-) {
+pub async fn stop(tx: mpsc::Sender<ServiceEvent>, dir: PathBuf, reach: Reach, id: String) {
     let result = async {
-        let (job, transport, nodes) = job_and_nodes(dir.clone(), &id, &pool, &resolver).await?;
+        let (job, nodes) = job_and_nodes(dir.clone(), &id).await?;
         let grace = if job.stop_grace == 0 { 10 } else { job.stop_grace };
-        let found = remote::stop(transport, &id, &nodes, grace).await;
+        let found = remote::stop(reach, &id, &nodes, grace).await;
         remote::record_codes_async(&Store::new(&dir), &id, found.clone(), true).await?;
         Ok::<String, String>(
             found
@@ -280,13 +233,7 @@ pub async fn stop(
 }
 
 /// Start the job of `file` on its fleet.
-pub async fn run(
-    tx: mpsc::Sender<ServiceEvent>,
-    dir: PathBuf,
-    pool: Pool,
-    resolver: Arc<Resolver>,
-    file: String,
-) {
+pub async fn run(tx: mpsc::Sender<ServiceEvent>, dir: PathBuf, reach: Reach, file: String) {
     let result = async {
         let path = PathBuf::from(&file);
         let lookup = |k: &str| std::env::var(k).ok();
@@ -305,7 +252,7 @@ pub async fn run(
         let target = remote::Target {
             fleet: fleet.name.clone(),
             nodes: fleet.nodes.clone(),
-            transport: transport(fleet, &pool, &resolver)?,
+            reach,
             spec: fleet
                 .file
                 .as_ref()
@@ -325,12 +272,12 @@ pub async fn run(
 
 /// Ask the nodes of every unfinished job how it is, record what they say, and report
 /// the jobs again: a job that ended while no flightdeck was watching shows its codes.
-pub async fn refresh(tx: mpsc::Sender<ServiceEvent>, dir: PathBuf, pool: Pool, resolver: Arc<Resolver>) {
+pub async fn refresh(tx: mpsc::Sender<ServiceEvent>, dir: PathBuf, reach: Reach) {
     let Ok(state) = load(dir.clone()).await else {
         return;
     };
     let found = remote::refresh(&Store::new(&dir), &state.jobs, |j| {
-        reach(&state, j, &pool, &resolver)
+        Ok((reach.clone(), nodes_of(&state, j)?))
     })
     .await;
     for (id, note) in &found.notes {

@@ -6,12 +6,10 @@
 use super::nccl::{FleetChoice, RunRequest};
 use super::services::ServiceEvent;
 use super::state::Msg;
-use crate::exec::Transport;
 use crate::nccl::{profile, remote};
-use crate::ssh::pool::{Pool, Resolver};
+use crate::reach::Reach;
 use crate::store::{FleetRecord, Store};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use tokio::sync::mpsc;
 
 /// The fleets of the state store, with their machine type and the profile `auto` picks
@@ -40,24 +38,17 @@ pub fn choices(dir: &Path) -> Result<Vec<FleetChoice>, String> {
 }
 
 /// Start the run of the dialog on every node of its fleet; reports its id or why not.
-pub async fn start(
-    tx: mpsc::Sender<ServiceEvent>,
-    dir: PathBuf,
-    pool: Pool,
-    resolver: Arc<Resolver>,
-    req: RunRequest,
-) {
-    let transport = |f: &FleetRecord| super::job_service::transport(f, &pool, &resolver);
-    let result = start_run(&dir, req, transport).await;
+pub async fn start(tx: mpsc::Sender<ServiceEvent>, dir: PathBuf, reach: Reach, req: RunRequest) {
+    let result = start_run(&dir, req, |_| Ok(reach)).await;
     let _ = tx.send(ServiceEvent::Msg(Msg::NcclRunStarted(result))).await;
 }
 
 /// Start `req` on every node of its fleet of the state store in `dir`, reached through
-/// `transport`; the run's id, or why it did not start.
+/// `reach`; the run's id, or why it did not start.
 pub async fn start_run(
     dir: &Path,
     req: RunRequest,
-    transport: impl FnOnce(&FleetRecord) -> Result<Transport, String>,
+    reach: impl FnOnce(&FleetRecord) -> Result<Reach, String>,
 ) -> Result<String, String> {
     let d = dir.to_path_buf();
     let state = tokio::task::spawn_blocking(move || Store::new(&d).load())
@@ -70,30 +61,28 @@ pub async fn start_run(
         .iter()
         .find(|f| f.name == req.fleet)
         .ok_or_else(|| format!("fleet `{}` is gone from the state", req.fleet))?;
-    let transport = transport(fleet)?;
-    if let (Some(first), crate::exec::Transport::Ssh { pool, .. }) = (fleet.nodes.first(), &transport) {
-        if first.kube.is_some() {
-            // GKE: the guides' test pods, the image's run script (as `nccl run` does).
-            let machine = req.machine_type.map(|m| (m, "fleet instance_types".to_string()));
-            let progress = |m: String| tracing::info!("nccl run: {m}");
-            return crate::cloud::gke::nccl::start(
-                dir,
-                pool.kube(),
-                transport.clone(),
-                &fleet.name,
-                &fleet.nodes,
-                &req.spec,
-                machine,
-                &progress,
-            )
-            .await
-            .map(|s| s.id);
-        }
+    let reach = reach(fleet)?;
+    if fleet.nodes.first().is_some_and(|n| n.kube().is_some()) {
+        // GKE: the guides' test pods, the image's run script (as `nccl run` does).
+        let machine = req.machine_type.map(|m| (m, "fleet instance_types".to_string()));
+        let progress = |m: String| tracing::info!("nccl run: {m}");
+        return crate::cloud::gke::nccl::start(
+            dir,
+            reach.kube(),
+            reach.clone(),
+            &fleet.name,
+            &fleet.nodes,
+            &req.spec,
+            machine,
+            &progress,
+        )
+        .await
+        .map(|s| s.id);
     }
     let start = remote::Start {
         fleet: fleet.name.clone(),
         nodes: fleet.nodes.clone(),
-        transport,
+        reach,
         spec: req.spec,
         mpirun: "mpirun".into(),
         machine: req.machine_type.map(|m| (m, "fleet instance_types".to_string())),

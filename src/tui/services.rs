@@ -4,13 +4,13 @@
 
 use super::panes::PaneTile;
 use super::state::{Command, Msg};
-use crate::exec;
 use crate::paths::Paths;
+use crate::reach::Reach;
 use crate::ssh::client::{BoxFuture, Prompter, SshOptions};
 use crate::ssh::known_hosts::HostKeyPolicy;
 use crate::ssh::pool::{Pool, Resolver};
 use crate::store::{FleetRecord, Store};
-use crate::term::session::{self, PaneEvent, PaneHandle, PaneInput, PaneState, PaneTarget};
+use crate::term::session::{self, PaneEvent, PaneHandle, PaneInput, PaneState};
 use crate::term::{self, SharedScreen};
 use std::collections::HashMap;
 use std::path::Path;
@@ -90,8 +90,9 @@ pub struct Services {
     tx: mpsc::Sender<ServiceEvent>,
     paths: Paths,
     prompter: Arc<TuiPrompter>,
-    pool: Pool,
-    resolver: Arc<Resolver>,
+    /// How the cockpit reaches nodes: its connections (which it holds and serves to other
+    /// flightdeck commands) and its Kubernetes clients.
+    reach: Reach,
     panes: HashMap<usize, (PaneHandle, SharedScreen)>,
     pane_events: mpsc::Sender<PaneEvent>,
     next_pane: usize,
@@ -144,10 +145,11 @@ impl Services {
         // The cockpit holds its connections while it runs and serves other flightdeck
         // commands over them (unless the config says `mux: off`, or a holder runs).
         let pool = Pool::holding(opts);
+        let reach = Reach::new(pool.clone(), resolver);
         tokio::spawn(watch_gke(
             tx.clone(),
             paths.state_dir.clone(),
-            pool.kube().clone(),
+            reach.kube().clone(),
         ));
         let mux_off = crate::config::Config::load(&paths).is_ok_and(|c| c.mux == crate::config::MuxMode::Off);
         if !mux_off {
@@ -168,8 +170,7 @@ impl Services {
             tx,
             paths,
             prompter,
-            pool,
-            resolver,
+            reach,
             panes: HashMap::new(),
             pane_events,
             next_pane: 0,
@@ -188,10 +189,10 @@ impl Services {
             Command::LoadFleets => {
                 let load = self.reload_state();
                 let (tx, dir) = (self.tx.clone(), self.paths.state_dir.clone());
-                let (pool, resolver) = (self.pool.clone(), self.resolver.clone());
+                let reach = self.reach.clone();
                 tokio::spawn(async move {
                     if load.await.unwrap_or(false) {
-                        super::job_service::refresh(tx, dir, pool, resolver).await;
+                        super::job_service::refresh(tx, dir, reach).await;
                     }
                 });
                 self.check_gcp_nodes();
@@ -206,7 +207,7 @@ impl Services {
                 let (tx, dir, clients) = (
                     self.tx.clone(),
                     self.paths.state_dir.clone(),
-                    self.pool.kube().clone(),
+                    self.reach.kube().clone(),
                 );
                 tokio::spawn(async move {
                     let event = match pod_panes(&dir, &clients, &name, &selector).await {
@@ -287,9 +288,11 @@ impl Services {
                     old.abort();
                 }
                 let (tx, paths) = (self.tx.clone(), self.paths.clone());
-                let (pool, resolver) = (self.pool.clone(), self.resolver.clone());
                 self.doctor = Some(tokio::spawn(super::doctor_service::run(
-                    tx, paths, pool, resolver, fleet,
+                    tx,
+                    paths,
+                    self.reach.clone(),
+                    fleet,
                 )));
             }
             Command::FollowJob(id) => {
@@ -297,9 +300,11 @@ impl Services {
                     old.abort();
                 }
                 let (tx, dir) = (self.tx.clone(), self.paths.state_dir.clone());
-                let (pool, resolver) = (self.pool.clone(), self.resolver.clone());
                 self.job_follow = Some(tokio::spawn(super::job_service::follow(
-                    tx, dir, pool, resolver, id,
+                    tx,
+                    dir,
+                    self.reach.clone(),
+                    id,
                 )));
             }
             Command::UnfollowJob => {
@@ -309,31 +314,35 @@ impl Services {
             }
             Command::StopJob(id) => {
                 let (tx, dir) = (self.tx.clone(), self.paths.state_dir.clone());
-                let (pool, resolver) = (self.pool.clone(), self.resolver.clone());
-                tokio::spawn(super::job_service::stop(tx, dir, pool, resolver, id));
+                tokio::spawn(super::job_service::stop(tx, dir, self.reach.clone(), id));
             }
             Command::RunJob(file) => {
                 let (tx, dir) = (self.tx.clone(), self.paths.state_dir.clone());
-                let (pool, resolver) = (self.pool.clone(), self.resolver.clone());
-                tokio::spawn(super::job_service::run(tx, dir, pool, resolver, file));
+                tokio::spawn(super::job_service::run(tx, dir, self.reach.clone(), file));
             }
-            Command::PlanFleet(file) => {
-                super::fleet_service::spawn_plan(self.tx.clone(), self.paths.clone(), self.ssh(), file)
-            }
+            Command::PlanFleet(file) => super::fleet_service::spawn_plan(
+                self.tx.clone(),
+                self.paths.clone(),
+                self.reach.clone(),
+                file,
+            ),
             Command::ApplyFleet(file) => {
                 self.fleet_cancel = crate::cloud::Cancel::default();
                 super::fleet_service::spawn_apply(
                     self.tx.clone(),
                     self.paths.clone(),
-                    self.ssh(),
+                    self.reach.clone(),
                     file,
                     self.fleet_cancel.clone(),
                 )
             }
             Command::CancelFleetOp => self.fleet_cancel.cancel(),
-            Command::DeleteFleet(name) => {
-                super::fleet_service::spawn_delete(self.tx.clone(), self.paths.clone(), self.ssh(), name)
-            }
+            Command::DeleteFleet(name) => super::fleet_service::spawn_delete(
+                self.tx.clone(),
+                self.paths.clone(),
+                self.reach.clone(),
+                name,
+            ),
             Command::EditFile(path) => super::fleet_service::spawn_edit(self.tx.clone(), path),
             Command::SaveFile { path, text, original } => {
                 super::fleet_service::spawn_save(self.tx.clone(), path, text, original)
@@ -347,17 +356,9 @@ impl Services {
             }
             Command::StartNcclRun(req) => {
                 let (tx, dir) = (self.tx.clone(), self.paths.state_dir.clone());
-                let (pool, resolver) = (self.pool.clone(), self.resolver.clone());
-                tokio::spawn(super::nccl_service::start(tx, dir, pool, resolver, *req));
+                tokio::spawn(super::nccl_service::start(tx, dir, self.reach.clone(), *req));
             }
             Command::Quit | Command::Suspend | Command::LoadTheme(_) | Command::Yank(_) => {}
-        }
-    }
-
-    fn ssh(&self) -> super::fleet_service::Ssh {
-        super::fleet_service::Ssh {
-            pool: self.pool.clone(),
-            resolver: self.resolver.clone(),
         }
     }
 
@@ -367,12 +368,7 @@ impl Services {
         if let Some(old) = self.follow.take() {
             old.abort();
         }
-        let (tx, dir, pool, resolver) = (
-            self.tx.clone(),
-            self.paths.state_dir.clone(),
-            self.pool.clone(),
-            self.resolver.clone(),
-        );
+        let (tx, dir, reach) = (self.tx.clone(), self.paths.state_dir.clone(), self.reach.clone());
         self.follow = Some(tokio::spawn(async move {
             let state_dir = dir.clone();
             let fail = |error: String| {
@@ -399,10 +395,6 @@ impl Services {
             if nodes.is_empty() {
                 return drop(tx.send(fail("the run has no nodes".into())).await);
             }
-            let transport = match super::job_service::transport(fleet, &pool, &resolver) {
-                Ok(t) => t,
-                Err(e) => return drop(tx.send(fail(e)).await),
-            };
             // The same following as `nccl run` and `nccl attach`: every node's exit code,
             // the history entry concluded, the exit codes written to the state.
             let rows = tx.clone();
@@ -413,12 +405,18 @@ impl Services {
                     report: Box::new(parser.report()),
                 }));
             };
-            let (f, _) =
-                crate::nccl::remote::follow_to_end(&state_dir, transport, &fleet.name, &id, &nodes, on_row)
-                    .await;
+            let (f, _) = crate::nccl::remote::follow_to_end(
+                &state_dir,
+                reach.clone(),
+                &fleet.name,
+                &id,
+                &nodes,
+                on_row,
+            )
+            .await;
             // A GKE run's test pods go when it ends.
-            if let Some(k) = nodes[0].kube.as_ref().filter(|k| k.pod.is_some()) {
-                if let Err(e) = crate::cloud::gke::nccl::delete_run_pods(pool.kube(), k, &id).await {
+            if let Some(k) = nodes[0].kube().filter(|k| k.pod.is_some()) {
+                if let Err(e) = crate::cloud::gke::nccl::delete_run_pods(reach.kube(), k, &id).await {
                     tracing::warn!("run {id}: its test pods were not removed: {e}");
                 }
             }
@@ -493,25 +491,12 @@ impl Services {
             ))));
             return;
         };
-        let transport = match record.backend.as_str() {
-            "local" => exec::Transport::Local,
-            "ssh" | "gcp" | "gke" => exec::Transport::Ssh {
-                pool: self.pool.clone(),
-                resolver: self.resolver.clone(),
-            },
-            other => {
-                let _ = tx.try_send(ServiceEvent::Msg(Msg::PanesFailed(format!(
-                    "the {other} backend is not in this build"
-                ))));
-                return;
-            }
-        };
         let nodes: Vec<String> = record.nodes.iter().map(|n| n.name.clone()).collect();
         let _ = tx.try_send(ServiceEvent::Msg(Msg::TelemetryStarted { fleet, nodes }));
         let (ttx, mut trx) = mpsc::channel(1024);
         let opts = crate::telemetry::service::Options::live(crate::telemetry::sampler::Interval::DEFAULT);
         self.samplers = Some(crate::telemetry::service::spawn(
-            transport,
+            self.reach.clone(),
             record.nodes.clone(),
             opts,
             ttx,
@@ -551,29 +536,23 @@ impl Services {
     /// Start a session per node of `record`; returns the tiles for the view.
     pub fn open_panes(&mut self, record: &FleetRecord) -> Result<Vec<PaneTile>, String> {
         self.close_panes();
-        let shell = std::env::var("SHELL")
-            .ok()
-            .filter(|s| !s.is_empty())
-            .unwrap_or_else(|| "/bin/sh".into());
         let mut tiles = vec![];
         for node in &record.nodes {
-            let target = match record.backend.as_str() {
-                "local" => PaneTarget::Local { shell: shell.clone() },
-                "ssh" | "gcp" | "gke" => PaneTarget::Ssh {
-                    pool: self.pool.clone(),
-                    route: self.resolver.route(node),
-                },
-                other => return Err(format!("panes on the {other} backend are not in this build yet")),
-            };
             let id = self.next_pane;
             self.next_pane += 1;
             let screen = term::new_screen(24, 80);
-            let handle = session::spawn(id, target, screen.clone(), self.pane_events.clone());
+            let handle = session::spawn(
+                id,
+                self.reach.clone(),
+                node.clone(),
+                screen.clone(),
+                self.pane_events.clone(),
+            );
             self.panes.insert(id, (handle, screen.clone()));
             tiles.push(PaneTile {
                 id,
                 node: node.name.clone(),
-                host: node.host.clone(),
+                host: node.host().to_string(),
                 state: PaneState::Connecting,
                 marked: false,
                 screen,
@@ -614,7 +593,7 @@ impl Services {
     /// telemetry are removed (within 10 s; `fleet gc` finds any left).
     pub async fn shutdown(&mut self) {
         self.close_panes();
-        let clients = self.pool.kube().clone();
+        let clients = self.reach.kube().clone();
         match tokio::time::timeout(std::time::Duration::from_secs(10), clients.remove_created()).await {
             Ok(0) => {}
             Ok(n) => tracing::info!("removed {n} GKE debug pods"),

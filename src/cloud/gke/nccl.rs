@@ -290,7 +290,7 @@ pub async fn create_pods(
 ) -> Result<(Vec<NodeTarget>, Vec<String>), String> {
     let first = nodes
         .first()
-        .and_then(|n| n.kube.clone())
+        .and_then(|n| n.kube().cloned())
         .ok_or("not a GKE fleet's nodes")?;
     let client = clients.get(&first.cluster).await?;
     let api: Api<Pod> = Api::namespaced(client, &first.namespace);
@@ -301,10 +301,7 @@ pub async fn create_pods(
     ));
     let mut made = vec![];
     for (rank, n) in nodes.iter().enumerate() {
-        let k = n
-            .kube
-            .as_ref()
-            .ok_or_else(|| format!("{}: not a GKE node", n.name))?;
+        let k = n.kube().ok_or_else(|| format!("{}: not a GKE node", n.name))?;
         let pod = test_pod(fleet, run, rank, k, flavour, gpus);
         if let Err(e) = api.create(&PostParams::default(), &pod).await {
             let _ = delete_run_pods(clients, &first, run).await;
@@ -336,7 +333,7 @@ pub async fn create_pods(
         .zip(&made)
         .map(|(n, name)| {
             let mut t = n.clone();
-            if let Some(k) = t.kube.as_mut() {
+            if let Some(k) = t.kube_mut() {
                 k.pod = Some(name.clone());
                 k.container = Some(CONTAINER.into());
             }
@@ -399,7 +396,7 @@ pub struct Started {
 pub async fn start(
     state_dir: &std::path::Path,
     clients: &Clients,
-    transport: crate::exec::Transport,
+    reach: crate::reach::Reach,
     fleet: &str,
     nodes: &[NodeTarget],
     spec: &RunSpec,
@@ -410,7 +407,7 @@ pub async fn start(
     spec.check().map_err(|e| e.to_string())?;
     let first = nodes
         .first()
-        .and_then(|n| n.kube.clone())
+        .and_then(|n| n.kube().cloned())
         .ok_or("no GKE nodes selected")?;
     let (machine_type, node_gpus) = machine(clients, &first).await?;
     let gpus = spec.gpus.map(u64::from).unwrap_or(node_gpus).max(1) as u32;
@@ -420,7 +417,7 @@ pub async fn start(
     let script = head_script(spec, spec.profile, &ips, gpus);
     let (command, input) = runner::launch_command(&id, &script, false);
     let head = pods[0].clone();
-    let out = crate::exec::collect_with_input(transport, vec![(head.clone(), command, input)]).await;
+    let out = crate::exec::collect_with_input(reach, vec![(head.clone(), command, input)]).await;
     let (code, stdout, stderr) = out
         .into_iter()
         .next()

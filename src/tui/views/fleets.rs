@@ -264,7 +264,7 @@ fn render_gcp_nodes(
             Row::new(vec![
                 Span::raw(r.name.clone()),
                 Span::raw(
-                    node.map(|n| n.host.clone())
+                    node.map(|n| n.host().to_string())
                         .or(r.external_ip.clone())
                         .unwrap_or_default(),
                 ),
@@ -347,7 +347,7 @@ pub fn render_nodes(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) 
         .filter(|n| {
             filter.is_empty()
                 || n.name.to_lowercase().contains(&filter)
-                || n.host.to_lowercase().contains(&filter)
+                || n.host().to_lowercase().contains(&filter)
         })
         .collect();
     let at = listed
@@ -367,12 +367,17 @@ pub fn render_nodes(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) 
             let sel = selected.as_deref() == Some(n.name.as_str());
             Row::new(vec![
                 Span::raw(n.name.clone()),
-                Span::raw(match n.port {
-                    Some(p) if p != 22 => format!("{}:{p}", n.host),
-                    _ => n.host.clone(),
+                Span::raw(match n.port() {
+                    Some(p) if p != 22 => format!("{}:{p}", n.host()),
+                    _ => n.host().to_string(),
                 }),
-                Span::raw(n.user.clone().unwrap_or_default()),
-                Span::raw(n.proxy_jump.as_ref().map(|j| j.host.clone()).unwrap_or_default()),
+                Span::raw(n.user().unwrap_or_default().to_string()),
+                Span::raw(
+                    n.ssh()
+                        .and_then(|s| s.proxy_jump.as_ref())
+                        .map(|j| j.host.clone())
+                        .unwrap_or_default(),
+                ),
                 Span::styled(status, theme.tone(tone)),
             ])
             .style(if sel { theme.selection() } else { theme.base() })
@@ -472,7 +477,7 @@ fn render_gke_nodes(
     let listed: Vec<&crate::fleet::NodeTarget> = fleet
         .nodes
         .iter()
-        .filter(|n| filter.is_empty() || n.name.to_lowercase().contains(filter) || n.host.contains(filter))
+        .filter(|n| filter.is_empty() || n.name.to_lowercase().contains(filter) || n.host().contains(filter))
         .collect();
     let at = listed
         .iter()
@@ -493,7 +498,7 @@ fn render_gke_nodes(
             Row::new(vec![
                 Span::raw(n.name.clone()),
                 Span::raw(r.map(|r| r.pool.clone()).unwrap_or_default()),
-                Span::raw(n.host.clone()),
+                Span::raw(n.host().to_string()),
                 Span::styled(status, theme.tone(tone)),
                 Span::raw(
                     r.map(|r| format!("{}/{}", r.gpus_used, r.gpus))
@@ -619,16 +624,22 @@ fn render_node_detail(
     };
     let mut lines = vec![];
     if let Some(n) = node {
-        let port = n.port.map_or(String::new(), |p| format!(":{p}"));
+        let port = n.port().map_or(String::new(), |p| format!(":{p}"));
         lines.push(field(
             "ssh",
-            format!("{}@{}{port}", n.user.clone().unwrap_or_default(), n.host),
+            format!("{}@{}{port}", n.user().unwrap_or_default(), n.host()),
         ));
+        let ssh = n.ssh();
         lines.push(field(
             "via",
-            n.proxy_jump.as_ref().map(|j| j.host.clone()).unwrap_or_default(),
+            ssh.and_then(|s| s.proxy_jump.as_ref())
+                .map(|j| j.host.clone())
+                .unwrap_or_default(),
         ));
-        lines.push(field("key", n.identity_file.clone().unwrap_or_default()));
+        lines.push(field(
+            "key",
+            ssh.and_then(|s| s.identity_file.clone()).unwrap_or_default(),
+        ));
         lines.push(field("internal ip", n.internal_ip.clone().unwrap_or_default()));
     }
     if let Some(r) = res {
