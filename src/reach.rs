@@ -100,11 +100,6 @@ impl Reach {
         &self.kube
     }
 
-    /// The SSH pool, when SSH was set up.
-    pub fn pool(&self) -> Option<&Pool> {
-        self.ssh.as_ref().map(|(p, _)| p)
-    }
-
     fn ssh(&self, node: &NodeTarget) -> Result<&(Pool, Arc<Resolver>), ReachError> {
         self.ssh.as_ref().ok_or_else(|| ReachError::NoSsh {
             node: node.name.clone(),

@@ -157,21 +157,17 @@ impl SshAddress {
 }
 
 /// The host a local node shows.
-pub const LOCALHOST: &str = "localhost";
+const LOCALHOST: &str = "localhost";
 
 impl NodeTarget {
-    pub fn new(index: usize, name: impl Into<String>, address: Address) -> NodeTarget {
+    /// This machine as node `index` named `name`.
+    pub fn local(index: usize, name: impl Into<String>) -> NodeTarget {
         NodeTarget {
             index,
             name: name.into(),
             internal_ip: None,
-            address,
+            address: Address::Local,
         }
-    }
-
-    /// This machine as node `index` named `name`.
-    pub fn local(index: usize, name: impl Into<String>) -> NodeTarget {
-        NodeTarget::new(index, name, Address::Local)
     }
 
     /// What the node is shown and selected by: its host name or address (`localhost`
@@ -192,10 +188,6 @@ impl NodeTarget {
     /// The SSH user the fleet gives (`None`: ssh_config's, or not an SSH node).
     pub fn user(&self) -> Option<&str> {
         self.ssh().and_then(|s| s.user.as_deref())
-    }
-
-    pub fn is_local(&self) -> bool {
-        matches!(self.address, Address::Local)
     }
 
     /// The SSH host, for a node reached over SSH.

@@ -48,7 +48,7 @@ fn failed(e: russh::Error) -> ChannelError {
 }
 
 /// SSH's signal for `sig`.
-pub fn ssh_signal(sig: &Signal) -> russh::Sig {
+fn ssh_signal(sig: &Signal) -> russh::Sig {
     use russh::Sig;
     match sig {
         Signal::Abrt => Sig::ABRT,
