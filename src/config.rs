@@ -5,11 +5,8 @@
 //! [`default_text`], a commented file that parses to the defaults.
 
 use crate::paths::Paths;
-use crate::tui::action::Context;
-use crate::tui::keymap::{KeyOverrides, Keymap};
 use crate::yaml::{self, YamlError};
 use serde::Deserialize;
-use std::fmt::Write as _;
 use std::path::Path;
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -19,9 +16,10 @@ pub struct Config {
     pub theme: Option<String>,
     /// Log level for the log file: error, warn, info, debug or trace.
     pub log_level: Option<LogLevel>,
-    /// Key binding overrides per context.
+    /// Key binding overrides per context: the cockpit's keymap reads and checks them
+    /// (`tui::keymap::load_overrides`, with FILE:LINE:COL); here they are only kept.
     #[serde(default)]
-    pub keys: KeyOverrides,
+    pub keys: Option<serde_yaml::Value>,
     /// The GCP backend: dstack's gcp backend fields plus SSH settings
     /// (see `cloud::gcp::settings`).
     pub gcp: Option<crate::cloud::gcp::settings::GcpSettings>,
@@ -128,15 +126,12 @@ impl Config {
         }
         yaml::from_file(file)
     }
-
-    pub fn keymap(&self) -> Keymap {
-        Keymap::with_overrides(&self.keys)
-    }
 }
 
 /// A commented config file whose every setting is the default, with the default key
-/// bindings listed (generated from the keymap, so it never drifts from it).
-pub fn default_text() -> String {
+/// bindings listed: `bindings` is the cockpit's commented `keys:` listing
+/// (`tui::keymap::default_bindings_text`, generated from the keymap so it never drifts).
+pub fn default_text(bindings: &str) -> String {
     let mut s = String::new();
     s.push_str(
         "# flightdeck configuration.\n\
@@ -176,28 +171,10 @@ pub fn default_text() -> String {
          \n\
          # Key bindings per context. An entry replaces that action's default keys; a key\n\
          # given here is taken away from any other action of the same context.\n\
-         # Chords: q, G, ctrl-c, alt-x, shift-tab, esc, enter, tab, space, up, pageup, f1...\n\
-         # keys:\n",
+         # Chords: q, G, ctrl-c, alt-x, shift-tab, esc, enter, tab, space, up, pageup, f1...\n",
     );
-    let km = Keymap::defaults();
-    for ctx in Context::ALL {
-        let _ = writeln!(s, "#   {}:", ctx.name());
-        for b in km.bindings().iter().filter(|b| b.context == ctx) {
-            let chords: Vec<String> = b.chords.iter().map(|c| yaml_scalar(&c.to_string())).collect();
-            let _ = writeln!(s, "#     {}: [{}]", b.action.name(), chords.join(", "));
-        }
-    }
+    s.push_str(bindings);
     s
-}
-
-/// Quote a chord when YAML would not read it back as the same plain string.
-fn yaml_scalar(s: &str) -> String {
-    let plain = s.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') && s.parse::<f64>().is_err();
-    if plain {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', "''"))
-    }
 }
 
 #[cfg(test)]
@@ -205,8 +182,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn default_text_uncommented_parses_to_the_default_keymap() {
-        let text = default_text();
+    fn default_text_uncommented_parses_to_the_defaults() {
+        let text = default_text("# keys:\n#   global:\n#     quit: [q]\n");
         // Uncomment every setting line (not the prose) and parse it.
         let uncommented: String = text
             .lines()
@@ -224,14 +201,14 @@ mod tests {
             .unwrap_or_else(|e| panic!("{e}\n{uncommented}"));
         assert_eq!(cfg.theme.as_deref(), Some("dark"));
         assert_eq!(cfg.log_level, Some(LogLevel::Info));
-        assert_eq!(cfg.keymap().bindings(), Keymap::defaults().bindings());
+        assert!(cfg.keys.is_some());
         assert_eq!(
             cfg.gcp.as_ref().and_then(|g| g.project_id.as_deref()),
             Some("my-project")
         );
         // As shipped (all commented) it is the empty default config.
         let cfg: Config = yaml::from_str(Path::new("default.yaml"), &text).unwrap();
-        assert!(cfg.theme.is_none() && cfg.keys.0.is_empty());
+        assert!(cfg.theme.is_none() && cfg.keys.is_none());
     }
 
     #[test]

@@ -10,6 +10,7 @@ pub mod detach;
 pub mod doctor;
 pub mod exec;
 pub mod fleet;
+pub mod gpudirect;
 pub mod jobs;
 pub mod logging;
 pub mod nccl;

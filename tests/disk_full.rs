@@ -33,7 +33,7 @@ fn a_full_disk_fails_the_save_and_keeps_the_last_good_state() {
     let store = Store::new(&state_dir);
     let record = |name: &str| FleetRecord {
         name: name.into(),
-        backend: "local".into(),
+        backend: flightdeck::fleet::BackendKind::Local,
         file: None,
         nodes: vec![],
         resources: vec![],

@@ -443,6 +443,60 @@ fn a_job_on_a_flex_start_pool_at_zero_nodes() {
     );
 }
 
+/// A job on a GKE fleet runs in pods: its script gets the pod profile of its GPUDirect
+/// flavour (GKE's mounts and `eth*` names, the driver's libraries first in
+/// LD_LIBRARY_PATH, prepended to what the image has), never a VM's (Ubuntu NIC names,
+/// plugins under /var/lib/tcpxo).
+#[test]
+fn a_gke_job_gets_the_pod_nccl_profile_not_the_vm_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = KubeDouble::start(Options {
+        nodes: nodes(),
+        ..Options::default()
+    });
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let f = fleet_file(tmp.path(), &d, "");
+    let out = flightdeck(&home, &["fleet", "apply", f.to_str().unwrap(), "--yes"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    for flavour in ["tcpxo", "rdma"] {
+        let name = format!("prof-{flavour}");
+        let job = tmp.path().join(format!("{name}.yaml"));
+        std::fs::write(
+            &job,
+            format!("type: task\nname: {name}\nfleet: a3u\nnccl_profile: {flavour}\ngpus_per_node: 8\ncommands: [\"true\"]\n"),
+        )
+        .unwrap();
+        let out = flightdeck(&home, &["job", "run", "--detach", job.to_str().unwrap()]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let sets = d.jobsets();
+        let set = sets
+            .iter()
+            .find(|s| {
+                s["metadata"]["name"]
+                    .as_str()
+                    .is_some_and(|n| n.starts_with(&name))
+            })
+            .unwrap_or_else(|| panic!("no JobSet for {name}: {sets:?}"));
+        let script = set["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["containers"]
+            [0]["command"][2]
+            .as_str()
+            .unwrap();
+        for vm_only in ["enp", "/var/lib/tcpxo"] {
+            assert!(
+                !script.contains(vm_only),
+                "{flavour}: a VM's {vm_only} in the pod script:\n{script}"
+            );
+        }
+        assert!(
+            script.contains(
+                "export LD_LIBRARY_PATH='/usr/local/nvidia/lib64'\"${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}\""
+            ),
+            "{flavour}: the driver's libraries are not prepended:\n{script}"
+        );
+    }
+}
+
 #[test]
 fn a_job_waits_for_kueue_then_runs_to_its_end_with_metrics() {
     let tmp = tempfile::tempdir().unwrap();

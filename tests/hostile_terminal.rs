@@ -91,7 +91,7 @@ fn node(fleet: &str, i: usize) -> flightdeck::fleet::NodeTarget {
 fn fleet_record(name: &str, backend: &str, n: usize) -> flightdeck::store::FleetRecord {
     flightdeck::store::FleetRecord {
         name: name.into(),
-        backend: backend.into(),
+        backend: backend.parse().unwrap(),
         file: Some(evil("/home/op/fleets/x.yaml").into()),
         nodes: (0..n).map(|i| node(name, i)).collect(),
         resources: vec![],

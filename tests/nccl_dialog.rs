@@ -1,6 +1,6 @@
 //! The cockpit's NCCL run dialog end to end on the local backend: the keys that open,
 //! fill and confirm it (through `update`), the run started the way `flightdeck nccl run`
-//! starts one (the service's `start_run` and `nccl::remote::start`), the edited
+//! starts one (the service's `start_run` and `nccl::nodes::start`), the edited
 //! environment saved in the history entry and in force on the node. The nccl-tests
 //! binary is a DOUBLE (a shell script printing a recorded real run); the launch, the run
 //! directory, the state store, the history and the parser are real.

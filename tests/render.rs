@@ -116,7 +116,7 @@ fn too_small_says_so() {
 fn fleet_record(name: &str, backend: &str, n: usize) -> flightdeck::store::FleetRecord {
     flightdeck::store::FleetRecord {
         name: name.into(),
-        backend: backend.into(),
+        backend: backend.parse().unwrap(),
         file: Some(format!("/home/op/fleets/{name}.yaml").into()),
         nodes: (0..n)
             .map(|i| flightdeck::fleet::NodeTarget {
@@ -418,6 +418,7 @@ fn nccl_run_dialog() {
         Msg::NcclRunFleets(Ok(vec![
             FleetChoice {
                 name: "local".into(),
+                family: flightdeck::fleet::BackendKind::Local,
                 nodes: 1,
                 machine_type: None,
                 auto: GpuDirect::None,
@@ -425,6 +426,7 @@ fn nccl_run_dialog() {
             },
             FleetChoice {
                 name: "mega".into(),
+                family: flightdeck::fleet::BackendKind::Gcp,
                 nodes: 4,
                 machine_type: Some("a3-megagpu-8g".into()),
                 auto: GpuDirect::Tcpxo,
@@ -1356,7 +1358,7 @@ fn mega_plan() -> flightdeck::cloud::Plan {
     }
     Plan {
         fleet: "mega".into(),
-        backend: "gcp",
+        backend: flightdeck::fleet::BackendKind::Gcp,
         changes,
         hourly_usd: Some(Some(33.19744)),
         fallbacks: vec!["us-east4-b".into(), "us-central1-a".into()],
@@ -1414,6 +1416,19 @@ fn fleet_apply_confirmation_provisioning_log_and_delete_confirmation() {
     );
     keys(&mut s, "D");
     snapshot("fleet_delete_confirm", &s);
+}
+
+/// Deleting a GKE fleet from the Fleets view asks under its backend's name (it said
+/// "unknown backend" while the record's backend was a string matched in the cockpit).
+#[test]
+fn gke_fleet_delete_confirmation_names_its_backend() {
+    let mut s = state();
+    update(&mut s, Msg::Fleets(Ok(vec![fleet_record("b200", "gke", 2)])));
+    keys(&mut s, "2");
+    keys(&mut s, "D");
+    let text = screen80(&s).join("\n");
+    assert!(text.contains("gke backend"), "{text}");
+    assert!(!text.contains("unknown"), "{text}");
 }
 
 fn finding(

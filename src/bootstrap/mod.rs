@@ -23,20 +23,7 @@ use crate::nccl::GpuDirect;
 use crate::shellenv::{self, Value};
 use std::fmt::Write as _;
 
-/// One step of a flavour's bootstrap.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Step {
-    /// Short name, unique within the flavour: `rxdm`, `nccl-plugin`.
-    pub name: &'static str,
-    /// What it does, for the operator.
-    pub what: &'static str,
-    /// The references it follows: repository and path.
-    pub source: &'static str,
-    /// Shell that exits 0 when the step is done.
-    pub check: String,
-    /// Shell that does the step (runs under `set -e`).
-    pub action: String,
-}
+pub use steps::Step;
 
 /// The prefix of the script's progress lines.
 pub const MARK: &str = "@@fd-bootstrap";

@@ -28,9 +28,23 @@
 //!   unprivileged user, moved into [`NCCL_TESTS_DIR`] only when built;
 //! - no `curl | sh`, no fixed names in /tmp.
 
-use super::Step;
 use crate::nccl::GpuDirect;
 use crate::shellenv::{self, Value};
+
+/// One step of a flavour's bootstrap.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Step {
+    /// Short name, unique within the flavour: `rxdm`, `nccl-plugin`.
+    pub name: &'static str,
+    /// What it does, for the operator.
+    pub what: &'static str,
+    /// The references it follows: repository and path.
+    pub source: &'static str,
+    /// Shell that exits 0 when the step is done.
+    pub check: String,
+    /// Shell that does the step (runs under `set -e`).
+    pub action: String,
+}
 
 /// An apt repository's signing key as flightdeck expects it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

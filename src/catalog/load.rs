@@ -5,7 +5,6 @@
 //! an empty cell is an unknown value.
 
 use super::model::{Flag, Flags, GpuDirect, NicLayout, NicType, Offer};
-use super::Catalog;
 
 /// The data file's columns, in order.
 pub const COLUMNS: [&str; 23] = [
@@ -50,7 +49,15 @@ fn err(line: usize, message: impl Into<String>) -> CatalogError {
     }
 }
 
-pub fn parse(text: &str) -> Result<Catalog, CatalogError> {
+/// The parts of a catalog data file: its source, its date and its offers.
+#[derive(Debug)]
+pub struct Parsed {
+    pub source: String,
+    pub as_of: String,
+    pub offers: Vec<Offer>,
+}
+
+pub fn parse(text: &str) -> Result<Parsed, CatalogError> {
     let mut source = None;
     let mut as_of = None;
     let mut header_seen = false;
@@ -88,7 +95,11 @@ pub fn parse(text: &str) -> Result<Catalog, CatalogError> {
     }
     let source = source.ok_or_else(|| err(0, "no `# source:` line"))?;
     let as_of = as_of.ok_or_else(|| err(0, "no `# as_of:` line"))?;
-    Ok(Catalog::new(source, as_of, offers))
+    Ok(Parsed {
+        source,
+        as_of,
+        offers,
+    })
 }
 
 fn parse_row(n: usize, line: &str) -> Result<Offer, CatalogError> {

@@ -98,7 +98,8 @@ impl Catalog {
 
     /// Read a catalog data file (the format `scripts/build_catalog.py` writes).
     pub fn parse(text: &str) -> Result<Catalog, CatalogError> {
-        load::parse(text)
+        let p = load::parse(text)?;
+        Ok(Catalog::new(p.source, p.as_of, p.offers))
     }
 
     pub fn source(&self) -> &str {

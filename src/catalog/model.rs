@@ -7,57 +7,7 @@ use serde::ser::SerializeSeq;
 use serde::{Serialize, Serializer};
 use std::fmt;
 
-/// The GPUDirect flavour of a machine type's GPU-to-GPU network, in order of capability.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum GpuDirect {
-    None,
-    Tcpx,
-    Tcpxo,
-    Rdma,
-}
-
-impl GpuDirect {
-    pub const ALL: [GpuDirect; 4] = [
-        GpuDirect::None,
-        GpuDirect::Tcpx,
-        GpuDirect::Tcpxo,
-        GpuDirect::Rdma,
-    ];
-
-    /// The name in queries, JSON and the data file: `none`, `tcpx`, `tcpxo`, `rdma`.
-    pub fn name(self) -> &'static str {
-        match self {
-            GpuDirect::None => "none",
-            GpuDirect::Tcpx => "tcpx",
-            GpuDirect::Tcpxo => "tcpxo",
-            GpuDirect::Rdma => "rdma",
-        }
-    }
-
-    /// The label in tables: `-`, `TCPX`, `TCPXO`, `RDMA`.
-    pub fn label(self) -> &'static str {
-        match self {
-            GpuDirect::None => "-",
-            GpuDirect::Tcpx => "TCPX",
-            GpuDirect::Tcpxo => "TCPXO",
-            GpuDirect::Rdma => "RDMA",
-        }
-    }
-
-    /// Case-insensitive.
-    pub fn parse(s: &str) -> Option<GpuDirect> {
-        GpuDirect::ALL
-            .into_iter()
-            .find(|g| g.name().eq_ignore_ascii_case(s))
-    }
-}
-
-impl fmt::Display for GpuDirect {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
+pub use crate::gpudirect::GpuDirect;
 
 /// Which price an operator pays: on-demand, Spot, or flex-start (Dynamic Workload Scheduler).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Default)]

@@ -18,7 +18,10 @@ pub fn run(cmd: &ConfigCommand, cli: &Cli, paths: &Paths) -> anyhow::Result<Exit
             };
             outln!("{}", p.display());
         }
-        ConfigCommand::Default => out!("{}", crate::config::default_text()),
+        ConfigCommand::Default => out!(
+            "{}",
+            crate::config::default_text(&crate::tui::keymap::default_bindings_text())
+        ),
         ConfigCommand::Check => {
             let (_, opts) = super::load_cockpit(cli, paths)?;
             let file = paths.config_file();

@@ -7,8 +7,6 @@ use super::{Cli, ExecArgs};
 use crate::exec::{self, Chunk, NodeResult, Stream};
 use crate::fleet::NodeTarget;
 use crate::paths::Paths;
-use crate::reach::Reach;
-use crate::store::Store;
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -22,36 +20,8 @@ struct NodeJson {
     stderr: String,
 }
 
-/// The nodes and reach of a fleet given by name (from the state) or by file.
-pub fn resolve_fleet(
-    fleet: &str,
-    cli: &Cli,
-    paths: &Paths,
-) -> anyhow::Result<(String, Vec<NodeTarget>, Reach)> {
-    let (state, recovery) = Store::new(&paths.state_dir).load()?;
-    super::fleet_cmd::note_recovery(recovery);
-    let (name, nodes) = if let Some(r) = state.fleets.iter().find(|f| f.name == fleet) {
-        (r.name.clone(), r.nodes.clone())
-    } else if std::path::Path::new(fleet).is_file() {
-        let f = crate::fleet::load(std::path::Path::new(fleet))
-            .map_err(|d| anyhow::anyhow!(d.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("\n")))?;
-        (f.name.clone(), f.node_targets())
-    } else {
-        let hint = crate::yaml::did_you_mean(fleet, state.fleets.iter().map(|f| f.name.as_str()));
-        anyhow::bail!("no fleet `{fleet}` in the state (apply it first, or give a fleet file){hint}");
-    };
-    // SSH (and the connection holder) is set up only for a fleet with SSH nodes.
-    let reach = if nodes.iter().any(|n| n.ssh().is_some()) {
-        let (pool, resolver) = super::ssh_setup(cli, paths);
-        Reach::new(pool, resolver)
-    } else {
-        Reach::without_ssh()
-    };
-    Ok((name, nodes, reach))
-}
-
 pub fn run(args: &ExecArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
-    let (_name, all, reach) = resolve_fleet(&args.fleet, cli, paths)?;
+    let (_name, all, reach) = super::resolve_fleet(&args.fleet, cli, paths)?;
     let nodes: Vec<NodeTarget> = if args.nodes.is_empty() {
         all.clone()
     } else {
@@ -68,7 +38,7 @@ pub fn run(args: &ExecArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode
             .position(|n| n.index == i)
             .expect("event for a known node")
     };
-    let rt = super::fleet_cmd::runtime()?;
+    let rt = super::runtime()?;
     let (tx, mut rx) = exec::channel(1024);
     let streaming = !args.collapse && !args.json;
     // Without streaming: each node's stdout and stderr, whole lines ending in `\n`.

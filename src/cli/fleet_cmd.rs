@@ -1,13 +1,12 @@
 //! `flightdeck fleet validate|plan|apply|list|delete|gc|status` for the local, SSH and GCP
 //! backends.
 
-use super::{Cli, FleetCommand};
-use crate::cloud::gcp::backend::GcpBackend;
-use crate::cloud::{self, Backend, Plan};
+use super::{note_recovery, runtime, Cli, FleetCommand};
+use crate::cloud::{self, inventory_for, Backend, Plan};
 use crate::config::Config;
 use crate::fleet::{self, BackendKind, Fleet, Severity};
 use crate::paths::Paths;
-use crate::store::{self, FleetRecord, Store};
+use crate::store::{self, Store};
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
@@ -21,7 +20,7 @@ pub fn run(cmd: &FleetCommand, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitC
             let store = Store::new(&paths.state_dir);
             let (state, recovery) = store.load()?;
             note_recovery(recovery);
-            let recorded = state.fleets.iter().find(|f| f.name == fleet.name);
+            let recorded = state.fleet(&fleet.name).ok();
             let backend = backend(fleet.backend, cli, paths, &cloud::Cancel::default())?;
             let plan = match backend.plan(&fleet, recorded) {
                 Ok(p) => p,
@@ -48,7 +47,7 @@ pub fn run(cmd: &FleetCommand, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitC
             let store = Store::new(&paths.state_dir);
             let (state, recovery) = store.load()?;
             note_recovery(recovery);
-            let recorded = state.fleets.iter().find(|f| f.name == fleet.name);
+            let recorded = state.fleet(&fleet.name).ok();
             cloud::lifecycle::check_backend(&fleet, recorded).map_err(anyhow::Error::msg)?;
             let cancel = cloud::Cancel::default();
             let backend = backend(fleet.backend, cli, paths, &cancel)?;
@@ -93,10 +92,10 @@ pub fn run(cmd: &FleetCommand, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitC
                     return Ok(ExitCode::FAILURE);
                 }
             };
-            let (pool, resolver) = super::ssh_setup(cli, paths);
-            let reach = crate::reach::Reach::new(pool, resolver);
+            let reach = super::reach(&record.nodes, cli, paths);
+            let enabled = Config::load(paths)?.gcp.and_then(|g| g.bootstrap).unwrap_or(true);
             match rt.block_on(cloud::lifecycle::bootstrap_after_apply(
-                paths,
+                enabled,
                 &fleet,
                 &record,
                 reach,
@@ -134,7 +133,7 @@ pub fn run(cmd: &FleetCommand, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitC
                 .map(|f| {
                     [
                         f.name.clone(),
-                        f.backend.clone(),
+                        f.backend.to_string(),
                         f.nodes.len().to_string(),
                         age(f.created_at),
                         f.file
@@ -151,48 +150,37 @@ pub fn run(cmd: &FleetCommand, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitC
             let store = Store::new(&paths.state_dir);
             let (state, recovery) = store.load()?;
             note_recovery(recovery);
-            let record = match state.fleets.iter().find(|f| f.name == *name).cloned() {
-                Some(r) => r,
-                // A GCP fleet already deleted (or never recorded): look for labelled
-                // instances anyway, so `delete` twice is fine and finds stragglers.
-                None if gcp_configured(paths) => {
-                    let names: Vec<&str> = state.fleets.iter().map(|f| f.name.as_str()).collect();
-                    let hint = crate::yaml::closest(name, names.iter().copied())
+            let record = match state.fleet(name) {
+                Ok(r) => r.clone(),
+                Err(unknown) => {
+                    // A cloud fleet already deleted (or never recorded): its family looks
+                    // for what is labelled with the name anyway, so `delete` twice is fine
+                    // and finds stragglers.
+                    let ctx = super::inventory_context(paths)?;
+                    let Some(r) = BackendKind::ALL
+                        .iter()
+                        .find_map(|k| inventory_for(*k).unrecorded(&ctx, name))
+                    else {
+                        anyhow::bail!("{unknown}");
+                    };
+                    let hint = crate::yaml::closest(name, state.fleets.iter().map(|f| f.name.as_str()))
                         .map(|h| format!(" (did you mean `{h}`?)"))
                         .unwrap_or_default();
                     errln!(
-                        "no fleet `{name}` in the state{hint}; looking for GCP resources labelled with it"
+                        "no fleet `{name}` in the state{hint}; looking for {} resources labelled with it",
+                        r.backend.as_str().to_uppercase()
                     );
-                    FleetRecord {
-                        name: name.clone(),
-                        backend: "gcp".into(),
-                        file: None,
-                        nodes: vec![],
-                        resources: vec![],
-                        created_at: 0,
-                    }
-                }
-                None => {
-                    let names: Vec<&str> = state.fleets.iter().map(|f| f.name.as_str()).collect();
-                    let hint = crate::yaml::did_you_mean(name, names.iter().copied());
-                    anyhow::bail!("no fleet `{name}` in the state{hint}");
+                    r
                 }
             };
-            let kind = match record.backend.as_str() {
-                "local" => BackendKind::Local,
-                "ssh" => BackendKind::Ssh,
-                "gcp" => BackendKind::Gcp,
-                "gke" => BackendKind::Gke,
-                other => {
-                    anyhow::bail!("fleet `{name}` uses the {other} backend, which this build does not know")
-                }
-            };
+            let kind = record.backend;
             for n in &record.nodes {
                 errln!("  delete  node  {:<20} {}", n.name, n.host());
             }
-            for r in &record.resources {
-                let place = crate::cloud::gcp::plan::record_scope(r).place();
-                errln!("  delete  {:<16} {:<28} {place}", r.kind, r.name);
+            for c in inventory_for(kind).delete_plan(&record).changes {
+                if c.cloud.is_some() {
+                    errln!("  delete  {:<16} {:<28} {}", c.kind, c.name, c.place);
+                }
             }
             if !yes && !ask(&format!("Delete fleet `{name}`?"))? {
                 errln!("nothing changed");
@@ -235,12 +223,12 @@ fn bootstrap(
         return Ok(ExitCode::SUCCESS);
     }
     let fleet_arg = fleet.unwrap_or_default();
-    let (name, all, reach) = super::exec_cmd::resolve_fleet(fleet_arg, cli, paths)?;
-    if all.iter().any(|n| n.kube().is_some()) {
-        anyhow::bail!(
-            "fleet `{name}` is a GKE fleet: GKE sets its nodes up for GPUDirect itself (the GPUDirect guides' NCCL installer and device-plugin DaemonSets); the bootstrap is for VM fleets"
-        );
+    let record = super::resolve_record(fleet_arg, paths)?;
+    if let Some(why) = inventory_for(record.backend).refuses_bootstrap(&record.name) {
+        anyhow::bail!(why);
     }
+    let reach = super::reach(&record.nodes, cli, paths);
+    let (name, all) = (record.name, record.nodes);
     let flavour = match flavour {
         Some(f) => f.gpudirect(),
         None => match crate::nccl::remote::fleet_spec(&paths.state_dir, fleet_arg, &name) {
@@ -288,231 +276,65 @@ fn ask(question: &str) -> anyhow::Result<bool> {
     Ok(super::prompt::confirm(question))
 }
 
-pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    Ok(tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()?)
-}
-
-pub fn note_recovery(r: Option<store::Recovery>) {
-    if let Some(r) = r {
-        errln!("{}", r.message);
-        tracing::warn!("{}", r.message);
-    }
-}
-
-/// The GCP backend from the config file's `gcp:` block.
-pub(super) fn gcp_backend(paths: &Paths) -> anyhow::Result<GcpBackend> {
-    cloud::lifecycle::gcp_backend(paths).map_err(anyhow::Error::msg)
-}
-
-fn gcp_configured(paths: &Paths) -> bool {
-    Config::load(paths).is_ok_and(|c| c.gcp.is_some())
-}
-
-/// `fleet gc` in the clusters of the recorded GKE fleets.
-fn gke_gc(state: &crate::store::State, yes: bool, json: bool) -> anyhow::Result<ExitCode> {
-    use crate::cloud::gke::{backend, Clients};
+/// `fleet gc`: what flightdeck made that no fleet record knows, in each family that
+/// [`cloud::lifecycle::sweepers`] names; the exit code is the last one's.
+fn gc(paths: &Paths, yes: bool, json: bool) -> anyhow::Result<ExitCode> {
+    let store = Store::new(&paths.state_dir);
+    let ctx = super::inventory_context(paths)?;
+    let (state, recovery) = store.load()?;
+    note_recovery(recovery);
     let rt = runtime()?;
-    let clients = Clients::default();
-    let running: Vec<String> = state
-        .runs
-        .iter()
-        .filter(|r| r.nodes.iter().any(|n| n.exit_code.is_none()))
-        .map(|r| r.id.clone())
-        .collect();
-    let found = rt
-        .block_on(backend::orphans(&clients, &state.fleets, &running))
-        .map_err(anyhow::Error::msg)?;
+    let mut code = ExitCode::SUCCESS;
+    for inventory in cloud::lifecycle::sweepers(&state, &ctx) {
+        let found = rt
+            .block_on(inventory.sweep(&ctx, &state))
+            .map_err(anyhow::Error::msg)?;
+        code = sweep(&rt, found, yes, json)?;
+    }
+    Ok(code)
+}
+
+/// Show what one family's sweep found and remove it (with `--yes`, or when asked).
+fn sweep(
+    rt: &tokio::runtime::Runtime,
+    found: cloud::inventory::Sweep,
+    yes: bool,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
     if json {
-        outln!("{}", serde_json::to_string_pretty(&found)?);
+        outln!("{}", serde_json::to_string_pretty(&found.json)?);
     } else if found.is_empty() {
-        errln!("GKE: nothing of flightdeck's to remove in the fleets' clusters");
+        errln!("{}", found.none);
     } else {
-        let rows: Vec<[String; 5]> = found
-            .iter()
-            .map(|o| {
-                [
-                    o.kind.to_string(),
-                    o.name.clone(),
-                    o.namespace.clone(),
-                    o.fleet.clone(),
-                    o.why.clone(),
-                ]
-            })
-            .collect();
-        print_table(&["KIND", "NAME", "NAMESPACE", "FLEET", "WHY"], &rows);
+        print_table(&found.header, &found.rows);
     }
     if found.is_empty() {
         return Ok(ExitCode::SUCCESS);
     }
     if !yes {
-        errln!(
-            "{} found; `flightdeck fleet gc --yes` removes them",
-            crate::words::plural(found.len(), "GKE object")
-        );
-        return Ok(ExitCode::SUCCESS);
-    }
-    match rt.block_on(backend::delete_orphans(&clients, &found, &|l| errln!("{l}"))) {
-        Ok(()) => Ok(ExitCode::SUCCESS),
-        Err(e) => {
-            errln!("fleet gc: {e}");
-            Ok(ExitCode::FAILURE)
-        }
-    }
-}
-
-/// `fleet status` of a GKE fleet: its node pools, nodes and Kueue's workloads now.
-fn gke_status(record: &FleetRecord, json: bool) -> anyhow::Result<ExitCode> {
-    use crate::cloud::gke::{backend::Target, view, Clients};
-    let target = Target::of_record(record).map_err(anyhow::Error::msg)?;
-    let rt = runtime()?;
-    let snap = rt
-        .block_on(target.snapshot(&Clients::default(), crate::store::now_unix()))
-        .map_err(anyhow::Error::msg)?;
-    if json {
-        outln!("{}", serde_json::to_string_pretty(&snap)?);
-        return Ok(ExitCode::SUCCESS);
-    }
-    outln!("{} (fleet `{}`)", snap.cluster, record.name);
-    let pools: Vec<[String; 6]> = snap.pools.iter().map(view::PoolRow::cells).collect();
-    print_table(&view::POOL_HEADER, &pools);
-    outln!();
-    let nodes: Vec<[String; 6]> = snap
-        .nodes
-        .iter()
-        .map(|n| {
-            [
-                n.name.clone(),
-                n.pool.clone(),
-                n.internal_ip.clone().unwrap_or_default(),
-                if n.ready {
-                    "Ready".into()
-                } else {
-                    "NotReady".into()
-                },
-                format!("{}/{}", n.gpus_used, n.gpus),
-                if n.conditions.is_empty() {
-                    n.pods.to_string()
-                } else {
-                    format!("{} ({})", n.pods, n.conditions.join(", "))
-                },
-            ]
-        })
-        .collect();
-    print_table(&["NODE", "POOL", "IP", "STATUS", "GPUS USED", "PODS"], &nodes);
-    outln!();
-    if !snap.queues.is_empty() {
-        let rows: Vec<[String; 4]> = snap
-            .queues
-            .iter()
-            .map(|q| {
-                [
-                    q.name.clone(),
-                    q.cluster_queue.clone(),
-                    q.pending.to_string(),
-                    q.admitted.to_string(),
-                ]
-            })
-            .collect();
-        print_table(&["LOCALQUEUE", "CLUSTERQUEUE", "PENDING", "ADMITTED"], &rows);
-        outln!();
-    }
-    match &snap.kueue {
-        Some(why) => outln!("Kueue: {why}"),
-        None if snap.workloads.is_empty() => outln!("Kueue: no workloads in the namespace"),
-        None => {
-            let rows: Vec<[String; 5]> = snap
-                .workloads
-                .iter()
-                .map(|w| {
-                    [
-                        w.name.clone(),
-                        w.queue.clone(),
-                        w.state.clone(),
-                        w.age_s.map(view::age).unwrap_or_default(),
-                        w.detail.clone(),
-                    ]
-                })
-                .collect();
-            print_table(&["WORKLOAD", "QUEUE", "STATE", "FOR", "WHY"], &rows);
-        }
-    }
-    let lost = snap.nodes.iter().any(|n| !n.ready);
-    Ok(if lost {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    })
-}
-
-/// `fleet gc`: resources of this owner that no fleet record knows.
-fn gc(paths: &Paths, yes: bool, json: bool) -> anyhow::Result<ExitCode> {
-    let (state, _) = Store::new(&paths.state_dir).load()?;
-    if state.fleets.iter().any(|f| f.backend == "gke") {
-        let code = gke_gc(&state, yes, json)?;
-        if !gcp_configured(paths) {
-            return Ok(code);
-        }
-    }
-    let backend = gcp_backend(paths)?;
-    let store = Store::new(&paths.state_dir);
-    let rt = runtime()?;
-    let gcp = rt.block_on(backend.connect()).map_err(anyhow::Error::msg)?;
-    let (state, recovery) = store.load()?;
-    note_recovery(recovery);
-    let orphans = rt
-        .block_on(gcp.orphans(&state.fleets))
-        .map_err(anyhow::Error::msg)?;
-    if json {
-        outln!("{}", serde_json::to_string_pretty(&orphans)?);
-    } else if orphans.is_empty() {
-        errln!(
-            "no orphans: every resource labelled flightdeck-owner={} in project {} is in the state",
-            gcp.owner,
-            gcp.compute.project
-        );
-    } else {
-        let rows: Vec<[String; 4]> = orphans
-            .iter()
-            .map(|o| {
-                [
-                    o.kind.as_str().to_string(),
-                    o.name.clone(),
-                    o.scope.place(),
-                    o.fleet.clone(),
-                ]
-            })
-            .collect();
-        print_table(&["KIND", "NAME", "WHERE", "FLEET"], &rows);
-    }
-    if orphans.is_empty() {
-        return Ok(ExitCode::SUCCESS);
-    }
-    if !yes {
-        if json || !std::io::stdin().is_terminal() {
-            errln!(
-                "{} found; `flightdeck fleet gc --yes` deletes them",
-                crate::words::plural(orphans.len(), "orphan")
-            );
+        let Some(question) = found
+            .ask
+            .as_deref()
+            .filter(|_| !json && std::io::stdin().is_terminal())
+        else {
+            errln!("{}", found.found);
             return Ok(ExitCode::SUCCESS);
-        }
-        if !ask(&format!(
-            "Delete these {}?",
-            crate::words::plural(orphans.len(), "resource")
-        ))? {
+        };
+        if !ask(question)? {
             errln!("nothing changed");
             return Ok(ExitCode::SUCCESS);
         }
     }
+    let removed = found.removed.clone();
     let status = super::StatusLine::start("fleet gc");
     let progress = |line: String| status.print(&line);
-    let gone = rt.block_on(gcp.delete_orphans(&orphans, &progress));
+    let gone = rt.block_on(found.remove(&progress));
     drop(status);
     match gone {
         Ok(()) => {
-            errln!("{} deleted", crate::words::plural(orphans.len(), "orphan"));
+            if let Some(r) = removed {
+                errln!("{r}");
+            }
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => {
@@ -522,46 +344,28 @@ fn gc(paths: &Paths, yes: bool, json: bool) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// `fleet status NAME`: each node as Compute sees it; lost nodes are marked in the state.
+/// `fleet status NAME`: the fleet's nodes as its cloud sees them now (lost GCP nodes are
+/// marked in the state).
 fn status(paths: &Paths, name: &str, json: bool) -> anyhow::Result<ExitCode> {
-    let store = Store::new(&paths.state_dir);
-    let (state, recovery) = store.load()?;
+    let (state, recovery) = Store::new(&paths.state_dir).load()?;
     note_recovery(recovery);
-    let Some(record) = state.fleets.iter().find(|f| f.name == name).cloned() else {
-        anyhow::bail!("no fleet `{name}` in the state");
-    };
-    if record.backend == "gke" {
-        return gke_status(&record, json);
-    }
-    if record.backend != "gcp" {
-        anyhow::bail!(
-            "fleet `{name}` is a {} fleet; status asks the cloud, for GCP and GKE fleets",
-            record.backend
-        );
-    }
-    let backend = gcp_backend(paths)?;
-    let rt = runtime()?;
-    let gcp = rt.block_on(backend.connect()).map_err(anyhow::Error::msg)?;
-    let health = rt.block_on(gcp.check(&record)).map_err(anyhow::Error::msg)?;
-    crate::cloud::gcp::upkeep::record_health(&store, name, &health).map_err(anyhow::Error::msg)?;
+    let record = state.fleet(name)?;
+    let ctx = super::inventory_context(paths)?;
+    let status = runtime()?
+        .block_on(inventory_for(record.backend).status(&ctx, record))
+        .map_err(anyhow::Error::msg)?;
     if json {
-        outln!("{}", serde_json::to_string_pretty(&health)?);
+        outln!("{}", serde_json::to_string_pretty(&status.json)?);
     } else {
-        let rows: Vec<[String; 5]> = health
-            .iter()
-            .map(|h| {
-                [
-                    h.name.clone(),
-                    h.zone.clone(),
-                    h.provisioning_model.clone(),
-                    h.status.clone(),
-                    h.lost.clone().unwrap_or_default(),
-                ]
-            })
-            .collect();
-        print_table(&["NODE", "ZONE", "MODEL", "STATUS", "LOST"], &rows);
+        for b in &status.blocks {
+            match b {
+                cloud::inventory::Block::Line(l) => outln!("{l}"),
+                cloud::inventory::Block::Table(header, rows) => print_table(header, rows),
+                cloud::inventory::Block::Blank => outln!(),
+            }
+        }
     }
-    Ok(if health.iter().any(|h| h.lost.is_some()) {
+    Ok(if status.lost {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
@@ -575,8 +379,10 @@ pub fn backend(
     paths: &Paths,
     cancel: &cloud::Cancel,
 ) -> anyhow::Result<Box<dyn Backend>> {
+    let gcp = Config::load(paths)?.gcp;
     cloud::lifecycle::backend(
         kind,
+        gcp,
         paths,
         || {
             let (pool, resolver) = super::ssh_setup(cli, paths);
@@ -612,10 +418,7 @@ fn validate(files: &[std::path::PathBuf]) -> ExitCode {
                 for w in &f.warnings {
                     errln!("{w}");
                 }
-                let nodes = match f.backend {
-                    BackendKind::Gcp => f.spec.nodes.map(|n| format!("{n} nodes")).unwrap_or_default(),
-                    _ => crate::words::plural(f.node_targets().len(), "node"),
-                };
+                let nodes = inventory_for(f.backend).declared_nodes(&f);
                 outln!(
                     "{}: ok ({} fleet `{}`, {nodes})",
                     file.display(),
@@ -707,10 +510,10 @@ fn age(created: u64) -> String {
 }
 
 /// An aligned table on stdout.
-pub fn print_table<const N: usize>(header: &[&str; N], rows: &[[String; N]]) {
+pub fn print_table<R: AsRef<[String]>>(header: &[&str], rows: &[R]) {
     let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
     for r in rows {
-        for (i, c) in r.iter().enumerate() {
+        for (i, c) in r.as_ref().iter().enumerate() {
             widths[i] = widths[i].max(c.chars().count());
         }
     }
@@ -727,6 +530,6 @@ pub fn print_table<const N: usize>(header: &[&str; N], rows: &[[String; N]]) {
     };
     line(header.to_vec());
     for r in rows {
-        line(r.iter().map(String::as_str).collect());
+        line(r.as_ref().iter().map(String::as_str).collect());
     }
 }

@@ -3,12 +3,11 @@
 
 use super::{Cli, JobCommand};
 use crate::detach::Status;
-use crate::exec::{self};
-use crate::fleet::NodeTarget;
-use crate::jobs::remote::{self, FollowEvent, JobNode};
-use crate::jobs::{self, metrics, state_word, JobMetrics};
+use crate::exec;
+use crate::fleet::BackendKind;
+use crate::jobs::remote;
+use crate::jobs::{self, metrics, state_word, FollowEvent, JobMetrics, JobNode, JobRunner};
 use crate::paths::Paths;
-use crate::reach::Reach;
 use crate::store::{self, JobRecord, Store};
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -45,22 +44,38 @@ pub fn run(c: &JobCommand, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode>
     }
 }
 
-/// The fleet's nodes and reach, and its file's spec when it has one.
-fn fleet_of(
-    fleet: &str,
-    cli: &Cli,
-    paths: &Paths,
-) -> anyhow::Result<(String, Vec<NodeTarget>, Reach, Option<crate::fleet::FleetSpec>)> {
-    let (name, nodes, reach) = super::exec_cmd::resolve_fleet(fleet, cli, paths)?;
+/// Where a job on `fleet` starts: the fleet's name, backend family, nodes and reach,
+/// and its file's spec when it has one (preflight on, no `files:` from outside).
+fn fleet_of(fleet: &str, cli: &Cli, paths: &Paths) -> anyhow::Result<remote::Target> {
+    let (name, nodes, reach) = super::resolve_fleet(fleet, cli, paths)?;
     let (state, _) = Store::new(&paths.state_dir).load()?;
-    let file = state
-        .fleets
-        .iter()
-        .find(|f| f.name == name)
+    let record = state.fleet(&name).ok();
+    let file = record
         .and_then(|f| f.file.clone())
         .or_else(|| std::path::Path::new(fleet).is_file().then(|| fleet.into()));
-    let spec = file.and_then(|f| crate::fleet::load(&f).ok()).map(|f| f.spec);
-    Ok((name, nodes, reach, spec))
+    let loaded = file.and_then(|f| crate::fleet::load(&f).ok());
+    let backend = family(record, loaded.as_ref(), fleet)?;
+    Ok(remote::Target {
+        fleet: name,
+        backend,
+        nodes,
+        reach,
+        spec: loaded.map(|f| f.spec),
+        preflight: true,
+        files_outside: false,
+    })
+}
+
+/// A fleet's backend family: its record's, else (a fleet file not applied) its file's.
+fn family(
+    record: Option<&store::FleetRecord>,
+    file: Option<&crate::fleet::Fleet>,
+    fleet: &str,
+) -> anyhow::Result<BackendKind> {
+    record
+        .map(|r| r.backend)
+        .or(file.map(|f| f.backend))
+        .ok_or_else(|| anyhow::anyhow!("no fleet `{fleet}` in the state, and no fleet file there"))
 }
 
 fn run_job(
@@ -85,16 +100,13 @@ fn run_job(
     for w in &job.warnings {
         errln!("{w}");
     }
-    let (fleet, nodes, reach, spec) = fleet_of(&job.fleet, cli, paths)?;
     let target = remote::Target {
-        fleet,
-        nodes,
-        reach: reach.clone(),
-        spec,
         preflight: !no_preflight,
         files_outside,
+        ..fleet_of(&job.fleet, cli, paths)?
     };
-    let rt = super::fleet_cmd::runtime()?;
+    let runner = jobs::runner_for(target.backend, target.reach.clone());
+    let rt = super::runtime()?;
     let store = Store::new(&paths.state_dir);
     let name = job.name.clone();
     let progress = |m: String| errln!("job {name}: {m}");
@@ -111,7 +123,7 @@ fn run_job(
         return Ok(ExitCode::SUCCESS);
     }
     let watched = nodes.iter().map(|n| (n.clone(), 1)).collect();
-    follow_and_report(&rt, reach, &record, &nodes, watched, true, paths)
+    follow_and_report(&rt, runner, &record, &nodes, watched, true, paths)
 }
 
 /// Which job a NAME means: an id, or the latest job of that name.
@@ -136,20 +148,31 @@ fn find(paths: &Paths, name: &str) -> anyhow::Result<JobRecord> {
         })
 }
 
-/// The job's nodes as the fleet resolves them now.
-fn job_nodes(record: &JobRecord, cli: &Cli, paths: &Paths) -> anyhow::Result<(Vec<JobNode>, Reach)> {
-    let (_, all, reach) = super::exec_cmd::resolve_fleet(&record.fleet, cli, paths)?;
+/// The job's nodes as the fleet resolves them now, and its fleet's runner.
+fn job_nodes(
+    record: &JobRecord,
+    cli: &Cli,
+    paths: &Paths,
+) -> anyhow::Result<(Vec<JobNode>, Arc<dyn JobRunner>)> {
+    let (_, all, reach) = super::resolve_fleet(&record.fleet, cli, paths)?;
     let (state, _) = Store::new(&paths.state_dir).load()?;
-    let nodes = match state
-        .fleets
-        .iter()
-        .find(|f| f.name == record.fleet && f.backend == "gke")
-    {
-        Some(f) => remote::job_nodes_of(record, f),
-        None => remote::job_nodes(record, &all),
-    }
-    .map_err(anyhow::Error::msg)?;
-    Ok((nodes, reach))
+    let (runner, nodes) = match state.fleet(&record.fleet).ok() {
+        Some(f) => {
+            let runner = jobs::runner_for(f.backend, reach);
+            let nodes = runner.job_nodes(record, f);
+            (runner, nodes)
+        }
+        None => {
+            // Not applied: a fleet file of that name, as `resolve_fleet` found it.
+            let file = crate::fleet::load(std::path::Path::new(&record.fleet)).ok();
+            let kind = family(None, file.as_ref(), &record.fleet)?;
+            (
+                jobs::runner_for(kind, reach),
+                jobs::runner::job_nodes(record, &all),
+            )
+        }
+    };
+    Ok((nodes.map_err(anyhow::Error::msg)?, runner))
 }
 
 fn record_codes(
@@ -180,7 +203,7 @@ fn metrics_for(record: &JobRecord) -> JobMetrics {
 /// a summary. Exit status: the worst node's.
 fn follow_and_report(
     rt: &tokio::runtime::Runtime,
-    reach: Reach,
+    runner: Arc<dyn JobRunner>,
     record: &JobRecord,
     nodes: &[JobNode],
     watched: Vec<(JobNode, usize)>,
@@ -198,12 +221,7 @@ fn follow_and_report(
     let stopping = Arc::new(AtomicBool::new(false));
     rt.block_on(async {
         let (tx, mut rx) = tokio::sync::mpsc::channel(4096);
-        let h = tokio::spawn(remote::follow(
-            reach.clone(),
-            record.id.clone(),
-            watched.clone(),
-            tx,
-        ));
+        let h = tokio::spawn(runner.follow(record.id.clone(), watched.clone(), tx));
         let mut stdout = std::io::stdout().lock();
         while let Some(ev) = rx.recv().await {
             match ev {
@@ -236,8 +254,8 @@ fn follow_and_report(
                             errln!("job {}: stop_on_failure: stopping the other nodes", record.id);
                             let others: Vec<JobNode> =
                                 nodes.iter().filter(|n| n.rank != rank).cloned().collect();
-                            let (t, id, grace) = (reach.clone(), record.id.clone(), record.stop_grace);
-                            tokio::spawn(async move { remote::stop(t, &id, &others, grace).await });
+                            let (r, id, grace) = (runner.clone(), record.id.clone(), record.stop_grace);
+                            tokio::spawn(async move { r.stop(&id, &others, grace).await });
                         }
                     }
                 }
@@ -301,7 +319,7 @@ fn refresh(paths: &Paths, cli: &Cli, rt: &tokio::runtime::Runtime) -> anyhow::Re
     let (state, _) = store.load()?;
     let found = rt.block_on(remote::refresh(&store, &state.jobs, |j| {
         job_nodes(j, cli, paths)
-            .map(|(nodes, reach)| (reach, nodes))
+            .map(|(nodes, runner)| (runner, nodes))
             .map_err(|e| e.to_string())
     }));
     Ok(found.notes)
@@ -318,7 +336,7 @@ fn hms(s: u64) -> String {
 }
 
 fn list(json: bool, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
-    let rt = super::fleet_cmd::runtime()?;
+    let rt = super::runtime()?;
     let notes = refresh(paths, cli, &rt)?;
     for (id, n) in &notes {
         errln!("job {id}: {n}");
@@ -380,18 +398,18 @@ fn job_json(j: &JobRecord) -> serde_json::Value {
 }
 
 fn show(name: &str, json: bool, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
-    let rt = super::fleet_cmd::runtime()?;
+    let rt = super::runtime()?;
     let record = find(paths, name)?;
-    let (nodes, reach) = job_nodes(&record, cli, paths)?;
+    let (nodes, runner) = job_nodes(&record, cli, paths)?;
     if !record.finished() {
-        let mut st = rt.block_on(remote::status(reach.clone(), &record.id, &nodes));
+        let mut st = rt.block_on(runner.status(&record.id, &nodes));
         // As `job list` does: a node without the job's directory (yet) records nothing; a
         // launch may still be on its way there.
         st.retain(|(_, s)| !matches!(s, Ok(Status::Missing)));
         record_codes(paths, &record.id, &st, false)?;
     }
     let record = find(paths, &record.id)?;
-    let logs = rt.block_on(remote::tail(reach, &record.id, &nodes, Some(metrics::KEEP)));
+    let logs = rt.block_on(runner.tail(&record.id, &nodes, Some(metrics::KEEP)));
     let mut m = metrics_for(&record);
     let mut unreadable = vec![];
     for (rank, res) in &logs {
@@ -464,9 +482,9 @@ fn logs(
     cli: &Cli,
     paths: &Paths,
 ) -> anyhow::Result<ExitCode> {
-    let rt = super::fleet_cmd::runtime()?;
+    let rt = super::runtime()?;
     let record = find(paths, name)?;
-    let (nodes, reach) = job_nodes(&record, cli, paths)?;
+    let (nodes, runner) = job_nodes(&record, cli, paths)?;
     if let Some(n) = node {
         if n >= nodes.len() {
             anyhow::bail!("--node {n}: job {} has nodes 0..{}", record.id, nodes.len() - 1);
@@ -481,31 +499,17 @@ fn logs(
         // From the start, or from the last N lines of each node.
         let mut from = BTreeMap::new();
         if let Some(n) = tail {
-            let cmds = selected
-                .iter()
-                .map(|j| {
-                    let dir = crate::detach::dir_word(&jobs::launch::job_dir(&record.id, j.rank));
-                    (
-                        j.target.clone(),
-                        format!("wc -l < {dir}/out.log 2>/dev/null || echo 0"),
-                    )
-                })
-                .collect();
-            for (j, (_, out, _)) in selected
-                .iter()
-                .zip(rt.block_on(exec::collect(reach.clone(), cmds)))
-            {
-                let count: usize = out.trim().parse().unwrap_or(0);
-                from.insert(j.rank, count.saturating_sub(n) + 1);
+            for (rank, count) in rt.block_on(runner.line_counts(&record.id, &selected)) {
+                from.insert(rank, count.saturating_sub(n) + 1);
             }
         }
         let watched = selected
             .iter()
             .map(|n| (n.clone(), from.get(&n.rank).copied().unwrap_or(1)))
             .collect();
-        return follow_and_report(&rt, reach, &record, &nodes, watched, false, paths);
+        return follow_and_report(&rt, runner, &record, &nodes, watched, false, paths);
     }
-    let got = rt.block_on(remote::tail(reach, &record.id, &selected, tail));
+    let got = rt.block_on(runner.tail(&record.id, &selected, tail));
     let prefix = selected.len() > 1;
     let width = selected.iter().map(|n| n.target.name.len()).max().unwrap_or(0);
     let mut out = std::io::stdout().lock();
@@ -537,9 +541,9 @@ fn logs(
 }
 
 fn stop(name: &str, grace: Option<u32>, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
-    let rt = super::fleet_cmd::runtime()?;
+    let rt = super::runtime()?;
     let record = find(paths, name)?;
-    let (nodes, reach) = job_nodes(&record, cli, paths)?;
+    let (nodes, runner) = job_nodes(&record, cli, paths)?;
     let grace = grace.unwrap_or(if record.stop_grace == 0 {
         10
     } else {
@@ -550,7 +554,7 @@ fn stop(name: &str, grace: Option<u32>, cli: &Cli, paths: &Paths) -> anyhow::Res
         record.id,
         crate::words::plural(nodes.len(), "node")
     );
-    let res = rt.block_on(remote::stop(reach, &record.id, &nodes, grace));
+    let res = rt.block_on(runner.stop(&record.id, &nodes, grace));
     let mut worst = 0;
     for (rank, r) in &res {
         let name = &nodes[*rank].target.name;

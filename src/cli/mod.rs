@@ -590,6 +590,76 @@ fn init_cli_logging(cli: &Cli, paths: &Paths) {
     }
 }
 
+/// A runtime for one command's async work.
+pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?)
+}
+
+/// Tell the operator (and the log) that the state file was recovered.
+pub fn note_recovery(r: Option<crate::store::Recovery>) {
+    if let Some(r) = r {
+        errln!("{}", r.message);
+        tracing::warn!("{}", r.message);
+    }
+}
+
+/// The fleet given by name (from the state) or by file ([`crate::fleet::resolve`]).
+pub fn resolve_record(fleet: &str, paths: &Paths) -> anyhow::Result<crate::store::FleetRecord> {
+    let (state, recovery) = crate::store::Store::new(&paths.state_dir).load()?;
+    note_recovery(recovery);
+    crate::fleet::resolve(fleet, &state).map_err(anyhow::Error::msg)
+}
+
+/// How this command reaches `nodes`: SSH (and the connection holder) is set up only
+/// when one of them is an SSH node.
+pub fn reach(nodes: &[crate::fleet::NodeTarget], cli: &Cli, paths: &Paths) -> crate::reach::Reach {
+    if nodes.iter().any(|n| n.ssh().is_some()) {
+        let (pool, resolver) = ssh_setup(cli, paths);
+        crate::reach::Reach::new(pool, resolver)
+    } else {
+        crate::reach::Reach::without_ssh()
+    }
+}
+
+/// The name, nodes and reach of a fleet given by name (from the state) or by file.
+pub fn resolve_fleet(
+    fleet: &str,
+    cli: &Cli,
+    paths: &Paths,
+) -> anyhow::Result<(String, Vec<crate::fleet::NodeTarget>, crate::reach::Reach)> {
+    let (name, _, nodes, reach) = resolve_fleet_kind(fleet, cli, paths)?;
+    Ok((name, nodes, reach))
+}
+
+/// [`resolve_fleet`], with the fleet's backend family.
+pub fn resolve_fleet_kind(
+    fleet: &str,
+    cli: &Cli,
+    paths: &Paths,
+) -> anyhow::Result<(
+    String,
+    crate::fleet::BackendKind,
+    Vec<crate::fleet::NodeTarget>,
+    crate::reach::Reach,
+)> {
+    let r = resolve_record(fleet, paths)?;
+    let reach = reach(&r.nodes, cli, paths);
+    Ok((r.name, r.backend, r.nodes, reach))
+}
+
+/// What the fleets' inventories read: the state dir, the config's `gcp:` block, and
+/// Kubernetes clients.
+pub fn inventory_context(paths: &Paths) -> anyhow::Result<crate::cloud::inventory::Context> {
+    Ok(crate::cloud::inventory::Context {
+        state_dir: paths.state_dir.clone(),
+        gcp: Config::load(paths)?.gcp,
+        kube: Default::default(),
+    })
+}
+
 /// The SSH pool and resolver for this run: ~/.ssh/config, known_hosts, the agent, and
 /// questions on the terminal (or none with --accept-new-host-keys).
 /// With the config's `mux` (and no `--no-mux`), channels go through the connection
@@ -647,7 +717,8 @@ pub fn load_cockpit(cli: &Cli, paths: &Paths) -> anyhow::Result<(Config, tui::ap
         .or_else(|| config.theme.clone())
         .unwrap_or_else(|| tui::theme::DEFAULT_THEME.to_string());
     let theme = tui::theme::Theme::load(&theme_name, paths, monochrome)?;
-    let mut state = tui::state::State::new(config.keymap(), tui::theme::Theme::available(paths), theme_name);
+    let keymap = tui::keymap::Keymap::with_overrides(&tui::keymap::load_overrides(&paths.config_file())?);
+    let mut state = tui::state::State::new(keymap, tui::theme::Theme::available(paths), theme_name);
     // A cached live catalog (from an earlier refresh) when it is newer than the embedded one.
     let in_use = crate::catalog::live::startup(Some(&paths.state_dir));
     if in_use.origin != crate::catalog::live::Origin::Embedded {

@@ -277,8 +277,9 @@ mod tests {
 
     #[test]
     fn env_settings_follow_the_profile_and_bad_ones_are_refused() {
-        assert_eq!(edited_env(GpuDirect::Rdma, &[]).unwrap(), None);
+        assert_eq!(edited_env(BackendKind::Gcp, GpuDirect::Rdma, &[]).unwrap(), None);
         let lines = edited_env(
+            BackendKind::Gcp,
             GpuDirect::Rdma,
             &["NCCL_SOCKET_IFNAME=lo".into(), "X=a b'c".into()],
         )
@@ -295,8 +296,29 @@ mod tests {
             "the last setting is the one the pre-flight reads"
         );
         for bad in ["NOVALUE", "1X=2", "A-B=3"] {
-            assert!(edited_env(GpuDirect::None, &[bad.into()]).is_err(), "{bad}");
+            assert!(
+                edited_env(BackendKind::Gcp, GpuDirect::None, &[bad.into()]).is_err(),
+                "{bad}"
+            );
         }
+    }
+
+    /// `--env` on a GKE fleet edits the GKE pod profile: no VM line reaches the head pod.
+    #[test]
+    fn env_settings_on_gke_start_from_the_pod_profile() {
+        for flavour in [GpuDirect::Tcpx, GpuDirect::Tcpxo, GpuDirect::Rdma] {
+            let lines = edited_env(BackendKind::Gke, flavour, &["NCCL_DEBUG=INFO".into()])
+                .unwrap()
+                .unwrap();
+            let pod = crate::nccl::profile::pod_env(flavour);
+            assert_eq!(lines[..pod.len()], pod[..], "{flavour:?}");
+            assert_eq!(lines[pod.len()..], ["export NCCL_DEBUG='INFO'"]);
+            let text = lines.join("\n");
+            for vm_only in ["enp", "/var/lib/tcpxo", "gIB'"] {
+                assert!(!text.contains(vm_only), "{flavour:?}: {text}");
+            }
+        }
+        assert_eq!(edited_env(BackendKind::Gke, GpuDirect::Rdma, &[]).unwrap(), None);
     }
 
     #[test]
@@ -357,9 +379,10 @@ mod tests {
 // ---- nccl run / nccl attach ----
 
 use super::{Cli, NcclEngine, NcclProfile};
-use crate::fleet::NodeTarget;
+use crate::fleet::{BackendKind, NodeTarget};
 use crate::nccl::expect::Verdict;
 use crate::nccl::history::{self, SavedRun};
+use crate::nccl::launcher::Start;
 use crate::nccl::remote;
 use crate::nccl::runner::{self, Engine, RunSpec};
 use crate::nccl::{profile, GpuDirect};
@@ -437,12 +460,17 @@ pub struct BenchArgs {
     pub env: Vec<String>,
 }
 
-/// The profile's lines with `--env KEY=VALUE` settings after them; `None` without any.
-fn edited_env(profile: GpuDirect, settings: &[String]) -> anyhow::Result<Option<Vec<String>>> {
+/// The profile's lines for a fleet of family `kind` ([`profile::env_lines`]: a VM's or a
+/// pod's) with `--env KEY=VALUE` settings after them; `None` without any.
+fn edited_env(
+    kind: BackendKind,
+    profile: GpuDirect,
+    settings: &[String],
+) -> anyhow::Result<Option<Vec<String>>> {
     if settings.is_empty() {
         return Ok(None);
     }
-    let mut lines = runner::profile_env(profile);
+    let mut lines = profile::env_lines(kind, profile);
     for kv in settings {
         let Some((k, v)) = kv.split_once('=') else {
             anyhow::bail!("--env {kv}: expected KEY=VALUE");
@@ -465,10 +493,16 @@ pub(super) struct Plan {
     pub why: String,
 }
 
-/// Plan a run: the machine type from `--machine-type`, else the fleet file's
-/// instance_types; `--profile auto` picks [`profile::auto_profile`]'s (the fleet file's
-/// `network.gpudirect` first, then the machine type's flavour).
-pub(super) fn plan(b: &BenchArgs, fleet_arg: &str, fleet: &str, paths: &Paths) -> anyhow::Result<Plan> {
+/// Plan a run on a fleet of family `kind`: the machine type from `--machine-type`, else
+/// the fleet file's instance_types; `--profile auto` picks [`profile::auto_profile`]'s
+/// (the fleet file's `network.gpudirect` first, then the machine type's flavour).
+pub(super) fn plan(
+    b: &BenchArgs,
+    fleet_arg: &str,
+    fleet: &str,
+    kind: BackendKind,
+    paths: &Paths,
+) -> anyhow::Result<Plan> {
     let fleet_spec = remote::fleet_spec(&paths.state_dir, fleet_arg, fleet);
     let (machine_type, auto, source) =
         profile::machine_and_profile(fleet_spec.as_ref(), b.machine_type.clone());
@@ -511,14 +545,18 @@ pub(super) fn plan(b: &BenchArgs, fleet_arg: &str, fleet: &str, paths: &Paths) -
         nccl_tests_dir: b.nccl_tests_dir.clone(),
         env: None,
     };
-    spec.env = edited_env(spec.profile, &b.env)?;
+    spec.env = edited_env(kind, spec.profile, &b.env)?;
     spec.check()?;
     Ok(Plan { spec, machine, why })
 }
 
-/// The profile, shown before a run.
-fn show_profile(spec: &RunSpec, why: &str) {
-    let env = spec.env_lines();
+/// The profile, shown before a run on a fleet of family `kind`: the lines as edited, else
+/// the family's ([`profile::env_lines`]).
+fn show_profile(spec: &RunSpec, kind: BackendKind, why: &str) {
+    let env = spec
+        .env
+        .clone()
+        .unwrap_or_else(|| profile::env_lines(kind, spec.profile));
     if env.is_empty() {
         errln!("NCCL profile none ({why}): NCCL's defaults, no variables set");
     } else {
@@ -529,10 +567,11 @@ fn show_profile(spec: &RunSpec, why: &str) {
     }
 }
 
-/// Launch the run on the nodes, record it, and follow it.
+/// Launch the run on the fleet (through its family's [`crate::nccl::RunLauncher`]),
+/// record it, follow it, and remove what it left.
 pub fn run(args: &RunArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
-    let (fleet, all, reach) = super::exec_cmd::resolve_fleet(&args.fleet, cli, paths)?;
-    let plan = plan(&args.bench, &args.fleet, &fleet, paths)?;
+    let (fleet, kind, all, reach) = super::resolve_fleet_kind(&args.fleet, cli, paths)?;
+    let plan = plan(&args.bench, &args.fleet, &fleet, kind, paths)?;
     let nodes: Vec<NodeTarget> = if args.nodes.is_empty() {
         all.clone()
     } else {
@@ -541,12 +580,10 @@ pub fn run(args: &RunArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode>
     if nodes.is_empty() {
         anyhow::bail!("no nodes selected");
     }
-    show_profile(&plan.spec, &plan.why);
-    let rt = super::fleet_cmd::runtime()?;
-    if nodes[0].kube().is_some() {
-        return gke_run(&rt, reach, &fleet, &nodes, plan, args.json, paths);
-    }
-    let start = remote::Start {
+    show_profile(&plan.spec, kind, &plan.why);
+    let rt = super::runtime()?;
+    let launcher = crate::nccl::launcher_for(kind);
+    let start = Start {
         fleet: fleet.clone(),
         nodes,
         reach: reach.clone(),
@@ -557,64 +594,30 @@ pub fn run(args: &RunArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode>
         node_ssh: true,
         preflight: !args.bench.no_preflight,
     };
-    let started = rt.block_on(remote::start(&paths.state_dir, &start, &|m| errln!("{m}")))?;
+    let started = rt.block_on(launcher.start(&paths.state_dir, &start, &|m| errln!("{m}")))?;
     let id = started.id;
-    errln!("it survives this terminal: `flightdeck nccl attach {id}` follows it again");
-    follow(&rt, reach, &fleet, &id, &started.heads, args.json, paths)
-}
-
-/// `nccl run` on a GKE fleet: test pods per node, the image's run script on the first,
-/// followed like a VM run; the pods are removed when it ends.
-fn gke_run(
-    rt: &tokio::runtime::Runtime,
-    reach: Reach,
-    fleet: &str,
-    nodes: &[NodeTarget],
-    plan: Plan,
-    json: bool,
-    paths: &Paths,
-) -> anyhow::Result<ExitCode> {
-    use crate::cloud::gke::nccl;
-    let clients = reach.kube().clone();
-    let started = rt
-        .block_on(nccl::start(
-            &paths.state_dir,
-            &clients,
-            reach.clone(),
-            fleet,
-            nodes,
-            &plan.spec,
-            plan.machine,
-            &|m| errln!("{m}"),
-        ))
-        .map_err(anyhow::Error::msg)?;
-    let id = started.id;
-    errln!("it survives this terminal: `flightdeck nccl attach {id}` follows it again (its pods stay until then)");
-    let code = follow(
-        rt,
-        reach,
-        fleet,
-        &id,
-        std::slice::from_ref(&started.head),
-        json,
-        paths,
-    );
-    remove_gke_pods(rt, &clients, &started.head, &id);
+    let stays = launcher
+        .leaves()
+        .map(|what| format!(" ({what} stay until then)"))
+        .unwrap_or_default();
+    errln!("it survives this terminal: `flightdeck nccl attach {id}` follows it again{stays}");
+    let code = follow(&rt, reach.clone(), &fleet, &id, &started.heads, args.json, paths);
+    clean_up(&rt, launcher, &reach, &id, &started.heads);
     code
 }
 
-/// Remove a finished GKE run's test pods.
-fn remove_gke_pods(
+/// Remove what a finished run left on its fleet (a GKE run's test pods), saying so.
+fn clean_up(
     rt: &tokio::runtime::Runtime,
-    clients: &crate::cloud::gke::Clients,
-    head: &NodeTarget,
+    launcher: &dyn crate::nccl::RunLauncher,
+    reach: &Reach,
     id: &str,
+    heads: &[NodeTarget],
 ) {
-    if let Some(k) = head.kube() {
-        match rt.block_on(crate::cloud::gke::nccl::delete_run_pods(clients, k, id)) {
-            Ok(n) => errln!("removed {}", crate::words::plural(n, "test pod")),
-            Err(e) => errln!("warning: the run's test pods were not removed ({e}); `flightdeck fleet delete` or `fleet gc` removes them"),
-        }
+    match rt.block_on(launcher.cleanup(reach, id, heads)) {
+        Ok(Some(removed)) => errln!("{removed}"),
+        Ok(None) => {}
+        Err(e) => errln!("warning: {e}"),
     }
 }
 
@@ -633,16 +636,12 @@ pub fn attach(id: Option<&str>, json: bool, cli: &Cli, paths: &Paths) -> anyhow:
             .copied()
             .ok_or_else(|| anyhow::anyhow!("no NCCL runs yet"))?,
     };
-    let (fleet, all, reach) = super::exec_cmd::resolve_fleet(&run.fleet, cli, paths)?;
-    let nodes = remote::run_heads(run, &all);
-    let rt = super::fleet_cmd::runtime()?;
+    let (fleet, kind, all, reach) = super::resolve_fleet_kind(&run.fleet, cli, paths)?;
+    let launcher = crate::nccl::launcher_for(kind);
+    let nodes = launcher.heads(run, &all);
+    let rt = super::runtime()?;
     let code = follow(&rt, reach.clone(), &fleet, &run.id, &nodes, json, paths);
-    if let Some(head) = nodes
-        .first()
-        .filter(|n| n.kube().is_some_and(|k| k.pod.is_some()))
-    {
-        remove_gke_pods(&rt, reach.kube(), head, &run.id);
-    }
+    clean_up(&rt, launcher, &reach, &run.id, &nodes);
     code
 }
 

@@ -14,6 +14,7 @@ use super::nccl_cmd::{self, BenchArgs};
 use super::Cli;
 use crate::fleet::NodeTarget;
 use crate::nccl::history::{self, StragglerReport};
+use crate::nccl::launcher::Start;
 use crate::nccl::remote;
 use crate::nccl::runner::Engine;
 use crate::nccl::straggler::{Finder, Finding, Stage, Step};
@@ -64,13 +65,13 @@ pub fn run(args: &StragglerArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<Exi
             args.threshold
         );
     }
-    let (fleet, nodes, reach) = super::exec_cmd::resolve_fleet(&args.fleet, cli, paths)?;
+    let (fleet, kind, nodes, reach) = super::resolve_fleet_kind(&args.fleet, cli, paths)?;
     if nodes.is_empty() {
         anyhow::bail!("fleet `{fleet}` has no nodes");
     }
-    let plan = nccl_cmd::plan(&args.bench, &args.fleet, &fleet, paths)?;
+    let plan = nccl_cmd::plan(&args.bench, &args.fleet, &fleet, kind, paths)?;
     let (spec, machine) = (plan.spec, plan.machine);
-    let rt = super::fleet_cmd::runtime()?;
+    let rt = super::runtime()?;
     if !args.bench.no_preflight {
         rt.block_on(crate::bootstrap::preflight::check_nodes(
             reach.clone(),
@@ -107,7 +108,7 @@ pub fn run(args: &StragglerArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<Exi
                         "setting up SSH between the {} nodes for mpirun",
                         nodes.len()
                     ));
-                    rt.block_on(remote::setup_node_ssh(reach.clone(), &fleet, &nodes))?;
+                    rt.block_on(crate::nccl::nodes::setup_node_ssh(reach.clone(), &fleet, &nodes))?;
                     ssh_ready = true;
                 }
                 let mut handles = vec![];
@@ -131,7 +132,7 @@ pub fn run(args: &StragglerArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<Exi
                     );
                     let machine = machine.clone();
                     handles.push(rt.spawn(async move {
-                        let start = remote::Start {
+                        let start = Start {
                             fleet: fleet.clone(),
                             nodes: group_nodes,
                             reach: reach.clone(),
@@ -142,7 +143,8 @@ pub fn run(args: &StragglerArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<Exi
                             node_ssh: false,
                             preflight: false,
                         };
-                        let started = match remote::start(&paths.state_dir, &start, &|_| {}).await {
+                        let started = match crate::nccl::nodes::start(&paths.state_dir, &start, &|_| {}).await
+                        {
                             Ok(s) => s,
                             Err(e) => {
                                 return GroupRun {

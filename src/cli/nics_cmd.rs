@@ -29,7 +29,7 @@ pub fn run(args: &NicsArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode
         errln!("flightdeck nics: --samples must be at least 1");
         return Ok(ExitCode::from(2));
     }
-    let (name, nodes, reach) = super::exec_cmd::resolve_fleet(&args.fleet, cli, paths)?;
+    let (name, nodes, reach) = super::resolve_fleet(&args.fleet, cli, paths)?;
     let classifier = Classifier {
         data: args.data_nics.clone(),
         control: args.control_nics.clone(),
@@ -41,7 +41,7 @@ pub fn run(args: &NicsArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode
     let mut errors: Vec<Option<String>> = vec![None; slots];
     let mut taken = vec![0u64; slots];
     let mut done = vec![false; slots];
-    let rt = super::fleet_cmd::runtime()?;
+    let rt = super::runtime()?;
     rt.block_on(async {
         let (tx, mut rx) = tokio::sync::mpsc::channel(1024);
         let mut options = Options::once(interval);

@@ -2,18 +2,18 @@
 //! fleet apply|delete` and the cockpit's Fleets view. Progress goes through a callback
 //! (stderr for the CLI, the provisioning log for the cockpit).
 
+use super::inventory::{Context, Inventory, Recorded};
 use super::{Backend, Progress};
+use crate::fleet::BackendKind;
 use crate::fleet::Fleet;
-use crate::store::{self, FleetRecord, Store};
+use crate::store::{self, FleetRecord, State, Store};
 
 /// Refuse to apply a fleet whose recorded backend differs from the file's.
 pub fn check_backend(fleet: &Fleet, recorded: Option<&FleetRecord>) -> Result<(), String> {
     match recorded {
-        Some(r) if r.backend != fleet.backend.as_str() => Err(format!(
+        Some(r) if r.backend != fleet.backend => Err(format!(
             "fleet `{}` is recorded with the {} backend; delete it before applying it on {}",
-            fleet.name,
-            r.backend,
-            fleet.backend.as_str()
+            fleet.name, r.backend, fleet.backend
         )),
         _ => Ok(()),
     }
@@ -31,9 +31,9 @@ pub async fn apply(
         .load()
         .map_err(|e| e.to_string())?
         .0
-        .fleets
-        .into_iter()
-        .find(|f| f.name == fleet.name);
+        .fleet(&fleet.name)
+        .ok()
+        .cloned();
     check_backend(fleet, recorded.as_ref())?;
     let nodes = match backend.apply(fleet, progress).await {
         Ok(n) => n,
@@ -75,7 +75,7 @@ pub async fn apply(
                 .unwrap_or_default();
             let record = FleetRecord {
                 name: fleet.name.clone(),
-                backend: fleet.backend.as_str().to_string(),
+                backend: fleet.backend,
                 file: file.clone(),
                 nodes: nodes.clone(),
                 resources,
@@ -114,32 +114,35 @@ pub async fn delete(
     Ok(())
 }
 
-/// The GCP backend from the config file's `gcp:` block.
-pub fn gcp_backend(paths: &crate::paths::Paths) -> Result<super::gcp::backend::GcpBackend, String> {
-    let config = crate::config::Config::load(paths).map_err(|e| e.to_string())?;
-    let settings = config.gcp.unwrap_or_default();
+/// The GCP backend of the config file's `gcp:` block (`settings`), with the live catalog
+/// for prices.
+pub fn gcp_backend(
+    settings: super::gcp::settings::GcpSettings,
+    paths: &crate::paths::Paths,
+) -> super::gcp::backend::GcpBackend {
     let catalog = crate::catalog::live::startup(Some(&paths.state_dir))
         .catalog
         .into_owned();
-    Ok(super::gcp::backend::GcpBackend {
+    super::gcp::backend::GcpBackend {
         settings,
         catalog: std::sync::Arc::new(catalog),
         state_dir: paths.state_dir.clone(),
         home: std::env::var_os("HOME").map(std::path::PathBuf::from),
         ssh: None,
         cancel: super::Cancel::default(),
-    })
+    }
 }
 
-/// The backend for a kind; `reach` gives the way to reach nodes where one is needed;
-/// `cancel` stops an apply of a cloud backend.
+/// The backend for a kind; `gcp` is the config's `gcp:` block (its defaults when unset);
+/// `reach` gives the way to reach nodes where one is needed; `cancel` stops an apply of a
+/// cloud backend.
 pub fn backend(
-    kind: crate::fleet::BackendKind,
+    kind: BackendKind,
+    gcp: Option<super::gcp::settings::GcpSettings>,
     paths: &crate::paths::Paths,
     reach: impl FnOnce() -> crate::reach::Reach,
     cancel: &super::Cancel,
 ) -> Result<Box<dyn Backend>, String> {
-    use crate::fleet::BackendKind;
     Ok(match kind {
         BackendKind::Local => Box::new(super::local::Local),
         BackendKind::Ssh => Box::new(super::ssh_hosts::SshHosts {
@@ -150,7 +153,7 @@ pub fn backend(
             clients: reach().kube().clone(),
         }),
         BackendKind::Gcp => {
-            let mut b = gcp_backend(paths)?;
+            let mut b = gcp_backend(gcp.unwrap_or_default(), paths);
             b.cancel = cancel.clone();
             if b.settings.proxy_jump.is_some() {
                 b.ssh = Some(reach());
@@ -160,32 +163,18 @@ pub fn backend(
     })
 }
 
-/// The backend kind a fleet record names.
-pub fn record_kind(record: &FleetRecord) -> Result<crate::fleet::BackendKind, String> {
-    use crate::fleet::BackendKind;
-    match record.backend.as_str() {
-        "local" => Ok(BackendKind::Local),
-        "ssh" => Ok(BackendKind::Ssh),
-        "gcp" => Ok(BackendKind::Gcp),
-        "gke" => Ok(BackendKind::Gke),
-        other => Err(format!(
-            "fleet `{}` uses the {other} backend, which this build does not know",
-            record.name
-        )),
-    }
-}
-
 /// The GPUDirect flavour a fleet's nodes are bootstrapped for: the fleet file's
 /// `network.gpudirect`, else its machine type's ([`crate::nccl::profile::auto_profile`]).
 pub fn bootstrap_flavour(spec: &crate::fleet::FleetSpec) -> crate::nccl::GpuDirect {
     crate::nccl::profile::auto_profile(Some(spec), None).0
 }
 
-/// After `apply` of a GCP fleet: bootstrap its nodes for their GPUDirect flavour
-/// (`crate::bootstrap`), unless the config's `gcp.bootstrap` is false or `skip` is set.
-/// Other backends' hosts are bootstrapped with `flightdeck fleet bootstrap` only.
+/// After `apply` of a fleet whose family bootstraps its nodes (GCP's,
+/// [`Inventory::bootstraps_after_apply`]): bootstrap them for their GPUDirect flavour
+/// (`crate::bootstrap`), unless `enabled` (the config's `gcp.bootstrap`) is false or `skip`
+/// is set. Other backends' hosts are bootstrapped with `flightdeck fleet bootstrap` only.
 pub async fn bootstrap_after_apply(
-    paths: &crate::paths::Paths,
+    enabled: bool,
     fleet: &Fleet,
     record: &FleetRecord,
     reach: crate::reach::Reach,
@@ -193,18 +182,13 @@ pub async fn bootstrap_after_apply(
     progress: Progress<'_>,
 ) -> Result<(), String> {
     use crate::nccl::GpuDirect;
-    if fleet.backend != crate::fleet::BackendKind::Gcp {
+    if !inventory_for(fleet.backend).bootstraps_after_apply() {
         return Ok(());
     }
     let flavour = bootstrap_flavour(&fleet.spec);
     if flavour == GpuDirect::None {
         return Ok(());
     }
-    let enabled = crate::config::Config::load(paths)
-        .ok()
-        .and_then(|c| c.gcp)
-        .and_then(|g| g.bootstrap)
-        .unwrap_or(true);
     if skip || !enabled {
         progress(format!(
             "GPUDirect-{} bootstrap skipped ({}); `flightdeck fleet bootstrap {}` runs it",
@@ -232,4 +216,33 @@ pub async fn bootstrap_after_apply(
     } else {
         Err(summary)
     }
+}
+
+/// The inventory of a family: the one `match` on the kind for node rows, status, gc,
+/// upkeep, placement and the delete plan.
+pub fn inventory_for(kind: BackendKind) -> &'static dyn Inventory {
+    static LOCAL: Recorded = Recorded(BackendKind::Local);
+    static SSH: Recorded = Recorded(BackendKind::Ssh);
+    match kind {
+        BackendKind::Local => &LOCAL,
+        BackendKind::Ssh => &SSH,
+        BackendKind::Gcp => &super::gcp::upkeep::GcpInventory,
+        BackendKind::Gke => &super::gke::inventory::GkeInventory,
+    }
+}
+
+/// The families `fleet gc` looks in, in the order it reports them: those [`Inventory::sweeps`]
+/// says, else GCP's (it finds this owner's labelled resources with ADC and the
+/// environment's project even without a `gcp:` block).
+pub fn sweepers(state: &State, ctx: &Context) -> Vec<&'static dyn Inventory> {
+    let mut out: Vec<&'static dyn Inventory> = BackendKind::ALL
+        .iter()
+        .rev()
+        .map(|k| inventory_for(*k))
+        .filter(|i| i.sweeps(state, ctx))
+        .collect();
+    if out.is_empty() {
+        out.push(inventory_for(BackendKind::Gcp));
+    }
+    out
 }

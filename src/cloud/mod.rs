@@ -1,11 +1,17 @@
 //! Backends bring a fleet's nodes up and down behind one trait: `local` (this machine),
 //! `ssh` (existing hosts, like dstack's SSH fleets); the GCP backend plugs in here too.
+//! What a recorded fleet's nodes look like (Nodes view, status, gc, upkeep, placement,
+//! the delete plan) is each family's [`Inventory`]; [`lifecycle`] holds both factories.
 
 pub mod gcp;
 pub mod gke;
+pub mod inventory;
 pub mod lifecycle;
 pub mod local;
 pub mod ssh_hosts;
+
+pub use inventory::Inventory;
+pub use lifecycle::inventory_for;
 
 use crate::fleet::{BackendKind, Fleet, NodeTarget};
 use crate::ssh::client::BoxFuture;
@@ -56,10 +62,10 @@ pub struct NicSummary {
 }
 
 /// What `apply` would do, from the fleet file against what the state records.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Plan {
     pub fleet: String,
-    pub backend: &'static str,
+    pub backend: BackendKind,
     pub changes: Vec<Change>,
     /// The cost per hour of what the fleet will run (cloud backends); null when unknown.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -74,6 +80,18 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// A plan of `fleet` on `backend` that changes nothing yet.
+    pub fn new(fleet: impl Into<String>, backend: BackendKind) -> Plan {
+        Plan {
+            fleet: fleet.into(),
+            backend,
+            changes: vec![],
+            hourly_usd: None,
+            fallbacks: vec![],
+            notes: vec![],
+        }
+    }
+
     pub fn is_noop(&self) -> bool {
         self.changes.iter().all(|c| c.action == "keep")
     }
@@ -154,10 +172,8 @@ pub fn node_plan(kind: BackendKind, fleet: &Fleet, recorded: Option<&FleetRecord
         }
     }
     Plan {
-        fleet: fleet.name.clone(),
-        backend: kind.as_str(),
         changes,
-        ..Plan::default()
+        ..Plan::new(fleet.name.clone(), kind)
     }
 }
 
@@ -184,7 +200,7 @@ mod tests {
         assert_eq!(first.changes.iter().filter(|c| c.action == "create").count(), 3);
         let rec = FleetRecord {
             name: "lab".into(),
-            backend: "ssh".into(),
+            backend: BackendKind::Ssh,
             file: None,
             nodes: crate::fleet::parse(
                 Path::new("f"),

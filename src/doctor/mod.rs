@@ -1442,7 +1442,7 @@ pub fn judge_reach(names: &[String], probes: &[net::Probe]) -> Vec<Finding> {
 /// index.
 pub fn judge_placement(
     compact: bool,
-    placed: &[crate::cloud::gcp::upkeep::Placed],
+    placed: &[crate::cloud::inventory::Placed],
     names: &[String],
 ) -> Vec<Finding> {
     placed

@@ -372,34 +372,25 @@ async fn collect_bounded(
     out
 }
 
-/// The `placement` check of a GCP fleet, from the Compute API; a skip for other fleets,
-/// a warning when the API does not answer.
+/// The `placement` check of a fleet whose family knows placement (GCP's Compute API);
+/// a skip for other fleets, a warning when the API does not answer.
 pub async fn placement(
-    paths: &crate::paths::Paths,
-    fleet: &str,
+    ctx: &crate::cloud::inventory::Context,
+    record: Option<&crate::store::FleetRecord>,
     nodes: &[NodeTarget],
     compact: bool,
 ) -> Vec<Finding> {
     let one =
         |outcome: Outcome, what: String, fix: &str| vec![Finding::fleet("placement", outcome, what).fix(fix)];
-    let record = crate::store::Store::new(&paths.state_dir)
-        .load()
-        .ok()
-        .and_then(|(s, _)| s.fleets.into_iter().find(|f| f.name == fleet));
-    let Some(record) = record.filter(|r| r.backend == "gcp") else {
+    let asked = record.and_then(|r| Some((r, crate::cloud::inventory_for(r.backend).placement(ctx, r)?)));
+    let Some((record, asked)) = asked else {
         return one(
             Outcome::Skip,
             "not a GCP fleet: the API that knows placement is Compute Engine's".into(),
             "",
         );
     };
-    let result = match crate::cloud::lifecycle::gcp_backend(paths) {
-        Ok(b) => match b.connect().await {
-            Ok(gcp) => gcp.placement(&record).await,
-            Err(e) => Err(e),
-        },
-        Err(e) => Err(e),
-    };
+    let result = asked.await;
     match result {
         Ok(placed) => {
             let placed: Vec<_> = placed

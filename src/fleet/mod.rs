@@ -1,11 +1,15 @@
 //! Fleets: the fleet file (`spec.rs`), its validation with FILE:LINE:COL diagnostics, and
 //! the nodes a fleet resolves to.
 
+pub mod kind;
+mod resolve;
 pub mod spec;
 
 use crate::node::kube::KubeNode;
 use crate::yaml::{self, YamlError};
-pub use spec::{BackendName, FleetSpec, GpuDirect, Host, Placement, ProxyJump};
+pub use kind::BackendKind;
+pub use resolve::resolve;
+pub use spec::{FleetSpec, Host, Placement, ProxyJump};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -75,30 +79,6 @@ impl From<YamlError> for Diagnostic {
             column: e.column,
             severity: Severity::Error,
             message: e.message,
-        }
-    }
-}
-
-/// Which backend brings the fleet's nodes up.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BackendKind {
-    /// This machine, as the one node.
-    Local,
-    /// Existing hosts reached over SSH (`ssh_config.hosts`).
-    Ssh,
-    /// VMs created on Google Cloud.
-    Gcp,
-    /// Nodes of an existing GKE cluster, reached through the Kubernetes API.
-    Gke,
-}
-
-impl BackendKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            BackendKind::Local => "local",
-            BackendKind::Ssh => "ssh",
-            BackendKind::Gcp => "gcp",
-            BackendKind::Gke => "gke",
         }
     }
 }
@@ -364,6 +344,16 @@ impl From<&ProxyJump> for JumpTarget {
     }
 }
 
+/// A recorded fleet's nodes as its family addresses them: a local fleet's nodes are this
+/// machine (state.json writes them as `host: localhost`, see [`NodeTarget`]); the other
+/// families' nodes keep the address they were read with.
+pub fn settle_addresses(kind: BackendKind, nodes: &mut [NodeTarget]) {
+    match kind {
+        BackendKind::Local => nodes.iter_mut().for_each(|n| n.address = Address::Local),
+        BackendKind::Ssh | BackendKind::Gcp | BackendKind::Gke => {}
+    }
+}
+
 /// A fleet file that parsed and passed validation.
 #[derive(Debug, Clone)]
 pub struct Fleet {
@@ -603,7 +593,7 @@ impl Validator<'_> {
             );
             return None;
         }
-        if let Some(other) = listed.first().filter(|b| **b != BackendName::Gke) {
+        if let Some(other) = listed.first().filter(|b| **b != BackendKind::Gke) {
             if s.gke.is_some() {
                 self.error(
                     &["gke"],
@@ -612,7 +602,7 @@ impl Validator<'_> {
                 return None;
             }
         }
-        if s.gke.is_some() || listed.first() == Some(&BackendName::Gke) {
+        if s.gke.is_some() || listed.first() == Some(&BackendKind::Gke) {
             if s.gke.is_none() {
                 self.error(
                     &["backends"],
@@ -630,8 +620,8 @@ impl Validator<'_> {
             return Some(BackendKind::Gke);
         }
         let kind = match (listed.first(), s.ssh_config.is_some()) {
-            (None, true) | (Some(BackendName::Ssh), true) => BackendKind::Ssh,
-            (Some(BackendName::Ssh), false) => {
+            (None, true) | (Some(BackendKind::Ssh), true) => BackendKind::Ssh,
+            (Some(BackendKind::Ssh), false) => {
                 self.error(&["backends"], "the ssh backend needs `ssh_config` with `hosts`");
                 return None;
             }
@@ -645,9 +635,9 @@ impl Validator<'_> {
                 );
                 return None;
             }
-            (Some(BackendName::Local), false) => BackendKind::Local,
-            (Some(BackendName::Gcp), false) | (None, false) => BackendKind::Gcp,
-            (Some(BackendName::Gke), _) => BackendKind::Gke,
+            (Some(BackendKind::Local), false) => BackendKind::Local,
+            (Some(BackendKind::Gcp), false) | (None, false) => BackendKind::Gcp,
+            (Some(BackendKind::Gke), _) => BackendKind::Gke,
         };
         Some(kind)
     }

@@ -7,6 +7,7 @@
 //! (`nodes: 2..4`, `resources.gpu: "H100:80GB:8"`, sizes like `100GB..`) are parsed while
 //! deserializing, so their errors point at the value too.
 
+pub use crate::node::kube::PluginOptIn;
 use serde::de::{self, Deserializer};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -20,7 +21,9 @@ pub struct FleetSpec {
     pub name: Option<String>,
     pub nodes: Option<Range>,
     pub placement: Option<Placement>,
-    pub backends: Option<Vec<BackendName>>,
+    /// The backends flightdeck knows; dstack's other backend names (aws, azure, ...) are
+    /// rejected with the list of these.
+    pub backends: Option<Vec<super::kind::BackendKind>>,
     pub regions: Option<Vec<String>>,
     pub availability_zones: Option<Vec<String>>,
     pub instance_types: Option<Vec<String>>,
@@ -76,32 +79,12 @@ pub enum SpotPolicy {
     Auto,
 }
 
-/// The backends flightdeck knows. dstack's other backend names (aws, azure, ...) are
-/// rejected with the list of these.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
+/// `network.gpudirect` as written: `auto` (the machine type's flavour, the default) or a
+/// flavour. Read into `Option<GpuDirect>` (`auto` is `None`), so the file's words and
+/// serde's "expected one of" list stay as they were.
+#[derive(Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum BackendName {
-    Local,
-    Ssh,
-    Gcp,
-    Gke,
-}
-
-impl BackendName {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            BackendName::Local => "local",
-            BackendName::Ssh => "ssh",
-            BackendName::Gcp => "gcp",
-            BackendName::Gke => "gke",
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum GpuDirect {
-    #[default]
+enum GpuDirectSetting {
     Auto,
     None,
     Tcpx,
@@ -109,11 +92,25 @@ pub enum GpuDirect {
     Rdma,
 }
 
+fn gpudirect_setting<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Option<crate::gpudirect::GpuDirect>, D::Error> {
+    use crate::gpudirect::GpuDirect;
+    Ok(match GpuDirectSetting::deserialize(d)? {
+        GpuDirectSetting::Auto => None,
+        GpuDirectSetting::None => Some(GpuDirect::None),
+        GpuDirectSetting::Tcpx => Some(GpuDirect::Tcpx),
+        GpuDirectSetting::Tcpxo => Some(GpuDirect::Tcpxo),
+        GpuDirectSetting::Rdma => Some(GpuDirect::Rdma),
+    })
+}
+
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct Network {
-    #[serde(default)]
-    pub gpudirect: GpuDirect,
+    /// The flavour to set up; `None` (`auto`, the default): the machine type's.
+    #[serde(default, deserialize_with = "gpudirect_setting")]
+    pub gpudirect: Option<crate::gpudirect::GpuDirect>,
     /// The VPC of the first NIC (dstack's `vpc_name`).
     pub vpc: Option<String>,
     /// VPCs of the gVNIC data NICs (TCPX/TCPXO), in NIC order.
@@ -144,7 +141,7 @@ pub struct Gke {
     /// `auth-provider`'s `cmd-path`) on this machine: `true`, or the plugin's command as
     /// `fleet plan` shows it. Without it such a kubeconfig is refused; the operator's own
     /// kubeconfig (`$KUBECONFIG`, `~/.kube/config`) runs its plugins as kubectl does.
-    pub allow_exec_plugin: Option<crate::node::kube::PluginOptIn>,
+    pub allow_exec_plugin: Option<PluginOptIn>,
     /// Where flightdeck's pods go (debug pods, NCCL test pods, jobs); default `default`.
     pub namespace: Option<String>,
     /// The node pools whose nodes are the fleet.

@@ -1,17 +1,37 @@
-//! Training jobs across a fleet: job files (`spec.rs`), what each node runs
-//! (`launch.rs`), and metrics read from their logs (`metrics.rs`). The processes run
-//! detached on the nodes ([`crate::detach`]), so a job outlives the connection and the
-//! flightdeck that started it.
+//! Training jobs across a fleet: job files (`spec.rs`), the record and refresh of a job
+//! whichever family runs it (`remote.rs`), the [`JobRunner`] seam (`runner.rs`) with one
+//! runner per backend family, and metrics read from their logs (`metrics.rs`). On VMs
+//! and hosts the processes run detached on the nodes (`detached.rs`, each node's script
+//! from `launch.rs`), so a job outlives the connection and the flightdeck that started
+//! it; on GKE a job is a JobSet, one pod per rank (`jobset.rs`).
 
+pub mod detached;
+pub mod jobset;
 pub mod launch;
 pub mod metrics;
 pub mod remote;
+pub mod runner;
 pub mod spec;
 
 pub use metrics::{JobMetrics, Sample, Summary};
+pub use runner::{FollowEvent, JobNode, JobRunner};
 pub use spec::{Job, JobSpec, NcclProfile};
 
+use crate::fleet::BackendKind;
 use crate::nccl::GpuDirect;
+use crate::reach::Reach;
+use std::sync::Arc;
+
+/// The runner of jobs on a fleet of backend family `kind` whose nodes are reached
+/// through `reach` (a GKE fleet's jobs through its Kubernetes clients, [`Reach::kube`]):
+/// the one place jobs tell the families apart. Shared (`Arc`), as a follow and a stop on
+/// failure run beside each other.
+pub fn runner_for(kind: BackendKind, reach: Reach) -> Arc<dyn JobRunner> {
+    match kind {
+        BackendKind::Local | BackendKind::Ssh | BackendKind::Gcp => Arc::new(detached::Detached::new(reach)),
+        BackendKind::Gke => Arc::new(jobset::JobSets::new(reach.kube().clone())),
+    }
+}
 
 /// The profile a job runs with: its own `nccl_profile`, or the fleet's for `auto`.
 pub fn profile(job: &Job, fleet: GpuDirect) -> GpuDirect {

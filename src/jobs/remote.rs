@@ -1,344 +1,17 @@
-//! The I/O side of jobs: upload, launch, follow, query and stop a job's processes on its
-//! nodes through [`crate::exec`] (this machine, or SSH). Used by `flightdeck job` and by
-//! the cockpit's Jobs view alike.
+//! A job's bookkeeping, whichever family runs it: the record written before anything
+//! starts, the all-or-nothing start, one job of a name at a time, and [`refresh`], which
+//! asks the ranks of unfinished jobs how they are and records what ended. The ranks
+//! themselves are a [`JobRunner`]'s ([`super::runner_for`]). Used by `flightdeck job`
+//! and by the cockpit's Jobs view alike.
 
 use super::launch::{self, job_dir};
+use super::runner::{job_nodes, JobNode, JobRunner, Launch};
 use super::spec::Job;
 use crate::detach::{self, Status};
-use crate::exec::{self, Event};
-use crate::fleet::NodeTarget;
+use crate::exec;
+use crate::fleet::{BackendKind, NodeTarget};
 use crate::reach::Reach;
-use tokio::sync::mpsc;
-
-/// A node of a job: its rank (position in the job) and how to reach it.
-#[derive(Debug, Clone)]
-pub struct JobNode {
-    pub rank: usize,
-    pub target: NodeTarget,
-}
-
-/// What following a job reports.
-#[derive(Debug, Clone, PartialEq)]
-pub enum FollowEvent {
-    /// A line of a node's output, in order.
-    Line { rank: usize, text: String },
-    /// The node's process group ended (`None`: the code could not be read).
-    Exit { rank: usize, code: Option<i32> },
-    /// The connection to the node ended before the job did; following it again resumes.
-    Lost { rank: usize, error: String },
-}
-
-fn fail_text(code: i32, out: &str, err: &str) -> String {
-    let text = format!("{} {}", err.trim(), out.trim());
-    let text = text.trim();
-    if text.is_empty() {
-        format!("exit {code}")
-    } else {
-        text.lines().last().unwrap_or(text).to_string()
-    }
-}
-
-/// The Kubernetes clients when `nodes` are a GKE fleet's (their work runs as a JobSet,
-/// not as detached processes on the nodes).
-fn gke(reach: &Reach, first: Option<&NodeTarget>) -> Option<crate::cloud::gke::Clients> {
-    first.and_then(|n| n.kube()).map(|_| reach.kube().clone())
-}
-
-/// Upload the job's files to every node, then start the job's script on each, detached.
-/// Returns each node's pid, or why it could not start. `progress` hears each step.
-pub async fn launch(
-    reach: Reach,
-    job: &Job,
-    id: &str,
-    nodes: &[JobNode],
-    profile: &[String],
-    progress: &(dyn Fn(String) + Sync),
-) -> Vec<(usize, Result<u32, String>)> {
-    let mut failed: Vec<(usize, String)> = vec![];
-    for u in &job.uploads {
-        let files = match launch::expand(u) {
-            Ok(f) => f,
-            Err(e) => {
-                return nodes
-                    .iter()
-                    .map(|n| (n.rank, Err(format!("cannot read {}: {e}", u.local.display()))))
-                    .collect()
-            }
-        };
-        for (local, rel) in files {
-            let bytes = match std::fs::read(&local) {
-                Ok(b) => b,
-                Err(e) => {
-                    return nodes
-                        .iter()
-                        .map(|n| (n.rank, Err(format!("cannot read {}: {e}", local.display()))))
-                        .collect()
-                }
-            };
-            use std::os::unix::fs::PermissionsExt;
-            let mode = std::fs::metadata(&local)
-                .map(|m| m.permissions().mode() & 0o755)
-                .unwrap_or(0o644)
-                | 0o600;
-            progress(format!(
-                "uploading {} ({} bytes) to {}",
-                local.display(),
-                bytes.len(),
-                crate::words::plural(nodes.len(), "node")
-            ));
-            let todo: Vec<&JobNode> = nodes
-                .iter()
-                .filter(|n| !failed.iter().any(|(r, _)| *r == n.rank))
-                .collect();
-            let cmds = todo
-                .iter()
-                .map(|n| {
-                    let part = super::spec::Upload {
-                        local: local.clone(),
-                        remote: rel.clone(),
-                    };
-                    let (dir, path) = launch::upload_target(job, id, n.rank, &part);
-                    let (command, input) = detach::upload_command(&dir, &path, &bytes, mode);
-                    (n.target.clone(), command, input)
-                })
-                .collect();
-            let res = exec::collect_with_input(reach.clone(), cmds).await;
-            for (n, (code, out, err)) in todo.iter().zip(res) {
-                if code != 0 {
-                    failed.push((
-                        n.rank,
-                        format!("upload of {rel}: {}", fail_text(code, &out, &err)),
-                    ));
-                }
-            }
-        }
-    }
-    let all: Vec<NodeTarget> = nodes.iter().map(|n| n.target.clone()).collect();
-    let todo: Vec<&JobNode> = nodes
-        .iter()
-        .filter(|n| !failed.iter().any(|(r, _)| *r == n.rank))
-        .collect();
-    let cmds: Vec<(NodeTarget, String, Vec<u8>)> = todo
-        .iter()
-        .map(|n| {
-            let script = launch::node_script(job, id, &all, n.rank, profile);
-            let (command, input) = detach::launch_command(&job_dir(id, n.rank), &script);
-            (n.target.clone(), command, input)
-        })
-        .collect();
-    progress(format!(
-        "starting on {}",
-        crate::words::plural(cmds.len(), "node")
-    ));
-    let res = exec::collect_with_input(reach, cmds).await;
-    let mut out: Vec<(usize, Result<u32, String>)> = failed.into_iter().map(|(r, e)| (r, Err(e))).collect();
-    for (n, (code, stdout, stderr)) in todo.iter().zip(res) {
-        let pid = stdout
-            .lines()
-            .find_map(|l| l.strip_prefix("started "))
-            .and_then(|p| p.trim().parse::<u32>().ok());
-        out.push((
-            n.rank,
-            match (code, pid) {
-                (0, Some(p)) => Ok(p),
-                _ => Err(fail_text(code, &stdout, &stderr)),
-            },
-        ));
-    }
-    out.sort_by_key(|(r, _)| *r);
-    out
-}
-
-/// Follow every node's output from line `from` (1 = the start) until its process group
-/// ends, reporting on `tx`. Returns when every node has ended or been lost.
-pub async fn follow(reach: Reach, id: String, nodes: Vec<(JobNode, usize)>, tx: mpsc::Sender<FollowEvent>) {
-    if let Some(clients) = gke(&reach, nodes.first().map(|(n, _)| &n.target)) {
-        return crate::cloud::gke::jobs::follow(clients, id, nodes, tx).await;
-    }
-    let ranks: Vec<(usize, usize)> = nodes.iter().map(|(n, _)| (n.target.index, n.rank)).collect();
-    let jobs: Vec<(NodeTarget, String)> = nodes
-        .iter()
-        .map(|(n, from)| {
-            (
-                n.target.clone(),
-                detach::follow_command(&job_dir(&id, n.rank), *from),
-            )
-        })
-        .collect();
-    let (etx, mut erx) = exec::channel(1024);
-    let h = tokio::spawn(exec::run_each(reach, jobs, 256, etx));
-    let mut ended: Vec<usize> = vec![];
-    let rank_of = |index: usize| ranks.iter().find(|(i, _)| *i == index).map_or(index, |r| r.1);
-    while let Some(e) = erx.recv().await {
-        match e {
-            Event::Line { node, text, .. } => {
-                let rank = rank_of(node);
-                let ev = match detach::exit_marker(&text) {
-                    Some(code) => {
-                        ended.push(rank);
-                        FollowEvent::Exit { rank, code }
-                    }
-                    None => FollowEvent::Line { rank, text },
-                };
-                if tx.send(ev).await.is_err() {
-                    break;
-                }
-            }
-            Event::Done { node, result } => {
-                let rank = rank_of(node);
-                if !ended.contains(&rank) {
-                    let error = result.error.unwrap_or_else(|| {
-                        format!("the follow ended with exit {} before the job did", result.code)
-                    });
-                    let _ = tx.send(FollowEvent::Lost { rank, error }).await;
-                }
-            }
-        }
-    }
-    h.abort();
-}
-
-/// Run one command per node (made from the node's job directory) and read each node's
-/// (exit code, stdout, stderr) into a result.
-async fn on_nodes<T>(
-    reach: Reach,
-    id: &str,
-    nodes: &[JobNode],
-    command: impl Fn(&str) -> String,
-    read: impl Fn(i32, String, String) -> Result<T, String>,
-) -> Vec<(usize, Result<T, String>)> {
-    let cmds: Vec<(NodeTarget, String)> = nodes
-        .iter()
-        .map(|n| (n.target.clone(), command(&job_dir(id, n.rank))))
-        .collect();
-    let res = exec::collect(reach, cmds).await;
-    nodes
-        .iter()
-        .zip(res)
-        .map(|(n, (code, out, err))| (n.rank, read(code, out, err)))
-        .collect()
-}
-
-/// Each node's [`Status`], or why it could not be read.
-pub async fn status(reach: Reach, id: &str, nodes: &[JobNode]) -> Vec<(usize, Result<Status, String>)> {
-    if let Some(clients) = gke(&reach, nodes.first().map(|n| &n.target)) {
-        return crate::cloud::gke::jobs::status(&clients, id, nodes).await;
-    }
-    on_nodes(reach, id, nodes, detach::status_command, |code, out, err| {
-        detach::parse_status(out.trim()).ok_or_else(|| fail_text(code, &out, &err))
-    })
-    .await
-}
-
-/// The status a stop or fence ends with: its last line.
-fn final_status(code: i32, out: String, err: String) -> Result<Status, String> {
-    out.lines()
-        .last()
-        .and_then(detach::parse_status)
-        .ok_or_else(|| fail_text(code, &out, &err))
-}
-
-/// Stop the job on `nodes` (TERM, then KILL after `grace_s`); each node's exit code.
-pub async fn stop(
-    reach: Reach,
-    id: &str,
-    nodes: &[JobNode],
-    grace_s: u32,
-) -> Vec<(usize, Result<Status, String>)> {
-    if let Some(clients) = gke(&reach, nodes.first().map(|n| &n.target)) {
-        return crate::cloud::gke::jobs::stop(&clients, id, nodes).await;
-    }
-    on_nodes(
-        reach,
-        id,
-        nodes,
-        |dir| detach::stop_command(dir, grace_s),
-        final_status,
-    )
-    .await
-}
-
-/// End a launch cut off by the death of its launcher on `nodes`
-/// ([`detach::fence_command`]); each node's exit code.
-pub async fn fence(
-    reach: Reach,
-    id: &str,
-    nodes: &[JobNode],
-    grace_s: u32,
-) -> Vec<(usize, Result<Status, String>)> {
-    on_nodes(
-        reach,
-        id,
-        nodes,
-        |dir| detach::fence_command(dir, grace_s),
-        final_status,
-    )
-    .await
-}
-
-/// The last `lines` lines of each node's output (all with `None`).
-pub async fn tail(
-    reach: Reach,
-    id: &str,
-    nodes: &[JobNode],
-    lines: Option<usize>,
-) -> Vec<(usize, Result<String, String>)> {
-    if let Some(clients) = gke(&reach, nodes.first().map(|n| &n.target)) {
-        return crate::cloud::gke::jobs::tail(&clients, id, nodes, lines).await;
-    }
-    on_nodes(
-        reach,
-        id,
-        nodes,
-        |dir| detach::tail_command(dir, lines),
-        |code, out, err| {
-            if code == 0 {
-                Ok(out)
-            } else {
-                Err(fail_text(code, &out, &err))
-            }
-        },
-    )
-    .await
-}
-
-/// The nodes of job `record` on its fleet `fleet` (a GKE fleet's ranks need no recorded
-/// node: see [`crate::cloud::gke::backend::Target::pad`]).
-pub fn job_nodes_of(
-    record: &crate::store::JobRecord,
-    fleet: &crate::store::FleetRecord,
-) -> Result<Vec<JobNode>, String> {
-    if fleet.backend == "gke" {
-        let t = crate::cloud::gke::backend::Target::of_record(fleet)?;
-        return job_nodes(record, &t.pad(&fleet.name, &fleet.nodes, record.nodes.len()));
-    }
-    job_nodes(record, &fleet.nodes)
-}
-
-/// The nodes of job `record` among its fleet's `fleet_nodes`, in rank order.
-pub fn job_nodes(
-    record: &crate::store::JobRecord,
-    fleet_nodes: &[NodeTarget],
-) -> Result<Vec<JobNode>, String> {
-    record
-        .nodes
-        .iter()
-        .enumerate()
-        .map(|(rank, rn)| {
-            fleet_nodes
-                .iter()
-                .find(|n| n.index == rn.node)
-                .cloned()
-                .map(|target| JobNode { rank, target })
-                .ok_or_else(|| {
-                    format!(
-                        "node {} of job {} is no longer in fleet `{}`",
-                        rn.node, record.id, record.fleet
-                    )
-                })
-        })
-        .collect()
-}
+use std::sync::Arc;
 
 /// What [`refresh`] found.
 #[derive(Debug, Default)]
@@ -354,23 +27,24 @@ pub struct Refreshed {
 /// unreachable); a node still being uploaded to or launched ([`Status::Starting`]) is
 /// running. A node without the job's directory ([`Status::Missing`]: not launched
 /// yet, or the node was replaced) is noted, not recorded: a job being launched has no
-/// directory yet. `nodes_of` reaches a job's nodes: `flightdeck job` through its fleet
-/// resolution and host-key prompter, the cockpit through its connection pool.
+/// directory yet. `nodes_of` gives a job's runner ([`super::runner_for`] of its fleet's
+/// family) and nodes: `flightdeck job` through its fleet resolution and host-key
+/// prompter, the cockpit through its connection pool.
 pub async fn refresh(
     store: &crate::store::Store,
     jobs: &[crate::store::JobRecord],
-    mut nodes_of: impl FnMut(&crate::store::JobRecord) -> Result<(Reach, Vec<JobNode>), String>,
+    mut nodes_of: impl FnMut(&crate::store::JobRecord) -> Result<(Arc<dyn JobRunner>, Vec<JobNode>), String>,
 ) -> Refreshed {
     let mut out = Refreshed::default();
     for j in jobs.iter().filter(|j| !j.finished()) {
-        let (reach, nodes) = match nodes_of(j) {
+        let (runner, nodes) = match nodes_of(j) {
             Ok(x) => x,
             Err(e) => {
                 out.notes.push((j.id.clone(), e));
                 continue;
             }
         };
-        let mut found = status(reach.clone(), &j.id, &nodes).await;
+        let mut found = runner.status(&j.id, &nodes).await;
         let name = |rank: usize| nodes.get(rank).map_or("?", |n| n.target.name.as_str());
         // The flightdeck that launched it is gone: a node still "starting" never will. A
         // start it sent may still be under way on a node, though: fence and stop every
@@ -387,7 +61,7 @@ pub async fn refresh(
                 .iter()
                 .map(|(r, res)| (*r, matches!(res, Ok(Status::Starting | Status::Missing))))
                 .collect();
-            let stopped = fence(reach.clone(), &j.id, &nodes, 2).await;
+            let stopped = runner.fence(&j.id, &nodes, 2).await;
             found = stopped
                 .into_iter()
                 .map(|(rank, res)| {
@@ -454,7 +128,12 @@ pub async fn record_codes_async(
 /// too): a launch killed after its nodes started, then run again, would otherwise train
 /// twice on the same GPUs. Earlier jobs of the name are asked how they are first, so those
 /// that ended (or never started) are recorded and do not stand in the way.
-async fn refuse_a_second(store: &crate::store::Store, job: &Job, target: &Target) -> Result<(), String> {
+async fn refuse_a_second(
+    store: &crate::store::Store,
+    job: &Job,
+    target: &Target,
+    runner: &Arc<dyn JobRunner>,
+) -> Result<(), String> {
     let unfinished = |state: crate::store::State| -> Vec<crate::store::JobRecord> {
         state
             .jobs
@@ -474,7 +153,7 @@ async fn refuse_a_second(store: &crate::store::Store, job: &Job, target: &Target
         return Ok(());
     }
     let found = refresh(store, &earlier, |j| {
-        job_nodes(j, &target.nodes).map(|nodes| (target.reach.clone(), nodes))
+        job_nodes(j, &target.nodes).map(|nodes| (runner.clone(), nodes))
     })
     .await;
     let still = unfinished(load(store.clone()).await?);
@@ -495,9 +174,13 @@ async fn refuse_a_second(store: &crate::store::Store, job: &Job, target: &Target
     ))
 }
 
-/// Where a job starts: the fleet's name, nodes and reach, and its fleet file's spec.
+/// Where a job starts: the fleet's name, family, nodes and reach, and its fleet file's
+/// spec.
 pub struct Target {
     pub fleet: String,
+    /// The fleet's backend family: which [`JobRunner`] runs the job, and which NCCL
+    /// environment its profile gets ([`crate::nccl::profile::env_lines`]).
+    pub backend: BackendKind,
     pub nodes: Vec<NodeTarget>,
     pub reach: Reach,
     pub spec: Option<crate::fleet::FleetSpec>,
@@ -527,12 +210,14 @@ pub async fn start(
             .collect::<Vec<_>>()
             .join("\n"));
     }
+    let runner = super::runner_for(target.backend, target.reach.clone());
     let mut target = target;
-    if let Some(g) = target.spec.as_ref().and_then(|s| s.gke.as_ref()) {
-        // A GKE fleet: ranks need no recorded node (a flex-start pool may be at zero).
-        let n = job.spec.nodes.map_or(target.nodes.len().max(1), |n| n as usize);
-        target.nodes = crate::cloud::gke::backend::Target::from_gke(g).pad(&target.fleet, &target.nodes, n);
-    }
+    target.nodes = runner.ranks(
+        &target.fleet,
+        std::mem::take(&mut target.nodes),
+        target.spec.as_ref(),
+        job.spec.nodes.map(|n| n as usize),
+    );
     let want = job.spec.nodes.map_or(target.nodes.len(), |n| n as usize);
     if want > target.nodes.len() {
         return Err(format!(
@@ -542,7 +227,7 @@ pub async fn start(
             target.nodes.len()
         ));
     }
-    refuse_a_second(store, job, &target).await?;
+    refuse_a_second(store, job, &target, &runner).await?;
     let nodes: Vec<JobNode> = target
         .nodes
         .into_iter()
@@ -553,24 +238,13 @@ pub async fn start(
     let (fleet_profile, fleet_gpu) = crate::nccl::profile::fleet_facts(target.spec.as_ref());
     let profile = super::profile(job, fleet_profile);
     let gpu = job.spec.gpu.clone().or(fleet_gpu);
-    let profile_lines = crate::nccl::runner::profile_env(profile);
-    let on_gke = gke(&target.reach, nodes.first().map(|n| &n.target));
-    if on_gke.is_some() && !job.uploads.is_empty() {
-        return Err(format!(
-            "{}: `files:` are not uploaded to GKE pods: put them in the job's image (`image:`) or a volume",
-            job.file.display()
-        ));
-    }
-    if target.preflight && on_gke.is_none() {
-        let targets: Vec<NodeTarget> = nodes.iter().map(|n| n.target.clone()).collect();
-        crate::bootstrap::preflight::check_nodes(
-            target.reach.clone(),
-            &targets,
-            profile,
-            &profile_lines,
-            progress,
-        )
-        .await?;
+    // A VM's profile on VMs and hosts, a pod's on GKE.
+    let profile_lines = crate::nccl::profile::env_lines(target.backend, profile);
+    runner.admits(job)?;
+    if target.preflight {
+        runner
+            .preflight(&nodes, profile, &profile_lines, progress)
+            .await?;
     }
     let id = launch::new_id(&job.name, store::now_unix());
     let record = JobRecord {
@@ -611,33 +285,19 @@ pub async fn start(
         target.fleet,
         profile.name()
     ));
-    let started = match &on_gke {
-        Some(clients) => {
-            let spec = target
-                .spec
-                .as_ref()
-                .and_then(|s| s.gke.clone())
-                .unwrap_or_default();
-            let flex = target.spec.as_ref().and_then(|s| s.flex_start).map(|d| d.0);
-            match crate::cloud::gke::jobs::start(
-                clients,
+    let started = runner
+        .launch(
+            Launch {
                 job,
-                &id,
-                &nodes,
+                id: &id,
+                nodes: &nodes,
                 profile,
-                &profile_lines,
-                &spec,
-                flex,
-                progress,
-            )
-            .await
-            {
-                Ok(()) => nodes.iter().map(|n| (n.rank, Ok(0))).collect(),
-                Err(e) => nodes.iter().map(|n| (n.rank, Err(e.clone()))).collect(),
-            }
-        }
-        None => launch(target.reach.clone(), job, &id, &nodes, &profile_lines, progress).await,
-    };
+                env: &profile_lines,
+                spec: target.spec.as_ref(),
+            },
+            progress,
+        )
+        .await;
     let pids: Vec<(usize, Option<u32>)> = started
         .iter()
         .map(|(r, res)| (*r, res.as_ref().ok().copied()))
@@ -671,7 +331,7 @@ pub async fn start(
             .filter(|n| started.iter().any(|(r, res)| *r == n.rank && res.is_ok()))
             .cloned()
             .collect();
-        let mut found = stop(target.reach.clone(), &id, &up, 2).await;
+        let mut found = runner.stop(&id, &up, 2).await;
         for (r, res) in &started {
             if res.is_err() {
                 found.push((

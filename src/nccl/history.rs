@@ -116,7 +116,7 @@ impl SavedRun {
 
     /// The GPUDirect profile the run was made with (`none` when the entry names none).
     pub fn profile(&self) -> GpuDirect {
-        GpuDirect::from_name(&self.spec.profile).unwrap_or(GpuDirect::None)
+        GpuDirect::parse(&self.spec.profile).unwrap_or(GpuDirect::None)
     }
 
     /// `pass`, `warn`, `fail`, `unknown`, or `-` without a verdict.

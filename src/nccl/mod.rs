@@ -12,39 +12,59 @@
 //! - [`straggler`]: the straggler finder's decisions (which nodes to run together next,
 //!   rankings, the slow node or link).
 //! - [`runner`]: the commands that launch, follow and stop runs on the nodes.
-//! - [`profile`]: the GPUDirect profile `auto` picks for a fleet (runs and jobs).
-//! - [`remote`]: the I/O side: starting a run on a fleet's nodes, recording it, and
-//!   following it, shared by `flightdeck nccl` and the cockpit.
+//! - [`profile`]: the GPUDirect profile `auto` picks for a fleet (runs and jobs), and the
+//!   NCCL environment per backend family ([`profile::env_lines`]).
+//! - [`launcher`]: starting a run on a fleet ([`RunLauncher`]: start, the nodes to follow,
+//!   clean-up), one implementation per way of running, picked by [`launcher_for`]:
+//!   [`nodes`] (scripts on the nodes: local, SSH, GCP) and [`pods`] (test pods: GKE).
+//! - [`remote`]: the I/O every launcher shares: recording a run, following it and
+//!   concluding it, for `flightdeck nccl` and the cockpit alike.
 //!
-//! Pure but for [`remote`]: no I/O, no terminal, no clock.
+//! Pure but for [`launcher`]'s implementations and [`remote`]: no I/O, no terminal, no
+//! clock.
 
 pub mod baseline;
 pub mod expect;
 pub mod history;
+pub mod launcher;
 mod line;
+pub mod nodes;
 pub mod nodessh;
 pub mod parse;
+pub mod pods;
 pub mod profile;
 pub mod remote;
 pub mod runner;
 pub mod straggler;
 pub mod transport;
 
+pub use launcher::RunLauncher;
 pub use parse::{parse_text, Device, Document, Event, Measurement, OutOfBounds, Parser, Report, Row};
+pub use runner::human_size;
 pub use transport::{fallback_warning, GpuDirect, Net, P2pLink, Transport, TransportDetector};
 
-/// `8B`, `1K`, `8M`, `1G`; `1.5K` for sizes that are not a whole number of units.
-pub fn human_size(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "K", "M", "G", "T"];
-    let mut unit = 0;
-    while unit + 1 < UNITS.len() && bytes >= 1u64 << (10 * (unit + 1)) {
-        unit += 1;
+/// The [`RunLauncher`] of a fleet of backend family `kind`: the one place NCCL runs ask
+/// the family.
+pub fn launcher_for(kind: crate::fleet::BackendKind) -> &'static dyn RunLauncher {
+    use crate::fleet::BackendKind;
+    match kind {
+        BackendKind::Local | BackendKind::Ssh | BackendKind::Gcp => &nodes::NodeLauncher,
+        BackendKind::Gke => &pods::PodLauncher,
     }
-    let scale = 1u64 << (10 * unit);
-    if bytes.is_multiple_of(scale) {
-        format!("{}{}", bytes / scale, UNITS[unit])
-    } else {
-        let v = format!("{:.1}", bytes as f64 / scale as f64);
-        format!("{}{}", v.trim_end_matches('0').trim_end_matches('.'), UNITS[unit])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fleet::BackendKind;
+
+    /// GKE fleets run in test pods (which stay until the run is followed to its end); the
+    /// other families on their nodes.
+    #[test]
+    fn each_family_gets_its_launcher() {
+        assert_eq!(launcher_for(BackendKind::Gke).leaves(), Some("its pods"));
+        for kind in [BackendKind::Local, BackendKind::Ssh, BackendKind::Gcp] {
+            assert_eq!(launcher_for(kind).leaves(), None, "{kind:?}");
+        }
     }
 }

@@ -29,37 +29,17 @@ impl Source {
 /// The GPUDirect flavour of a machine type: the embedded catalog's, else what its name
 /// says (a machine type the catalog does not list yet).
 pub fn machine_flavour(machine_type: &str) -> GpuDirect {
-    use crate::catalog::model::GpuDirect as Offered;
-    let offered = crate::catalog::Catalog::embedded()
+    crate::catalog::Catalog::embedded()
         .offers()
         .iter()
         .find(|o| o.machine_type == machine_type)
-        .map(|o| o.gpudirect);
-    match offered {
-        Some(Offered::Tcpx) => GpuDirect::Tcpx,
-        Some(Offered::Tcpxo) => GpuDirect::Tcpxo,
-        Some(Offered::Rdma) => GpuDirect::Rdma,
-        Some(Offered::None) => GpuDirect::None,
-        None => GpuDirect::for_machine_type(machine_type),
-    }
+        .map_or_else(|| GpuDirect::for_machine_type(machine_type), |o| o.gpudirect)
 }
 
 /// The profile `auto` picks: the fleet file's `network.gpudirect` when it is not `auto`,
 /// else the flavour of `machine_type` (given, else the fleet's first instance type).
 pub fn auto_profile(spec: Option<&FleetSpec>, machine_type: Option<&str>) -> (GpuDirect, Source) {
-    use crate::fleet::GpuDirect as Wanted;
-    let wanted = spec
-        .and_then(|s| s.network.as_ref())
-        .map(|n| n.gpudirect)
-        .unwrap_or_default();
-    let explicit = match wanted {
-        Wanted::Auto => None,
-        Wanted::None => Some(GpuDirect::None),
-        Wanted::Tcpx => Some(GpuDirect::Tcpx),
-        Wanted::Tcpxo => Some(GpuDirect::Tcpxo),
-        Wanted::Rdma => Some(GpuDirect::Rdma),
-    };
-    if let Some(p) = explicit {
+    if let Some(p) = spec.and_then(|s| s.network.as_ref()).and_then(|n| n.gpudirect) {
         return (p, Source::FleetNetwork);
     }
     let machine = machine_type
@@ -108,8 +88,115 @@ pub fn fleet_facts(spec: Option<&FleetSpec>) -> (GpuDirect, Option<String>) {
     (profile, gpu)
 }
 
+/// The NCCL environment lines of `flavour` for a run or job on a fleet of `family`: the
+/// one place that tells a VM's profile from a pod's. VMs and hosts get the profile of
+/// Google's VM guides ([`super::runner::profile_env`]: Ubuntu NIC names, plugins under
+/// `/var/lib/tcpxo` and `/usr/local/gib`); GKE pods get the profile of GKE's guides
+/// ([`pod_env`]: the pod's `eth*` names, the driver and plugins where GKE mounts them).
+pub fn env_lines(family: crate::fleet::BackendKind, flavour: GpuDirect) -> Vec<String> {
+    use crate::fleet::BackendKind;
+    match family {
+        BackendKind::Local | BackendKind::Ssh | BackendKind::Gcp => super::runner::profile_env(flavour),
+        BackendKind::Gke => pod_env(flavour),
+    }
+}
+
+/// Where GKE mounts the node's NVIDIA driver libraries in a GPU container (the GKE
+/// manifests' `LD_LIBRARY_PATH`, tests/fixtures/reference/container-engine-accelerators).
+pub const POD_DRIVER_LIB_DIR: &str = "/usr/local/nvidia/lib64";
+
+/// The NCCL environment of a GKE pod, as GKE's GPUDirect guides and manifests give it
+/// (tests/fixtures/reference/container-engine-accelerators): the driver's libraries at
+/// `/usr/local/nvidia/lib64` first in `LD_LIBRARY_PATH`, then per flavour
+/// * RDMA: gIB's `set_nccl_env.sh` from `/usr/local/gib` (gpudirect-rdma/nccl-test.yaml);
+/// * TCPXO: the installer's `nccl-env-profile.sh` beside the driver libraries and the
+///   aperture devices (gpudirect-tcpxo/nccl-test*.yaml);
+/// * TCPX: the plugin at `/usr/local/tcpx/lib64`, the pod's `eth0` as control NIC and
+///   `eth1..eth4` as data NICs, the values of gpudirect-tcpx/nccl-config.yaml.
+pub fn pod_env(flavour: GpuDirect) -> Vec<String> {
+    use crate::shellenv::{export, source, Value};
+    let mut v = vec![];
+    match flavour {
+        GpuDirect::None => {}
+        GpuDirect::Rdma => v.push(source(super::runner::RDMA_ENV_SCRIPT)),
+        GpuDirect::Tcpxo => {
+            v.push(source(&format!("{POD_DRIVER_LIB_DIR}/nccl-env-profile.sh")));
+            v.push(export(
+                "NCCL_FASTRAK_LLCM_DEVICE_DIRECTORY",
+                Value::Literal("/dev/aperture_devices"),
+            ));
+        }
+        GpuDirect::Tcpx => {
+            for (k, val) in [
+                ("NCCL_SOCKET_IFNAME", "eth0"),
+                ("NCCL_ALGO", "Ring,Tree"),
+                ("NCCL_PROTO", "Simple"),
+                ("NCCL_CROSS_NIC", "0"),
+                ("NCCL_NET_GDR_LEVEL", "PIX"),
+                ("NCCL_P2P_PXN_LEVEL", "0"),
+                ("NCCL_GPUDIRECTTCPX_SOCKET_IFNAME", "eth1,eth2,eth3,eth4"),
+                ("NCCL_GPUDIRECTTCPX_CTRL_DEV", "eth0"),
+                ("NCCL_DYNAMIC_CHUNK_SIZE", "524288"),
+                ("NCCL_P2P_NET_CHUNKSIZE", "524288"),
+                ("NCCL_P2P_PCI_CHUNKSIZE", "524288"),
+                ("NCCL_P2P_NVL_CHUNKSIZE", "1048576"),
+                ("NCCL_BUFFSIZE", "4194304"),
+                ("NCCL_NSOCKS_PERTHREAD", "4"),
+                ("NCCL_SOCKET_NTHREADS", "1"),
+                (
+                    "NCCL_GPUDIRECTTCPX_TX_BINDINGS",
+                    "eth1:8-21,112-125;eth2:8-21,112-125;eth3:60-73,164-177;eth4:60-73,164-177",
+                ),
+                (
+                    "NCCL_GPUDIRECTTCPX_RX_BINDINGS",
+                    "eth1:22-35,126-139;eth2:22-35,126-139;eth3:74-87,178-191;eth4:74-87,178-191",
+                ),
+                ("NCCL_GPUDIRECTTCPX_PROGRAM_FLOW_STEERING_WAIT_MICROS", "500000"),
+                ("NCCL_GPUDIRECTTCPX_UNIX_CLIENT_PREFIX", "/run/tcpx"),
+            ] {
+                v.push(export(k, Value::Literal(val)));
+            }
+            v.push(export("LD_LIBRARY_PATH", Value::Prepend("/usr/local/tcpx/lib64")));
+        }
+    }
+    // Last, after a sourced profile too: the driver stays first whatever it set.
+    v.push(export("LD_LIBRARY_PATH", Value::Prepend(POD_DRIVER_LIB_DIR)));
+    v
+}
+
 #[cfg(test)]
 mod tests {
+
+    /// A GKE pod's profile and a VM's are different values for every GPUDirect flavour,
+    /// and the pod's names nothing only a VM has (Ubuntu NIC names, `/var/lib/tcpxo`).
+    #[test]
+    fn pods_and_vms_get_their_own_profiles() {
+        use crate::fleet::BackendKind;
+        for flavour in [GpuDirect::Tcpx, GpuDirect::Tcpxo, GpuDirect::Rdma] {
+            let vm = env_lines(BackendKind::Gcp, flavour);
+            let pod = env_lines(BackendKind::Gke, flavour);
+            assert_ne!(vm, pod, "{flavour:?}");
+            let text = pod.join("\n");
+            for vm_only in ["enp", "/var/lib/tcpxo", "gIB'"] {
+                assert!(
+                    !text.contains(vm_only),
+                    "{flavour:?} pod env names {vm_only}: {text}"
+                );
+            }
+            let last = pod.last().expect("lines");
+            assert!(
+                last.contains("LD_LIBRARY_PATH='/usr/local/nvidia/lib64'"),
+                "{last}"
+            );
+            assert!(!text.contains("LD_LIBRARY_PATH=/"), "a literal path list: {text}");
+        }
+        assert_eq!(
+            env_lines(BackendKind::Ssh, GpuDirect::Rdma),
+            super::super::runner::profile_env(GpuDirect::Rdma)
+        );
+        assert_eq!(env_lines(BackendKind::Gke, GpuDirect::None).len(), 1);
+    }
+
     use super::*;
 
     fn fleet(extra: &str) -> FleetSpec {
@@ -132,7 +219,7 @@ mod tests {
         // puts an explicit flavour first.
         let mut rdma = fleet("");
         rdma.network = Some(crate::fleet::spec::Network {
-            gpudirect: crate::fleet::spec::GpuDirect::Rdma,
+            gpudirect: Some(GpuDirect::Rdma),
             ..Default::default()
         });
         assert_eq!(

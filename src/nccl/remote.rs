@@ -1,13 +1,14 @@
-//! The I/O side of NCCL runs, shared by `flightdeck nccl` (run, attach, stragglers) and
-//! the cockpit: node-to-node SSH for mpirun, launching a run detached on a fleet's nodes
-//! ([`start`]), recording it in the state store and the history, following it, and
-//! concluding it (exit codes, rows, verdict, and for a failed run the line that says why:
-//! [`failure_cause`], pure like the rest of the reading).
+//! The I/O side of NCCL runs that every launcher shares ([`super::launcher`]), used by
+//! `flightdeck nccl` (run, attach, stragglers) and the cockpit: the history entry of a run
+//! about to start ([`saved_run`]), its record in the state store ([`record_run`]),
+//! following it ([`follow_to_end`]) and concluding it (exit codes, rows, verdict, and for
+//! a failed run the line that says why: [`failure_cause`], pure like the rest of the
+//! reading).
 
 use super::history::{self, SavedRun, SavedSpec};
-use super::runner::{self, Engine, MpiHost, RunSpec, EXIT_MARKER};
-use super::{human_size, nodessh, Parser, Report, Row};
-use crate::exec::{self, collect, Event};
+use super::runner::{self, human_size, RunSpec, EXIT_MARKER};
+use super::{Parser, Report, Row};
+use crate::exec::{self, Event};
 use crate::fleet::NodeTarget;
 use crate::reach::Reach;
 use crate::store::{self, RunNode, RunRecord, Store};
@@ -53,125 +54,12 @@ pub fn saved_run(
     }
 }
 
-/// Set up SSH among `nodes` (see [`nodessh`]): collect each node's keys, install them on all.
-pub async fn setup_node_ssh(reach: Reach, fleet: &str, nodes: &[NodeTarget]) -> anyhow::Result<()> {
-    let jobs: Vec<(NodeTarget, String)> = nodes
-        .iter()
-        .map(|n| (n.clone(), nodessh::collect_command(fleet, n.port())))
-        .collect();
-    let out = collect(reach.clone(), jobs).await;
-    let mut peers = vec![];
-    let mut failed = vec![];
-    for (n, (code, stdout, stderr)) in nodes.iter().zip(&out) {
-        match (code, nodessh::parse_collect(stdout)) {
-            (0, Ok(keys)) => peers.push((peer_of(n), keys)),
-            (_, Err(e)) => failed.push(format!("{}: {e} {}", n.name, stderr.trim())),
-            (c, Ok(_)) => failed.push(format!("{}: exit {c} {}", n.name, stderr.trim())),
-        }
-    }
-    if !failed.is_empty() {
-        anyhow::bail!("node-to-node SSH could not be set up:\n  {}", failed.join("\n  "));
-    }
-    let install = nodessh::install_command(fleet, &peers);
-    let jobs: Vec<(NodeTarget, String)> = nodes.iter().map(|n| (n.clone(), install.clone())).collect();
-    let out = collect(reach, jobs).await;
-    let failed: Vec<String> = nodes
-        .iter()
-        .zip(&out)
-        .filter(|(_, (c, o, _))| *c != 0 || o.trim() != "installed")
-        .map(|(n, (c, _, e))| format!("{}: exit {c} {}", n.name, e.trim()))
-        .collect();
-    if !failed.is_empty() {
-        anyhow::bail!(
-            "node-to-node SSH could not be installed:\n  {}",
-            failed.join("\n  ")
-        );
-    }
-    Ok(())
-}
-
-/// A node as the others reach it: its internal address, else the address flightdeck uses.
-fn peer_of(n: &NodeTarget) -> nodessh::Peer {
-    nodessh::Peer {
-        name: n.name.clone(),
-        addr: n.internal_ip.clone().unwrap_or_else(|| n.host().to_string()),
-        port: n.port(),
-        user: n.user().map(str::to_string),
-    }
-}
-
-/// Start run `id` detached: one node with nccl-tests; several through mpirun on the first
-/// (only it runs a script); torch on every node. Returns the nodes that run a script,
-/// with their pids.
-pub async fn launch(
-    reach: Reach,
-    id: &str,
-    spec: &RunSpec,
-    nodes: &[NodeTarget],
-    mpirun: &str,
-) -> anyhow::Result<Vec<(NodeTarget, Option<u32>)>> {
-    let master = nodes[0]
-        .internal_ip
-        .clone()
-        .unwrap_or_else(|| nodes[0].host().to_string());
-    let count = nodes.len();
-    let jobs: Vec<(NodeTarget, String, Vec<u8>)> = if spec.engine == Engine::NcclTests && count > 1 {
-        let hosts: Vec<MpiHost> = nodes
-            .iter()
-            .map(|n| {
-                let p = peer_of(n);
-                MpiHost {
-                    addr: p.addr,
-                    port: p.port,
-                }
-            })
-            .collect();
-        let script = runner::mpirun_script(spec, &hosts, mpirun);
-        let (command, input) = runner::launch_command(id, &script, false);
-        vec![(nodes[0].clone(), command, input)]
-    } else {
-        nodes
-            .iter()
-            .enumerate()
-            .map(|(rank, n)| {
-                let script = runner::node_script(spec, rank, count, &master);
-                let (command, input) = runner::launch_command(id, &script, spec.engine == Engine::Torch);
-                (n.clone(), command, input)
-            })
-            .collect()
-    };
-    let launched_on: Vec<NodeTarget> = jobs.iter().map(|(n, _, _)| n.clone()).collect();
-    let launched = exec::collect_with_input(reach, jobs).await;
-    let mut failed = vec![];
-    let mut started = vec![];
-    for (n, (code, out, err)) in launched_on.iter().zip(&launched) {
-        if *code != 0 || !out.starts_with("started ") {
-            failed.push(format!("{}: {} {}", n.name, out.trim(), err.trim()));
-        }
-        started.push((
-            n.clone(),
-            out.trim().strip_prefix("started ").and_then(|p| p.parse().ok()),
-        ));
-    }
-    if !failed.is_empty() {
-        anyhow::bail!("the run could not start:\n  {}", failed.join("\n  "));
-    }
-    Ok(started)
-}
-
-/// The nodes a recorded run's scripts run on, from its fleet's nodes: on a GKE fleet the
-/// test pod it ran in.
-pub fn run_heads(run: &store::RunRecord, fleet_nodes: &[NodeTarget]) -> Vec<NodeTarget> {
+/// The nodes of `fleet_nodes` that run `run` recorded (the ones its scripts run on), as
+/// the fleet has them.
+pub fn recorded_nodes(run: &RunRecord, fleet_nodes: &[NodeTarget]) -> Vec<NodeTarget> {
     run.nodes
         .iter()
-        .filter_map(|rn| {
-            let mut n = fleet_nodes.iter().find(|n| n.index == rn.node).cloned()?;
-            if let (Some(k), Some(pod)) = (n.kube_mut(), &rn.pod) {
-                k.pod = Some(pod.clone());
-                k.container = Some(crate::cloud::gke::nccl::CONTAINER.into());
-            }
-            Some(n)
-        })
+        .filter_map(|rn| fleet_nodes.iter().find(|n| n.index == rn.node).cloned())
         .collect()
 }
 
@@ -462,102 +350,13 @@ pub fn failure_cause<'a>(lines: impl IntoIterator<Item = &'a str>) -> Option<Str
     f.cause()
 }
 
-/// Where and how a run starts.
-pub struct Start {
-    pub fleet: String,
-    /// The nodes, head first.
-    pub nodes: Vec<NodeTarget>,
-    pub reach: Reach,
-    pub spec: RunSpec,
-    /// The head node's mpirun (nccl-tests on several nodes).
-    pub mpirun: String,
-    /// The machine type the verdict is judged for, and where it came from.
-    pub machine: Option<(String, String)>,
-    /// Why the run is made when not by hand (the straggler finder's groups).
-    pub purpose: Option<String>,
-    /// Set up node-to-node SSH first when the run goes through mpirun (the straggler
-    /// finder does it once for all its groups).
-    pub node_ssh: bool,
-    /// Check the GPUDirect pieces of every node first ([`crate::bootstrap::preflight`]).
-    pub preflight: bool,
-}
-
-/// A started run: its id, the nodes that run a script (the ones to follow), and its
-/// history entry as saved.
-pub struct Started {
-    pub id: String,
-    pub heads: Vec<NodeTarget>,
-    pub saved: SavedRun,
-}
-
-/// Start a run: node-to-node SSH when mpirun needs it, the launch on the nodes, then
-/// the record in the state store and the history entry (with the environment the nodes
-/// got). `flightdeck nccl run`, the straggler finder and the cockpit's run dialog all
-/// start runs here. `progress` hears each step.
-pub async fn start(
-    state_dir: &Path,
-    s: &Start,
-    progress: &(dyn Fn(String) + Sync),
-) -> anyhow::Result<Started> {
-    if s.nodes.is_empty() {
-        anyhow::bail!("no nodes selected");
-    }
-    s.spec.check()?;
-    if s.preflight {
-        crate::bootstrap::preflight::check_nodes(
-            s.reach.clone(),
-            &s.nodes,
-            s.spec.profile,
-            &s.spec.env_lines(),
-            progress,
-        )
-        .await
-        .map_err(anyhow::Error::msg)?;
-    }
-    if s.node_ssh && s.spec.engine == Engine::NcclTests && s.nodes.len() > 1 {
-        progress(format!(
-            "setting up SSH between the {} nodes for mpirun",
-            s.nodes.len()
-        ));
-        setup_node_ssh(s.reach.clone(), &s.fleet, &s.nodes).await?;
-    }
-    let id = runner::new_id(&s.spec.collective, store::now_unix());
-    let machine = s.machine.as_ref().map(|(m, f)| (m.clone(), f.as_str()));
-    let saved = saved_run(&id, &s.fleet, &s.spec, &s.nodes, machine, s.purpose.clone());
-    let started = launch(s.reach.clone(), &id, &s.spec, &s.nodes, &s.mpirun).await?;
-    let (dir, fleet, rid, st, entry) = (
-        state_dir.to_path_buf(),
-        s.fleet.clone(),
-        id.clone(),
-        started.clone(),
-        saved.clone(),
-    );
-    tokio::task::spawn_blocking(move || -> anyhow::Result<()> {
-        record_run(&dir, &fleet, &rid, &st)?;
-        history::save(&dir, &entry)?;
-        Ok(())
-    })
-    .await??;
-    progress(format!(
-        "run {id} started on {} of `{}`",
-        crate::words::plural(s.nodes.len(), "node"),
-        s.fleet
-    ));
-    Ok(Started {
-        id,
-        heads: started.into_iter().map(|(n, _)| n).collect(),
-        saved,
-    })
-}
-
 /// The fleet file of a fleet: its state record's `file`, else `fleet_arg` when that is a
 /// fleet file. `None` when there is none or it does not load.
 pub fn fleet_spec(state_dir: &Path, fleet_arg: &str, fleet: &str) -> Option<crate::fleet::FleetSpec> {
     let file = Store::new(state_dir)
         .load()
         .ok()
-        .and_then(|(s, _)| s.fleets.into_iter().find(|f| f.name == fleet))
-        .and_then(|f| f.file)
+        .and_then(|(s, _)| s.fleet(fleet).ok().and_then(|f| f.file.clone()))
         .or_else(|| Path::new(fleet_arg).is_file().then(|| fleet_arg.into()))?;
     crate::fleet::load(&file).ok().map(|f| f.spec)
 }

@@ -138,6 +138,23 @@ pub fn parse_size(s: &str) -> Result<u64, SpecError> {
         .ok_or_else(|| SpecError::Size(s.to_string()))
 }
 
+/// `8B`, `1K`, `8M`, `1G`; `1.5K` for sizes that are not a whole number of units (the
+/// sizes [`parse_size`] reads, as tables and titles show them).
+pub fn human_size(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "K", "M", "G", "T"];
+    let mut unit = 0;
+    while unit + 1 < UNITS.len() && bytes >= 1u64 << (10 * (unit + 1)) {
+        unit += 1;
+    }
+    let scale = 1u64 << (10 * unit);
+    if bytes.is_multiple_of(scale) {
+        format!("{}{}", bytes / scale, UNITS[unit])
+    } else {
+        let v = format!("{:.1}", bytes as f64 / scale as f64);
+        format!("{}{}", v.trim_end_matches('0').trim_end_matches('.'), UNITS[unit])
+    }
+}
+
 impl RunSpec {
     pub fn check(&self) -> Result<(), SpecError> {
         if !COLLECTIVES.contains(&self.collective.as_str()) {

@@ -414,60 +414,10 @@ fn number_before(m: &str, key: &str) -> Option<u32> {
     head.rsplit([' ', ',']).find(|s| !s.is_empty())?.parse().ok()
 }
 
-/// The GPUDirect flavour a machine type should run NCCL with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum GpuDirect {
-    /// No GPUDirect networking (or a single-node shape).
-    None,
-    /// GPUDirect-TCPX: a3-highgpu-8g, a3-edgegpu-8g.
-    Tcpx,
-    /// GPUDirect-TCPXO (FasTrak): a3-megagpu-8g.
-    Tcpxo,
-    /// GPUDirect RDMA over RoCE (gIB plugin or NCCL's IB): a3-ultragpu-8g, a4-highgpu-8g, a4x.
-    Rdma,
-}
+pub use crate::gpudirect::GpuDirect;
 
+/// What NCCL runs of each flavour must show: the plugin and the transports it accepts.
 impl GpuDirect {
-    /// The profile's name, as runs and jobs record it: `none`, `tcpx`, `tcpxo`, `rdma`.
-    pub fn name(self) -> &'static str {
-        match self {
-            GpuDirect::None => "none",
-            GpuDirect::Tcpx => "tcpx",
-            GpuDirect::Tcpxo => "tcpxo",
-            GpuDirect::Rdma => "rdma",
-        }
-    }
-
-    /// The profile of a name as [`Self::name`] gives it (runs record it so).
-    pub fn from_name(name: &str) -> Option<GpuDirect> {
-        [
-            GpuDirect::None,
-            GpuDirect::Tcpx,
-            GpuDirect::Tcpxo,
-            GpuDirect::Rdma,
-        ]
-        .into_iter()
-        .find(|g| g.name().eq_ignore_ascii_case(name.trim()))
-    }
-
-    /// The flavour Google documents for a Compute Engine machine type.
-    pub fn for_machine_type(machine_type: &str) -> GpuDirect {
-        let mt = machine_type.to_ascii_lowercase();
-        if mt.starts_with("a3-highgpu-8g") || mt.starts_with("a3-edgegpu-8g") {
-            GpuDirect::Tcpx
-        } else if mt.starts_with("a3-megagpu-8g") {
-            GpuDirect::Tcpxo
-        } else if mt.starts_with("a3-ultragpu-8g")
-            || mt.starts_with("a4-highgpu-8g")
-            || mt.starts_with("a4x-")
-        {
-            GpuDirect::Rdma
-        } else {
-            GpuDirect::None
-        }
-    }
-
     fn expected_net(self) -> &'static str {
         match self {
             GpuDirect::None => "",
@@ -890,10 +840,10 @@ mod tests {
             GpuDirect::Tcpxo,
             GpuDirect::Rdma,
         ] {
-            assert_eq!(GpuDirect::from_name(g.name()), Some(g));
+            assert_eq!(GpuDirect::parse(g.name()), Some(g));
         }
-        assert_eq!(GpuDirect::from_name("RDMA"), Some(GpuDirect::Rdma));
-        assert_eq!(GpuDirect::from_name(""), None);
+        assert_eq!(GpuDirect::parse("RDMA"), Some(GpuDirect::Rdma));
+        assert_eq!(GpuDirect::parse(""), None);
     }
 
     const TWO_NODES: &str = "comm 0x1 rank 0 nRanks 16 nNodes 2 localRanks 8 localRank 0 MNNVL 0";

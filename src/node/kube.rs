@@ -37,6 +37,14 @@ impl PluginOptIn {
     pub fn is_no(&self) -> bool {
         matches!(self, PluginOptIn::No)
     }
+
+    pub fn allows(&self, command: &str) -> bool {
+        match self {
+            PluginOptIn::No => false,
+            PluginOptIn::Any => true,
+            PluginOptIn::Command(c) => c == command,
+        }
+    }
 }
 
 impl serde::Serialize for PluginOptIn {

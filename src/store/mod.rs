@@ -37,17 +37,33 @@ pub struct State {
     pub jobs: Vec<JobRecord>,
 }
 
+/// A fleet name the state does not record, with the did-you-mean hint (` (did you mean
+/// `x`?)`, or empty) of the closest recorded name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("no fleet `{name}` in the state{hint}")]
+pub struct UnknownFleet {
+    pub name: String,
+    pub hint: String,
+}
+
 impl State {
+    /// The recorded fleet `name`.
+    pub fn fleet(&self, name: &str) -> Result<&FleetRecord, UnknownFleet> {
+        self.fleets
+            .iter()
+            .find(|f| f.name == name)
+            .ok_or_else(|| UnknownFleet {
+                name: name.to_string(),
+                hint: crate::yaml::did_you_mean(name, self.fleets.iter().map(|f| f.name.as_str())),
+            })
+    }
+
     /// Local fleets' nodes as this machine: state.json writes a local node in the flat
     /// shape every node has, as `host: localhost` (see [`NodeTarget`]), and only its
-    /// fleet tells it from an SSH host of that name.
+    /// fleet tells it from an SSH host of that name ([`crate::fleet::settle_addresses`]).
     fn local_nodes_settled(mut self) -> State {
         for f in &mut self.fleets {
-            if f.backend == crate::fleet::BackendKind::Local.as_str() {
-                for n in &mut f.nodes {
-                    n.address = crate::fleet::Address::Local;
-                }
-            }
+            crate::fleet::settle_addresses(f.backend, &mut f.nodes);
         }
         self
     }
@@ -59,8 +75,8 @@ pub const STATE_FILE: &str = "state.json";
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FleetRecord {
     pub name: String,
-    /// local, ssh or gcp.
-    pub backend: String,
+    /// The backend family (`local`, `ssh`, `gcp`, `gke` in state.json).
+    pub backend: crate::fleet::BackendKind,
     /// The fleet file it was applied from.
     pub file: Option<PathBuf>,
     pub nodes: Vec<NodeTarget>,
@@ -550,7 +566,7 @@ mod tests {
     fn fleet(name: &str) -> FleetRecord {
         FleetRecord {
             name: name.into(),
-            backend: "local".into(),
+            backend: crate::fleet::BackendKind::Local,
             file: None,
             nodes: vec![],
             resources: vec![],

@@ -291,7 +291,7 @@ mod tests {
         let mut s = State::new(Keymap::defaults(), vec![], "dark".into());
         s.fleets = vec![crate::store::FleetRecord {
             name: "lab".into(),
-            backend: "ssh".into(),
+            backend: crate::fleet::BackendKind::Ssh,
             file: None,
             nodes: vec![],
             resources: vec![],

@@ -32,11 +32,7 @@ async fn examine(
         .map_err(|e| e.to_string())?
         .map_err(|e| e.to_string())?
         .0;
-    let record = state
-        .fleets
-        .iter()
-        .find(|f| f.name == fleet)
-        .ok_or_else(|| format!("no fleet `{fleet}` in the state"))?;
+    let record = state.fleet(fleet).map_err(|e| e.to_string())?;
     if record.nodes.is_empty() {
         return Err(format!("fleet `{fleet}` has no nodes"));
     }
@@ -60,8 +56,9 @@ async fn examine(
     let on = |e: doctor::run::Event| {
         let _ = tx.try_send(ServiceEvent::Msg(Msg::Doctor(Box::new(e))));
     };
+    let inventory = super::services::inventory_context(paths).with_kube(reach.kube().clone());
     let mut report = doctor::run::examine(reach, fleet, &record.nodes, &ctx, &on).await;
-    report.add(doctor::run::placement(paths, fleet, &record.nodes, compact).await);
+    report.add(doctor::run::placement(&inventory, Some(record), &record.nodes, compact).await);
     report.link_causes();
     Ok(report)
 }

@@ -23,14 +23,15 @@ fn backend(
     reach: &Reach,
     cancel: &cloud::Cancel,
 ) -> Result<Box<dyn Backend>, String> {
-    cloud::lifecycle::backend(kind, paths, || reach.clone(), cancel)
+    let gcp = crate::config::Config::load(paths).map_err(|e| e.to_string())?.gcp;
+    cloud::lifecycle::backend(kind, gcp, paths, || reach.clone(), cancel)
 }
 
 /// What applying `file` would do, against the state.
 pub fn plan(paths: &Paths, reach: &Reach, file: &str) -> Result<Confirm, String> {
     let fleet = load_fleet(file)?;
     let (state, _) = Store::new(&paths.state_dir).load().map_err(|e| e.to_string())?;
-    let recorded = state.fleets.iter().find(|f| f.name == fleet.name);
+    let recorded = state.fleet(&fleet.name).ok();
     cloud::lifecycle::check_backend(&fleet, recorded)?;
     let plan = backend(fleet.backend, paths, reach, &cloud::Cancel::default())?.plan(&fleet, recorded)?;
     Ok(Confirm {
@@ -75,7 +76,12 @@ pub async fn apply(
             let _ = lines.send(line);
         };
         let record = cloud::lifecycle::apply(&store, backend.as_ref(), &fleet, &progress).await?;
-        cloud::lifecycle::bootstrap_after_apply(&paths, &fleet, &record, reach, false, &progress)
+        let enabled = crate::config::Config::load(&paths)
+            .ok()
+            .and_then(|c| c.gcp)
+            .and_then(|g| g.bootstrap)
+            .unwrap_or(true);
+        cloud::lifecycle::bootstrap_after_apply(enabled, &fleet, &record, reach, false, &progress)
             .await
             .map_err(|e| format!("fleet `{}`: the nodes are up, but {e}", record.name))?;
         Ok(format!(
@@ -97,17 +103,8 @@ pub async fn delete(
 ) -> Result<String, String> {
     let store = Store::new(&paths.state_dir);
     let (state, _) = store.load().map_err(|e| e.to_string())?;
-    let record = state
-        .fleets
-        .into_iter()
-        .find(|f| f.name == name)
-        .ok_or_else(|| format!("no fleet `{name}` in the state"))?;
-    let backend = backend(
-        cloud::lifecycle::record_kind(&record)?,
-        &paths,
-        &reach,
-        &cloud::Cancel::default(),
-    )?;
+    let record = state.fleet(&name).map_err(|e| e.to_string())?.clone();
+    let backend = backend(record.backend, &paths, &reach, &cloud::Cancel::default())?;
     let progress = move |line: String| {
         let _ = lines.send(line);
     };

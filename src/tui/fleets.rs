@@ -36,32 +36,18 @@ pub fn fix_selection(state: &mut State) {
     }
 }
 
-/// Global-context actions in the Fleets view. `None`: not a fleets action.
+/// The Nodes view of the current fleet, as its family's inventory lays it out (with the
+/// last snapshot of a GKE cluster).
+pub fn node_view(state: &State) -> Option<crate::cloud::inventory::NodeView> {
+    let fleet = current(state)?;
+    Some(crate::cloud::inventory_for(fleet.backend).nodes(fleet, state.gke.get(&fleet.name)))
+}
+
 /// The names of the current fleet's nodes the Nodes view lists (its filter applied), in
 /// its order: the instances of a GCP fleet, else the fleet's nodes.
 pub fn listed_nodes(state: &State) -> Vec<String> {
-    let Some(fleet) = current(state) else {
-        return vec![];
-    };
     let filter = state.filters[super::state::View::Nodes.index()].to_lowercase();
-    let keep = |name: &str, other: &str| {
-        filter.is_empty() || name.to_lowercase().contains(&filter) || other.to_lowercase().contains(&filter)
-    };
-    if fleet.backend == "gcp" {
-        fleet
-            .resources
-            .iter()
-            .filter(|r| r.kind == "instance" && keep(&r.name, r.zone.as_deref().unwrap_or("")))
-            .map(|r| r.name.clone())
-            .collect()
-    } else {
-        fleet
-            .nodes
-            .iter()
-            .filter(|n| keep(&n.name, n.host()))
-            .map(|n| n.name.clone())
-            .collect()
-    }
+    node_view(state).map(|v| v.listed(&filter)).unwrap_or_default()
 }
 
 /// Actions in the Nodes view: move the selection, Enter opens the fleet's panes with the
@@ -196,68 +182,6 @@ pub struct Confirm {
     pub plan: crate::cloud::Plan,
 }
 
-/// The plan of deleting a recorded fleet: every node and resource it holds.
-pub fn delete_plan(record: &FleetRecord) -> crate::cloud::Plan {
-    use crate::cloud::{Change, CloudDetail, NicSummary};
-    let mut changes = vec![];
-    for r in &record.resources {
-        let place = crate::cloud::gcp::plan::record_scope(r).place();
-        let price = r.hourly_micro_usd.map(|m| m as f64 / 1e6);
-        changes.push(Change {
-            action: "delete",
-            kind: crate::cloud::gcp::plan::Kind::parse(&r.kind).map_or("resource", |k| k.as_str()),
-            name: r.name.clone(),
-            place,
-            cloud: Some(CloudDetail {
-                zone: r.zone.clone(),
-                region: r.region.clone(),
-                machine_type: r.machine_type.clone(),
-                nics: r.nics.as_ref().map(|l| NicSummary {
-                    count: 0,
-                    types: vec![],
-                    layout: l.clone(),
-                }),
-                provisioning_model: r.provisioning_model.clone(),
-                hourly_usd: price,
-            }),
-        });
-    }
-    for n in &record.nodes {
-        if record
-            .resources
-            .iter()
-            .any(|r| r.kind == "instance" && r.name == n.name)
-        {
-            continue;
-        }
-        changes.push(Change {
-            action: "delete",
-            kind: "node",
-            name: n.name.clone(),
-            place: n.host().to_string(),
-            cloud: None,
-        });
-    }
-    let prices: Vec<Option<f64>> = record
-        .resources
-        .iter()
-        .filter(|r| r.kind == "instance")
-        .map(|r| r.hourly_micro_usd.map(|m| m as f64 / 1e6))
-        .collect();
-    crate::cloud::Plan {
-        fleet: record.name.clone(),
-        backend: match record.backend.as_str() {
-            "local" => "local",
-            "ssh" => "ssh",
-            "gcp" => "gcp",
-            _ => "unknown",
-        },
-        changes,
-        hourly_usd: (!prices.is_empty()).then(|| prices.iter().copied().sum::<Option<f64>>()),
-        ..Default::default()
-    }
-}
-
 /// `x` in the Fleets view: cancel the running apply (a flex-start request queued for
 /// capacity, say); its provisioner deletes what it made. Deletes run to the end.
 fn cancel_op(state: &mut State) -> Vec<Command> {
@@ -331,7 +255,7 @@ fn fleet_op(state: &mut State, action: Action) -> Vec<Command> {
                 op: Op::Delete {
                     name: record.name.clone(),
                 },
-                plan: delete_plan(&record),
+                plan: crate::cloud::inventory_for(record.backend).delete_plan(&record),
             }));
             vec![]
         }
@@ -474,7 +398,7 @@ mod tests {
         pol.region = Some("us-east4".into());
         FleetRecord {
             name: "mega".into(),
-            backend: "gcp".into(),
+            backend: crate::fleet::BackendKind::Gcp,
             file: Some("/work/fleets/mega.yaml".into()),
             nodes: vec![],
             resources: vec![inst, pol],
@@ -514,11 +438,7 @@ mod tests {
             key(&mut s, KeyCode::Char('a')),
             vec![Command::PlanFleet("/work/fleets/mega.yaml".into())]
         );
-        let plan = crate::cloud::Plan {
-            fleet: "mega".into(),
-            backend: "gcp",
-            ..Default::default()
-        };
+        let plan = crate::cloud::Plan::new("mega", crate::fleet::BackendKind::Gcp);
         let confirm = Confirm {
             op: Op::Apply {
                 file: "/work/fleets/mega.yaml".into(),
@@ -708,7 +628,7 @@ mod tests {
         s.view = View::Fleets;
         let record = FleetRecord {
             name: "big".into(),
-            backend: "ssh".into(),
+            backend: crate::fleet::BackendKind::Ssh,
             file: None,
             nodes,
             resources: vec![],

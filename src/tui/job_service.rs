@@ -1,14 +1,16 @@
 //! The Jobs view's services: start a job from a job file, follow an opened job on every
 //! node (reconnecting to nodes whose connection drops, from the last line seen), stop a
-//! job. The work is `crate::jobs::remote`'s, shared with `flightdeck job`.
+//! job. The work is `crate::jobs::remote`'s and the fleet's [`JobRunner`]'s, shared
+//! with `flightdeck job`.
 
 use super::jobs::NodeFollow;
 use super::services::ServiceEvent;
 use super::state::Msg;
-use crate::jobs::remote::{self, FollowEvent, JobNode};
+use crate::jobs::{self, remote, FollowEvent, JobNode, JobRunner};
 use crate::reach::Reach;
 use crate::store::{self, JobRecord, Store};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
 
@@ -20,8 +22,12 @@ async fn load(dir: PathBuf) -> Result<store::State, String> {
         .map_err(|e| e.to_string())
 }
 
-/// A job's record and its nodes.
-async fn job_and_nodes(dir: PathBuf, id: &str) -> Result<(JobRecord, Vec<JobNode>), String> {
+/// A job's record, its fleet's runner and its nodes.
+async fn job_and_nodes(
+    dir: PathBuf,
+    id: &str,
+    reach: &Reach,
+) -> Result<(JobRecord, Arc<dyn JobRunner>, Vec<JobNode>), String> {
     let state = load(dir).await?;
     let job = state
         .jobs
@@ -29,18 +35,23 @@ async fn job_and_nodes(dir: PathBuf, id: &str) -> Result<(JobRecord, Vec<JobNode
         .find(|j| j.id == id)
         .cloned()
         .ok_or_else(|| format!("job {id} is not in the state"))?;
-    let nodes = nodes_of(&state, &job)?;
-    Ok((job, nodes))
+    let (runner, nodes) = runner_of(&state, &job, reach)?;
+    Ok((job, runner, nodes))
 }
 
-/// The nodes of job `job` of `state`.
-fn nodes_of(state: &store::State, job: &JobRecord) -> Result<Vec<JobNode>, String> {
+/// How job `job` of `state` is run from the cockpit: its fleet's runner (its nodes
+/// reached through `reach`) and its nodes.
+fn runner_of(
+    state: &store::State,
+    job: &JobRecord,
+    reach: &Reach,
+) -> Result<(Arc<dyn JobRunner>, Vec<JobNode>), String> {
     let fleet = state
-        .fleets
-        .iter()
-        .find(|f| f.name == job.fleet)
-        .ok_or_else(|| format!("its fleet `{}` is gone from the state", job.fleet))?;
-    remote::job_nodes_of(job, fleet)
+        .fleet(&job.fleet)
+        .map_err(|_| format!("its fleet `{}` is gone from the state", job.fleet))?;
+    let runner = jobs::runner_for(fleet.backend, reach.clone());
+    let nodes = runner.job_nodes(job, fleet)?;
+    Ok((runner, nodes))
 }
 
 async fn send(tx: &mpsc::Sender<ServiceEvent>, msg: Msg) -> bool {
@@ -53,7 +64,7 @@ const BATCH: Duration = Duration::from_millis(50);
 /// Follow job `id` on every node until each has ended. A node whose connection drops
 /// is followed again after a pause (1 s, doubling to 30 s) from its last line.
 pub async fn follow(tx: mpsc::Sender<ServiceEvent>, dir: PathBuf, reach: Reach, id: String) {
-    let (job, nodes) = match job_and_nodes(dir.clone(), &id).await {
+    let (job, runner, nodes) = match job_and_nodes(dir.clone(), &id, &reach).await {
         Ok(x) => x,
         Err(e) => {
             let _ = send(&tx, Msg::JobStarted(Err(format!("cannot follow job {id}: {e}")))).await;
@@ -75,7 +86,7 @@ pub async fn follow(tx: mpsc::Sender<ServiceEvent>, dir: PathBuf, reach: Reach, 
             return;
         }
         let (etx, mut erx) = mpsc::channel(4096);
-        let h = tokio::spawn(remote::follow(reach.clone(), id.clone(), todo, etx));
+        let h = tokio::spawn(runner.follow(id.clone(), todo, etx));
         let mut batch: Vec<(usize, String)> = vec![];
         let mut deadline: Option<tokio::time::Instant> = None;
         let mut lost = false;
@@ -151,10 +162,10 @@ pub async fn follow(tx: mpsc::Sender<ServiceEvent>, dir: PathBuf, reach: Reach, 
                                 stopping = true;
                                 let others: Vec<JobNode> =
                                     nodes.iter().filter(|n| !ended[n.rank]).cloned().collect();
-                                let (t, jid, grace, s) =
-                                    (reach.clone(), id.clone(), job.stop_grace.max(1), store.clone());
+                                let (r, jid, grace, s) =
+                                    (runner.clone(), id.clone(), job.stop_grace.max(1), store.clone());
                                 tokio::spawn(async move {
-                                    let found = remote::stop(t, &jid, &others, grace).await;
+                                    let found = r.stop(&jid, &others, grace).await;
                                     let _ = remote::record_codes_async(&s, &jid, found, true).await;
                                 });
                             }
@@ -209,9 +220,9 @@ pub async fn follow(tx: mpsc::Sender<ServiceEvent>, dir: PathBuf, reach: Reach, 
 /// Stop job `id` on every node and record the outcome.
 pub async fn stop(tx: mpsc::Sender<ServiceEvent>, dir: PathBuf, reach: Reach, id: String) {
     let result = async {
-        let (job, nodes) = job_and_nodes(dir.clone(), &id).await?;
+        let (job, runner, nodes) = job_and_nodes(dir.clone(), &id, &reach).await?;
         let grace = if job.stop_grace == 0 { 10 } else { job.stop_grace };
-        let found = remote::stop(reach, &id, &nodes, grace).await;
+        let found = runner.stop(&id, &nodes, grace).await;
         remote::record_codes_async(&Store::new(&dir), &id, found.clone(), true).await?;
         Ok::<String, String>(
             found
@@ -245,12 +256,12 @@ pub async fn run(tx: mpsc::Sender<ServiceEvent>, dir: PathBuf, reach: Reach, fil
                 .join("; ")
         })?;
         let state = load(dir.clone()).await?;
-        let fleet = state.fleets.iter().find(|f| f.name == job.fleet).ok_or_else(|| {
-            let hint = crate::yaml::did_you_mean(&job.fleet, state.fleets.iter().map(|f| f.name.as_str()));
-            format!("{file}: fleet `{}` is not applied{hint}", job.fleet)
-        })?;
+        let fleet = state
+            .fleet(&job.fleet)
+            .map_err(|e| format!("{file}: fleet `{}` is not applied{}", job.fleet, e.hint))?;
         let target = remote::Target {
             fleet: fleet.name.clone(),
+            backend: fleet.backend,
             nodes: fleet.nodes.clone(),
             reach,
             spec: fleet
@@ -276,10 +287,7 @@ pub async fn refresh(tx: mpsc::Sender<ServiceEvent>, dir: PathBuf, reach: Reach)
     let Ok(state) = load(dir.clone()).await else {
         return;
     };
-    let found = remote::refresh(&Store::new(&dir), &state.jobs, |j| {
-        Ok((reach.clone(), nodes_of(&state, j)?))
-    })
-    .await;
+    let found = remote::refresh(&Store::new(&dir), &state.jobs, |j| runner_of(&state, j, &reach)).await;
     for (id, note) in &found.notes {
         tracing::debug!(job = %id, "{note}");
     }

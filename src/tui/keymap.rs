@@ -405,6 +405,52 @@ impl Keymap {
     }
 }
 
+/// The config file's `keys:` section, read and checked (errors at FILE:LINE:COL, as
+/// the rest of the file's); a missing file or section is no override. The config module
+/// only keeps the section: its words (contexts, actions, chords) are the cockpit's.
+pub fn load_overrides(file: &std::path::Path) -> Result<KeyOverrides, crate::yaml::YamlError> {
+    if !file.exists() {
+        return Ok(KeyOverrides::default());
+    }
+    parse_overrides(file, &crate::yaml::read_text(file)?)
+}
+
+/// The `keys:` section of config text `text` (read from `file`), checked.
+pub fn parse_overrides(file: &std::path::Path, text: &str) -> Result<KeyOverrides, crate::yaml::YamlError> {
+    #[derive(Default, Deserialize)]
+    struct KeysOnly {
+        #[serde(default)]
+        keys: KeyOverrides,
+    }
+    crate::yaml::from_str::<KeysOnly>(file, text).map(|k| k.keys)
+}
+
+/// The default bindings as a commented `keys:` section of the config file (for
+/// `flightdeck config default`).
+pub fn default_bindings_text() -> String {
+    use std::fmt::Write as _;
+    let mut s = String::from("# keys:\n");
+    let km = Keymap::defaults();
+    for ctx in Context::ALL {
+        let _ = writeln!(s, "#   {}:", ctx.name());
+        for b in km.bindings().iter().filter(|b| b.context == ctx) {
+            let chords: Vec<String> = b.chords.iter().map(|c| yaml_scalar(&c.to_string())).collect();
+            let _ = writeln!(s, "#     {}: [{}]", b.action.name(), chords.join(", "));
+        }
+    }
+    s
+}
+
+/// Quote a chord when YAML would not read it back as the same plain string.
+fn yaml_scalar(s: &str) -> String {
+    let plain = s.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') && s.parse::<f64>().is_err();
+    if plain {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "''"))
+    }
+}
+
 /// The `keys:` section of the config file, as written (validated while parsing).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct KeyOverrides(pub BTreeMap<Context, Vec<(Action, Vec<Chord>)>>);
@@ -597,6 +643,29 @@ mod tests {
 
     fn parse(text: &str) -> Result<KeyOverrides, crate::yaml::YamlError> {
         crate::yaml::from_str::<Doc>(Path::new("config.yaml"), text).map(|d| d.keys)
+    }
+
+    /// The listing `config default` prints, uncommented, reads back as the default keymap
+    /// (it is generated from the keymap, so it never drifts from it).
+    #[test]
+    fn default_bindings_text_uncommented_parses_to_the_default_keymap() {
+        let text = crate::config::default_text(&default_bindings_text());
+        let uncommented: String = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("# "))
+            .filter(|l| l.starts_with("keys:") || (l.starts_with("  ") && !l.trim_start().starts_with('#')))
+            .filter(|l| !l.contains("project_id") && !l.starts_with("  creds"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let keys: String = uncommented
+            .split_inclusive('\n')
+            .skip_while(|l| !l.starts_with("keys:"))
+            .collect();
+        let km = Keymap::with_overrides(
+            &parse_overrides(Path::new("default.yaml"), &keys).unwrap_or_else(|e| panic!("{e}\n{keys}")),
+        );
+        assert_eq!(km.bindings(), Keymap::defaults().bindings());
+        assert_eq!(parse(&text).unwrap(), KeyOverrides::default());
     }
 
     #[test]

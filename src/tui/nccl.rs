@@ -74,6 +74,9 @@ pub struct NcclView {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FleetChoice {
     pub name: String,
+    /// Its backend family: whose NCCL environment the dialog starts from (a VM's or a
+    /// GKE pod's, [`crate::nccl::profile::env_lines`]).
+    pub family: crate::fleet::BackendKind,
     pub nodes: usize,
     /// The fleet file's first instance type.
     pub machine_type: Option<String>,
@@ -250,10 +253,18 @@ impl RunDialog {
             .unwrap_or_else(|| self.fleet().map_or(GpuDirect::None, |f| f.auto))
     }
 
+    /// The resolved profile's lines for the fleet's family (a VM's or a GKE pod's): what
+    /// the environment editor starts from. No fleet, no lines.
+    pub fn profile_env(&self) -> Vec<String> {
+        self.fleet().map_or_else(Vec::new, |f| {
+            crate::nccl::profile::env_lines(f.family, self.resolved_profile())
+        })
+    }
+
     /// Put the resolved profile's lines in the environment editor, the cursor at the end
     /// (where a line is most often added).
     fn reset_env(&mut self) {
-        let mut t = TextArea::new(runner::profile_env(self.resolved_profile()));
+        let mut t = TextArea::new(self.profile_env());
         t.move_cursor(tui_textarea::CursorMove::Bottom);
         t.move_cursor(tui_textarea::CursorMove::End);
         self.env = t;
@@ -269,9 +280,10 @@ impl RunDialog {
             .collect()
     }
 
-    /// Whether the environment differs from the profile's own lines.
+    /// Whether the environment differs from the profile's own lines
+    /// ([`RunDialog::profile_env`]).
     pub fn env_edited(&self) -> bool {
-        self.env_lines() != runner::profile_env(self.resolved_profile())
+        self.env_lines() != self.profile_env()
     }
 
     fn input_mut(&mut self, f: Field) -> Option<&mut TextArea<'static>> {
@@ -332,7 +344,8 @@ impl RunDialog {
     }
 
     /// The run the dialog describes, as `flightdeck nccl run` would start it, with the
-    /// environment as edited; or why not.
+    /// environment when the operator edited it (else the run gets its family's profile,
+    /// as `nccl run` without `--env` does: a GKE pod only what its image sets); or why not.
     pub fn request(&self) -> Result<RunRequest, String> {
         let fleet = self
             .fleet()
@@ -373,7 +386,7 @@ impl RunDialog {
             engine: self.engine,
             profile: self.resolved_profile(),
             nccl_tests_dir: None,
-            env: Some(self.env_lines()),
+            env: self.env_edited().then(|| self.env_lines()),
         };
         spec.check().map_err(|e| e.to_string())?;
         Ok(RunRequest {
@@ -877,6 +890,7 @@ mod tests {
         vec![
             FleetChoice {
                 name: "lab".into(),
+                family: crate::fleet::BackendKind::Ssh,
                 nodes: 2,
                 machine_type: None,
                 auto: GpuDirect::None,
@@ -884,6 +898,7 @@ mod tests {
             },
             FleetChoice {
                 name: "mega".into(),
+                family: crate::fleet::BackendKind::Gcp,
                 nodes: 4,
                 machine_type: Some("a3-megagpu-8g".into()),
                 auto: GpuDirect::Tcpxo,
@@ -994,6 +1009,78 @@ mod tests {
             .unwrap()
             .text
             .contains("did not start: no route"));
+    }
+
+    /// A GKE fleet's dialog starts from the GKE pod profile, never the VM one (Ubuntu NIC
+    /// names, `/var/lib/tcpxo`), and an unedited run sends the pod no lines of its own:
+    /// the image's script sets the flavour's environment, as `nccl run` without `--env`.
+    #[test]
+    fn a_gke_fleet_gets_the_pod_environment_not_the_vm_one() {
+        use crate::fleet::BackendKind;
+        use crate::nccl::{pods, profile};
+        let vm_only = ["enp", "/var/lib/tcpxo", "gIB'"];
+        let no_vm_lines = |lines: &[String], what: &str| {
+            let text = lines.join("\n");
+            for v in vm_only {
+                assert!(!text.contains(v), "{what} names {v}: {text}");
+            }
+        };
+        let mut s = State::new(Keymap::defaults(), vec![], "dark".into());
+        press(&mut s, KeyCode::Char('5'), KeyModifiers::NONE);
+        press(&mut s, KeyCode::Char('t'), KeyModifiers::NONE);
+        let gke = |name: &str, machine: &str, auto| FleetChoice {
+            name: name.into(),
+            family: BackendKind::Gke,
+            nodes: 2,
+            machine_type: Some(machine.into()),
+            auto,
+            auto_from: "machine type".into(),
+        };
+        update(
+            &mut s,
+            Msg::NcclRunFleets(Ok(vec![
+                gke("mega", "a3-megagpu-8g", GpuDirect::Tcpxo),
+                gke("a3u", "a3-ultragpu-8g", GpuDirect::Rdma),
+            ])),
+        );
+        for flavour in [GpuDirect::Tcpxo, GpuDirect::Rdma] {
+            let d = s.nccl.dialog.as_ref().unwrap();
+            assert_eq!(d.resolved_profile(), flavour);
+            assert_eq!(d.env_lines(), profile::pod_env(flavour), "{flavour:?}");
+            assert_ne!(d.env_lines(), runner::profile_env(flavour), "{flavour:?}");
+            no_vm_lines(&d.env_lines(), "the dialog");
+            assert!(!d.env_edited(), "the pod profile is the unedited state");
+            // Unedited: the head pod's script gets no lines from flightdeck.
+            let req = d.request().unwrap();
+            assert_eq!(req.spec.env, None, "{flavour:?}");
+            let script = pods::head_script(&req.spec, flavour, &["10.0.0.1".into()], 8);
+            no_vm_lines(
+                &script.lines().map(String::from).collect::<Vec<_>>(),
+                "the head script",
+            );
+            press(&mut s, KeyCode::Right, KeyModifiers::NONE);
+        }
+        // Edited: the pod profile and the edit, still no VM line.
+        for _ in 0..11 {
+            press(&mut s, KeyCode::Tab, KeyModifiers::NONE);
+        }
+        assert_eq!(s.nccl.dialog.as_ref().unwrap().focus, Field::Env);
+        press(&mut s, KeyCode::Enter, KeyModifiers::NONE);
+        update(&mut s, Msg::Paste("export NCCL_DEBUG='INFO'".into()));
+        let cmds = press(&mut s, KeyCode::Char('s'), KeyModifiers::CONTROL);
+        let [Command::StartNcclRun(req)] = cmds.as_slice() else {
+            panic!("{cmds:?}");
+        };
+        assert_eq!(req.fleet, "mega");
+        let mut want = profile::pod_env(GpuDirect::Tcpxo);
+        want.push("export NCCL_DEBUG='INFO'".into());
+        assert_eq!(req.spec.env.as_ref(), Some(&want));
+        let script = pods::head_script(&req.spec, GpuDirect::Tcpxo, &["10.0.0.1".into()], 8);
+        assert!(script.contains("export NCCL_DEBUG='INFO'"), "{script}");
+        no_vm_lines(
+            &script.lines().map(String::from).collect::<Vec<_>>(),
+            "the head script",
+        );
     }
 
     #[test]

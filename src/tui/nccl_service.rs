@@ -1,19 +1,22 @@
-//! The NCCL view's services: the fleets for the run dialog, each with what `auto` picks
-//! for it, and starting a run the way `flightdeck nccl run` does
-//! ([`crate::nccl::remote::start`]: node-to-node SSH for mpirun, the launch, the record
-//! in the state store and the history with the environment as edited).
+//! The NCCL view's services: the fleets for the run dialog, each with its backend family
+//! and what `auto` picks for it, and starting a run the way `flightdeck nccl run` does
+//! (through the fleet's [`crate::nccl::RunLauncher`]: on VMs node-to-node SSH for mpirun
+//! and the launch on the nodes, on GKE the test pods; then the record in the state store
+//! and the history with the environment as edited).
 
 use super::nccl::{FleetChoice, RunRequest};
 use super::services::ServiceEvent;
 use super::state::Msg;
-use crate::nccl::{profile, remote};
+use crate::nccl::launcher::Start;
+use crate::nccl::profile;
 use crate::reach::Reach;
 use crate::store::{FleetRecord, Store};
 use std::path::{Path, PathBuf};
 use tokio::sync::mpsc;
 
-/// The fleets of the state store, with their machine type and the profile `auto` picks
-/// (the fleet file's `network.gpudirect`, else the machine type's flavour).
+/// The fleets of the state store, with their backend family, machine type and the
+/// profile `auto` picks (the fleet file's `network.gpudirect`, else the machine type's
+/// flavour).
 pub fn choices(dir: &Path) -> Result<Vec<FleetChoice>, String> {
     let (state, _) = Store::new(dir).load().map_err(|e| e.to_string())?;
     Ok(state
@@ -28,6 +31,7 @@ pub fn choices(dir: &Path) -> Result<Vec<FleetChoice>, String> {
             let (machine_type, auto, from) = profile::machine_and_profile(spec.as_ref(), None);
             FleetChoice {
                 name: f.name.clone(),
+                family: f.backend,
                 nodes: f.nodes.len(),
                 machine_type,
                 auto,
@@ -57,29 +61,10 @@ pub async fn start_run(
         .map_err(|e| e.to_string())?
         .0;
     let fleet = state
-        .fleets
-        .iter()
-        .find(|f| f.name == req.fleet)
-        .ok_or_else(|| format!("fleet `{}` is gone from the state", req.fleet))?;
+        .fleet(&req.fleet)
+        .map_err(|_| format!("fleet `{}` is gone from the state", req.fleet))?;
     let reach = reach(fleet)?;
-    if fleet.nodes.first().is_some_and(|n| n.kube().is_some()) {
-        // GKE: the guides' test pods, the image's run script (as `nccl run` does).
-        let machine = req.machine_type.map(|m| (m, "fleet instance_types".to_string()));
-        let progress = |m: String| tracing::info!("nccl run: {m}");
-        return crate::cloud::gke::nccl::start(
-            dir,
-            reach.kube(),
-            reach.clone(),
-            &fleet.name,
-            &fleet.nodes,
-            &req.spec,
-            machine,
-            &progress,
-        )
-        .await
-        .map(|s| s.id);
-    }
-    let start = remote::Start {
+    let start = Start {
         fleet: fleet.name.clone(),
         nodes: fleet.nodes.clone(),
         reach,
@@ -90,7 +75,8 @@ pub async fn start_run(
         node_ssh: true,
         preflight: true,
     };
-    remote::start(dir, &start, &|m| tracing::info!("nccl run: {m}"))
+    crate::nccl::launcher_for(fleet.backend)
+        .start(dir, &start, &|m| tracing::info!("nccl run: {m}"))
         .await
         .map(|s| s.id)
         .map_err(|e| format!("{e:#}"))

@@ -669,7 +669,7 @@ mod flow_tests {
     fn fleet(name: &str, n: usize) -> FleetRecord {
         FleetRecord {
             name: name.into(),
-            backend: "ssh".into(),
+            backend: crate::fleet::BackendKind::Ssh,
             file: None,
             nodes: (0..n).map(node).collect(),
             resources: vec![],

@@ -4,6 +4,7 @@
 
 use super::panes::PaneTile;
 use super::state::{Command, Msg};
+use crate::fleet::BackendKind;
 use crate::paths::Paths;
 use crate::reach::Reach;
 use crate::ssh::client::{BoxFuture, Prompter, SshOptions};
@@ -140,17 +141,19 @@ impl Services {
                 }
             }
         });
-        tokio::spawn(watch_gcp_nodes(tx.clone(), paths.clone()));
         tokio::spawn(watch_state(tx.clone(), paths.state_dir.clone()));
         // The cockpit holds its connections while it runs and serves other flightdeck
         // commands over them (unless the config says `mux: off`, or a holder runs).
         let pool = Pool::holding(opts);
         let reach = Reach::new(pool.clone(), resolver);
-        tokio::spawn(watch_gke(
-            tx.clone(),
-            paths.state_dir.clone(),
-            reach.kube().clone(),
-        ));
+        for kind in BackendKind::ALL {
+            tokio::spawn(watch_inventory(
+                tx.clone(),
+                paths.clone(),
+                reach.kube().clone(),
+                crate::cloud::inventory_for(kind),
+            ));
+        }
         let mux_off = crate::config::Config::load(&paths).is_ok_and(|c| c.mux == crate::config::MuxMode::Off);
         if !mux_off {
             match crate::ssh::mux::bind(&crate::ssh::mux::socket_path(&paths.state_dir)) {
@@ -195,7 +198,7 @@ impl Services {
                         super::job_service::refresh(tx, dir, reach).await;
                     }
                 });
-                self.check_gcp_nodes();
+                self.upkeep_on_load();
             }
             // Another flightdeck changed the state: read it again, nothing more.
             Command::ReloadState => drop(self.reload_state()),
@@ -221,10 +224,10 @@ impl Services {
                 let (tx, dir) = (self.tx.clone(), self.paths.state_dir.clone());
                 tokio::task::spawn_blocking(move || {
                     let event = match Store::new(&dir).load() {
-                        Ok((s, _)) => match s.fleets.into_iter().find(|f| f.name == name) {
-                            Some(r) => ServiceEvent::OpenPanes(r),
-                            None => ServiceEvent::Msg(Msg::PanesFailed(format!(
-                                "no fleet `{name}` in the state: apply it first (flightdeck fleet apply FILE)"
+                        Ok((s, _)) => match s.fleet(&name) {
+                            Ok(r) => ServiceEvent::OpenPanes(r.clone()),
+                            Err(e) => ServiceEvent::Msg(Msg::PanesFailed(format!(
+                                "{e}: apply it first (flightdeck fleet apply FILE)"
                             ))),
                         },
                         Err(e) => ServiceEvent::Msg(Msg::PanesFailed(e.to_string())),
@@ -385,13 +388,14 @@ impl Services {
             let Some(run) = state.runs.iter().find(|r| r.id == id) else {
                 return drop(tx.send(fail("the run is not in the state".into())).await);
             };
-            let Some(fleet) = state.fleets.iter().find(|f| f.name == run.fleet) else {
+            let Ok(fleet) = state.fleet(&run.fleet) else {
                 return drop(
                     tx.send(fail(format!("its fleet `{}` is gone from the state", run.fleet)))
                         .await,
                 );
             };
-            let nodes = crate::nccl::remote::run_heads(run, &fleet.nodes);
+            let launcher = crate::nccl::launcher_for(fleet.backend);
+            let nodes = launcher.heads(run, &fleet.nodes);
             if nodes.is_empty() {
                 return drop(tx.send(fail("the run has no nodes".into())).await);
             }
@@ -414,11 +418,9 @@ impl Services {
                 on_row,
             )
             .await;
-            // A GKE run's test pods go when it ends.
-            if let Some(k) = nodes[0].kube().filter(|k| k.pod.is_some()) {
-                if let Err(e) = crate::cloud::gke::nccl::delete_run_pods(reach.kube(), k, &id).await {
-                    tracing::warn!("run {id}: its test pods were not removed: {e}");
-                }
+            // What the run left goes when it ends (a GKE run's test pods).
+            if let Err(e) = launcher.cleanup(&reach, &id, &nodes).await {
+                tracing::warn!("run {id}: {e}");
             }
             let dir = state_dir.clone();
             if let Ok(Ok(all)) =
@@ -479,7 +481,7 @@ impl Services {
         let (tx, dir) = (self.tx.clone(), self.paths.state_dir.clone());
         let loaded = tokio::task::block_in_place(|| Store::new(&dir).load());
         let record = match loaded {
-            Ok((s, _)) => s.fleets.into_iter().find(|f| f.name == fleet),
+            Ok((s, _)) => s.fleet(&fleet).ok().cloned(),
             Err(e) => {
                 let _ = tx.try_send(ServiceEvent::Msg(Msg::PanesFailed(e.to_string())));
                 return;
@@ -522,9 +524,18 @@ impl Services {
         }
     }
 
-    /// Ask Google how GCP fleets' nodes are (preempted, stopped, gone), now.
-    fn check_gcp_nodes(&self) {
-        tokio::spawn(check_gcp_nodes(self.tx.clone(), self.paths.clone()));
+    /// The inventories that look when the fleets load (GCP's: preempted, stopped, gone).
+    fn upkeep_on_load(&self) {
+        for kind in BackendKind::ALL {
+            let inventory = crate::cloud::inventory_for(kind);
+            if inventory.upkeep_on_load() {
+                tokio::spawn(upkeep(
+                    self.tx.clone(),
+                    inventory_context(&self.paths).with_kube(self.reach.kube().clone()),
+                    inventory,
+                ));
+            }
+        }
     }
 
     fn close_panes(&mut self) {
@@ -613,37 +624,49 @@ impl Drop for Services {
     }
 }
 
-/// Ask Google how GCP fleets' nodes are (preempted, stopped, gone): the finding is
-/// written to the state and the fleets are shown again when it changed anything.
-/// Failures go to the log; the views keep what the state says.
-async fn check_gcp_nodes(tx: mpsc::Sender<ServiceEvent>, paths: Paths) {
-    let Ok(config) = crate::config::Config::load(&paths) else {
-        return;
-    };
-    let Some(settings) = config.gcp else { return };
-    let backend = crate::cloud::gcp::backend::GcpBackend {
-        settings,
-        catalog: Arc::new(crate::catalog::Catalog::embedded().clone()),
+/// What the inventories read, with the config as it is now (it may change while the
+/// cockpit runs).
+pub fn inventory_context(paths: &Paths) -> crate::cloud::inventory::Context {
+    crate::cloud::inventory::Context {
         state_dir: paths.state_dir.clone(),
-        home: std::env::var_os("HOME").map(std::path::PathBuf::from),
-        ssh: None,
-        cancel: crate::cloud::Cancel::default(),
-    };
-    match crate::cloud::gcp::upkeep::check_all(&backend).await {
-        Ok(true) => {
-            let dir = paths.state_dir.clone();
-            let loaded = tokio::task::spawn_blocking(move || Store::new(&dir).load()).await;
-            if let Ok(Ok((s, _))) = loaded {
-                let _ = tx.send(ServiceEvent::Msg(Msg::Fleets(Ok(s.fleets)))).await;
-            }
-        }
-        Ok(false) => {}
-        Err(e) => tracing::warn!("checking GCP nodes: {e}"),
+        gcp: crate::config::Config::load(paths).ok().and_then(|c| c.gcp),
+        kube: Default::default(),
     }
 }
 
-/// Check GCP fleets' nodes every `gcp.health_check_secs` (60 by default) while the
-/// cockpit runs, so a preempted Spot node shows without a reload; ends with the cockpit.
+/// One look of `inventory` at its fleets: what changed in the state is shown again (a
+/// preempted GCP node), what was seen goes to the views (a GKE cluster's snapshot).
+/// Failures go to the log; the views keep what they have.
+async fn upkeep(
+    tx: mpsc::Sender<ServiceEvent>,
+    ctx: crate::cloud::inventory::Context,
+    inventory: &'static dyn crate::cloud::Inventory,
+) {
+    use crate::cloud::inventory::Upkept;
+    let found = match inventory.upkeep(&ctx).await {
+        Ok(f) => f,
+        Err(e) => {
+            tracing::warn!("checking {} nodes: {e}", inventory.kind());
+            return;
+        }
+    };
+    for f in found {
+        let msg = match f {
+            Upkept::StateChanged => {
+                let dir = ctx.state_dir.clone();
+                match tokio::task::spawn_blocking(move || Store::new(&dir).load()).await {
+                    Ok(Ok((s, _))) => Msg::Fleets(Ok(s.fleets)),
+                    _ => continue,
+                }
+            }
+            Upkept::Seen { fleet, seen } => Msg::GkeSnapshot { fleet, result: seen },
+        };
+        if tx.send(ServiceEvent::Msg(msg)).await.is_err() {
+            return;
+        }
+    }
+}
+
 /// Tell the loop when the state file changes (a job or run started from the command
 /// line, or by another cockpit), so the views show it without `r`. The store renames a
 /// new `state.json` into place: inotify reports the rename into the state dir, and
@@ -691,19 +714,10 @@ async fn pod_panes(
         .await
         .map_err(|e| e.to_string())?
         .map_err(|e| e.to_string())?;
-    let mut record = state
-        .fleets
-        .into_iter()
-        .find(|f| f.name == name)
-        .ok_or_else(|| format!("no fleet `{name}` in the state"))?;
-    if record.backend != "gke" {
-        return Err(format!(
-            "`:open {name} SELECTOR` picks pods: fleet `{name}` is a {} fleet",
-            record.backend
-        ));
-    }
-    let target = crate::cloud::gke::backend::Target::of_record(&record)?;
-    record.nodes = target.pods(clients, &record.name, selector).await?;
+    let mut record = state.fleet(name).map_err(|e| e.to_string())?.clone();
+    let (target, pods) =
+        crate::cloud::gke::backend::Target::pods_of_record(clients, &record, selector).await?;
+    record.nodes = pods;
     if record.nodes.is_empty() {
         return Err(format!(
             "no running pod in namespace {} matches `{selector}`",
@@ -713,56 +727,31 @@ async fn pod_panes(
     Ok(record)
 }
 
-/// Every 10 s, each GKE fleet's node pools, nodes and Kueue workloads, for the Nodes
-/// view.
-async fn watch_gke(
+/// Look at one family's fleets while the cockpit runs, as often as its inventory says
+/// (GCP: every `gcp.health_check_secs`, so a preempted Spot node shows without a reload;
+/// GKE: every 10 s, the clusters' pools, nodes and workloads for the Nodes view); ends
+/// with the cockpit.
+async fn watch_inventory(
     tx: mpsc::Sender<ServiceEvent>,
-    dir: std::path::PathBuf,
-    clients: crate::cloud::gke::Clients,
+    paths: Paths,
+    kube: crate::cloud::gke::Clients,
+    inventory: &'static dyn crate::cloud::Inventory,
 ) {
-    let mut tick = tokio::time::interval(std::time::Duration::from_secs(10));
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tick.tick().await;
-        if tx.is_closed() {
-            return;
-        }
-        let d = dir.clone();
-        let Ok(Ok((state, _))) = tokio::task::spawn_blocking(move || Store::new(&d).load()).await else {
-            continue;
-        };
-        for f in state.fleets.iter().filter(|f| f.backend == "gke") {
-            let result = match crate::cloud::gke::backend::Target::of_record(f) {
-                Ok(t) => t.snapshot(&clients, crate::store::now_unix()).await.map(Box::new),
-                Err(e) => Err(e),
-            };
-            let msg = Msg::GkeSnapshot {
-                fleet: f.name.clone(),
-                result,
-            };
-            if tx.send(ServiceEvent::Msg(msg)).await.is_err() {
-                return;
-            }
-        }
-    }
-}
-
-async fn watch_gcp_nodes(tx: mpsc::Sender<ServiceEvent>, paths: Paths) {
-    let every = crate::config::Config::load(&paths)
-        .ok()
-        .and_then(|c| c.gcp)
-        .map(|g| g.health_check_secs.unwrap_or(60));
-    let Some(secs) = every.filter(|s| *s > 0) else {
+    let Some(every) = inventory.upkeep_every(&inventory_context(&paths)) else {
         return;
     };
-    let mut tick = tokio::time::interval(std::time::Duration::from_secs(secs));
+    let mut tick = tokio::time::interval(every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    tick.tick().await;
+    if inventory.upkeep_on_load() {
+        // Loading the fleets looked already.
+        tick.tick().await;
+    }
     loop {
         tick.tick().await;
         if tx.is_closed() {
             return;
         }
-        check_gcp_nodes(tx.clone(), paths.clone()).await;
+        let ctx = inventory_context(&paths).with_kube(kube.clone());
+        upkeep(tx.clone(), ctx, inventory).await;
     }
 }

@@ -1463,12 +1463,13 @@ mod tests {
 
     #[test]
     fn custom_keymap_drives_update() {
-        let overrides = crate::yaml::from_str::<crate::config::Config>(
-            std::path::Path::new("config.yaml"),
-            "keys:\n  global:\n    next_view: n\n    quit: ctrl-q\n",
-        )
-        .unwrap()
-        .keymap();
+        let overrides = crate::tui::keymap::Keymap::with_overrides(
+            &crate::tui::keymap::parse_overrides(
+                std::path::Path::new("config.yaml"),
+                "keys:\n  global:\n    next_view: n\n    quit: ctrl-q\n",
+            )
+            .unwrap(),
+        );
         let mut s = State::new(overrides, vec![], "dark".into());
         ch(&mut s, 'n');
         assert_eq!(s.view, View::Fleets);

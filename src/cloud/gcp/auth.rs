@@ -139,7 +139,7 @@ impl Auth {
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        super::http::install_crypto_provider();
+        install_crypto_provider();
         let scopes: Vec<String> = scopes.into_iter().map(Into::into).collect();
         let (json, metadata, description) = resolve(&source)?;
         let creds = build(&source, &scopes)?;
@@ -343,6 +343,15 @@ fn build(source: &CredentialSource, scopes: &[String]) -> Result<Credentials, Gc
         };
         GcpError::Auth(format!("{kind}: {}", redact(&e.to_string())))
     })
+}
+
+/// Install ring as rustls' process-wide crypto provider (reqwest and google-cloud-auth are
+/// built without one, so that neither OpenSSL nor aws-lc is compiled). Idempotent.
+pub fn install_crypto_provider() {
+    if rustls::crypto::CryptoProvider::get_default().is_none() {
+        // Err means another thread installed one first: fine either way.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    }
 }
 
 #[cfg(test)]

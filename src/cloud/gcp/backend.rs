@@ -57,7 +57,7 @@ impl Recorder for StoreRecorder {
                     None => {
                         s.fleets.push(FleetRecord {
                             name: self.fleet.clone(),
-                            backend: "gcp".into(),
+                            backend: crate::fleet::BackendKind::Gcp,
                             file: self.file.clone(),
                             nodes: vec![],
                             resources: vec![],

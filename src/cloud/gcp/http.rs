@@ -187,18 +187,9 @@ pub struct GcpClient {
     options: ClientOptions,
 }
 
-/// Install ring as rustls' process-wide crypto provider (reqwest and google-cloud-auth are
-/// built without one, so that neither OpenSSL nor aws-lc is compiled). Idempotent.
-pub fn install_crypto_provider() {
-    if rustls::crypto::CryptoProvider::get_default().is_none() {
-        // Err means another thread installed one first: fine either way.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    }
-}
-
 impl GcpClient {
     pub fn new(auth: Auth, endpoints: Endpoints, options: ClientOptions) -> Result<GcpClient, GcpError> {
-        install_crypto_provider();
+        super::auth::install_crypto_provider();
         let http = reqwest::Client::builder()
             .timeout(options.timeout)
             .connect_timeout(options.connect_timeout)

@@ -11,7 +11,6 @@
 //! `gpudirect: none` keeps only nic0.
 
 use crate::catalog::GpuDirect;
-use crate::fleet::spec::GpuDirect as Wanted;
 
 /// MTU of the gVNIC data VPCs of TCPX / TCPXO (SKY, DST, CTK A3 blueprints).
 pub const DATA_MTU: u32 = 8244;
@@ -114,14 +113,13 @@ pub fn nics_label(p: &MachineProfile) -> String {
 }
 
 /// The flavour to use for `wanted` on `machine_type`, or why it cannot be had.
-pub fn resolve(wanted: Wanted, machine_type: &str) -> Result<GpuDirect, String> {
+/// `wanted` is `network.gpudirect`: `None` (auto) takes the machine type's flavour.
+pub fn resolve(wanted: Option<GpuDirect>, machine_type: &str) -> Result<GpuDirect, String> {
     let has = flavour(machine_type);
     let want = match wanted {
-        Wanted::Auto => return Ok(has),
-        Wanted::None => return Ok(GpuDirect::None),
-        Wanted::Tcpx => GpuDirect::Tcpx,
-        Wanted::Tcpxo => GpuDirect::Tcpxo,
-        Wanted::Rdma => GpuDirect::Rdma,
+        None => return Ok(has),
+        Some(GpuDirect::None) => return Ok(GpuDirect::None),
+        Some(w) => w,
     };
     if want == has {
         return Ok(has);
@@ -201,17 +199,23 @@ mod tests {
 
     #[test]
     fn gpudirect_resolution() {
-        assert_eq!(resolve(Wanted::Auto, "a3-megagpu-8g"), Ok(GpuDirect::Tcpxo));
-        assert_eq!(resolve(Wanted::None, "a3-megagpu-8g"), Ok(GpuDirect::None));
-        assert_eq!(resolve(Wanted::Rdma, "a4-highgpu-8g"), Ok(GpuDirect::Rdma));
-        assert_eq!(resolve(Wanted::Auto, "g2-standard-8"), Ok(GpuDirect::None));
-        let e = resolve(Wanted::Tcpx, "a3-megagpu-8g").unwrap_err();
+        assert_eq!(resolve(None, "a3-megagpu-8g"), Ok(GpuDirect::Tcpxo));
+        assert_eq!(
+            resolve(Some(GpuDirect::None), "a3-megagpu-8g"),
+            Ok(GpuDirect::None)
+        );
+        assert_eq!(
+            resolve(Some(GpuDirect::Rdma), "a4-highgpu-8g"),
+            Ok(GpuDirect::Rdma)
+        );
+        assert_eq!(resolve(None, "g2-standard-8"), Ok(GpuDirect::None));
+        let e = resolve(Some(GpuDirect::Tcpx), "a3-megagpu-8g").unwrap_err();
         assert!(
             e.starts_with("a3-megagpu-8g has GPUDirect-TCPXO, not TCPX"),
             "{e}"
         );
         assert!(e.contains("`tcpxo`"), "{e}");
-        let e = resolve(Wanted::Rdma, "g2-standard-8").unwrap_err();
+        let e = resolve(Some(GpuDirect::Rdma), "g2-standard-8").unwrap_err();
         assert!(
             e.contains("no GPUDirect networking") && e.contains("a4-highgpu-8g"),
             "{e}"

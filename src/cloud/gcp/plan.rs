@@ -999,7 +999,7 @@ pub fn plan(ctx: &Context, cands: &[Candidate], recorded: Option<&FleetRecord>) 
     Ok(Plan {
         notes: notes(ctx, first),
         fleet: ctx.fleet.name.clone(),
-        backend: "gcp",
+        backend: crate::fleet::BackendKind::Gcp,
         changes,
         hourly_usd: Some(total),
         fallbacks: order.iter().skip(1).map(Candidate::describe).collect(),

@@ -216,7 +216,7 @@ impl Gcp {
         let regions = plan::regions(&cands);
         let recorded = FleetRecord {
             name: fleet.name.clone(),
-            backend: "gcp".into(),
+            backend: crate::fleet::BackendKind::Gcp,
             file: None,
             nodes: vec![],
             resources: rec.list()?,

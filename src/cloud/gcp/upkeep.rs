@@ -1,15 +1,23 @@
 //! Keeping a GCP fleet's resources accounted for once it is up: delete (recorded,
 //! labelled and marked resources, in teardown order, until none is left), gc (this
-//! owner's resources no fleet record knows) and node checks (preempted, stopped, gone).
+//! owner's resources no fleet record knows) and node checks (preempted, stopped, gone);
+//! [`GcpInventory`], GCP's [`Inventory`].
 
 use super::ops::{ComputeError, Instance, Named, Scope};
 use super::plan::{self, Kind, FLEET_LABEL, OWNER_LABEL};
 use super::provision::{Gcp, Recorder};
-use crate::cloud::Progress;
-use crate::store::{FleetRecord, ResourceRecord};
+use crate::cloud::inventory::{
+    node_deletes, Block, Body, Cell, Context, Inventory, NodeView, Placed, Row, Seen, Status, Sweep, Table,
+    Tone, Upkept,
+};
+use crate::cloud::{Plan, Progress};
+use crate::fleet::{BackendKind, Fleet};
+use crate::ssh::client::BoxFuture;
+use crate::store::{FleetRecord, ResourceRecord, State};
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 impl Gcp {
     /// The `labels.flightdeck-fleet = F AND labels.flightdeck-owner = O` filter.
@@ -333,19 +341,6 @@ impl Gcp {
     }
 }
 
-/// An instance's placement as the API reports it.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Placed {
-    pub instance: String,
-    pub node: Option<usize>,
-    /// Its `resourcePolicies` (URLs).
-    pub policies: Vec<String>,
-    /// `COLLOCATED` when a policy of its places it compactly.
-    pub collocation: Option<String>,
-    /// The instance no longer exists.
-    pub gone: bool,
-}
-
 /// The instances of a fleet whose create finished (not those an apply or delete is
 /// still working on).
 fn created_instances(record: &FleetRecord) -> impl Iterator<Item = &ResourceRecord> {
@@ -431,7 +426,7 @@ pub async fn check_all(backend: &super::backend::GcpBackend) -> Result<bool, Str
         .0
         .fleets
         .into_iter()
-        .filter(|f| f.backend == "gcp")
+        .filter(|f| f.backend == crate::fleet::BackendKind::Gcp)
         .collect();
     if fleets.is_empty() {
         return Ok(false);
@@ -448,4 +443,247 @@ pub async fn check_all(backend: &super::backend::GcpBackend) -> Result<bool, Str
         .map_err(|e| e.to_string())??;
     }
     Ok(changed)
+}
+
+/// The inventory of GCP fleets: Compute's instances, recorded as they are made.
+pub struct GcpInventory;
+
+impl Inventory for GcpInventory {
+    fn kind(&self) -> BackendKind {
+        BackendKind::Gcp
+    }
+
+    /// Each instance with its zone, provisioning model, NIC layout, price and, when a check
+    /// found it so, why it is lost.
+    fn nodes(&self, record: &FleetRecord, _seen: Option<&Seen>) -> NodeView {
+        let rows = record
+            .resources
+            .iter()
+            .filter(|r| r.kind == "instance")
+            .map(|r| {
+                let node = record.nodes.iter().find(|n| n.name == r.name);
+                let status = match (&r.lost, r.state.as_str()) {
+                    (Some(l), _) => Cell::Toned(l.clone(), Tone::Fail),
+                    (None, s) if s != "created" => Cell::Toned(s.to_string(), Tone::Warn),
+                    (None, _) => Cell::Pane { toned: true },
+                };
+                let price = r
+                    .hourly_micro_usd
+                    .map_or("?".to_string(), |m| format!("${:.2}", m as f64 / 1e6));
+                Row::node(
+                    &r.name,
+                    vec![r.name.clone(), r.zone.clone().unwrap_or_default()],
+                    vec![
+                        Cell::Text(r.name.clone()),
+                        Cell::Text(
+                            node.map(|n| n.host().to_string())
+                                .or(r.external_ip.clone())
+                                .unwrap_or_default(),
+                        ),
+                        Cell::Text(r.internal_ip.clone().unwrap_or_default()),
+                        Cell::Text(r.zone.clone().unwrap_or_default()),
+                        Cell::Text(r.provisioning_model.clone().unwrap_or_default()),
+                        Cell::Text(r.nics.clone().unwrap_or_default()),
+                        Cell::Text(price),
+                        status,
+                    ],
+                )
+            })
+            .collect();
+        NodeView {
+            above: None,
+            nodes: Table {
+                title: format!("Nodes of {} (gcp backend)", record.name),
+                columns: vec![
+                    ("NODE", 18),
+                    ("ADDRESS", 16),
+                    ("INTERNAL", 14),
+                    ("ZONE", 16),
+                    ("MODEL", 10),
+                    ("NICS", 11),
+                    ("$/H", 8),
+                    ("STATE", 10),
+                ],
+                body: Body::Rows(rows),
+                height: 0,
+            },
+            below: None,
+        }
+    }
+
+    /// Every recorded resource (with its place, machine and price) and the nodes no
+    /// instance stands for.
+    fn delete_plan(&self, record: &FleetRecord) -> Plan {
+        use crate::cloud::{Change, CloudDetail, NicSummary};
+        let mut changes = vec![];
+        for r in &record.resources {
+            let place = plan::record_scope(r).place();
+            let price = r.hourly_micro_usd.map(|m| m as f64 / 1e6);
+            changes.push(Change {
+                action: "delete",
+                kind: Kind::parse(&r.kind).map_or("resource", |k| k.as_str()),
+                name: r.name.clone(),
+                place,
+                cloud: Some(CloudDetail {
+                    zone: r.zone.clone(),
+                    region: r.region.clone(),
+                    machine_type: r.machine_type.clone(),
+                    nics: r.nics.as_ref().map(|l| NicSummary {
+                        count: 0,
+                        types: vec![],
+                        layout: l.clone(),
+                    }),
+                    provisioning_model: r.provisioning_model.clone(),
+                    hourly_usd: price,
+                }),
+            });
+        }
+        changes.extend(node_deletes(record));
+        let prices: Vec<Option<f64>> = record
+            .resources
+            .iter()
+            .filter(|r| r.kind == "instance")
+            .map(|r| r.hourly_micro_usd.map(|m| m as f64 / 1e6))
+            .collect();
+        Plan {
+            changes,
+            hourly_usd: (!prices.is_empty()).then(|| prices.iter().copied().sum::<Option<f64>>()),
+            ..Plan::new(record.name.clone(), record.backend)
+        }
+    }
+
+    fn bootstraps_after_apply(&self) -> bool {
+        true
+    }
+
+    fn declared_nodes(&self, fleet: &Fleet) -> String {
+        fleet.spec.nodes.map(|n| format!("{n} nodes")).unwrap_or_default()
+    }
+
+    /// `gcp.health_check_secs` (60 by default; 0: never), while a `gcp:` block is set.
+    fn upkeep_every(&self, ctx: &Context) -> Option<Duration> {
+        let secs = ctx.gcp.as_ref()?.health_check_secs.unwrap_or(60);
+        (secs > 0).then(|| Duration::from_secs(secs))
+    }
+
+    fn upkeep_on_load(&self) -> bool {
+        true
+    }
+
+    /// Ask Compute how the instances are (preempted, stopped, gone) and write it into the
+    /// state.
+    fn upkeep<'a>(&'a self, ctx: &'a Context) -> BoxFuture<'a, Result<Vec<Upkept>, String>> {
+        Box::pin(async move {
+            if ctx.gcp.is_none() {
+                return Ok(vec![]);
+            }
+            let changed = check_all(&ctx.gcp_backend()).await?;
+            Ok(if changed {
+                vec![Upkept::StateChanged]
+            } else {
+                vec![]
+            })
+        })
+    }
+
+    /// Each instance as Compute sees it; lost ones are marked in the state.
+    fn status<'a>(
+        &'a self,
+        ctx: &'a Context,
+        record: &'a FleetRecord,
+    ) -> BoxFuture<'a, Result<Status, String>> {
+        Box::pin(async move {
+            let gcp = ctx.gcp_backend().connect().await?;
+            let health = gcp.check(record).await?;
+            record_health(&ctx.store(), &record.name, &health)?;
+            let rows = health
+                .iter()
+                .map(|h| {
+                    vec![
+                        h.name.clone(),
+                        h.zone.clone(),
+                        h.provisioning_model.clone(),
+                        h.status.clone(),
+                        h.lost.clone().unwrap_or_default(),
+                    ]
+                })
+                .collect();
+            Ok(Status {
+                json: serde_json::to_value(&health).map_err(|e| e.to_string())?,
+                blocks: vec![Block::Table(
+                    vec!["NODE", "ZONE", "MODEL", "STATUS", "LOST"],
+                    rows,
+                )],
+                lost: health.iter().any(|h| h.lost.is_some()),
+            })
+        })
+    }
+
+    /// With a `gcp:` block in the config.
+    fn sweeps(&self, _state: &State, ctx: &Context) -> bool {
+        ctx.gcp.is_some()
+    }
+
+    /// Resources labelled with this owner that no fleet record knows.
+    fn sweep<'a>(&'a self, ctx: &'a Context, state: &'a State) -> BoxFuture<'a, Result<Sweep, String>> {
+        Box::pin(async move {
+            let gcp = ctx.gcp_backend().connect().await?;
+            let orphans = gcp.orphans(&state.fleets).await?;
+            let rows = orphans
+                .iter()
+                .map(|o| {
+                    vec![
+                        o.kind.as_str().to_string(),
+                        o.name.clone(),
+                        o.scope.place(),
+                        o.fleet.clone(),
+                    ]
+                })
+                .collect();
+            let n = orphans.len();
+            let plural = crate::words::plural;
+            Ok(Sweep::new(
+                serde_json::to_value(&orphans).map_err(|e| e.to_string())?,
+                vec!["KIND", "NAME", "WHERE", "FLEET"],
+                rows,
+                format!(
+                    "no orphans: every resource labelled flightdeck-owner={} in project {} is in the state",
+                    gcp.owner, gcp.compute.project
+                ),
+                format!(
+                    "{} found; `flightdeck fleet gc --yes` deletes them",
+                    plural(n, "orphan")
+                ),
+                Some(format!("Delete these {}?", plural(n, "resource"))),
+                Some(format!("{} deleted", plural(n, "orphan"))),
+                Box::new(move |progress| {
+                    Box::pin(async move { gcp.delete_orphans(&orphans, progress).await })
+                }),
+            ))
+        })
+    }
+
+    /// With a `gcp:` block: delete looks for instances labelled with the name anyway, so
+    /// a second delete is fine and finds stragglers.
+    fn unrecorded(&self, ctx: &Context, name: &str) -> Option<FleetRecord> {
+        ctx.gcp.as_ref()?;
+        Some(FleetRecord {
+            name: name.to_string(),
+            backend: BackendKind::Gcp,
+            file: None,
+            nodes: vec![],
+            resources: vec![],
+            created_at: 0,
+        })
+    }
+
+    fn placement<'a>(
+        &'a self,
+        ctx: &'a Context,
+        record: &'a FleetRecord,
+    ) -> Option<BoxFuture<'a, Result<Vec<Placed>, String>>> {
+        Some(Box::pin(async move {
+            ctx.gcp_backend().connect().await?.placement(record).await
+        }))
+    }
 }

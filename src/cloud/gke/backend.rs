@@ -175,6 +175,25 @@ impl Target {
         }
     }
 
+    /// The running pods `selector` picks in recorded fleet `record`'s namespace, as
+    /// nodes ([`Target::pods`]); a fleet of another family has none to pick.
+    pub async fn pods_of_record(
+        clients: &Clients,
+        record: &FleetRecord,
+        selector: &str,
+    ) -> Result<(Target, Vec<NodeTarget>), String> {
+        if record.backend != BackendKind::Gke {
+            return Err(format!(
+                "`:open {name} SELECTOR` picks pods: fleet `{name}` is a {} fleet",
+                record.backend,
+                name = record.name
+            ));
+        }
+        let target = Target::of_record(record)?;
+        let pods = target.pods(clients, &record.name, selector).await?;
+        Ok((target, pods))
+    }
+
     /// The running pods `selector` picks in the fleet's namespace, as nodes reached in
     /// each pod's first container (panes in a job's pods).
     pub async fn pods(
@@ -265,8 +284,6 @@ impl Backend for GkeBackend {
             Err(e) => return Err(e.message),
         };
         Ok(Plan {
-            fleet: fleet.name.clone(),
-            backend: "gke",
             changes: vec![Change {
                 action: if recorded.is_some() { "keep" } else { "create" },
                 kind: "gke-fleet",
@@ -282,7 +299,7 @@ impl Backend for GkeBackend {
                     t.debug_image
                 ),
             ],
-            ..Plan::default()
+            ..Plan::new(fleet.name.clone(), crate::fleet::BackendKind::Gke)
         })
     }
 
@@ -373,7 +390,10 @@ pub async fn orphans(
     use std::collections::BTreeSet;
     let known: BTreeSet<&str> = fleets.iter().map(|f| f.name.as_str()).collect();
     let mut places: Vec<(ClusterRef, String)> = vec![];
-    for f in fleets.iter().filter(|f| f.backend == "gke") {
+    for f in fleets
+        .iter()
+        .filter(|f| f.backend == crate::fleet::BackendKind::Gke)
+    {
         if let Ok(t) = Target::of_record(f) {
             if !places.contains(&(t.cluster.clone(), t.namespace.clone())) {
                 places.push((t.cluster, t.namespace));

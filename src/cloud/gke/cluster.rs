@@ -124,7 +124,7 @@ impl ClusterRef {
             "{}/projects/{p}/locations/{l}/clusters/{c}",
             base.trim_end_matches('/')
         );
-        crate::cloud::gcp::http::install_crypto_provider();
+        crate::cloud::gcp::auth::install_crypto_provider();
         let http = reqwest::Client::builder()
             .timeout(Duration::from_secs(30))
             .build()
@@ -163,16 +163,6 @@ impl ClusterRef {
         cfg.auth_info.token = Some(token.to_string().into());
         cfg.default_namespace = "default".into();
         Ok(cfg)
-    }
-}
-
-impl PluginOptIn {
-    fn allows(&self, command: &str) -> bool {
-        match self {
-            PluginOptIn::No => false,
-            PluginOptIn::Any => true,
-            PluginOptIn::Command(c) => c == command,
-        }
     }
 }
 
@@ -615,7 +605,7 @@ pub(crate) type DebugPods = HashMap<(ClusterRef, String), Arc<Mutex<bool>>>;
 impl Clients {
     /// The client for `cluster`. Call inside the Tokio runtime that will use it.
     pub async fn get(&self, cluster: &ClusterRef) -> Result<kube::Client, String> {
-        crate::cloud::gcp::http::install_crypto_provider();
+        crate::cloud::gcp::auth::install_crypto_provider();
         let mut map = self.inner.lock().await;
         if let Some((c, made)) = map.get(cluster) {
             if made.is_none_or(|m| m.elapsed() < TOKEN_CLIENT_LIFE) {

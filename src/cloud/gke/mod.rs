@@ -7,7 +7,8 @@
 //! * [`exec`]: a host-network debug pod per node (as `kubectl debug node/...` makes one)
 //!   and commands and shells in it over the exec websocket: what panes, `exec`, NIC and
 //!   GPU telemetry and the doctor ride on, as they ride on SSH for VM fleets.
-//! * [`view`]: node pools, nodes and Kueue's workloads as the cockpit shows them.
+//! * [`view`]: node pools, nodes and Kueue's workloads as the cockpit shows them;
+//!   [`inventory`]: GKE's [`crate::cloud::Inventory`] over them (Nodes view, status, gc).
 //! * [`nccl`]: nccl-tests as the GKE GPUDirect guides run them (test pods per node).
 //! * [`jobs`]: job files as JobSets, with Kueue's queue and DWS flex-start.
 //! * [`backend`]: the fleet lifecycle (apply finds the nodes; delete removes flightdeck's
@@ -16,6 +17,7 @@
 pub mod backend;
 pub mod cluster;
 pub mod exec;
+pub mod inventory;
 pub mod jobs;
 pub mod nccl;
 pub mod selector;

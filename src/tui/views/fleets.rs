@@ -17,6 +17,7 @@
 //! ready nodes, GPUs in use), its nodes (conditions, GPUs and pods), and Kueue's
 //! workloads with why each waits and for how long ("waiting for DWS capacity", 14m).
 
+use crate::cloud::inventory;
 use crate::store::{self, FleetRecord};
 use crate::tui::fleets;
 use crate::tui::state::State;
@@ -179,7 +180,7 @@ fn render_table(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
             let style = if selected { theme.selection() } else { theme.base() };
             Row::new(vec![
                 format!("{}{}", f.name, if open { " ◆" } else { "" }),
-                f.backend.clone(),
+                f.backend.to_string(),
                 node_count(f),
                 store::format_utc(f.created_at),
                 f.file
@@ -220,94 +221,6 @@ fn node_count(f: &FleetRecord) -> String {
     }
 }
 
-/// The Nodes view of a GCP fleet: each node with its zone, provisioning model, NIC
-/// layout, price and, when `fleet status` found it so, why it is lost.
-fn render_gcp_nodes(
-    state: &State,
-    fleet: &FleetRecord,
-    filter: &str,
-    selected: Option<&str>,
-    theme: &Theme,
-    area: Rect,
-    buf: &mut Buffer,
-) {
-    let listed: Vec<&store::ResourceRecord> = fleet
-        .resources
-        .iter()
-        .filter(|r| r.kind == "instance")
-        .filter(|r| {
-            filter.is_empty()
-                || r.name.to_lowercase().contains(filter)
-                || r.zone.as_deref().unwrap_or("").contains(filter)
-        })
-        .collect();
-    let at = listed
-        .iter()
-        .position(|r| selected == Some(r.name.as_str()))
-        .unwrap_or(0);
-    let (page, where_) = page_of(area, listed.len(), at);
-    // Only the rows on screen are built (a fleet has up to 1024 nodes).
-    let rows: Vec<Row> = listed[page]
-        .iter()
-        .map(|r| {
-            let node = fleet.nodes.iter().find(|n| n.name == r.name);
-            let pane = state.panes.tiles.iter().find(|t| t.node == r.name);
-            let (status, tone) = match (&r.lost, pane.map(|t| &t.state), r.state.as_str()) {
-                (Some(l), _, _) => (l.clone(), Tone::Fail),
-                (None, _, s) if s != "created" => (s.to_string(), Tone::Warn),
-                (None, Some(p), _) => (p.label(), super::panes::tone(p)),
-                (None, None, _) => ("-".to_string(), Tone::Info),
-            };
-            let price = r
-                .hourly_micro_usd
-                .map_or("?".to_string(), |m| format!("${:.2}", m as f64 / 1e6));
-            Row::new(vec![
-                Span::raw(r.name.clone()),
-                Span::raw(
-                    node.map(|n| n.host().to_string())
-                        .or(r.external_ip.clone())
-                        .unwrap_or_default(),
-                ),
-                Span::raw(r.internal_ip.clone().unwrap_or_default()),
-                Span::raw(r.zone.clone().unwrap_or_default()),
-                Span::raw(r.provisioning_model.clone().unwrap_or_default()),
-                Span::raw(r.nics.clone().unwrap_or_default()),
-                Span::raw(price),
-                Span::styled(status, theme.tone(tone)),
-            ])
-            .style(if selected == Some(r.name.as_str()) {
-                theme.selection()
-            } else {
-                theme.base()
-            })
-        })
-        .collect();
-    let header = Row::new(vec![
-        "NODE", "ADDRESS", "INTERNAL", "ZONE", "MODEL", "NICS", "$/H", "STATE",
-    ])
-    .style(theme.muted());
-    Table::new(
-        rows,
-        [
-            Constraint::Length(18),
-            Constraint::Length(16),
-            Constraint::Length(14),
-            Constraint::Length(16),
-            Constraint::Length(10),
-            Constraint::Length(11),
-            Constraint::Length(8),
-            Constraint::Min(10),
-        ],
-    )
-    .header(header)
-    .block(block(
-        format!("Nodes of {} (gcp backend){where_}", fleet.name),
-        filter,
-        theme,
-    ))
-    .render(area, buf);
-}
-
 pub fn render_nodes(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
     let filter = state.filters[crate::tui::state::View::Nodes.index()].to_lowercase();
     let Some(fleet) = fleets::current(state) else {
@@ -335,268 +248,139 @@ pub fn render_nodes(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) 
         }
         _ => area,
     };
-    if fleet.backend == "gcp" {
-        return render_gcp_nodes(state, fleet, &filter, selected.as_deref(), theme, area, buf);
+    let view = crate::cloud::inventory_for(fleet.backend).nodes(fleet, state.gke.get(&fleet.name));
+    let mut parts = vec![];
+    if let Some(t) = &view.above {
+        parts.push(Constraint::Length(t.height));
     }
-    if fleet.backend == "gke" {
-        return render_gke_nodes(state, fleet, &filter, selected.as_deref(), theme, area, buf);
+    parts.push(Constraint::Min(4));
+    if let Some(t) = &view.below {
+        parts.push(Constraint::Length(t.height.min(area.height / 3)));
     }
-    let listed: Vec<&crate::fleet::NodeTarget> = fleet
-        .nodes
-        .iter()
-        .filter(|n| {
-            filter.is_empty()
-                || n.name.to_lowercase().contains(&filter)
-                || n.host().to_lowercase().contains(&filter)
-        })
-        .collect();
-    let at = listed
-        .iter()
-        .position(|n| selected.as_deref() == Some(n.name.as_str()))
-        .unwrap_or(0);
-    let (page, where_) = page_of(area, listed.len(), at);
-    // Only the rows on screen are built (a fleet has up to 1024 nodes).
-    let rows: Vec<Row> = listed[page]
-        .iter()
-        .map(|n| {
-            let pane = state.panes.tiles.iter().find(|t| t.node == n.name);
-            let (status, tone) = match pane.map(|t| &t.state) {
-                None => ("-".to_string(), Tone::Info),
-                Some(s) => (s.label(), super::panes::tone(s)),
-            };
-            let sel = selected.as_deref() == Some(n.name.as_str());
-            Row::new(vec![
-                Span::raw(n.name.clone()),
-                Span::raw(match n.port() {
-                    Some(p) if p != 22 => format!("{}:{p}", n.host()),
-                    _ => n.host().to_string(),
-                }),
-                Span::raw(n.user().unwrap_or_default().to_string()),
-                Span::raw(
-                    n.ssh()
-                        .and_then(|s| s.proxy_jump.as_ref())
-                        .map(|j| j.host.clone())
-                        .unwrap_or_default(),
-                ),
-                Span::styled(status, theme.tone(tone)),
-            ])
-            .style(if sel { theme.selection() } else { theme.base() })
-        })
-        .collect();
-    let header = Row::new(vec!["NODE", "ADDRESS", "USER", "VIA", "PANE"]).style(theme.muted());
-    Table::new(
-        rows,
-        [
-            Constraint::Length(22),
-            Constraint::Length(22),
-            Constraint::Length(10),
-            Constraint::Length(18),
-            Constraint::Min(10),
-        ],
-    )
-    .header(header)
-    .block(block(
-        format!("Nodes of {} ({} backend){where_}", fleet.name, fleet.backend),
-        &filter,
-        theme,
-    ))
-    .render(area, buf);
+    let areas = if parts.len() == 1 {
+        vec![area]
+    } else {
+        Layout::vertical(parts).split(area).to_vec()
+    };
+    let mut at = areas.into_iter();
+    let side = |t: &inventory::Table, area: Option<Rect>, buf: &mut Buffer| {
+        if let Some(area) = area {
+            draw_table(state, t, None, theme, area, buf);
+        }
+    };
+    if let Some(t) = &view.above {
+        side(t, at.next(), buf);
+    }
+    if let Some(area) = at.next() {
+        draw_table(
+            state,
+            &view.nodes,
+            Some((&filter, selected.as_deref())),
+            theme,
+            area,
+            buf,
+        );
+    }
+    if let Some(t) = &view.below {
+        side(t, at.next(), buf);
+    }
 }
 
-/// The Nodes view of a GKE fleet: node pools, nodes and Kueue's workloads, from the
-/// last snapshot of the cluster (every 10 s).
-fn render_gke_nodes(
+/// One table of the Nodes view. `nodes`: the nodes' table, with the filter and the
+/// selected node (paged, filtered, the selection shown); without it a table above or
+/// below the nodes.
+fn draw_table(
     state: &State,
-    fleet: &FleetRecord,
-    filter: &str,
-    selected: Option<&str>,
+    t: &inventory::Table,
+    nodes: Option<(&str, Option<&str>)>,
     theme: &Theme,
     area: Rect,
     buf: &mut Buffer,
 ) {
-    use crate::cloud::gke::view;
-    let snap = match state.gke.get(&fleet.name) {
-        Some(Ok(s)) => Some(s.as_ref()),
-        Some(Err(e)) => {
-            let b = block(format!("Nodes of {} (gke backend)", fleet.name), filter, theme);
-            return message(
-                vec![Line::styled(
-                    format!("cannot read the cluster: {e}"),
-                    theme.tone(Tone::Fail),
-                )],
-                b,
-                area,
-                buf,
-            );
-        }
-        None => None,
-    };
-    let pools = snap.map_or(0, |s| s.pools.len());
-    let loads = snap.map_or(0, |s| s.workloads.len().max(1));
-    let [top, mid, bottom] = Layout::vertical([
-        Constraint::Length(pools as u16 + 3),
-        Constraint::Min(4),
-        Constraint::Length((loads as u16 + 3).min(area.height / 3)),
-    ])
-    .areas(area);
-    // Pools.
-    let rows: Vec<Row> = snap
-        .map(|s| s.pools.as_slice())
-        .unwrap_or_default()
-        .iter()
-        .map(|p| {
-            let tone = if p.ready < p.nodes { Tone::Warn } else { Tone::Info };
-            Row::new(p.cells().into_iter().enumerate().map(|(i, c)| {
-                if i == 4 {
-                    Span::styled(c, theme.tone(tone))
-                } else {
-                    Span::raw(c)
-                }
-            }))
-        })
-        .collect();
-    let title = match snap {
-        Some(s) => format!("Node pools of {} ({})", fleet.name, s.cluster),
-        None => format!("Node pools of {} (asking the cluster…)", fleet.name),
-    };
-    Table::new(
-        rows,
-        [
-            Constraint::Length(18),
-            Constraint::Length(16),
-            Constraint::Length(20),
-            Constraint::Length(24),
-            Constraint::Length(7),
-            Constraint::Min(8),
-        ],
-    )
-    .header(Row::new(view::POOL_HEADER).style(theme.muted()))
-    .block(block(title, "", theme))
-    .render(top, buf);
-    // Nodes.
-    let listed: Vec<&crate::fleet::NodeTarget> = fleet
-        .nodes
-        .iter()
-        .filter(|n| filter.is_empty() || n.name.to_lowercase().contains(filter) || n.host().contains(filter))
-        .collect();
-    let at = listed
-        .iter()
-        .position(|n| selected == Some(n.name.as_str()))
-        .unwrap_or(0);
-    let (page, where_) = page_of(mid, listed.len(), at);
-    let rows: Vec<Row> = listed[page]
-        .iter()
-        .map(|n| {
-            let r = snap.and_then(|s| s.nodes.iter().find(|r| r.name == n.name));
-            let pane = state.panes.tiles.iter().find(|t| t.node == n.name);
-            let (status, tone) = match r {
-                None if snap.is_some() => ("gone from the cluster".to_string(), Tone::Fail),
-                None => ("-".to_string(), Tone::Info),
-                Some(r) if !r.ready || !r.conditions.is_empty() => (r.conditions.join(", "), Tone::Fail),
-                Some(_) => ("Ready".to_string(), Tone::Pass),
-            };
-            Row::new(vec![
-                Span::raw(n.name.clone()),
-                Span::raw(r.map(|r| r.pool.clone()).unwrap_or_default()),
-                Span::raw(n.host().to_string()),
-                Span::styled(status, theme.tone(tone)),
-                Span::raw(
-                    r.map(|r| format!("{}/{}", r.gpus_used, r.gpus))
-                        .unwrap_or_default(),
-                ),
-                Span::raw(r.map(|r| r.pods.to_string()).unwrap_or_default()),
-                Span::raw(pane.map(|t| t.state.label()).unwrap_or_else(|| "-".into())),
-            ])
-            .style(if selected == Some(n.name.as_str()) {
-                theme.selection()
-            } else {
-                theme.base()
-            })
-        })
-        .collect();
-    Table::new(
-        rows,
-        [
-            Constraint::Length(24),
-            Constraint::Length(14),
-            Constraint::Length(15),
-            Constraint::Length(22),
-            Constraint::Length(6),
-            Constraint::Length(5),
-            Constraint::Min(10),
-        ],
-    )
-    .header(Row::new(vec!["NODE", "POOL", "ADDRESS", "STATUS", "GPUS", "PODS", "PANE"]).style(theme.muted()))
-    .block(block(
-        format!("Nodes of {} (gke backend){where_}", fleet.name),
-        filter,
-        theme,
-    ))
-    .render(mid, buf);
-    // Kueue.
-    let queues: Vec<String> = snap
-        .map(|s| s.queues.as_slice())
-        .unwrap_or_default()
-        .iter()
-        .map(|q| {
-            format!(
-                "{} → {}: {} pending, {} admitted",
-                q.name, q.cluster_queue, q.pending, q.admitted
-            )
-        })
-        .collect();
-    let title = if queues.is_empty() {
-        "Kueue workloads".to_string()
-    } else {
-        format!("Kueue workloads · {}", queues.join(" · "))
-    };
-    let b = block(title, "", theme);
-    match snap {
-        Some(s) if s.kueue.is_some() => message(
-            vec![Line::styled(s.kueue.clone().unwrap_or_default(), theme.muted())],
-            b,
-            bottom,
-            buf,
-        ),
-        Some(s) if s.workloads.is_empty() => {
-            message(vec![Line::styled("no workloads", theme.muted())], b, bottom, buf)
-        }
-        Some(s) => {
-            let mut w: Vec<&view::WorkloadRow> = s.workloads.iter().collect();
-            w.sort_by_key(|w| (w.state != "pending", w.state != "admitted", w.name.clone()));
-            let rows: Vec<Row> = w
+    let (filter, selected) = nodes.unwrap_or(("", None));
+    let rows = match &t.body {
+        inventory::Body::Note(note) => {
+            let lines = note
                 .iter()
-                .map(|w| {
-                    let tone = match w.state.as_str() {
-                        "pending" => Tone::Warn,
-                        "evicted" => Tone::Fail,
-                        "finished" => Tone::Info,
-                        _ => Tone::Pass,
-                    };
-                    Row::new(vec![
-                        Span::raw(w.owner.clone().unwrap_or_else(|| w.name.clone())),
-                        Span::raw(w.queue.clone()),
-                        Span::styled(w.state.clone(), theme.tone(tone)),
-                        Span::raw(w.age_s.map(view::age).unwrap_or_default()),
-                        Span::raw(w.detail.clone()),
-                    ])
-                })
+                .map(|c| Line::from(cell(state, c, None, theme)))
                 .collect();
-            Table::new(
-                rows,
-                [
-                    Constraint::Length(28),
-                    Constraint::Length(14),
-                    Constraint::Length(9),
-                    Constraint::Length(7),
-                    Constraint::Min(10),
-                ],
-            )
-            .header(Row::new(vec!["JOB", "QUEUE", "STATE", "FOR", "WHY"]).style(theme.muted()))
-            .block(b)
-            .render(bottom, buf);
+            return message(lines, block(t.title.clone(), filter, theme), area, buf);
         }
-        None => message(vec![], b, bottom, buf),
+        inventory::Body::Rows(rows) => rows,
+    };
+    let listed: Vec<&inventory::Row> = rows
+        .iter()
+        .filter(|r| nodes.is_none() || r.matches(filter))
+        .collect();
+    let (page, where_) = match nodes {
+        Some(_) => {
+            let at = listed
+                .iter()
+                .position(|r| r.node.is_some() && selected == r.node.as_deref())
+                .unwrap_or(0);
+            page_of(area, listed.len(), at)
+        }
+        None => (0..listed.len(), String::new()),
+    };
+    // Only the rows on screen are drawn (a fleet has up to 1024 nodes).
+    let drawn: Vec<Row> = listed[page]
+        .iter()
+        .map(|r| {
+            let row = Row::new(
+                r.cells
+                    .iter()
+                    .map(|c| cell(state, c, r.node.as_deref(), theme))
+                    .collect::<Vec<_>>(),
+            );
+            match (&r.node, nodes) {
+                (Some(n), Some(_)) if selected == Some(n.as_str()) => row.style(theme.selection()),
+                (Some(_), Some(_)) => row.style(theme.base()),
+                _ => row,
+            }
+        })
+        .collect();
+    let last = t.columns.len().saturating_sub(1);
+    let widths: Vec<Constraint> = t
+        .columns
+        .iter()
+        .enumerate()
+        .map(|(i, (_, w))| {
+            if i == last {
+                Constraint::Min(*w)
+            } else {
+                Constraint::Length(*w)
+            }
+        })
+        .collect();
+    let header: Vec<&str> = t.columns.iter().map(|(name, _)| *name).collect();
+    Table::new(drawn, widths)
+        .header(Row::new(header).style(theme.muted()))
+        .block(block(format!("{}{where_}", t.title), filter, theme))
+        .render(area, buf);
+}
+
+/// A cell as drawn: a pane's state is the pane of the row's node.
+fn cell(state: &State, c: &inventory::Cell, node: Option<&str>, theme: &Theme) -> Span<'static> {
+    use inventory::Cell;
+    let tone = |t: inventory::Tone| match t {
+        inventory::Tone::Info => Tone::Info,
+        inventory::Tone::Pass => Tone::Pass,
+        inventory::Tone::Warn => Tone::Warn,
+        inventory::Tone::Fail => Tone::Fail,
+    };
+    match c {
+        Cell::Text(s) => Span::raw(s.clone()),
+        Cell::Toned(s, t) => Span::styled(s.clone(), theme.tone(tone(*t))),
+        Cell::Muted(s) => Span::styled(s.clone(), theme.muted()),
+        Cell::Pane { toned } => {
+            let pane = node.and_then(|n| state.panes.tiles.iter().find(|t| t.node == n));
+            match (pane.map(|t| &t.state), toned) {
+                (None, true) => Span::styled("-", theme.tone(Tone::Info)),
+                (None, false) => Span::raw("-"),
+                (Some(s), true) => Span::styled(s.label(), theme.tone(super::panes::tone(s))),
+                (Some(s), false) => Span::raw(s.label()),
+            }
+        }
     }
 }
 

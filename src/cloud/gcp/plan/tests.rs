@@ -267,7 +267,7 @@ fn plan_diffs_against_the_record_and_stays_in_the_recorded_zone() {
         .unwrap();
     let mut rec = FleetRecord {
         name: "mega".into(),
-        backend: "gcp".into(),
+        backend: crate::fleet::BackendKind::Gcp,
         file: None,
         nodes: vec![],
         resources: resources(&ctx, other)
@@ -408,7 +408,7 @@ fn a_compact_cluster_does_not_grow_past_its_policy() {
     let ctx = ctx_with(&f, &s, &regions, &subnets);
     let rec = FleetRecord {
         name: "mega".into(),
-        backend: "gcp".into(),
+        backend: crate::fleet::BackendKind::Gcp,
         file: None,
         nodes: vec![],
         resources: resources(&ctx, &cands[0])

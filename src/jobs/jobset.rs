@@ -1,0 +1,692 @@
+//! Jobs as JobSets on a GKE fleet's cluster: one pod per rank (the JobSet's indexed
+//! Job, exclusive per node), with Kueue's queue and DWS flex-start when the fleet has
+//! them, the pod profile of the job's GPUDirect flavour, and the RxDM sidecar where
+//! TCPX/TCPXO needs it. Status, stop, logs and follow read the pods; the plain
+//! Kubernetes calls are [`crate::cloud::gke::jobs`]'s.
+
+use super::runner::{self, FollowEvent, JobNode, JobRunner, Launch, PerRank, Progress};
+use super::spec::Job;
+use crate::cloud::gke::jobs::{
+    create_jobset, delete_jobset, jobset_exists, jobset_name, rank_pod, JOB_LABEL,
+};
+use crate::cloud::gke::{self, object_name, Clients, KubeNode, FLEET_LABEL, MANAGED_BY, ROLE_LABEL};
+use crate::detach::Status;
+use crate::fleet::{FleetSpec, NodeTarget};
+use crate::nccl::GpuDirect;
+use crate::ssh::client::BoxFuture;
+use crate::store::{FleetRecord, JobRecord};
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, LogParams};
+use tokio::sync::mpsc;
+
+/// The JobSet runner: a GKE fleet's jobs through its cluster's Kubernetes API.
+pub struct JobSets {
+    clients: Clients,
+}
+
+impl JobSets {
+    pub fn new(clients: Clients) -> JobSets {
+        JobSets { clients }
+    }
+}
+
+impl JobRunner for JobSets {
+    fn ranks(
+        &self,
+        fleet: &str,
+        nodes: Vec<NodeTarget>,
+        spec: Option<&FleetSpec>,
+        wanted: Option<usize>,
+    ) -> Vec<NodeTarget> {
+        match spec.and_then(|s| s.gke.as_ref()) {
+            // Ranks need no recorded node (a flex-start pool may be at zero).
+            Some(g) => {
+                let n = wanted.unwrap_or(nodes.len().max(1));
+                gke::backend::Target::from_gke(g).pad(fleet, &nodes, n)
+            }
+            None => nodes,
+        }
+    }
+
+    fn job_nodes(&self, record: &JobRecord, fleet: &FleetRecord) -> Result<Vec<JobNode>, String> {
+        let t = gke::backend::Target::of_record(fleet)?;
+        runner::job_nodes(record, &t.pad(&fleet.name, &fleet.nodes, record.nodes.len()))
+    }
+
+    fn admits(&self, job: &Job) -> Result<(), String> {
+        if job.uploads.is_empty() {
+            return Ok(());
+        }
+        Err(format!(
+            "{}: `files:` are not uploaded to GKE pods: put them in the job's image (`image:`) or a volume",
+            job.file.display()
+        ))
+    }
+
+    /// Nothing to check from here: the pods get their GPUDirect pieces from the cluster
+    /// (the device plugin, the NCCL installer's mounts, the RxDM sidecar).
+    fn preflight<'a>(
+        &'a self,
+        _: &'a [JobNode],
+        _: GpuDirect,
+        _: &'a [String],
+        _: Progress<'a>,
+    ) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(async { Ok(()) })
+    }
+
+    /// One JobSet for every rank: each rank starts with it (pid 0: a pod has none to
+    /// record) or fails with it.
+    fn launch<'a>(&'a self, l: Launch<'a>, progress: Progress<'a>) -> BoxFuture<'a, PerRank<u32>> {
+        Box::pin(async move {
+            let spec = l.spec.and_then(|s| s.gke.clone()).unwrap_or_default();
+            let flex = l.spec.and_then(|s| s.flex_start).map(|d| d.0);
+            match start(
+                &self.clients,
+                l.job,
+                l.id,
+                l.nodes,
+                l.profile,
+                l.env,
+                &spec,
+                flex,
+                progress,
+            )
+            .await
+            {
+                Ok(()) => l.nodes.iter().map(|n| (n.rank, Ok(0))).collect(),
+                Err(e) => l.nodes.iter().map(|n| (n.rank, Err(e.clone()))).collect(),
+            }
+        })
+    }
+
+    fn follow(
+        &self,
+        id: String,
+        nodes: Vec<(JobNode, usize)>,
+        tx: mpsc::Sender<FollowEvent>,
+    ) -> BoxFuture<'static, ()> {
+        Box::pin(follow(self.clients.clone(), id, nodes, tx))
+    }
+
+    fn status<'a>(&'a self, id: &'a str, nodes: &'a [JobNode]) -> BoxFuture<'a, PerRank<Status>> {
+        Box::pin(status(&self.clients, id, nodes))
+    }
+
+    /// The pods' grace is the job's `stop_grace`, set in the JobSet when it started.
+    fn stop<'a>(&'a self, id: &'a str, nodes: &'a [JobNode], _: u32) -> BoxFuture<'a, PerRank<Status>> {
+        Box::pin(stop(&self.clients, id, nodes))
+    }
+
+    /// A JobSet starts whole or not at all: a start cut off is ended by deleting the
+    /// JobSet, should it have been made.
+    fn fence<'a>(&'a self, id: &'a str, nodes: &'a [JobNode], _: u32) -> BoxFuture<'a, PerRank<Status>> {
+        Box::pin(stop(&self.clients, id, nodes))
+    }
+
+    fn tail<'a>(
+        &'a self,
+        id: &'a str,
+        nodes: &'a [JobNode],
+        lines: Option<usize>,
+    ) -> BoxFuture<'a, PerRank<String>> {
+        Box::pin(tail(&self.clients, id, nodes, lines))
+    }
+
+    /// The lines of each rank's pod log.
+    fn line_counts<'a>(&'a self, id: &'a str, nodes: &'a [JobNode]) -> BoxFuture<'a, Vec<(usize, usize)>> {
+        Box::pin(async move {
+            tail(&self.clients, id, nodes, None)
+                .await
+                .into_iter()
+                .map(|(rank, text)| (rank, text.map_or(0, |t| t.lines().count())))
+                .collect()
+        })
+    }
+}
+
+/// The JobSet's one replicated job.
+pub const REPLICATED_JOB: &str = "workers";
+/// The job's container.
+pub const CONTAINER: &str = "job";
+/// The image a job runs in when its file names none (PyTorch with NCCL, as the GKE
+/// training guides use).
+pub const DEFAULT_IMAGE: &str = "nvcr.io/nvidia/pytorch:25.01-py3";
+
+/// The environment of a job's pod: torchrun's (MASTER_ADDR is the first pod through the
+/// JobSet's headless service, NODE_RANK its completion index), dstack's and SkyPilot's
+/// names, then the NCCL profile and the job's own `env` in the script.
+pub fn pod_env(job: &Job, id: &str, nodes: usize, namespace: &str) -> Vec<serde_json::Value> {
+    let js = jobset_name(id);
+    let master = format!("{js}-{REPLICATED_JOB}-0-0.{js}.{namespace}.svc.cluster.local");
+    let port = job
+        .env
+        .iter()
+        .find(|(k, _)| k == "MASTER_PORT")
+        .map(|(_, v)| v.clone())
+        .unwrap_or_else(|| super::launch::DEFAULT_MASTER_PORT.to_string());
+    let index = serde_json::json!({"fieldRef": {"fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}});
+    let n = nodes.to_string();
+    let mut env = vec![];
+    let lit = |k: &str, v: &str| serde_json::json!({"name": k, "value": v});
+    for (k, v) in [
+        ("FLIGHTDECK_JOB", job.name.as_str()),
+        ("FLIGHTDECK_JOB_ID", id),
+        ("MASTER_ADDR", master.as_str()),
+        ("MASTER_PORT", port.as_str()),
+        ("NNODES", n.as_str()),
+        ("DSTACK_RUN_NAME", job.name.as_str()),
+        ("DSTACK_MASTER_NODE_IP", master.as_str()),
+        ("DSTACK_NODES_NUM", n.as_str()),
+        ("SKYPILOT_TASK_ID", id),
+        ("SKYPILOT_NUM_NODES", n.as_str()),
+    ] {
+        env.push(lit(k, v));
+    }
+    for k in ["NODE_RANK", "DSTACK_NODE_RANK", "SKYPILOT_NODE_RANK"] {
+        env.push(serde_json::json!({"name": k, "valueFrom": index}));
+    }
+    env
+}
+
+/// The pod's script: GPUS_PER_NODE and the totals, the NCCL profile, the job's env, its
+/// working directory, then its commands.
+pub fn pod_script(job: &Job, gpus: u32, nodes: usize, profile: &[String]) -> String {
+    use crate::detach::quote;
+    use crate::shellenv::{export, Value};
+    let mut s = String::from(crate::shellenv::HEADER);
+    let world = format!("$(({nodes} * GPUS_PER_NODE))");
+    for line in [
+        export("GPUS_PER_NODE", Value::Literal(&gpus.to_string())),
+        export("WORLD_SIZE", Value::Expr(&world)),
+        export("DSTACK_GPUS_PER_NODE", Value::Expr("$GPUS_PER_NODE")),
+        export("DSTACK_GPUS_NUM", Value::Expr("$WORLD_SIZE")),
+        export("SKYPILOT_NUM_GPUS_PER_NODE", Value::Expr("$GPUS_PER_NODE")),
+    ] {
+        s.push_str(&line);
+        s.push('\n');
+    }
+    for line in profile {
+        s.push_str(line);
+        s.push('\n');
+    }
+    for (k, v) in &job.env {
+        s.push_str(&export(k, Value::Literal(v)));
+        s.push('\n');
+    }
+    if let Some(wd) = &job.spec.working_dir {
+        s.push_str(&format!("mkdir -p {0} && cd {0} || exit 126\n", quote(wd)));
+    }
+    s.push_str("set +u\n");
+    for c in job.spec.commands.iter().flatten() {
+        s.push_str(c);
+        s.push('\n');
+    }
+    s
+}
+
+/// Where and how a GKE job runs.
+pub struct Placement<'a> {
+    pub node: &'a KubeNode,
+    pub pools: &'a [String],
+    pub queue: Option<&'a str>,
+    /// The nodes are DWS flex-start (GKE's `cloud.google.com/gke-flex-start` label, or
+    /// the fleet file's `flex_start`): the longest run, in seconds, Kueue's
+    /// ProvisioningRequest asks for.
+    pub flex_start: Option<u64>,
+}
+
+/// The JobSet for `job` (id `id`) on `nodes` pods of `gpus` GPUs each.
+pub fn jobset(
+    job: &Job,
+    id: &str,
+    nodes: usize,
+    gpus: u32,
+    profile: &[String],
+    at: &Placement,
+) -> serde_json::Value {
+    let js = jobset_name(id);
+    let mut labels = serde_json::json!({
+        MANAGED_BY.0: MANAGED_BY.1,
+        FLEET_LABEL: at.node.fleet,
+        ROLE_LABEL: "job",
+        JOB_LABEL: object_name(id, 63),
+    });
+    let mut annotations = serde_json::Map::new();
+    if let Some(q) = at.queue {
+        labels["kueue.x-k8s.io/queue-name"] = q.into();
+    }
+    if let Some(secs) = at.flex_start {
+        // Kueue passes `provreq.kueue.x-k8s.io/*` to the ProvisioningRequest's parameters.
+        annotations.insert(
+            "provreq.kueue.x-k8s.io/maxRunDurationSeconds".into(),
+            secs.to_string().into(),
+        );
+    }
+    let mut selector = serde_json::Map::new();
+    if at.flex_start.is_some() {
+        selector.insert("cloud.google.com/gke-flex-start".into(), "true".into());
+    }
+    let affinity = if at.pools.is_empty() {
+        serde_json::Value::Null
+    } else {
+        serde_json::json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": gke::view::POOL_LABEL, "operator": "In", "values": at.pools}]}
+        ]}}})
+    };
+    let image = job.spec.image.clone().unwrap_or_else(|| DEFAULT_IMAGE.into());
+    serde_json::json!({
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {
+            "name": js,
+            "namespace": at.node.namespace,
+            "labels": labels,
+            "annotations": annotations,
+            // One pod per node (JobSet's exclusive placement).
+        },
+        "spec": {
+            "suspend": at.queue.is_some(),
+            "network": {"enableDNSHostnames": true, "subdomain": js},
+            "failurePolicy": {"maxRestarts": 0},
+            "replicatedJobs": [{
+                "name": REPLICATED_JOB,
+                "replicas": 1,
+                "template": {
+                    "metadata": {"annotations": {"alpha.jobset.sigs.k8s.io/exclusive-topology": "kubernetes.io/hostname"}},
+                    "spec": {
+                        "parallelism": nodes,
+                        "completions": nodes,
+                        "completionMode": "Indexed",
+                        "backoffLimit": 0,
+                        "template": {
+                            "metadata": {"labels": {FLEET_LABEL: at.node.fleet, ROLE_LABEL: "job", JOB_LABEL: object_name(id, 63)}},
+                            "spec": {
+                                "restartPolicy": "Never",
+                                "nodeSelector": selector,
+                                "affinity": affinity,
+                                "tolerations": [{"key": gke::GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"},
+                                                {"key": "cloud.google.com/gke-queued", "operator": "Exists", "effect": "NoSchedule"}],
+                                "terminationGracePeriodSeconds": job.stop_grace(),
+                                "containers": [{
+                                    "name": CONTAINER,
+                                    "image": image,
+                                    "command": ["bash", "-c", pod_script(job, gpus, nodes, profile)],
+                                    "env": pod_env(job, id, nodes, &at.node.namespace),
+                                    "resources": {"limits": {gke::GPU_RESOURCE: gpus.to_string()}},
+                                }],
+                            },
+                        },
+                    },
+                },
+            }],
+        },
+    })
+}
+
+/// Start `job` (id `id`) as a JobSet on the GKE fleet of `nodes` (one pod per rank).
+#[allow(clippy::too_many_arguments)]
+pub async fn start(
+    clients: &Clients,
+    job: &Job,
+    id: &str,
+    nodes: &[JobNode],
+    profile: crate::nccl::GpuDirect,
+    profile_lines: &[String],
+    spec: &crate::fleet::spec::Gke,
+    flex_start: Option<u64>,
+    progress: &(dyn Fn(String) + Sync),
+) -> Result<(), String> {
+    let node = nodes
+        .first()
+        .and_then(|n| n.target.kube().cloned())
+        .ok_or("no GKE nodes")?;
+    let client = clients.get(&node.cluster).await?;
+    // The first recorded node says whether the pool is DWS flex-start and how many GPUs
+    // a node has; with none recorded (a flex-start pool at zero), the fleet file's
+    // `flex_start` and the job's `gpus_per_node` do.
+    let n0 = match nodes
+        .iter()
+        .find_map(|n| n.target.kube().filter(|k| !k.node.is_empty()))
+    {
+        Some(k) => {
+            let api: Api<k8s_openapi::api::core::v1::Node> = Api::all(client);
+            Some(
+                api.get(&k.node)
+                    .await
+                    .map_err(|e| format!("node {}: {}", k.node, gke::cluster::why(&e)))?,
+            )
+        }
+        None => None,
+    };
+    let labels = n0
+        .as_ref()
+        .and_then(|n| n.metadata.labels.clone())
+        .unwrap_or_default();
+    // DWS flex-start runs at most 7 days.
+    let flex_labelled = labels
+        .get("cloud.google.com/gke-flex-start")
+        .is_some_and(|v| v == "true");
+    let flex_start = flex_start.or(flex_labelled.then_some(604_800));
+    let gpus = match (job.spec.gpus_per_node, &n0) {
+        (Some(g), _) => g,
+        (None, Some(n)) => gke::view::gpus_allocatable(n) as u32,
+        (None, None) => {
+            return Err(format!(
+                "{}: the fleet has no node recorded to count GPUs on: give `gpus_per_node`",
+                job.file.display()
+            ))
+        }
+    }
+    .max(1);
+    let at = Placement {
+        node: &node,
+        pools: spec.node_pools.as_deref().unwrap_or(&[]),
+        queue: spec.queue.as_deref(),
+        flex_start,
+    };
+    let mut set = jobset(job, id, nodes.len(), gpus, profile_lines, &at);
+    with_gpudirect(&mut set, profile);
+    create_jobset(clients, &node, &set).await?;
+    progress(format!(
+        "JobSet {} created in namespace {}: {} of {} GPUs{}{}",
+        jobset_name(id),
+        node.namespace,
+        crate::words::plural(nodes.len(), "pod"),
+        gpus,
+        at.queue.map(|q| format!(", Kueue queue {q}")).unwrap_or_default(),
+        flex_start
+            .map(|s| format!(", DWS flex-start (at most {s} s)"))
+            .unwrap_or_default()
+    ));
+    Ok(())
+}
+
+/// A job's pod template for its GPUDirect flavour, as the GKE guides set pods up: the
+/// multi-network annotations (RDMA, TCPX, TCPXO) and, for TCPX/TCPXO, the RxDM daemon
+/// as a native sidecar with the socket directory NCCL's plugin uses.
+pub fn with_gpudirect(set: &mut serde_json::Value, profile: crate::nccl::GpuDirect) {
+    let r = gke::nccl::recipe(profile);
+    if profile == crate::nccl::GpuDirect::None {
+        return;
+    }
+    let pod = &mut set["spec"]["replicatedJobs"][0]["template"]["spec"]["template"];
+    let mut annotations = serde_json::Map::new();
+    if let Some(i) = r.interfaces {
+        annotations.insert("networking.gke.io/default-interface".into(), "eth0".into());
+        annotations.insert("networking.gke.io/interfaces".into(), i.into());
+    }
+    if let Some((sidecar, (key, devices), volumes)) = gke::nccl::rxdm_parts(&r) {
+        annotations.insert(key, devices.into());
+        pod["spec"]["initContainers"] = serde_json::json!([sidecar]);
+        pod["spec"]["volumes"] = serde_json::Value::Array(volumes);
+        pod["spec"]["containers"][0]["volumeMounts"] =
+            serde_json::json!([{"name": "rxdm-uds", "mountPath": "/run/tcpx"}]);
+    }
+    pod["metadata"]["annotations"] = serde_json::Value::Object(annotations);
+}
+
+/// A terminated container's exit code, or whether it still runs.
+fn container_state(p: &Pod) -> Status {
+    let cs = p
+        .status
+        .as_ref()
+        .and_then(|s| s.container_statuses.as_ref())
+        .and_then(|c| c.iter().find(|c| c.name == CONTAINER));
+    match cs.and_then(|c| c.state.as_ref()) {
+        Some(s) if s.terminated.is_some() => Status::Exited {
+            code: s.terminated.as_ref().map_or(0, |t| t.exit_code),
+        },
+        Some(s) if s.running.is_some() => Status::Running { pid: 0 },
+        _ => match p.status.as_ref().and_then(|s| s.phase.as_deref()) {
+            Some("Succeeded") => Status::Exited { code: 0 },
+            Some("Failed") => Status::Exited { code: 1 },
+            _ => Status::Starting,
+        },
+    }
+}
+
+/// Each rank's status: its pod's container (Starting while Kueue holds the job or the
+/// pod is being scheduled; Missing when the JobSet is gone).
+pub async fn status(clients: &Clients, id: &str, nodes: &[JobNode]) -> Vec<(usize, Result<Status, String>)> {
+    let mut out = vec![];
+    for n in nodes {
+        let r = async {
+            let k = n.target.kube().ok_or("not a GKE node")?;
+            let api: Api<Pod> = Api::namespaced(clients.get(&k.cluster).await?, &k.namespace);
+            match rank_pod(&api, id, n.rank).await? {
+                Some(p) => Ok(container_state(&p)),
+                // No pod: Kueue holds the job or its pods are being made, or it is gone.
+                None if jobset_exists(clients, k, id).await? => Ok(Status::Starting),
+                None => Ok(Status::Missing),
+            }
+        }
+        .await;
+        out.push((n.rank, r));
+    }
+    out
+}
+
+/// Stop the job: delete its JobSet (its pods get TERM, then KILL after their grace).
+pub async fn stop(clients: &Clients, id: &str, nodes: &[JobNode]) -> Vec<(usize, Result<Status, String>)> {
+    let before = status(clients, id, nodes).await;
+    let Some(k) = nodes.first().and_then(|n| n.target.kube().cloned()) else {
+        return vec![];
+    };
+    let res = delete_jobset(clients, &k, id).await;
+    before
+        .into_iter()
+        .map(|(r, s)| {
+            let s = match (&res, s) {
+                (Err(e), _) => Err(e.clone()),
+                (Ok(()), Ok(Status::Exited { code })) => Ok(Status::Exited { code }),
+                // Stopped: 143, as TERM ends a process.
+                (Ok(()), _) => Ok(Status::Exited { code: 143 }),
+            };
+            (r, s)
+        })
+        .collect()
+}
+
+/// The last `lines` lines of each rank's pod log (all with `None`), Cloud Logging
+/// prefixes stripped.
+pub async fn tail(
+    clients: &Clients,
+    id: &str,
+    nodes: &[JobNode],
+    lines: Option<usize>,
+) -> Vec<(usize, Result<String, String>)> {
+    let mut out = vec![];
+    for n in nodes {
+        let r = async {
+            let k = n.target.kube().ok_or("not a GKE node")?;
+            let api: Api<Pod> = Api::namespaced(clients.get(&k.cluster).await?, &k.namespace);
+            let pod = rank_pod(&api, id, n.rank)
+                .await?
+                .ok_or_else(|| format!("rank {} has no pod (yet, or any more)", n.rank))?;
+            let lp = LogParams {
+                container: Some(CONTAINER.into()),
+                tail_lines: lines.map(|l| l as i64),
+                ..LogParams::default()
+            };
+            let text = api
+                .logs(&pod.metadata.name.unwrap_or_default(), &lp)
+                .await
+                .map_err(|e| gke::cluster::why(&e))?;
+            Ok(text
+                .lines()
+                .map(|l| format!("{}\n", strip_cloud_logging(l)))
+                .collect::<String>())
+        }
+        .await;
+        out.push((n.rank, r));
+    }
+    out
+}
+
+/// A log line without Cloud Logging's prefix (`INFO 2025-09-09T16:10:48.6Z
+/// [resource.labels.containerName: job] `), as `gcloud logging read` and log exports
+/// print lines; other lines as they are.
+pub fn strip_cloud_logging(line: &str) -> &str {
+    let mut parts = line.splitn(3, ' ');
+    let (Some(sev), Some(ts), Some(rest)) = (parts.next(), parts.next(), parts.next()) else {
+        return line;
+    };
+    let severity = matches!(
+        sev,
+        "DEFAULT" | "DEBUG" | "INFO" | "NOTICE" | "WARNING" | "ERROR" | "CRITICAL" | "ALERT" | "EMERGENCY"
+    );
+    if !severity || gke::view::parse_time(ts).is_none() {
+        return line;
+    }
+    match rest.strip_prefix("[resource.labels.") {
+        Some(r) => r.split_once("] ").map_or(rest, |(_, text)| text),
+        None => rest,
+    }
+}
+
+/// Follow ranks `watched` (each from its line `from`, 1 = the first) through their
+/// pods' logs until each container ends: lines without their API timestamps or Cloud
+/// Logging prefixes, then the exit code. A stream that drops is opened again from the
+/// last line's time; a job Kueue holds is waited for.
+pub async fn follow(
+    clients: Clients,
+    id: String,
+    watched: Vec<(JobNode, usize)>,
+    tx: mpsc::Sender<FollowEvent>,
+) {
+    let mut tasks = vec![];
+    for (n, from) in watched {
+        let (clients, id, tx) = (clients.clone(), id.clone(), tx.clone());
+        tasks.push(tokio::spawn(async move {
+            if let Err(error) = follow_rank(&clients, &id, &n, from, &tx).await {
+                let _ = tx.send(FollowEvent::Lost { rank: n.rank, error }).await;
+            }
+        }));
+    }
+    for t in tasks {
+        let _ = t.await;
+    }
+}
+
+async fn follow_rank(
+    clients: &Clients,
+    id: &str,
+    n: &JobNode,
+    from: usize,
+    tx: &mpsc::Sender<FollowEvent>,
+) -> Result<(), String> {
+    use futures::{AsyncBufReadExt, TryStreamExt};
+    let k = n.target.kube().ok_or("not a GKE node")?;
+    let api: Api<Pod> = Api::namespaced(clients.get(&k.cluster).await?, &k.namespace);
+    let rank = n.rank;
+    let mut seen = 0usize;
+    let mut since: Option<String> = None;
+    let mut dropped = 0u32;
+    loop {
+        let Some(pod) = rank_pod(&api, id, rank).await? else {
+            if !jobset_exists(clients, k, id).await? {
+                return Err(format!("JobSet {} is gone", jobset_name(id)));
+            }
+            tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+            continue;
+        };
+        let name = pod.metadata.name.clone().unwrap_or_default();
+        if matches!(container_state(&pod), Status::Starting) {
+            tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+            continue;
+        }
+        let lp = LogParams {
+            container: Some(CONTAINER.into()),
+            follow: true,
+            timestamps: true,
+            since_time: since
+                .as_deref()
+                .and_then(|s| s.parse::<k8s_openapi::jiff::Timestamp>().ok()),
+            ..LogParams::default()
+        };
+        match api.log_stream(&name, &lp).await {
+            Ok(stream) => {
+                let mut lines = stream.lines();
+                while let Some(line) = lines.try_next().await.unwrap_or(None) {
+                    let (ts, text) = line.split_once(' ').unwrap_or(("", line.as_str()));
+                    // Lines at the resume time were read before the drop.
+                    if since.as_deref().is_some_and(|s| ts <= s) {
+                        continue;
+                    }
+                    since = Some(ts.to_string());
+                    seen += 1;
+                    if seen < from {
+                        continue;
+                    }
+                    let text = strip_cloud_logging(text).to_string();
+                    if tx.send(FollowEvent::Line { rank, text }).await.is_err() {
+                        return Ok(());
+                    }
+                }
+            }
+            Err(e) => {
+                dropped += 1;
+                if dropped > 30 {
+                    return Err(format!("pod {name}: logs: {}", gke::cluster::why(&e)));
+                }
+            }
+        }
+        // The stream ended: the container did, or the connection dropped.
+        let now = api.get(&name).await.map_err(|e| gke::cluster::why(&e))?;
+        if let Status::Exited { code } = container_state(&now) {
+            let _ = tx
+                .send(FollowEvent::Exit {
+                    rank,
+                    code: Some(code),
+                })
+                .await;
+            return Ok(());
+        }
+        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tcpxo_jobs_get_their_networks_and_the_rxdm_sidecar() {
+        let mut set = serde_json::json!({"spec": {"replicatedJobs": [{"template": {"spec": {"template": {
+            "metadata": {}, "spec": {"containers": [{"name": "job"}]}}}}}]}});
+        with_gpudirect(&mut set, crate::nccl::GpuDirect::Tcpxo);
+        let pod = &set["spec"]["replicatedJobs"][0]["template"]["spec"]["template"];
+        assert_eq!(pod["spec"]["initContainers"][0]["name"], "tcpxo-daemon");
+        assert_eq!(
+            pod["spec"]["containers"][0]["volumeMounts"][0]["mountPath"],
+            "/run/tcpx"
+        );
+        assert!(pod["metadata"]["annotations"]["networking.gke.io/interfaces"]
+            .as_str()
+            .unwrap()
+            .contains("vpc1"));
+        let mut plain = set.clone();
+        plain["spec"]["replicatedJobs"][0]["template"]["spec"]["template"] =
+            serde_json::json!({"metadata": {}, "spec": {}});
+        with_gpudirect(&mut plain, crate::nccl::GpuDirect::None);
+        assert_eq!(
+            plain["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["metadata"],
+            serde_json::json!({})
+        );
+    }
+
+    #[test]
+    fn cloud_logging_prefixes_are_stripped() {
+        let l = "INFO 2025-09-09T16:10:48.6Z [resource.labels.containerName: job] Step: 1 | Time: 27.02s | TFLOPs/s/GPU: 513.3 | Tokens/s/GPU: 1213 | Loss: 1.3697";
+        assert_eq!(
+            strip_cloud_logging(l),
+            "Step: 1 | Time: 27.02s | TFLOPs/s/GPU: 513.3 | Tokens/s/GPU: 1213 | Loss: 1.3697"
+        );
+        assert_eq!(
+            strip_cloud_logging("INFO step 3 loss 2.1"),
+            "INFO step 3 loss 2.1"
+        );
+        assert_eq!(strip_cloud_logging("plain line"), "plain line");
+    }
+}
