@@ -1,15 +1,15 @@
-//! Fan-out: run one command on many nodes at once (local processes or SSH exec
-//! channels), with a concurrency cap, streaming each node's output as it arrives.
+//! Fan-out: run one command on many nodes at once (each over its channel from
+//! [`Reach`]: a local process, SSH, the Kubernetes exec API), with a concurrency cap,
+//! streaming each node's output as it arrives.
 //!
 //! The output of a node reaches the sink line by line (a line is capped at
 //! [`MAX_LINE`] bytes; a longer run without a newline is cut into pieces), so a node that
 //! prints invalid UTF-8 or a megabyte without a newline cannot stall or break the others.
 
 use crate::fleet::NodeTarget;
-use crate::ssh::pool::{Pool, Resolver};
-use crate::ssh::stream::Output;
+use crate::node::{Output, Signal};
+use crate::reach::Reach;
 use std::sync::Arc;
-use tokio::io::AsyncReadExt;
 use tokio::sync::{mpsc, Semaphore};
 
 /// The longest piece of output delivered as one line.
@@ -161,15 +161,6 @@ impl Events {
     }
 }
 
-/// How nodes are reached.
-#[derive(Clone)]
-pub enum Transport {
-    /// Commands run on this machine with `sh -c`.
-    Local,
-    /// Commands run over SSH.
-    Ssh { pool: Pool, resolver: Arc<Resolver> },
-}
-
 /// Splits a byte stream into lines, keeping the partial tail.
 #[derive(Default)]
 struct LineSplitter {
@@ -228,21 +219,15 @@ fn trim_cr(b: &[u8]) -> &[u8] {
 
 /// Run `command` on every node (at most `fanout` at once), reporting events on `tx`.
 /// Returns when every node is done.
-pub async fn run(
-    transport: Transport,
-    nodes: Vec<NodeTarget>,
-    command: String,
-    fanout: usize,
-    tx: EventSender,
-) {
+pub async fn run(reach: Reach, nodes: Vec<NodeTarget>, command: String, fanout: usize, tx: EventSender) {
     let jobs = nodes.into_iter().map(|n| (n, command.clone())).collect();
-    run_each(transport, jobs, fanout, tx).await
+    run_each(reach, jobs, fanout, tx).await
 }
 
 /// Run a command of its own on each node (at most `fanout` at once).
-pub async fn run_each(transport: Transport, jobs: Vec<(NodeTarget, String)>, fanout: usize, tx: EventSender) {
+pub async fn run_each(reach: Reach, jobs: Vec<(NodeTarget, String)>, fanout: usize, tx: EventSender) {
     let jobs = jobs.into_iter().map(|(n, c)| (n, c, Vec::new())).collect();
-    run_each_with_input(transport, jobs, fanout, None, tx).await
+    run_each_with_input(reach, jobs, fanout, None, tx).await
 }
 
 /// Like [`run_each`], each command reading its bytes on stdin, then end of file. What a
@@ -251,7 +236,7 @@ pub async fn run_each(transport: Transport, jobs: Vec<(NodeTarget, String)>, fan
 /// A command still running after `limit` is stopped (TERM, then its channel closed; a
 /// local one is killed) and reported as [`TIMED_OUT`], like pdsh's `-u`.
 pub async fn run_each_with_input(
-    transport: Transport,
+    reach: Reach,
     jobs: Vec<(NodeTarget, String, Vec<u8>)>,
     fanout: usize,
     limit: Option<std::time::Duration>,
@@ -260,16 +245,11 @@ pub async fn run_each_with_input(
     let sem = Arc::new(Semaphore::new(fanout.max(1)));
     let mut tasks = Vec::new();
     for (node, command, input) in jobs {
-        let (transport, tx, sem) = (transport.clone(), tx.clone(), sem.clone());
+        let (reach, tx, sem) = (reach.clone(), tx.clone(), sem.clone());
         tasks.push(tokio::spawn(async move {
             let _permit = sem.acquire_owned().await.expect("semaphore open");
             let index = node.index;
-            let result = match &transport {
-                Transport::Local => run_local(index, &command, input, limit, &tx).await,
-                Transport::Ssh { pool, resolver } => {
-                    run_ssh(pool, resolver, &node, &command, input, limit, &tx).await
-                }
-            };
+            let result = run_node(&reach, &node, &command, input, limit, &tx).await;
             let _ = tx.send(Chunk::Done { node: index, result }).await;
         }));
     }
@@ -295,103 +275,6 @@ fn timed_out(limit: std::time::Duration) -> NodeResult {
     }
 }
 
-async fn run_local(
-    node: usize,
-    command: &str,
-    input: Vec<u8>,
-    limit: Option<std::time::Duration>,
-    tx: &EventSender,
-) -> NodeResult {
-    let child = tokio::process::Command::new("sh")
-        .arg("-c")
-        .arg(command)
-        .stdin(if input.is_empty() {
-            std::process::Stdio::null()
-        } else {
-            std::process::Stdio::piped()
-        })
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn();
-    let mut child = match child {
-        Ok(c) => c,
-        Err(e) => {
-            return NodeResult {
-                code: UNREACHABLE,
-                error: Some(format!("cannot start sh: {e}")),
-            }
-        }
-    };
-    if let Some(mut stdin) = child.stdin.take() {
-        // Written alongside the reading below (a command may print before it has read
-        // all); a command that stops reading early just closes the pipe.
-        tokio::spawn(async move {
-            use tokio::io::AsyncWriteExt;
-            let _ = stdin.write_all(&input).await;
-        });
-    }
-    let mut out = child.stdout.take().expect("piped stdout");
-    let mut err = child.stderr.take().expect("piped stderr");
-    let (mut so, mut se) = (LineSplitter::default(), LineSplitter::default());
-    let (mut bo, mut be) = (vec![0u8; 32 * 1024], vec![0u8; 32 * 1024]);
-    let (mut out_open, mut err_open) = (true, true);
-    let mut lines = Vec::new();
-    let deadline = limit.map(|l| tokio::time::Instant::now() + l);
-    while out_open || err_open {
-        if deadline.is_some_and(|d| tokio::time::Instant::now() >= d) {
-            let _ = child.start_kill();
-            so.finish(&mut lines);
-            send_lines(tx, node, Stream::Stdout, &mut lines).await;
-            se.finish(&mut lines);
-            send_lines(tx, node, Stream::Stderr, &mut lines).await;
-            return timed_out(limit.unwrap_or_default());
-        }
-        let until =
-            deadline.unwrap_or_else(|| tokio::time::Instant::now() + std::time::Duration::from_secs(3600));
-        let mut stream = Stream::Stdout;
-        tokio::select! {
-            r = out.read(&mut bo), if out_open => match r {
-                Ok(0) | Err(_) => { out_open = false; so.finish(&mut lines); }
-                Ok(n) => so.push(&bo[..n], &mut lines),
-            },
-            r = err.read(&mut be), if err_open => {
-                stream = Stream::Stderr;
-                match r {
-                    Ok(0) | Err(_) => { err_open = false; se.finish(&mut lines); }
-                    Ok(n) => se.push(&be[..n], &mut lines),
-                }
-            },
-            _ = tokio::time::sleep_until(until) => continue,
-        }
-        send_lines(tx, node, stream, &mut lines).await;
-    }
-    let waited = match deadline {
-        Some(d) => match tokio::time::timeout_at(d, child.wait()).await {
-            Ok(w) => w,
-            Err(_) => {
-                let _ = child.start_kill();
-                return timed_out(limit.unwrap_or_default());
-            }
-        },
-        None => child.wait().await,
-    };
-    match waited {
-        Ok(status) => {
-            use std::os::unix::process::ExitStatusExt;
-            let code = status
-                .code()
-                .or_else(|| status.signal().map(|s| 128 + s))
-                .unwrap_or(UNREACHABLE);
-            NodeResult { code, error: None }
-        }
-        Err(e) => NodeResult {
-            code: UNREACHABLE,
-            error: Some(e.to_string()),
-        },
-    }
-}
-
 /// How much longer than a node's own limit the channel is given before it is closed.
 const NODE_LIMIT_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
@@ -408,16 +291,14 @@ fn limited(command: &str, limit: std::time::Duration) -> String {
     )
 }
 
-async fn run_ssh(
-    pool: &Pool,
-    resolver: &Resolver,
+async fn run_node(
+    reach: &Reach,
     node: &NodeTarget,
     command: &str,
     input: Vec<u8>,
     limit: Option<std::time::Duration>,
     tx: &EventSender,
 ) -> NodeResult {
-    let route = resolver.route(node);
     // The limit is kept on the node too (`limited`); the channel's own, a little later,
     // is the backstop.
     let command = match limit {
@@ -426,9 +307,7 @@ async fn run_ssh(
     };
     let node_limit = limit;
     let limit = limit.map(|l| l + NODE_LIMIT_GRACE);
-    // The node's shared connection (kept while the channel lives), as panes and samplers
-    // use, or the connection holder's.
-    let ch = match pool.exec_channel(&route, &command).await {
+    let ch = match reach.exec(node, &command).await {
         Ok(c) => c,
         Err(e) => {
             return NodeResult {
@@ -478,8 +357,9 @@ async fn run_ssh(
     };
     if stopped {
         // TERM to the command (OpenSSH passes signals on since 7.9), and the channel
-        // closed: sshd closes the command's pipes, and its session counts no more.
-        let _ = write.signal(russh::Sig::TERM).await;
+        // closed: sshd closes the command's pipes, and its session counts no more (a
+        // local command is killed).
+        let _ = write.signal(Signal::Term).await;
         let _ = write.close().await;
     }
     so.finish(&mut lines);
@@ -502,31 +382,27 @@ async fn run_ssh(
 
 /// Run one command per node and collect (exit code, stdout, stderr) in the jobs' order;
 /// a node that could not run it has [`UNREACHABLE`] and the reason in its stderr.
-pub async fn collect(transport: Transport, jobs: Vec<(NodeTarget, String)>) -> Vec<(i32, String, String)> {
-    collect_with_input(
-        transport,
-        jobs.into_iter().map(|(n, c)| (n, c, Vec::new())).collect(),
-    )
-    .await
+pub async fn collect(reach: Reach, jobs: Vec<(NodeTarget, String)>) -> Vec<(i32, String, String)> {
+    collect_with_input(reach, jobs.into_iter().map(|(n, c)| (n, c, Vec::new())).collect()).await
 }
 
 /// Like [`collect`], each command reading its bytes on stdin ([`run_each_with_input`]).
 pub async fn collect_with_input(
-    transport: Transport,
+    reach: Reach,
     jobs: Vec<(NodeTarget, String, Vec<u8>)>,
 ) -> Vec<(i32, String, String)> {
-    collect_within(transport, jobs, None).await
+    collect_within(reach, jobs, None).await
 }
 
 /// Like [`collect_with_input`], each command stopped after `limit` ([`TIMED_OUT`]).
 pub async fn collect_within(
-    transport: Transport,
+    reach: Reach,
     jobs: Vec<(NodeTarget, String, Vec<u8>)>,
     limit: Option<std::time::Duration>,
 ) -> Vec<(i32, String, String)> {
     let order: Vec<usize> = jobs.iter().map(|(n, _, _)| n.index).collect();
     let (tx, mut rx) = channel(1024);
-    let h = tokio::spawn(run_each_with_input(transport, jobs, 64, limit, tx));
+    let h = tokio::spawn(run_each_with_input(reach, jobs, 64, limit, tx));
     let mut out: Vec<(i32, String, String)> = vec![(UNREACHABLE, String::new(), String::new()); order.len()];
     while let Some(c) = rx.recv_chunk().await {
         let (Chunk::Lines { node, .. } | Chunk::Done { node, .. }) = &c;
@@ -553,61 +429,6 @@ pub async fn collect_within(
 /// The worst (highest) exit status; 0 for no nodes.
 pub fn worst(results: &[NodeResult]) -> i32 {
     results.iter().map(|r| r.code).max().unwrap_or(0)
-}
-
-/// Compress node names for display, as pdsh's dshbak does: `lab-0 lab-1 lab-2 lab-4`
-/// becomes `lab-[0-2,4]`. Names without a numeric suffix are listed as they are.
-pub fn compress_names(names: &[String]) -> String {
-    let mut groups: Vec<(String, Vec<u64>)> = Vec::new();
-    let mut plain = Vec::new();
-    for n in names {
-        let digits = n.len() - n.trim_end_matches(|c: char| c.is_ascii_digit()).len();
-        if digits == 0 || (digits > 1 && n[n.len() - digits..].starts_with('0')) {
-            plain.push(n.clone());
-            continue;
-        }
-        let (prefix, num) = n.split_at(n.len() - digits);
-        // A suffix too long for u64 (a hostile or odd name) is listed as it is.
-        let Ok(num) = num.parse::<u64>() else {
-            plain.push(n.clone());
-            continue;
-        };
-        match groups.iter_mut().find(|(p, _)| p == prefix) {
-            Some((_, v)) => v.push(num),
-            None => groups.push((prefix.to_string(), vec![num])),
-        }
-    }
-    let mut out: Vec<String> = Vec::new();
-    for (prefix, mut nums) in groups {
-        nums.sort_unstable();
-        nums.dedup();
-        if nums.len() == 1 {
-            out.push(format!("{prefix}{}", nums[0]));
-            continue;
-        }
-        let mut ranges = Vec::new();
-        let mut start = nums[0];
-        let mut prev = nums[0];
-        for &n in &nums[1..] {
-            if n != prev + 1 {
-                ranges.push(if start == prev {
-                    start.to_string()
-                } else {
-                    format!("{start}-{prev}")
-                });
-                start = n;
-            }
-            prev = n;
-        }
-        ranges.push(if start == prev {
-            start.to_string()
-        } else {
-            format!("{start}-{prev}")
-        });
-        out.push(format!("{prefix}[{}]", ranges.join(",")));
-    }
-    out.extend(plain);
-    out.join(",")
 }
 
 #[cfg(test)]
@@ -656,7 +477,7 @@ mod tests {
             vec![],
         )];
         let limit = Some(std::time::Duration::from_millis(300));
-        tokio::spawn(run_each_with_input(Transport::Local, jobs, 1, limit, tx));
+        tokio::spawn(run_each_with_input(Reach::without_ssh(), jobs, 1, limit, tx));
         let mut events = vec![];
         while let Some(e) = rx.recv().await {
             events.push(e);
@@ -684,7 +505,7 @@ mod tests {
     async fn input_reaches_stdin_and_ends() {
         let big: Vec<u8> = (0..300_000).map(|i| (i % 251) as u8).collect();
         let out = collect_with_input(
-            Transport::Local,
+            Reach::without_ssh(),
             vec![
                 (local_node(0), "wc -c; cat >/dev/null; echo done".into(), big),
                 (local_node(1), "cat; echo".into(), vec![]),
@@ -727,34 +548,8 @@ mod tests {
         assert_eq!(rx.recv_chunk().await, None);
     }
 
-    #[test]
-    fn names_compress_like_dshbak() {
-        let n = |v: &[&str]| compress_names(&v.iter().map(|s| s.to_string()).collect::<Vec<_>>());
-        assert_eq!(n(&["lab-0", "lab-1", "lab-2", "lab-4"]), "lab-[0-2,4]");
-        assert_eq!(n(&["a-3"]), "a-3");
-        assert_eq!(n(&["x-1", "y-2", "y-3", "bastion"]), "x-1,y-[2-3],bastion");
-        assert_eq!(
-            n(&["n-07", "n-08"]),
-            "n-07,n-08",
-            "zero-padded names are kept as written"
-        );
-        // A numeric suffix past u64 (hostile review D15 panicked here).
-        let huge = "n-99999999999999999999999";
-        assert_eq!(n(&[huge, "n-1"]), format!("n-1,{huge}"));
-    }
-
     fn local_node(i: usize) -> NodeTarget {
-        NodeTarget {
-            index: i,
-            name: format!("l-{i}"),
-            host: "localhost".into(),
-            port: None,
-            user: None,
-            identity_file: None,
-            proxy_jump: None,
-            internal_ip: None,
-            kube: None,
-        }
+        NodeTarget::local(i, format!("l-{i}"))
     }
 
     #[tokio::test]
@@ -762,7 +557,7 @@ mod tests {
         let (tx, mut rx) = channel(1024);
         let nodes = (0..3).map(local_node).collect();
         let cmd = "echo out; echo err >&2; printf 'no newline'; exit 3".to_string();
-        let h = tokio::spawn(run(Transport::Local, nodes, cmd, 2, tx));
+        let h = tokio::spawn(run(Reach::without_ssh(), nodes, cmd, 2, tx));
         let mut events = vec![];
         while let Some(e) = rx.recv().await {
             events.push(e);

@@ -594,12 +594,8 @@ async fn telemetry_streams_from_every_gke_node() {
     let tmp = tempfile::tempdir().unwrap();
     let fleet = flightdeck::fleet::load(&fleet_file(tmp.path(), &d, "")).unwrap();
     let t = flightdeck::cloud::gke::backend::Target::of(&fleet).unwrap();
-    let pool = test_pool();
-    let targets = t.targets("a3u", &t.nodes(pool.kube()).await.unwrap());
-    let transport = flightdeck::exec::Transport::Ssh {
-        pool,
-        resolver: std::sync::Arc::new(flightdeck::ssh::pool::Resolver::new(tmp.path())),
-    };
+    let transport = test_reach(tmp.path());
+    let targets = t.targets("a3u", &t.nodes(transport.kube()).await.unwrap());
     let (tx, mut rx) = tokio::sync::mpsc::channel(256);
     let interval = Interval::from_millis(200).unwrap();
     let _samplers = service::spawn(transport, targets, service::Options::once(interval), tx);
@@ -627,20 +623,22 @@ async fn telemetry_streams_from_every_gke_node() {
     );
 }
 
-fn test_pool() -> flightdeck::ssh::pool::Pool {
-    flightdeck::ssh::pool::Pool::new(flightdeck::ssh::client::SshOptions {
+fn test_reach(home: &Path) -> flightdeck::reach::Reach {
+    let pool = flightdeck::ssh::pool::Pool::new(flightdeck::ssh::client::SshOptions {
         known_hosts: vec![],
         policy: flightdeck::ssh::known_hosts::HostKeyPolicy::Refuse,
         prompter: std::sync::Arc::new(flightdeck::ssh::client::NoPrompt),
         use_agent: false,
         agent_socket: None,
         keys: Default::default(),
-    })
+    });
+    let resolver = std::sync::Arc::new(flightdeck::ssh::pool::Resolver::new(home));
+    flightdeck::reach::Reach::new(pool, resolver)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pane_is_a_shell_on_a_tty_in_the_node_debug_pod() {
-    use flightdeck::term::session::{self, PaneEvent, PaneInput, PaneTarget};
+    use flightdeck::term::session::{self, PaneEvent, PaneInput};
     let d = KubeDouble::start(Options {
         nodes: nodes(),
         ..Options::default()
@@ -649,21 +647,12 @@ async fn a_pane_is_a_shell_on_a_tty_in_the_node_debug_pod() {
     let f = fleet_file(tmp.path(), &d, "");
     let fleet = flightdeck::fleet::load(&f).unwrap();
     let t = flightdeck::cloud::gke::backend::Target::of(&fleet).unwrap();
-    let pool = test_pool();
-    let nodes = t.nodes(pool.kube()).await.unwrap();
+    let reach = test_reach(tmp.path());
+    let nodes = t.nodes(reach.kube()).await.unwrap();
     let targets = t.targets("a3u", &nodes);
-    let resolver = flightdeck::ssh::pool::Resolver::new(tmp.path());
     let screen = flightdeck::term::new_screen(10, 60);
     let (etx, mut erx) = tokio::sync::mpsc::channel(1024);
-    let h = session::spawn(
-        0,
-        PaneTarget::Ssh {
-            pool: pool.clone(),
-            route: resolver.route(&targets[1]),
-        },
-        screen.clone(),
-        etx,
-    );
+    let h = session::spawn(0, reach.clone(), targets[1].clone(), screen.clone(), etx);
     h.input
         .send(PaneInput::Bytes(
             b"echo pane-$((6*7)) $HOSTNAME; stty size\n".to_vec(),
@@ -685,20 +674,12 @@ async fn a_pane_is_a_shell_on_a_tty_in_the_node_debug_pod() {
         serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "trainer-0", "labels": {"app": "torch-job"}},
         "spec": {"nodeName": "gke-a3u-flex-0", "containers": [{"name": "job", "image": "nvcr.io/nvidia/pytorch:25.01-py3", "command": ["sleep", "300"]}]}}),
     );
-    let pods = t.pods(pool.kube(), "a3u", "app=torch-job").await.unwrap();
+    let pods = t.pods(reach.kube(), "a3u", "app=torch-job").await.unwrap();
     assert_eq!(pods.len(), 1);
-    assert_eq!(pods[0].kube.as_ref().unwrap().container.as_deref(), Some("job"));
+    assert_eq!(pods[0].kube().unwrap().container.as_deref(), Some("job"));
     let screen2 = flightdeck::term::new_screen(10, 60);
     let (etx2, mut erx2) = tokio::sync::mpsc::channel(1024);
-    let h2 = session::spawn(
-        1,
-        PaneTarget::Ssh {
-            pool: pool.clone(),
-            route: resolver.route(&pods[0]),
-        },
-        screen2.clone(),
-        etx2,
-    );
+    let h2 = session::spawn(1, reach.clone(), pods[0].clone(), screen2.clone(), etx2);
     h2.input
         .send(PaneInput::Bytes(b"echo in-$HOSTNAME\n".to_vec()))
         .await

@@ -733,16 +733,12 @@ fn a_holder_socket_served_by_another_user_gets_nothing() {
         .unwrap();
     let resolver =
         flightdeck::ssh::pool::Resolver::with_config(flightdeck::ssh::config::SshConfig::default(), t.path());
-    let route = resolver.route(&flightdeck::fleet::NodeTarget {
-        index: 0,
-        name: "n-0".into(),
+    let route = resolver.route(&flightdeck::fleet::SshAddress {
         host: "10.0.0.1".into(),
         port: None,
         user: None,
         identity_file: None,
         proxy_jump: None,
-        internal_ip: None,
-        kube: None,
     });
     let opts = flightdeck::ssh::client::SshOptions {
         known_hosts: vec![],

@@ -72,18 +72,19 @@ fn node(fleet: &str, i: usize) -> flightdeck::fleet::NodeTarget {
     flightdeck::fleet::NodeTarget {
         index: i,
         name: evil(&format!("{fleet}-{i}")),
-        host: evil("10.88.0.1"),
-        port: None,
-        user: Some(evil("root")),
-        identity_file: None,
-        proxy_jump: Some(flightdeck::fleet::JumpTarget {
-            host: evil("34.1.2.3"),
-            port: None,
-            user: Some(evil("ops")),
-            identity_file: None,
-        }),
         internal_ip: Some(evil("10.0.0.1")),
-        kube: None,
+        address: flightdeck::fleet::Address::Ssh(flightdeck::fleet::SshAddress {
+            host: evil("10.88.0.1"),
+            port: None,
+            user: Some(evil("root")),
+            identity_file: None,
+            proxy_jump: Some(flightdeck::fleet::JumpTarget {
+                host: evil("34.1.2.3"),
+                port: None,
+                user: Some(evil("ops")),
+                identity_file: None,
+            }),
+        }),
     }
 }
 

@@ -365,7 +365,8 @@ fn the_cockpit_holds_connections_for_headless_commands_while_it_runs() {
 /// its limit is stopped on the node.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stdin_stderr_exit_codes_and_a_time_limit_cross_the_holder() {
-    use flightdeck::exec::{self, Transport};
+    use flightdeck::exec;
+    use flightdeck::reach::Reach;
     use flightdeck::ssh::client::{NoPrompt, SshOptions};
     use flightdeck::ssh::known_hosts::HostKeyPolicy;
     use flightdeck::ssh::mux;
@@ -399,10 +400,7 @@ async fn stdin_stderr_exit_codes_and_a_time_limit_cross_the_holder() {
         ),
         (nodes[1].clone(), "sleep 31.25".to_string(), vec![]),
     ];
-    let transport = Transport::Ssh {
-        pool,
-        resolver: resolver.clone(),
-    };
+    let transport = Reach::new(pool, resolver.clone());
     let (tx, mut rx) = exec::channel(1024);
     let run = tokio::spawn(exec::run_each_with_input(
         transport,

@@ -9,9 +9,9 @@
 //! the local node's run directories go.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use flightdeck::exec::Transport;
 use flightdeck::nccl::{history, remote};
 use flightdeck::paths::Paths;
+use flightdeck::reach::Reach;
 use flightdeck::store::Store;
 use flightdeck::tui::keymap::Keymap;
 use flightdeck::tui::nccl_service;
@@ -129,7 +129,7 @@ fn a_run_started_from_the_dialog_records_the_edited_environment() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let id = rt
         .block_on(nccl_service::start_run(&paths.state_dir, (**req).clone(), |_| {
-            Ok(Transport::Local)
+            Ok(Reach::without_ssh())
         }))
         .unwrap();
     assert_eq!(
@@ -155,7 +155,7 @@ fn a_run_started_from_the_dialog_records_the_edited_environment() {
     // was in force on the node.
     let (state, _) = Store::new(&paths.state_dir).load().unwrap();
     let nodes = state.fleets[0].nodes.clone();
-    let f = rt.block_on(remote::follow_core(Transport::Local, &id, &nodes, |_, _| {}));
+    let f = rt.block_on(remote::follow_core(Reach::without_ssh(), &id, &nodes, |_, _| {}));
     assert_eq!(f.worst(), 0, "{:?}", f.head_tail);
     assert_eq!(f.report.rows.len(), 31);
     let log = std::fs::read_to_string(home.path().join(format!(".flightdeck/runs/{id}/out.log"))).unwrap();

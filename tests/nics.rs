@@ -5,8 +5,8 @@
 
 mod support;
 
-use flightdeck::exec::Transport;
 use flightdeck::fleet::{self, NodeTarget};
+use flightdeck::reach::Reach;
 use flightdeck::ssh::client::{NoPrompt, SshOptions};
 use flightdeck::ssh::known_hosts::HostKeyPolicy;
 use flightdeck::ssh::pool::{Pool, Resolver};
@@ -183,7 +183,7 @@ fn local_fleet_with_recorded_gpus_as_json() {
     assert!(table.contains("NODE") && table.contains("local-0  lo"), "{table}");
 }
 
-fn ssh_transport(tb: &Testbed) -> (Vec<NodeTarget>, Transport) {
+fn ssh_transport(tb: &Testbed) -> (Vec<NodeTarget>, Reach) {
     let nodes = fleet::parse(Path::new("tb.yaml"), &tb.fleet_yaml("tb"))
         .unwrap()
         .node_targets();
@@ -196,7 +196,7 @@ fn ssh_transport(tb: &Testbed) -> (Vec<NodeTarget>, Transport) {
         keys: Default::default(),
     });
     let resolver = Arc::new(Resolver::new(tb.dir.path()));
-    (nodes, Transport::Ssh { pool, resolver })
+    (nodes, Reach::new(pool, resolver))
 }
 
 /// iperf3 over eth2 between two nodes for 5 s: flightdeck's rate on eth2 agrees with

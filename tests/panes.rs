@@ -5,10 +5,11 @@
 mod support;
 
 use flightdeck::fleet;
+use flightdeck::reach::Reach;
 use flightdeck::ssh::client::{NoPrompt, SshOptions};
 use flightdeck::ssh::known_hosts::HostKeyPolicy;
 use flightdeck::ssh::pool::{Pool, Resolver};
-use flightdeck::term::session::{self, PaneEvent, PaneHandle, PaneInput, PaneState, PaneTarget};
+use flightdeck::term::session::{self, PaneEvent, PaneHandle, PaneInput, PaneState};
 use flightdeck::term::{self, SharedScreen};
 use std::path::Path;
 use std::sync::Arc;
@@ -33,8 +34,7 @@ impl Panes {
             agent_socket: None,
             keys: Default::default(),
         };
-        let pool = Pool::new(opts);
-        let resolver = Resolver::new(tb.dir.path());
+        let reach = Reach::new(Pool::new(opts), Arc::new(Resolver::new(tb.dir.path())));
         let nodes = fleet::parse(Path::new("tb.yaml"), &tb.fleet_yaml("tb"))
             .unwrap()
             .node_targets();
@@ -43,11 +43,13 @@ impl Panes {
         let mut screens = vec![];
         for (i, n) in nodes.iter().enumerate() {
             let screen = term::new_screen(24, 100);
-            let target = PaneTarget::Ssh {
-                pool: pool.clone(),
-                route: resolver.route(n),
-            };
-            handles.push(session::spawn(i, target, screen.clone(), tx.clone()));
+            handles.push(session::spawn(
+                i,
+                reach.clone(),
+                n.clone(),
+                screen.clone(),
+                tx.clone(),
+            ));
             screens.push(screen);
         }
         let states = vec![PaneState::Connecting; nodes.len()];

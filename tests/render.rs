@@ -122,18 +122,19 @@ fn fleet_record(name: &str, backend: &str, n: usize) -> flightdeck::store::Fleet
             .map(|i| flightdeck::fleet::NodeTarget {
                 index: i,
                 name: format!("{name}-{i}"),
-                host: format!("10.88.0.{}", i + 1),
-                port: None,
-                user: Some("root".into()),
-                identity_file: None,
-                proxy_jump: Some(flightdeck::fleet::JumpTarget {
-                    host: "34.1.2.3".into(),
-                    port: None,
-                    user: Some("ops".into()),
-                    identity_file: None,
-                }),
                 internal_ip: None,
-                kube: None,
+                address: flightdeck::fleet::Address::Ssh(flightdeck::fleet::SshAddress {
+                    host: format!("10.88.0.{}", i + 1),
+                    port: None,
+                    user: Some("root".into()),
+                    identity_file: None,
+                    proxy_jump: Some(flightdeck::fleet::JumpTarget {
+                        host: "34.1.2.3".into(),
+                        port: None,
+                        user: Some("ops".into()),
+                        identity_file: None,
+                    }),
+                }),
             })
             .collect(),
         resources: vec![],
@@ -1210,8 +1211,11 @@ fn gcp_fleet_in_the_fleets_and_nodes_views() {
     use flightdeck::store::ResourceRecord;
     let mut rec = fleet_record("mega", "gcp", 2);
     for n in &mut rec.nodes {
-        n.proxy_jump = None;
-        n.user = Some("ubuntu".into());
+        let flightdeck::fleet::Address::Ssh(a) = &mut n.address else {
+            unreachable!()
+        };
+        a.proxy_jump = None;
+        a.user = Some("ubuntu".into());
     }
     rec.file = Some("/home/op/fleets/a3-mega-tcpxo.yaml".into());
     for i in 0..2 {
@@ -1246,9 +1250,12 @@ fn gke_fleet_pools_nodes_and_kueue_in_the_nodes_view() {
     let mut rec = fleet_record("a3u", "gke", 2);
     for (i, n) in rec.nodes.iter_mut().enumerate() {
         n.name = format!("gke-a3u-flex-{i}");
-        n.host = format!("10.0.0.{}", 10 + i);
-        n.proxy_jump = None;
-        n.user = None;
+        let flightdeck::fleet::Address::Ssh(a) = &mut n.address else {
+            unreachable!()
+        };
+        a.host = format!("10.0.0.{}", 10 + i);
+        a.proxy_jump = None;
+        a.user = None;
     }
     let mut s = state();
     update(&mut s, Msg::Fleets(Ok(vec![rec])));

@@ -4,8 +4,9 @@
 
 mod support;
 
-use flightdeck::exec::{self, Event, Stream, Transport};
-use flightdeck::fleet::{self, NodeTarget};
+use flightdeck::exec::{self, Event, Stream};
+use flightdeck::fleet::{self, NodeTarget, SshAddress};
+use flightdeck::reach::Reach;
 use flightdeck::ssh::client::{NoPrompt, SshError, SshOptions};
 use flightdeck::ssh::known_hosts::HostKeyPolicy;
 use flightdeck::ssh::pool::{Pool, Resolver};
@@ -30,6 +31,11 @@ fn nodes(tb: &Testbed) -> Vec<NodeTarget> {
         .node_targets()
 }
 
+/// The nodes' SSH addresses.
+fn hosts(tb: &Testbed) -> Vec<SshAddress> {
+    nodes(tb).iter().map(|n| n.ssh().unwrap().clone()).collect()
+}
+
 /// A resolver that reads no ~/.ssh/config of the machine running the tests.
 fn resolver(tb: &Testbed) -> Arc<Resolver> {
     Arc::new(Resolver::new(tb.dir.path()))
@@ -38,7 +44,7 @@ fn resolver(tb: &Testbed) -> Arc<Resolver> {
 async fn run_all(pool: Pool, resolver: Arc<Resolver>, nodes: Vec<NodeTarget>, cmd: &str) -> Vec<Event> {
     let (tx, mut rx) = exec::channel(1024);
     let h = tokio::spawn(exec::run(
-        Transport::Ssh { pool, resolver },
+        Reach::new(pool, resolver),
         nodes,
         cmd.to_string(),
         64,
@@ -151,7 +157,7 @@ async fn changed_host_key_is_refused_and_unknown_follows_policy() {
     tb.change_host_key(1);
     let pool = Pool::new(opts(&tb.known_hosts, HostKeyPolicy::AcceptNew));
     let res = resolver(&tb);
-    let all = nodes(&tb);
+    let all = hosts(&tb);
     let route = res.route(&all[1]);
     match pool.connect(&route).await {
         Err(SshError::HostKeyChanged {
@@ -205,7 +211,7 @@ async fn wrong_user_key_gives_a_clear_auth_error() {
         .status()
         .unwrap();
     assert!(st.success());
-    let mut n = nodes(&tb);
+    let mut n = hosts(&tb);
     n[0].identity_file = Some(other.display().to_string());
     let pool = Pool::new(opts(&tb.known_hosts, HostKeyPolicy::Refuse));
     let e = pool
@@ -289,7 +295,7 @@ async fn rsa_ecdsa_encrypted_keys_and_the_agent() {
         authorize(&tb, k);
     }
     let res = resolver(&tb);
-    let base = nodes(&tb)[0].clone();
+    let base = hosts(&tb)[0].clone();
     let with_key = |k: &Path| {
         let mut n = base.clone();
         n.identity_file = Some(k.display().to_string());
@@ -416,7 +422,7 @@ async fn an_unprotected_key_is_refused_and_a_passphrase_is_asked_once_per_run() 
     let Some(tb) = Testbed::new(3, 0) else { return };
     let d = tb.dir.path();
     let res = resolver(&tb);
-    let all = nodes(&tb);
+    let all = hosts(&tb);
     // The testbed's key, readable by others: refused as OpenSSH refuses it.
     let open = d.join("id_open");
     std::fs::copy(&tb.user_key, &open).unwrap();
@@ -479,7 +485,7 @@ async fn a_nodes_channels_share_one_connection_and_a_second_opens_at_max_session
     let Some(mut tb) = Testbed::new(1, 0) else { return };
     tb.set_max_sessions(0, 2);
     let pool = Pool::new(opts(&tb.known_hosts, HostKeyPolicy::Refuse));
-    let route = resolver(&tb).route(&nodes(&tb)[0]);
+    let route = resolver(&tb).route(&hosts(&tb)[0]);
     // A sampler-like exec and a pane's shell: one connection.
     let (c1, ch1) = pool.exec(&route, "sleep 60").await.unwrap();
     let (c2, ch2) = pool.shell(&route, "xterm-256color", 80, 24).await.unwrap();
@@ -528,16 +534,12 @@ async fn a_silent_host_times_out_and_the_message_counts_the_attempts() {
     let known = dir.path().join("known_hosts");
     let pool = Pool::new(opts(&known, HostKeyPolicy::Refuse));
     let res = Resolver::new(dir.path());
-    let node = NodeTarget {
-        index: 0,
-        name: "silent".into(),
+    let node = SshAddress {
         host: "127.0.0.1".into(),
         port: Some(port),
         user: Some("root".into()),
         identity_file: None,
         proxy_jump: None,
-        internal_ip: None,
-        kube: None,
     };
     let mut route = res.route(&node);
     route.target.connect_timeout = std::time::Duration::from_millis(400);

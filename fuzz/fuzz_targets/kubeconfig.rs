@@ -3,7 +3,8 @@
 //! context `fuzz`; the plugins it names are judged against each opt-in and summarised,
 //! as `fleet plan` shows them. Nothing is ever run.
 #![no_main]
-use flightdeck::cloud::gke::cluster::{load_kubeconfig, PluginOptIn};
+use flightdeck::cloud::gke::cluster::load_kubeconfig;
+use flightdeck::node::kube::PluginOptIn;
 use libfuzzer_sys::fuzz_target;
 use std::os::unix::fs::PermissionsExt;
 

@@ -17,9 +17,10 @@ use crate::cloud::gcp::layout::DATA_MTU;
 /// The largest data NIC MTU accepted: Cluster Toolkit's GPU VPCs (modules/network/
 /// multivpc, default 8896); dstack, SkyPilot and `fleet apply` make them at [`DATA_MTU`].
 pub const DATA_MTU_MAX: u32 = 8896;
-use crate::exec::{self, Transport};
+use crate::exec::{self};
 use crate::fleet::NodeTarget;
 use crate::nccl::GpuDirect;
+use crate::reach::Reach;
 use std::fmt::Write as _;
 
 const MARK: &str = "@@fd-preflight";
@@ -440,7 +441,7 @@ pub fn report(flavour: GpuDirect, failures: &[NodeFailure]) -> String {
 /// `progress`. `Ok` when every check passes on every node (or the flavour needs none),
 /// else the report.
 pub async fn check_nodes(
-    transport: Transport,
+    reach: Reach,
     nodes: &[NodeTarget],
     flavour: GpuDirect,
     env: &[String],
@@ -459,7 +460,7 @@ pub async fn check_nodes(
         .iter()
         .map(|n| (n.clone(), "sh -s".to_string(), text.as_bytes().to_vec()))
         .collect();
-    let out = exec::collect_with_input(transport, jobs).await;
+    let out = exec::collect_with_input(reach, jobs).await;
     let mut failures = vec![];
     let parsed: Vec<(i32, Vec<Check>, String)> = out
         .into_iter()

@@ -9,9 +9,10 @@
 
 use super::{Marker, AS_ROOT};
 use crate::cloud::Progress;
-use crate::exec::{self, Event, Stream, Transport};
+use crate::exec::{self, Event, Stream};
 use crate::fleet::NodeTarget;
 use crate::nccl::GpuDirect;
+use crate::reach::Reach;
 use std::collections::VecDeque;
 use std::time::Duration;
 
@@ -154,19 +155,19 @@ impl Tracker {
 
 /// Bootstrap `nodes` for `flavour`; one outcome per node, in the nodes' order.
 pub async fn run(
-    transport: Transport,
+    reach: Reach,
     nodes: &[NodeTarget],
     flavour: GpuDirect,
     progress: Progress<'_>,
 ) -> Vec<NodeOutcome> {
     let script = super::script(flavour);
-    run_script(transport, nodes, &script, progress).await
+    run_script(reach, nodes, &script, progress).await
 }
 
 /// Run a bootstrap `script` (as [`super::render`] makes them) on `nodes` as root, under
 /// bash ([`AS_ROOT`]; a node without bash fails with exit 127 and says so in its tail).
 pub async fn run_script(
-    transport: Transport,
+    reach: Reach,
     nodes: &[NodeTarget],
     script: &str,
     progress: Progress<'_>,
@@ -179,7 +180,7 @@ pub async fn run_script(
     let mut results: Vec<Option<(i32, Option<String>)>> = vec![None; nodes.len()];
     let pos = |index: usize| nodes.iter().position(|n| n.index == index);
     let (tx, mut rx) = exec::channel(256);
-    let task = tokio::spawn(exec::run_each_with_input(transport, jobs, 64, Some(LIMIT), tx));
+    let task = tokio::spawn(exec::run_each_with_input(reach, jobs, 64, Some(LIMIT), tx));
     let mut finished = 0;
     progress(crate::progress::tally(0, nodes.len(), "nodes finished"));
     while let Some(ev) = rx.recv().await {

@@ -67,7 +67,7 @@ pub fn run(args: &DoctorArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCo
     }
     let only = only(&args.only)?;
     let fleet_arg = args.fleet.as_deref().unwrap_or_default();
-    let (fleet, all, transport) = super::resolve_fleet(fleet_arg, cli, paths)?;
+    let (fleet, all, reach) = super::resolve_fleet(fleet_arg, cli, paths)?;
     let nodes: Vec<NodeTarget> = if args.nodes.is_empty() {
         all.clone()
     } else {
@@ -110,13 +110,14 @@ pub fn run(args: &DoctorArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCo
         Event::Progress(p) => status.print(&p),
         Event::Fleet(_) => {}
     };
-    let mut report = rt.block_on(doctor::run::examine(transport, &fleet, &nodes, &ctx, &on));
+    let kube = reach.kube().clone();
+    let mut report = rt.block_on(doctor::run::examine(reach, &fleet, &nodes, &ctx, &on));
     if ctx.wants("placement") {
         let record = crate::store::Store::new(&paths.state_dir)
             .load()
             .ok()
             .and_then(|(s, _)| s.fleet(&fleet).ok().cloned());
-        let inventory = super::inventory_context(paths)?;
+        let inventory = super::inventory_context(paths)?.with_kube(kube);
         report.add(rt.block_on(doctor::run::placement(
             &inventory,
             record.as_ref(),

@@ -21,7 +21,7 @@ struct NodeJson {
 }
 
 pub fn run(args: &ExecArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
-    let (_name, all, transport) = super::resolve_fleet(&args.fleet, cli, paths)?;
+    let (_name, all, reach) = super::resolve_fleet(&args.fleet, cli, paths)?;
     let nodes: Vec<NodeTarget> = if args.nodes.is_empty() {
         all.clone()
     } else {
@@ -63,7 +63,7 @@ pub fn run(args: &ExecArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode
             .iter()
             .map(|n| (n.clone(), remote.clone(), Vec::new()))
             .collect();
-        let run = tokio::spawn(exec::run_each_with_input(transport, jobs, args.fanout, limit, tx));
+        let run = tokio::spawn(exec::run_each_with_input(reach, jobs, args.fanout, limit, tx));
         // Streamed output goes through one buffer, written out whenever no more output is
         // waiting (so it stays live) and before anything goes to stderr (so the two
         // interleave as they arrived).
@@ -134,7 +134,7 @@ pub fn run(args: &ExecArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode
             .zip(out)
             .map(|((n, r), (so, se))| NodeJson {
                 node: n.name.clone(),
-                host: n.host.clone(),
+                host: n.host().to_string(),
                 exit_code: r.code,
                 error: r.error.clone(),
                 stdout: so,
@@ -194,7 +194,7 @@ fn print_collapsed(nodes: &[NodeTarget], results: &[NodeResult], out: &[(String,
     for (text, names) in groups {
         let title = format!(
             "{} ({} node{})",
-            exec::compress_names(&names),
+            crate::words::compress_names(&names),
             names.len(),
             if names.len() == 1 { "" } else { "s" }
         );
@@ -227,7 +227,7 @@ pub fn summary(nodes: &[NodeTarget], results: &[NodeResult]) -> String {
             if *code == 0 {
                 format!("{} {what}", names.len())
             } else {
-                format!("{} {what} ({})", names.len(), exec::compress_names(names))
+                format!("{} {what} ({})", names.len(), crate::words::compress_names(names))
             }
         })
         .collect();

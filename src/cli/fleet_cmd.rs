@@ -92,14 +92,13 @@ pub fn run(cmd: &FleetCommand, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitC
                     return Ok(ExitCode::FAILURE);
                 }
             };
-            let (pool, resolver) = super::ssh_setup(cli, paths);
-            let transport = crate::exec::Transport::Ssh { pool, resolver };
+            let reach = super::reach(&record.nodes, cli, paths);
             let enabled = Config::load(paths)?.gcp.and_then(|g| g.bootstrap).unwrap_or(true);
             match rt.block_on(cloud::lifecycle::bootstrap_after_apply(
                 enabled,
                 &fleet,
                 &record,
-                transport,
+                reach,
                 *no_bootstrap,
                 &progress,
             )) {
@@ -176,7 +175,7 @@ pub fn run(cmd: &FleetCommand, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitC
             };
             let kind = record.backend;
             for n in &record.nodes {
-                errln!("  delete  node  {:<20} {}", n.name, n.host);
+                errln!("  delete  node  {:<20} {}", n.name, n.host());
             }
             for c in inventory_for(kind).delete_plan(&record).changes {
                 if c.cloud.is_some() {
@@ -228,7 +227,7 @@ fn bootstrap(
     if let Some(why) = inventory_for(record.backend).refuses_bootstrap(&record.name) {
         anyhow::bail!(why);
     }
-    let transport = super::transport(record.backend, cli, paths);
+    let reach = super::reach(&record.nodes, cli, paths);
     let (name, all) = (record.name, record.nodes);
     let flavour = match flavour {
         Some(f) => f.gpudirect(),
@@ -257,7 +256,7 @@ fn bootstrap(
     );
     let status = super::StatusLine::start(&format!("bootstrap {name}"));
     let progress = |line: String| status.print(&line);
-    let outcomes = runtime()?.block_on(bootstrap::remote::run(transport, &nodes, flavour, &progress));
+    let outcomes = runtime()?.block_on(bootstrap::remote::run(reach, &nodes, flavour, &progress));
     drop(status);
     if json {
         outln!("{}", serde_json::to_string_pretty(&outcomes)?);
@@ -381,8 +380,17 @@ pub fn backend(
     cancel: &cloud::Cancel,
 ) -> anyhow::Result<Box<dyn Backend>> {
     let gcp = Config::load(paths)?.gcp;
-    cloud::lifecycle::backend(kind, gcp, paths, || super::ssh_setup(cli, paths), cancel)
-        .map_err(anyhow::Error::msg)
+    cloud::lifecycle::backend(
+        kind,
+        gcp,
+        paths,
+        || {
+            let (pool, resolver) = super::ssh_setup(cli, paths);
+            crate::reach::Reach::new(pool, resolver)
+        },
+        cancel,
+    )
+    .map_err(anyhow::Error::msg)
 }
 
 fn load_reporting(file: &std::path::Path) -> Option<Fleet> {

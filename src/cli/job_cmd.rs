@@ -44,10 +44,10 @@ pub fn run(c: &JobCommand, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode>
     }
 }
 
-/// Where a job on `fleet` starts: the fleet's name, backend family, nodes and transport,
+/// Where a job on `fleet` starts: the fleet's name, backend family, nodes and reach,
 /// and its file's spec when it has one (preflight on, no `files:` from outside).
 fn fleet_of(fleet: &str, cli: &Cli, paths: &Paths) -> anyhow::Result<remote::Target> {
-    let (name, nodes, transport) = super::resolve_fleet(fleet, cli, paths)?;
+    let (name, nodes, reach) = super::resolve_fleet(fleet, cli, paths)?;
     let (state, _) = Store::new(&paths.state_dir).load()?;
     let record = state.fleet(&name).ok();
     let file = record
@@ -59,7 +59,7 @@ fn fleet_of(fleet: &str, cli: &Cli, paths: &Paths) -> anyhow::Result<remote::Tar
         fleet: name,
         backend,
         nodes,
-        transport,
+        reach,
         spec: loaded.map(|f| f.spec),
         preflight: true,
         files_outside: false,
@@ -105,7 +105,7 @@ fn run_job(
         files_outside,
         ..fleet_of(&job.fleet, cli, paths)?
     };
-    let runner = jobs::runner_for(target.backend, target.transport.clone());
+    let runner = jobs::runner_for(target.backend, target.reach.clone());
     let rt = super::runtime()?;
     let store = Store::new(&paths.state_dir);
     let name = job.name.clone();
@@ -154,11 +154,11 @@ fn job_nodes(
     cli: &Cli,
     paths: &Paths,
 ) -> anyhow::Result<(Vec<JobNode>, Arc<dyn JobRunner>)> {
-    let (_, all, transport) = super::resolve_fleet(&record.fleet, cli, paths)?;
+    let (_, all, reach) = super::resolve_fleet(&record.fleet, cli, paths)?;
     let (state, _) = Store::new(&paths.state_dir).load()?;
     let (runner, nodes) = match state.fleet(&record.fleet).ok() {
         Some(f) => {
-            let runner = jobs::runner_for(f.backend, transport);
+            let runner = jobs::runner_for(f.backend, reach);
             let nodes = runner.job_nodes(record, f);
             (runner, nodes)
         }
@@ -167,7 +167,7 @@ fn job_nodes(
             let file = crate::fleet::load(std::path::Path::new(&record.fleet)).ok();
             let kind = family(None, file.as_ref(), &record.fleet)?;
             (
-                jobs::runner_for(kind, transport),
+                jobs::runner_for(kind, reach),
                 jobs::runner::job_nodes(record, &all),
             )
         }

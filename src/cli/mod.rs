@@ -613,26 +613,25 @@ pub fn resolve_record(fleet: &str, paths: &Paths) -> anyhow::Result<crate::store
     crate::fleet::resolve(fleet, &state).map_err(anyhow::Error::msg)
 }
 
-/// How this command reaches a fleet's nodes.
-pub fn transport(kind: crate::fleet::BackendKind, cli: &Cli, paths: &Paths) -> crate::exec::Transport {
-    use crate::fleet::BackendKind;
-    match kind {
-        BackendKind::Local => crate::exec::Transport::Local,
-        BackendKind::Ssh | BackendKind::Gcp | BackendKind::Gke => {
-            let (pool, resolver) = ssh_setup(cli, paths);
-            crate::exec::Transport::Ssh { pool, resolver }
-        }
+/// How this command reaches `nodes`: SSH (and the connection holder) is set up only
+/// when one of them is an SSH node.
+pub fn reach(nodes: &[crate::fleet::NodeTarget], cli: &Cli, paths: &Paths) -> crate::reach::Reach {
+    if nodes.iter().any(|n| n.ssh().is_some()) {
+        let (pool, resolver) = ssh_setup(cli, paths);
+        crate::reach::Reach::new(pool, resolver)
+    } else {
+        crate::reach::Reach::without_ssh()
     }
 }
 
-/// The name, nodes and transport of a fleet given by name (from the state) or by file.
+/// The name, nodes and reach of a fleet given by name (from the state) or by file.
 pub fn resolve_fleet(
     fleet: &str,
     cli: &Cli,
     paths: &Paths,
-) -> anyhow::Result<(String, Vec<crate::fleet::NodeTarget>, crate::exec::Transport)> {
-    let (name, _, nodes, transport) = resolve_fleet_kind(fleet, cli, paths)?;
-    Ok((name, nodes, transport))
+) -> anyhow::Result<(String, Vec<crate::fleet::NodeTarget>, crate::reach::Reach)> {
+    let (name, _, nodes, reach) = resolve_fleet_kind(fleet, cli, paths)?;
+    Ok((name, nodes, reach))
 }
 
 /// [`resolve_fleet`], with the fleet's backend family.
@@ -644,11 +643,11 @@ pub fn resolve_fleet_kind(
     String,
     crate::fleet::BackendKind,
     Vec<crate::fleet::NodeTarget>,
-    crate::exec::Transport,
+    crate::reach::Reach,
 )> {
     let r = resolve_record(fleet, paths)?;
-    let transport = transport(r.backend, cli, paths);
-    Ok((r.name, r.backend, r.nodes, transport))
+    let reach = reach(&r.nodes, cli, paths);
+    Ok((r.name, r.backend, r.nodes, reach))
 }
 
 /// What the fleets' inventories read: the state dir, the config's `gcp:` block, and

@@ -379,7 +379,6 @@ mod tests {
 // ---- nccl run / nccl attach ----
 
 use super::{Cli, NcclEngine, NcclProfile};
-use crate::exec::Transport;
 use crate::fleet::{BackendKind, NodeTarget};
 use crate::nccl::expect::Verdict;
 use crate::nccl::history::{self, SavedRun};
@@ -388,6 +387,7 @@ use crate::nccl::remote;
 use crate::nccl::runner::{self, Engine, RunSpec};
 use crate::nccl::{profile, GpuDirect};
 use crate::paths::Paths;
+use crate::reach::Reach;
 use crate::store::{self, RunRecord, Store};
 
 #[derive(Debug, clap::Args)]
@@ -570,7 +570,7 @@ fn show_profile(spec: &RunSpec, kind: BackendKind, why: &str) {
 /// Launch the run on the fleet (through its family's [`crate::nccl::RunLauncher`]),
 /// record it, follow it, and remove what it left.
 pub fn run(args: &RunArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
-    let (fleet, kind, all, transport) = super::resolve_fleet_kind(&args.fleet, cli, paths)?;
+    let (fleet, kind, all, reach) = super::resolve_fleet_kind(&args.fleet, cli, paths)?;
     let plan = plan(&args.bench, &args.fleet, &fleet, kind, paths)?;
     let nodes: Vec<NodeTarget> = if args.nodes.is_empty() {
         all.clone()
@@ -586,7 +586,7 @@ pub fn run(args: &RunArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode>
     let start = Start {
         fleet: fleet.clone(),
         nodes,
-        transport: transport.clone(),
+        reach: reach.clone(),
         spec: plan.spec,
         mpirun: args.bench.mpirun.clone(),
         machine: plan.machine,
@@ -601,16 +601,8 @@ pub fn run(args: &RunArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode>
         .map(|what| format!(" ({what} stay until then)"))
         .unwrap_or_default();
     errln!("it survives this terminal: `flightdeck nccl attach {id}` follows it again{stays}");
-    let code = follow(
-        &rt,
-        transport.clone(),
-        &fleet,
-        &id,
-        &started.heads,
-        args.json,
-        paths,
-    );
-    clean_up(&rt, launcher, &transport, &id, &started.heads);
+    let code = follow(&rt, reach.clone(), &fleet, &id, &started.heads, args.json, paths);
+    clean_up(&rt, launcher, &reach, &id, &started.heads);
     code
 }
 
@@ -618,11 +610,11 @@ pub fn run(args: &RunArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode>
 fn clean_up(
     rt: &tokio::runtime::Runtime,
     launcher: &dyn crate::nccl::RunLauncher,
-    transport: &Transport,
+    reach: &Reach,
     id: &str,
     heads: &[NodeTarget],
 ) {
-    match rt.block_on(launcher.cleanup(transport, id, heads)) {
+    match rt.block_on(launcher.cleanup(reach, id, heads)) {
         Ok(Some(removed)) => errln!("{removed}"),
         Ok(None) => {}
         Err(e) => errln!("warning: {e}"),
@@ -644,12 +636,12 @@ pub fn attach(id: Option<&str>, json: bool, cli: &Cli, paths: &Paths) -> anyhow:
             .copied()
             .ok_or_else(|| anyhow::anyhow!("no NCCL runs yet"))?,
     };
-    let (fleet, kind, all, transport) = super::resolve_fleet_kind(&run.fleet, cli, paths)?;
+    let (fleet, kind, all, reach) = super::resolve_fleet_kind(&run.fleet, cli, paths)?;
     let launcher = crate::nccl::launcher_for(kind);
     let nodes = launcher.heads(run, &all);
     let rt = super::runtime()?;
-    let code = follow(&rt, transport.clone(), &fleet, &run.id, &nodes, json, paths);
-    clean_up(&rt, launcher, &transport, &run.id, &nodes);
+    let code = follow(&rt, reach.clone(), &fleet, &run.id, &nodes, json, paths);
+    clean_up(&rt, launcher, &reach, &run.id, &nodes);
     code
 }
 
@@ -670,7 +662,7 @@ pub(super) fn verdict_line(v: &Verdict, from: Option<&str>) -> String {
 /// Follow run `id` and print it (rows live on stderr, then the table or the JSON).
 fn follow(
     rt: &tokio::runtime::Runtime,
-    transport: Transport,
+    reach: Reach,
     fleet: &str,
     id: &str,
     nodes: &[NodeTarget],
@@ -694,7 +686,7 @@ fn follow(
     };
     let (f, saved) = rt.block_on(remote::follow_to_end(
         &paths.state_dir,
-        transport,
+        reach,
         fleet,
         id,
         nodes,

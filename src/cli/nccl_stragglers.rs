@@ -65,7 +65,7 @@ pub fn run(args: &StragglerArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<Exi
             args.threshold
         );
     }
-    let (fleet, kind, nodes, transport) = super::resolve_fleet_kind(&args.fleet, cli, paths)?;
+    let (fleet, kind, nodes, reach) = super::resolve_fleet_kind(&args.fleet, cli, paths)?;
     if nodes.is_empty() {
         anyhow::bail!("fleet `{fleet}` has no nodes");
     }
@@ -74,7 +74,7 @@ pub fn run(args: &StragglerArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<Exi
     let rt = super::runtime()?;
     if !args.bench.no_preflight {
         rt.block_on(crate::bootstrap::preflight::check_nodes(
-            transport.clone(),
+            reach.clone(),
             &nodes,
             spec.profile,
             &spec.env_lines(),
@@ -108,11 +108,7 @@ pub fn run(args: &StragglerArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<Exi
                         "setting up SSH between the {} nodes for mpirun",
                         nodes.len()
                     ));
-                    rt.block_on(crate::nccl::nodes::setup_node_ssh(
-                        transport.clone(),
-                        &fleet,
-                        &nodes,
-                    ))?;
+                    rt.block_on(crate::nccl::nodes::setup_node_ssh(reach.clone(), &fleet, &nodes))?;
                     ssh_ready = true;
                 }
                 let mut handles = vec![];
@@ -127,8 +123,8 @@ pub fn run(args: &StragglerArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<Exi
                             .collect::<Vec<_>>()
                             .join(" ")
                     );
-                    let (transport, spec, paths, fleet, mpirun) = (
-                        transport.clone(),
+                    let (reach, spec, paths, fleet, mpirun) = (
+                        reach.clone(),
                         spec.clone(),
                         paths.clone(),
                         fleet.clone(),
@@ -139,7 +135,7 @@ pub fn run(args: &StragglerArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<Exi
                         let start = Start {
                             fleet: fleet.clone(),
                             nodes: group_nodes,
-                            transport: transport.clone(),
+                            reach: reach.clone(),
                             spec,
                             mpirun,
                             machine,
@@ -160,15 +156,9 @@ pub fn run(args: &StragglerArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<Exi
                             }
                         };
                         let (id, heads) = (started.id, started.heads);
-                        let (f, _) = remote::follow_to_end(
-                            &paths.state_dir,
-                            transport,
-                            &fleet,
-                            &id,
-                            &heads,
-                            |_, _| {},
-                        )
-                        .await;
+                        let (f, _) =
+                            remote::follow_to_end(&paths.state_dir, reach, &fleet, &id, &heads, |_, _| {})
+                                .await;
                         let worst = f.worst();
                         let busbw = if worst == 0 { f.report.peak_busbw() } else { None };
                         let error = match (worst, busbw) {

@@ -29,7 +29,7 @@ pub fn run(args: &NicsArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode
         errln!("flightdeck nics: --samples must be at least 1");
         return Ok(ExitCode::from(2));
     }
-    let (name, nodes, transport) = super::resolve_fleet(&args.fleet, cli, paths)?;
+    let (name, nodes, reach) = super::resolve_fleet(&args.fleet, cli, paths)?;
     let classifier = Classifier {
         data: args.data_nics.clone(),
         control: args.control_nics.clone(),
@@ -46,7 +46,7 @@ pub fn run(args: &NicsArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode
         let (tx, mut rx) = tokio::sync::mpsc::channel(1024);
         let mut options = Options::once(interval);
         options.gpu_links = args.gpu_links;
-        let samplers = service::spawn(transport, nodes.clone(), options, tx);
+        let samplers = service::spawn(reach, nodes.clone(), options, tx);
         let deadline =
             tokio::time::Instant::now() + START_GRACE + interval.duration() * (2 * records_wanted as u32);
         let pending = |done: &[bool]| nodes.iter().any(|n| !done[n.index]);
@@ -103,7 +103,7 @@ pub fn run(args: &NicsArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode
         .map(|n| NodeInfo {
             index: n.index,
             name: n.name.clone(),
-            host: n.host.clone(),
+            host: n.host().to_string(),
             error: errors[n.index].clone(),
         })
         .collect();

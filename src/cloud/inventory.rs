@@ -357,7 +357,7 @@ pub fn node_deletes(record: &FleetRecord) -> Vec<Change> {
             action: "delete",
             kind: "node",
             name: n.name.clone(),
-            place: n.host.clone(),
+            place: n.host().to_string(),
             cloud: None,
         })
         .collect()
@@ -371,15 +371,20 @@ pub fn recorded_nodes(record: &FleetRecord) -> NodeView {
         .map(|n| {
             Row::node(
                 &n.name,
-                vec![n.name.clone(), n.host.clone()],
+                vec![n.name.clone(), n.host().to_string()],
                 vec![
                     Cell::Text(n.name.clone()),
-                    Cell::Text(match n.port {
-                        Some(p) if p != 22 => format!("{}:{p}", n.host),
-                        _ => n.host.clone(),
+                    Cell::Text(match n.port() {
+                        Some(p) if p != 22 => format!("{}:{p}", n.host()),
+                        _ => n.host().to_string(),
                     }),
-                    Cell::Text(n.user.clone().unwrap_or_default()),
-                    Cell::Text(n.proxy_jump.as_ref().map(|j| j.host.clone()).unwrap_or_default()),
+                    Cell::Text(n.user().unwrap_or_default().to_string()),
+                    Cell::Text(
+                        n.ssh()
+                            .and_then(|s| s.proxy_jump.as_ref())
+                            .map(|j| j.host.clone())
+                            .unwrap_or_default(),
+                    ),
                     Cell::Pane { toned: true },
                 ],
             )

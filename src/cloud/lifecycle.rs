@@ -134,37 +134,29 @@ pub fn gcp_backend(
 }
 
 /// The backend for a kind; `gcp` is the config's `gcp:` block (its defaults when unset);
-/// `ssh` gives the SSH pool and resolver where one is needed; `cancel` stops an apply of a
+/// `reach` gives the way to reach nodes where one is needed; `cancel` stops an apply of a
 /// cloud backend.
 pub fn backend(
     kind: BackendKind,
     gcp: Option<super::gcp::settings::GcpSettings>,
     paths: &crate::paths::Paths,
-    ssh: impl FnOnce() -> (crate::ssh::pool::Pool, std::sync::Arc<crate::ssh::pool::Resolver>),
+    reach: impl FnOnce() -> crate::reach::Reach,
     cancel: &super::Cancel,
 ) -> Result<Box<dyn Backend>, String> {
     Ok(match kind {
         BackendKind::Local => Box::new(super::local::Local),
-        BackendKind::Ssh => {
-            let (pool, resolver) = ssh();
-            Box::new(super::ssh_hosts::SshHosts {
-                pool,
-                resolver,
-                fanout: 64,
-            })
-        }
-        BackendKind::Gke => {
-            let (pool, _) = ssh();
-            Box::new(super::gke::GkeBackend {
-                clients: pool.kube().clone(),
-            })
-        }
+        BackendKind::Ssh => Box::new(super::ssh_hosts::SshHosts {
+            reach: reach(),
+            fanout: 64,
+        }),
+        BackendKind::Gke => Box::new(super::gke::GkeBackend {
+            clients: reach().kube().clone(),
+        }),
         BackendKind::Gcp => {
             let mut b = gcp_backend(gcp.unwrap_or_default(), paths);
             b.cancel = cancel.clone();
             if b.settings.proxy_jump.is_some() {
-                let (pool, resolver) = ssh();
-                b.ssh = Some(crate::exec::Transport::Ssh { pool, resolver });
+                b.ssh = Some(reach());
             }
             Box::new(b)
         }
@@ -185,7 +177,7 @@ pub async fn bootstrap_after_apply(
     enabled: bool,
     fleet: &Fleet,
     record: &FleetRecord,
-    transport: crate::exec::Transport,
+    reach: crate::reach::Reach,
     skip: bool,
     progress: Progress<'_>,
 ) -> Result<(), String> {
@@ -216,7 +208,7 @@ pub async fn bootstrap_after_apply(
         crate::bootstrap::flavour_title(flavour),
         flavour.name()
     ));
-    let outcomes = crate::bootstrap::remote::run(transport, &record.nodes, flavour, progress).await;
+    let outcomes = crate::bootstrap::remote::run(reach, &record.nodes, flavour, progress).await;
     let summary = crate::bootstrap::remote::summary(flavour, &outcomes);
     if outcomes.iter().all(|o| o.ok()) {
         progress(summary);

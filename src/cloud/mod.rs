@@ -144,7 +144,7 @@ pub fn node_plan(kind: BackendKind, fleet: &Fleet, recorded: Option<&FleetRecord
     let had: Vec<NodeTarget> = recorded.map(|r| r.nodes.clone()).unwrap_or_default();
     let mut changes = Vec::new();
     for n in &wanted {
-        let action = if had.iter().any(|h| h.host == n.host && h.port == n.port) {
+        let action = if had.iter().any(|h| h.host() == n.host() && h.port() == n.port()) {
             "keep"
         } else {
             "create"
@@ -158,7 +158,10 @@ pub fn node_plan(kind: BackendKind, fleet: &Fleet, recorded: Option<&FleetRecord
         });
     }
     for h in &had {
-        if !wanted.iter().any(|n| n.host == h.host && n.port == h.port) {
+        if !wanted
+            .iter()
+            .any(|n| n.host() == h.host() && n.port() == h.port())
+        {
             changes.push(Change {
                 action: "delete",
                 kind: "node",
@@ -175,9 +178,9 @@ pub fn node_plan(kind: BackendKind, fleet: &Fleet, recorded: Option<&FleetRecord
 }
 
 fn place(n: &NodeTarget) -> String {
-    match n.port {
-        Some(p) if p != 22 => format!("{}:{p}", n.host),
-        _ => n.host.clone(),
+    match n.port() {
+        Some(p) if p != 22 => format!("{}:{p}", n.host()),
+        _ => n.host().to_string(),
     }
 }
 

@@ -3,16 +3,14 @@
 //! is recorded only when every node answered.
 
 use super::{Backend, Progress};
-use crate::exec::{self, Event, Transport};
+use crate::exec::{self, Event};
 use crate::fleet::{BackendKind, Fleet, NodeTarget};
+use crate::reach::Reach;
 use crate::ssh::client::BoxFuture;
-use crate::ssh::pool::{Pool, Resolver};
 use crate::store::FleetRecord;
-use std::sync::Arc;
 
 pub struct SshHosts {
-    pub pool: Pool,
-    pub resolver: Arc<Resolver>,
+    pub reach: Reach,
     pub fanout: usize,
 }
 
@@ -29,12 +27,8 @@ impl Backend for SshHosts {
         Box::pin(async move {
             let nodes = fleet.node_targets();
             let (tx, mut rx) = exec::channel(256);
-            let transport = Transport::Ssh {
-                pool: self.pool.clone(),
-                resolver: self.resolver.clone(),
-            };
             let run = tokio::spawn(exec::run(
-                transport,
+                self.reach.clone(),
                 nodes.clone(),
                 "uname -n".into(),
                 self.fanout,

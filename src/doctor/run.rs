@@ -5,8 +5,9 @@
 use super::{
     judge_facts, judge_fleet, judge_node, net, script, Context, Facts, Finding, Outcome, Report, Seen,
 };
-use crate::exec::{self, Chunk, Stream, Transport};
+use crate::exec::{self, Chunk, Stream};
 use crate::fleet::NodeTarget;
+use crate::reach::Reach;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// What the doctor reports as it goes.
@@ -33,7 +34,7 @@ fn now_ns() -> i128 {
 /// Examine `nodes`; `on` hears every finding as it is made. The report holds them all,
 /// causes linked.
 pub async fn examine(
-    transport: Transport,
+    reach: Reach,
     fleet: &str,
     nodes: &[NodeTarget],
     ctx: &Context,
@@ -58,7 +59,7 @@ pub async fn examine(
     let (tx, mut rx) = exec::channel(1024);
     let fanout = nodes.len().clamp(1, 256);
     let h = tokio::spawn(exec::run_each_with_input(
-        transport.clone(),
+        reach.clone(),
         jobs,
         fanout,
         Some(NODE_LIMIT),
@@ -165,7 +166,7 @@ pub async fn examine(
     on(Event::Fleet(fleet_findings));
 
     if ctx.wants("reach") {
-        let found = reach(transport, nodes, &seen, on).await;
+        let found = reach_matrix(reach, nodes, &seen, on).await;
         report.add(found.clone());
         on(Event::Fleet(found));
     }
@@ -175,8 +176,8 @@ pub async fn examine(
 }
 
 /// The reachability matrix over the nodes that answered.
-async fn reach(
-    transport: Transport,
+async fn reach_matrix(
+    reach: Reach,
     nodes: &[NodeTarget],
     seen: &[(usize, Seen<'_>)],
     on: &(dyn Fn(Event) + Send + Sync),
@@ -284,7 +285,7 @@ async fn reach(
         total_ms as f64 / 1000.0
     )));
     let limit = Duration::from_millis(total_ms + 30_000);
-    let out = collect_bounded(transport, jobs, limit).await;
+    let out = collect_bounded(reach, jobs, limit).await;
     let mut probes: Vec<net::Probe> = vec![];
     for ((a, peers), (code, stdout, dropped)) in peers_of.into_iter().zip(out) {
         if dropped > 0 {
@@ -337,13 +338,13 @@ const REACH_CAP: usize = 8 * 1024 * 1024;
 /// Each job run as [`exec::collect_within`] runs it: (exit status, stdout, bytes of
 /// stdout past [`REACH_CAP`], dropped unread) in the jobs' order.
 async fn collect_bounded(
-    transport: Transport,
+    reach: Reach,
     jobs: Vec<(NodeTarget, String, Vec<u8>)>,
     limit: Duration,
 ) -> Vec<(i32, String, u64)> {
     let order: Vec<usize> = jobs.iter().map(|(n, _, _)| n.index).collect();
     let (tx, mut rx) = exec::channel(1024);
-    let h = tokio::spawn(exec::run_each_with_input(transport, jobs, 64, Some(limit), tx));
+    let h = tokio::spawn(exec::run_each_with_input(reach, jobs, 64, Some(limit), tx));
     let mut out: Vec<(i32, String, u64)> = vec![(exec::UNREACHABLE, String::new(), 0); order.len()];
     while let Some(c) = rx.recv_chunk().await {
         let (Chunk::Lines { node, .. } | Chunk::Done { node, .. }) = &c;

@@ -5,6 +5,7 @@ pub mod kind;
 mod resolve;
 pub mod spec;
 
+use crate::node::kube::KubeNode;
 use crate::yaml::{self, YamlError};
 pub use kind::BackendKind;
 pub use resolve::resolve;
@@ -82,22 +83,182 @@ impl From<YamlError> for Diagnostic {
     }
 }
 
-/// How to reach one node.
+/// One node of a fleet: its place, its name, and how to reach it.
+///
+/// state.json keeps a node in one flat shape whatever its address (`host`, `port`, `user`,
+/// `identity_file`, `proxy_jump`, `internal_ip`, and `kube` for a Kubernetes node), as it
+/// always has: a local node is written as `host: localhost`, and read back as local by
+/// its fleet's record (`store`), since the flat shape alone cannot tell it from an SSH
+/// host named localhost.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(from = "FlatNode", into = "FlatNode")]
 pub struct NodeTarget {
     pub index: usize,
     /// The name shown for the node (`<fleet>-<index>`).
     pub name: String,
-    /// Host name or address; `localhost` for the local backend.
+    pub internal_ip: Option<String>,
+    pub address: Address,
+}
+
+/// How a node is reached.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Address {
+    /// This machine: commands run with `sh -c`, shells on a local PTY.
+    Local,
+    /// A host reached over SSH.
+    Ssh(SshAddress),
+    /// A Kubernetes node (or a pod on it), reached through the Kubernetes exec API.
+    /// `host` is what is shown and selected by: its IP, else its name.
+    Kube { host: String, node: KubeNode },
+}
+
+/// An SSH host as the fleet gives it; what it leaves out comes from ssh_config.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SshAddress {
+    /// Host name, address or ssh_config alias.
     pub host: String,
     pub port: Option<u16>,
     pub user: Option<String>,
     pub identity_file: Option<String>,
     pub proxy_jump: Option<JumpTarget>,
-    pub internal_ip: Option<String>,
-    /// A GKE node: reached through the Kubernetes API (exec into a pod on it), not SSH.
+}
+
+impl SshAddress {
+    /// `host`, everything else from ssh_config.
+    pub fn new(host: &str) -> SshAddress {
+        SshAddress {
+            host: host.to_string(),
+            port: None,
+            user: None,
+            identity_file: None,
+            proxy_jump: None,
+        }
+    }
+}
+
+/// The host a local node shows.
+const LOCALHOST: &str = "localhost";
+
+impl NodeTarget {
+    /// This machine as node `index` named `name`.
+    pub fn local(index: usize, name: impl Into<String>) -> NodeTarget {
+        NodeTarget {
+            index,
+            name: name.into(),
+            internal_ip: None,
+            address: Address::Local,
+        }
+    }
+
+    /// What the node is shown and selected by: its host name or address (`localhost`
+    /// for this machine, a Kubernetes node's IP).
+    pub fn host(&self) -> &str {
+        match &self.address {
+            Address::Local => LOCALHOST,
+            Address::Ssh(s) => &s.host,
+            Address::Kube { host, .. } => host,
+        }
+    }
+
+    /// The SSH port the fleet gives (`None`: ssh_config's, or not an SSH node).
+    pub fn port(&self) -> Option<u16> {
+        self.ssh().and_then(|s| s.port)
+    }
+
+    /// The SSH user the fleet gives (`None`: ssh_config's, or not an SSH node).
+    pub fn user(&self) -> Option<&str> {
+        self.ssh().and_then(|s| s.user.as_deref())
+    }
+
+    /// The SSH host, for a node reached over SSH.
+    pub fn ssh(&self) -> Option<&SshAddress> {
+        match &self.address {
+            Address::Ssh(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The Kubernetes node, for a node reached through the Kubernetes API.
+    pub fn kube(&self) -> Option<&KubeNode> {
+        match &self.address {
+            Address::Kube { node, .. } => Some(node),
+            _ => None,
+        }
+    }
+
+    pub fn kube_mut(&mut self) -> Option<&mut KubeNode> {
+        match &mut self.address {
+            Address::Kube { node, .. } => Some(node),
+            _ => None,
+        }
+    }
+}
+
+/// A node in state.json's shape (see [`NodeTarget`]).
+#[derive(serde::Serialize, serde::Deserialize)]
+struct FlatNode {
+    index: usize,
+    name: String,
+    host: String,
+    port: Option<u16>,
+    user: Option<String>,
+    identity_file: Option<String>,
+    proxy_jump: Option<JumpTarget>,
+    internal_ip: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kube: Option<crate::cloud::gke::KubeNode>,
+    kube: Option<KubeNode>,
+}
+
+impl From<FlatNode> for NodeTarget {
+    fn from(f: FlatNode) -> NodeTarget {
+        let address = match f.kube {
+            Some(node) => Address::Kube { host: f.host, node },
+            None => Address::Ssh(SshAddress {
+                host: f.host,
+                port: f.port,
+                user: f.user,
+                identity_file: f.identity_file,
+                proxy_jump: f.proxy_jump,
+            }),
+        };
+        NodeTarget {
+            index: f.index,
+            name: f.name,
+            internal_ip: f.internal_ip,
+            address,
+        }
+    }
+}
+
+impl From<NodeTarget> for FlatNode {
+    fn from(n: NodeTarget) -> FlatNode {
+        let mut f = FlatNode {
+            index: n.index,
+            name: n.name,
+            host: String::new(),
+            port: None,
+            user: None,
+            identity_file: None,
+            proxy_jump: None,
+            internal_ip: n.internal_ip,
+            kube: None,
+        };
+        match n.address {
+            Address::Local => f.host = LOCALHOST.into(),
+            Address::Ssh(s) => {
+                f.host = s.host;
+                f.port = s.port;
+                f.user = s.user;
+                f.identity_file = s.identity_file;
+                f.proxy_jump = s.proxy_jump;
+            }
+            Address::Kube { host, node } => {
+                f.host = host;
+                f.kube = Some(node);
+            }
+        }
+        f
+    }
 }
 
 /// The nodes `items` pick out of `all`, in fleet order: an index (`3`), a range of
@@ -120,11 +281,11 @@ pub fn select_nodes(all: &[NodeTarget], items: &[String]) -> Result<Vec<NodeTarg
                 .collect()
         } else if item.contains('*') {
             (0..all.len())
-                .filter(|&k| glob(item, &all[k].name) || glob(item, &all[k].host))
+                .filter(|&k| glob(item, &all[k].name) || glob(item, all[k].host()))
                 .collect()
         } else {
             (0..all.len())
-                .filter(|&k| all[k].name == item || all[k].host == item)
+                .filter(|&k| all[k].name == item || all[k].host() == item)
                 .collect()
         };
         if hits.is_empty() {
@@ -132,7 +293,7 @@ pub fn select_nodes(all: &[NodeTarget], items: &[String]) -> Result<Vec<NodeTarg
             let hint = crate::yaml::did_you_mean(item, all.iter().map(|n| n.name.as_str()));
             return Err(format!(
                 "`{item}` is no node of the fleet (nodes 0..{last}, named {}){hint}",
-                crate::exec::compress_names(&all.iter().map(|n| n.name.clone()).collect::<Vec<_>>())
+                crate::words::compress_names(&all.iter().map(|n| n.name.clone()).collect::<Vec<_>>())
             ));
         }
         for k in hits {
@@ -183,6 +344,16 @@ impl From<&ProxyJump> for JumpTarget {
     }
 }
 
+/// A recorded fleet's nodes as its family addresses them: a local fleet's nodes are this
+/// machine (state.json writes them as `host: localhost`, see [`NodeTarget`]); the other
+/// families' nodes keep the address they were read with.
+pub fn settle_addresses(kind: BackendKind, nodes: &mut [NodeTarget]) {
+    match kind {
+        BackendKind::Local => nodes.iter_mut().for_each(|n| n.address = Address::Local),
+        BackendKind::Ssh | BackendKind::Gcp | BackendKind::Gke => {}
+    }
+}
+
 /// A fleet file that parsed and passed validation.
 #[derive(Debug, Clone)]
 pub struct Fleet {
@@ -199,17 +370,7 @@ impl Fleet {
     /// host. Empty for GCP fleets (their nodes exist only once created).
     pub fn node_targets(&self) -> Vec<NodeTarget> {
         match self.backend {
-            BackendKind::Local => vec![NodeTarget {
-                index: 0,
-                name: format!("{}-0", self.name),
-                host: "localhost".into(),
-                port: None,
-                user: None,
-                identity_file: None,
-                proxy_jump: None,
-                internal_ip: None,
-                kube: None,
-            }],
+            BackendKind::Local => vec![NodeTarget::local(0, format!("{}-0", self.name))],
             BackendKind::Ssh => {
                 let ssh = self.spec.ssh_config.clone().unwrap_or_default();
                 ssh.hosts
@@ -218,17 +379,18 @@ impl Fleet {
                     .map(|(i, h)| NodeTarget {
                         index: i,
                         name: format!("{}-{i}", self.name),
-                        host: h.hostname.clone(),
-                        port: h.port.or(ssh.port),
-                        user: h.user.clone().or_else(|| ssh.user.clone()),
-                        identity_file: h.identity_file.clone().or_else(|| ssh.identity_file.clone()),
-                        proxy_jump: h
-                            .proxy_jump
-                            .as_ref()
-                            .or(ssh.proxy_jump.as_ref())
-                            .map(JumpTarget::from),
                         internal_ip: h.internal_ip.clone(),
-                        kube: None,
+                        address: Address::Ssh(SshAddress {
+                            host: h.hostname.clone(),
+                            port: h.port.or(ssh.port),
+                            user: h.user.clone().or_else(|| ssh.user.clone()),
+                            identity_file: h.identity_file.clone().or_else(|| ssh.identity_file.clone()),
+                            proxy_jump: h
+                                .proxy_jump
+                                .as_ref()
+                                .or(ssh.proxy_jump.as_ref())
+                                .map(JumpTarget::from),
+                        }),
                     })
                     .collect()
             }
@@ -882,13 +1044,14 @@ pub(crate) fn lab_nodes(n: usize) -> Vec<NodeTarget> {
         .map(|i| NodeTarget {
             index: i,
             name: format!("lab-{i}"),
-            host: format!("10.0.0.{}", i + 1),
-            port: None,
-            user: None,
-            identity_file: None,
-            proxy_jump: None,
             internal_ip: None,
-            kube: None,
+            address: Address::Ssh(SshAddress {
+                host: format!("10.0.0.{}", i + 1),
+                port: None,
+                user: None,
+                identity_file: None,
+                proxy_jump: None,
+            }),
         })
         .collect()
 }
@@ -998,6 +1161,32 @@ mod tests {
         );
     }
 
+    /// A node keeps state.json's flat shape whatever its address; a Kubernetes node's
+    /// `kube` part comes back as its address.
+    #[test]
+    fn nodes_serialize_flat_and_read_back() {
+        let k = crate::cloud::gke::KubeNode::for_tests("gke-a3u-pool-1-abcd");
+        let node = NodeTarget {
+            index: 1,
+            name: "a3u-1".into(),
+            internal_ip: Some("10.0.0.7".into()),
+            address: Address::Kube {
+                host: "10.0.0.7".into(),
+                node: k.clone(),
+            },
+        };
+        let v = serde_json::to_value(&node).unwrap();
+        assert_eq!(v["host"], "10.0.0.7");
+        assert_eq!(v["port"], serde_json::Value::Null);
+        assert_eq!(v["kube"]["node"], "gke-a3u-pool-1-abcd");
+        assert_eq!(serde_json::from_value::<NodeTarget>(v).unwrap(), node);
+        let local = serde_json::to_value(NodeTarget::local(0, "l-0")).unwrap();
+        assert_eq!(
+            local,
+            serde_json::json!({"index": 0, "name": "l-0", "host": "localhost", "port": null, "user": null, "identity_file": null, "proxy_jump": null, "internal_ip": null})
+        );
+    }
+
     #[test]
     fn dstack_ssh_fleet_as_is() {
         let f = ok("type: fleet\nname: my-fleet\nplacement: cluster\nssh_config:\n  user: ubuntu\n  identity_file: ~/.ssh/worker_node_key\n  hosts:\n    - 3.255.177.51\n    - hostname: 3.255.177.52\n      port: 2222\n      user: root\n  proxy_jump:\n    hostname: 3.255.177.50\n    user: ubuntu\n    identity_file: ~/.ssh/head_node_key\n");
@@ -1005,12 +1194,13 @@ mod tests {
         let n = f.node_targets();
         assert_eq!(n.len(), 2);
         assert_eq!(
-            (n[0].host.as_str(), n[0].user.as_deref(), n[0].port),
+            (n[0].host(), n[0].user(), n[0].port()),
             ("3.255.177.51", Some("ubuntu"), None)
         );
-        assert_eq!((n[1].user.as_deref(), n[1].port), (Some("root"), Some(2222)));
-        assert_eq!(n[1].identity_file.as_deref(), Some("~/.ssh/worker_node_key"));
-        assert_eq!(n[0].proxy_jump.as_ref().unwrap().host, "3.255.177.50");
+        assert_eq!((n[1].user(), n[1].port()), (Some("root"), Some(2222)));
+        let ssh = |i: usize| n[i].ssh().unwrap();
+        assert_eq!(ssh(1).identity_file.as_deref(), Some("~/.ssh/worker_node_key"));
+        assert_eq!(ssh(0).proxy_jump.as_ref().unwrap().host, "3.255.177.50");
         assert_eq!(n[1].name, "my-fleet-1");
     }
 

@@ -7,6 +7,7 @@
 //! (`nodes: 2..4`, `resources.gpu: "H100:80GB:8"`, sizes like `100GB..`) are parsed while
 //! deserializing, so their errors point at the value too.
 
+pub use crate::node::kube::PluginOptIn;
 use serde::de::{self, Deserializer};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -574,65 +575,6 @@ impl<'de> Deserialize<'de> for RunDuration {
                 u64::try_from(v)
                     .map(RunDuration)
                     .map_err(|_| E::custom(format!("{v} is not a duration")))
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
-
-/// Whether the kubeconfig a fleet file names may run its credential plugin (the fleet
-/// file's `gke.allow_exec_plugin`): no (the default), any plugin (`true`), or only the
-/// one whose command is this string, as `fleet plan` shows it.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
-pub enum PluginOptIn {
-    #[default]
-    No,
-    Any,
-    Command(String),
-}
-
-impl PluginOptIn {
-    pub fn is_no(&self) -> bool {
-        matches!(self, PluginOptIn::No)
-    }
-
-    pub fn allows(&self, command: &str) -> bool {
-        match self {
-            PluginOptIn::No => false,
-            PluginOptIn::Any => true,
-            PluginOptIn::Command(c) => c == command,
-        }
-    }
-}
-
-impl serde::Serialize for PluginOptIn {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            PluginOptIn::No => s.serialize_bool(false),
-            PluginOptIn::Any => s.serialize_bool(true),
-            PluginOptIn::Command(c) => s.serialize_str(c),
-        }
-    }
-}
-
-impl<'de> serde::Deserialize<'de> for PluginOptIn {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl serde::de::Visitor<'_> for V {
-            type Value = PluginOptIn;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("true, false, or the plugin's command as `fleet plan` shows it")
-            }
-            fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<PluginOptIn, E> {
-                Ok(if v { PluginOptIn::Any } else { PluginOptIn::No })
-            }
-            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<PluginOptIn, E> {
-                if v.trim().is_empty() {
-                    return Err(E::custom(
-                        "empty: give true, or the plugin's command as `fleet plan` shows it",
-                    ));
-                }
-                Ok(PluginOptIn::Command(v.to_string()))
             }
         }
         d.deserialize_any(V)

@@ -7,21 +7,22 @@ use super::launch::{self, job_dir};
 use super::runner::{self, FollowEvent, JobNode, JobRunner, Launch, PerRank, Progress};
 use super::spec::Job;
 use crate::detach::{self, Status};
-use crate::exec::{self, Event, Transport};
+use crate::exec::{self, Event};
 use crate::fleet::{FleetSpec, NodeTarget};
 use crate::nccl::GpuDirect;
+use crate::reach::Reach;
 use crate::ssh::client::BoxFuture;
 use crate::store::{FleetRecord, JobRecord};
 use tokio::sync::mpsc;
 
-/// The detached runner: nodes reached through `transport`.
+/// The detached runner: nodes reached through `reach`.
 pub struct Detached {
-    transport: Transport,
+    reach: Reach,
 }
 
 impl Detached {
-    pub fn new(transport: Transport) -> Detached {
-        Detached { transport }
+    pub fn new(reach: Reach) -> Detached {
+        Detached { reach }
     }
 }
 
@@ -53,20 +54,13 @@ impl JobRunner for Detached {
     ) -> BoxFuture<'a, Result<(), String>> {
         Box::pin(async move {
             let targets: Vec<NodeTarget> = nodes.iter().map(|n| n.target.clone()).collect();
-            crate::bootstrap::preflight::check_nodes(self.transport.clone(), &targets, profile, env, progress)
+            crate::bootstrap::preflight::check_nodes(self.reach.clone(), &targets, profile, env, progress)
                 .await
         })
     }
 
     fn launch<'a>(&'a self, l: Launch<'a>, progress: Progress<'a>) -> BoxFuture<'a, PerRank<u32>> {
-        Box::pin(launch(
-            self.transport.clone(),
-            l.job,
-            l.id,
-            l.nodes,
-            l.env,
-            progress,
-        ))
+        Box::pin(launch(self.reach.clone(), l.job, l.id, l.nodes, l.env, progress))
     }
 
     fn follow(
@@ -75,15 +69,15 @@ impl JobRunner for Detached {
         nodes: Vec<(JobNode, usize)>,
         tx: mpsc::Sender<FollowEvent>,
     ) -> BoxFuture<'static, ()> {
-        Box::pin(follow(self.transport.clone(), id, nodes, tx))
+        Box::pin(follow(self.reach.clone(), id, nodes, tx))
     }
 
     fn status<'a>(&'a self, id: &'a str, nodes: &'a [JobNode]) -> BoxFuture<'a, PerRank<Status>> {
-        Box::pin(status(self.transport.clone(), id, nodes))
+        Box::pin(status(self.reach.clone(), id, nodes))
     }
 
     fn stop<'a>(&'a self, id: &'a str, nodes: &'a [JobNode], grace_s: u32) -> BoxFuture<'a, PerRank<Status>> {
-        Box::pin(stop(self.transport.clone(), id, nodes, grace_s))
+        Box::pin(stop(self.reach.clone(), id, nodes, grace_s))
     }
 
     fn fence<'a>(
@@ -92,7 +86,7 @@ impl JobRunner for Detached {
         nodes: &'a [JobNode],
         grace_s: u32,
     ) -> BoxFuture<'a, PerRank<Status>> {
-        Box::pin(fence(self.transport.clone(), id, nodes, grace_s))
+        Box::pin(fence(self.reach.clone(), id, nodes, grace_s))
     }
 
     fn tail<'a>(
@@ -101,11 +95,11 @@ impl JobRunner for Detached {
         nodes: &'a [JobNode],
         lines: Option<usize>,
     ) -> BoxFuture<'a, PerRank<String>> {
-        Box::pin(tail(self.transport.clone(), id, nodes, lines))
+        Box::pin(tail(self.reach.clone(), id, nodes, lines))
     }
 
     fn line_counts<'a>(&'a self, id: &'a str, nodes: &'a [JobNode]) -> BoxFuture<'a, Vec<(usize, usize)>> {
-        Box::pin(line_counts(self.transport.clone(), id, nodes))
+        Box::pin(line_counts(self.reach.clone(), id, nodes))
     }
 }
 
@@ -122,7 +116,7 @@ fn fail_text(code: i32, out: &str, err: &str) -> String {
 /// Upload the job's files to every node, then start the job's script on each, detached.
 /// Returns each node's pid, or why it could not start. `progress` hears each step.
 pub async fn launch(
-    transport: Transport,
+    reach: Reach,
     job: &Job,
     id: &str,
     nodes: &[JobNode],
@@ -177,7 +171,7 @@ pub async fn launch(
                     (n.target.clone(), command, input)
                 })
                 .collect();
-            let res = exec::collect_with_input(transport.clone(), cmds).await;
+            let res = exec::collect_with_input(reach.clone(), cmds).await;
             for (n, (code, out, err)) in todo.iter().zip(res) {
                 if code != 0 {
                     failed.push((
@@ -205,7 +199,7 @@ pub async fn launch(
         "starting on {}",
         crate::words::plural(cmds.len(), "node")
     ));
-    let res = exec::collect_with_input(transport, cmds).await;
+    let res = exec::collect_with_input(reach, cmds).await;
     let mut out: Vec<(usize, Result<u32, String>)> = failed.into_iter().map(|(r, e)| (r, Err(e))).collect();
     for (n, (code, stdout, stderr)) in todo.iter().zip(res) {
         let pid = stdout
@@ -226,12 +220,7 @@ pub async fn launch(
 
 /// Follow every node's output from line `from` (1 = the start) until its process group
 /// ends, reporting on `tx`. Returns when every node has ended or been lost.
-pub async fn follow(
-    transport: Transport,
-    id: String,
-    nodes: Vec<(JobNode, usize)>,
-    tx: mpsc::Sender<FollowEvent>,
-) {
+pub async fn follow(reach: Reach, id: String, nodes: Vec<(JobNode, usize)>, tx: mpsc::Sender<FollowEvent>) {
     let ranks: Vec<(usize, usize)> = nodes.iter().map(|(n, _)| (n.target.index, n.rank)).collect();
     let jobs: Vec<(NodeTarget, String)> = nodes
         .iter()
@@ -243,7 +232,7 @@ pub async fn follow(
         })
         .collect();
     let (etx, mut erx) = exec::channel(1024);
-    let h = tokio::spawn(exec::run_each(transport, jobs, 256, etx));
+    let h = tokio::spawn(exec::run_each(reach, jobs, 256, etx));
     let mut ended: Vec<usize> = vec![];
     let rank_of = |index: usize| ranks.iter().find(|(i, _)| *i == index).map_or(index, |r| r.1);
     while let Some(e) = erx.recv().await {
@@ -278,7 +267,7 @@ pub async fn follow(
 /// Run one command per node (made from the node's job directory) and read each node's
 /// (exit code, stdout, stderr) into a result.
 async fn on_nodes<T>(
-    transport: Transport,
+    reach: Reach,
     id: &str,
     nodes: &[JobNode],
     command: impl Fn(&str) -> String,
@@ -288,7 +277,7 @@ async fn on_nodes<T>(
         .iter()
         .map(|n| (n.target.clone(), command(&job_dir(id, n.rank))))
         .collect();
-    let res = exec::collect(transport, cmds).await;
+    let res = exec::collect(reach, cmds).await;
     nodes
         .iter()
         .zip(res)
@@ -297,12 +286,8 @@ async fn on_nodes<T>(
 }
 
 /// Each node's [`Status`], or why it could not be read.
-pub async fn status(
-    transport: Transport,
-    id: &str,
-    nodes: &[JobNode],
-) -> Vec<(usize, Result<Status, String>)> {
-    on_nodes(transport, id, nodes, detach::status_command, |code, out, err| {
+pub async fn status(reach: Reach, id: &str, nodes: &[JobNode]) -> Vec<(usize, Result<Status, String>)> {
+    on_nodes(reach, id, nodes, detach::status_command, |code, out, err| {
         detach::parse_status(out.trim()).ok_or_else(|| fail_text(code, &out, &err))
     })
     .await
@@ -318,13 +303,13 @@ fn final_status(code: i32, out: String, err: String) -> Result<Status, String> {
 
 /// Stop the job on `nodes` (TERM, then KILL after `grace_s`); each node's exit code.
 pub async fn stop(
-    transport: Transport,
+    reach: Reach,
     id: &str,
     nodes: &[JobNode],
     grace_s: u32,
 ) -> Vec<(usize, Result<Status, String>)> {
     on_nodes(
-        transport,
+        reach,
         id,
         nodes,
         |dir| detach::stop_command(dir, grace_s),
@@ -336,13 +321,13 @@ pub async fn stop(
 /// End a launch cut off by the death of its launcher on `nodes`
 /// ([`detach::fence_command`]); each node's exit code.
 pub async fn fence(
-    transport: Transport,
+    reach: Reach,
     id: &str,
     nodes: &[JobNode],
     grace_s: u32,
 ) -> Vec<(usize, Result<Status, String>)> {
     on_nodes(
-        transport,
+        reach,
         id,
         nodes,
         |dir| detach::fence_command(dir, grace_s),
@@ -353,13 +338,13 @@ pub async fn fence(
 
 /// The last `lines` lines of each node's output (all with `None`).
 pub async fn tail(
-    transport: Transport,
+    reach: Reach,
     id: &str,
     nodes: &[JobNode],
     lines: Option<usize>,
 ) -> Vec<(usize, Result<String, String>)> {
     on_nodes(
-        transport,
+        reach,
         id,
         nodes,
         |dir| detach::tail_command(dir, lines),
@@ -375,7 +360,7 @@ pub async fn tail(
 }
 
 /// How many lines each node's output has (0 where it cannot be read).
-pub async fn line_counts(transport: Transport, id: &str, nodes: &[JobNode]) -> Vec<(usize, usize)> {
+pub async fn line_counts(reach: Reach, id: &str, nodes: &[JobNode]) -> Vec<(usize, usize)> {
     let cmds = nodes
         .iter()
         .map(|j| {
@@ -388,7 +373,7 @@ pub async fn line_counts(transport: Transport, id: &str, nodes: &[JobNode]) -> V
         .collect();
     nodes
         .iter()
-        .zip(exec::collect(transport, cmds).await)
+        .zip(exec::collect(reach, cmds).await)
         .map(|(j, (_, out, _))| (j.rank, out.trim().parse().unwrap_or(0)))
         .collect()
 }

@@ -339,7 +339,7 @@ pub async fn start(
 ) -> Result<(), String> {
     let node = nodes
         .first()
-        .and_then(|n| n.target.kube.clone())
+        .and_then(|n| n.target.kube().cloned())
         .ok_or("no GKE nodes")?;
     let client = clients.get(&node.cluster).await?;
     // The first recorded node says whether the pool is DWS flex-start and how many GPUs
@@ -347,7 +347,7 @@ pub async fn start(
     // `flex_start` and the job's `gpus_per_node` do.
     let n0 = match nodes
         .iter()
-        .find_map(|n| n.target.kube.as_ref().filter(|k| !k.node.is_empty()))
+        .find_map(|n| n.target.kube().filter(|k| !k.node.is_empty()))
     {
         Some(k) => {
             let api: Api<k8s_openapi::api::core::v1::Node> = Api::all(client);
@@ -452,7 +452,7 @@ pub async fn status(clients: &Clients, id: &str, nodes: &[JobNode]) -> Vec<(usiz
     let mut out = vec![];
     for n in nodes {
         let r = async {
-            let k = n.target.kube.as_ref().ok_or("not a GKE node")?;
+            let k = n.target.kube().ok_or("not a GKE node")?;
             let api: Api<Pod> = Api::namespaced(clients.get(&k.cluster).await?, &k.namespace);
             match rank_pod(&api, id, n.rank).await? {
                 Some(p) => Ok(container_state(&p)),
@@ -470,7 +470,7 @@ pub async fn status(clients: &Clients, id: &str, nodes: &[JobNode]) -> Vec<(usiz
 /// Stop the job: delete its JobSet (its pods get TERM, then KILL after their grace).
 pub async fn stop(clients: &Clients, id: &str, nodes: &[JobNode]) -> Vec<(usize, Result<Status, String>)> {
     let before = status(clients, id, nodes).await;
-    let Some(k) = nodes.first().and_then(|n| n.target.kube.clone()) else {
+    let Some(k) = nodes.first().and_then(|n| n.target.kube().cloned()) else {
         return vec![];
     };
     let res = delete_jobset(clients, &k, id).await;
@@ -499,7 +499,7 @@ pub async fn tail(
     let mut out = vec![];
     for n in nodes {
         let r = async {
-            let k = n.target.kube.as_ref().ok_or("not a GKE node")?;
+            let k = n.target.kube().ok_or("not a GKE node")?;
             let api: Api<Pod> = Api::namespaced(clients.get(&k.cluster).await?, &k.namespace);
             let pod = rank_pod(&api, id, n.rank)
                 .await?
@@ -577,7 +577,7 @@ async fn follow_rank(
     tx: &mpsc::Sender<FollowEvent>,
 ) -> Result<(), String> {
     use futures::{AsyncBufReadExt, TryStreamExt};
-    let k = n.target.kube.as_ref().ok_or("not a GKE node")?;
+    let k = n.target.kube().ok_or("not a GKE node")?;
     let api: Api<Pod> = Api::namespaced(clients.get(&k.cluster).await?, &k.namespace);
     let rank = n.rank;
     let mut seen = 0usize;

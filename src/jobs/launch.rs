@@ -28,7 +28,7 @@ pub fn new_id(name: &str, now: u64) -> String {
 
 /// The address other nodes reach a node on.
 pub fn node_ip(n: &NodeTarget) -> String {
-    n.internal_ip.clone().unwrap_or_else(|| n.host.clone())
+    n.internal_ip.clone().unwrap_or_else(|| n.host().to_string())
 }
 
 /// The working directory as a shell word: absolute and `~/` paths as given, relative

@@ -17,29 +17,19 @@ pub use metrics::{JobMetrics, Sample, Summary};
 pub use runner::{FollowEvent, JobNode, JobRunner};
 pub use spec::{Job, JobSpec, NcclProfile};
 
-use crate::exec::Transport;
 use crate::fleet::BackendKind;
 use crate::nccl::GpuDirect;
+use crate::reach::Reach;
 use std::sync::Arc;
 
 /// The runner of jobs on a fleet of backend family `kind` whose nodes are reached
-/// through `transport`: the one place jobs tell the families apart. Shared (`Arc`), as
-/// a follow and a stop on failure run beside each other.
-pub fn runner_for(kind: BackendKind, transport: Transport) -> Arc<dyn JobRunner> {
+/// through `reach` (a GKE fleet's jobs through its Kubernetes clients, [`Reach::kube`]):
+/// the one place jobs tell the families apart. Shared (`Arc`), as a follow and a stop on
+/// failure run beside each other.
+pub fn runner_for(kind: BackendKind, reach: Reach) -> Arc<dyn JobRunner> {
     match kind {
-        BackendKind::Local | BackendKind::Ssh | BackendKind::Gcp => {
-            Arc::new(detached::Detached::new(transport))
-        }
-        BackendKind::Gke => Arc::new(jobset::JobSets::new(kube_clients(&transport))),
-    }
-}
-
-/// The Kubernetes clients a GKE fleet's jobs use: those of the pool its nodes are
-/// reached through.
-fn kube_clients(transport: &Transport) -> crate::cloud::gke::Clients {
-    match transport {
-        Transport::Ssh { pool, .. } => pool.kube().clone(),
-        Transport::Local => crate::cloud::gke::Clients::default(),
+        BackendKind::Local | BackendKind::Ssh | BackendKind::Gcp => Arc::new(detached::Detached::new(reach)),
+        BackendKind::Gke => Arc::new(jobset::JobSets::new(reach.kube().clone())),
     }
 }
 

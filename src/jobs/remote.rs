@@ -8,8 +8,9 @@ use super::launch::{self, job_dir};
 use super::runner::{job_nodes, JobNode, JobRunner, Launch};
 use super::spec::Job;
 use crate::detach::{self, Status};
-use crate::exec::{self, Transport};
+use crate::exec;
 use crate::fleet::{BackendKind, NodeTarget};
+use crate::reach::Reach;
 use std::sync::Arc;
 
 /// What [`refresh`] found.
@@ -173,15 +174,15 @@ async fn refuse_a_second(
     ))
 }
 
-/// Where a job starts: the fleet's name, family, nodes and transport, and its fleet
-/// file's spec.
+/// Where a job starts: the fleet's name, family, nodes and reach, and its fleet file's
+/// spec.
 pub struct Target {
     pub fleet: String,
     /// The fleet's backend family: which [`JobRunner`] runs the job, and which NCCL
     /// environment its profile gets ([`crate::nccl::profile::env_lines`]).
     pub backend: BackendKind,
     pub nodes: Vec<NodeTarget>,
-    pub transport: Transport,
+    pub reach: Reach,
     pub spec: Option<crate::fleet::FleetSpec>,
     /// Check the GPUDirect pieces of every node first ([`crate::bootstrap::preflight`]).
     pub preflight: bool,
@@ -209,7 +210,7 @@ pub async fn start(
             .collect::<Vec<_>>()
             .join("\n"));
     }
-    let runner = super::runner_for(target.backend, target.transport.clone());
+    let runner = super::runner_for(target.backend, target.reach.clone());
     let mut target = target;
     target.nodes = runner.ranks(
         &target.fleet,

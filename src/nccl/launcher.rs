@@ -17,8 +17,8 @@
 
 use super::history::SavedRun;
 use super::runner::RunSpec;
-use crate::exec::Transport;
 use crate::fleet::NodeTarget;
+use crate::reach::Reach;
 use crate::ssh::client::BoxFuture;
 use crate::store::RunRecord;
 use std::path::Path;
@@ -31,7 +31,7 @@ pub struct Start {
     pub fleet: String,
     /// The nodes, head first.
     pub nodes: Vec<NodeTarget>,
-    pub transport: Transport,
+    pub reach: Reach,
     pub spec: RunSpec,
     /// The head node's mpirun (nccl-tests on several nodes).
     pub mpirun: String,
@@ -79,7 +79,7 @@ pub trait RunLauncher: Send + Sync {
     /// or why it stayed.
     fn cleanup<'a>(
         &'a self,
-        transport: &'a Transport,
+        reach: &'a Reach,
         id: &'a str,
         heads: &'a [NodeTarget],
     ) -> BoxFuture<'a, Result<Option<String>, String>>;

@@ -10,8 +10,9 @@ use super::launcher::{Progress, RunLauncher, Start, Started};
 use super::nodessh;
 use super::remote::{record_run, recorded_nodes, saved_run};
 use super::runner::{self, Engine, MpiHost, RunSpec};
-use crate::exec::{self, collect, Transport};
+use crate::exec::{self, collect};
 use crate::fleet::NodeTarget;
+use crate::reach::Reach;
 use crate::ssh::client::BoxFuture;
 use crate::store::{self, RunRecord};
 use std::path::Path;
@@ -40,7 +41,7 @@ impl RunLauncher for NodeLauncher {
 
     fn cleanup<'a>(
         &'a self,
-        _: &'a Transport,
+        _: &'a Reach,
         _: &'a str,
         _: &'a [NodeTarget],
     ) -> BoxFuture<'a, Result<Option<String>, String>> {
@@ -50,12 +51,12 @@ impl RunLauncher for NodeLauncher {
 }
 
 /// Set up SSH among `nodes` (see [`nodessh`]): collect each node's keys, install them on all.
-pub async fn setup_node_ssh(transport: Transport, fleet: &str, nodes: &[NodeTarget]) -> anyhow::Result<()> {
+pub async fn setup_node_ssh(reach: Reach, fleet: &str, nodes: &[NodeTarget]) -> anyhow::Result<()> {
     let jobs: Vec<(NodeTarget, String)> = nodes
         .iter()
-        .map(|n| (n.clone(), nodessh::collect_command(fleet, n.port)))
+        .map(|n| (n.clone(), nodessh::collect_command(fleet, n.port())))
         .collect();
-    let out = collect(transport.clone(), jobs).await;
+    let out = collect(reach.clone(), jobs).await;
     let mut peers = vec![];
     let mut failed = vec![];
     for (n, (code, stdout, stderr)) in nodes.iter().zip(&out) {
@@ -70,7 +71,7 @@ pub async fn setup_node_ssh(transport: Transport, fleet: &str, nodes: &[NodeTarg
     }
     let install = nodessh::install_command(fleet, &peers);
     let jobs: Vec<(NodeTarget, String)> = nodes.iter().map(|n| (n.clone(), install.clone())).collect();
-    let out = collect(transport, jobs).await;
+    let out = collect(reach, jobs).await;
     let failed: Vec<String> = nodes
         .iter()
         .zip(&out)
@@ -90,9 +91,9 @@ pub async fn setup_node_ssh(transport: Transport, fleet: &str, nodes: &[NodeTarg
 fn peer_of(n: &NodeTarget) -> nodessh::Peer {
     nodessh::Peer {
         name: n.name.clone(),
-        addr: n.internal_ip.clone().unwrap_or_else(|| n.host.clone()),
-        port: n.port,
-        user: n.user.clone(),
+        addr: n.internal_ip.clone().unwrap_or_else(|| n.host().to_string()),
+        port: n.port(),
+        user: n.user().map(str::to_string),
     }
 }
 
@@ -100,7 +101,7 @@ fn peer_of(n: &NodeTarget) -> nodessh::Peer {
 /// (only it runs a script); torch on every node. Returns the nodes that run a script,
 /// with their pids.
 pub async fn launch(
-    transport: Transport,
+    reach: Reach,
     id: &str,
     spec: &RunSpec,
     nodes: &[NodeTarget],
@@ -109,7 +110,7 @@ pub async fn launch(
     let master = nodes[0]
         .internal_ip
         .clone()
-        .unwrap_or_else(|| nodes[0].host.clone());
+        .unwrap_or_else(|| nodes[0].host().to_string());
     let count = nodes.len();
     let jobs: Vec<(NodeTarget, String, Vec<u8>)> = if spec.engine == Engine::NcclTests && count > 1 {
         let hosts: Vec<MpiHost> = nodes
@@ -137,7 +138,7 @@ pub async fn launch(
             .collect()
     };
     let launched_on: Vec<NodeTarget> = jobs.iter().map(|(n, _, _)| n.clone()).collect();
-    let launched = exec::collect_with_input(transport, jobs).await;
+    let launched = exec::collect_with_input(reach, jobs).await;
     let mut failed = vec![];
     let mut started = vec![];
     for (n, (code, out, err)) in launched_on.iter().zip(&launched) {
@@ -170,7 +171,7 @@ pub async fn start(
     s.spec.check()?;
     if s.preflight {
         crate::bootstrap::preflight::check_nodes(
-            s.transport.clone(),
+            s.reach.clone(),
             &s.nodes,
             s.spec.profile,
             &s.spec.env_lines(),
@@ -184,12 +185,12 @@ pub async fn start(
             "setting up SSH between the {} nodes for mpirun",
             s.nodes.len()
         ));
-        setup_node_ssh(s.transport.clone(), &s.fleet, &s.nodes).await?;
+        setup_node_ssh(s.reach.clone(), &s.fleet, &s.nodes).await?;
     }
     let id = runner::new_id(&s.spec.collective, store::now_unix());
     let machine = s.machine.as_ref().map(|(m, f)| (m.clone(), f.as_str()));
     let saved = saved_run(&id, &s.fleet, &s.spec, &s.nodes, machine, s.purpose.clone());
-    let started = launch(s.transport.clone(), &id, &s.spec, &s.nodes, &s.mpirun).await?;
+    let started = launch(s.reach.clone(), &id, &s.spec, &s.nodes, &s.mpirun).await?;
     let (dir, fleet, rid, st, entry) = (
         state_dir.to_path_buf(),
         s.fleet.clone(),

@@ -17,8 +17,8 @@ use super::{profile, GpuDirect};
 use crate::cloud::gke::exec::{pod_phase, wait_running};
 use crate::cloud::gke::nccl::{delete_run_pods, machine, pod_name, recipe, rxdm_parts, RUN_LABEL};
 use crate::cloud::gke::{self, object_name, Clients, KubeNode, FLEET_LABEL, MANAGED_BY, ROLE_LABEL};
-use crate::exec::Transport;
 use crate::fleet::NodeTarget;
+use crate::reach::Reach;
 use crate::ssh::client::BoxFuture;
 use crate::store::RunRecord;
 use k8s_openapi::api::core::v1::Pod;
@@ -31,15 +31,6 @@ use std::time::Duration;
 pub const CONTAINER: &str = "nccl";
 /// How long test pods may take to run (a multi-GB image pull).
 const POD_START: Duration = Duration::from_secs(600);
-
-/// The Kubernetes clients a run's test pods are made and removed with: the ones the
-/// routes to GKE nodes use (the SSH pool's).
-fn clients(transport: &Transport) -> Clients {
-    match transport {
-        Transport::Ssh { pool, .. } => pool.kube().clone(),
-        Transport::Local => Clients::default(),
-    }
-}
 
 /// The [`RunLauncher`] of GKE fleets: test pods per node.
 pub struct PodLauncher;
@@ -60,7 +51,7 @@ impl RunLauncher for PodLauncher {
             .iter()
             .filter_map(|rn| {
                 let mut n = fleet_nodes.iter().find(|n| n.index == rn.node).cloned()?;
-                if let (Some(k), Some(pod)) = (n.kube.as_mut(), &rn.pod) {
+                if let (Some(k), Some(pod)) = (n.kube_mut(), &rn.pod) {
                     k.pod = Some(pod.clone());
                     k.container = Some(CONTAINER.into());
                 }
@@ -76,19 +67,15 @@ impl RunLauncher for PodLauncher {
     /// Remove the run's test pods, when its head is one.
     fn cleanup<'a>(
         &'a self,
-        transport: &'a Transport,
+        reach: &'a Reach,
         id: &'a str,
         heads: &'a [NodeTarget],
     ) -> BoxFuture<'a, Result<Option<String>, String>> {
         Box::pin(async move {
-            let Some(k) = heads
-                .first()
-                .and_then(|n| n.kube.as_ref())
-                .filter(|k| k.pod.is_some())
-            else {
+            let Some(k) = heads.first().and_then(|n| n.kube()).filter(|k| k.pod.is_some()) else {
                 return Ok(None);
             };
-            match delete_run_pods(&clients(transport), k, id).await {
+            match delete_run_pods(reach.kube(), k, id).await {
                 Ok(n) => Ok(Some(format!("removed {}", crate::words::plural(n, "test pod")))),
                 Err(e) => Err(format!(
                     "the run's test pods were not removed ({e}); `flightdeck fleet delete` or `fleet gc` removes them"
@@ -237,7 +224,7 @@ pub async fn create_pods(
 ) -> Result<(Vec<NodeTarget>, Vec<String>), String> {
     let first = nodes
         .first()
-        .and_then(|n| n.kube.clone())
+        .and_then(|n| n.kube().cloned())
         .ok_or("not a GKE fleet's nodes")?;
     let client = clients.get(&first.cluster).await?;
     let api: Api<Pod> = Api::namespaced(client, &first.namespace);
@@ -248,10 +235,7 @@ pub async fn create_pods(
     ));
     let mut made = vec![];
     for (rank, n) in nodes.iter().enumerate() {
-        let k = n
-            .kube
-            .as_ref()
-            .ok_or_else(|| format!("{}: not a GKE node", n.name))?;
+        let k = n.kube().ok_or_else(|| format!("{}: not a GKE node", n.name))?;
         let pod = test_pod(fleet, run, rank, k, flavour, gpus);
         if let Err(e) = api.create(&PostParams::default(), &pod).await {
             let _ = delete_run_pods(clients, &first, run).await;
@@ -283,7 +267,7 @@ pub async fn create_pods(
         .zip(&made)
         .map(|(n, name)| {
             let mut t = n.clone();
-            if let Some(k) = t.kube.as_mut() {
+            if let Some(k) = t.kube_mut() {
                 k.pod = Some(name.clone());
                 k.container = Some(CONTAINER.into());
             }
@@ -300,11 +284,11 @@ pub async fn create_pods(
 /// launcher's.
 pub async fn start(state_dir: &Path, s: &Start, progress: Progress<'_>) -> Result<Started, String> {
     let (fleet, nodes, spec) = (s.fleet.as_str(), s.nodes.as_slice(), &s.spec);
-    let clients = &clients(&s.transport);
+    let clients = s.reach.kube();
     spec.check().map_err(|e| e.to_string())?;
     let first = nodes
         .first()
-        .and_then(|n| n.kube.clone())
+        .and_then(|n| n.kube().cloned())
         .ok_or("no GKE nodes selected")?;
     let (machine_type, node_gpus) = machine(clients, &first).await?;
     let gpus = spec.gpus.map(u64::from).unwrap_or(node_gpus).max(1) as u32;
@@ -317,8 +301,7 @@ pub async fn start(state_dir: &Path, s: &Start, progress: Progress<'_>) -> Resul
     let script = head_script(spec, spec.profile, &ips, gpus);
     let (command, input) = runner::launch_command(&id, &script, false);
     let head = pods[0].clone();
-    let out =
-        crate::exec::collect_with_input(s.transport.clone(), vec![(head.clone(), command, input)]).await;
+    let out = crate::exec::collect_with_input(s.reach.clone(), vec![(head.clone(), command, input)]).await;
     let (code, stdout, stderr) = out
         .into_iter()
         .next()

@@ -8,8 +8,9 @@
 use super::history::{self, SavedRun, SavedSpec};
 use super::runner::{self, human_size, RunSpec, EXIT_MARKER};
 use super::{Parser, Report, Row};
-use crate::exec::{self, Event, Transport};
+use crate::exec::{self, Event};
 use crate::fleet::NodeTarget;
+use crate::reach::Reach;
 use crate::store::{self, RunNode, RunRecord, Store};
 use std::collections::VecDeque;
 use std::path::Path;
@@ -81,7 +82,7 @@ pub fn record_run(
                 pid: *pid,
                 log: format!("~/{}/out.log", runner::run_dir(id)),
                 exit_code: None,
-                pod: n.kube.as_ref().and_then(|k| k.pod.clone()),
+                pod: n.kube().and_then(|k| k.pod.clone()),
             })
             .collect(),
     };
@@ -163,7 +164,7 @@ impl Followed {
 /// Stream run `id`'s output: the first node's through the parser (`on_row` for each row
 /// as it comes), every node's exit code from its marker line.
 pub async fn follow_core(
-    transport: Transport,
+    reach: Reach,
     id: &str,
     nodes: &[NodeTarget],
     mut on_row: impl FnMut(&Row, &Parser),
@@ -182,7 +183,7 @@ pub async fn follow_core(
         causes: CauseFinder::default(),
     };
     let (tx, mut rx) = exec::channel(1024);
-    let h = tokio::spawn(exec::run_each(transport, jobs, 64, tx));
+    let h = tokio::spawn(exec::run_each(reach, jobs, 64, tx));
     while let Some(e) = rx.recv().await {
         let Event::Line { node, text, .. } = e else {
             continue;
@@ -254,13 +255,13 @@ pub fn conclude(state_dir: &Path, fleet: &str, id: &str, nodes: &[NodeTarget], f
 /// ([`conclude`]): what `nccl run`, `nccl attach` and each group of `nccl stragglers` do.
 pub async fn follow_to_end(
     state_dir: &Path,
-    transport: Transport,
+    reach: Reach,
     fleet: &str,
     id: &str,
     nodes: &[NodeTarget],
     on_row: impl FnMut(&Row, &Parser),
 ) -> (Followed, SavedRun) {
-    let f = follow_core(transport, id, nodes, on_row).await;
+    let f = follow_core(reach, id, nodes, on_row).await;
     let saved = conclude(state_dir, fleet, id, nodes, &f);
     (f, saved)
 }

@@ -239,9 +239,6 @@ pub enum SshError {
     /// What the connection holder met connecting for this process (its words).
     #[error("{reason}")]
     Holder { target: String, reason: String },
-    /// A GKE node's pod could not run the command (the Kubernetes API's words).
-    #[error("{reason}")]
-    Kube { target: String, reason: String },
     #[error("{target}: through {via}: {reason}")]
     Jump {
         target: String,

@@ -23,7 +23,7 @@
 use super::client::{NoPrompt, SshError, SshOptions};
 use super::known_hosts::HostKeyPolicy;
 use super::pool::{Pool, Route};
-use super::stream::{ExecChannel, Output};
+use crate::node::{BoxFuture, Channel, ChannelError, ChannelRead, ChannelWrite, Output, Signal};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -242,32 +242,6 @@ async fn request(
     tokio::time::timeout(limit, answer).await
 }
 
-fn sig_name(sig: &russh::Sig) -> String {
-    match sig {
-        russh::Sig::Custom(c) => c.clone(),
-        other => format!("{other:?}"),
-    }
-}
-
-fn sig_from_name(name: &str) -> russh::Sig {
-    use russh::Sig::*;
-    match name {
-        "ABRT" => ABRT,
-        "ALRM" => ALRM,
-        "FPE" => FPE,
-        "HUP" => HUP,
-        "ILL" => ILL,
-        "INT" => INT,
-        "KILL" => KILL,
-        "PIPE" => PIPE,
-        "QUIT" => QUIT,
-        "SEGV" => SEGV,
-        "TERM" => TERM,
-        "USR1" => USR1,
-        other => Custom(other.to_string()),
-    }
-}
-
 // ---------------------------------------------------------------------------------------
 // The client side.
 
@@ -333,7 +307,7 @@ impl Client {
     }
 
     /// Run `command` on `route` through the holder.
-    pub async fn exec(&self, route: &Route, command: &str, opts: &SshOptions) -> Result<Stream, MuxError> {
+    pub async fn exec(&self, route: &Route, command: &str, opts: &SshOptions) -> Result<Channel, MuxError> {
         let s = self.connect().await?;
         let (mut r, mut w) = s.into_split();
         let req = Request::Exec {
@@ -360,7 +334,12 @@ impl Client {
             ))
         };
         match request(&mut r, &mut w, &req, within).await {
-            Ok(Ok(Some((kind::OPENED, _)))) => Ok(Stream { read: r, write: w }),
+            Ok(Ok(Some((kind::OPENED, _)))) => Ok(Channel::new(
+                StreamReader { read: r },
+                StreamWriter {
+                    write: tokio::sync::Mutex::new(w),
+                },
+            )),
             Ok(Ok(Some((kind::ERROR, body)))) => Err(failure(&body, self)),
             Ok(Ok(Some((k, _)))) => Err(unsure(format!(
                 "the connection holder answered with frame {:?}",
@@ -458,80 +437,77 @@ fn failure(body: &[u8], client: &Client) -> MuxError {
     }
 }
 
-/// A channel the holder relays.
-pub struct Stream {
-    read: OwnedReadHalf,
-    write: OwnedWriteHalf,
-}
-
-impl Stream {
-    pub fn split(self) -> (StreamReader, StreamWriter) {
-        (
-            StreamReader { read: self.read },
-            StreamWriter {
-                write: tokio::sync::Mutex::new(self.write),
-            },
-        )
-    }
-}
-
-pub struct StreamReader {
+/// The reading half of a channel the holder relays.
+struct StreamReader {
     read: OwnedReadHalf,
 }
 
-impl StreamReader {
-    pub async fn next(&mut self) -> Option<Output> {
-        loop {
-            let (k, body) = match read_frame(&mut self.read).await {
-                Ok(Some(f)) => f,
-                Ok(None) => return None,
-                Err(e) => {
-                    tracing::info!("the connection holder's stream: {e}");
-                    return None;
-                }
-            };
-            return Some(match k {
-                kind::STDOUT => Output::Stdout(body),
-                kind::STDERR => Output::Stderr(body),
-                kind::EXIT if body.len() == 4 => {
-                    Output::Exit(i32::from_be_bytes([body[0], body[1], body[2], body[3]]))
-                }
-                other => {
-                    tracing::info!("the connection holder sent frame {:?} mid-stream", other as char);
-                    continue;
-                }
-            });
-        }
+impl ChannelRead for StreamReader {
+    fn next(&mut self) -> BoxFuture<'_, Option<Output>> {
+        Box::pin(async move {
+            loop {
+                let (k, body) = match read_frame(&mut self.read).await {
+                    Ok(Some(f)) => f,
+                    Ok(None) => return None,
+                    Err(e) => {
+                        tracing::info!("the connection holder's stream: {e}");
+                        return None;
+                    }
+                };
+                return Some(match k {
+                    kind::STDOUT => Output::Stdout(body),
+                    kind::STDERR => Output::Stderr(body),
+                    kind::EXIT if body.len() == 4 => {
+                        Output::Exit(i32::from_be_bytes([body[0], body[1], body[2], body[3]]))
+                    }
+                    other => {
+                        tracing::info!("the connection holder sent frame {:?} mid-stream", other as char);
+                        continue;
+                    }
+                });
+            }
+        })
     }
 }
 
-pub struct StreamWriter {
+/// The writing half of a channel the holder relays.
+struct StreamWriter {
     write: tokio::sync::Mutex<OwnedWriteHalf>,
 }
 
 impl StreamWriter {
-    async fn send(&self, k: u8, body: &[u8]) -> Result<(), String> {
+    async fn send(&self, k: u8, body: &[u8]) -> Result<(), ChannelError> {
         let mut w = self.write.lock().await;
         for chunk in body.chunks(MAX_FRAME).chain(body.is_empty().then_some(&[][..])) {
-            write_frame(&mut w, k, chunk).await.map_err(|e| e.to_string())?;
+            write_frame(&mut w, k, chunk)
+                .await
+                .map_err(|e| ChannelError::Failed(e.to_string()))?;
         }
         Ok(())
     }
+}
 
-    pub async fn data(&self, bytes: &[u8]) -> Result<(), String> {
-        self.send(kind::STDIN, bytes).await
+impl ChannelWrite for StreamWriter {
+    fn data<'a>(&'a self, bytes: &'a [u8]) -> BoxFuture<'a, Result<(), ChannelError>> {
+        Box::pin(self.send(kind::STDIN, bytes))
     }
 
-    pub async fn eof(&self) -> Result<(), String> {
-        self.send(kind::EOF, &[]).await
+    fn eof(&self) -> BoxFuture<'_, Result<(), ChannelError>> {
+        Box::pin(self.send(kind::EOF, &[]))
     }
 
-    pub async fn signal(&self, sig: &russh::Sig) -> Result<(), String> {
-        self.send(kind::SIGNAL, sig_name(sig).as_bytes()).await
+    /// By its name; the holder signals its channel.
+    fn signal(&self, sig: Signal) -> BoxFuture<'_, Result<(), ChannelError>> {
+        Box::pin(async move { self.send(kind::SIGNAL, sig.name().as_bytes()).await })
     }
 
-    pub async fn close(&self) -> Result<(), String> {
-        self.send(kind::CLOSE, &[]).await
+    /// The holder relays commands without a terminal: nothing to resize.
+    fn resize(&self, _cols: u16, _rows: u16) -> BoxFuture<'_, Result<(), ChannelError>> {
+        Box::pin(async { Ok(()) })
+    }
+
+    fn close(&self) -> BoxFuture<'_, Result<(), ChannelError>> {
+        Box::pin(self.send(kind::CLOSE, &[]))
     }
 }
 
@@ -907,7 +883,7 @@ impl Holder {
         if write_frame(&mut w, kind::OPENED, &[]).await.is_err() {
             return;
         }
-        let (mut reader, writer) = ExecChannel::Ssh { conn, channel }.split();
+        let (mut reader, writer) = super::stream::channel(conn, channel).split();
         let to_client = async {
             while let Some(out) = reader.next().await {
                 let sent = match out {
@@ -932,7 +908,9 @@ impl Holder {
                         let _ = writer.eof().await;
                     }
                     Ok(Some((kind::SIGNAL, b))) => {
-                        let _ = writer.signal(sig_from_name(&String::from_utf8_lossy(&b))).await;
+                        let _ = writer
+                            .signal(Signal::from_name(&String::from_utf8_lossy(&b)))
+                            .await;
                     }
                     Ok(Some((kind::CLOSE, _))) => {
                         let _ = writer.close().await;
@@ -958,18 +936,6 @@ impl Holder {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn signals_keep_their_names() {
-        for s in [
-            russh::Sig::TERM,
-            russh::Sig::KILL,
-            russh::Sig::Custom("WINCH".into()),
-        ] {
-            assert_eq!(sig_name(&sig_from_name(&sig_name(&s))), sig_name(&s));
-        }
-        assert_eq!(sig_name(&russh::Sig::TERM), "TERM");
-    }
 
     /// Random streams of bytes, split into frames as the readers split them: nothing
     /// panics and no length past the cap is taken (a cheap stand-in run in every test
@@ -1056,7 +1022,6 @@ mod tests {
                 strict: Some(crate::ssh::config::Strict::Yes),
                 ..crate::ssh::client::Target::new("10.0.0.2", 22, "op")
             }),
-            kube: None,
         };
         let req = Request::Exec {
             v: VERSION,

@@ -4,7 +4,8 @@
 
 use super::client::{Connection, SshError, SshOptions, Target};
 use super::config::{expand_path, expand_tokens, HostSettings, Jump, Query, SshConfig, Tokens};
-use crate::fleet::{JumpTarget, NodeTarget};
+use crate::fleet::{JumpTarget, SshAddress};
+use crate::node::Channel;
 use std::collections::HashMap;
 use std::future::Future;
 use std::path::{Path, PathBuf};
@@ -28,9 +29,6 @@ pub struct Resolver {
 pub struct Route {
     pub jumps: Vec<Target>,
     pub target: Box<Target>,
-    /// A GKE node: commands go through the Kubernetes exec API, not SSH.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kube: Option<Box<crate::cloud::gke::KubeNode>>,
 }
 
 impl Resolver {
@@ -172,8 +170,9 @@ impl Resolver {
             .collect()
     }
 
-    /// The route to a fleet node: the fleet's proxy_jump if it has one, else ssh_config's.
-    pub fn route(&self, node: &NodeTarget) -> Route {
+    /// The route to a fleet's SSH host: the fleet's proxy_jump if it has one, else
+    /// ssh_config's.
+    pub fn route(&self, node: &SshAddress) -> Route {
         let target = self.target(
             &node.host,
             node.port,
@@ -205,7 +204,6 @@ impl Resolver {
         Route {
             jumps,
             target: Box::new(target),
-            kube: node.kube.clone().map(Box::new),
         }
     }
 }
@@ -280,8 +278,6 @@ pub struct Pool {
     held: Option<HeldConns>,
     /// The connection holder to ask first, when one runs ([`Pool::exec_channel`]).
     mux: Option<Arc<super::mux::Client>>,
-    /// Kubernetes clients for routes to GKE nodes.
-    kube: crate::cloud::gke::Clients,
 }
 
 /// A route's name: its hops and target, as `user@host:port>` ... `user@host:port`.
@@ -299,7 +295,6 @@ impl Pool {
             nodes: Default::default(),
             held: None,
             mux: None,
-            kube: Default::default(),
         }
     }
 
@@ -344,27 +339,11 @@ impl Pool {
     /// connection, made once), else on this process's own connection. When the holder
     /// cannot but this process may (an unknown host key the operator is to be asked
     /// about, a passphrase), this process connects itself.
-    pub async fn exec_channel(
-        &self,
-        route: &Route,
-        command: &str,
-    ) -> Result<super::stream::ExecChannel, SshError> {
+    pub async fn exec_channel(&self, route: &Route, command: &str) -> Result<Channel, SshError> {
         use super::mux::MuxError;
-        if let Some(k) = &route.kube {
-            // A GKE node: its debug pod through the API (the holder keeps SSH only).
-            return self
-                .kube
-                .exec(k, command)
-                .await
-                .map(super::stream::ExecChannel::Kube)
-                .map_err(|reason| SshError::Kube {
-                    target: k.node.clone(),
-                    reason,
-                });
-        }
         if let Some(mux) = &self.mux {
             match mux.exec(route, command, &self.opts).await {
-                Ok(s) => return Ok(super::stream::ExecChannel::Mux(s)),
+                Ok(ch) => return Ok(ch),
                 Err(MuxError::Absent) => {}
                 Err(MuxError::Fallback(why)) => {
                     tracing::info!("{}: connecting without the holder: {why}", route.target.label())
@@ -378,7 +357,7 @@ impl Pool {
             }
         }
         let (conn, channel) = self.exec(route, command).await?;
-        Ok(super::stream::ExecChannel::Ssh { conn, channel })
+        Ok(super::stream::channel(conn, channel))
     }
 
     /// Run `command` in a new channel on the node's shared connection.
@@ -481,11 +460,6 @@ impl Pool {
         Ok((conn, t))
     }
 
-    /// The Kubernetes clients routes to GKE nodes use.
-    pub fn kube(&self) -> &crate::cloud::gke::Clients {
-        &self.kube
-    }
-
     pub fn options(&self) -> &SshOptions {
         &self.opts
     }
@@ -582,18 +556,8 @@ mod tests {
         }
     }
 
-    fn node(host: &str) -> NodeTarget {
-        NodeTarget {
-            index: 0,
-            name: "n-0".into(),
-            host: host.into(),
-            port: None,
-            user: None,
-            identity_file: None,
-            proxy_jump: None,
-            internal_ip: None,
-            kube: None,
-        }
+    fn node(host: &str) -> SshAddress {
+        SshAddress::new(host)
     }
 
     #[test]

@@ -1,73 +1,29 @@
-//! A running command's channel, whoever carries it: a channel on a connection of this
-//! process, or one a connection holder ([`super::mux`]) opened on its connection and
-//! relays over its socket. Readers see stdout, stderr and the exit status; writers send
-//! stdin, its end, a signal, or close.
+//! A channel on a connection of this process as a node channel ([`crate::node::Channel`]):
+//! its reader sees stdout, stderr and the exit status; its writer sends stdin, its end,
+//! a signal, a window change, or closes. (A channel a connection holder relays is
+//! [`super::mux`]'s.)
 
 use super::client::{signal_number, Connection};
-use super::mux;
+use crate::node::{BoxFuture, Channel, ChannelError, ChannelRead, ChannelWrite, Output, Signal};
 use std::sync::Arc;
 
-/// What a command sends back.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Output {
-    Stdout(Vec<u8>),
-    Stderr(Vec<u8>),
-    /// The exit status; 128+N for a signal N, as a shell reports it.
-    Exit(i32),
+/// `channel`, opened on `conn`, as a node channel; the connection is held as long as
+/// the channel's reader.
+pub fn channel(conn: Arc<Connection>, channel: russh::Channel<russh::client::Msg>) -> Channel {
+    let (read, write) = channel.split();
+    Channel::new(SshReader { _conn: conn, read }, SshWriter(write))
 }
 
-/// A command's channel, not yet split.
-pub enum ExecChannel {
-    /// A channel on this process's connection (held as long as the channel).
-    Ssh {
-        conn: Arc<Connection>,
-        channel: russh::Channel<russh::client::Msg>,
-    },
-    /// A channel the connection holder opened, relayed over its socket.
-    Mux(mux::Stream),
-    /// A command in a pod of a GKE node, over the Kubernetes exec API.
-    Kube(crate::cloud::gke::exec::KubeChannel),
+struct SshReader {
+    _conn: Arc<Connection>,
+    read: russh::ChannelReadHalf,
 }
 
-impl ExecChannel {
-    pub fn split(self) -> (ExecReader, ExecWriter) {
-        match self {
-            ExecChannel::Ssh { conn, channel } => {
-                let (r, w) = channel.split();
-                (ExecReader::Ssh { _conn: conn, read: r }, ExecWriter::Ssh(w))
-            }
-            ExecChannel::Mux(s) => {
-                let (r, w) = s.split();
-                (ExecReader::Mux(r), ExecWriter::Mux(w))
-            }
-            ExecChannel::Kube(k) => {
-                let (r, w) = k.split();
-                (ExecReader::Kube(r), ExecWriter::Kube(w))
-            }
-        }
-    }
-
-    /// Whether a connection holder carries it.
-    pub fn via_holder(&self) -> bool {
-        matches!(self, ExecChannel::Mux(_))
-    }
-}
-
-pub enum ExecReader {
-    Ssh {
-        _conn: Arc<Connection>,
-        read: russh::ChannelReadHalf,
-    },
-    Mux(mux::StreamReader),
-    Kube(crate::cloud::gke::exec::KubeReader),
-}
-
-impl ExecReader {
-    /// The next output; `None` once the channel is closed.
-    pub async fn next(&mut self) -> Option<Output> {
-        match self {
-            ExecReader::Ssh { read, .. } => loop {
-                match read.wait().await? {
+impl ChannelRead for SshReader {
+    fn next(&mut self) -> BoxFuture<'_, Option<Output>> {
+        Box::pin(async move {
+            loop {
+                match self.read.wait().await? {
                     russh::ChannelMsg::Data { data } => return Some(Output::Stdout(data.to_vec())),
                     russh::ChannelMsg::ExtendedData { data, ext: 1 } => {
                         return Some(Output::Stderr(data.to_vec()))
@@ -80,53 +36,63 @@ impl ExecReader {
                     }
                     _ => continue,
                 }
-            },
-            ExecReader::Mux(r) => r.next().await,
-            ExecReader::Kube(r) => r.next().await,
-        }
+            }
+        })
     }
 }
 
-pub enum ExecWriter {
-    Ssh(russh::ChannelWriteHalf<russh::client::Msg>),
-    Mux(mux::StreamWriter),
-    Kube(crate::cloud::gke::exec::KubeWriter),
+struct SshWriter(russh::ChannelWriteHalf<russh::client::Msg>);
+
+fn failed(e: russh::Error) -> ChannelError {
+    ChannelError::Failed(e.to_string())
 }
 
-impl ExecWriter {
-    /// Bytes to the command's stdin.
-    pub async fn data(&self, bytes: &[u8]) -> Result<(), String> {
-        match self {
-            ExecWriter::Ssh(w) => w.data(bytes).await.map_err(|e| e.to_string()),
-            ExecWriter::Mux(w) => w.data(bytes).await,
-            ExecWriter::Kube(w) => w.data(bytes).await,
-        }
+/// SSH's signal for `sig`.
+fn ssh_signal(sig: &Signal) -> russh::Sig {
+    use russh::Sig;
+    match sig {
+        Signal::Abrt => Sig::ABRT,
+        Signal::Alrm => Sig::ALRM,
+        Signal::Fpe => Sig::FPE,
+        Signal::Hup => Sig::HUP,
+        Signal::Ill => Sig::ILL,
+        Signal::Int => Sig::INT,
+        Signal::Kill => Sig::KILL,
+        Signal::Pipe => Sig::PIPE,
+        Signal::Quit => Sig::QUIT,
+        Signal::Segv => Sig::SEGV,
+        Signal::Term => Sig::TERM,
+        Signal::Usr1 => Sig::USR1,
+        Signal::Other(name) => Sig::Custom(name.clone()),
+    }
+}
+
+impl ChannelWrite for SshWriter {
+    fn data<'a>(&'a self, bytes: &'a [u8]) -> BoxFuture<'a, Result<(), ChannelError>> {
+        Box::pin(async move { self.0.data(bytes).await.map_err(failed) })
     }
 
-    /// The end of the command's stdin.
-    pub async fn eof(&self) -> Result<(), String> {
-        match self {
-            ExecWriter::Ssh(w) => w.eof().await.map_err(|e| e.to_string()),
-            ExecWriter::Mux(w) => w.eof().await,
-            ExecWriter::Kube(w) => w.eof().await,
-        }
+    fn eof(&self) -> BoxFuture<'_, Result<(), ChannelError>> {
+        Box::pin(async move { self.0.eof().await.map_err(failed) })
     }
 
-    /// A signal to the command (OpenSSH passes signals on since 7.9).
-    pub async fn signal(&self, sig: russh::Sig) -> Result<(), String> {
-        match self {
-            ExecWriter::Ssh(w) => w.signal(sig).await.map_err(|e| e.to_string()),
-            ExecWriter::Mux(w) => w.signal(&sig).await,
-            ExecWriter::Kube(w) => w.signal(sig).await,
-        }
+    /// OpenSSH passes signals on since 7.9 (not to a root login's session: see
+    /// `exec::limited`).
+    fn signal(&self, sig: Signal) -> BoxFuture<'_, Result<(), ChannelError>> {
+        Box::pin(async move { self.0.signal(ssh_signal(&sig)).await.map_err(failed) })
     }
 
-    /// Close the channel: sshd closes the command's pipes.
-    pub async fn close(&self) -> Result<(), String> {
-        match self {
-            ExecWriter::Ssh(w) => w.close().await.map_err(|e| e.to_string()),
-            ExecWriter::Mux(w) => w.close().await,
-            ExecWriter::Kube(w) => w.close().await,
-        }
+    fn resize(&self, cols: u16, rows: u16) -> BoxFuture<'_, Result<(), ChannelError>> {
+        Box::pin(async move {
+            self.0
+                .window_change(u32::from(cols), u32::from(rows), 0, 0)
+                .await
+                .map_err(failed)
+        })
+    }
+
+    /// sshd closes the command's pipes.
+    fn close(&self) -> BoxFuture<'_, Result<(), ChannelError>> {
+        Box::pin(async move { self.0.close().await.map_err(failed) })
     }
 }

@@ -57,6 +57,16 @@ impl State {
                 hint: crate::yaml::did_you_mean(name, self.fleets.iter().map(|f| f.name.as_str())),
             })
     }
+
+    /// Local fleets' nodes as this machine: state.json writes a local node in the flat
+    /// shape every node has, as `host: localhost` (see [`NodeTarget`]), and only its
+    /// fleet tells it from an SSH host of that name ([`crate::fleet::settle_addresses`]).
+    fn local_nodes_settled(mut self) -> State {
+        for f in &mut self.fleets {
+            crate::fleet::settle_addresses(f.backend, &mut f.nodes);
+        }
+        self
+    }
 }
 
 /// The state file's name in the state dir.
@@ -518,7 +528,7 @@ fn read_state(path: &Path) -> Result<Read, StoreError> {
         });
     }
     match serde_json::from_str::<State>(&text) {
-        Ok(s) => Ok(Read::Good(s)),
+        Ok(s) => Ok(Read::Good(s.local_nodes_settled())),
         Err(e) => Ok(Read::Bad(format!("{e}"))),
     }
 }
@@ -569,6 +579,32 @@ mod tests {
         assert_eq!(format_utc(0), "1970-01-01 00:00");
         assert_eq!(format_utc(951_782_400), "2000-02-29 00:00");
         assert_eq!(format_utc(1_795_305_600 + 3_660), "2026-11-22 01:01");
+    }
+
+    /// state.json's nodes keep their flat shape: a local fleet's node is written as
+    /// before and read back as this machine, while an SSH host named localhost stays
+    /// an SSH host.
+    #[test]
+    fn local_nodes_read_back_from_the_flat_shape() {
+        use crate::fleet::{Address, NodeTarget, SshAddress};
+        let old = r#"{"schema":1,"fleets":[
+            {"name":"l","backend":"local","file":null,"created_at":1,"nodes":[{"index":0,"name":"l-0","host":"localhost","port":null,"user":null,"identity_file":null,"proxy_jump":null,"internal_ip":null}]},
+            {"name":"s","backend":"ssh","file":null,"created_at":1,"nodes":[{"index":0,"name":"s-0","host":"localhost","port":2222,"user":"root","identity_file":null,"proxy_jump":null,"internal_ip":null}]}]}"#;
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path());
+        fs::write(store.path(), old).unwrap();
+        let (s, _) = store.load().unwrap();
+        assert_eq!(s.fleets[0].nodes, vec![NodeTarget::local(0, "l-0")]);
+        let ssh = SshAddress {
+            port: Some(2222),
+            user: Some("root".into()),
+            ..SshAddress::new("localhost")
+        };
+        assert_eq!(s.fleets[1].nodes[0].address, Address::Ssh(ssh));
+        let written: serde_json::Value = serde_json::to_value(&s).unwrap();
+        let read: serde_json::Value = serde_json::from_str(old).unwrap();
+        assert_eq!(written["fleets"][0]["nodes"], read["fleets"][0]["nodes"]);
+        assert_eq!(written["fleets"][1]["nodes"], read["fleets"][1]["nodes"]);
     }
 
     #[test]

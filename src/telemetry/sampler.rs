@@ -92,22 +92,10 @@ pub fn script() -> String {
         .join("\n")
 }
 
-/// The program and arguments that run the sampler on this machine (no shell quoting).
-pub fn local_argv(config: Config) -> Vec<String> {
-    vec![
-        "sh".into(),
-        "-c".into(),
-        LAUNCHER.into(),
-        "flightdeck-sampler".into(),
-        script(),
-        config.interval.millis().to_string(),
-        config.links_arg().into(),
-    ]
-}
-
-/// The command line for an SSH exec channel: the login shell (sh, bash, zsh, fish) runs
-/// `exec sh -c '...'`, so the sampler runs under a POSIX shell whatever the user's is.
-pub fn remote_command(config: Config) -> String {
+/// The command line for a node's channel: the login shell over SSH (sh, bash, zsh,
+/// fish), the debug pod's `sh -c`, or a local `sh -c` runs `exec sh -c '...'`, so the
+/// sampler runs under a POSIX shell whatever the user's is.
+pub fn command(config: Config) -> String {
     let script = script();
     debug_assert!(
         !script.contains('\''),
@@ -225,7 +213,7 @@ mod tests {
     fn the_script_survives_single_quoting() {
         assert!(!SCRIPT.contains('\''));
         assert!(!LAUNCHER.contains('\''));
-        let cmd = remote_command(Config::new(Interval::DEFAULT));
+        let cmd = command(Config::new(Interval::DEFAULT));
         assert!(
             cmd.starts_with("exec sh -c '") && cmd.ends_with("' 1000 0"),
             "{cmd}"
@@ -237,10 +225,9 @@ mod tests {
     /// `$EPOCHREALTIME`'s), else under sh.
     #[test]
     fn the_launcher_prefers_bash() {
-        let argv = local_argv(Config::new(Interval::from_millis(100).unwrap()));
+        let cmd = command(Config::new(Interval::from_millis(100).unwrap()));
         let out = std::process::Command::new("timeout")
-            .arg("0.5")
-            .args(&argv)
+            .args(["0.5", "sh", "-c", &cmd])
             .output()
             .expect("run the launcher");
         let text = String::from_utf8_lossy(&out.stdout);

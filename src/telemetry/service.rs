@@ -1,15 +1,15 @@
-//! The I/O edge: one sampler per node over one long-lived exec channel (SSH), or a local
-//! `sh` for the local backend, its output parsed as it arrives and reported as
-//! [`TelemetryEvent`]s on a channel. Each node runs in its own task; dropping the
-//! [`Samplers`] stops them all (the remote loop ends at its next write to the closed
-//! channel, within one interval).
+//! The I/O edge: one sampler per node over one long-lived channel to it ([`Reach`]: SSH,
+//! the Kubernetes exec API, or a local `sh`), its output parsed as it arrives and
+//! reported as [`TelemetryEvent`]s on a channel. Each node runs in its own task; dropping
+//! the [`Samplers`] stops them all (the channel is dropped: a local sampler is killed, a
+//! remote one ends at its next write to the closed channel, within one interval).
 
 use super::parse::{Hello, Item, Record, RecordParser};
 use super::sampler::{self, Interval};
-use crate::exec::Transport;
 use crate::fleet::NodeTarget;
+use crate::node::{Channel, Output};
+use crate::reach::Reach;
 use std::time::Duration;
-use tokio::io::AsyncReadExt;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
@@ -86,7 +86,7 @@ impl Drop for Samplers {
 /// Start a sampler on every node. Events go to `tx` (whose fullness slows the readers
 /// down rather than growing memory).
 pub fn spawn(
-    transport: Transport,
+    reach: Reach,
     nodes: Vec<NodeTarget>,
     options: Options,
     tx: mpsc::Sender<TelemetryEvent>,
@@ -94,8 +94,8 @@ pub fn spawn(
     let tasks = nodes
         .into_iter()
         .map(|node| {
-            let (transport, tx) = (transport.clone(), tx.clone());
-            tokio::spawn(async move { run_node(transport, node, options, tx).await })
+            let (reach, tx) = (reach.clone(), tx.clone());
+            tokio::spawn(async move { run_node(reach, node, options, tx).await })
         })
         .collect();
     Samplers { tasks }
@@ -108,12 +108,7 @@ fn unix_ns() -> i64 {
         .unwrap_or(0)
 }
 
-async fn run_node(
-    transport: Transport,
-    node: NodeTarget,
-    options: Options,
-    tx: mpsc::Sender<TelemetryEvent>,
-) {
+async fn run_node(reach: Reach, node: NodeTarget, options: Options, tx: mpsc::Sender<TelemetryEvent>) {
     let mut backoff = options.reconnect;
     let config = sampler::Config {
         interval: options.interval,
@@ -121,17 +116,11 @@ async fn run_node(
     };
     loop {
         let started = std::time::Instant::now();
-        let result = match &transport {
-            Transport::Local => run_local(node.index, config, &tx).await,
-            Transport::Ssh { pool, resolver } => {
-                let route = resolver.route(&node);
-                match pool.exec_channel(&route, &sampler::remote_command(config)).await {
-                    // The connection is the node's shared one (or the holder's): it stays
-                    // while others use it.
-                    Ok(ch) => run_ssh(ch, node.index, tx.clone()).await,
-                    Err(e) => Err(e.to_string()),
-                }
-            }
+        let result = match reach.exec(&node, &sampler::command(config)).await {
+            // An SSH connection is the node's shared one (or the holder's): it stays while
+            // others use it.
+            Ok(ch) => run_channel(ch, node.index, tx.clone()).await,
+            Err(e) => Err(e.to_string()),
         };
         let error = match result {
             Ok(()) => "the sampler stopped".to_string(),
@@ -194,65 +183,7 @@ async fn stderr_lines(buf: &mut Vec<u8>, bytes: &[u8], node: usize, tx: &mpsc::S
     }
 }
 
-/// Kills the local sampler's whole process group (its sleep and nvidia-smi readers).
-struct GroupGuard(Option<u32>);
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        if let Some(pid) = self.0 {
-            // SAFETY: kill(2) with a negative pid signals the process group we created.
-            unsafe {
-                libc::kill(-(pid as i32), libc::SIGTERM);
-            }
-        }
-    }
-}
-
-async fn run_local(
-    node: usize,
-    config: sampler::Config,
-    tx: &mpsc::Sender<TelemetryEvent>,
-) -> Result<(), String> {
-    let argv = sampler::local_argv(config);
-    let mut child = tokio::process::Command::new(&argv[0])
-        .args(&argv[1..])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| format!("cannot start sh: {e}"))?;
-    let _guard = GroupGuard(child.id());
-    let mut out = child.stdout.take().expect("piped stdout");
-    let mut err = child.stderr.take().expect("piped stderr");
-    let mut parser = RecordParser::new();
-    let (mut bo, mut be) = (vec![0u8; 64 * 1024], vec![0u8; 4096]);
-    let mut err_buf = Vec::new();
-    let mut err_open = true;
-    loop {
-        tokio::select! {
-            r = out.read(&mut bo) => match r {
-                Ok(0) => break,
-                Ok(n) => if forward(&mut parser, &bo[..n], node, tx).await.is_err() { return Ok(()) },
-                Err(e) => return Err(format!("reading the sampler: {e}")),
-            },
-            r = err.read(&mut be), if err_open => match r {
-                Ok(0) | Err(_) => err_open = false,
-                Ok(n) => stderr_lines(&mut err_buf, &be[..n], node, tx).await,
-            },
-        }
-    }
-    let status = child.wait().await.map_err(|e| e.to_string())?;
-    Err(format!("the sampler exited ({status})"))
-}
-
-async fn run_ssh(
-    ch: crate::ssh::stream::ExecChannel,
-    node: usize,
-    tx: mpsc::Sender<TelemetryEvent>,
-) -> Result<(), String> {
-    use crate::ssh::stream::Output;
+async fn run_channel(ch: Channel, node: usize, tx: mpsc::Sender<TelemetryEvent>) -> Result<(), String> {
     let tx = &tx;
     let mut parser = RecordParser::new();
     let mut err_buf = Vec::new();
@@ -282,17 +213,7 @@ mod tests {
     use super::*;
 
     fn local_node() -> NodeTarget {
-        NodeTarget {
-            index: 3,
-            name: "l-3".into(),
-            host: "localhost".into(),
-            port: None,
-            user: None,
-            identity_file: None,
-            proxy_jump: None,
-            internal_ip: None,
-            kube: None,
-        }
+        NodeTarget::local(3, "l-3")
     }
 
     /// The local backend: a hello, then records one interval apart by the node's clock,
@@ -301,7 +222,12 @@ mod tests {
     async fn local_sampler_streams_records() {
         let (tx, mut rx) = mpsc::channel(64);
         let interval = Interval::from_millis(100).unwrap();
-        let samplers = spawn(Transport::Local, vec![local_node()], Options::once(interval), tx);
+        let samplers = spawn(
+            Reach::without_ssh(),
+            vec![local_node()],
+            Options::once(interval),
+            tx,
+        );
         let mut hello = None;
         let mut records = Vec::new();
         while records.len() < 3 {

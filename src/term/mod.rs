@@ -2,7 +2,6 @@
 //! only while drawing), its rendering into ratatui, keys to terminal bytes, copy-mode
 //! snapshots of the scrollback, and OSC 52 to put text on the operator's clipboard.
 
-pub mod pty;
 pub mod session;
 pub mod visible;
 

@@ -1,24 +1,18 @@
-//! A pane's session: a task that keeps a shell running for one node (a local PTY or an
-//! SSH shell channel), feeds its output into the pane's screen, and takes keystrokes and
-//! resizes. When an SSH node drops, it reconnects with backoff (1 s doubling to 30 s)
-//! without touching the other panes; an exited shell stays exited until restarted.
+//! A pane's session: a task that keeps a shell running for one node (its login shell on
+//! a terminal, from [`Reach::shell`]: a local PTY, an SSH shell channel, a TTY in a pod),
+//! feeds its output into the pane's screen, and takes keystrokes and resizes. When a
+//! remote node drops, it reconnects with backoff (1 s doubling to 30 s) without touching
+//! the other panes; an exited shell stays exited until restarted.
 
-use super::{pty, SharedScreen};
-use crate::ssh::client::SshError;
-use crate::ssh::pool::{Pool, Route};
+use super::SharedScreen;
+use crate::fleet::NodeTarget;
+use crate::node::{Channel, Output};
+use crate::reach::{Reach, ReachError};
 use std::time::Duration;
 use tokio::sync::mpsc;
 
 /// Longest wait between reconnection attempts.
 pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
-
-#[derive(Clone)]
-pub enum PaneTarget {
-    /// A login shell on a local PTY.
-    Local { shell: String },
-    /// A login shell over SSH.
-    Ssh { pool: Pool, route: Route },
-}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PaneInput {
@@ -76,15 +70,16 @@ pub struct PaneHandle {
     pub input: mpsc::Sender<PaneInput>,
 }
 
-/// Start the session task for pane `id`.
+/// Start the session task for pane `id`: a shell on `node`.
 pub fn spawn(
     id: usize,
-    target: PaneTarget,
+    reach: Reach,
+    node: NodeTarget,
     screen: SharedScreen,
     events: mpsc::Sender<PaneEvent>,
 ) -> PaneHandle {
     let (tx, rx) = mpsc::channel(256);
-    tokio::spawn(run(id, target, screen, events, rx));
+    tokio::spawn(run(id, reach, node, screen, events, rx));
     PaneHandle { id, input: tx }
 }
 
@@ -92,16 +87,6 @@ enum End {
     Exited(Option<i32>),
     Lost(String),
     Closed,
-}
-
-fn fatal(e: &SshError) -> bool {
-    matches!(
-        e,
-        SshError::HostKeyChanged { .. }
-            | SshError::HostKeyRevoked { .. }
-            | SshError::HostKeyUnknown { .. }
-            | SshError::Auth { .. }
-    )
 }
 
 fn backoff(attempt: u32) -> Duration {
@@ -127,7 +112,8 @@ fn resize_screen(screen: &SharedScreen, cols: u16, rows: u16) {
 
 async fn run(
     id: usize,
-    target: PaneTarget,
+    reach: Reach,
+    node: NodeTarget,
     screen: SharedScreen,
     events: mpsc::Sender<PaneEvent>,
     mut rx: mpsc::Receiver<PaneInput>,
@@ -141,34 +127,25 @@ async fn run(
     let mut attempt: u32 = 0;
     loop {
         state(PaneState::Connecting).await;
-        let end = match &target {
-            PaneTarget::Local { shell } => run_local(id, shell, &screen, &events, &mut rx, &state).await,
-            PaneTarget::Ssh { pool, route } if route.kube.is_some() => {
-                let (cols, rows) = size(&screen);
-                let node = route.kube.as_ref().expect("a GKE route");
-                match pool.kube().shell(node, cols, rows).await {
-                    Ok(ch) => run_kube(id, ch, &screen, &events, &mut rx, &state).await,
-                    Err(e) => End::Lost(e),
-                }
-            }
-            PaneTarget::Ssh { pool, route } => {
-                let (cols, rows) = size(&screen);
-                match pool.shell(route, "xterm-256color", cols, rows).await {
-                    // The node's shared connection: `_conn` keeps it while the shell runs.
-                    Ok((_conn, ch)) => run_ssh(id, ch, &screen, &events, &mut rx, &state).await,
-                    Err(e) if fatal(&e) => {
-                        state(PaneState::Failed(e.to_string())).await;
-                        match wait_restart(&mut rx, &screen).await {
-                            true => {
-                                attempt = 0;
-                                continue;
-                            }
-                            false => return,
-                        }
+        let (cols, rows) = size(&screen);
+        let end = match reach.shell(&node, cols, rows).await {
+            Ok(ch) => run_shell(id, ch, &screen, &events, &mut rx, &state).await,
+            Err(e) if e.needs_operator() => {
+                state(PaneState::Failed(e.to_string())).await;
+                match wait_restart(&mut rx, &screen).await {
+                    true => {
+                        attempt = 0;
+                        continue;
                     }
-                    Err(e) => End::Lost(e.to_string()),
+                    false => return,
                 }
             }
+            // This machine cannot start the shell: trying again will not help.
+            Err(e @ ReachError::Local { .. }) => {
+                tracing::warn!("{e}");
+                End::Exited(None)
+            }
+            Err(e) => End::Lost(e.to_string()),
         };
         match end {
             End::Closed => return,
@@ -226,9 +203,11 @@ async fn wait_restart(rx: &mut mpsc::Receiver<PaneInput>, screen: &SharedScreen)
     }
 }
 
-async fn run_local<F, Fut>(
+/// Feed the shell's output to the screen and the pane's input to the shell, until the
+/// shell exits, its channel closes or the pane closes.
+async fn run_shell<F, Fut>(
     id: usize,
-    shell: &str,
+    ch: Channel,
     screen: &SharedScreen,
     events: &mpsc::Sender<PaneEvent>,
     rx: &mut mpsc::Receiver<PaneInput>,
@@ -238,111 +217,6 @@ where
     F: Fn(PaneState) -> Fut,
     Fut: std::future::Future<Output = ()>,
 {
-    let (cols, rows) = size(screen);
-    let (pty, mut child) = match pty::spawn(shell, &["-l"], cols, rows) {
-        Ok(p) => p,
-        Err(e) => {
-            tracing::warn!("cannot start {shell}: {e}");
-            return End::Exited(None);
-        }
-    };
-    state(PaneState::Connected).await;
-    let mut buf = vec![0u8; 64 * 1024];
-    loop {
-        tokio::select! {
-            r = pty.read(&mut buf) => match r {
-                Ok(0) | Err(_) => break,
-                Ok(n) => {
-                    feed(screen, &buf[..n]);
-                    let _ = events.try_send(PaneEvent::Output(id));
-                }
-            },
-            msg = rx.recv() => match msg {
-                None | Some(PaneInput::Close) => {
-                    let _ = child.start_kill();
-                    return End::Closed;
-                }
-                Some(PaneInput::Bytes(b)) => {
-                    let _ = pty.write_all(&b).await;
-                }
-                Some(PaneInput::Resize { cols, rows }) => {
-                    resize_screen(screen, cols, rows);
-                    let _ = pty.resize(cols, rows);
-                }
-                Some(PaneInput::Restart) => {}
-            }
-        }
-    }
-    let code = child.wait().await.ok().and_then(|s| s.code());
-    End::Exited(code)
-}
-
-async fn run_ssh<F, Fut>(
-    id: usize,
-    ch: russh::Channel<russh::client::Msg>,
-    screen: &SharedScreen,
-    events: &mpsc::Sender<PaneEvent>,
-    rx: &mut mpsc::Receiver<PaneInput>,
-    state: &F,
-) -> End
-where
-    F: Fn(PaneState) -> Fut,
-    Fut: std::future::Future<Output = ()>,
-{
-    state(PaneState::Connected).await;
-    let (mut read, write) = ch.split();
-    let mut status = None;
-    loop {
-        tokio::select! {
-            msg = read.wait() => match msg {
-                Some(russh::ChannelMsg::Data { data }) | Some(russh::ChannelMsg::ExtendedData { data, .. }) => {
-                    feed(screen, &data);
-                    let _ = events.try_send(PaneEvent::Output(id));
-                }
-                Some(russh::ChannelMsg::ExitStatus { exit_status }) => status = Some(exit_status as i32),
-                Some(russh::ChannelMsg::ExitSignal { signal_name, .. }) => {
-                    status = Some(128 + crate::ssh::client::signal_number(&signal_name) as i32)
-                }
-                Some(_) => {}
-                None => break match status {
-                    Some(code) => End::Exited(Some(code)),
-                    None => End::Lost("the connection closed".into()),
-                },
-            },
-            msg = rx.recv() => match msg {
-                None | Some(PaneInput::Close) => {
-                    let _ = write.close().await;
-                    break End::Closed;
-                }
-                Some(PaneInput::Bytes(b)) => {
-                    if write.data(&b[..]).await.is_err() {
-                        break End::Lost("the connection closed".into());
-                    }
-                }
-                Some(PaneInput::Resize { cols, rows }) => {
-                    resize_screen(screen, cols, rows);
-                    let _ = write.window_change(u32::from(cols), u32::from(rows), 0, 0).await;
-                }
-                Some(PaneInput::Restart) => {}
-            }
-        }
-    }
-}
-
-/// A shell on a TTY in a GKE node's debug pod, over the Kubernetes exec API.
-async fn run_kube<F, Fut>(
-    id: usize,
-    ch: crate::cloud::gke::exec::KubeChannel,
-    screen: &SharedScreen,
-    events: &mpsc::Sender<PaneEvent>,
-    rx: &mut mpsc::Receiver<PaneInput>,
-    state: &F,
-) -> End
-where
-    F: Fn(PaneState) -> Fut,
-    Fut: std::future::Future<Output = ()>,
-{
-    use crate::ssh::stream::Output;
     state(PaneState::Connected).await;
     let (mut read, write) = ch.split();
     let mut status = None;
@@ -356,7 +230,7 @@ where
                 Some(Output::Exit(code)) => status = Some(code),
                 None => break match status {
                     Some(code) => End::Exited(Some(code)),
-                    None => End::Lost("the exec stream closed".into()),
+                    None => End::Lost("the connection closed".into()),
                 },
             },
             msg = rx.recv() => match msg {
@@ -364,10 +238,9 @@ where
                     let _ = write.close().await;
                     break End::Closed;
                 }
+                // A failed write means the channel is going: its reader says how it ended.
                 Some(PaneInput::Bytes(b)) => {
-                    if write.data(&b[..]).await.is_err() {
-                        break End::Lost("the exec stream closed".into());
-                    }
+                    let _ = write.data(&b[..]).await;
                 }
                 Some(PaneInput::Resize { cols, rows }) => {
                     resize_screen(screen, cols, rows);
@@ -409,7 +282,13 @@ mod tests {
     async fn local_pane_runs_a_shell_resizes_and_exits() {
         let screen = super::super::new_screen(10, 60);
         let (etx, mut erx) = mpsc::channel(1024);
-        let h = spawn(0, PaneTarget::Local { shell: "sh".into() }, screen.clone(), etx);
+        let h = spawn(
+            0,
+            Reach::without_ssh().with_local_shell("sh"),
+            NodeTarget::local(0, "l-0"),
+            screen.clone(),
+            etx,
+        );
         h.input
             .send(PaneInput::Bytes(b"echo hello-$((6*7))\n".to_vec()))
             .await

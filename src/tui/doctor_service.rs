@@ -6,19 +6,12 @@ use super::services::ServiceEvent;
 use super::state::Msg;
 use crate::doctor;
 use crate::paths::Paths;
-use crate::ssh::pool::{Pool, Resolver};
+use crate::reach::Reach;
 use crate::store::Store;
-use std::sync::Arc;
 use tokio::sync::mpsc;
 
-pub async fn run(
-    tx: mpsc::Sender<ServiceEvent>,
-    paths: Paths,
-    pool: Pool,
-    resolver: Arc<Resolver>,
-    fleet: String,
-) {
-    let result = examine(&tx, &paths, &pool, &resolver, &fleet).await;
+pub async fn run(tx: mpsc::Sender<ServiceEvent>, paths: Paths, reach: Reach, fleet: String) {
+    let result = examine(&tx, &paths, reach, &fleet).await;
     let _ = tx
         .send(ServiceEvent::Msg(Msg::DoctorDone {
             fleet,
@@ -30,8 +23,7 @@ pub async fn run(
 async fn examine(
     tx: &mpsc::Sender<ServiceEvent>,
     paths: &Paths,
-    pool: &Pool,
-    resolver: &Arc<Resolver>,
+    reach: Reach,
     fleet: &str,
 ) -> Result<doctor::Report, String> {
     let dir = paths.state_dir.clone();
@@ -44,7 +36,6 @@ async fn examine(
     if record.nodes.is_empty() {
         return Err(format!("fleet `{fleet}` has no nodes"));
     }
-    let transport = super::job_service::transport(record, pool, resolver)?;
     let (ctx, compact) = doctor::context_for(
         &paths.state_dir,
         fleet,
@@ -65,8 +56,8 @@ async fn examine(
     let on = |e: doctor::run::Event| {
         let _ = tx.try_send(ServiceEvent::Msg(Msg::Doctor(Box::new(e))));
     };
-    let mut report = doctor::run::examine(transport, fleet, &record.nodes, &ctx, &on).await;
-    let inventory = super::services::inventory_context(paths);
+    let inventory = super::services::inventory_context(paths).with_kube(reach.kube().clone());
+    let mut report = doctor::run::examine(reach, fleet, &record.nodes, &ctx, &on).await;
     report.add(doctor::run::placement(&inventory, Some(record), &record.nodes, compact).await);
     report.link_causes();
     Ok(report)

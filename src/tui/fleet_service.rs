@@ -7,18 +7,10 @@ use super::services::ServiceEvent;
 use super::state::Msg;
 use crate::cloud::{self, Backend};
 use crate::paths::Paths;
-use crate::ssh::pool::{Pool, Resolver};
+use crate::reach::Reach;
 use crate::store::Store;
 use std::path::Path;
-use std::sync::Arc;
 use tokio::sync::mpsc;
-
-/// The SSH pool and resolver of the cockpit, for backends that reach nodes.
-#[derive(Clone)]
-pub struct Ssh {
-    pub pool: Pool,
-    pub resolver: Arc<Resolver>,
-}
 
 fn load_fleet(file: &str) -> Result<crate::fleet::Fleet, String> {
     crate::fleet::load(Path::new(file))
@@ -28,26 +20,20 @@ fn load_fleet(file: &str) -> Result<crate::fleet::Fleet, String> {
 fn backend(
     kind: crate::fleet::BackendKind,
     paths: &Paths,
-    ssh: &Ssh,
+    reach: &Reach,
     cancel: &cloud::Cancel,
 ) -> Result<Box<dyn Backend>, String> {
     let gcp = crate::config::Config::load(paths).map_err(|e| e.to_string())?.gcp;
-    cloud::lifecycle::backend(
-        kind,
-        gcp,
-        paths,
-        || (ssh.pool.clone(), ssh.resolver.clone()),
-        cancel,
-    )
+    cloud::lifecycle::backend(kind, gcp, paths, || reach.clone(), cancel)
 }
 
 /// What applying `file` would do, against the state.
-pub fn plan(paths: &Paths, ssh: &Ssh, file: &str) -> Result<Confirm, String> {
+pub fn plan(paths: &Paths, reach: &Reach, file: &str) -> Result<Confirm, String> {
     let fleet = load_fleet(file)?;
     let (state, _) = Store::new(&paths.state_dir).load().map_err(|e| e.to_string())?;
     let recorded = state.fleet(&fleet.name).ok();
     cloud::lifecycle::check_backend(&fleet, recorded)?;
-    let plan = backend(fleet.backend, paths, ssh, &cloud::Cancel::default())?.plan(&fleet, recorded)?;
+    let plan = backend(fleet.backend, paths, reach, &cloud::Cancel::default())?.plan(&fleet, recorded)?;
     Ok(Confirm {
         op: Op::Apply {
             file: file.to_string(),
@@ -73,7 +59,7 @@ fn forwarder(tx: &mpsc::Sender<ServiceEvent>) -> mpsc::UnboundedSender<String> {
 /// Apply `file`; returns the fleet's name and how it went.
 pub async fn apply(
     paths: Paths,
-    ssh: Ssh,
+    reach: Reach,
     file: String,
     lines: mpsc::UnboundedSender<String>,
     cancel: cloud::Cancel,
@@ -84,22 +70,18 @@ pub async fn apply(
     };
     let name = fleet.name.clone();
     let result = async {
-        let backend = backend(fleet.backend, &paths, &ssh, &cancel)?;
+        let backend = backend(fleet.backend, &paths, &reach, &cancel)?;
         let store = Store::new(&paths.state_dir);
         let progress = move |line: String| {
             let _ = lines.send(line);
         };
         let record = cloud::lifecycle::apply(&store, backend.as_ref(), &fleet, &progress).await?;
-        let transport = crate::exec::Transport::Ssh {
-            pool: ssh.pool.clone(),
-            resolver: ssh.resolver.clone(),
-        };
         let enabled = crate::config::Config::load(&paths)
             .ok()
             .and_then(|c| c.gcp)
             .and_then(|g| g.bootstrap)
             .unwrap_or(true);
-        cloud::lifecycle::bootstrap_after_apply(enabled, &fleet, &record, transport, false, &progress)
+        cloud::lifecycle::bootstrap_after_apply(enabled, &fleet, &record, reach, false, &progress)
             .await
             .map_err(|e| format!("fleet `{}`: the nodes are up, but {e}", record.name))?;
         Ok(format!(
@@ -115,14 +97,14 @@ pub async fn apply(
 /// Delete the recorded fleet `name`.
 pub async fn delete(
     paths: Paths,
-    ssh: Ssh,
+    reach: Reach,
     name: String,
     lines: mpsc::UnboundedSender<String>,
 ) -> Result<String, String> {
     let store = Store::new(&paths.state_dir);
     let (state, _) = store.load().map_err(|e| e.to_string())?;
     let record = state.fleet(&name).map_err(|e| e.to_string())?.clone();
-    let backend = backend(record.backend, &paths, &ssh, &cloud::Cancel::default())?;
+    let backend = backend(record.backend, &paths, &reach, &cloud::Cancel::default())?;
     let progress = move |line: String| {
         let _ = lines.send(line);
     };
@@ -131,9 +113,9 @@ pub async fn delete(
 }
 
 /// Run `Command::PlanFleet`, `ApplyFleet` or `DeleteFleet` in a task.
-pub fn spawn_plan(tx: mpsc::Sender<ServiceEvent>, paths: Paths, ssh: Ssh, file: String) {
+pub fn spawn_plan(tx: mpsc::Sender<ServiceEvent>, paths: Paths, reach: Reach, file: String) {
     tokio::task::spawn_blocking(move || {
-        let result = plan(&paths, &ssh, &file).map(Box::new);
+        let result = plan(&paths, &reach, &file).map(Box::new);
         let _ = tx.blocking_send(ServiceEvent::Msg(Msg::FleetPlanned(result)));
     });
 }
@@ -141,23 +123,23 @@ pub fn spawn_plan(tx: mpsc::Sender<ServiceEvent>, paths: Paths, ssh: Ssh, file: 
 pub fn spawn_apply(
     tx: mpsc::Sender<ServiceEvent>,
     paths: Paths,
-    ssh: Ssh,
+    reach: Reach,
     file: String,
     cancel: cloud::Cancel,
 ) {
     let lines = forwarder(&tx);
     tokio::spawn(async move {
-        let (name, result) = apply(paths, ssh, file, lines, cancel).await;
+        let (name, result) = apply(paths, reach, file, lines, cancel).await;
         // The log's last lines are in the forwarder's queue: let them go first.
         tokio::task::yield_now().await;
         let _ = tx.send(ServiceEvent::Msg(Msg::FleetDone { name, result })).await;
     });
 }
 
-pub fn spawn_delete(tx: mpsc::Sender<ServiceEvent>, paths: Paths, ssh: Ssh, name: String) {
+pub fn spawn_delete(tx: mpsc::Sender<ServiceEvent>, paths: Paths, reach: Reach, name: String) {
     let lines = forwarder(&tx);
     tokio::spawn(async move {
-        let result = delete(paths, ssh, name.clone(), lines).await;
+        let result = delete(paths, reach, name.clone(), lines).await;
         tokio::task::yield_now().await;
         let _ = tx.send(ServiceEvent::Msg(Msg::FleetDone { name, result })).await;
     });

@@ -17,7 +17,7 @@ pub fn visible(state: &State) -> Vec<&FleetRecord> {
                 || [r.name.as_str(), r.backend.as_str()]
                     .iter()
                     .any(|c| c.to_lowercase().contains(&f))
-                || r.nodes.iter().any(|n| n.host.to_lowercase().contains(&f))
+                || r.nodes.iter().any(|n| n.host().to_lowercase().contains(&f))
         })
         .collect()
 }
@@ -614,13 +614,14 @@ mod tests {
             .map(|i| crate::fleet::NodeTarget {
                 index: i,
                 name: format!("big-{i}"),
-                host: format!("10.1.{}.{}", i / 256, i % 256),
-                port: None,
-                user: Some("root".into()),
-                identity_file: None,
-                proxy_jump: None,
                 internal_ip: None,
-                kube: None,
+                address: crate::fleet::Address::Ssh(crate::fleet::SshAddress {
+                    host: format!("10.1.{}.{}", i / 256, i % 256),
+                    port: None,
+                    user: Some("root".into()),
+                    identity_file: None,
+                    proxy_jump: None,
+                }),
             })
             .collect();
         let mut s = State::new(Keymap::defaults(), vec![], "dark".into());

@@ -6,26 +6,13 @@
 use super::jobs::NodeFollow;
 use super::services::ServiceEvent;
 use super::state::Msg;
-use crate::exec::Transport;
 use crate::jobs::{self, remote, FollowEvent, JobNode, JobRunner};
-use crate::ssh::pool::{Pool, Resolver};
-use crate::store::{self, FleetRecord, JobRecord, Store};
+use crate::reach::Reach;
+use crate::store::{self, JobRecord, Store};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
-
-/// How nodes of a recorded fleet are reached from the cockpit.
-pub fn transport(fleet: &FleetRecord, pool: &Pool, resolver: &Arc<Resolver>) -> Result<Transport, String> {
-    use crate::fleet::BackendKind;
-    Ok(match fleet.backend {
-        BackendKind::Local => Transport::Local,
-        BackendKind::Ssh | BackendKind::Gcp | BackendKind::Gke => Transport::Ssh {
-            pool: pool.clone(),
-            resolver: resolver.clone(),
-        },
-    })
-}
 
 async fn load(dir: PathBuf) -> Result<store::State, String> {
     tokio::task::spawn_blocking(move || Store::new(&dir).load())
@@ -39,8 +26,7 @@ async fn load(dir: PathBuf) -> Result<store::State, String> {
 async fn job_and_nodes(
     dir: PathBuf,
     id: &str,
-    pool: &Pool,
-    resolver: &Arc<Resolver>,
+    reach: &Reach,
 ) -> Result<(JobRecord, Arc<dyn JobRunner>, Vec<JobNode>), String> {
     let state = load(dir).await?;
     let job = state
@@ -49,22 +35,21 @@ async fn job_and_nodes(
         .find(|j| j.id == id)
         .cloned()
         .ok_or_else(|| format!("job {id} is not in the state"))?;
-    let (t, nodes) = reach(&state, &job, pool, resolver)?;
-    Ok((job, t, nodes))
+    let (runner, nodes) = runner_of(&state, &job, reach)?;
+    Ok((job, runner, nodes))
 }
 
-/// How job `job` of `state` is reached from the cockpit: its fleet's runner and its
-/// nodes.
-fn reach(
+/// How job `job` of `state` is run from the cockpit: its fleet's runner (its nodes
+/// reached through `reach`) and its nodes.
+fn runner_of(
     state: &store::State,
     job: &JobRecord,
-    pool: &Pool,
-    resolver: &Arc<Resolver>,
+    reach: &Reach,
 ) -> Result<(Arc<dyn JobRunner>, Vec<JobNode>), String> {
     let fleet = state
         .fleet(&job.fleet)
         .map_err(|_| format!("its fleet `{}` is gone from the state", job.fleet))?;
-    let runner = jobs::runner_for(fleet.backend, transport(fleet, pool, resolver)?);
+    let runner = jobs::runner_for(fleet.backend, reach.clone());
     let nodes = runner.job_nodes(job, fleet)?;
     Ok((runner, nodes))
 }
@@ -78,14 +63,8 @@ const BATCH: Duration = Duration::from_millis(50);
 
 /// Follow job `id` on every node until each has ended. A node whose connection drops
 /// is followed again after a pause (1 s, doubling to 30 s) from its last line.
-pub async fn follow(
-    tx: mpsc::Sender<ServiceEvent>,
-    dir: PathBuf,
-    pool: Pool,
-    resolver: Arc<Resolver>,
-    id: String,
-) {
-    let (job, runner, nodes) = match job_and_nodes(dir.clone(), &id, &pool, &resolver).await {
+pub async fn follow(tx: mpsc::Sender<ServiceEvent>, dir: PathBuf, reach: Reach, id: String) {
+    let (job, runner, nodes) = match job_and_nodes(dir.clone(), &id, &reach).await {
         Ok(x) => x,
         Err(e) => {
             let _ = send(&tx, Msg::JobStarted(Err(format!("cannot follow job {id}: {e}")))).await;
@@ -239,15 +218,9 @@ pub async fn follow(
 }
 
 /// Stop job `id` on every node and record the outcome.
-pub async fn stop(
-    tx: mpsc::Sender<ServiceEvent>,
-    dir: PathBuf,
-    pool: Pool,
-    resolver: Arc<Resolver>,
-    id: String,
-) {
+pub async fn stop(tx: mpsc::Sender<ServiceEvent>, dir: PathBuf, reach: Reach, id: String) {
     let result = async {
-        let (job, runner, nodes) = job_and_nodes(dir.clone(), &id, &pool, &resolver).await?;
+        let (job, runner, nodes) = job_and_nodes(dir.clone(), &id, &reach).await?;
         let grace = if job.stop_grace == 0 { 10 } else { job.stop_grace };
         let found = runner.stop(&id, &nodes, grace).await;
         remote::record_codes_async(&Store::new(&dir), &id, found.clone(), true).await?;
@@ -271,13 +244,7 @@ pub async fn stop(
 }
 
 /// Start the job of `file` on its fleet.
-pub async fn run(
-    tx: mpsc::Sender<ServiceEvent>,
-    dir: PathBuf,
-    pool: Pool,
-    resolver: Arc<Resolver>,
-    file: String,
-) {
+pub async fn run(tx: mpsc::Sender<ServiceEvent>, dir: PathBuf, reach: Reach, file: String) {
     let result = async {
         let path = PathBuf::from(&file);
         let lookup = |k: &str| std::env::var(k).ok();
@@ -296,7 +263,7 @@ pub async fn run(
             fleet: fleet.name.clone(),
             backend: fleet.backend,
             nodes: fleet.nodes.clone(),
-            transport: transport(fleet, &pool, &resolver)?,
+            reach,
             spec: fleet
                 .file
                 .as_ref()
@@ -316,14 +283,11 @@ pub async fn run(
 
 /// Ask the nodes of every unfinished job how it is, record what they say, and report
 /// the jobs again: a job that ended while no flightdeck was watching shows its codes.
-pub async fn refresh(tx: mpsc::Sender<ServiceEvent>, dir: PathBuf, pool: Pool, resolver: Arc<Resolver>) {
+pub async fn refresh(tx: mpsc::Sender<ServiceEvent>, dir: PathBuf, reach: Reach) {
     let Ok(state) = load(dir.clone()).await else {
         return;
     };
-    let found = remote::refresh(&Store::new(&dir), &state.jobs, |j| {
-        reach(&state, j, &pool, &resolver)
-    })
-    .await;
+    let found = remote::refresh(&Store::new(&dir), &state.jobs, |j| runner_of(&state, j, &reach)).await;
     for (id, note) in &found.notes {
         tracing::debug!(job = %id, "{note}");
     }

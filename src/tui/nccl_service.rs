@@ -7,13 +7,11 @@
 use super::nccl::{FleetChoice, RunRequest};
 use super::services::ServiceEvent;
 use super::state::Msg;
-use crate::exec::Transport;
 use crate::nccl::launcher::Start;
 use crate::nccl::profile;
-use crate::ssh::pool::{Pool, Resolver};
+use crate::reach::Reach;
 use crate::store::{FleetRecord, Store};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use tokio::sync::mpsc;
 
 /// The fleets of the state store, with their backend family, machine type and the
@@ -44,24 +42,17 @@ pub fn choices(dir: &Path) -> Result<Vec<FleetChoice>, String> {
 }
 
 /// Start the run of the dialog on every node of its fleet; reports its id or why not.
-pub async fn start(
-    tx: mpsc::Sender<ServiceEvent>,
-    dir: PathBuf,
-    pool: Pool,
-    resolver: Arc<Resolver>,
-    req: RunRequest,
-) {
-    let transport = |f: &FleetRecord| super::job_service::transport(f, &pool, &resolver);
-    let result = start_run(&dir, req, transport).await;
+pub async fn start(tx: mpsc::Sender<ServiceEvent>, dir: PathBuf, reach: Reach, req: RunRequest) {
+    let result = start_run(&dir, req, |_| Ok(reach)).await;
     let _ = tx.send(ServiceEvent::Msg(Msg::NcclRunStarted(result))).await;
 }
 
 /// Start `req` on every node of its fleet of the state store in `dir`, reached through
-/// `transport`; the run's id, or why it did not start.
+/// `reach`; the run's id, or why it did not start.
 pub async fn start_run(
     dir: &Path,
     req: RunRequest,
-    transport: impl FnOnce(&FleetRecord) -> Result<Transport, String>,
+    reach: impl FnOnce(&FleetRecord) -> Result<Reach, String>,
 ) -> Result<String, String> {
     let d = dir.to_path_buf();
     let state = tokio::task::spawn_blocking(move || Store::new(&d).load())
@@ -72,11 +63,11 @@ pub async fn start_run(
     let fleet = state
         .fleet(&req.fleet)
         .map_err(|_| format!("fleet `{}` is gone from the state", req.fleet))?;
-    let transport = transport(fleet)?;
+    let reach = reach(fleet)?;
     let start = Start {
         fleet: fleet.name.clone(),
         nodes: fleet.nodes.clone(),
-        transport,
+        reach,
         spec: req.spec,
         mpirun: "mpirun".into(),
         machine: req.machine_type.map(|m| (m, "fleet instance_types".to_string())),

@@ -645,6 +645,7 @@ pub fn copy_key(state: &mut State, key: KeyEvent) -> Vec<Command> {
 mod flow_tests {
     use super::*;
     use crate::fleet::NodeTarget;
+    use crate::fleet::{Address, SshAddress};
     use crate::store::FleetRecord;
     use crate::tui::keymap::Keymap;
     use crate::tui::state::{Msg, Overlay, View};
@@ -654,13 +655,14 @@ mod flow_tests {
         NodeTarget {
             index: i,
             name: format!("lab-{i}"),
-            host: format!("10.0.0.{}", i + 1),
-            port: None,
-            user: Some("root".into()),
-            identity_file: None,
-            proxy_jump: None,
             internal_ip: None,
-            kube: None,
+            address: Address::Ssh(SshAddress {
+                host: format!("10.0.0.{}", i + 1),
+                port: None,
+                user: Some("root".into()),
+                identity_file: None,
+                proxy_jump: None,
+            }),
         }
     }
 

@@ -6,11 +6,12 @@ use super::panes::PaneTile;
 use super::state::{Command, Msg};
 use crate::fleet::BackendKind;
 use crate::paths::Paths;
+use crate::reach::Reach;
 use crate::ssh::client::{BoxFuture, Prompter, SshOptions};
 use crate::ssh::known_hosts::HostKeyPolicy;
 use crate::ssh::pool::{Pool, Resolver};
 use crate::store::{FleetRecord, Store};
-use crate::term::session::{self, PaneEvent, PaneHandle, PaneInput, PaneState, PaneTarget};
+use crate::term::session::{self, PaneEvent, PaneHandle, PaneInput, PaneState};
 use crate::term::{self, SharedScreen};
 use std::collections::HashMap;
 use std::path::Path;
@@ -90,8 +91,9 @@ pub struct Services {
     tx: mpsc::Sender<ServiceEvent>,
     paths: Paths,
     prompter: Arc<TuiPrompter>,
-    pool: Pool,
-    resolver: Arc<Resolver>,
+    /// How the cockpit reaches nodes: its connections (which it holds and serves to other
+    /// flightdeck commands) and its Kubernetes clients.
+    reach: Reach,
     panes: HashMap<usize, (PaneHandle, SharedScreen)>,
     pane_events: mpsc::Sender<PaneEvent>,
     next_pane: usize,
@@ -143,11 +145,12 @@ impl Services {
         // The cockpit holds its connections while it runs and serves other flightdeck
         // commands over them (unless the config says `mux: off`, or a holder runs).
         let pool = Pool::holding(opts);
+        let reach = Reach::new(pool.clone(), resolver);
         for kind in BackendKind::ALL {
             tokio::spawn(watch_inventory(
                 tx.clone(),
                 paths.clone(),
-                pool.kube().clone(),
+                reach.kube().clone(),
                 crate::cloud::inventory_for(kind),
             ));
         }
@@ -170,8 +173,7 @@ impl Services {
             tx,
             paths,
             prompter,
-            pool,
-            resolver,
+            reach,
             panes: HashMap::new(),
             pane_events,
             next_pane: 0,
@@ -190,10 +192,10 @@ impl Services {
             Command::LoadFleets => {
                 let load = self.reload_state();
                 let (tx, dir) = (self.tx.clone(), self.paths.state_dir.clone());
-                let (pool, resolver) = (self.pool.clone(), self.resolver.clone());
+                let reach = self.reach.clone();
                 tokio::spawn(async move {
                     if load.await.unwrap_or(false) {
-                        super::job_service::refresh(tx, dir, pool, resolver).await;
+                        super::job_service::refresh(tx, dir, reach).await;
                     }
                 });
                 self.upkeep_on_load();
@@ -208,7 +210,7 @@ impl Services {
                 let (tx, dir, clients) = (
                     self.tx.clone(),
                     self.paths.state_dir.clone(),
-                    self.pool.kube().clone(),
+                    self.reach.kube().clone(),
                 );
                 tokio::spawn(async move {
                     let event = match pod_panes(&dir, &clients, &name, &selector).await {
@@ -289,9 +291,11 @@ impl Services {
                     old.abort();
                 }
                 let (tx, paths) = (self.tx.clone(), self.paths.clone());
-                let (pool, resolver) = (self.pool.clone(), self.resolver.clone());
                 self.doctor = Some(tokio::spawn(super::doctor_service::run(
-                    tx, paths, pool, resolver, fleet,
+                    tx,
+                    paths,
+                    self.reach.clone(),
+                    fleet,
                 )));
             }
             Command::FollowJob(id) => {
@@ -299,9 +303,11 @@ impl Services {
                     old.abort();
                 }
                 let (tx, dir) = (self.tx.clone(), self.paths.state_dir.clone());
-                let (pool, resolver) = (self.pool.clone(), self.resolver.clone());
                 self.job_follow = Some(tokio::spawn(super::job_service::follow(
-                    tx, dir, pool, resolver, id,
+                    tx,
+                    dir,
+                    self.reach.clone(),
+                    id,
                 )));
             }
             Command::UnfollowJob => {
@@ -311,31 +317,35 @@ impl Services {
             }
             Command::StopJob(id) => {
                 let (tx, dir) = (self.tx.clone(), self.paths.state_dir.clone());
-                let (pool, resolver) = (self.pool.clone(), self.resolver.clone());
-                tokio::spawn(super::job_service::stop(tx, dir, pool, resolver, id));
+                tokio::spawn(super::job_service::stop(tx, dir, self.reach.clone(), id));
             }
             Command::RunJob(file) => {
                 let (tx, dir) = (self.tx.clone(), self.paths.state_dir.clone());
-                let (pool, resolver) = (self.pool.clone(), self.resolver.clone());
-                tokio::spawn(super::job_service::run(tx, dir, pool, resolver, file));
+                tokio::spawn(super::job_service::run(tx, dir, self.reach.clone(), file));
             }
-            Command::PlanFleet(file) => {
-                super::fleet_service::spawn_plan(self.tx.clone(), self.paths.clone(), self.ssh(), file)
-            }
+            Command::PlanFleet(file) => super::fleet_service::spawn_plan(
+                self.tx.clone(),
+                self.paths.clone(),
+                self.reach.clone(),
+                file,
+            ),
             Command::ApplyFleet(file) => {
                 self.fleet_cancel = crate::cloud::Cancel::default();
                 super::fleet_service::spawn_apply(
                     self.tx.clone(),
                     self.paths.clone(),
-                    self.ssh(),
+                    self.reach.clone(),
                     file,
                     self.fleet_cancel.clone(),
                 )
             }
             Command::CancelFleetOp => self.fleet_cancel.cancel(),
-            Command::DeleteFleet(name) => {
-                super::fleet_service::spawn_delete(self.tx.clone(), self.paths.clone(), self.ssh(), name)
-            }
+            Command::DeleteFleet(name) => super::fleet_service::spawn_delete(
+                self.tx.clone(),
+                self.paths.clone(),
+                self.reach.clone(),
+                name,
+            ),
             Command::EditFile(path) => super::fleet_service::spawn_edit(self.tx.clone(), path),
             Command::SaveFile { path, text, original } => {
                 super::fleet_service::spawn_save(self.tx.clone(), path, text, original)
@@ -349,17 +359,9 @@ impl Services {
             }
             Command::StartNcclRun(req) => {
                 let (tx, dir) = (self.tx.clone(), self.paths.state_dir.clone());
-                let (pool, resolver) = (self.pool.clone(), self.resolver.clone());
-                tokio::spawn(super::nccl_service::start(tx, dir, pool, resolver, *req));
+                tokio::spawn(super::nccl_service::start(tx, dir, self.reach.clone(), *req));
             }
             Command::Quit | Command::Suspend | Command::LoadTheme(_) | Command::Yank(_) => {}
-        }
-    }
-
-    fn ssh(&self) -> super::fleet_service::Ssh {
-        super::fleet_service::Ssh {
-            pool: self.pool.clone(),
-            resolver: self.resolver.clone(),
         }
     }
 
@@ -369,12 +371,7 @@ impl Services {
         if let Some(old) = self.follow.take() {
             old.abort();
         }
-        let (tx, dir, pool, resolver) = (
-            self.tx.clone(),
-            self.paths.state_dir.clone(),
-            self.pool.clone(),
-            self.resolver.clone(),
-        );
+        let (tx, dir, reach) = (self.tx.clone(), self.paths.state_dir.clone(), self.reach.clone());
         self.follow = Some(tokio::spawn(async move {
             let state_dir = dir.clone();
             let fail = |error: String| {
@@ -402,10 +399,6 @@ impl Services {
             if nodes.is_empty() {
                 return drop(tx.send(fail("the run has no nodes".into())).await);
             }
-            let transport = match super::job_service::transport(fleet, &pool, &resolver) {
-                Ok(t) => t,
-                Err(e) => return drop(tx.send(fail(e)).await),
-            };
             // The same following as `nccl run` and `nccl attach`: every node's exit code,
             // the history entry concluded, the exit codes written to the state.
             let rows = tx.clone();
@@ -418,7 +411,7 @@ impl Services {
             };
             let (f, _) = crate::nccl::remote::follow_to_end(
                 &state_dir,
-                transport.clone(),
+                reach.clone(),
                 &fleet.name,
                 &id,
                 &nodes,
@@ -426,7 +419,7 @@ impl Services {
             )
             .await;
             // What the run left goes when it ends (a GKE run's test pods).
-            if let Err(e) = launcher.cleanup(&transport, &id, &nodes).await {
+            if let Err(e) = launcher.cleanup(&reach, &id, &nodes).await {
                 tracing::warn!("run {id}: {e}");
             }
             let dir = state_dir.clone();
@@ -500,19 +493,12 @@ impl Services {
             ))));
             return;
         };
-        let transport = match super::job_service::transport(&record, &self.pool, &self.resolver) {
-            Ok(t) => t,
-            Err(e) => {
-                let _ = tx.try_send(ServiceEvent::Msg(Msg::PanesFailed(e)));
-                return;
-            }
-        };
         let nodes: Vec<String> = record.nodes.iter().map(|n| n.name.clone()).collect();
         let _ = tx.try_send(ServiceEvent::Msg(Msg::TelemetryStarted { fleet, nodes }));
         let (ttx, mut trx) = mpsc::channel(1024);
         let opts = crate::telemetry::service::Options::live(crate::telemetry::sampler::Interval::DEFAULT);
         self.samplers = Some(crate::telemetry::service::spawn(
-            transport,
+            self.reach.clone(),
             record.nodes.clone(),
             opts,
             ttx,
@@ -545,7 +531,7 @@ impl Services {
             if inventory.upkeep_on_load() {
                 tokio::spawn(upkeep(
                     self.tx.clone(),
-                    inventory_context(&self.paths).with_kube(self.pool.kube().clone()),
+                    inventory_context(&self.paths).with_kube(self.reach.kube().clone()),
                     inventory,
                 ));
             }
@@ -561,28 +547,23 @@ impl Services {
     /// Start a session per node of `record`; returns the tiles for the view.
     pub fn open_panes(&mut self, record: &FleetRecord) -> Result<Vec<PaneTile>, String> {
         self.close_panes();
-        let shell = std::env::var("SHELL")
-            .ok()
-            .filter(|s| !s.is_empty())
-            .unwrap_or_else(|| "/bin/sh".into());
         let mut tiles = vec![];
         for node in &record.nodes {
-            let target = match record.backend {
-                BackendKind::Local => PaneTarget::Local { shell: shell.clone() },
-                BackendKind::Ssh | BackendKind::Gcp | BackendKind::Gke => PaneTarget::Ssh {
-                    pool: self.pool.clone(),
-                    route: self.resolver.route(node),
-                },
-            };
             let id = self.next_pane;
             self.next_pane += 1;
             let screen = term::new_screen(24, 80);
-            let handle = session::spawn(id, target, screen.clone(), self.pane_events.clone());
+            let handle = session::spawn(
+                id,
+                self.reach.clone(),
+                node.clone(),
+                screen.clone(),
+                self.pane_events.clone(),
+            );
             self.panes.insert(id, (handle, screen.clone()));
             tiles.push(PaneTile {
                 id,
                 node: node.name.clone(),
-                host: node.host.clone(),
+                host: node.host().to_string(),
                 state: PaneState::Connecting,
                 marked: false,
                 screen,
@@ -623,7 +604,7 @@ impl Services {
     /// telemetry are removed (within 10 s; `fleet gc` finds any left).
     pub async fn shutdown(&mut self) {
         self.close_panes();
-        let clients = self.pool.kube().clone();
+        let clients = self.reach.kube().clone();
         match tokio::time::timeout(std::time::Duration::from_secs(10), clients.remove_created()).await {
             Ok(0) => {}
             Ok(n) => tracing::info!("removed {n} GKE debug pods"),
@@ -734,14 +715,9 @@ async fn pod_panes(
         .map_err(|e| e.to_string())?
         .map_err(|e| e.to_string())?;
     let mut record = state.fleet(name).map_err(|e| e.to_string())?.clone();
-    if record.backend != crate::fleet::BackendKind::Gke {
-        return Err(format!(
-            "`:open {name} SELECTOR` picks pods: fleet `{name}` is a {} fleet",
-            record.backend
-        ));
-    }
-    let target = crate::cloud::gke::backend::Target::of_record(&record)?;
-    record.nodes = target.pods(clients, &record.name, selector).await?;
+    let (target, pods) =
+        crate::cloud::gke::backend::Target::pods_of_record(clients, &record, selector).await?;
+    record.nodes = pods;
     if record.nodes.is_empty() {
         return Err(format!(
             "no running pod in namespace {} matches `{selector}`",

@@ -1380,7 +1380,7 @@ async fn exec(
         let mut args: Vec<&str> = vec!["-i"];
         args.extend(envs.iter().map(String::as_str));
         args.extend(argv.iter().map(String::as_str));
-        let (pty, mut child) = flightdeck::term::pty::spawn("env", &args, 80, 24).unwrap();
+        let (pty, mut child) = flightdeck::node::pty::spawn("env", &args, 80, 24).unwrap();
         let pty = Arc::new(pty);
         let p2 = pty.clone();
         let o2 = otx.clone();

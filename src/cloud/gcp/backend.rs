@@ -25,7 +25,7 @@ pub struct GcpBackend {
     pub state_dir: PathBuf,
     pub home: Option<PathBuf>,
     /// SSH for nodes behind `gcp.proxy_jump`.
-    pub ssh: Option<crate::exec::Transport>,
+    pub ssh: Option<crate::reach::Reach>,
     /// Set to cancel an apply.
     pub cancel: crate::cloud::Cancel,
 }

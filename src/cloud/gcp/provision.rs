@@ -59,7 +59,7 @@ pub struct Gcp {
     pub ssh_port: u16,
     /// How to log in to nodes behind `gcp.proxy_jump` (their readiness is a login there,
     /// since their port cannot be probed from here).
-    pub ssh: Option<crate::exec::Transport>,
+    pub ssh: Option<crate::reach::Reach>,
     /// Set when the operator cancels the apply.
     pub cancel: crate::cloud::Cancel,
 }
@@ -905,9 +905,7 @@ impl Gcp {
                     if public { "external" } else { "internal" }
                 )
             })?;
-            let node = NodeTarget {
-                index: r.node.unwrap_or(nodes.len()),
-                name: r.name.clone(),
+            let ssh = crate::fleet::SshAddress {
                 host: host.clone(),
                 port: (self.ssh_port != 22).then_some(self.ssh_port),
                 user: Some(self.settings.ssh_user()),
@@ -917,10 +915,15 @@ impl Gcp {
                     .proxy_jump
                     .as_ref()
                     .map(crate::fleet::JumpTarget::from),
-                internal_ip: r.internal_ip.clone(),
-                kube: None,
             };
-            if node.proxy_jump.is_none() {
+            let direct = ssh.proxy_jump.is_none();
+            let node = NodeTarget {
+                index: r.node.unwrap_or(nodes.len()),
+                name: r.name.clone(),
+                internal_ip: r.internal_ip.clone(),
+                address: crate::fleet::Address::Ssh(ssh),
+            };
+            if direct {
                 let left = self.ready_wait.saturating_sub(start.elapsed());
                 let banner = wait_ssh(&host, self.ssh_port, left.max(Duration::from_secs(5)))
                     .await
@@ -943,7 +946,7 @@ impl Gcp {
         start: tokio::time::Instant,
         progress: Progress<'_>,
     ) -> Result<(), String> {
-        let transport = self
+        let reach = self
             .ssh
             .clone()
             .ok_or("gcp.proxy_jump is set but no SSH client was given to reach the nodes through it")?;
@@ -951,7 +954,7 @@ impl Gcp {
         loop {
             let (tx, mut rx) = crate::exec::channel(64);
             let run = tokio::spawn(crate::exec::run(
-                transport.clone(),
+                reach.clone(),
                 waiting.clone(),
                 "uname -n".into(),
                 32,
@@ -976,7 +979,9 @@ impl Gcp {
                 if ready[i] {
                     progress(format!(
                         "  {}: RUNNING at {}, SSH login works ({})",
-                        n.name, n.host, names[i]
+                        n.name,
+                        n.host(),
+                        names[i]
                     ));
                 } else {
                     still.push(n.clone());

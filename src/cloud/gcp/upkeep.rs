@@ -476,7 +476,7 @@ impl Inventory for GcpInventory {
                     vec![
                         Cell::Text(r.name.clone()),
                         Cell::Text(
-                            node.map(|n| n.host.clone())
+                            node.map(|n| n.host().to_string())
                                 .or(r.external_ip.clone())
                                 .unwrap_or_default(),
                         ),

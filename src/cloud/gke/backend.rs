@@ -6,7 +6,7 @@
 use super::view::{self, Snapshot};
 use super::{Clients, ClusterRef, KubeNode, DEFAULT_DEBUG_IMAGE, FLEET_LABEL};
 use crate::cloud::{Backend, Change, Plan, Progress};
-use crate::fleet::{BackendKind, Fleet, NodeTarget};
+use crate::fleet::{Address, BackendKind, Fleet, NodeTarget};
 use crate::ssh::client::BoxFuture;
 use crate::store::FleetRecord;
 use k8s_openapi::api::core::v1::{Node, Pod};
@@ -69,12 +69,16 @@ impl Target {
                 return Target::of(&f);
             }
         }
-        let k = record.nodes.iter().find_map(|n| n.kube.clone()).ok_or_else(|| {
-            format!(
-                "fleet `{}`: its fleet file is gone and it has no nodes to name its cluster",
-                record.name
-            )
-        })?;
+        let k = record
+            .nodes
+            .iter()
+            .find_map(|n| n.kube().cloned())
+            .ok_or_else(|| {
+                format!(
+                    "fleet `{}`: its fleet file is gone and it has no nodes to name its cluster",
+                    record.name
+                )
+            })?;
         Ok(Target {
             cluster: k.cluster,
             namespace: k.namespace,
@@ -155,22 +159,39 @@ impl Target {
         NodeTarget {
             index,
             name: name.to_string(),
-            host: ip.clone().unwrap_or_else(|| name.to_string()),
-            port: None,
-            user: None,
-            identity_file: None,
-            proxy_jump: None,
+            address: Address::Kube {
+                host: ip.clone().unwrap_or_else(|| name.to_string()),
+                node: KubeNode {
+                    cluster: self.cluster.clone(),
+                    fleet: fleet.to_string(),
+                    node: node.to_string(),
+                    namespace: self.namespace.clone(),
+                    debug_image: self.debug_image.clone(),
+                    pod,
+                    container: container.flatten(),
+                },
+            },
             internal_ip: ip,
-            kube: Some(KubeNode {
-                cluster: self.cluster.clone(),
-                fleet: fleet.to_string(),
-                node: node.to_string(),
-                namespace: self.namespace.clone(),
-                debug_image: self.debug_image.clone(),
-                pod,
-                container: container.flatten(),
-            }),
         }
+    }
+
+    /// The running pods `selector` picks in recorded fleet `record`'s namespace, as
+    /// nodes ([`Target::pods`]); a fleet of another family has none to pick.
+    pub async fn pods_of_record(
+        clients: &Clients,
+        record: &FleetRecord,
+        selector: &str,
+    ) -> Result<(Target, Vec<NodeTarget>), String> {
+        if record.backend != BackendKind::Gke {
+            return Err(format!(
+                "`:open {name} SELECTOR` picks pods: fleet `{name}` is a {} fleet",
+                record.backend,
+                name = record.name
+            ));
+        }
+        let target = Target::of_record(record)?;
+        let pods = target.pods(clients, &record.name, selector).await?;
+        Ok((target, pods))
     }
 
     /// The running pods `selector` picks in the fleet's namespace, as nodes reached in

@@ -15,6 +15,7 @@
 //!   hour it lives).
 
 use crate::cloud::gcp::auth::Auth;
+use crate::node::kube::{ClusterRef, PluginOptIn};
 use kube::config::{AuthInfo, KubeConfigOptions, Kubeconfig};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -29,25 +30,6 @@ pub const GKE_API_URL_VAR: &str = "FLIGHTDECK_GKE_API_URL";
 
 /// A client made from an ADC token is made again after this (tokens live an hour).
 const TOKEN_CLIENT_LIFE: Duration = Duration::from_secs(45 * 60);
-
-#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-pub struct ClusterRef {
-    /// The kubeconfig the fleet file names, as an absolute path (resolved from the fleet
-    /// file's folder when the fleet file was read); `None`: the operator's own.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kubeconfig: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub context: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub project: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub location: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cluster: Option<String>,
-    /// Whether the kubeconfig the fleet file names may run its credential plugin.
-    #[serde(default, skip_serializing_if = "PluginOptIn::is_no")]
-    pub allow_exec_plugin: PluginOptIn,
-}
 
 impl ClusterRef {
     /// From a fleet file's `gke` block as [`crate::fleet::load`] left it (its
@@ -183,8 +165,6 @@ impl ClusterRef {
         Ok(cfg)
     }
 }
-
-pub use crate::fleet::spec::PluginOptIn;
 
 /// A credential plugin: a program kube-rs runs on this machine, as the operator, for a
 /// token (client-go's `exec` plugin, or the `gcp` `auth-provider`'s `cmd-path`).

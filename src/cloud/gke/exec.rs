@@ -6,7 +6,7 @@
 //! status, resize).
 
 use super::{object_name, Clients, KubeNode, FLEET_LABEL, MANAGED_BY, ROLE_LABEL};
-use crate::ssh::stream::Output;
+use crate::node::{BoxFuture, Channel, ChannelError, ChannelRead, ChannelWrite, Output, Signal};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, AttachParams, AttachedProcess, DeleteParams, ListParams, PostParams, TerminalSize};
 use std::sync::Arc;
@@ -228,13 +228,15 @@ impl Clients {
     }
 
     /// Run `command` (a shell command line) on `n`'s node in its debug pod.
-    pub async fn exec(&self, n: &KubeNode, command: &str) -> Result<KubeChannel, String> {
-        self.attach(n, command, None).await
+    pub async fn exec(&self, n: &KubeNode, command: &str) -> Result<Channel, String> {
+        self.attach(n, command, None).await.map(KubeChannel::into_channel)
     }
 
     /// A login shell on a TTY of `cols` x `rows` on `n`'s node.
-    pub async fn shell(&self, n: &KubeNode, cols: u16, rows: u16) -> Result<KubeChannel, String> {
-        self.attach(n, PANE_SHELL, Some((cols, rows))).await
+    pub async fn shell(&self, n: &KubeNode, cols: u16, rows: u16) -> Result<Channel, String> {
+        self.attach(n, PANE_SHELL, Some((cols, rows)))
+            .await
+            .map(KubeChannel::into_channel)
     }
 
     async fn attach(
@@ -292,7 +294,7 @@ async fn wait_gone(api: &Api<Pod>, name: &str) -> Result<(), String> {
 
 /// Run `command` with `sh -c` in `container` of pod `pod`: stdin, stdout, stderr (or a
 /// TTY of the given size) and the exit status.
-pub async fn exec_in(
+async fn exec_in(
     api: &Api<Pod>,
     pod: &str,
     container: &str,
@@ -316,9 +318,8 @@ pub async fn exec_in(
     Ok(KubeChannel::new(&mut proc, tty).with_process(proc))
 }
 
-/// A command's channel on the exec API, shaped as [`crate::ssh::stream`]'s: outputs to
-/// read, stdin and a resize to write.
-pub struct KubeChannel {
+/// A command's channel on the exec API: outputs to read, stdin and a resize to write.
+struct KubeChannel {
     rx: mpsc::Receiver<Output>,
     stdin: Arc<Mutex<Option<tokio::io::WriteHalf<tokio::io::SimplexStream>>>>,
     resize: Option<ResizeSender>,
@@ -329,14 +330,13 @@ pub struct KubeChannel {
 type ResizeSender = futures::channel::mpsc::Sender<TerminalSize>;
 
 /// How to write to a command on the exec API: stdin, its end, a resize, a close.
-#[derive(Clone)]
-pub struct KubeWriter {
+struct KubeWriter {
     stdin: Arc<Mutex<Option<tokio::io::WriteHalf<tokio::io::SimplexStream>>>>,
     resize: Option<ResizeSender>,
     proc: Option<Arc<AttachedProcess>>,
 }
 
-pub struct KubeReader {
+struct KubeReader {
     rx: mpsc::Receiver<Output>,
     _proc: Option<Arc<AttachedProcess>>,
 }
@@ -399,8 +399,8 @@ impl KubeChannel {
         self
     }
 
-    pub fn split(self) -> (KubeReader, KubeWriter) {
-        (
+    fn into_channel(self) -> Channel {
+        Channel::new(
             KubeReader {
                 rx: self.rx,
                 _proc: self.proc.clone(),
@@ -414,56 +414,70 @@ impl KubeChannel {
     }
 }
 
-impl KubeReader {
-    pub async fn next(&mut self) -> Option<Output> {
-        self.rx.recv().await
+impl ChannelRead for KubeReader {
+    fn next(&mut self) -> BoxFuture<'_, Option<Output>> {
+        Box::pin(async move { self.rx.recv().await })
     }
 }
 
-impl KubeWriter {
-    pub async fn data(&self, bytes: &[u8]) -> Result<(), String> {
-        let mut g = self.stdin.lock().await;
-        let w = g.as_mut().ok_or("stdin is closed")?;
-        w.write_all(bytes).await.map_err(|e| e.to_string())
+impl ChannelWrite for KubeWriter {
+    fn data<'a>(&'a self, bytes: &'a [u8]) -> BoxFuture<'a, Result<(), ChannelError>> {
+        Box::pin(async move {
+            let mut g = self.stdin.lock().await;
+            let w = g.as_mut().ok_or(ChannelError::Closed("stdin"))?;
+            w.write_all(bytes)
+                .await
+                .map_err(|e| ChannelError::Failed(e.to_string()))
+        })
     }
 
     /// The end of stdin: the exec API's v5 CLOSE for stdin.
-    pub async fn eof(&self) -> Result<(), String> {
-        if let Some(mut w) = self.stdin.lock().await.take() {
-            let _ = w.shutdown().await;
-        }
-        Ok(())
+    fn eof(&self) -> BoxFuture<'_, Result<(), ChannelError>> {
+        Box::pin(async move {
+            if let Some(mut w) = self.stdin.lock().await.take() {
+                let _ = w.shutdown().await;
+            }
+            Ok(())
+        })
     }
 
     /// The exec API carries no signals: the command's own time limit (`timeout` on the
     /// node, as flightdeck wraps a limited command) or a close ends it.
-    pub async fn signal(&self, _sig: russh::Sig) -> Result<(), String> {
-        Err("the Kubernetes exec API carries no signals".into())
+    fn signal(&self, _sig: Signal) -> BoxFuture<'_, Result<(), ChannelError>> {
+        Box::pin(async {
+            Err(ChannelError::Unsupported(
+                "the Kubernetes exec API carries no signals",
+            ))
+        })
     }
 
-    pub async fn resize(&self, cols: u16, rows: u16) -> Result<(), String> {
-        use futures::SinkExt;
-        match &self.resize {
-            Some(r) => r
-                .clone()
-                .send(TerminalSize {
-                    width: cols,
-                    height: rows,
-                })
-                .await
-                .map_err(|e| e.to_string()),
-            None => Ok(()),
-        }
+    fn resize(&self, cols: u16, rows: u16) -> BoxFuture<'_, Result<(), ChannelError>> {
+        Box::pin(async move {
+            use futures::SinkExt;
+            match &self.resize {
+                Some(r) => r
+                    .clone()
+                    .send(TerminalSize {
+                        width: cols,
+                        height: rows,
+                    })
+                    .await
+                    .map_err(|e| ChannelError::Failed(e.to_string())),
+                None => Ok(()),
+            }
+        })
     }
 
     /// Close the websocket: the API server ends the exec stream (a TTY's shell gets a
     /// hangup).
-    pub async fn close(&self) -> Result<(), String> {
-        self.stdin.lock().await.take();
-        if let Some(p) = &self.proc {
-            p.abort();
-        }
-        Ok(())
+    fn close(&self) -> BoxFuture<'_, Result<(), ChannelError>> {
+        Box::pin(async move {
+            self.stdin.lock().await.take();
+            if let Some(p) = &self.proc {
+                p.abort();
+            }
+            Ok(())
+        })
     }
 }
 

@@ -201,11 +201,11 @@ fn node_table(record: &FleetRecord, snap: Option<&Snapshot>, title: String) -> T
             };
             Row::node(
                 &n.name,
-                vec![n.name.clone(), n.host.clone()],
+                vec![n.name.clone(), n.host().to_string()],
                 vec![
                     Cell::Text(n.name.clone()),
                     Cell::Text(r.map(|r| r.pool.clone()).unwrap_or_default()),
-                    Cell::Text(n.host.clone()),
+                    Cell::Text(n.host().to_string()),
                     status,
                     Cell::Text(
                         r.map(|r| format!("{}/{}", r.gpus_used, r.gpus))

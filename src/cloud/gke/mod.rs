@@ -23,8 +23,9 @@ pub mod nccl;
 pub mod selector;
 pub mod view;
 
+pub use crate::node::kube::{ClusterRef, KubeNode, PluginOptIn};
 pub use backend::GkeBackend;
-pub use cluster::{Clients, ClusterRef, PluginOptIn};
+pub use cluster::Clients;
 
 /// The label every object flightdeck creates in a cluster carries (value: the fleet).
 pub const FLEET_LABEL: &str = "flightdeck-fleet";
@@ -35,23 +36,6 @@ pub const MANAGED_BY: (&str, &str) = ("app.kubernetes.io/managed-by", "flightdec
 
 /// The GPU resource name GKE's device plugin advertises.
 pub const GPU_RESOURCE: &str = "nvidia.com/gpu";
-
-/// A node of a GKE fleet, as a [`crate::fleet::NodeTarget`] carries it.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-pub struct KubeNode {
-    pub cluster: ClusterRef,
-    pub fleet: String,
-    /// The Kubernetes node name.
-    pub node: String,
-    pub namespace: String,
-    pub debug_image: String,
-    /// A pod (and its container) to run in instead of the node's debug pod: an NCCL test
-    /// pod, a job's pod.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pod: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub container: Option<String>,
-}
 
 #[cfg(test)]
 impl KubeNode {
@@ -64,7 +48,7 @@ impl KubeNode {
                 project: None,
                 location: None,
                 cluster: None,
-                allow_exec_plugin: cluster::PluginOptIn::No,
+                allow_exec_plugin: PluginOptIn::No,
             },
             fleet: "a3u".into(),
             node: node.into(),

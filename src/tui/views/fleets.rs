@@ -408,16 +408,22 @@ fn render_node_detail(
     };
     let mut lines = vec![];
     if let Some(n) = node {
-        let port = n.port.map_or(String::new(), |p| format!(":{p}"));
+        let port = n.port().map_or(String::new(), |p| format!(":{p}"));
         lines.push(field(
             "ssh",
-            format!("{}@{}{port}", n.user.clone().unwrap_or_default(), n.host),
+            format!("{}@{}{port}", n.user().unwrap_or_default(), n.host()),
         ));
+        let ssh = n.ssh();
         lines.push(field(
             "via",
-            n.proxy_jump.as_ref().map(|j| j.host.clone()).unwrap_or_default(),
+            ssh.and_then(|s| s.proxy_jump.as_ref())
+                .map(|j| j.host.clone())
+                .unwrap_or_default(),
         ));
-        lines.push(field("key", n.identity_file.clone().unwrap_or_default()));
+        lines.push(field(
+            "key",
+            ssh.and_then(|s| s.identity_file.clone()).unwrap_or_default(),
+        ));
         lines.push(field("internal ip", n.internal_ip.clone().unwrap_or_default()));
     }
     if let Some(r) = res {

@@ -1,5 +1,6 @@
-//! Local pseudo-terminals for the local backend's panes: a login shell on a new PTY,
-//! its master side read and written asynchronously, resized with TIOCSWINSZ.
+//! Local pseudo-terminals for local nodes' shells (the local backend's panes): a login
+//! shell on a new PTY, its master side read and written asynchronously, resized with
+//! TIOCSWINSZ.
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
