@@ -2,40 +2,12 @@
 //! every node at once; each node's tally as it answers (on stderr), then the problems,
 //! worst first, causes before what follows from them. Exit 1 when a check failed.
 
-use super::{Cli, NcclProfile};
+use super::{Cli, DoctorArgs, NcclProfile};
 use crate::doctor::{self, run::Event, Outcome, Report};
 use crate::fleet::NodeTarget;
 use crate::nccl::GpuDirect;
 use crate::paths::Paths;
 use std::process::ExitCode;
-
-#[derive(Debug, clap::Args)]
-pub struct DoctorArgs {
-    /// The fleet's name (or a fleet file).
-    #[arg(required_unless_present = "list")]
-    pub fleet: Option<String>,
-    /// Only these nodes (names or indexes, comma-separated).
-    #[arg(long, value_delimiter = ',')]
-    pub nodes: Vec<String>,
-    /// Only these checks (comma-separated ids; `--list` names them).
-    #[arg(long, value_delimiter = ',', value_name = "CHECKS")]
-    pub only: Vec<String>,
-    /// The GPUDirect flavour to check for (auto: the fleet file's, else its machine type's).
-    #[arg(long, value_enum, default_value_t = NcclProfile::Auto)]
-    pub profile: NcclProfile,
-    /// The machine type the nodes should be (default: the fleet file's instance_types).
-    #[arg(long)]
-    pub machine_type: Option<String>,
-    /// Print each problem's evidence under it.
-    #[arg(long)]
-    pub evidence: bool,
-    /// List the checks and exit.
-    #[arg(long, conflicts_with_all = ["json", "evidence"])]
-    pub list: bool,
-    /// Print one JSON document instead of a report.
-    #[arg(long)]
-    pub json: bool,
-}
 
 /// `--only`'s ids, checked.
 pub fn only(ids: &[String]) -> anyhow::Result<Vec<String>> {

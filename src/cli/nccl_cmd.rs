@@ -271,114 +271,9 @@ pub fn summary(report: &Report) -> String {
     parts.join(", ")
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn env_settings_follow_the_profile_and_bad_ones_are_refused() {
-        assert_eq!(edited_env(BackendKind::Gcp, GpuDirect::Rdma, &[]).unwrap(), None);
-        let lines = edited_env(
-            BackendKind::Gcp,
-            GpuDirect::Rdma,
-            &["NCCL_SOCKET_IFNAME=lo".into(), "X=a b'c".into()],
-        )
-        .unwrap()
-        .unwrap();
-        let n = runner::profile_env(GpuDirect::Rdma).len();
-        assert_eq!(
-            lines[n..],
-            ["export NCCL_SOCKET_IFNAME='lo'", "export X='a b'\\''c'"]
-        );
-        assert_eq!(
-            crate::shellenv::exported_value(&lines, "NCCL_SOCKET_IFNAME").as_deref(),
-            Some("lo"),
-            "the last setting is the one the pre-flight reads"
-        );
-        for bad in ["NOVALUE", "1X=2", "A-B=3"] {
-            assert!(
-                edited_env(BackendKind::Gcp, GpuDirect::None, &[bad.into()]).is_err(),
-                "{bad}"
-            );
-        }
-    }
-
-    /// `--env` on a GKE fleet edits the GKE pod profile: no VM line reaches the head pod.
-    #[test]
-    fn env_settings_on_gke_start_from_the_pod_profile() {
-        for flavour in [GpuDirect::Tcpx, GpuDirect::Tcpxo, GpuDirect::Rdma] {
-            let lines = edited_env(BackendKind::Gke, flavour, &["NCCL_DEBUG=INFO".into()])
-                .unwrap()
-                .unwrap();
-            let pod = crate::nccl::profile::pod_env(flavour);
-            assert_eq!(lines[..pod.len()], pod[..], "{flavour:?}");
-            assert_eq!(lines[pod.len()..], ["export NCCL_DEBUG='INFO'"]);
-            let text = lines.join("\n");
-            for vm_only in ["enp", "/var/lib/tcpxo", "gIB'"] {
-                assert!(!text.contains(vm_only), "{flavour:?}: {text}");
-            }
-        }
-        assert_eq!(edited_env(BackendKind::Gke, GpuDirect::Rdma, &[]).unwrap(), None);
-    }
-
-    #[test]
-    fn human_sizes() {
-        for (bytes, want) in [
-            (0, "0B"),
-            (8, "8B"),
-            (1000, "1000B"),
-            (1024, "1K"),
-            (1536, "1.5K"),
-            (8 << 20, "8M"),
-            (1 << 30, "1G"),
-            (8589934592, "8G"),
-            (3 << 40, "3T"),
-            ((1 << 20) + 1, "1M"),
-        ] {
-            assert_eq!(human_size(bytes), want, "{bytes}");
-        }
-    }
-
-    #[test]
-    fn figures_as_nccl_tests_prints_them() {
-        assert_eq!(figure(13.34, 7), "13.34");
-        assert_eq!(figure(24704.0, 7), "24704.0");
-        assert_eq!(figure(1412.5, 7), "1412.50");
-        assert_eq!(figure(123456.0, 7), "123456");
-        assert_eq!(figure(347.71, 6), "347.71");
-        assert_eq!(figure(0.0, 6), "0.00");
-        assert_eq!(wrong_text(None), "N/A");
-        assert_eq!(wrong_text(Some(0.0)), "0");
-        assert_eq!(wrong_text(Some(2e-7)), "2e-7");
-    }
-
-    #[test]
-    fn table_is_aligned() {
-        let text = include_str!("../../tests/fixtures/nccl/h200x2-alltoall.txt");
-        let reports = crate::nccl::parse_text(text);
-        let t = table(&reports[0]);
-        let lines: Vec<&str> = t.lines().collect();
-        assert!(lines[0].contains("out-of-place") && lines[0].contains("in-place"));
-        assert!(lines[1].trim_start().starts_with("size"));
-        // Every row line ends at the same column as the header.
-        let width = lines[1].len();
-        for l in &lines[2..33] {
-            assert_eq!(l.len(), width, "{l}");
-        }
-        assert!(lines[32].trim_start().starts_with("8G"));
-        assert!(lines[32].ends_with("N/A"));
-        assert_eq!(
-            lines[34],
-            "collective alltoall, ranks 2, NCCL 2.28.9, transport unknown (no NCCL_DEBUG=INFO lines), \
-             avg busbw 103.213 GB/s, \
-             peak busbw 338.58 GB/s at 8G, 31 rows"
-        );
-    }
-}
-
 // ---- nccl run / nccl attach ----
 
-use super::{Cli, NcclEngine, NcclProfile};
+use super::{BenchArgs, Cli, NcclEngine, NcclProfile, RunArgs};
 use crate::fleet::{BackendKind, NodeTarget};
 use crate::nccl::expect::Verdict;
 use crate::nccl::history::{self, SavedRun};
@@ -389,76 +284,6 @@ use crate::nccl::{profile, GpuDirect};
 use crate::paths::Paths;
 use crate::reach::Reach;
 use crate::store::{self, RunRecord, Store};
-
-#[derive(Debug, clap::Args)]
-pub struct RunArgs {
-    /// The fleet's name (or a fleet file).
-    pub fleet: String,
-    #[command(flatten)]
-    pub bench: BenchArgs,
-    /// Only these nodes: indices (0,1), ranges (0-3), names or hosts (lab-2), or patterns
-    /// with * (lab-1*).
-    #[arg(long, value_delimiter = ',', value_name = "NODES")]
-    pub nodes: Vec<String>,
-    /// Print one JSON document instead of a table.
-    #[arg(long)]
-    pub json: bool,
-}
-
-/// The benchmark flags of `nccl run` and `nccl stragglers`. The size defaults are
-/// `nccl run`'s; `nccl stragglers` sets its own on its command.
-#[derive(Debug, clap::Args)]
-pub struct BenchArgs {
-    /// Collective: all_reduce, all_gather, reduce_scatter, alltoall, broadcast, reduce, sendrecv.
-    #[arg(long, default_value = "all_reduce")]
-    pub test: String,
-    /// Smallest message size (e.g. 8, 1M).
-    #[arg(short = 'b', long = "minbytes", default_value = "8")]
-    pub min_bytes: String,
-    /// Largest message size (e.g. 8G).
-    #[arg(short = 'e', long = "maxbytes", default_value = "8G")]
-    pub max_bytes: String,
-    /// Size multiplication factor between steps.
-    #[arg(short = 'f', long = "stepfactor", default_value_t = 2)]
-    pub step_factor: u32,
-    /// GPUs per node (default: all of the node's GPUs).
-    #[arg(short = 'g', long = "ngpus")]
-    pub gpus: Option<u32>,
-    /// Timed iterations per size.
-    #[arg(short = 'n', long = "iters", default_value_t = runner::DEFAULT_ITERS)]
-    pub iters: u32,
-    /// Warm-up iterations per size.
-    #[arg(short = 'w', long = "warmup_iters", default_value_t = runner::DEFAULT_WARMUP)]
-    pub warmup: u32,
-    /// Data type (float, half, bfloat16, double, int32, ...).
-    #[arg(short = 'd', long = "datatype", default_value = runner::DEFAULT_DTYPE)]
-    pub dtype: String,
-    /// Benchmark engine: nccl-tests binaries on the node (several nodes: through mpirun
-    /// on the first), or flightdeck's torch.distributed benchmark (torchrun on every node).
-    #[arg(long, value_enum, default_value = "nccl-tests")]
-    pub engine: NcclEngine,
-    /// GPUDirect environment profile (auto: from the machine type; none when unknown).
-    #[arg(long, value_enum, default_value = "auto")]
-    pub profile: NcclProfile,
-    /// Where the nccl-tests binaries are on the nodes (else PATH, NCCL_TESTS_DIR, /opt/nccl-tests/build, ~/nccl-tests/build).
-    #[arg(long, value_name = "DIR")]
-    pub nccl_tests_dir: Option<String>,
-    /// The mpirun of the head node for nccl-tests on several nodes.
-    #[arg(long, value_name = "PATH", default_value = "mpirun")]
-    pub mpirun: String,
-    /// The machine type the verdict is judged for (default: the fleet file's
-    /// instance_types, else the GPUs nccl-tests lists, e.g. 2xH200).
-    #[arg(long, value_name = "TYPE")]
-    pub machine_type: Option<String>,
-    /// Skip the check of the nodes' GPUDirect pieces (interfaces, plugin, RxDM) before
-    /// the run starts.
-    #[arg(long)]
-    pub no_preflight: bool,
-    /// Set a variable after the profile's lines (repeatable), as the cockpit's run
-    /// dialog edits them: `--env NCCL_SOCKET_IFNAME=eth0`.
-    #[arg(long = "env", value_name = "KEY=VALUE")]
-    pub env: Vec<String>,
-}
 
 /// The profile's lines for a fleet of family `kind` ([`profile::env_lines`]: a VM's or a
 /// pod's) with `--env KEY=VALUE` settings after them; `None` without any.
@@ -913,4 +738,109 @@ pub fn compare(a: &str, b: &str, json: bool, paths: &Paths) -> anyhow::Result<Ex
         outln!("note: {n}");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn env_settings_follow_the_profile_and_bad_ones_are_refused() {
+        assert_eq!(edited_env(BackendKind::Gcp, GpuDirect::Rdma, &[]).unwrap(), None);
+        let lines = edited_env(
+            BackendKind::Gcp,
+            GpuDirect::Rdma,
+            &["NCCL_SOCKET_IFNAME=lo".into(), "X=a b'c".into()],
+        )
+        .unwrap()
+        .unwrap();
+        let n = runner::profile_env(GpuDirect::Rdma).len();
+        assert_eq!(
+            lines[n..],
+            ["export NCCL_SOCKET_IFNAME='lo'", "export X='a b'\\''c'"]
+        );
+        assert_eq!(
+            crate::shellenv::exported_value(&lines, "NCCL_SOCKET_IFNAME").as_deref(),
+            Some("lo"),
+            "the last setting is the one the pre-flight reads"
+        );
+        for bad in ["NOVALUE", "1X=2", "A-B=3"] {
+            assert!(
+                edited_env(BackendKind::Gcp, GpuDirect::None, &[bad.into()]).is_err(),
+                "{bad}"
+            );
+        }
+    }
+
+    /// `--env` on a GKE fleet edits the GKE pod profile: no VM line reaches the head pod.
+    #[test]
+    fn env_settings_on_gke_start_from_the_pod_profile() {
+        for flavour in [GpuDirect::Tcpx, GpuDirect::Tcpxo, GpuDirect::Rdma] {
+            let lines = edited_env(BackendKind::Gke, flavour, &["NCCL_DEBUG=INFO".into()])
+                .unwrap()
+                .unwrap();
+            let pod = crate::nccl::profile::pod_env(flavour);
+            assert_eq!(lines[..pod.len()], pod[..], "{flavour:?}");
+            assert_eq!(lines[pod.len()..], ["export NCCL_DEBUG='INFO'"]);
+            let text = lines.join("\n");
+            for vm_only in ["enp", "/var/lib/tcpxo", "gIB'"] {
+                assert!(!text.contains(vm_only), "{flavour:?}: {text}");
+            }
+        }
+        assert_eq!(edited_env(BackendKind::Gke, GpuDirect::Rdma, &[]).unwrap(), None);
+    }
+
+    #[test]
+    fn human_sizes() {
+        for (bytes, want) in [
+            (0, "0B"),
+            (8, "8B"),
+            (1000, "1000B"),
+            (1024, "1K"),
+            (1536, "1.5K"),
+            (8 << 20, "8M"),
+            (1 << 30, "1G"),
+            (8589934592, "8G"),
+            (3 << 40, "3T"),
+            ((1 << 20) + 1, "1M"),
+        ] {
+            assert_eq!(human_size(bytes), want, "{bytes}");
+        }
+    }
+
+    #[test]
+    fn figures_as_nccl_tests_prints_them() {
+        assert_eq!(figure(13.34, 7), "13.34");
+        assert_eq!(figure(24704.0, 7), "24704.0");
+        assert_eq!(figure(1412.5, 7), "1412.50");
+        assert_eq!(figure(123456.0, 7), "123456");
+        assert_eq!(figure(347.71, 6), "347.71");
+        assert_eq!(figure(0.0, 6), "0.00");
+        assert_eq!(wrong_text(None), "N/A");
+        assert_eq!(wrong_text(Some(0.0)), "0");
+        assert_eq!(wrong_text(Some(2e-7)), "2e-7");
+    }
+
+    #[test]
+    fn table_is_aligned() {
+        let text = include_str!("../../tests/fixtures/nccl/h200x2-alltoall.txt");
+        let reports = crate::nccl::parse_text(text);
+        let t = table(&reports[0]);
+        let lines: Vec<&str> = t.lines().collect();
+        assert!(lines[0].contains("out-of-place") && lines[0].contains("in-place"));
+        assert!(lines[1].trim_start().starts_with("size"));
+        // Every row line ends at the same column as the header.
+        let width = lines[1].len();
+        for l in &lines[2..33] {
+            assert_eq!(l.len(), width, "{l}");
+        }
+        assert!(lines[32].trim_start().starts_with("8G"));
+        assert!(lines[32].ends_with("N/A"));
+        assert_eq!(
+            lines[34],
+            "collective alltoall, ranks 2, NCCL 2.28.9, transport unknown (no NCCL_DEBUG=INFO lines), \
+             avg busbw 103.213 GB/s, \
+             peak busbw 338.58 GB/s at 8G, 31 rows"
+        );
+    }
 }

@@ -10,8 +10,8 @@
 //!
 //! Exit code: 0 when no node or link is slow, 1 when one is named (or a run failed).
 
-use super::nccl_cmd::{self, BenchArgs};
-use super::Cli;
+use super::nccl_cmd;
+use super::{Cli, StragglerArgs};
 use crate::fleet::NodeTarget;
 use crate::nccl::history::{self, StragglerReport};
 use crate::nccl::launcher::Start;
@@ -21,26 +21,6 @@ use crate::nccl::straggler::{Finder, Finding, Stage, Step};
 use crate::paths::Paths;
 use crate::store;
 use std::process::ExitCode;
-
-/// `nccl run`'s benchmark flags, with larger default sizes: a straggler shows in the
-/// bandwidth-bound sizes, and each group runs once per stage.
-#[derive(Debug, clap::Args)]
-#[command(
-    mut_arg("min_bytes", |a| a.default_value("64M")),
-    mut_arg("max_bytes", |a| a.default_value("4G"))
-)]
-pub struct StragglerArgs {
-    /// The fleet's name (or a fleet file).
-    pub fleet: String,
-    #[command(flatten)]
-    pub bench: BenchArgs,
-    /// A figure below this share of its stage's usual figure is slow.
-    #[arg(long, default_value_t = crate::nccl::straggler::THRESHOLD)]
-    pub threshold: f64,
-    /// Print one JSON document instead of a report.
-    #[arg(long)]
-    pub json: bool,
-}
 
 fn stage_name(s: Stage) -> &'static str {
     match s {

@@ -1,0 +1,560 @@
+//! The command line: clap's types for every subcommand and its flags.
+
+use crate::config::LogLevel;
+use crate::nccl::runner;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+/// A terminal cockpit for multi-node GPU clusters on Google Cloud.
+///
+/// With no subcommand, opens the interactive cockpit. The subcommands do the same work
+/// headless, for scripts: `--json` prints one JSON document on stdout and nothing else.
+#[derive(Debug, Parser)]
+#[command(name = "flightdeck", version, about, long_about)]
+pub struct Cli {
+    /// Colour theme: dark, light, high-contrast, colorblind or a user theme
+    /// (overrides the config file). NO_COLOR turns any theme monochrome.
+    #[arg(long, global = true, value_name = "NAME", help_heading = "Global options")]
+    pub theme: Option<String>,
+
+    /// Level of the log file in the state dir (overrides the config file).
+    #[arg(long, global = true, value_name = "LEVEL", help_heading = "Global options")]
+    pub log_level: Option<LogLevel>,
+
+    /// Accept and remember the host keys of SSH hosts not yet in known_hosts, without
+    /// asking (a changed key is still refused).
+    #[arg(long, global = true, help_heading = "Global options")]
+    pub accept_new_host_keys: bool,
+
+    /// Pass nodes' control sequences (titles, clipboard, cursor moves) to this terminal as
+    /// they are; by default only colour passes and the rest is shown, not acted on.
+    #[arg(long, global = true, help_heading = "Global options")]
+    pub raw: bool,
+
+    /// Connect to the nodes from this process even when a connection holder runs (the
+    /// cockpit, or `flightdeck mux`); the config's `mux: off` does it always.
+    #[arg(long, global = true, help_heading = "Global options")]
+    pub no_mux: bool,
+
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// List GPU offers and prices from the embedded catalog.
+    Offers(OffersArgs),
+    /// Validate, plan, apply, list, delete and garbage-collect fleets.
+    #[command(subcommand)]
+    Fleet(FleetCommand),
+    /// Run a command on every node of a fleet; output prefixed by node, exit = worst.
+    Exec(ExecArgs),
+    /// Run NCCL tests on a fleet, or parse nccl-tests output.
+    #[command(subcommand)]
+    Nccl(NcclCommand),
+    /// Sample per-NIC traffic and GPU figures on every node of a fleet.
+    Nics(NicsArgs),
+    /// Run, list, follow and stop training jobs.
+    #[command(subcommand)]
+    Job(JobCommand),
+    /// Check every node of a fleet at once (GPUs, driver and NCCL versions, NVLink, ECC,
+    /// Xid, clocks, NICs, RDMA, GPUDirect, reachability, placement); problems worst first.
+    Doctor(DoctorArgs),
+    /// Show where the config lives, print a commented default, or check it.
+    #[command(subcommand)]
+    Config(ConfigCommand),
+    /// The connection holder: one live SSH connection per node, shared by every command
+    /// (as OpenSSH's ControlMaster); start, status, stop, or serve in the foreground.
+    #[command(subcommand)]
+    Mux(MuxCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum MuxCommand {
+    /// Start the holder in the background (if none runs); it exits after `mux_persist`
+    /// (default 10m) without a command.
+    Start,
+    /// Show the holder that runs (the cockpit or `flightdeck mux`) and its connections.
+    Status {
+        /// Print one JSON document.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Stop the background holder: it takes no new command at once and exits when the
+    /// commands it runs for other terminals have ended (`ssh -O stop`).
+    Stop {
+        /// Exit now, cutting the commands that still run (`ssh -O exit`).
+        #[arg(long)]
+        force: bool,
+    },
+    /// Run the holder in the foreground (what `start` runs in the background).
+    Serve {
+        /// Exit after this long without a command (90s, 10m, 2h; default: the config's
+        /// `mux_persist`, else 10m); 0 never.
+        #[arg(long, value_name = "TIME")]
+        persist: Option<crate::config::Span>,
+    },
+}
+
+/// A GPUDirect flavour that has a bootstrap.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum Flavour {
+    Tcpx,
+    Tcpxo,
+    Rdma,
+}
+
+impl Flavour {
+    pub fn gpudirect(self) -> crate::nccl::GpuDirect {
+        match self {
+            Flavour::Tcpx => crate::nccl::GpuDirect::Tcpx,
+            Flavour::Tcpxo => crate::nccl::GpuDirect::Tcpxo,
+            Flavour::Rdma => crate::nccl::GpuDirect::Rdma,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum Pricing {
+    OnDemand,
+    Spot,
+    Flex,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum OfferSort {
+    Price,
+    GpuPrice,
+    Gpus,
+}
+
+#[derive(Debug, Args)]
+pub struct OffersArgs {
+    /// GPU model, e.g. H100, H200, B200, A100, L4.
+    #[arg(long)]
+    pub gpu: Option<String>,
+    /// Number of GPUs per machine.
+    #[arg(long)]
+    pub gpus: Option<u32>,
+    /// Region, e.g. us-central1 (a trailing * matches a prefix).
+    #[arg(long)]
+    pub region: Option<String>,
+    /// Zone, e.g. us-central1-a.
+    #[arg(long)]
+    pub zone: Option<String>,
+    /// Which price to show and sort by.
+    #[arg(long, value_enum, default_value = "on-demand")]
+    pub pricing: Pricing,
+    /// Highest price per machine-hour in USD.
+    #[arg(long, value_name = "USD")]
+    pub max_price: Option<f64>,
+    /// Sort order.
+    #[arg(long, value_enum, default_value = "price")]
+    pub sort: OfferSort,
+    /// Filter query, e.g. 'gpu=H200 gpus>=8 spot<40 gpudirect=rdma' (quote it:
+    /// the shell reads < and >). Fields: machine, gpu, gpus, gpumem, vcpus, ram, gbps,
+    /// gpudirect, region, zone, ondemand, spot, flex, price, gpuprice; operators = != < <=
+    /// > >=; * matches any text; a bare word matches any text field.
+    #[arg(long, value_name = "QUERY")]
+    pub filter: Option<String>,
+    /// Refresh prices from Google's Billing Catalog API before listing.
+    #[arg(long)]
+    pub refresh: bool,
+    /// Print one JSON array instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum FleetCommand {
+    /// Check fleet files; errors as FILE:LINE:COL: message, exit 1 on any error.
+    Validate {
+        /// Fleet files to check.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+    /// Show what apply would create or delete, with costs; changes nothing.
+    Plan {
+        /// The fleet file.
+        file: PathBuf,
+        /// Print one JSON document instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Create or update the fleet described by a file; new GCP nodes are then
+    /// bootstrapped for their GPUDirect flavour (see `fleet bootstrap`).
+    Apply {
+        /// The fleet file.
+        file: PathBuf,
+        /// Do not ask for confirmation.
+        #[arg(long)]
+        yes: bool,
+        /// Do not run the GPUDirect bootstrap on the nodes afterwards.
+        #[arg(long)]
+        no_bootstrap: bool,
+    },
+    /// Install what GPUDirect needs on a fleet's nodes (RxDM, NCCL net plugin, gIB,
+    /// nccl-tests, ...): each step is checked first, so a second run does nothing and a
+    /// half-done node is finished. `--show FLAVOUR` prints the script a node runs.
+    Bootstrap {
+        /// The fleet's name (or a fleet file).
+        #[arg(required_unless_present = "show")]
+        fleet: Option<String>,
+        /// Only these nodes: indices (0,1), ranges (0-3), names or hosts, patterns with *.
+        #[arg(long, value_delimiter = ',', value_name = "NODES")]
+        nodes: Vec<String>,
+        /// The flavour (default: the fleet file's network.gpudirect, else its machine type's).
+        #[arg(long, value_enum)]
+        flavour: Option<Flavour>,
+        /// Print the script a node runs for this flavour, and nothing else.
+        #[arg(long, value_enum, value_name = "FLAVOUR", conflicts_with_all = ["fleet", "nodes", "flavour"])]
+        show: Option<Flavour>,
+        /// Print one JSON document of each node's steps instead of a summary.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List fleets in the state store.
+    List {
+        /// Print one JSON document instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete a fleet and every resource flightdeck created for it.
+    Delete {
+        /// The fleet's name.
+        name: String,
+        /// Do not ask for confirmation.
+        #[arg(long)]
+        yes: bool,
+    },
+    /// Find (and with --yes delete) resources labelled by flightdeck that the state does not know.
+    Gc {
+        /// Delete what was found without asking.
+        #[arg(long)]
+        yes: bool,
+        /// Print one JSON document of what was found.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Ask the cloud how a fleet's nodes are: running, or preempted / stopped / gone.
+    Status {
+        /// The fleet's name.
+        name: String,
+        /// Print one JSON document instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct ExecArgs {
+    /// The fleet's name.
+    pub fleet: String,
+    /// Only these nodes: indices (0,2), ranges (0-3), names or hosts (lab-2), or patterns
+    /// with * (lab-1*).
+    #[arg(long, value_delimiter = ',', value_name = "NODES")]
+    pub nodes: Vec<String>,
+    /// Run on at most this many nodes at once.
+    #[arg(long, default_value_t = 64, value_name = "N")]
+    pub fanout: usize,
+    /// Stop a node's command after this many seconds and report it as timed out (exit
+    /// 124), like pdsh -u.
+    #[arg(long, value_name = "SECS")]
+    pub timeout: Option<u64>,
+    /// Group nodes whose output is identical (like `dshbak -c`), printed at the end.
+    #[arg(long)]
+    pub collapse: bool,
+    /// Print one JSON document with each node's output and exit code.
+    #[arg(long, conflicts_with = "collapse")]
+    pub json: bool,
+    /// The command to run on each node (after --).
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum NcclEngine {
+    NcclTests,
+    Torch,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum NcclProfile {
+    Auto,
+    None,
+    Tcpx,
+    Tcpxo,
+    Rdma,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum NcclCommand {
+    /// Run an NCCL benchmark across the fleet's nodes, detached (it survives a lost
+    /// connection; `nccl attach` follows it again).
+    Run(RunArgs),
+    /// Follow a run again (the newest when no id is given), from its first line.
+    Attach {
+        /// The run's id, as `nccl run` printed it.
+        id: Option<String>,
+        /// Print one JSON document instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Parse nccl-tests output from a file, or from stdin with -.
+    Parse {
+        /// The file to parse, or - for stdin.
+        file: String,
+        /// Print one JSON document instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// Judge the run against the expected curve of this machine type (e.g.
+        /// a3-megagpu-8g, or 2xH200 for one node with two H200s).
+        #[arg(long, value_name = "TYPE")]
+        machine_type: Option<String>,
+        /// Nodes the run spanned (default: ranks / GPUs per node of the machine type).
+        #[arg(long, value_name = "N", requires = "machine_type")]
+        nodes: Option<u32>,
+    },
+    /// List the NCCL runs kept in the state dir: when, what, peak busbw, verdict.
+    History {
+        /// Print one JSON document instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Compare two runs of the history: busbw per message size of both, and B/A.
+    Compare {
+        /// The first run (A).
+        a: String,
+        /// The second run (B).
+        b: String,
+        /// Print one JSON document instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Find the slow node or link of a fleet: every node alone, then a ring of node pairs,
+    /// then bisection of the suspects with a good node; nodes and links ranked by busbw.
+    Stragglers(StragglerArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct NicsArgs {
+    /// The fleet's name.
+    pub fleet: String,
+    /// Sampling interval, 100ms to 10s.
+    #[arg(long, default_value = "1s")]
+    pub interval: String,
+    /// Number of samples to take before printing (rates need one more reading).
+    #[arg(long, default_value_t = 5)]
+    pub samples: u32,
+    /// Print one JSON document instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Data NICs by name, instead of the automatic rule (comma-separated, * matches any
+    /// text, e.g. 'eth1,eth2' or 'enp*s0'); RDMA ports by device (mlx5_0).
+    #[arg(long, value_delimiter = ',', value_name = "NICS")]
+    pub data_nics: Vec<String>,
+    /// Control NICs by name, instead of the automatic rule (comma-separated, * wildcard).
+    #[arg(long, value_delimiter = ',', value_name = "NICS")]
+    pub control_nics: Vec<String>,
+    /// Also sample the GPUs' PCIe and NVLink throughput (nvidia-smi dmon: about 0.7% of a
+    /// core on each node).
+    #[arg(long)]
+    pub gpu_links: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum JobCommand {
+    /// Launch the job described by a job file on its fleet, detached on every node, and
+    /// follow it (Ctrl-C stops following; the job goes on).
+    Run {
+        /// The job file.
+        file: PathBuf,
+        /// Start it and return, without following.
+        #[arg(long)]
+        detach: bool,
+        /// Stop every node as soon as one fails (also `stop_on_failure: true` in the file).
+        #[arg(long)]
+        stop_on_failure: bool,
+        /// Skip the check of the nodes' GPUDirect pieces before the job starts.
+        #[arg(long)]
+        no_preflight: bool,
+        /// Upload `files:` from outside the job file's folder too (refused otherwise).
+        #[arg(long)]
+        files_outside: bool,
+    },
+    /// List jobs with state, nodes, duration and exit codes.
+    List {
+        /// Print one JSON document instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// A job's state, exit codes and the metrics read from its logs.
+    Show {
+        /// The job's name (its latest run) or id.
+        name: String,
+        /// Print one JSON document instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a job's logs, prefixed by node.
+    Logs {
+        /// The job's name (its latest run) or id.
+        name: String,
+        /// Only this node (rank).
+        #[arg(long)]
+        node: Option<usize>,
+        /// Keep printing as the logs grow, until the job ends.
+        #[arg(long, short)]
+        follow: bool,
+        /// Only the last N lines of each node.
+        #[arg(long, value_name = "N")]
+        tail: Option<usize>,
+    },
+    /// Stop a job on every node (TERM to each node's process group, KILL after a grace
+    /// period) and record the exit codes.
+    Stop {
+        /// The job's name (its latest run) or id.
+        name: String,
+        /// Seconds between TERM and KILL (default: the job file's stop_grace, else 10).
+        #[arg(long, value_name = "S")]
+        grace: Option<u32>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Print the config file's path (or another of flightdeck's places).
+    Path {
+        /// Print the state dir instead.
+        #[arg(long, conflicts_with_all = ["log", "themes"])]
+        state: bool,
+        /// Print the log file instead.
+        #[arg(long, conflicts_with = "themes")]
+        log: bool,
+        /// Print the user themes dir instead.
+        #[arg(long)]
+        themes: bool,
+    },
+    /// Print a commented config file with every default.
+    Default,
+    /// Check the config file, the key bindings and the theme; list the themes.
+    Check,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct DoctorArgs {
+    /// The fleet's name (or a fleet file).
+    #[arg(required_unless_present = "list")]
+    pub fleet: Option<String>,
+    /// Only these nodes (names or indexes, comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    pub nodes: Vec<String>,
+    /// Only these checks (comma-separated ids; `--list` names them).
+    #[arg(long, value_delimiter = ',', value_name = "CHECKS")]
+    pub only: Vec<String>,
+    /// The GPUDirect flavour to check for (auto: the fleet file's, else its machine type's).
+    #[arg(long, value_enum, default_value_t = NcclProfile::Auto)]
+    pub profile: NcclProfile,
+    /// The machine type the nodes should be (default: the fleet file's instance_types).
+    #[arg(long)]
+    pub machine_type: Option<String>,
+    /// Print each problem's evidence under it.
+    #[arg(long)]
+    pub evidence: bool,
+    /// List the checks and exit.
+    #[arg(long, conflicts_with_all = ["json", "evidence"])]
+    pub list: bool,
+    /// Print one JSON document instead of a report.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// The fleet's name (or a fleet file).
+    pub fleet: String,
+    #[command(flatten)]
+    pub bench: BenchArgs,
+    /// Only these nodes: indices (0,1), ranges (0-3), names or hosts (lab-2), or patterns
+    /// with * (lab-1*).
+    #[arg(long, value_delimiter = ',', value_name = "NODES")]
+    pub nodes: Vec<String>,
+    /// Print one JSON document instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The benchmark flags of `nccl run` and `nccl stragglers`. The size defaults are
+/// `nccl run`'s; `nccl stragglers` sets its own on its command.
+#[derive(Debug, clap::Args)]
+pub struct BenchArgs {
+    /// Collective: all_reduce, all_gather, reduce_scatter, alltoall, broadcast, reduce, sendrecv.
+    #[arg(long, default_value = "all_reduce")]
+    pub test: String,
+    /// Smallest message size (e.g. 8, 1M).
+    #[arg(short = 'b', long = "minbytes", default_value = "8")]
+    pub min_bytes: String,
+    /// Largest message size (e.g. 8G).
+    #[arg(short = 'e', long = "maxbytes", default_value = "8G")]
+    pub max_bytes: String,
+    /// Size multiplication factor between steps.
+    #[arg(short = 'f', long = "stepfactor", default_value_t = 2)]
+    pub step_factor: u32,
+    /// GPUs per node (default: all of the node's GPUs).
+    #[arg(short = 'g', long = "ngpus")]
+    pub gpus: Option<u32>,
+    /// Timed iterations per size.
+    #[arg(short = 'n', long = "iters", default_value_t = runner::DEFAULT_ITERS)]
+    pub iters: u32,
+    /// Warm-up iterations per size.
+    #[arg(short = 'w', long = "warmup_iters", default_value_t = runner::DEFAULT_WARMUP)]
+    pub warmup: u32,
+    /// Data type (float, half, bfloat16, double, int32, ...).
+    #[arg(short = 'd', long = "datatype", default_value = runner::DEFAULT_DTYPE)]
+    pub dtype: String,
+    /// Benchmark engine: nccl-tests binaries on the node (several nodes: through mpirun
+    /// on the first), or flightdeck's torch.distributed benchmark (torchrun on every node).
+    #[arg(long, value_enum, default_value = "nccl-tests")]
+    pub engine: NcclEngine,
+    /// GPUDirect environment profile (auto: from the machine type; none when unknown).
+    #[arg(long, value_enum, default_value = "auto")]
+    pub profile: NcclProfile,
+    /// Where the nccl-tests binaries are on the nodes (else PATH, NCCL_TESTS_DIR, /opt/nccl-tests/build, ~/nccl-tests/build).
+    #[arg(long, value_name = "DIR")]
+    pub nccl_tests_dir: Option<String>,
+    /// The mpirun of the head node for nccl-tests on several nodes.
+    #[arg(long, value_name = "PATH", default_value = "mpirun")]
+    pub mpirun: String,
+    /// The machine type the verdict is judged for (default: the fleet file's
+    /// instance_types, else the GPUs nccl-tests lists, e.g. 2xH200).
+    #[arg(long, value_name = "TYPE")]
+    pub machine_type: Option<String>,
+    /// Skip the check of the nodes' GPUDirect pieces (interfaces, plugin, RxDM) before
+    /// the run starts.
+    #[arg(long)]
+    pub no_preflight: bool,
+    /// Set a variable after the profile's lines (repeatable), as the cockpit's run
+    /// dialog edits them: `--env NCCL_SOCKET_IFNAME=eth0`.
+    #[arg(long = "env", value_name = "KEY=VALUE")]
+    pub env: Vec<String>,
+}
+
+/// `nccl run`'s benchmark flags, with larger default sizes: a straggler shows in the
+/// bandwidth-bound sizes, and each group runs once per stage.
+#[derive(Debug, clap::Args)]
+#[command(
+    mut_arg("min_bytes", |a| a.default_value("64M")),
+    mut_arg("max_bytes", |a| a.default_value("4G"))
+)]
+pub struct StragglerArgs {
+    /// The fleet's name (or a fleet file).
+    pub fleet: String,
+    #[command(flatten)]
+    pub bench: BenchArgs,
+    /// A figure below this share of its stage's usual figure is slow.
+    #[arg(long, default_value_t = crate::nccl::straggler::THRESHOLD)]
+    pub threshold: f64,
+    /// Print one JSON document instead of a report.
+    #[arg(long)]
+    pub json: bool,
+}
