@@ -39,7 +39,7 @@ pub fn run(args: &DoctorArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCo
     }
     let only = only(&args.only)?;
     let fleet_arg = args.fleet.as_deref().unwrap_or_default();
-    let (fleet, all, reach) = super::resolve_fleet(fleet_arg, cli, paths)?;
+    let (fleet, family, all, reach) = super::resolve_fleet_kind(fleet_arg, cli, paths)?;
     let nodes: Vec<NodeTarget> = if args.nodes.is_empty() {
         all.clone()
     } else {
@@ -52,10 +52,13 @@ pub fn run(args: &DoctorArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCo
         &paths.state_dir,
         fleet_arg,
         &fleet,
-        args.machine_type.clone(),
-        flavour(args.profile),
+        family,
         nodes.len(),
-        only,
+        doctor::Asked {
+            machine_type: args.machine_type.clone(),
+            flavour: flavour(args.profile),
+            only,
+        },
     );
     let rt = super::runtime()?;
     let status = super::StatusLine::start(&format!("doctor {fleet}"));

@@ -181,30 +181,40 @@ impl Context {
     }
 }
 
-/// The context of a fleet: its machine type (`machine_type`, else the fleet file's first
-/// instance type), its GPUDirect flavour (`flavour`, else the fleet file's
-/// `network.gpudirect`, else the machine type's) and that flavour's NCCL environment;
+/// What the operator asked the doctor for: the machine type and GPUDirect flavour the
+/// nodes should have (else the fleet file's), and only some checks.
+#[derive(Debug, Clone, Default)]
+pub struct Asked {
+    pub machine_type: Option<String>,
+    pub flavour: Option<GpuDirect>,
+    pub only: Vec<String>,
+}
+
+/// The context of a fleet of backend family `family`: its machine type (asked, else the
+/// fleet file's first instance type), its GPUDirect flavour (asked, else the fleet
+/// file's `network.gpudirect`, else the machine type's) and that flavour's NCCL
+/// environment as the family's nodes have it ([`crate::nccl::profile::env_lines`]);
 /// whether it asks for compact placement.
 pub fn context_for(
     state_dir: &std::path::Path,
     fleet_arg: &str,
     fleet: &str,
-    machine_type: Option<String>,
-    flavour: Option<GpuDirect>,
+    family: crate::fleet::BackendKind,
     nodes: usize,
-    only: Vec<String>,
+    asked: Asked,
 ) -> (Context, bool) {
     let spec = crate::nccl::remote::fleet_spec(state_dir, fleet_arg, fleet);
-    let (machine_type, auto, _) = crate::nccl::profile::machine_and_profile(spec.as_ref(), machine_type);
-    let flavour = flavour.unwrap_or(auto);
+    let (machine_type, auto, _) =
+        crate::nccl::profile::machine_and_profile(spec.as_ref(), asked.machine_type);
+    let flavour = asked.flavour.unwrap_or(auto);
     let compact = spec.as_ref().and_then(|s| s.placement) == Some(crate::fleet::spec::Placement::Cluster);
     (
         Context {
             machine_type,
             flavour,
-            env: crate::nccl::runner::profile_env(flavour),
+            env: crate::nccl::profile::env_lines(family, flavour),
             nodes,
-            only,
+            only: asked.only,
         },
         compact,
     )

@@ -373,3 +373,21 @@ fn clocks_locked_low_while_busy_are_named() {
         "SW thermal slowdown"
     );
 }
+
+/// The doctor checks a GKE fleet's pods against the pod profile, a VM fleet's nodes
+/// against the VM profile (it used the VM profile for every family).
+#[test]
+fn the_nccl_environment_checked_is_the_familys() {
+    use crate::fleet::BackendKind;
+    let dir = tempfile::tempdir().unwrap();
+    let asked = || Asked {
+        flavour: Some(GpuDirect::Tcpxo),
+        ..Asked::default()
+    };
+    let (vm, _) = context_for(dir.path(), "mega", "mega", BackendKind::Gcp, 2, asked());
+    let (pod, _) = context_for(dir.path(), "mega", "mega", BackendKind::Gke, 2, asked());
+    assert!(vm.env.join("\n").contains("enp0s12"), "{:?}", vm.env);
+    let pod_env = pod.env.join("\n");
+    assert!(!pod_env.contains("enp") && !pod_env.contains("/var/lib/tcpxo"), "{pod_env}");
+    assert_eq!(pod.env, crate::nccl::profile::pod_env(GpuDirect::Tcpxo));
+}

@@ -40,10 +40,9 @@ async fn examine(
         &paths.state_dir,
         fleet,
         fleet,
-        None,
-        None,
+        record.backend,
         record.nodes.len(),
-        vec![],
+        doctor::Asked::default(),
     );
     let _ = tx
         .send(ServiceEvent::Msg(Msg::DoctorStarted {
