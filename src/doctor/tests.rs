@@ -388,6 +388,9 @@ fn the_nccl_environment_checked_is_the_familys() {
     let (pod, _) = context_for(dir.path(), "mega", "mega", BackendKind::Gke, 2, asked());
     assert!(vm.env.join("\n").contains("enp0s12"), "{:?}", vm.env);
     let pod_env = pod.env.join("\n");
-    assert!(!pod_env.contains("enp") && !pod_env.contains("/var/lib/tcpxo"), "{pod_env}");
+    assert!(
+        !pod_env.contains("enp") && !pod_env.contains("/var/lib/tcpxo"),
+        "{pod_env}"
+    );
     assert_eq!(pod.env, crate::nccl::profile::pod_env(GpuDirect::Tcpxo));
 }
