@@ -408,13 +408,29 @@ impl Client {
         let (mut r, mut w) = s.into_split();
         match request(&mut r, &mut w, &req, Duration::from_secs(10)).await {
             Err(_) => Err("the connection holder did not answer in 10 s".into()),
+            Ok(Ok(Some(f))) => Ok(Some(f)),
+            // A holder that exits (idle past its persist time, or stopped) closes its
+            // socket with connections still queued: those are reset or closed unanswered.
+            // Once its socket is gone it is absent, not failing.
+            _ if self.holder_gone().await => Ok(None),
             Ok(Err(e)) => Err(format!("{}: {e}", self.socket.display())),
             Ok(Ok(None)) => Err(format!(
                 "the connection holder at {} closed the socket without an answer (is it another user's?)",
                 self.socket.display()
             )),
-            Ok(Ok(Some(f))) => Ok(Some(f)),
         }
+    }
+
+    /// Whether the holder went away: its socket is gone now, or within a moment (it
+    /// closes its listener just before it removes the socket).
+    async fn holder_gone(&self) -> bool {
+        for _ in 0..10 {
+            if !self.socket.exists() {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        false
     }
 }
 
@@ -935,6 +951,37 @@ impl Holder {
 
 #[cfg(test)]
 mod tests {
+
+    /// A holder that exits while a `mux status` is queued on its socket resets that
+    /// connection; the client reads it as no holder (it failed `mux status` under load).
+    #[tokio::test]
+    async fn a_holder_exiting_under_a_queued_request_is_absent() {
+        let dir = tempfile::tempdir().unwrap();
+        let sock = dir.path().join("mux.sock");
+        let listener = tokio::net::UnixListener::bind(&sock).unwrap();
+        let path = sock.clone();
+        let holder = tokio::spawn(async move {
+            let (s, _) = listener.accept().await.unwrap();
+            // Let the request arrive unread, then go as an exiting holder does.
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            drop(listener);
+            std::fs::remove_file(&path).unwrap();
+            drop(s);
+        });
+        let client = Client::new(sock.clone());
+        assert_eq!(client.status().await.map(|s| s.is_none()), Ok(true));
+        holder.await.unwrap();
+        // A holder that is still there but closes unanswered is still an error.
+        let listener = tokio::net::UnixListener::bind(&sock).unwrap();
+        let closer = tokio::spawn(async move {
+            let (s, _) = listener.accept().await.unwrap();
+            drop(s);
+            listener
+        });
+        let e = client.status().await.unwrap_err();
+        assert!(e.contains("without an answer") || e.contains("mux.sock"), "{e}");
+        drop(closer.await.unwrap());
+    }
     use super::*;
 
     /// Random streams of bytes, split into frames as the readers split them: nothing
