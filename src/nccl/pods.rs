@@ -425,4 +425,74 @@ mod tests {
         );
         assert_eq!(x["metadata"]["name"], "fd-nccl-ag-1-1");
     }
+
+    /// The paths every `devices.gke.io/container.*` annotation of the pods in the
+    /// reference manifests of `dir` (tests/fixtures/reference/container-engine-accelerators)
+    /// lists, one list per annotation.
+    fn manifest_devices(dir: &str) -> Vec<Vec<String>> {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/reference/container-engine-accelerators")
+            .join(dir);
+        let mut lists = vec![];
+        for f in std::fs::read_dir(&root).unwrap() {
+            let text = std::fs::read_to_string(f.unwrap().path()).unwrap();
+            for doc in serde_yaml::Deserializer::from_str(&text) {
+                let v: serde_yaml::Value = serde::Deserialize::deserialize(doc).unwrap();
+                let Some(a) = v["metadata"]["annotations"].as_mapping() else {
+                    continue;
+                };
+                for (k, list) in a {
+                    if !k.as_str().unwrap().starts_with("devices.gke.io/container.") {
+                        continue;
+                    }
+                    let list: Vec<serde_yaml::Value> = serde_yaml::from_str(list.as_str().unwrap()).unwrap();
+                    lists.push(
+                        list.iter()
+                            .map(|d| d["path"].as_str().unwrap().to_string())
+                            .collect(),
+                    );
+                }
+            }
+        }
+        lists
+    }
+
+    /// The paths a test pod's RxDM devices annotation lists.
+    fn pod_devices(flavour: GpuDirect) -> Vec<String> {
+        let node = KubeNode::for_tests("gke-a3-1");
+        let v = serde_json::to_value(test_pod("a3", "ag-1", 0, &node, flavour, 8)).unwrap();
+        let daemon = v["spec"]["initContainers"][0]["name"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let list = v["metadata"]["annotations"][format!("devices.gke.io/container.{daemon}")]
+            .as_str()
+            .unwrap_or_else(|| panic!("{flavour:?}: no devices annotation for {daemon}"));
+        let list: Vec<serde_yaml::Value> = serde_yaml::from_str(list).unwrap();
+        list.iter()
+            .map(|d| d["path"].as_str().unwrap().to_string())
+            .collect()
+    }
+
+    /// GKE's device injector fails a container whose listed device the node lacks: a TCPX
+    /// (A3 High) pod lists only what GKE's TCPX manifests list (no dmabuf import helper),
+    /// a TCPXO (A3 Mega) pod what GKE's TCPXO manifest lists.
+    #[test]
+    fn rxdm_devices_are_the_manifests_of_the_flavour() {
+        let tcpx = manifest_devices("gpudirect-tcpx");
+        assert!(!tcpx.is_empty());
+        let named: std::collections::BTreeSet<&String> = tcpx.iter().flatten().collect();
+        for d in pod_devices(GpuDirect::Tcpx) {
+            assert!(
+                named.contains(&d),
+                "TCPX pods list {d}, which no TCPX manifest names"
+            );
+        }
+        let tcpxo = manifest_devices("gpudirect-tcpxo");
+        assert!(!tcpxo.is_empty());
+        for list in &tcpxo {
+            assert_eq!(&pod_devices(GpuDirect::Tcpxo), list);
+        }
+        assert!(tcpxo[0].iter().any(|d| d == "/dev/dmabuf_import_helper"));
+    }
 }

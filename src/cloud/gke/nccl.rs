@@ -41,10 +41,41 @@ pub struct Rxdm {
     pub name: &'static str,
     pub image: &'static str,
     pub command: &'static str,
+    /// The node's devices GKE's device injector gives it (`devices.gke.io/container.NAME`):
+    /// a listed path the node lacks fails the container's creation.
+    pub devices: &'static [&'static str],
 }
 
-/// The GPU devices a TCPX/TCPXO daemon gets (`devices.gke.io/container.NAME`).
-const RXDM_DEVICES: &str = "- path: /dev/nvidia0\n- path: /dev/nvidia1\n- path: /dev/nvidia2\n- path: /dev/nvidia3\n- path: /dev/nvidia4\n- path: /dev/nvidia5\n- path: /dev/nvidia6\n- path: /dev/nvidia7\n- path: /dev/nvidiactl\n- path: /dev/nvidia-uvm\n- path: /dev/dmabuf_import_helper\n";
+/// The GPU devices a TCPX daemon gets, as gpudirect-tcpx/nccl-test-latest.yaml lists
+/// them: A3 High nodes have no dmabuf import helper.
+const TCPX_DEVICES: &[&str] = &[
+    "/dev/nvidia0",
+    "/dev/nvidia1",
+    "/dev/nvidia2",
+    "/dev/nvidia3",
+    "/dev/nvidia4",
+    "/dev/nvidia5",
+    "/dev/nvidia6",
+    "/dev/nvidia7",
+    "/dev/nvidiactl",
+    "/dev/nvidia-uvm",
+];
+
+/// The devices a TCPXO daemon gets, as gpudirect-tcpxo/nccl-test-latest.yaml lists them:
+/// the GPUs and A3 Mega's dmabuf import helper.
+const TCPXO_DEVICES: &[&str] = &[
+    "/dev/nvidia0",
+    "/dev/nvidia1",
+    "/dev/nvidia2",
+    "/dev/nvidia3",
+    "/dev/nvidia4",
+    "/dev/nvidia5",
+    "/dev/nvidia6",
+    "/dev/nvidia7",
+    "/dev/nvidiactl",
+    "/dev/nvidia-uvm",
+    "/dev/dmabuf_import_helper",
+];
 
 const TCPXO_INTERFACES: &str = r#"[{"interfaceName":"eth0","network":"default"},{"interfaceName":"eth1","network":"vpc1"},{"interfaceName":"eth2","network":"vpc2"},{"interfaceName":"eth3","network":"vpc3"},{"interfaceName":"eth4","network":"vpc4"},{"interfaceName":"eth5","network":"vpc5"},{"interfaceName":"eth6","network":"vpc6"},{"interfaceName":"eth7","network":"vpc7"},{"interfaceName":"eth8","network":"vpc8"}]"#;
 const TCPX_INTERFACES: &str = r#"[{"interfaceName":"eth0","network":"default"},{"interfaceName":"eth1","network":"vpc1"},{"interfaceName":"eth2","network":"vpc2"},{"interfaceName":"eth3","network":"vpc3"},{"interfaceName":"eth4","network":"vpc4"}]"#;
@@ -72,6 +103,7 @@ pub fn recipe(flavour: GpuDirect) -> Recipe {
                 name: "tcpxo-daemon",
                 image: "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/tcpgpudmarxd-dev:v1.0.14",
                 command: "set -ex; chmod 755 /fts/entrypoint_rxdm_container.sh; /fts/entrypoint_rxdm_container.sh --num_hops=2 --num_nics=8 --uid= --alsologtostderr",
+                devices: TCPXO_DEVICES,
             }),
         },
         GpuDirect::Tcpx => Recipe {
@@ -86,6 +118,7 @@ pub fn recipe(flavour: GpuDirect) -> Recipe {
                 name: "tcpx-daemon",
                 image: "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/tcpgpudmarxd-dev:v2.0.12",
                 command: "/tcpgpudmarxd/build/app/tcpgpudmarxd --gpu_nic_preset a3vm --gpu_shmem_type fd --uds_path /run/tcpx --setup_param \"--verbose 128 2 0\"",
+                devices: TCPX_DEVICES,
             }),
         },
         // No GPUDirect: the gIB diagnostic image still carries nccl-tests and mpirun.
@@ -124,12 +157,10 @@ pub fn rxdm_parts(r: &Recipe) -> Option<(serde_json::Value, (String, String), Ve
         serde_json::json!({"name": "rxdm-proc-sys", "hostPath": {"path": "/proc/sys"}}),
         serde_json::json!({"name": "rxdm-uds", "emptyDir": {}}),
     ];
+    let devices: String = x.devices.iter().map(|d| format!("- path: {d}\n")).collect();
     Some((
         sidecar,
-        (
-            format!("devices.gke.io/container.{}", x.name),
-            RXDM_DEVICES.to_string(),
-        ),
+        (format!("devices.gke.io/container.{}", x.name), devices),
         volumes,
     ))
 }
