@@ -15,7 +15,9 @@ use super::remote;
 use super::runner::{self, RunSpec};
 use super::{profile, GpuDirect};
 use crate::cloud::gke::exec::{pod_phase, wait_running};
-use crate::cloud::gke::nccl::{delete_run_pods, machine, pod_name, recipe, rxdm_parts, RUN_LABEL};
+use crate::cloud::gke::nccl::{
+    delete_run_pods, machine, pod_name, recipe, rxdm_parts, shared_memory, RUN_LABEL,
+};
 use crate::cloud::gke::{self, object_name, Clients, KubeNode, FLEET_LABEL, MANAGED_BY, ROLE_LABEL};
 use crate::fleet::NodeTarget;
 use crate::reach::Reach;
@@ -106,6 +108,9 @@ pub fn test_pod(fleet: &str, run: &str, rank: usize, node: &KubeNode, flavour: G
         .enumerate()
         .map(|(i, (_, at))| serde_json::json!({"name": format!("host-{i}"), "mountPath": at}))
         .collect();
+    let (shm, shm_mount) = shared_memory(r.shm_size);
+    volumes.push(shm);
+    mounts.push(shm_mount);
     let mut init = vec![];
     if let Some((sidecar, (key, devices), vols)) = rxdm_parts(&r) {
         annotations.insert(key, devices.into());
@@ -424,6 +429,39 @@ mod tests {
                 .contains("/dev/nvidia7")
         );
         assert_eq!(x["metadata"]["name"], "fd-nccl-ag-1-1");
+    }
+
+    /// Every reference manifest with a /dev/shm gives it a memory volume named
+    /// `shared-memory` (gpudirect-rdma 250Gi, gpudirect-tcpxo 1Gi); without one NCCL's
+    /// shared-memory transport gets the runtime's 64 MiB.
+    #[test]
+    fn test_pods_mount_memory_at_dev_shm() {
+        let node = KubeNode::for_tests("gke-a3-1");
+        for (flavour, size) in [
+            (GpuDirect::Rdma, Some("250Gi")),
+            (GpuDirect::Tcpxo, Some("1Gi")),
+            (GpuDirect::Tcpx, None),
+            (GpuDirect::None, None),
+        ] {
+            let v = serde_json::to_value(test_pod("a3", "ag-1", 0, &node, flavour, 8)).unwrap();
+            let mount = v["spec"]["containers"][0]["volumeMounts"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|m| m["mountPath"] == "/dev/shm")
+                .unwrap_or_else(|| panic!("{flavour:?}: nothing at /dev/shm"))
+                .clone();
+            assert_eq!(mount["name"], "shared-memory");
+            let vol = v["spec"]["volumes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|m| m["name"] == "shared-memory")
+                .unwrap()
+                .clone();
+            assert_eq!(vol["emptyDir"]["medium"], "Memory", "{flavour:?}");
+            assert_eq!(vol["emptyDir"]["sizeLimit"].as_str(), size, "{flavour:?}");
+        }
     }
 
     /// The paths every `devices.gke.io/container.*` annotation of the pods in the

@@ -32,6 +32,27 @@ pub struct Recipe {
     pub mounts: &'static [(&'static str, &'static str)],
     /// The receive-datapath manager the TCPX/TCPXO guides run beside NCCL.
     pub rxdm: Option<Rxdm>,
+    /// The `sizeLimit` of the memory volume at `/dev/shm` the flavour's manifest sets
+    /// (RDMA 250Gi, TCPXO 1Gi); none where it sets none (TCPX's manifests mount no
+    /// `/dev/shm`; flightdeck mounts one all the same, bounded by the node's memory).
+    pub shm_size: Option<&'static str>,
+}
+
+/// The memory-backed volume the GKE manifests mount at `/dev/shm` (`shared-memory`,
+/// `emptyDir: {medium: Memory}`): without it NCCL's shared-memory transport, and a
+/// job's data loaders, get the container runtime's 64 MiB default.
+pub const SHM_VOLUME: &str = "shared-memory";
+
+/// The `/dev/shm` volume of at most `size` (a Kubernetes quantity) and its mount.
+pub fn shared_memory(size: Option<&str>) -> (serde_json::Value, serde_json::Value) {
+    let mut dir = serde_json::json!({"medium": "Memory"});
+    if let Some(s) = size {
+        dir["sizeLimit"] = s.into();
+    }
+    (
+        serde_json::json!({"name": SHM_VOLUME, "emptyDir": dir}),
+        serde_json::json!({"name": SHM_VOLUME, "mountPath": "/dev/shm"}),
+    )
 }
 
 /// The RxDM sidecar of a TCPX/TCPXO pod (run as a native sidecar, an init container
@@ -93,6 +114,7 @@ pub fn recipe(flavour: GpuDirect) -> Recipe {
                 ("/home/kubernetes/bin/gib", "/usr/local/gib"),
             ],
             rxdm: None,
+            shm_size: Some("250Gi"),
         },
         GpuDirect::Tcpxo => Recipe {
             image: "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev:v1.0.8-1",
@@ -105,6 +127,7 @@ pub fn recipe(flavour: GpuDirect) -> Recipe {
                 command: "set -ex; chmod 755 /fts/entrypoint_rxdm_container.sh; /fts/entrypoint_rxdm_container.sh --num_hops=2 --num_nics=8 --uid= --alsologtostderr",
                 devices: TCPXO_DEVICES,
             }),
+            shm_size: Some("1Gi"),
         },
         GpuDirect::Tcpx => Recipe {
             image: "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/nccl-plugin-gpudirecttcpx-dev:v3.1.9",
@@ -120,6 +143,7 @@ pub fn recipe(flavour: GpuDirect) -> Recipe {
                 command: "/tcpgpudmarxd/build/app/tcpgpudmarxd --gpu_nic_preset a3vm --gpu_shmem_type fd --uds_path /run/tcpx --setup_param \"--verbose 128 2 0\"",
                 devices: TCPX_DEVICES,
             }),
+            shm_size: None,
         },
         // No GPUDirect: the gIB diagnostic image still carries nccl-tests and mpirun.
         GpuDirect::None => Recipe {
@@ -128,6 +152,7 @@ pub fn recipe(flavour: GpuDirect) -> Recipe {
             interfaces: None,
             mounts: &[("/home/kubernetes/bin/nvidia", "/usr/local/nvidia")],
             rxdm: None,
+            shm_size: None,
         },
     }
 }
