@@ -8,8 +8,10 @@
 //! * RDMA (A3 Ultra, A4; gIB): `nccl-plugin-gib-diagnostic`, the RDMA networks as
 //!   `networking.gke.io/interfaces`, `/usr/local/gib/scripts/run_nccl_tests.sh -t
 //!   all_gather -b 1K -e 8G HOST...`.
-//! * TCPXO (A3 Mega): `nccl-plugin-gpudirecttcpx-dev` with host networking,
-//!   `/scripts/demo-run-nccl-test-tcpxo-via-mpi.sh` (BENCHMARK, NHOSTS).
+//! * TCPXO (A3 Mega): `nccl-plugin-gpudirecttcpx-dev`, the pods' SSH daemon started
+//!   (`service ssh restart`), then on the first `/scripts/init_ssh.sh HOST...`,
+//!   `/scripts/gen_hostfiles.sh HOST...` and `/scripts/demo-run-nccl-test-tcpxo-via-mpi.sh`
+//!   (BENCHMARK, NHOSTS, NCCL_LIB_DIR, DATA_MIN, DATA_MAX, GPU_PER_NODE...).
 //! * TCPX (A3 High): `nccl-plugin-gpudirecttcpx-dev` v3 with host networking,
 //!   `/scripts/allgather.sh HOST...`-style runs through `/scripts/run-nccl.sh`.
 
