@@ -90,5 +90,13 @@ mod tests {
         // A numeric suffix past u64 (hostile review D15 panicked here).
         let huge = "n-99999999999999999999999";
         assert_eq!(n(&[huge, "n-1"]), format!("n-1,{huge}"));
+        let gke = "gke-c-pool-1-999999999999999999999999";
+        assert_eq!(n(&[gke]), gke);
+        // The largest suffix that fits still groups, without overflowing the range walk.
+        let top = |k: u64| format!("n-{k}");
+        assert_eq!(
+            n(&[&top(u64::MAX), &top(u64::MAX - 1), &top(u64::MAX - 3)]),
+            format!("n-[{},{}-{}]", u64::MAX - 3, u64::MAX - 1, u64::MAX)
+        );
     }
 }

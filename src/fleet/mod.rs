@@ -1083,6 +1083,23 @@ mod tests {
         assert_eq!(pick(&[]), Ok(vec![]));
     }
 
+    /// Hostile review D15: a GKE node name whose numeric suffix overflows u64 must not
+    /// panic the "no node of the fleet" message (it lists the fleet's names compressed).
+    #[test]
+    fn a_numeric_suffix_past_u64_is_named_as_it_is() {
+        let huge = "gke-c-pool-1-999999999999999999999999";
+        let mut all = super::lab_nodes(3);
+        all[1].name = huge.into();
+        let items = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let picked = super::select_nodes(&all, &items(&[huge])).unwrap();
+        assert_eq!(picked.iter().map(|n| n.index).collect::<Vec<_>>(), vec![1]);
+        let e = super::select_nodes(&all, &items(&["gke-c-pool-1-7"])).unwrap_err();
+        assert!(
+            e.contains(&format!("(nodes 0..2, named lab-[0,2],{huge})")),
+            "{e}"
+        );
+    }
+
     use super::*;
 
     fn ok(text: &str) -> Fleet {

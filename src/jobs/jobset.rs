@@ -275,6 +275,9 @@ pub fn jobset(
         ]}}})
     };
     let image = job.spec.image.clone().unwrap_or_else(|| DEFAULT_IMAGE.into());
+    // A memory volume at /dev/shm, as every GKE GPU manifest mounts one, bounded by the
+    // node's memory (a training job's data loaders use more than an NCCL test's).
+    let (shm, shm_mount) = gke::nccl::shared_memory(None);
     serde_json::json!({
         "apiVersion": "jobset.x-k8s.io/v1alpha2",
         "kind": "JobSet",
@@ -308,12 +311,14 @@ pub fn jobset(
                                 "tolerations": [{"key": gke::GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"},
                                                 {"key": "cloud.google.com/gke-queued", "operator": "Exists", "effect": "NoSchedule"}],
                                 "terminationGracePeriodSeconds": job.stop_grace(),
+                                "volumes": [shm],
                                 "containers": [{
                                     "name": CONTAINER,
                                     "image": image,
                                     "command": ["bash", "-c", pod_script(job, gpus, nodes, profile)],
                                     "env": pod_env(job, id, nodes, &at.node.namespace),
                                     "resources": {"limits": {gke::GPU_RESOURCE: gpus.to_string()}},
+                                    "volumeMounts": [shm_mount],
                                 }],
                             },
                         },
@@ -419,11 +424,21 @@ pub fn with_gpudirect(set: &mut serde_json::Value, profile: crate::nccl::GpuDire
     if let Some((sidecar, (key, devices), volumes)) = gke::nccl::rxdm_parts(&r) {
         annotations.insert(key, devices.into());
         pod["spec"]["initContainers"] = serde_json::json!([sidecar]);
-        pod["spec"]["volumes"] = serde_json::Value::Array(volumes);
-        pod["spec"]["containers"][0]["volumeMounts"] =
-            serde_json::json!([{"name": "rxdm-uds", "mountPath": "/run/tcpx"}]);
+        append(&mut pod["spec"]["volumes"], volumes);
+        append(
+            &mut pod["spec"]["containers"][0]["volumeMounts"],
+            vec![serde_json::json!({"name": "rxdm-uds", "mountPath": "/run/tcpx"})],
+        );
     }
     pod["metadata"]["annotations"] = serde_json::Value::Object(annotations);
+}
+
+/// `items` after the list at `at` (a list made where there was none).
+fn append(at: &mut serde_json::Value, items: Vec<serde_json::Value>) {
+    match at {
+        serde_json::Value::Array(v) => v.extend(items),
+        _ => *at = serde_json::Value::Array(items),
+    }
 }
 
 /// A terminated container's exit code, or whether it still runs.
@@ -674,6 +689,53 @@ mod tests {
             plain["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["metadata"],
             serde_json::json!({})
         );
+    }
+
+    /// The job's pods mount a memory volume at /dev/shm (as every GKE GPU manifest
+    /// does), kept beside the RxDM sidecar's volumes for TCPX/TCPXO.
+    #[test]
+    fn job_pods_mount_memory_at_dev_shm() {
+        let job = crate::jobs::spec::parse(
+            std::path::Path::new("j.yaml"),
+            "type: task\nname: t\nfleet: f\ncommands: [train]\n",
+            &|_| None,
+        )
+        .unwrap();
+        let node = KubeNode::for_tests("gke-a3-1");
+        let at = Placement {
+            node: &node,
+            pools: &[],
+            queue: None,
+            flex_start: None,
+        };
+        for flavour in [
+            GpuDirect::None,
+            GpuDirect::Rdma,
+            GpuDirect::Tcpx,
+            GpuDirect::Tcpxo,
+        ] {
+            let mut set = jobset(&job, "t-1", 2, 8, &[], &at);
+            with_gpudirect(&mut set, flavour);
+            let pod = &set["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"];
+            let mounts = pod["containers"][0]["volumeMounts"].as_array().unwrap();
+            let shm = mounts
+                .iter()
+                .find(|m| m["mountPath"] == "/dev/shm")
+                .unwrap_or_else(|| panic!("{flavour:?}: nothing at /dev/shm"));
+            let vols = pod["volumes"].as_array().unwrap();
+            let vol = vols.iter().find(|v| v["name"] == shm["name"]).unwrap();
+            assert_eq!(vol["emptyDir"]["medium"], "Memory", "{flavour:?}");
+            for m in mounts {
+                assert!(
+                    vols.iter().any(|v| v["name"] == m["name"]),
+                    "{flavour:?}: {m} mounts no volume"
+                );
+            }
+            if flavour == GpuDirect::Tcpxo {
+                assert!(mounts.iter().any(|m| m["mountPath"] == "/run/tcpx"));
+                assert!(vols.iter().any(|v| v["name"] == "rxdm-sys"));
+            }
+        }
     }
 
     #[test]

@@ -8,8 +8,10 @@
 //! * RDMA (A3 Ultra, A4; gIB): `nccl-plugin-gib-diagnostic`, the RDMA networks as
 //!   `networking.gke.io/interfaces`, `/usr/local/gib/scripts/run_nccl_tests.sh -t
 //!   all_gather -b 1K -e 8G HOST...`.
-//! * TCPXO (A3 Mega): `nccl-plugin-gpudirecttcpx-dev` with host networking,
-//!   `/scripts/demo-run-nccl-test-tcpxo-via-mpi.sh` (BENCHMARK, NHOSTS).
+//! * TCPXO (A3 Mega): `nccl-plugin-gpudirecttcpx-dev`, the pods' SSH daemon started
+//!   (`service ssh restart`), then on the first `/scripts/init_ssh.sh HOST...`,
+//!   `/scripts/gen_hostfiles.sh HOST...` and `/scripts/demo-run-nccl-test-tcpxo-via-mpi.sh`
+//!   (BENCHMARK, NHOSTS, NCCL_LIB_DIR, DATA_MIN, DATA_MAX, GPU_PER_NODE...).
 //! * TCPX (A3 High): `nccl-plugin-gpudirecttcpx-dev` v3 with host networking,
 //!   `/scripts/allgather.sh HOST...`-style runs through `/scripts/run-nccl.sh`.
 
@@ -32,6 +34,27 @@ pub struct Recipe {
     pub mounts: &'static [(&'static str, &'static str)],
     /// The receive-datapath manager the TCPX/TCPXO guides run beside NCCL.
     pub rxdm: Option<Rxdm>,
+    /// The `sizeLimit` of the memory volume at `/dev/shm` the flavour's manifest sets
+    /// (RDMA 250Gi, TCPXO 1Gi); none where it sets none (TCPX's manifests mount no
+    /// `/dev/shm`; flightdeck mounts one all the same, bounded by the node's memory).
+    pub shm_size: Option<&'static str>,
+}
+
+/// The memory-backed volume the GKE manifests mount at `/dev/shm` (`shared-memory`,
+/// `emptyDir: {medium: Memory}`): without it NCCL's shared-memory transport, and a
+/// job's data loaders, get the container runtime's 64 MiB default.
+pub const SHM_VOLUME: &str = "shared-memory";
+
+/// The `/dev/shm` volume of at most `size` (a Kubernetes quantity) and its mount.
+pub fn shared_memory(size: Option<&str>) -> (serde_json::Value, serde_json::Value) {
+    let mut dir = serde_json::json!({"medium": "Memory"});
+    if let Some(s) = size {
+        dir["sizeLimit"] = s.into();
+    }
+    (
+        serde_json::json!({"name": SHM_VOLUME, "emptyDir": dir}),
+        serde_json::json!({"name": SHM_VOLUME, "mountPath": "/dev/shm"}),
+    )
 }
 
 /// The RxDM sidecar of a TCPX/TCPXO pod (run as a native sidecar, an init container
@@ -41,10 +64,41 @@ pub struct Rxdm {
     pub name: &'static str,
     pub image: &'static str,
     pub command: &'static str,
+    /// The node's devices GKE's device injector gives it (`devices.gke.io/container.NAME`):
+    /// a listed path the node lacks fails the container's creation.
+    pub devices: &'static [&'static str],
 }
 
-/// The GPU devices a TCPX/TCPXO daemon gets (`devices.gke.io/container.NAME`).
-const RXDM_DEVICES: &str = "- path: /dev/nvidia0\n- path: /dev/nvidia1\n- path: /dev/nvidia2\n- path: /dev/nvidia3\n- path: /dev/nvidia4\n- path: /dev/nvidia5\n- path: /dev/nvidia6\n- path: /dev/nvidia7\n- path: /dev/nvidiactl\n- path: /dev/nvidia-uvm\n- path: /dev/dmabuf_import_helper\n";
+/// The GPU devices a TCPX daemon gets, as gpudirect-tcpx/nccl-test-latest.yaml lists
+/// them: A3 High nodes have no dmabuf import helper.
+const TCPX_DEVICES: &[&str] = &[
+    "/dev/nvidia0",
+    "/dev/nvidia1",
+    "/dev/nvidia2",
+    "/dev/nvidia3",
+    "/dev/nvidia4",
+    "/dev/nvidia5",
+    "/dev/nvidia6",
+    "/dev/nvidia7",
+    "/dev/nvidiactl",
+    "/dev/nvidia-uvm",
+];
+
+/// The devices a TCPXO daemon gets, as gpudirect-tcpxo/nccl-test-latest.yaml lists them:
+/// the GPUs and A3 Mega's dmabuf import helper.
+const TCPXO_DEVICES: &[&str] = &[
+    "/dev/nvidia0",
+    "/dev/nvidia1",
+    "/dev/nvidia2",
+    "/dev/nvidia3",
+    "/dev/nvidia4",
+    "/dev/nvidia5",
+    "/dev/nvidia6",
+    "/dev/nvidia7",
+    "/dev/nvidiactl",
+    "/dev/nvidia-uvm",
+    "/dev/dmabuf_import_helper",
+];
 
 const TCPXO_INTERFACES: &str = r#"[{"interfaceName":"eth0","network":"default"},{"interfaceName":"eth1","network":"vpc1"},{"interfaceName":"eth2","network":"vpc2"},{"interfaceName":"eth3","network":"vpc3"},{"interfaceName":"eth4","network":"vpc4"},{"interfaceName":"eth5","network":"vpc5"},{"interfaceName":"eth6","network":"vpc6"},{"interfaceName":"eth7","network":"vpc7"},{"interfaceName":"eth8","network":"vpc8"}]"#;
 const TCPX_INTERFACES: &str = r#"[{"interfaceName":"eth0","network":"default"},{"interfaceName":"eth1","network":"vpc1"},{"interfaceName":"eth2","network":"vpc2"},{"interfaceName":"eth3","network":"vpc3"},{"interfaceName":"eth4","network":"vpc4"}]"#;
@@ -62,6 +116,7 @@ pub fn recipe(flavour: GpuDirect) -> Recipe {
                 ("/home/kubernetes/bin/gib", "/usr/local/gib"),
             ],
             rxdm: None,
+            shm_size: Some("250Gi"),
         },
         GpuDirect::Tcpxo => Recipe {
             image: "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev:v1.0.8-1",
@@ -72,7 +127,9 @@ pub fn recipe(flavour: GpuDirect) -> Recipe {
                 name: "tcpxo-daemon",
                 image: "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/tcpgpudmarxd-dev:v1.0.14",
                 command: "set -ex; chmod 755 /fts/entrypoint_rxdm_container.sh; /fts/entrypoint_rxdm_container.sh --num_hops=2 --num_nics=8 --uid= --alsologtostderr",
+                devices: TCPXO_DEVICES,
             }),
+            shm_size: Some("1Gi"),
         },
         GpuDirect::Tcpx => Recipe {
             image: "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/nccl-plugin-gpudirecttcpx-dev:v3.1.9",
@@ -86,7 +143,9 @@ pub fn recipe(flavour: GpuDirect) -> Recipe {
                 name: "tcpx-daemon",
                 image: "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/tcpgpudmarxd-dev:v2.0.12",
                 command: "/tcpgpudmarxd/build/app/tcpgpudmarxd --gpu_nic_preset a3vm --gpu_shmem_type fd --uds_path /run/tcpx --setup_param \"--verbose 128 2 0\"",
+                devices: TCPX_DEVICES,
             }),
+            shm_size: None,
         },
         // No GPUDirect: the gIB diagnostic image still carries nccl-tests and mpirun.
         GpuDirect::None => Recipe {
@@ -95,6 +154,7 @@ pub fn recipe(flavour: GpuDirect) -> Recipe {
             interfaces: None,
             mounts: &[("/home/kubernetes/bin/nvidia", "/usr/local/nvidia")],
             rxdm: None,
+            shm_size: None,
         },
     }
 }
@@ -124,12 +184,10 @@ pub fn rxdm_parts(r: &Recipe) -> Option<(serde_json::Value, (String, String), Ve
         serde_json::json!({"name": "rxdm-proc-sys", "hostPath": {"path": "/proc/sys"}}),
         serde_json::json!({"name": "rxdm-uds", "emptyDir": {}}),
     ];
+    let devices: String = x.devices.iter().map(|d| format!("- path: {d}\n")).collect();
     Some((
         sidecar,
-        (
-            format!("devices.gke.io/container.{}", x.name),
-            RXDM_DEVICES.to_string(),
-        ),
+        (format!("devices.gke.io/container.{}", x.name), devices),
         volumes,
     ))
 }
