@@ -408,8 +408,10 @@ pub async fn start(
 }
 
 /// A job's pod template for its GPUDirect flavour, as the GKE guides set pods up: the
-/// multi-network annotations (RDMA, TCPX, TCPXO) and, for TCPX/TCPXO, the RxDM daemon
-/// as a native sidecar with the socket directory NCCL's plugin uses.
+/// multi-network annotations (RDMA, TCPX, TCPXO), the flavour's host mounts (gIB at
+/// `/usr/local/gib`, TCPXO's aperture devices, the driver: what its NCCL profile names)
+/// and, for TCPX/TCPXO, the RxDM daemon as a native sidecar with the socket directory
+/// NCCL's plugin uses.
 pub fn with_gpudirect(set: &mut serde_json::Value, profile: crate::nccl::GpuDirect) {
     let r = gke::nccl::recipe(profile);
     if profile == crate::nccl::GpuDirect::None {
@@ -430,6 +432,20 @@ pub fn with_gpudirect(set: &mut serde_json::Value, profile: crate::nccl::GpuDire
             vec![serde_json::json!({"name": "rxdm-uds", "mountPath": "/run/tcpx"})],
         );
     }
+    let (host_volumes, host_mounts): (Vec<_>, Vec<_>) = r
+        .mounts
+        .iter()
+        .enumerate()
+        .map(|(i, (host, at))| {
+            let name = format!("gpudirect-{i}");
+            (
+                serde_json::json!({"name": name, "hostPath": {"path": host}}),
+                serde_json::json!({"name": name, "mountPath": at}),
+            )
+        })
+        .unzip();
+    append(&mut pod["spec"]["volumes"], host_volumes);
+    append(&mut pod["spec"]["containers"][0]["volumeMounts"], host_mounts);
     pod["metadata"]["annotations"] = serde_json::Value::Object(annotations);
 }
 
@@ -665,6 +681,36 @@ async fn follow_rank(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A job's pods get what their NCCL profile names from the host, as GKE's manifests
+    /// mount it: gIB at /usr/local/gib (RDMA), the aperture devices (TCPXO). Job pods
+    /// mounted none of it, so `NCCL_NET=gIB` found no plugin.
+    #[test]
+    fn job_pods_mount_what_their_nccl_profile_names() {
+        use crate::nccl::GpuDirect;
+        for (flavour, host, at) in [
+            (GpuDirect::Rdma, "/home/kubernetes/bin/gib", "/usr/local/gib"),
+            (GpuDirect::Tcpxo, "/dev/aperture_devices", "/dev/aperture_devices"),
+        ] {
+            let mut set = serde_json::json!({"spec": {"replicatedJobs": [{"template": {"spec": {"template": {
+                "spec": {"containers": [{"name": "job"}], "volumes": []}
+            }}}}]}});
+            with_gpudirect(&mut set, flavour);
+            let pod = &set["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"];
+            let vol = pod["volumes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|v| v["hostPath"]["path"] == host)
+                .unwrap_or_else(|| panic!("{flavour:?}: no volume of {host}: {pod}"));
+            let mounted = pod["containers"][0]["volumeMounts"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|m| m["name"] == vol["name"] && m["mountPath"] == at);
+            assert!(mounted, "{flavour:?}: {host} not at {at}: {pod}");
+        }
+    }
 
     #[test]
     fn tcpxo_jobs_get_their_networks_and_the_rxdm_sidecar() {

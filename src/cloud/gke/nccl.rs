@@ -122,7 +122,12 @@ pub fn recipe(flavour: GpuDirect) -> Recipe {
             image: "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev:v1.0.8-1",
             host_network: false,
             interfaces: Some(TCPXO_INTERFACES),
-            mounts: &[("/home/kubernetes/bin/nvidia", "/usr/local/nvidia")],
+            // gpudirect-tcpxo/nccl-test-latest.yaml: the aperture devices FasTrak's LLCM
+            // uses (NCCL_FASTRAK_LLCM_DEVICE_DIRECTORY) come from the host.
+            mounts: &[
+                ("/home/kubernetes/bin/nvidia", "/usr/local/nvidia"),
+                ("/dev/aperture_devices", "/dev/aperture_devices"),
+            ],
             rxdm: Some(Rxdm {
                 name: "tcpxo-daemon",
                 image: "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/tcpgpudmarxd-dev:v1.0.14",
