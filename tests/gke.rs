@@ -497,6 +497,60 @@ fn a_gke_job_gets_the_pod_nccl_profile_not_the_vm_one() {
     }
 }
 
+/// A job of two 8-GPU ranks on two 8-GPU nodes puts a rank on each node and runs. The
+/// double runs JobSet's pod webhook and counts GPUs as the scheduler does: the JobSet's
+/// old `exclusive-topology: kubernetes.io/hostname` pinned rank 1 to rank 0's full node,
+/// where it stayed Pending.
+#[test]
+fn a_multi_node_job_gets_a_node_per_rank() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = KubeDouble::start(Options {
+        nodes: nodes(),
+        images: images(tmp.path()),
+        ..Options::default()
+    });
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let f = fleet_file(tmp.path(), &d, "");
+    let out = flightdeck(&home, &["fleet", "apply", f.to_str().unwrap(), "--yes"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let job = tmp.path().join("two.yaml");
+    std::fs::write(
+        &job,
+        "type: task\nname: two\nfleet: a3u\nnodes: 2\ngpus_per_node: 8\ncommands: [\"echo rank $NODE_RANK\"]\n",
+    )
+    .unwrap();
+    let out = flightdeck(&home, &["job", "run", "--detach", job.to_str().unwrap()]);
+    let err = text(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    // Each rank placed and past Pending within 20 s (the ranks run `echo`).
+    let end = std::time::Instant::now() + Duration::from_secs(20);
+    let placed = loop {
+        let placed: Vec<(String, String)> = d
+            .pods()
+            .iter()
+            .filter(|p| p["metadata"]["labels"]["flightdeck-role"] == "job")
+            .map(|p| {
+                (
+                    p["spec"]["nodeName"].as_str().unwrap_or("").to_string(),
+                    p["status"]["phase"].as_str().unwrap_or("").to_string(),
+                )
+            })
+            .collect();
+        let all = placed.len() == 2 && placed.iter().all(|(n, p)| !n.is_empty() && p != "Pending");
+        if all || std::time::Instant::now() > end {
+            break placed;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(placed.len(), 2, "{placed:?}\n{err}");
+    assert!(
+        placed.iter().all(|(n, p)| !n.is_empty() && p != "Pending"),
+        "a rank was never scheduled: {placed:?}"
+    );
+    assert_ne!(placed[0].0, placed[1].0, "{placed:?}");
+}
+
 #[test]
 fn a_job_waits_for_kueue_then_runs_to_its_end_with_metrics() {
     let tmp = tempfile::tempdir().unwrap();

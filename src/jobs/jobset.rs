@@ -267,13 +267,18 @@ pub fn jobset(
     if at.flex_start.is_some() {
         selector.insert("cloud.google.com/gke-flex-start".into(), "true".into());
     }
-    let affinity = if at.pools.is_empty() {
-        serde_json::Value::Null
-    } else {
-        serde_json::json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+    // One rank per node: a required anti-affinity between the JobSet's own pods on the
+    // hostname. Not JobSet's `exclusive-topology`: that is one *Job* per domain, and its
+    // webhook pins every follower pod of the one Job to the leader's node (xpk and
+    // gpu-recipes use no exclusive placement for GPUs).
+    let mut affinity = serde_json::json!({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"jobset.sigs.k8s.io/jobset-name": js}}, "topologyKey": "kubernetes.io/hostname"}
+    ]}});
+    if !at.pools.is_empty() {
+        affinity["nodeAffinity"] = serde_json::json!({"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
             {"matchExpressions": [{"key": gke::view::POOL_LABEL, "operator": "In", "values": at.pools}]}
-        ]}}})
-    };
+        ]}});
+    }
     let image = job.spec.image.clone().unwrap_or_else(|| DEFAULT_IMAGE.into());
     // A memory volume at /dev/shm, as every GKE GPU manifest mounts one, bounded by the
     // node's memory (a training job's data loaders use more than an NCCL test's).
@@ -286,7 +291,6 @@ pub fn jobset(
             "namespace": at.node.namespace,
             "labels": labels,
             "annotations": annotations,
-            // One pod per node (JobSet's exclusive placement).
         },
         "spec": {
             "suspend": at.queue.is_some(),
@@ -296,7 +300,6 @@ pub fn jobset(
                 "name": REPLICATED_JOB,
                 "replicas": 1,
                 "template": {
-                    "metadata": {"annotations": {"alpha.jobset.sigs.k8s.io/exclusive-topology": "kubernetes.io/hostname"}},
                     "spec": {
                         "parallelism": nodes,
                         "completions": nodes,

@@ -807,23 +807,48 @@ fn create_pod(s: &Arc<Shared>, mut pod: Value) -> (u16, Value) {
     pod["metadata"]["uid"] = format!("uid-{name}-{}", st.rv).into();
     pod["metadata"]["resourceVersion"] = st.rv.to_string().into();
     pod["metadata"]["creationTimestamp"] = ts().into();
-    // Schedule: the named node, else one that matches the selector and has no pod of
-    // the same JobSet yet.
+    // Schedule: the named node, else the first node that passes kube-scheduler's
+    // filters as modelled here: NodeAffinity's nodeSelector
+    // (pkg/scheduler/framework/plugins/nodeaffinity), NodeResourcesFit for
+    // nvidia.com/gpu (plugins/noderesources/fit.go: allocatable minus what the pods bound
+    // to the node request), and InterPodAffinity's required anti-affinity with
+    // matchLabels on kubernetes.io/hostname (plugins/interpodaffinity/filtering.go).
     if pod["spec"]["nodeName"].as_str().is_none_or(str::is_empty) {
         let sel = pod["spec"]["nodeSelector"]
             .as_object()
             .cloned()
             .unwrap_or_default();
-        let js = pod["metadata"]["labels"]["jobset.sigs.k8s.io/jobset-name"].clone();
-        let taken: Vec<Value> = st
-            .pods
-            .values()
-            .filter(|p| !js.is_null() && p.obj["metadata"]["labels"]["jobset.sigs.k8s.io/jobset-name"] == js)
-            .map(|p| p.obj["spec"]["nodeName"].clone())
+        let want = gpu_request(&pod);
+        let anti: Vec<serde_json::Map<String, Value>> = pod["spec"]["affinity"]["podAntiAffinity"]
+            ["requiredDuringSchedulingIgnoredDuringExecution"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|t| t["topologyKey"] == "kubernetes.io/hostname")
+            .filter_map(|t| t["labelSelector"]["matchLabels"].as_object().cloned())
             .collect();
+        let on = |node: &Value| {
+            st.pods
+                .values()
+                .filter(|p| p.obj["spec"]["nodeName"] == node["metadata"]["name"])
+                .filter(|p| !matches!(p.obj["status"]["phase"].as_str(), Some("Succeeded" | "Failed")))
+                .map(|p| &p.obj)
+                .collect::<Vec<&Value>>()
+        };
         let node = st.nodes.iter().find(|n| {
+            let bound = on(n);
+            let free = n["status"]["allocatable"]["nvidia.com/gpu"]
+                .as_str()
+                .and_then(|g| g.parse::<u64>().ok())
+                .unwrap_or(0)
+                .saturating_sub(bound.iter().map(|p| gpu_request(p)).sum());
             sel.iter().all(|(k, v)| n["metadata"]["labels"][k] == *v)
-                && !taken.contains(&n["metadata"]["name"])
+                && want <= free
+                && !anti.iter().any(|m| {
+                    bound
+                        .iter()
+                        .any(|p| m.iter().all(|(k, v)| p["metadata"]["labels"][k] == *v))
+                })
         });
         match node {
             Some(n) => pod["spec"]["nodeName"] = n["metadata"]["name"].clone(),
@@ -1140,6 +1165,20 @@ fn admit(s: &Arc<Shared>, ns: &str, name: &str, wl: &str, q: String) {
     start_jobset(s, ns, name);
 }
 
+/// The GPUs a pod asks for: its containers' `nvidia.com/gpu` limits (requests equal
+/// limits for extended resources).
+fn gpu_request(pod: &Value) -> u64 {
+    pod["spec"]["containers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| {
+            let l = &c["resources"]["limits"]["nvidia.com/gpu"];
+            l.as_str().and_then(|g| g.parse().ok()).or_else(|| l.as_u64())
+        })
+        .sum()
+}
+
 /// The JobSet's pods: per replicated job, `parallelism` indexed pods.
 fn start_jobset(s: &Arc<Shared>, ns: &str, name: &str) {
     let js = s
@@ -1169,6 +1208,34 @@ fn start_jobset(s: &Arc<Shared>, ns: &str, name: &str) {
             ] {
                 pod["metadata"]["labels"][k] = v.clone().into();
                 pod["metadata"]["annotations"][k] = v.into();
+            }
+            // JobSet's pod webhook (pkg/webhooks/pod_mutating_webhook.go, setNodeSelector):
+            // with `alpha.jobset.sigs.k8s.io/exclusive-topology` on the replicated job,
+            // the leader (completion index 0) is placed and every follower of the same
+            // Job gets a nodeSelector on the topology key with the leader's node's value.
+            if let Some(key) = rj["template"]["metadata"]["annotations"]
+                ["alpha.jobset.sigs.k8s.io/exclusive-topology"]
+                .as_str()
+            {
+                if i > 0 {
+                    let st = s.state.lock().unwrap();
+                    let leader = st.pods.values().find(|p| {
+                        p.obj["metadata"]["labels"]["jobset.sigs.k8s.io/jobset-name"] == name
+                            && p.obj["metadata"]["labels"]["batch.kubernetes.io/job-completion-index"] == "0"
+                    });
+                    let value = leader
+                        .and_then(|p| {
+                            st.nodes
+                                .iter()
+                                .find(|n| n["metadata"]["name"] == p.obj["spec"]["nodeName"])
+                        })
+                        .map(|n| n["metadata"]["labels"][key].clone())
+                        .unwrap_or(Value::Null);
+                    if !pod["spec"]["nodeSelector"].is_object() {
+                        pod["spec"]["nodeSelector"] = json!({});
+                    }
+                    pod["spec"]["nodeSelector"][key] = value;
+                }
             }
             pod["metadata"]["name"] = format!("{name}-{rjn}-0-{i}-{}", rand5()).into();
             pod["metadata"]["namespace"] = ns.into();
