@@ -802,6 +802,28 @@ impl Validator<'_> {
                 );
             }
         }
+        // The debug pods run this image privileged, with the node's `/`, PID and network
+        // on every node: a fleet file that picks another image than the default says
+        // so wherever it is read (`fleet validate`, `plan`, `apply`).
+        if let Some(image) = g
+            .debug_image
+            .as_deref()
+            .filter(|i| *i != crate::cloud::gke::DEFAULT_DEBUG_IMAGE)
+        {
+            let pin = if image.contains("@sha256:") {
+                String::new()
+            } else {
+                "; pin it by digest (`IMAGE@sha256:…`) so a pushed tag cannot change it".into()
+            };
+            self.warn(
+                &["gke", "debug_image"],
+                format!(
+                    "the debug pods on every node run `{}` privileged, with the node's / mounted and its PID and network namespaces (default `{}`){pin}",
+                    printable(image),
+                    crate::cloud::gke::DEFAULT_DEBUG_IMAGE
+                ),
+            );
+        }
         if let Some(sel) = &g.selector {
             if let Err(e) = crate::cloud::gke::selector::parse(sel) {
                 self.error(&["gke", "selector"], e);
@@ -1058,6 +1080,33 @@ pub(crate) fn lab_nodes(n: usize) -> Vec<NodeTarget> {
 
 #[cfg(test)]
 mod tests {
+
+    /// D16: a fleet file that picks the debug pods' image (privileged, the node's / on
+    /// every node) is warned about at its line, with the advice to pin it by digest.
+    #[test]
+    fn a_debug_image_of_the_fleet_files_choosing_is_warned_about() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("g.yaml");
+        let base = "type: fleet\nname: g\ngke:\n  project: p\n  location: us-east4\n  cluster: c\n";
+        let warnings = |extra: &str| -> Vec<String> {
+            parse(&file, &format!("{base}{extra}"))
+                .unwrap()
+                .warnings
+                .iter()
+                .map(|d| d.to_string())
+                .collect()
+        };
+        assert!(warnings("").is_empty());
+        assert!(warnings("  debug_image: ubuntu:24.04\n").is_empty());
+        let w = warnings("  debug_image: evil/root:latest\n");
+        let at = file.display();
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].starts_with(&format!("{at}:7:3: warning: gke.debug_image: the debug pods on every node run `evil/root:latest` privileged")), "{w:?}");
+        assert!(w[0].contains("pin it by digest"), "{w:?}");
+        let w = warnings("  debug_image: ubuntu@sha256:0123456789abcdef\n");
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(!w[0].contains("pin it by digest"), "{w:?}");
+    }
     #[test]
     fn nodes_are_picked_by_index_range_name_and_pattern() {
         let all = super::lab_nodes(12);
