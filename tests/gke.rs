@@ -10,7 +10,7 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
-use support::k8s_double::{KubeDouble, NodeSpec, Options, Provisioning};
+use support::k8s_double::{KubeDouble, NodeSpec, Options, PoolSpec, Provisioning};
 use support::{flightdeck, text};
 
 /// kubectl v1.33 as google-cloud-cli ships it on this image (`/usr/bin/kubectl` is a
@@ -32,6 +32,22 @@ fn nodes() -> Vec<NodeSpec> {
         n("gke-a3u-flex-1", "a3u-flex", Provisioning::FlexStart, "10.0.0.11"),
         n("gke-a3u-spot-0", "a3u-spot", Provisioning::Spot, "10.0.0.20"),
     ]
+}
+
+/// A DWS flex-start pool with queued provisioning, as a queue with a ProvisioningRequest
+/// admission check needs (GKE grows such a pool only for a ProvisioningRequest).
+fn queued_pool(name: &str) -> PoolSpec {
+    PoolSpec {
+        name: name.into(),
+        machine_type: "a3-ultragpu-8g".into(),
+        accelerator: "nvidia-h200-141gb".into(),
+        gpus: 8,
+        provisioning: Provisioning::FlexStart,
+        min_nodes: 0,
+        max_nodes: 4,
+        taints: vec![],
+        queued: true,
+    }
 }
 
 fn kubectl(d: &KubeDouble, home: &Path, args: &[&str], stdin: Option<&str>) -> std::process::Output {
@@ -388,6 +404,7 @@ fn a_job_on_a_flex_start_pool_at_zero_nodes() {
         nodes: nodes(),
         queues: vec![("dws-queue".into(), true)],
         admit_after: Duration::from_millis(500),
+        pools: vec![queued_pool("a3u-dws")],
         ..Options::default()
     });
     let home = tmp.path().join("home");
@@ -563,6 +580,8 @@ fn a_job_waits_for_kueue_then_runs_to_its_end_with_metrics() {
         images,
         queues: vec![("a3u-queue".into(), true)],
         admit_after: Duration::from_secs(2),
+        pools: vec![queued_pool("a3u-flex")],
+        ..Options::default()
     });
     let home = tmp.path().join("home");
     std::fs::create_dir_all(&home).unwrap();

@@ -13,6 +13,16 @@
 
 #![allow(dead_code)]
 
+mod autoscaler;
+mod devices;
+mod kubelet;
+mod kueue;
+mod sched;
+
+#[allow(unused_imports)]
+pub use autoscaler::{PoolSpec, Taint};
+use kubelet::{create_pod, delete_pod};
+
 use flightdeck::cloud::gke::selector;
 use futures::{SinkExt, StreamExt};
 use serde_json::{json, Value};
@@ -50,6 +60,13 @@ pub struct NodeSpec {
     pub internal_ip: String,
 }
 
+impl NodeSpec {
+    /// The device paths GKE's installers leave on such a node (devices.rs).
+    pub fn default_devices(&self) -> Vec<String> {
+        devices::defaults(&self.machine_type, self.gpus)
+    }
+}
+
 #[derive(Clone, Debug, Default)]
 pub struct Options {
     pub nodes: Vec<NodeSpec>,
@@ -59,13 +76,36 @@ pub struct Options {
     pub queues: Vec<(String, bool)>,
     /// Image-name prefix -> a directory put first on PATH in that image's containers.
     pub images: Vec<(String, PathBuf)>,
+    /// Node name -> the device paths it has, instead of its machine type's
+    /// ([`NodeSpec::default_devices`]).
+    pub node_devices: Vec<(String, Vec<String>)>,
+    /// Node pools the cluster autoscaler sizes (autoscaler.rs). A pool named here that
+    /// also has `nodes` starts with them; its taints and queued provisioning apply to them.
+    pub pools: Vec<PoolSpec>,
+    /// How long a scale-up takes until the new nodes are Ready (zero: the next tick).
+    pub scale_up_after: Duration,
+    /// How long a node must be unneeded before the autoscaler removes it (cluster-autoscaler's
+    /// `--scale-down-unneeded-time`, 10 min by default, the default here too).
+    pub scale_down_after: Option<Duration>,
+    /// How long a Provisioned ProvisioningRequest's capacity is booked for pods to land
+    /// (GKE: 10 min, the default here too) before BookingExpired.
+    pub booking_time: Option<Duration>,
+}
+
+/// One container's output and whether it ended.
+#[derive(Default)]
+struct Ctr {
+    log: Arc<Mutex<Vec<(String, String)>>>,
+    ended: Arc<Mutex<bool>>,
 }
 
 struct PodRec {
     obj: Value,
-    log: Arc<Mutex<Vec<(String, String)>>>,
+    /// Per container (init and main), by name.
+    ctrs: BTreeMap<String, Ctr>,
+    /// Every container has ended (or the pod never ran).
     done: Arc<Mutex<bool>>,
-    pgid: Option<i32>,
+    pgids: Vec<i32>,
     dir: PathBuf,
 }
 
@@ -79,6 +119,16 @@ struct State {
     requests: Vec<String>,
     /// Requests that carried the ADC access token.
     adc_requests: usize,
+    /// Node name -> the device paths it has.
+    node_devices: BTreeMap<String, Vec<String>>,
+    /// core/v1 Events (scheduler, kubelet, cluster autoscaler).
+    events: Vec<Value>,
+    /// The cluster autoscaler's and Kueue's provisioning state.
+    autoscaler: autoscaler::AutoscalerState,
+    /// provisioningrequests.autoscaling.x-k8s.io objects, by (namespace, name).
+    provreqs: BTreeMap<(String, String), Value>,
+    /// PodTemplates Kueue made for its ProvisioningRequests, by (namespace, name).
+    pod_templates: BTreeMap<(String, String), Value>,
 }
 
 struct Shared {
@@ -158,7 +208,13 @@ fn status(code: u16, reason: &str, message: &str) -> (u16, Value) {
     )
 }
 
-fn node_object(n: &NodeSpec) -> Value {
+/// A Node as GKE registers one: labelled with its pool, machine, accelerator and
+/// provisioning; tainted `nvidia.com/gpu=present:NoSchedule` when it has GPUs (GKE docs,
+/// "About GPUs in GKE": GPU node pools are tainted so that only pods requesting GPUs land
+/// there), with its pool's own taints (`--node-taints`), and on queued-provisioning
+/// pools labelled and tainted `cloud.google.com/gke-queued=true:NoSchedule` (GKE docs
+/// how-to/provisioningrequest; cluster-toolkit modules/compute/gke-node-pool).
+fn node_object(n: &NodeSpec, pool: Option<&PoolSpec>) -> Value {
     let mut labels = json!({
         "kubernetes.io/hostname": n.name,
         "kubernetes.io/os": "linux",
@@ -173,11 +229,25 @@ fn node_object(n: &NodeSpec) -> Value {
         Provisioning::FlexStart => labels["cloud.google.com/gke-flex-start"] = "true".into(),
         Provisioning::Reservation(r) => labels["cloud.google.com/reservation-name"] = r.clone().into(),
     }
+    let mut taints = vec![];
+    if n.gpus > 0 {
+        taints.push(json!({"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}));
+    }
+    if let Some(p) = pool {
+        for t in &p.taints {
+            taints.push(json!({"key": t.key, "value": t.value, "effect": t.effect}));
+        }
+        if p.queued {
+            labels["cloud.google.com/gke-queued"] = "true".into();
+            taints
+                .push(json!({"key": "cloud.google.com/gke-queued", "value": "true", "effect": "NoSchedule"}));
+        }
+    }
     let t = ts();
     json!({
         "kind": "Node", "apiVersion": "v1",
         "metadata": {"name": n.name, "uid": format!("uid-{}", n.name), "resourceVersion": "1", "creationTimestamp": t, "labels": labels},
-        "spec": {"taints": if n.gpus > 0 { json!([{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]) } else { json!([]) }},
+        "spec": {"taints": taints},
         "status": {
             "capacity": {"cpu": "224", "memory": "2952Gi", "pods": "110", "nvidia.com/gpu": n.gpus.to_string()},
             "allocatable": {"cpu": "220", "memory": "2900Gi", "pods": "110", "nvidia.com/gpu": n.gpus.to_string()},
@@ -208,8 +278,23 @@ impl KubeDouble {
             ),
         )
         .unwrap();
+        let pool = |n: &NodeSpec| opts.pools.iter().find(|p| p.name == n.pool);
+        let node_devices = opts
+            .nodes
+            .iter()
+            .map(|n| {
+                let d = opts
+                    .node_devices
+                    .iter()
+                    .find(|(m, _)| *m == n.name)
+                    .map(|(_, d)| d.clone())
+                    .unwrap_or_else(|| n.default_devices());
+                (n.name.clone(), d)
+            })
+            .collect();
         let state = State {
-            nodes: opts.nodes.iter().map(node_object).collect(),
+            nodes: opts.nodes.iter().map(|n| node_object(n, pool(n))).collect(),
+            node_devices,
             ..State::default()
         };
         let shared = Arc::new(Shared {
@@ -228,6 +313,17 @@ impl KubeDouble {
                 .unwrap();
             rt.block_on(async move {
                 let listener = TcpListener::from_std(std_listener).unwrap();
+                // The cluster's controllers: kube-scheduler's retries of pending pods,
+                // the cluster autoscaler, Kueue's provisioning admission check.
+                let c = s.clone();
+                tokio::spawn(async move {
+                    loop {
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                        kubelet::schedule_pending(&c);
+                        autoscaler::tick(&c);
+                        kueue::tick(&c);
+                    }
+                });
                 let serve = async {
                     loop {
                         let Ok((sock, _)) = listener.accept().await else {
@@ -300,12 +396,27 @@ impl KubeDouble {
             .collect()
     }
 
+    /// The log of the pod's first main container.
     pub fn pod_log(&self, ns: &str, name: &str) -> String {
+        let first = {
+            let st = self.shared.state.lock().unwrap();
+            st.pods
+                .get(&(ns.into(), name.into()))
+                .and_then(|p| p.obj["spec"]["containers"][0]["name"].as_str().map(String::from))
+        };
+        first
+            .map(|c| self.container_log(ns, name, &c))
+            .unwrap_or_default()
+    }
+
+    /// The log of one container (init or main) of a pod.
+    pub fn container_log(&self, ns: &str, name: &str, container: &str) -> String {
         let st = self.shared.state.lock().unwrap();
         st.pods
             .get(&(ns.into(), name.into()))
-            .map(|p| {
-                p.log
+            .and_then(|p| p.ctrs.get(container))
+            .map(|c| {
+                c.log
                     .lock()
                     .unwrap()
                     .iter()
@@ -313,6 +424,39 @@ impl KubeDouble {
                     .collect()
             })
             .unwrap_or_default()
+    }
+
+    /// Every node now (static ones and those the autoscaler added).
+    pub fn nodes(&self) -> Vec<Value> {
+        self.shared.state.lock().unwrap().nodes.clone()
+    }
+
+    /// The events recorded (scheduler, kubelet, cluster autoscaler).
+    pub fn events(&self) -> Vec<Value> {
+        self.shared.state.lock().unwrap().events.clone()
+    }
+
+    /// The ProvisioningRequests Kueue made.
+    pub fn provisioning_requests(&self) -> Vec<Value> {
+        self.shared
+            .state
+            .lock()
+            .unwrap()
+            .provreqs
+            .values()
+            .cloned()
+            .collect()
+    }
+
+    /// The nodes the autoscaler removed, with why (scale-down of an unneeded node).
+    pub fn removed_nodes(&self) -> Vec<(String, String)> {
+        self.shared.state.lock().unwrap().autoscaler.removed.clone()
+    }
+
+    /// The nodes the autoscaler would remove but may not, and the pod that blocks each
+    /// (cluster-autoscaler's drainability rules).
+    pub fn scale_down_blocked(&self) -> BTreeMap<String, String> {
+        self.shared.state.lock().unwrap().autoscaler.blocked.clone()
     }
 
     pub fn set_node_ready(&self, name: &str, ready: bool) {
@@ -324,6 +468,13 @@ impl KubeDouble {
                     c["reason"] = if ready { "KubeletReady" } else { "KubeletNotReady" }.into();
                 }
             }
+            // The node lifecycle controller taints a NotReady node
+            // (pkg/controller/nodelifecycle/node_lifecycle_controller.go, TaintNodeNotReady).
+            let taints = n["spec"]["taints"].as_array_mut().unwrap();
+            taints.retain(|t| t["key"] != "node.kubernetes.io/not-ready");
+            if !ready {
+                taints.push(json!({"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}));
+            }
         }
     }
 }
@@ -332,7 +483,7 @@ impl Drop for KubeDouble {
     fn drop(&mut self) {
         let st = self.shared.state.lock().unwrap();
         for p in st.pods.values() {
-            if let Some(g) = p.pgid {
+            for &g in &p.pgids {
                 unsafe { libc::kill(-g, libc::SIGKILL) };
             }
         }
@@ -493,6 +644,13 @@ async fn connection(s: Arc<Shared>, sock: TcpStream) -> std::io::Result<()> {
         {
             let follow = req.q("follow") == Some("true");
             logs(&s, r.get_mut(), &req, segs[3], segs[5], follow).await?;
+            if req
+                .headers
+                .get("connection")
+                .is_some_and(|c| c.eq_ignore_ascii_case("close"))
+            {
+                break;
+            }
             continue;
         }
         let (code, body) = route(&s, &req, &segs);
@@ -551,6 +709,7 @@ fn fields_match(obj: &Value, sel: Option<&str>) -> bool {
 
 fn route(s: &Arc<Shared>, req: &Request, segs: &[&str]) -> (u16, Value) {
     let m = req.method.as_str();
+    let mut extra: Option<(u16, Value)> = None;
     match segs {
         // The GKE API's projects.locations.clusters.get: this double is the cluster.
         ["v1", "projects", p, "locations", l, "clusters", c] if *c != CLUSTER => (
@@ -577,7 +736,8 @@ fn route(s: &Arc<Shared>, req: &Request, segs: &[&str]) -> (u16, Value) {
             200,
             json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": [
                     {"name": "jobset.x-k8s.io", "versions": [{"groupVersion": "jobset.x-k8s.io/v1alpha2", "version": "v1alpha2"}], "preferredVersion": {"groupVersion": "jobset.x-k8s.io/v1alpha2", "version": "v1alpha2"}},
-                {"name": "kueue.x-k8s.io", "versions": [{"groupVersion": "kueue.x-k8s.io/v1beta2", "version": "v1beta2"}], "preferredVersion": {"groupVersion": "kueue.x-k8s.io/v1beta2", "version": "v1beta2"}}
+                {"name": "kueue.x-k8s.io", "versions": [{"groupVersion": "kueue.x-k8s.io/v1beta2", "version": "v1beta2"}], "preferredVersion": {"groupVersion": "kueue.x-k8s.io/v1beta2", "version": "v1beta2"}},
+                {"name": "autoscaling.x-k8s.io", "versions": [{"groupVersion": "autoscaling.x-k8s.io/v1", "version": "v1"}], "preferredVersion": {"groupVersion": "autoscaling.x-k8s.io/v1", "version": "v1"}}
             ]}),
         ),
         ["api", "v1"] => (
@@ -591,6 +751,8 @@ fn route(s: &Arc<Shared>, req: &Request, segs: &[&str]) -> (u16, Value) {
                     ("pods/log", "Pod", true, &[]),
                     ("services", "Service", true, &["svc"]),
                     ("namespaces", "Namespace", false, &["ns"]),
+                    ("events", "Event", true, &["ev"]),
+                    ("podtemplates", "PodTemplate", true, &[]),
                 ],
             ),
         ),
@@ -773,6 +935,17 @@ fn route(s: &Arc<Shared>, req: &Request, segs: &[&str]) -> (u16, Value) {
             (200, list("LocalQueueList", items, 1))
         }
         _ if segs.first() == Some(&"openapi") => status(404, "NotFound", "the double serves no OpenAPI"),
+        // The routes of the submodules (ProvisioningRequests, PodTemplates, Events).
+        _ if {
+            let st = s.state.lock().unwrap();
+            kueue::route(&st, m, segs)
+                .or_else(|| kubelet::events_route(&st, m, segs, req.q("fieldSelector")))
+                .map(|r| extra = Some(r))
+                .is_some()
+        } =>
+        {
+            extra.take().unwrap()
+        }
         _ => status(
             404,
             "NotFound",
@@ -783,288 +956,6 @@ fn route(s: &Arc<Shared>, req: &Request, segs: &[&str]) -> (u16, Value) {
             ),
         ),
     }
-}
-
-/// Schedule, store and start a pod.
-fn create_pod(s: &Arc<Shared>, mut pod: Value) -> (u16, Value) {
-    let ns = pod["metadata"]["namespace"]
-        .as_str()
-        .unwrap_or("default")
-        .to_string();
-    if pod["metadata"]["name"].as_str().is_none_or(str::is_empty) {
-        let g = pod["metadata"]["generateName"]
-            .as_str()
-            .unwrap_or("pod-")
-            .to_string();
-        pod["metadata"]["name"] = format!("{g}{}", rand5()).into();
-    }
-    let name = pod["metadata"]["name"].as_str().unwrap().to_string();
-    let mut st = s.state.lock().unwrap();
-    if st.pods.contains_key(&(ns.clone(), name.clone())) {
-        return status(409, "AlreadyExists", &format!("pods \"{name}\" already exists"));
-    }
-    st.rv += 1;
-    pod["metadata"]["uid"] = format!("uid-{name}-{}", st.rv).into();
-    pod["metadata"]["resourceVersion"] = st.rv.to_string().into();
-    pod["metadata"]["creationTimestamp"] = ts().into();
-    // Schedule: the named node, else the first node that passes kube-scheduler's
-    // filters as modelled here: NodeAffinity's nodeSelector
-    // (pkg/scheduler/framework/plugins/nodeaffinity), NodeResourcesFit for
-    // nvidia.com/gpu (plugins/noderesources/fit.go: allocatable minus what the pods bound
-    // to the node request), and InterPodAffinity's required anti-affinity with
-    // matchLabels on kubernetes.io/hostname (plugins/interpodaffinity/filtering.go).
-    if pod["spec"]["nodeName"].as_str().is_none_or(str::is_empty) {
-        let sel = pod["spec"]["nodeSelector"]
-            .as_object()
-            .cloned()
-            .unwrap_or_default();
-        let want = gpu_request(&pod);
-        let anti: Vec<serde_json::Map<String, Value>> = pod["spec"]["affinity"]["podAntiAffinity"]
-            ["requiredDuringSchedulingIgnoredDuringExecution"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|t| t["topologyKey"] == "kubernetes.io/hostname")
-            .filter_map(|t| t["labelSelector"]["matchLabels"].as_object().cloned())
-            .collect();
-        let on = |node: &Value| {
-            st.pods
-                .values()
-                .filter(|p| p.obj["spec"]["nodeName"] == node["metadata"]["name"])
-                .filter(|p| !matches!(p.obj["status"]["phase"].as_str(), Some("Succeeded" | "Failed")))
-                .map(|p| &p.obj)
-                .collect::<Vec<&Value>>()
-        };
-        let node = st.nodes.iter().find(|n| {
-            let bound = on(n);
-            let free = n["status"]["allocatable"]["nvidia.com/gpu"]
-                .as_str()
-                .and_then(|g| g.parse::<u64>().ok())
-                .unwrap_or(0)
-                .saturating_sub(bound.iter().map(|p| gpu_request(p)).sum());
-            sel.iter().all(|(k, v)| n["metadata"]["labels"][k] == *v)
-                && want <= free
-                && !anti.iter().any(|m| {
-                    bound
-                        .iter()
-                        .any(|p| m.iter().all(|(k, v)| p["metadata"]["labels"][k] == *v))
-                })
-        });
-        match node {
-            Some(n) => pod["spec"]["nodeName"] = n["metadata"]["name"].clone(),
-            None => {
-                pod["status"] = json!({"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "0/N nodes are available"}]});
-                let obj = pod.clone();
-                st.pods.insert(
-                    (ns, name),
-                    PodRec {
-                        obj: pod,
-                        log: Default::default(),
-                        done: Default::default(),
-                        pgid: None,
-                        dir: PathBuf::new(),
-                    },
-                );
-                return (201, obj);
-            }
-        }
-    }
-    let node = st
-        .nodes
-        .iter()
-        .find(|n| n["metadata"]["name"] == pod["spec"]["nodeName"])
-        .cloned();
-    let Some(node) = node else {
-        return status(422, "Invalid", "spec.nodeName: no such node");
-    };
-    let host_ip = node["status"]["addresses"][0]["address"].clone();
-    let pod_ip = if pod["spec"]["hostNetwork"] == true {
-        host_ip.clone()
-    } else {
-        format!("10.100.0.{}", st.rv % 250 + 2).into()
-    };
-    let started = ts();
-    let cname = pod["spec"]["containers"][0]["name"].clone();
-    pod["status"] = json!({"phase": "Running", "hostIP": host_ip, "podIP": pod_ip, "startTime": started,
-        "conditions": [{"type": "PodScheduled", "status": "True"}, {"type": "Ready", "status": "True"}],
-        "containerStatuses": [{"name": cname, "ready": true, "restartCount": 0, "image": pod["spec"]["containers"][0]["image"], "state": {"running": {"startedAt": started}}}]});
-    let dir = s.dir.join(format!("pod-{ns}-{name}"));
-    std::fs::create_dir_all(&dir).unwrap();
-    let rec = PodRec {
-        obj: pod.clone(),
-        log: Default::default(),
-        done: Default::default(),
-        pgid: None,
-        dir,
-    };
-    let (log, done) = (rec.log.clone(), rec.done.clone());
-    st.pods.insert((ns.clone(), name.clone()), rec);
-    drop(st);
-    let argv = container_argv(&pod);
-    let s2 = s.clone();
-    let (ns2, name2) = (ns.clone(), name.clone());
-    tokio::spawn(async move { run_container(s2, ns2, name2, argv, log, done).await });
-    (201, pod)
-}
-
-fn container_argv(pod: &Value) -> Vec<String> {
-    let c = &pod["spec"]["containers"][0];
-    let mut argv: Vec<String> = c["command"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .chain(c["args"].as_array().into_iter().flatten())
-        .filter_map(|v| v.as_str().map(String::from))
-        .collect();
-    if argv.is_empty() {
-        argv = vec!["sleep".into(), "infinity".into()];
-    }
-    argv
-}
-
-/// The environment a container of `pod` gets (PATH with its image's directory first).
-fn container_env(s: &Shared, pod: &Value, dir: &std::path::Path) -> Vec<(String, String)> {
-    let c = &pod["spec"]["containers"][0];
-    let image = c["image"].as_str().unwrap_or("");
-    let mut path = std::env::var("PATH").unwrap_or_default();
-    if let Some((_, d)) = s.opts.images.iter().find(|(p, _)| image.starts_with(p.as_str())) {
-        path = format!("{}:{path}", d.display());
-    }
-    let mut env = vec![
-        ("PATH".to_string(), path),
-        ("HOME".into(), dir.display().to_string()),
-        (
-            "HOSTNAME".into(),
-            pod["spec"]["hostname"]
-                .as_str()
-                .or(pod["metadata"]["name"].as_str())
-                .unwrap_or("")
-                .to_string(),
-        ),
-    ];
-    for e in c["env"].as_array().into_iter().flatten() {
-        let k = e["name"].as_str().unwrap_or("").to_string();
-        let v = if let Some(v) = e["value"].as_str() {
-            v.to_string()
-        } else if let Some(f) = e["valueFrom"]["fieldRef"]["fieldPath"].as_str() {
-            field(pod, f)
-        } else {
-            String::new()
-        };
-        env.push((k, v));
-    }
-    env
-}
-
-fn field(pod: &Value, path: &str) -> String {
-    let pick = |v: &Value| v.as_str().unwrap_or("").to_string();
-    for (prefix, at) in [
-        ("metadata.annotations['", "annotations"),
-        ("metadata.labels['", "labels"),
-    ] {
-        if let Some(k) = path.strip_prefix(prefix).and_then(|r| r.strip_suffix("']")) {
-            return pick(&pod["metadata"][at][k]);
-        }
-    }
-    match path {
-        "metadata.name" => pick(&pod["metadata"]["name"]),
-        "metadata.namespace" => pick(&pod["metadata"]["namespace"]),
-        "spec.nodeName" => pick(&pod["spec"]["nodeName"]),
-        "status.podIP" => pick(&pod["status"]["podIP"]),
-        "status.hostIP" => pick(&pod["status"]["hostIP"]),
-        _ => String::new(),
-    }
-}
-
-fn command(s: &Shared, pod: &Value, dir: &std::path::Path, argv: &[String]) -> tokio::process::Command {
-    let mut c = tokio::process::Command::new(&argv[0]);
-    c.args(&argv[1..]).env_clear().current_dir(dir);
-    for (k, v) in container_env(s, pod, dir) {
-        c.env(k, v);
-    }
-    unsafe {
-        c.pre_exec(|| {
-            libc::setsid();
-            Ok(())
-        });
-    }
-    c
-}
-
-async fn run_container(
-    s: Arc<Shared>,
-    ns: String,
-    name: String,
-    argv: Vec<String>,
-    log: Arc<Mutex<Vec<(String, String)>>>,
-    done: Arc<Mutex<bool>>,
-) {
-    let (pod, dir) = {
-        let st = s.state.lock().unwrap();
-        let p = &st.pods[&(ns.clone(), name.clone())];
-        (p.obj.clone(), p.dir.clone())
-    };
-    let mut c = command(&s, &pod, &dir, &argv);
-    c.stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    let mut child = match c.spawn() {
-        Ok(c) => c,
-        Err(e) => {
-            log.lock()
-                .unwrap()
-                .push((now_rfc3339(), format!("exec {}: {e}", argv[0])));
-            finish(&s, &ns, &name, 128, &done);
-            return;
-        }
-    };
-    if let Some(p) = s.state.lock().unwrap().pods.get_mut(&(ns.clone(), name.clone())) {
-        p.pgid = child.id().map(|i| i as i32);
-    }
-    let pump = |r: Box<dyn tokio::io::AsyncRead + Unpin + Send>, log: Arc<Mutex<Vec<(String, String)>>>| async move {
-        let mut lines = BufReader::new(r).lines();
-        while let Ok(Some(l)) = lines.next_line().await {
-            let mut g = log.lock().unwrap();
-            if g.len() < 200_000 {
-                g.push((now_rfc3339(), l));
-            }
-        }
-    };
-    let out = child.stdout.take().unwrap();
-    let err = child.stderr.take().unwrap();
-    tokio::join!(pump(Box::new(out), log.clone()), pump(Box::new(err), log.clone()));
-    let code = child.wait().await.ok().and_then(|s| s.code()).unwrap_or(137);
-    finish(&s, &ns, &name, code, &done);
-}
-
-fn finish(s: &Arc<Shared>, ns: &str, name: &str, code: i32, done: &Arc<Mutex<bool>>) {
-    *done.lock().unwrap() = true;
-    let mut st = s.state.lock().unwrap();
-    st.rv += 1;
-    if let Some(p) = st.pods.get_mut(&(ns.to_string(), name.to_string())) {
-        p.obj["status"]["phase"] = if code == 0 { "Succeeded" } else { "Failed" }.into();
-        p.obj["status"]["containerStatuses"][0]["ready"] = false.into();
-        p.obj["status"]["containerStatuses"][0]["state"] = json!({"terminated": {"exitCode": code, "reason": if code == 0 { "Completed" } else { "Error" }, "finishedAt": ts()}});
-    }
-    drop(st);
-    settle_jobsets(s);
-}
-
-fn delete_pod(s: &Arc<Shared>, ns: &str, name: &str) -> Option<Value> {
-    let rec = s
-        .state
-        .lock()
-        .unwrap()
-        .pods
-        .remove(&(ns.to_string(), name.to_string()))?;
-    if let (Some(g), false) = (rec.pgid, *rec.done.lock().unwrap()) {
-        unsafe { libc::kill(-g, libc::SIGTERM) };
-        std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_secs(2));
-            unsafe { libc::kill(-g, libc::SIGKILL) };
-        });
-    }
-    Some(rec.obj)
 }
 
 fn create_jobset(s: &Arc<Shared>, mut js: Value) -> (u16, Value) {
@@ -1086,97 +977,19 @@ fn create_jobset(s: &Arc<Shared>, mut js: Value) -> (u16, Value) {
     js["metadata"]["creationTimestamp"] = ts().into();
     js["status"] = json!({"conditions": []});
     if let Some(q) = &queue {
-        js["spec"]["suspend"] = true.into();
-        js["status"]["conditions"] = json!([{"type": "Suspended", "status": "True", "reason": "SuspendedJobs", "lastTransitionTime": ts()}]);
-        let prov = s.opts.queues.iter().find(|(n, _)| n == q).map(|(_, p)| *p);
-        let gpus: u64 = js["spec"]["replicatedJobs"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|rj| {
-                let par = rj["template"]["spec"]["parallelism"].as_u64().unwrap_or(1);
-                let g = rj["template"]["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]
-                    ["nvidia.com/gpu"]
-                    .as_str()
-                    .and_then(|g| g.parse::<u64>().ok())
-                    .unwrap_or(0);
-                par * g
-            })
-            .sum();
-        let wl = format!("jobset-{name}-{}", rand5());
-        let t = ts();
-        let mut w = json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
-            "metadata": {"name": wl, "namespace": ns, "creationTimestamp": t, "labels": {"kueue.x-k8s.io/job-uid": js["metadata"]["uid"]},
-                         "ownerReferences": [{"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "name": name, "uid": js["metadata"]["uid"], "controller": true}]},
-            "spec": {"queueName": q, "podSets": [{"name": "workers", "count": gpus}]},
-            "status": {"conditions": [{"type": "QuotaReserved", "status": "False", "reason": "Pending",
-                "message": format!("couldn't assign flavors to pod set workers: insufficient unused quota for nvidia.com/gpu in flavor default-flavor, {gpus} more needed"), "lastTransitionTime": t}]}});
-        match prov {
-            None => {
-                w["status"]["conditions"][0]["reason"] = "Inadmissible".into();
-                w["status"]["conditions"][0]["message"] = format!("LocalQueue {q} doesn't exist").into();
-            }
-            Some(true) => {
-                w["status"]["admissionChecks"] = json!([{"name": "dws-prov", "state": "Pending", "message": "Waiting for resources. Currently there are not enough resources available to fulfill the request.", "lastTransitionTime": t}]);
-            }
-            Some(false) => {}
-        }
-        st.workloads.insert((ns.clone(), wl.clone()), w);
+        kueue::on_create(s, &mut st, &mut js, q);
         st.jobsets.insert((ns.clone(), name.clone()), js.clone());
-        drop(st);
-        if prov.is_some() {
-            let (s2, after, q2) = (s.clone(), s.opts.admit_after, q.clone());
-            tokio::spawn(async move {
-                tokio::time::sleep(after).await;
-                admit(&s2, &ns, &name, &wl, q2);
-            });
-        }
         return (201, js);
     }
     st.jobsets.insert((ns.clone(), name.clone()), js.clone());
     drop(st);
-    start_jobset(s, &ns, &name);
-    (201, js)
-}
-
-fn admit(s: &Arc<Shared>, ns: &str, name: &str, wl: &str, q: String) {
-    {
-        let mut st = s.state.lock().unwrap();
-        let Some(w) = st.workloads.get_mut(&(ns.to_string(), wl.to_string())) else {
-            return;
-        };
-        let t = ts();
-        w["status"]["conditions"] = json!([
-            {"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved", "message": format!("Quota reserved in ClusterQueue cq-{q}"), "lastTransitionTime": t},
-            {"type": "Admitted", "status": "True", "reason": "Admitted", "message": "The workload is admitted", "lastTransitionTime": t}]);
-        w["status"]["admission"] = json!({"clusterQueue": format!("cq-{q}"), "podSetAssignments": [{"name": "workers", "flavors": {"nvidia.com/gpu": "default-flavor"}}]});
-        if let Some(c) = w["status"]["admissionChecks"].as_array_mut() {
-            for c in c {
-                c["state"] = "Ready".into();
-                c["message"] = "Provisioning Request was successfully provisioned.".into();
-            }
-        }
-        let Some(js) = st.jobsets.get_mut(&(ns.to_string(), name.to_string())) else {
-            return;
-        };
-        js["spec"]["suspend"] = false.into();
-        js["status"]["conditions"] = json!([{"type": "Suspended", "status": "False", "reason": "ResumeJobs", "lastTransitionTime": t}]);
+    // A suspended JobSet makes no Jobs, hence no pods (JobSet
+    // pkg/controller/jobset_controller.go: suspend is passed to every child Job, and a
+    // suspended Job creates no pods: kubernetes pkg/controller/job/job_controller.go).
+    if js["spec"]["suspend"] != true {
+        start_jobset(s, &ns, &name);
     }
-    start_jobset(s, ns, name);
-}
-
-/// The GPUs a pod asks for: its containers' `nvidia.com/gpu` limits (requests equal
-/// limits for extended resources).
-fn gpu_request(pod: &Value) -> u64 {
-    pod["spec"]["containers"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|c| {
-            let l = &c["resources"]["limits"]["nvidia.com/gpu"];
-            l.as_str().and_then(|g| g.parse().ok()).or_else(|| l.as_u64())
-        })
-        .sum()
+    (201, js)
 }
 
 /// The JobSet's pods: per replicated job, `parallelism` indexed pods.
@@ -1209,6 +1022,9 @@ fn start_jobset(s: &Arc<Shared>, ns: &str, name: &str) {
                 pod["metadata"]["labels"][k] = v.clone().into();
                 pod["metadata"]["annotations"][k] = v.into();
             }
+            // The pods belong to the replicated job's Job (its controller).
+            pod["metadata"]["ownerReferences"] = json!([{"apiVersion": "batch/v1", "kind": "Job",
+                "name": format!("{name}-{rjn}-0"), "uid": format!("uid-job-{name}-{rjn}-0"), "controller": true, "blockOwnerDeletion": true}]);
             // JobSet's pod webhook (pkg/webhooks/pod_mutating_webhook.go, setNodeSelector):
             // with `alpha.jobset.sigs.k8s.io/exclusive-topology` on the replicated job,
             // the leader (completion index 0) is placed and every follower of the same
@@ -1315,22 +1131,50 @@ async fn logs(
 ) -> std::io::Result<()> {
     let rec = {
         let st = s.state.lock().unwrap();
-        st.pods
-            .get(&(ns.to_string(), name.to_string()))
-            .map(|p| (p.log.clone(), p.done.clone(), p.obj["status"]["phase"].clone()))
+        st.pods.get(&(ns.to_string(), name.to_string())).map(|p| {
+            (
+                p.obj.clone(),
+                p.ctrs
+                    .iter()
+                    .map(|(k, c)| (k.clone(), c.log.clone(), c.ended.clone()))
+                    .collect::<Vec<_>>(),
+            )
+        })
     };
-    let Some((log, done, phase)) = rec else {
+    let Some((pod, ctrs)) = rec else {
         let (c, b) = status(404, "NotFound", &format!("pods \"{name}\" not found"));
         return respond(w, c, &b).await;
     };
-    if phase == "Pending" {
+    let c = match kubelet::pick_container(&pod, req.q("container")) {
+        Ok(c) => c,
+        Err(m) => {
+            let (c, b) = status(400, "BadRequest", &m);
+            return respond(w, c, &b).await;
+        }
+    };
+    let cname = c["name"].as_str().unwrap_or("").to_string();
+    // A container not started yet has no log (the kubelet's "waiting to start").
+    let waiting = ["initContainerStatuses", "containerStatuses"]
+        .iter()
+        .find_map(|k| {
+            pod["status"][k]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|cs| cs["name"] == cname.as_str())
+                .and_then(|cs| cs["state"]["waiting"]["reason"].as_str().map(String::from))
+        });
+    let not_started =
+        pod["status"]["containerStatuses"].is_null() && pod["status"]["initContainerStatuses"].is_null();
+    if let Some(reason) = waiting.or(not_started.then(|| "ContainerCreating".to_string())) {
         let (c, b) = status(
             400,
             "BadRequest",
-            &format!("container in pod \"{name}\" is waiting to start: ContainerCreating"),
+            &format!("container \"{cname}\" in pod \"{name}\" is waiting to start: {reason}"),
         );
         return respond(w, c, &b).await;
     }
+    let (_, log, done) = ctrs.into_iter().find(|(k, _, _)| *k == cname).unwrap();
     let stamps = req.q("timestamps") == Some("true");
     // sinceTime has second precision, as the API's.
     let since = req.q("sinceTime").map(|t| t.trim_end_matches('Z').to_string());
@@ -1418,6 +1262,9 @@ async fn exec(
             .get(&(ns.clone(), name.clone()))
             .map(|p| (p.obj.clone(), p.dir.clone()))
     };
+    let ctr = pod
+        .as_ref()
+        .map(|(p, _)| kubelet::pick_container(p, req.q("container")));
     let fail =
         |msg: String| json!({"metadata": {}, "status": "Failure", "message": msg, "reason": "InternalError"});
     let send_status = |v: Value| {
@@ -1432,6 +1279,15 @@ async fn exec(
         let _ = tx.send(normal_close()).await;
         return Ok(());
     };
+    let ctr = match ctr {
+        Some(Ok(c)) => c,
+        Some(Err(m)) => {
+            let _ = tx.send(send_status(fail(m))).await;
+            let _ = tx.send(normal_close()).await;
+            return Ok(());
+        }
+        None => json!({}),
+    };
     if argv.is_empty() {
         let _ = tx.send(send_status(fail("no command".into()))).await;
         return Ok(());
@@ -1439,7 +1295,7 @@ async fn exec(
     let (otx, mut orx) = tokio::sync::mpsc::channel::<(u8, Vec<u8>)>(64);
     let code: i32;
     if tty {
-        let mut envs: Vec<String> = container_env(&s, &pod, &dir)
+        let mut envs: Vec<String> = kubelet::container_env(&s, &pod, &ctr, &dir)
             .into_iter()
             .map(|(k, v)| format!("{k}={v}"))
             .collect();
@@ -1485,7 +1341,7 @@ async fn exec(
             let _ = tx.send(Message::binary(m)).await;
         }
     } else {
-        let mut c = command(&s, &pod, &dir, &argv);
+        let mut c = kubelet::command(&s, &pod, &ctr, &dir, &argv);
         c.stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped());
