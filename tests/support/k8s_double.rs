@@ -211,9 +211,12 @@ fn status(code: u16, reason: &str, message: &str) -> (u16, Value) {
 /// A Node as GKE registers one: labelled with its pool, machine, accelerator and
 /// provisioning; tainted `nvidia.com/gpu=present:NoSchedule` when it has GPUs (GKE docs,
 /// "About GPUs in GKE": GPU node pools are tainted so that only pods requesting GPUs land
-/// there), with its pool's own taints (`--node-taints`), and on queued-provisioning
-/// pools labelled and tainted `cloud.google.com/gke-queued=true:NoSchedule` (GKE docs
-/// how-to/provisioningrequest; cluster-toolkit modules/compute/gke-node-pool).
+/// there), with its pool's own taints (`--node-taints`; GKE adds none to spot pools by
+/// itself), and on queued-provisioning pools labelled and tainted
+/// `cloud.google.com/gke-queued=true:NoSchedule` (GKE docs how-to/provisioningrequest;
+/// captured GKE NodePool configs of `queuedProvisioning` pools list that taint). Flex-start
+/// nodes without queued provisioning carry the `cloud.google.com/gke-flex-start=true`
+/// label and no taint of their own (GKE docs how-to/dws-flex-start-training).
 fn node_object(n: &NodeSpec, pool: Option<&PoolSpec>) -> Value {
     let mut labels = json!({
         "kubernetes.io/hostname": n.name,
