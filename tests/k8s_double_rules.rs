@@ -760,3 +760,44 @@ fn a_suspended_jobset_makes_no_pods() {
     std::thread::sleep(Duration::from_millis(500));
     assert!(d.pods().is_empty(), "{:?}", d.pods());
 }
+
+#[test]
+fn a_booking_no_pod_consumes_expires_and_its_nodes_go_away() {
+    let mut dws = pool("dws", 0, 2);
+    dws.queued = true;
+    let d = KubeDouble::start(Options {
+        pools: vec![dws],
+        booking_time: Some(Duration::from_millis(600)),
+        scale_down_after: Some(Duration::from_millis(300)),
+        ..Options::default()
+    });
+    // A ProvisioningRequest made without Kueue (GKE docs, how-to/provisioningrequest).
+    let tmpl = json!({"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "ppt"},
+        "template": {"spec": {"nodeSelector": {"cloud.google.com/gke-nodepool": "dws"},
+            "tolerations": [{"key": "cloud.google.com/gke-queued", "operator": "Exists", "effect": "NoSchedule"}],
+            "containers": [{"name": "c", "image": "busybox", "resources": {"limits": {"nvidia.com/gpu": "8"}}}]}}});
+    let (code, v) = api(&d, "POST", "/api/v1/namespaces/default/podtemplates", Some(&tmpl));
+    assert_eq!(code, 201, "{v}");
+    let pr = json!({"apiVersion": "autoscaling.x-k8s.io/v1", "kind": "ProvisioningRequest", "metadata": {"name": "pr"},
+        "spec": {"provisioningClassName": "queued-provisioning.gke.io", "podSets": [{"podTemplateRef": {"name": "ppt"}, "count": 1}]}});
+    let (code, v) = api(
+        &d,
+        "POST",
+        "/apis/autoscaling.x-k8s.io/v1/namespaces/default/provisioningrequests",
+        Some(&pr),
+    );
+    assert_eq!(code, 201, "{v}");
+    until(5, "Provisioned", || {
+        provreq_conditions(&d) == ["Accepted", "Provisioned"]
+    });
+    let node = d.nodes()[0]["metadata"]["name"].as_str().unwrap().to_string();
+    // Booked: the empty node stays while the booking lasts.
+    std::thread::sleep(Duration::from_millis(400));
+    assert!(d.removed_nodes().is_empty(), "{:?}", d.removed_nodes());
+    until(5, "the booking expires with no pod on it", || {
+        provreq_conditions(&d) == ["Accepted", "Provisioned", "BookingExpired"]
+    });
+    until(5, "then the node goes", || {
+        d.removed_nodes().iter().any(|(n, _)| *n == node)
+    });
+}

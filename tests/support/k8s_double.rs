@@ -940,8 +940,8 @@ fn route(s: &Arc<Shared>, req: &Request, segs: &[&str]) -> (u16, Value) {
         _ if segs.first() == Some(&"openapi") => status(404, "NotFound", "the double serves no OpenAPI"),
         // The routes of the submodules (ProvisioningRequests, PodTemplates, Events).
         _ if {
-            let st = s.state.lock().unwrap();
-            kueue::route(&st, m, segs)
+            let mut st = s.state.lock().unwrap();
+            kueue::route(&mut st, m, segs, &req.body)
                 .or_else(|| kubelet::events_route(&st, m, segs, req.q("fieldSelector")))
                 .map(|r| extra = Some(r))
                 .is_some()

@@ -274,9 +274,13 @@ fn admit(st: &mut State, key: &(String, String), provreq: Option<&str>) -> Optio
     Some((key.0.clone(), js_name))
 }
 
-/// Read-only routes for the objects this module and the autoscaler keep:
-/// ProvisioningRequests (autoscaling.x-k8s.io/v1) and PodTemplates.
-pub(super) fn route(st: &State, m: &str, segs: &[&str]) -> Option<(u16, Value)> {
+/// Routes for the objects this module and the autoscaler keep: ProvisioningRequests
+/// (autoscaling.x-k8s.io/v1) and PodTemplates, read, and created as a user may create
+/// them without Kueue (GKE docs how-to/provisioningrequest, "without Kueue").
+pub(super) fn route(st: &mut State, m: &str, segs: &[&str], body: &[u8]) -> Option<(u16, Value)> {
+    if m == "POST" {
+        return create(st, segs, body);
+    }
     if m != "GET" {
         return None;
     }
@@ -327,4 +331,39 @@ pub(super) fn route(st: &State, m: &str, segs: &[&str]) -> Option<(u16, Value)> 
         }
         _ => None,
     }
+}
+
+fn create(st: &mut State, segs: &[&str], body: &[u8]) -> Option<(u16, Value)> {
+    let (ns, kind) = match segs {
+        ["apis", "autoscaling.x-k8s.io", "v1", "namespaces", ns, "provisioningrequests"] => (*ns, "provreq"),
+        ["api", "v1", "namespaces", ns, "podtemplates"] => (*ns, "podtemplate"),
+        _ => return None,
+    };
+    let mut v: Value = match serde_json::from_slice(body) {
+        Ok(v) => v,
+        Err(e) => return Some(super::status(400, "BadRequest", &e.to_string())),
+    };
+    let Some(name) = v["metadata"]["name"].as_str().map(String::from) else {
+        return Some(super::status(422, "Invalid", "metadata.name: Required value"));
+    };
+    let key = (ns.to_string(), name.clone());
+    st.rv += 1;
+    v["metadata"]["namespace"] = ns.into();
+    v["metadata"]["creationTimestamp"] = ts().into();
+    v["metadata"]["resourceVersion"] = st.rv.to_string().into();
+    let map = if kind == "provreq" {
+        v["status"] = json!({"conditions": []});
+        &mut st.provreqs
+    } else {
+        &mut st.pod_templates
+    };
+    if map.contains_key(&key) {
+        return Some(super::status(
+            409,
+            "AlreadyExists",
+            &format!("{name} already exists"),
+        ));
+    }
+    map.insert(key, v.clone());
+    Some((201, v))
 }
