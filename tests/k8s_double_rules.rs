@@ -577,6 +577,15 @@ fn an_idle_node_goes_away_unless_a_pod_blocks_its_drain() {
     std::thread::sleep(Duration::from_millis(1000));
     assert!(d.nodes().iter().any(|n| n["metadata"]["name"] == node_a.as_str()));
     assert!(!d.removed_nodes().iter().any(|(n, _)| *n == node_a));
+    // A DaemonSet's pod (hostPath and all) never holds a node.
+    post_pod(
+        &d,
+        bare(
+            "daemon",
+            json!({"metadata": {"ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "ds", "uid": "d", "controller": true}]},
+                   "spec": {"nodeName": node_a, "volumes": [{"name": "host", "hostPath": {"path": "/"}}]}}),
+        ),
+    );
     let (code, _) = api(&d, "DELETE", "/api/v1/namespaces/default/pods/debug", None);
     assert_eq!(code, 200);
     post_pod(
