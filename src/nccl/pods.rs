@@ -119,9 +119,10 @@ pub fn test_pod(fleet: &str, run: &str, rank: usize, node: &KubeNode, flavour: G
         // NCCL's plugin talks to the daemon over its socket directory.
         mounts.push(serde_json::json!({"name": "rxdm-uds", "mountPath": "/run/tcpx"}));
     }
-    // The TCPXO image's SSH daemon (port 222, which its hostfiles name) is started as
-    // gpudirect-tcpxo/nccl-test.yaml starts it; the gIB image's entry script starts its own.
-    let args = if flavour == GpuDirect::Tcpxo {
+    // The TCPX and TCPXO images' SSH daemon (port 222, which their hostfiles name) is
+    // started as gpudirect-tcpxo/nccl-test.yaml and gpudirect-tcpx/nccl-test-latest.yaml
+    // start it; the gIB image's entry script starts its own.
+    let args = if matches!(flavour, GpuDirect::Tcpxo | GpuDirect::Tcpx) {
         "service ssh restart; exec sleep infinity"
     } else {
         "if [ -x /scripts/container_entry.sh ]; then /scripts/container_entry.sh daemon & fi; exec sleep infinity"
@@ -169,12 +170,15 @@ pub fn test_pod(fleet: &str, run: &str, rank: usize, node: &KubeNode, flavour: G
 const TCPXO_LIB_DIR: &str = "/usr/local/nvidia/lib64";
 
 /// Whether the flavour's run script can run `spec` on nodes of `gpus` GPUs: TCPXO's
-/// (demo-run-nccl-test-tcpxo-via-mpi.sh) steps sizes by 2 and passes no data type, and
-/// its hostfiles (gen_hostfiles.sh) are for 1, 2, 4 or 8 ranks a node.
+/// (demo-run-nccl-test-tcpxo-via-mpi.sh) and TCPX's (the guide's run-nccl.sh, which also
+/// runs its own 5 warm-up and 100 timed iterations) step sizes by 2 and pass no data
+/// type, and their hostfiles (gen_hostfiles.sh) are for 1, 2, 4 or 8 ranks a node.
 pub fn script_takes(spec: &RunSpec, flavour: GpuDirect, gpus: u32) -> Result<(), String> {
-    if flavour != GpuDirect::Tcpxo {
-        return Ok(());
-    }
+    let name = match flavour {
+        GpuDirect::Tcpxo => "TCPXO",
+        GpuDirect::Tcpx => "TCPX",
+        _ => return Ok(()),
+    };
     let why = if spec.step_factor != 2 {
         format!("steps sizes by 2, not {}", spec.step_factor)
     } else if spec.dtype != "float" {
@@ -184,7 +188,7 @@ pub fn script_takes(spec: &RunSpec, flavour: GpuDirect, gpus: u32) -> Result<(),
     } else {
         return Ok(());
     };
-    Err(format!("the TCPXO image's run script {why}"))
+    Err(format!("the {name} image's run script {why}"))
 }
 
 /// The head pod's script: the flavour's run script across every pod (by address).
@@ -223,15 +227,27 @@ pub fn head_script(spec: &RunSpec, flavour: GpuDirect, hosts: &[String], gpus: u
                 w = spec.warmup,
             );
         }
+        // As gpudirect-tcpx/nccl-config.yaml's allgather.sh: accept every pod's SSH host
+        // key (init_ssh.sh), write the hostfiles in the scripts' directory (pushd /scripts;
+        // gen_hostfiles.sh), then run-nccl.sh with its positional arguments (benchmark,
+        // LD_LIBRARY_PATH, GPUs a node, the GPU NICs, sizes, hosts), which reads
+        // `hostfiles$NHOSTS/hostfile$GPUS` next to itself. Sizes step by 2 ([`script_takes`]).
         GpuDirect::Tcpx => {
             let _ = writeln!(
                 s,
                 "{}",
                 crate::shellenv::export("PATH", crate::shellenv::Value::Prepend("/scripts"))
             );
+            let quoted: Vec<String> = hosts.iter().map(|h| crate::shellenv::quote(h)).collect();
+            let quoted = quoted.join(" ");
+            let _ = writeln!(s, "init_ssh.sh {quoted}");
             let _ = writeln!(
                 s,
-                "exec run-nccl.sh {test}_perf \"${{LD_LIBRARY_PATH:-}}\" {gpus} eth1,eth2,eth3,eth4 {b} {e} {n} {list}",
+                "(cd \"$(dirname \"$(command -v gen_hostfiles.sh)\")\" && gen_hostfiles.sh {quoted}) || exit 1"
+            );
+            let _ = writeln!(
+                s,
+                "exec run-nccl.sh {test}_perf \"${{LD_LIBRARY_PATH:-}}\" {gpus} eth1,eth2,eth3,eth4 {b} {e} {n}",
                 b = spec.min_bytes,
                 e = spec.max_bytes,
                 n = hosts.len()
@@ -641,6 +657,151 @@ mod tests {
             &["-w", "5", "--iters", "20"],
         ] {
             assert!(has(pair), "mpirun got no {pair:?}: {argv:?}");
+        }
+    }
+
+    /// The TCPX guide's `run-nccl.sh`, as its ConfigMap
+    /// (tests/fixtures/reference/container-engine-accelerators/gpudirect-tcpx/nccl-config.yaml)
+    /// carries it.
+    fn tcpx_run_nccl() -> String {
+        let text =
+            std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(
+                "tests/fixtures/reference/container-engine-accelerators/gpudirect-tcpx/nccl-config.yaml",
+            ))
+            .unwrap();
+        let v: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+        v["data"]["run-nccl.sh"].as_str().unwrap().to_string()
+    }
+
+    /// The TCPX head script under bash against the guide's own run-nccl.sh (from its
+    /// ConfigMap), with Google's init_ssh.sh and gen_hostfiles.sh (the TCPXO repository's
+    /// copies, standing in for the TCPX image's scripts of the same names and use) and
+    /// recording stand-ins of ssh and mpirun: as the guide's allgather.sh, every pod's host
+    /// key is accepted and mpirun finds the hostfile naming both pods with 8 slots.
+    #[test]
+    fn tcpx_head_script_writes_the_hostfiles_run_nccl_reads() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let (scripts, bin, rec) = (
+            tmp.path().join("scripts"),
+            tmp.path().join("bin"),
+            tmp.path().join("rec"),
+        );
+        for d in [&scripts, &bin, &rec] {
+            std::fs::create_dir(d).unwrap();
+        }
+        let exe = |p: &Path| std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        for f in ["init_ssh.sh", "gen_hostfiles.sh"] {
+            std::fs::copy(tcpxo_script(f), scripts.join(f)).unwrap();
+            exe(&scripts.join(f));
+        }
+        std::fs::write(scripts.join("run-nccl.sh"), tcpx_run_nccl()).unwrap();
+        exe(&scripts.join("run-nccl.sh"));
+        // Sourced by run-nccl.sh: it picks the RxDM socket directory.
+        std::fs::write(scripts.join("unix_client_prefix_selection.sh"), "").unwrap();
+        for (name, body) in [
+            ("ssh", "echo \"$*\" >> \"$REC/ssh\"\n"),
+            (
+                "mpirun",
+                "printf '%s\\n' \"$@\" > \"$REC/mpirun\"\n\
+                 while [ $# -gt 0 ]; do if [ \"$1\" = --hostfile ]; then cat \"$2\" > \"$REC/hostfile\"; fi; shift; done\n",
+            ),
+            ("tee", "exec cat\n"),
+        ] {
+            std::fs::write(bin.join(name), format!("#!/bin/bash\n{body}")).unwrap();
+            exe(&bin.join(name));
+        }
+        let head = tmp.path().join("head.sh");
+        let hosts = ["10.1.0.5".to_string(), "10.1.0.6".to_string()];
+        let spec = RunSpec {
+            profile: GpuDirect::Tcpx,
+            ..spec()
+        };
+        std::fs::write(&head, head_script(&spec, GpuDirect::Tcpx, &hosts, 8)).unwrap();
+        let out = std::process::Command::new("bash")
+            .arg(&head)
+            .current_dir(tmp.path())
+            .env(
+                "PATH",
+                format!("{}:{}:/usr/bin:/bin", scripts.display(), bin.display()),
+            )
+            .env("REC", &rec)
+            .env("LD_LIBRARY_PATH", "/usr/local/nvidia/lib64")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{err}");
+        let read = |f: &str| {
+            std::fs::read_to_string(rec.join(f))
+                .unwrap_or_else(|_| panic!("{f} not run or no hostfile: {err}"))
+        };
+        assert_eq!(
+            read("ssh"),
+            "-o StrictHostKeyChecking=no -p 222 10.1.0.5 echo Hello from 10.1.0.5\n\
+             -o StrictHostKeyChecking=no -p 222 10.1.0.6 echo Hello from 10.1.0.6\n"
+        );
+        assert_eq!(
+            read("hostfile"),
+            "10.1.0.5 port=222 slots=8\n10.1.0.6 port=222 slots=8\n"
+        );
+        let argv: Vec<String> = read("mpirun").lines().map(String::from).collect();
+        let has = |pair: &[&str]| argv.windows(pair.len()).any(|w| w == pair);
+        let hostfile = scripts.join("hostfiles2/hostfile8").display().to_string();
+        for pair in [
+            &["-np", "16"][..],
+            &["--hostfile", &hostfile],
+            &[
+                "-x",
+                "LD_LIBRARY_PATH=/usr/local/nvidia/lib64:/usr/local/nvidia/lib64",
+            ],
+            &["-x", "NCCL_GPUDIRECTTCPX_SOCKET_IFNAME=eth1,eth2,eth3,eth4"],
+            &[
+                "/third_party/nccl-tests-mpi/build/all_gather_perf",
+                "-b",
+                "1024",
+                "-e",
+                "8589934592",
+            ],
+        ] {
+            assert!(has(pair), "mpirun got no {pair:?}: {argv:?}");
+        }
+    }
+
+    /// A TCPX test pod starts the image's SSH daemon (init_ssh.sh and mpirun reach the
+    /// pods on port 222), and mounts from the host only what GKE's TCPX manifests and
+    /// installer provide: not /home/kubernetes/bin/tcpx, which the installer never makes
+    /// (it copies the plugin into /home/kubernetes/bin/nvidia/lib64).
+    #[test]
+    fn tcpx_pods_run_sshd_and_mount_only_what_the_installer_makes() {
+        let node = KubeNode::for_tests("gke-a3h-1");
+        let x = serde_json::to_value(test_pod("a3h", "ag-1", 0, &node, GpuDirect::Tcpx, 8)).unwrap();
+        assert!(x["spec"]["containers"][0]["args"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("service ssh restart;"));
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/reference/container-engine-accelerators/gpudirect-tcpx");
+        let mut named = vec![];
+        for f in std::fs::read_dir(&root).unwrap() {
+            let text = std::fs::read_to_string(f.unwrap().path()).unwrap();
+            for doc in serde_yaml::Deserializer::from_str(&text) {
+                let v: serde_yaml::Value = serde::Deserialize::deserialize(doc).unwrap();
+                for vol in v["spec"]["volumes"].as_sequence().into_iter().flatten() {
+                    if let Some(p) = vol["hostPath"]["path"].as_str() {
+                        named.push(p.to_string());
+                    }
+                }
+            }
+        }
+        assert!(named.iter().any(|p| p == "/home/kubernetes/bin/nvidia/lib64"));
+        for vol in x["spec"]["volumes"].as_array().unwrap() {
+            let Some(p) = vol["hostPath"]["path"].as_str() else {
+                continue;
+            };
+            assert!(
+                named.iter().any(|n| n == p || n.starts_with(&format!("{p}/"))),
+                "TCPX pods mount {p} from the host, which no TCPX manifest names"
+            );
         }
     }
 
