@@ -288,6 +288,93 @@ fn aspects(pod: &Value) -> BTreeSet<String> {
     a
 }
 
+/// A JobSet's scheduling and lifecycle as comparable aspects: the queue label, the
+/// headless service, the pod template's tolerations, node selection and deadlines.
+fn jobset_aspects(js: &Value) -> BTreeSet<String> {
+    let mut a = BTreeSet::new();
+    if !js["metadata"]["labels"]["kueue.x-k8s.io/queue-name"].is_null() {
+        a.insert("label kueue.x-k8s.io/queue-name".to_string());
+    }
+    if js["spec"]["network"]["enableDNSHostnames"] == true {
+        a.insert("network enableDNSHostnames".into());
+    }
+    if let Some(t) = js["spec"]["ttlSecondsAfterFinished"].as_u64() {
+        a.insert(format!("ttlSecondsAfterFinished {t}"));
+    }
+    let pod = pod_of(js);
+    for (k, _) in pod["metadata"]["annotations"].as_object().into_iter().flatten() {
+        if k.starts_with("kueue.x-k8s.io/") {
+            a.insert(format!("pod annotation {k}"));
+        }
+    }
+    let spec = &pod["spec"];
+    for t in spec["tolerations"].as_array().into_iter().flatten() {
+        a.insert(format!(
+            "toleration {} {}",
+            t["key"].as_str().unwrap_or("*"),
+            t["effect"].as_str().unwrap_or("*")
+        ));
+    }
+    for (k, _) in spec["nodeSelector"].as_object().into_iter().flatten() {
+        a.insert(format!("nodeSelector {k}"));
+    }
+    for term in spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+        ["nodeSelectorTerms"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        for e in term["matchExpressions"].as_array().into_iter().flatten() {
+            a.insert(format!("node affinity {}", e["key"].as_str().unwrap()));
+        }
+    }
+    if !spec["affinity"]["podAntiAffinity"].is_null() {
+        a.insert("pod anti-affinity".into());
+    }
+    for k in ["activeDeadlineSeconds", "setHostnameAsFQDN", "restartPolicy"] {
+        if !spec[k].is_null() {
+            a.insert(format!("{k} {}", spec[k]));
+        }
+    }
+    a
+}
+
+/// [`compare`] for [`jobset_aspects`].
+fn compare_jobsets(what: &str, ours_js: &Value, theirs_js: &Value, allowed: &[Allowed]) {
+    check(
+        what,
+        &jobset_aspects(ours_js),
+        &jobset_aspects(theirs_js),
+        allowed,
+    );
+}
+
+/// The JobSet-level differences from cluster-toolkit's A4 NCCL JobSet that flightdeck's
+/// JobSets (NCCL tests and jobs) both have.
+const JOBSET_LEVEL: [Allowed; 6] = [
+    ours(
+        "node affinity cloud.google.com/gke-nodepool",
+        "the fleet's pools as a node affinity (`In`, several pools allowed) where cluster-toolkit names one pool in a nodeSelector",
+    ),
+    theirs("nodeSelector cloud.google.com/gke-nodepool", "as above"),
+    ours(
+        "pod anti-affinity",
+        "one rank per node by a required anti-affinity on the hostname (see Jobs on GKE); cluster-toolkit leaves it to full-node GPU requests",
+    ),
+    theirs(
+        "pod annotation kueue.x-k8s.io/podset-preferred-topology",
+        "Kueue topology-aware scheduling needs a Topology and a TAS ResourceFlavor in the cluster, which flightdeck does not assume",
+    ),
+    theirs(
+        "ttlSecondsAfterFinished ",
+        "flightdeck removes its JobSets itself (a test's at its end; a job's by `job stop` or `fleet gc`), after reading their logs",
+    ),
+    theirs(
+        "setHostnameAsFQDN ",
+        "cluster-toolkit's script builds its peers' names from the FQDN; flightdeck's head addresses pods by IP, a job by MASTER_ADDR",
+    ),
+];
+
 /// An intended difference: an aspect only flightdeck's pods have (`Ours`) or only the
 /// guide's (`Theirs`), matched by prefix, and why.
 #[derive(Debug, Clone, Copy)]
@@ -322,12 +409,16 @@ const fn theirs(prefix: &'static str, why: &'static str) -> Allowed {
 /// Compare our pod template with the guide's: every aspect on one side only must be
 /// allowed, and every allow-list entry must be used (the list stays true).
 fn compare(what: &str, ours_pod: &Value, theirs_pod: &Value, allowed: &[Allowed]) {
-    let (a, b) = (aspects(ours_pod), aspects(theirs_pod));
+    check(what, &aspects(ours_pod), &aspects(theirs_pod), allowed);
+}
+
+/// Every aspect on one side only must be allowed; every allow-list entry must be used.
+fn check(what: &str, a: &BTreeSet<String>, b: &BTreeSet<String>, allowed: &[Allowed]) {
     let mut used = vec![false; allowed.len()];
     let mut bad = vec![];
     for (side, only) in [
-        (Side::Ours, a.difference(&b).collect::<Vec<_>>()),
-        (Side::Theirs, b.difference(&a).collect::<Vec<_>>()),
+        (Side::Ours, a.difference(b).collect::<Vec<_>>()),
+        (Side::Theirs, b.difference(a).collect::<Vec<_>>()),
     ] {
         for x in only {
             let hit = allowed.iter().position(|e| {
@@ -598,6 +689,11 @@ fn a3u_nodes() -> Vec<NodeSpec> {
 /// all_gather on GKE (tests/fixtures/nccl/gke-b200-2node-all_gather.txt) and records
 /// the hosts it was given.
 fn gib_image(dir: &Path) -> Vec<(String, PathBuf)> {
+    gib_image_at(dir, "0.01")
+}
+
+/// [`gib_image`], replaying a line every `pause` seconds.
+fn gib_image_at(dir: &Path, pause: &str) -> Vec<(String, PathBuf)> {
     let gib = dir.join("image-gib");
     std::fs::create_dir_all(&gib).unwrap();
     let fixture =
@@ -606,7 +702,7 @@ fn gib_image(dir: &Path) -> Vec<(String, PathBuf)> {
     std::fs::write(
         &script,
         format!(
-            "#!/bin/sh\n# DOUBLE of the gIB image's run_nccl_tests.sh: replays a recorded real run\necho \"$*\" > '{}'\nwhile IFS= read -r l; do printf '%s\\n' \"$l\"; sleep 0.01; done < '{}'\n",
+            "#!/bin/sh\n# DOUBLE of the gIB image's run_nccl_tests.sh: replays a recorded real run\necho \"$*\" > '{}'\nwhile IFS= read -r l; do printf '%s\\n' \"$l\"; sleep {pause}; done < '{}'\n",
             dir.join("run-args").display(),
             fixture.display()
         ),
@@ -733,6 +829,76 @@ fn an_nccl_test_through_kueue_is_the_dry_runs_jobset() {
     assert!(left.is_empty(), "the JobSet is gone: {left:?}");
 }
 
+/// A fleet applied with its pool at zero: `--nodes 2` is how many pods the scheduler
+/// places; the run survives its terminal and `nccl attach` follows it in the pods it
+/// recorded (ranks past the fleet's recorded nodes), then removes the JobSet.
+#[test]
+fn a_scheduled_run_on_a_pool_at_zero_is_attached_again() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = KubeDouble::start(Options {
+        nodes: a3u_nodes(),
+        images: gib_image_at(tmp.path(), "0.15"),
+        ..Options::default()
+    });
+    let h = home(tmp.path());
+    let f = tmp.path().join("zero.yaml");
+    std::fs::write(
+        &f,
+        format!(
+            "type: fleet\nname: zero\nnetwork:\n  gpudirect: rdma\ngke:\n  context: double\n  kubeconfig: {}\n  node_pools: [a3u-zero]\n",
+            d.kubeconfig.display()
+        ),
+    )
+    .unwrap();
+    let out = flightdeck(&h, &["fleet", "apply", f.to_str().unwrap(), "--yes"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_flightdeck"))
+        .args([
+            "nccl",
+            "run",
+            "zero",
+            "--nodes",
+            "2",
+            "-g",
+            "8",
+            "--test",
+            "all_gather",
+        ])
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", &h)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::BufRead;
+    let mut seen = String::new();
+    for line in std::io::BufReader::new(child.stderr.take().unwrap()).lines() {
+        let line = line.unwrap();
+        seen.push_str(&line);
+        seen.push('\n');
+        if line.contains(" started in ") {
+            break;
+        }
+    }
+    child.kill().unwrap();
+    let _ = child.wait();
+    assert!(seen.contains("placed by the scheduler"), "{seen}");
+    let out = flightdeck(&h, &["nccl", "attach", "--json"]);
+    let err = text(&out.stderr);
+    assert!(out.status.success(), "{seen}{err}");
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["rows"].as_array().unwrap().len(), 24, "{doc}");
+    assert!(
+        d.jobsets().is_empty()
+            && d.pods()
+                .iter()
+                .all(|p| p["metadata"]["labels"]["flightdeck-role"] != "nccl"),
+        "the JobSet and its pods are gone after the run: {err}"
+    );
+}
+
 /// Where the operator picks nodes (no queue), the pods stay pinned (`nodeName`).
 #[test]
 fn picked_nodes_keep_pinned_pods() {
@@ -840,11 +1006,26 @@ fn tcpx_test_pods_against_the_gpudirect_tcpx_guide() {
 #[test]
 fn rdma_test_jobset_against_cluster_toolkits_a4_jobset() {
     let tmp = tempfile::tempdir().unwrap();
-    let ours_pod = our_test_pod(tmp.path(), "rdma");
-    let theirs_pod = pod_of(&reference_object(
+    let h = home(tmp.path());
+    let f = unreachable_fleet(tmp.path(), "a4", "  queue: a4\nnetwork:\n  gpudirect: rdma\n");
+    let ours_js = nccl_dry_run(&h, &f, &["--nodes", "2", "-g", "8", "--test", "all_gather"]).remove(0);
+    let theirs_js = reference_object(
         "cluster-toolkit/examples/gke-a4/nccl-jobset-example.yaml",
         "JobSet",
-    ));
+    );
+    let mut allowed = JOBSET_LEVEL.to_vec();
+    allowed.extend([theirs(
+        "activeDeadlineSeconds ",
+        "a test's pods end when flightdeck removes them at the run's end",
+    )]);
+    compare_jobsets(
+        "RDMA test JobSet vs cluster-toolkit A4 (JobSet)",
+        &ours_js,
+        &theirs_js,
+        &allowed,
+    );
+    let ours_pod = pod_of(&ours_js);
+    let theirs_pod = pod_of(&theirs_js);
     let mut allowed = vec![GVNIC, LD_PATH, SET_NCCL_ENV, GPU_REQUESTS];
     allowed.extend(OLDER_IMAGES);
     allowed.extend(HEALTHCHECK);
@@ -870,11 +1051,24 @@ fn rdma_job_jobset_against_cluster_toolkits_a4_jobset() {
     .unwrap();
     let out = flightdeck(&h, &["job", "run", job.to_str().unwrap(), "--dry-run"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let ours_pod = pod_of(&docs(&text(&out.stdout))[0]);
-    let theirs_pod = pod_of(&reference_object(
+    let ours_js = docs(&text(&out.stdout)).remove(0);
+    let theirs_js = reference_object(
         "cluster-toolkit/examples/gke-a4/nccl-jobset-example.yaml",
         "JobSet",
-    ));
+    );
+    let mut allowed = JOBSET_LEVEL.to_vec();
+    allowed.extend([theirs(
+        "activeDeadlineSeconds ",
+        "a job runs as long as it runs; `job stop` ends it",
+    )]);
+    compare_jobsets(
+        "RDMA job JobSet vs cluster-toolkit A4 (JobSet)",
+        &ours_js,
+        &theirs_js,
+        &allowed,
+    );
+    let ours_pod = pod_of(&ours_js);
+    let theirs_pod = pod_of(&theirs_js);
     let mut allowed = vec![GVNIC, GPU_REQUESTS];
     allowed.extend(OLDER_IMAGES);
     allowed.extend(HEALTHCHECK);

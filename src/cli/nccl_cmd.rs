@@ -562,7 +562,18 @@ pub fn attach(id: Option<&str>, json: bool, cli: &Cli, paths: &Paths) -> anyhow:
             .copied()
             .ok_or_else(|| anyhow::anyhow!("no NCCL runs yet"))?,
     };
-    let (fleet, kind, all, reach) = super::resolve_fleet_kind(&run.fleet, cli, paths)?;
+    let (fleet, kind, mut all, reach) = super::resolve_fleet_kind(&run.fleet, cli, paths)?;
+    if kind == BackendKind::Gke {
+        // A run the scheduler placed may be on ranks past the recorded nodes (a pool
+        // at zero when the fleet was applied): they are the cluster's, reached in their
+        // recorded pods.
+        let ranks = run.nodes.iter().map(|n| n.node + 1).max().unwrap_or(0);
+        if ranks > all.len() {
+            let record = super::resolve_record(&run.fleet, paths)?;
+            let t = crate::cloud::gke::backend::Target::of_record(&record).map_err(anyhow::Error::msg)?;
+            all = t.pad(&fleet, &all, ranks);
+        }
+    }
     let launcher = crate::nccl::launcher_for(kind);
     let nodes = launcher.heads(run, &all);
     let rt = super::runtime()?;
