@@ -396,7 +396,7 @@ fn show_profile(spec: &RunSpec, kind: BackendKind, why: &str) {
 /// record it, follow it, and remove what it left.
 pub fn run(args: &RunArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
     let (fleet, kind, all, reach) = super::resolve_fleet_kind(&args.fleet, cli, paths)?;
-    let plan = plan(&args.bench, &args.fleet, &fleet, kind, paths)?;
+    let mut plan = plan(&args.bench, &args.fleet, &fleet, kind, paths)?;
     let schedule = (kind == BackendKind::Gke).then(|| {
         let spec = remote::fleet_spec(&paths.state_dir, &args.fleet, &fleet);
         let ranks = gke_ranks(&fleet, &args.fleet, &all, &args.nodes, spec.as_ref());
@@ -419,6 +419,18 @@ pub fn run(args: &RunArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode>
     }
     show_profile(&plan.spec, kind, &plan.why);
     let rt = super::runtime()?;
+    // Pods the scheduler places have no node to count GPUs on: a recorded node of the
+    // fleet (the pool's) says how many a node has, and its machine type.
+    let first_recorded = all.iter().find_map(|n| n.kube().filter(|k| !k.node.is_empty()));
+    if let (true, None, Some(k)) = (pods::scheduled(&nodes), plan.spec.gpus, first_recorded) {
+        let (machine, gpus) = rt
+            .block_on(crate::cloud::gke::nccl::machine(reach.kube(), k))
+            .map_err(anyhow::Error::msg)?;
+        plan.spec.gpus = Some(gpus.max(1) as u32);
+        if plan.machine.is_none() {
+            plan.machine = machine.map(|m| (m, "the fleet's node's GKE label".to_string()));
+        }
+    }
     let launcher = crate::nccl::launcher_for(kind);
     let start = Start {
         fleet: fleet.clone(),
