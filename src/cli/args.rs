@@ -381,6 +381,11 @@ pub enum JobCommand {
         /// Upload `files:` from outside the job file's folder too (refused otherwise).
         #[arg(long)]
         files_outside: bool,
+        /// GKE fleets: print the JobSet the job would create (YAML, as `kubectl
+        /// --dry-run=client -o yaml`) and create nothing; no cluster is asked, so the
+        /// nodes come from `nodes:` and the GPUs from `gpus_per_node:` or the machine type.
+        #[arg(long)]
+        dry_run: bool,
     },
     /// List jobs with state, nodes, duration and exit codes.
     List {
@@ -476,12 +481,18 @@ pub struct RunArgs {
     #[command(flatten)]
     pub bench: BenchArgs,
     /// Only these nodes: indices (0,1), ranges (0-3), names or hosts (lab-2), or patterns
-    /// with * (lab-1*).
+    /// with * (lab-1*). On a GKE fleet with no recorded nodes (a pool at zero): how many
+    /// nodes the scheduler places the test pods on (`--nodes 2`).
     #[arg(long, value_delimiter = ',', value_name = "NODES")]
     pub nodes: Vec<String>,
     /// Print one JSON document instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// GKE fleets: print the Kubernetes objects the run would create (YAML documents
+    /// separated by `---`, as `kubectl --dry-run=client -o yaml`) and create nothing; no
+    /// cluster is asked, so the GPUs a node has come from -g or the machine type.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 /// The benchmark flags of `nccl run` and `nccl stragglers`. The size defaults are

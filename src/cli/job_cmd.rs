@@ -23,6 +23,18 @@ pub fn run(c: &JobCommand, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode>
             stop_on_failure,
             no_preflight,
             files_outside,
+            dry_run,
+        } if *dry_run => {
+            let _ = (detach, stop_on_failure, no_preflight, files_outside);
+            dry_run_job(file, cli, paths)
+        }
+        JobCommand::Run {
+            file,
+            detach,
+            stop_on_failure,
+            no_preflight,
+            files_outside,
+            ..
         } => run_job(
             file,
             *detach,
@@ -103,7 +115,7 @@ fn run_job(
     let target = remote::Target {
         preflight: !no_preflight,
         files_outside,
-        ..fleet_of(&job.fleet, cli, paths)?
+        ..fleet_of(&fleet_arg(&job, paths), cli, paths)?
     };
     let runner = jobs::runner_for(target.backend, target.reach.clone());
     let rt = super::runtime()?;
@@ -124,6 +136,113 @@ fn run_job(
     }
     let watched = nodes.iter().map(|n| (n.clone(), 1)).collect();
     follow_and_report(&rt, runner, &record, &nodes, watched, true, paths)
+}
+
+/// What a job file's `fleet:` names: a recorded fleet, else a fleet file (a relative
+/// path is the job file's folder's, else the working directory's).
+fn fleet_arg(job: &jobs::Job, paths: &Paths) -> String {
+    let recorded = Store::new(&paths.state_dir)
+        .load()
+        .ok()
+        .is_some_and(|(s, _)| s.fleet(&job.fleet).is_ok());
+    if recorded {
+        return job.fleet.clone();
+    }
+    let beside = job
+        .file
+        .parent()
+        .map(|d| d.join(&job.fleet))
+        .filter(|p| p.is_file());
+    match beside {
+        Some(p) => p.display().to_string(),
+        None => job.fleet.clone(),
+    }
+}
+
+/// `job run --dry-run` on a GKE fleet: the JobSet the job would create, built by the
+/// builders `job run` uses ([`jobs::jobset::jobset`], [`jobs::jobset::with_gpudirect`]),
+/// as YAML on stdout; nothing is created and no cluster is asked. The ranks come from
+/// `nodes:` (else the fleet's recorded nodes), the GPUs a node has from `gpus_per_node:`
+/// (else the fleet file's machine type), DWS flex-start from the fleet file's
+/// `flex_start` (a run also reads the flex-start label of a recorded node).
+fn dry_run_job(file: &std::path::Path, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
+    use crate::nccl::profile;
+    let lookup = |k: &str| std::env::var(k).ok();
+    let job = match jobs::spec::load(file, &lookup) {
+        Ok(j) => j,
+        Err(diags) => {
+            for d in diags {
+                errln!("{d}");
+            }
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    for w in &job.warnings {
+        errln!("{w}");
+    }
+    let target = fleet_of(&fleet_arg(&job, paths), cli, paths)?;
+    if target.backend != BackendKind::Gke {
+        anyhow::bail!(
+            "{}: --dry-run prints the JobSet of a job on a GKE fleet; `{}` is a {} fleet",
+            file.display(),
+            target.fleet,
+            target.backend
+        );
+    }
+    let spec = target.spec.as_ref();
+    let g = spec.and_then(|s| s.gke.as_ref()).ok_or_else(|| {
+        anyhow::anyhow!(
+            "{}: fleet `{}` has no fleet file to read its cluster, pools and queue from: name the fleet file in `fleet:`",
+            file.display(),
+            target.fleet
+        )
+    })?;
+    jobs::runner_for(target.backend, target.reach.clone())
+        .admits(&job)
+        .map_err(anyhow::Error::msg)?;
+    let want = match (job.spec.nodes, target.nodes.len()) {
+        (Some(n), _) => n as usize,
+        (None, 0) => anyhow::bail!(
+            "{}: fleet `{}` has no recorded nodes (a pool at zero): give `nodes:` (how many pods) in the job file",
+            file.display(),
+            target.fleet
+        ),
+        (None, n) => n,
+    };
+    let ranks = crate::cloud::gke::backend::Target::from_gke(g).pad(&target.fleet, &target.nodes, want);
+    let node = ranks
+        .first()
+        .and_then(|n| n.kube().cloned())
+        .ok_or_else(|| anyhow::anyhow!("fleet `{}`: no GKE rank", target.fleet))?;
+    let (fleet_profile, _) = profile::fleet_facts(spec);
+    let flavour = jobs::profile(&job, fleet_profile);
+    let lines = profile::env_lines(target.backend, flavour);
+    let machine_type = spec
+        .and_then(|s| s.instance_types.as_ref())
+        .and_then(|t| t.first().cloned());
+    let gpus = job
+        .spec
+        .gpus_per_node
+        .or_else(|| machine_type.as_deref().and_then(crate::nccl::expect::gpus_per_node))
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "{}: --dry-run asks no cluster how many GPUs a node has: give `gpus_per_node:` in the job file (or `instance_types` in fleet `{}`'s file)",
+                file.display(),
+                target.fleet
+            )
+        })?
+        .max(1);
+    let at = jobs::jobset::Placement {
+        node: &node,
+        pools: g.node_pools.as_deref().unwrap_or(&[]),
+        queue: g.queue.as_deref(),
+        flex_start: spec.and_then(|s| s.flex_start).map(|d| d.0),
+    };
+    let id = jobs::launch::new_id(&job.name, store::now_unix());
+    let mut set = jobs::jobset::jobset(&job, &id, want, gpus, &lines, &at);
+    jobs::jobset::with_gpudirect(&mut set, flavour);
+    outln!("{}", crate::nccl::pods::objects_yaml(&[set]).trim_end());
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Which job a NAME means: an id, or the latest job of that name.

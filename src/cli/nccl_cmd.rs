@@ -280,7 +280,7 @@ use crate::nccl::history::{self, SavedRun};
 use crate::nccl::launcher::Start;
 use crate::nccl::remote;
 use crate::nccl::runner::{self, Engine, RunSpec};
-use crate::nccl::{profile, GpuDirect};
+use crate::nccl::{pods, profile, GpuDirect};
 use crate::paths::Paths;
 use crate::reach::Reach;
 use crate::store::{self, RunRecord, Store};
@@ -396,17 +396,41 @@ fn show_profile(spec: &RunSpec, kind: BackendKind, why: &str) {
 /// record it, follow it, and remove what it left.
 pub fn run(args: &RunArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
     let (fleet, kind, all, reach) = super::resolve_fleet_kind(&args.fleet, cli, paths)?;
-    let plan = plan(&args.bench, &args.fleet, &fleet, kind, paths)?;
-    let nodes: Vec<NodeTarget> = if args.nodes.is_empty() {
-        all.clone()
-    } else {
-        crate::fleet::select_nodes(&all, &args.nodes).map_err(|e| anyhow::anyhow!("--nodes {e}"))?
+    let mut plan = plan(&args.bench, &args.fleet, &fleet, kind, paths)?;
+    let schedule = (kind == BackendKind::Gke).then(|| {
+        let spec = remote::fleet_spec(&paths.state_dir, &args.fleet, &fleet);
+        let ranks = gke_ranks(&fleet, &args.fleet, &all, &args.nodes, spec.as_ref());
+        (pods::Schedule::of(spec.as_ref()), ranks)
+    });
+    let nodes: Vec<NodeTarget> = match &schedule {
+        Some((_, ranks)) => ranks.clone().map_err(anyhow::Error::msg)?,
+        None if args.dry_run => anyhow::bail!(
+            "--dry-run prints the Kubernetes objects of a run on a GKE fleet; `{fleet}` is a {kind} fleet"
+        ),
+        None if args.nodes.is_empty() => all.clone(),
+        None => crate::fleet::select_nodes(&all, &args.nodes).map_err(|e| anyhow::anyhow!("--nodes {e}"))?,
     };
     if nodes.is_empty() {
         anyhow::bail!("no nodes selected");
     }
+    if let (true, Some((at, _))) = (args.dry_run, &schedule) {
+        outln!("{}", dry_run(&fleet, &nodes, &plan, at)?.trim_end());
+        return Ok(ExitCode::SUCCESS);
+    }
     show_profile(&plan.spec, kind, &plan.why);
     let rt = super::runtime()?;
+    // Pods the scheduler places have no node to count GPUs on: a recorded node of the
+    // fleet (the pool's) says how many a node has, and its machine type.
+    let first_recorded = all.iter().find_map(|n| n.kube().filter(|k| !k.node.is_empty()));
+    if let (true, None, Some(k)) = (pods::scheduled(&nodes), plan.spec.gpus, first_recorded) {
+        let (machine, gpus) = rt
+            .block_on(crate::cloud::gke::nccl::machine(reach.kube(), k))
+            .map_err(anyhow::Error::msg)?;
+        plan.spec.gpus = Some(gpus.max(1) as u32);
+        if plan.machine.is_none() {
+            plan.machine = machine.map(|m| (m, "the fleet's node's GKE label".to_string()));
+        }
+    }
     let launcher = crate::nccl::launcher_for(kind);
     let start = Start {
         fleet: fleet.clone(),
@@ -419,7 +443,14 @@ pub fn run(args: &RunArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode>
         node_ssh: true,
         preflight: !args.bench.no_preflight,
     };
-    let started = rt.block_on(launcher.start(&paths.state_dir, &start, &|m| errln!("{m}")))?;
+    let started = match &schedule {
+        // The placement read from the fleet as given (a name or a file), not only as
+        // the state records it.
+        Some((at, _)) => rt
+            .block_on(pods::start_with(&paths.state_dir, &start, at, &|m| errln!("{m}")))
+            .map_err(anyhow::Error::msg)?,
+        None => rt.block_on(launcher.start(&paths.state_dir, &start, &|m| errln!("{m}")))?,
+    };
     let id = started.id;
     let stays = launcher
         .leaves()
@@ -429,6 +460,88 @@ pub fn run(args: &RunArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode>
     let code = follow(&rt, reach.clone(), &fleet, &id, &started.heads, args.json, paths);
     clean_up(&rt, launcher, &reach, &id, &started.heads);
     code
+}
+
+/// The ranks of a run on GKE fleet `fleet` (`fleet_arg` as given). The operator picks
+/// nodes with `--nodes` among the recorded ones: pods pinned to them. Otherwise the
+/// scheduler places the pods (review H4: Cluster Autoscaler scales the pool up, Kueue
+/// admits them), on ranks that name no node: as many as `--nodes N` says on a fleet with
+/// no recorded nodes (a pool at zero; else the fleet file's `nodes`), or as many as the
+/// recorded nodes when the fleet has a Kueue queue; without a queue, every recorded node,
+/// pinned.
+fn gke_ranks(
+    fleet: &str,
+    fleet_arg: &str,
+    all: &[NodeTarget],
+    picked: &[String],
+    spec: Option<&crate::fleet::FleetSpec>,
+) -> Result<Vec<NodeTarget>, String> {
+    let gke = spec.and_then(|s| s.gke.as_ref());
+    let queue = gke.and_then(|g| g.queue.as_ref());
+    // The fleet file, when the fleet was given by one.
+    let src = if fleet_arg != fleet {
+        format!(" ({fleet_arg})")
+    } else {
+        String::new()
+    };
+    if !all.is_empty() && (!picked.is_empty() || queue.is_none()) {
+        if picked.is_empty() {
+            return Ok(all.to_vec());
+        }
+        return crate::fleet::select_nodes(all, picked).map_err(|e| format!("--nodes {e}"));
+    }
+    let Some(g) = gke else {
+        return Err(format!(
+            "fleet `{fleet}`: no fleet file to read its cluster from (`{fleet_arg}`): give the fleet file"
+        ));
+    };
+    let n = if !all.is_empty() {
+        all.len()
+    } else {
+        match picked {
+            [n] => n.trim().parse::<usize>().ok().filter(|n| *n > 0).ok_or_else(|| {
+                format!(
+                    "--nodes {n}: fleet `{fleet}`{src} has no recorded nodes (a pool at zero), so --nodes is how many nodes the test runs on (e.g. --nodes 2)"
+                )
+            })?,
+            [] => spec
+                .and_then(|s| s.nodes.as_ref())
+                .and_then(|r| r.min.or(r.max))
+                .filter(|n| *n > 0)
+                .map(|n| n as usize)
+                .ok_or_else(|| {
+                    format!(
+                        "fleet `{fleet}`{src} has no recorded nodes (a pool at zero): give how many nodes the test runs on (--nodes N, or `nodes:` in the fleet file)"
+                    )
+                })?,
+            _ => {
+                return Err(format!(
+                    "--nodes {}: fleet `{fleet}`{src} has no recorded nodes to pick: give how many nodes the test runs on (e.g. --nodes 2)",
+                    picked.join(",")
+                ))
+            }
+        }
+    };
+    Ok(crate::cloud::gke::backend::Target::from_gke(g).pad(fleet, &[], n))
+}
+
+/// `nccl run --dry-run` on a GKE fleet: the objects the run would create
+/// ([`pods::run_objects`], which the run itself creates), as YAML. No cluster is asked:
+/// the GPUs a node has come from -g, else the machine type.
+fn dry_run(fleet: &str, nodes: &[NodeTarget], plan: &Plan, at: &pods::Schedule) -> anyhow::Result<String> {
+    let spec = &plan.spec;
+    let gpus = spec
+        .gpus
+        .or_else(|| plan.machine.as_ref().and_then(|(m, _)| crate::nccl::expect::gpus_per_node(m)))
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "--dry-run asks no cluster how many GPUs a node has: give -g/--ngpus, or the machine type (--machine-type, or `instance_types` in the fleet file)"
+            )
+        })?;
+    pods::script_takes(spec, spec.profile, gpus).map_err(anyhow::Error::msg)?;
+    let id = runner::new_id(&spec.collective, store::now_unix());
+    let objects = pods::run_objects(fleet, &id, nodes, spec.profile, gpus, at).map_err(anyhow::Error::msg)?;
+    Ok(pods::objects_yaml(&objects))
 }
 
 /// Remove what a finished run left on its fleet (a GKE run's test pods), saying so.
@@ -461,7 +574,18 @@ pub fn attach(id: Option<&str>, json: bool, cli: &Cli, paths: &Paths) -> anyhow:
             .copied()
             .ok_or_else(|| anyhow::anyhow!("no NCCL runs yet"))?,
     };
-    let (fleet, kind, all, reach) = super::resolve_fleet_kind(&run.fleet, cli, paths)?;
+    let (fleet, kind, mut all, reach) = super::resolve_fleet_kind(&run.fleet, cli, paths)?;
+    if kind == BackendKind::Gke {
+        // A run the scheduler placed may be on ranks past the recorded nodes (a pool
+        // at zero when the fleet was applied): they are the cluster's, reached in their
+        // recorded pods.
+        let ranks = run.nodes.iter().map(|n| n.node + 1).max().unwrap_or(0);
+        if ranks > all.len() {
+            let record = super::resolve_record(&run.fleet, paths)?;
+            let t = crate::cloud::gke::backend::Target::of_record(&record).map_err(anyhow::Error::msg)?;
+            all = t.pad(&fleet, &all, ranks);
+        }
+    }
     let launcher = crate::nccl::launcher_for(kind);
     let nodes = launcher.heads(run, &all);
     let rt = super::runtime()?;

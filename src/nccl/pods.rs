@@ -15,6 +15,7 @@ use super::remote;
 use super::runner::{self, RunSpec};
 use super::{profile, GpuDirect};
 use crate::cloud::gke::exec::{pod_phase, wait_running};
+use crate::cloud::gke::jobs::{create_jobset, jobset_resource};
 use crate::cloud::gke::nccl::{
     delete_run_pods, machine, pod_name, recipe, rxdm_parts, shared_memory, RUN_LABEL,
 };
@@ -24,7 +25,7 @@ use crate::reach::Reach;
 use crate::ssh::client::BoxFuture;
 use crate::store::RunRecord;
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, PostParams};
+use kube::api::{Api, DeleteParams, DynamicObject, ListParams, PostParams};
 use std::fmt::Write as _;
 use std::path::Path;
 use std::time::Duration;
@@ -77,7 +78,7 @@ impl RunLauncher for PodLauncher {
             let Some(k) = heads.first().and_then(|n| n.kube()).filter(|k| k.pod.is_some()) else {
                 return Ok(None);
             };
-            match delete_run_pods(reach.kube(), k, id).await {
+            match remove_run(reach.kube(), k, id).await {
                 Ok(n) => Ok(Some(format!("removed {}", crate::words::plural(n, "test pod")))),
                 Err(e) => Err(format!(
                     "the run's test pods were not removed ({e}); `flightdeck fleet delete` or `fleet gc` removes them"
@@ -87,9 +88,12 @@ impl RunLauncher for PodLauncher {
     }
 }
 
-/// Test pod `rank` of run `run` on `node`: it starts the image's SSH daemon (the run
-/// script reaches the other pods through it, as mpirun does) and waits.
-pub fn test_pod(fleet: &str, run: &str, rank: usize, node: &KubeNode, flavour: GpuDirect, gpus: u32) -> Pod {
+/// The test pods' shape, without a name, namespace or node: the flavour's recipe
+/// (image, network annotations, host mounts, `/dev/shm`, the RxDM sidecar), the image's
+/// SSH daemon (the run script reaches the other pods through it, as mpirun does) and the
+/// run's labels. Pinned pods ([`test_pod`]) and the scheduled JobSet ([`test_jobset`])
+/// are both made from it.
+pub fn pod_template(fleet: &str, run: &str, flavour: GpuDirect, gpus: u32) -> serde_json::Value {
     let r = recipe(flavour);
     let mut annotations = serde_json::Map::new();
     if let Some(i) = r.interfaces {
@@ -119,19 +123,23 @@ pub fn test_pod(fleet: &str, run: &str, rank: usize, node: &KubeNode, flavour: G
         // NCCL's plugin talks to the daemon over its socket directory.
         mounts.push(serde_json::json!({"name": "rxdm-uds", "mountPath": "/run/tcpx"}));
     }
-    // The TCPXO image's SSH daemon (port 222, which its hostfiles name) is started as
-    // gpudirect-tcpxo/nccl-test.yaml starts it; the gIB image's entry script starts its own.
-    let args = if flavour == GpuDirect::Tcpxo {
+    // The TCPX and TCPXO images' SSH daemon (port 222, which their hostfiles name) is
+    // started as gpudirect-tcpxo/nccl-test.yaml and gpudirect-tcpx/nccl-test-latest.yaml
+    // start it; the gIB image's entry script starts its own.
+    let args = if matches!(flavour, GpuDirect::Tcpxo | GpuDirect::Tcpx) {
         "service ssh restart; exec sleep infinity"
     } else {
         "if [ -x /scripts/container_entry.sh ]; then /scripts/container_entry.sh daemon & fi; exec sleep infinity"
     };
-    let v = serde_json::json!({
-        "apiVersion": "v1",
-        "kind": "Pod",
+    let mut env = vec![serde_json::json!({"name": "LD_LIBRARY_PATH", "value": "/usr/local/nvidia/lib64"})];
+    if flavour == GpuDirect::Tcpxo {
+        // gpudirect-tcpxo/nccl-test-latest.yaml sets it on the container: the image's
+        // driver passes it on to every rank (`-x NCCL_FASTRAK_LLCM_DEVICE_DIRECTORY`),
+        // and FasTrak's LLCM finds the aperture devices mounted there.
+        env.push(serde_json::json!({"name": "NCCL_FASTRAK_LLCM_DEVICE_DIRECTORY", "value": "/dev/aperture_devices"}));
+    }
+    serde_json::json!({
         "metadata": {
-            "name": pod_name(run, rank),
-            "namespace": node.namespace,
             "labels": {
                 MANAGED_BY.0: MANAGED_BY.1,
                 FLEET_LABEL: fleet,
@@ -141,27 +149,190 @@ pub fn test_pod(fleet: &str, run: &str, rank: usize, node: &KubeNode, flavour: G
             "annotations": annotations,
         },
         "spec": {
-            "nodeName": node.node,
             "hostNetwork": r.host_network,
             "dnsPolicy": if r.host_network { "ClusterFirstWithHostNet" } else { "ClusterFirst" },
             "restartPolicy": "Never",
             "terminationGracePeriodSeconds": 5,
-            "tolerations": [{"operator": "Exists"}],
             "volumes": volumes,
             "initContainers": init,
             "containers": [{
                 "name": CONTAINER,
                 "image": r.image,
                 "securityContext": {"privileged": true},
-                "env": [{"name": "LD_LIBRARY_PATH", "value": "/usr/local/nvidia/lib64"}],
+                "env": env,
                 "command": ["/bin/bash", "-c"],
                 "args": [args],
                 "resources": {"limits": {gke::GPU_RESOURCE: gpus.to_string()}},
                 "volumeMounts": mounts,
             }],
         },
-    });
+    })
+}
+
+/// Test pod `rank` of run `run`, pinned to `node` (`nodeName`: the operator picked the
+/// nodes): it tolerates every taint, as `kubectl debug node` pods do.
+pub fn test_pod(fleet: &str, run: &str, rank: usize, node: &KubeNode, flavour: GpuDirect, gpus: u32) -> Pod {
+    let t = pod_template(fleet, run, flavour, gpus);
+    let mut v =
+        serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": t["metadata"], "spec": t["spec"]});
+    v["metadata"]["name"] = pod_name(run, rank).into();
+    v["metadata"]["namespace"] = node.namespace.clone().into();
+    v["spec"]["nodeName"] = node.node.clone().into();
+    v["spec"]["tolerations"] = serde_json::json!([{"operator": "Exists"}]);
     serde_json::from_value(v).expect("a test pod is a Pod")
+}
+
+/// Where scheduled test pods go: the fleet's node pools, its Kueue queue, and DWS
+/// flex-start's longest run (seconds), as a job's JobSet has them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Schedule {
+    pub pools: Vec<String>,
+    pub queue: Option<String>,
+    pub flex_start: Option<u64>,
+}
+
+impl Schedule {
+    /// From a fleet file: `gke.node_pools`, `gke.queue`, `flex_start`.
+    pub fn of(spec: Option<&crate::fleet::FleetSpec>) -> Schedule {
+        let g = spec.and_then(|s| s.gke.as_ref());
+        Schedule {
+            pools: g.and_then(|g| g.node_pools.clone()).unwrap_or_default(),
+            queue: g.and_then(|g| g.queue.clone()),
+            flex_start: spec.and_then(|s| s.flex_start).map(|d| d.0),
+        }
+    }
+}
+
+/// The replicated job of a scheduled run's JobSet.
+pub const REPLICATED_JOB: &str = "nccl";
+
+/// The JobSet of a scheduled run.
+pub fn test_jobset_name(run: &str) -> String {
+    object_name(&format!("fd-{run}"), 40)
+}
+
+/// Run `run`'s test pods on `nodes` nodes the scheduler picks (review H4): an indexed
+/// JobSet whose pods carry the pool's node affinity, one per node (a required
+/// anti-affinity on the hostname), the Kueue queue label and `suspend` (Kueue admits
+/// it), and DWS's `provreq.kueue.x-k8s.io/maxRunDurationSeconds` with the flex-start
+/// nodeSelector, as a job's JobSet does ([`crate::jobs::jobset::jobset`]); so Cluster
+/// Autoscaler can scale a pool from zero and Kueue/DWS admits them. The tolerations are
+/// a job's (GPUs, queued provisioning), not every taint.
+pub fn test_jobset(
+    fleet: &str,
+    run: &str,
+    namespace: &str,
+    nodes: usize,
+    flavour: GpuDirect,
+    gpus: u32,
+    at: &Schedule,
+) -> serde_json::Value {
+    let js = test_jobset_name(run);
+    let mut t = pod_template(fleet, run, flavour, gpus);
+    let mut labels = serde_json::json!({
+        MANAGED_BY.0: MANAGED_BY.1,
+        FLEET_LABEL: fleet,
+        ROLE_LABEL: "nccl",
+        RUN_LABEL: object_name(run, 63),
+    });
+    let mut annotations = serde_json::Map::new();
+    if let Some(q) = &at.queue {
+        labels["kueue.x-k8s.io/queue-name"] = q.clone().into();
+    }
+    let mut selector = serde_json::Map::new();
+    if let Some(secs) = at.flex_start {
+        annotations.insert(
+            "provreq.kueue.x-k8s.io/maxRunDurationSeconds".into(),
+            secs.to_string().into(),
+        );
+        selector.insert("cloud.google.com/gke-flex-start".into(), "true".into());
+    }
+    let mut affinity = serde_json::json!({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"jobset.sigs.k8s.io/jobset-name": js}}, "topologyKey": "kubernetes.io/hostname"}
+    ]}});
+    if !at.pools.is_empty() {
+        affinity["nodeAffinity"] = serde_json::json!({"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": gke::view::POOL_LABEL, "operator": "In", "values": at.pools}]}
+        ]}});
+    }
+    t["spec"]["nodeSelector"] = selector.into();
+    t["spec"]["affinity"] = affinity;
+    t["spec"]["tolerations"] = serde_json::json!([
+        {"key": gke::GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"},
+        {"key": "cloud.google.com/gke-queued", "operator": "Exists", "effect": "NoSchedule"}
+    ]);
+    serde_json::json!({
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": js, "namespace": namespace, "labels": labels, "annotations": annotations},
+        "spec": {
+            "suspend": at.queue.is_some(),
+            "network": {"enableDNSHostnames": true, "subdomain": js},
+            "failurePolicy": {"maxRestarts": 0},
+            "replicatedJobs": [{
+                "name": REPLICATED_JOB,
+                "replicas": 1,
+                "template": {"spec": {
+                    "parallelism": nodes,
+                    "completions": nodes,
+                    "completionMode": "Indexed",
+                    "backoffLimit": 0,
+                    "template": t,
+                }},
+            }],
+        },
+    })
+}
+
+/// What a run creates in the cluster: a pinned pod per picked node, or one JobSet the
+/// scheduler places ([`scheduled`]). `nccl run --dry-run` prints exactly these.
+pub fn run_objects(
+    fleet: &str,
+    run: &str,
+    nodes: &[NodeTarget],
+    flavour: GpuDirect,
+    gpus: u32,
+    at: &Schedule,
+) -> Result<Vec<serde_json::Value>, String> {
+    let kube: Vec<&KubeNode> = nodes
+        .iter()
+        .map(|n| n.kube().ok_or_else(|| format!("{}: not a GKE node", n.name)))
+        .collect::<Result<_, _>>()?;
+    let first = kube.first().ok_or("no GKE nodes selected")?;
+    if scheduled(nodes) {
+        return Ok(vec![test_jobset(
+            fleet,
+            run,
+            &first.namespace,
+            nodes.len(),
+            flavour,
+            gpus,
+            at,
+        )]);
+    }
+    Ok(kube
+        .iter()
+        .enumerate()
+        .map(|(rank, k)| {
+            serde_json::to_value(test_pod(fleet, run, rank, k, flavour, gpus)).expect("a Pod is JSON")
+        })
+        .collect())
+}
+
+/// Whether a run's pods go through the scheduler: some rank names no node (a pool at
+/// zero, or a fleet whose runs Kueue admits: [`crate::cloud::gke::backend::Target::pad`]).
+pub fn scheduled(nodes: &[NodeTarget]) -> bool {
+    nodes.iter().any(|n| n.kube().is_some_and(|k| k.node.is_empty()))
+}
+
+/// The objects as `kubectl --dry-run=client -o yaml` prints a list of them: YAML
+/// documents separated by `---`, apiVersion and kind first.
+pub fn objects_yaml(objects: &[serde_json::Value]) -> String {
+    objects
+        .iter()
+        .map(|o| serde_yaml::to_string(o).expect("JSON is YAML"))
+        .collect::<Vec<_>>()
+        .join("---\n")
 }
 
 /// Where GKE's TCPXO installer puts the plugin and its `nccl-env-profile.sh` in a pod
@@ -169,12 +340,15 @@ pub fn test_pod(fleet: &str, run: &str, rank: usize, node: &KubeNode, flavour: G
 const TCPXO_LIB_DIR: &str = "/usr/local/nvidia/lib64";
 
 /// Whether the flavour's run script can run `spec` on nodes of `gpus` GPUs: TCPXO's
-/// (demo-run-nccl-test-tcpxo-via-mpi.sh) steps sizes by 2 and passes no data type, and
-/// its hostfiles (gen_hostfiles.sh) are for 1, 2, 4 or 8 ranks a node.
+/// (demo-run-nccl-test-tcpxo-via-mpi.sh) and TCPX's (the guide's run-nccl.sh, which also
+/// runs its own 5 warm-up and 100 timed iterations) step sizes by 2 and pass no data
+/// type, and their hostfiles (gen_hostfiles.sh) are for 1, 2, 4 or 8 ranks a node.
 pub fn script_takes(spec: &RunSpec, flavour: GpuDirect, gpus: u32) -> Result<(), String> {
-    if flavour != GpuDirect::Tcpxo {
-        return Ok(());
-    }
+    let name = match flavour {
+        GpuDirect::Tcpxo => "TCPXO",
+        GpuDirect::Tcpx => "TCPX",
+        _ => return Ok(()),
+    };
     let why = if spec.step_factor != 2 {
         format!("steps sizes by 2, not {}", spec.step_factor)
     } else if spec.dtype != "float" {
@@ -184,7 +358,7 @@ pub fn script_takes(spec: &RunSpec, flavour: GpuDirect, gpus: u32) -> Result<(),
     } else {
         return Ok(());
     };
-    Err(format!("the TCPXO image's run script {why}"))
+    Err(format!("the {name} image's run script {why}"))
 }
 
 /// The head pod's script: the flavour's run script across every pod (by address).
@@ -223,15 +397,27 @@ pub fn head_script(spec: &RunSpec, flavour: GpuDirect, hosts: &[String], gpus: u
                 w = spec.warmup,
             );
         }
+        // As gpudirect-tcpx/nccl-config.yaml's allgather.sh: accept every pod's SSH host
+        // key (init_ssh.sh), write the hostfiles in the scripts' directory (pushd /scripts;
+        // gen_hostfiles.sh), then run-nccl.sh with its positional arguments (benchmark,
+        // LD_LIBRARY_PATH, GPUs a node, the GPU NICs, sizes, hosts), which reads
+        // `hostfiles$NHOSTS/hostfile$GPUS` next to itself. Sizes step by 2 ([`script_takes`]).
         GpuDirect::Tcpx => {
             let _ = writeln!(
                 s,
                 "{}",
                 crate::shellenv::export("PATH", crate::shellenv::Value::Prepend("/scripts"))
             );
+            let quoted: Vec<String> = hosts.iter().map(|h| crate::shellenv::quote(h)).collect();
+            let quoted = quoted.join(" ");
+            let _ = writeln!(s, "init_ssh.sh {quoted}");
             let _ = writeln!(
                 s,
-                "exec run-nccl.sh {test}_perf \"${{LD_LIBRARY_PATH:-}}\" {gpus} eth1,eth2,eth3,eth4 {b} {e} {n} {list}",
+                "(cd \"$(dirname \"$(command -v gen_hostfiles.sh)\")\" && gen_hostfiles.sh {quoted}) || exit 1"
+            );
+            let _ = writeln!(
+                s,
+                "exec run-nccl.sh {test}_perf \"${{LD_LIBRARY_PATH:-}}\" {gpus} eth1,eth2,eth3,eth4 {b} {e} {n}",
                 b = spec.min_bytes,
                 e = spec.max_bytes,
                 n = hosts.len()
@@ -257,8 +443,10 @@ pub fn head_script(spec: &RunSpec, flavour: GpuDirect, hosts: &[String], gpus: u
     s
 }
 
-/// Create the run's test pods on `nodes` and wait until they all run; the pods as nodes
-/// (head first) and the machine type GKE labels the first node with.
+/// Create the run's test pods ([`run_objects`]: pinned to `nodes`, or a JobSet the
+/// scheduler places) and wait until they all run; the pods as nodes (head first) and
+/// their addresses.
+#[allow(clippy::too_many_arguments)]
 pub async fn create_pods(
     clients: &Clients,
     fleet: &str,
@@ -266,6 +454,7 @@ pub async fn create_pods(
     nodes: &[NodeTarget],
     flavour: GpuDirect,
     gpus: u32,
+    at: &Schedule,
     progress: &(dyn Fn(String) + Sync),
 ) -> Result<(Vec<NodeTarget>, Vec<String>), String> {
     let first = nodes
@@ -274,48 +463,70 @@ pub async fn create_pods(
         .ok_or("not a GKE fleet's nodes")?;
     let client = clients.get(&first.cluster).await?;
     let api: Api<Pod> = Api::namespaced(client, &first.namespace);
-    progress(format!(
-        "creating {} ({}) for run {run}",
-        crate::words::plural(nodes.len(), "test pod"),
-        recipe(flavour).image
-    ));
-    let mut made = vec![];
-    for (rank, n) in nodes.iter().enumerate() {
-        let k = n.kube().ok_or_else(|| format!("{}: not a GKE node", n.name))?;
-        let pod = test_pod(fleet, run, rank, k, flavour, gpus);
-        if let Err(e) = api.create(&PostParams::default(), &pod).await {
-            let _ = delete_run_pods(clients, &first, run).await;
-            return Err(format!(
-                "creating test pod {}: {}",
-                pod_name(run, rank),
-                gke::cluster::why(&e)
-            ));
+    let objects = run_objects(fleet, run, nodes, flavour, gpus, at)?;
+    let image = recipe(flavour).image;
+    let (made, ips) = if scheduled(nodes) {
+        progress(format!(
+            "creating JobSet {} of {} ({image}) for run {run}, placed by the scheduler{}{}",
+            test_jobset_name(run),
+            crate::words::plural(nodes.len(), "test pod"),
+            at.queue
+                .as_ref()
+                .map(|q| format!(", Kueue queue {q}"))
+                .unwrap_or_default(),
+            at.flex_start
+                .map(|s| format!(", DWS flex-start (at most {s} s)"))
+                .unwrap_or_default()
+        ));
+        create_jobset(clients, &first, &objects[0]).await?;
+        match wait_scheduled(&api, run, nodes.len(), POD_START).await {
+            Ok(pods) => pods,
+            Err(e) => {
+                let _ = remove_run(clients, &first, run).await;
+                return Err(e);
+            }
         }
-        made.push(pod_name(run, rank));
-    }
-    let mut ips = vec![];
-    for name in &made {
-        if let Err(e) = wait_running(&api, name, POD_START).await {
-            let _ = delete_run_pods(clients, &first, run).await;
-            return Err(e);
+    } else {
+        progress(format!(
+            "creating {} ({image}) for run {run}",
+            crate::words::plural(nodes.len(), "test pod"),
+        ));
+        let mut made = vec![];
+        for (rank, obj) in objects.into_iter().enumerate() {
+            let pod: Pod = serde_json::from_value(obj).map_err(|e| e.to_string())?;
+            if let Err(e) = api.create(&PostParams::default(), &pod).await {
+                let _ = delete_run_pods(clients, &first, run).await;
+                return Err(format!(
+                    "creating test pod {}: {}",
+                    pod_name(run, rank),
+                    gke::cluster::why(&e)
+                ));
+            }
+            made.push((pod_name(run, rank), None));
         }
-        let p = api.get(name).await.map_err(|e| gke::cluster::why(&e))?;
-        let ip = p
-            .status
-            .as_ref()
-            .and_then(|s| s.pod_ip.clone())
-            .ok_or_else(|| format!("pod {name} runs without an address ({})", pod_phase(&p).0))?;
-        ips.push(ip);
-    }
+        let mut ips = vec![];
+        for (name, _) in &made {
+            if let Err(e) = wait_running(&api, name, POD_START).await {
+                let _ = delete_run_pods(clients, &first, run).await;
+                return Err(e);
+            }
+            let p = api.get(name).await.map_err(|e| gke::cluster::why(&e))?;
+            ips.push(pod_ip(&p)?);
+        }
+        (made, ips)
+    };
     progress(format!("test pods running: {}", ips.join(" ")));
     let pods = nodes
         .iter()
-        .zip(&made)
-        .map(|(n, name)| {
+        .zip(made)
+        .map(|(n, (name, node))| {
             let mut t = n.clone();
             if let Some(k) = t.kube_mut() {
-                k.pod = Some(name.clone());
+                k.pod = Some(name);
                 k.container = Some(CONTAINER.into());
+                if let Some(node) = node {
+                    k.node = node;
+                }
             }
             t
         })
@@ -323,12 +534,174 @@ pub async fn create_pods(
     Ok((pods, ips))
 }
 
-/// Start an nccl-tests run on the GKE nodes of `s`: the test pods, the head's script
-/// (detached in the head pod, as a VM run's is on its head node), the record in the
-/// state store and the history entry. Pods need no pre-flight and no node-to-node SSH
-/// (the image brings its own): `s.preflight`, `s.node_ssh` and `s.mpirun` are the node
-/// launcher's.
+/// A running pod's address.
+fn pod_ip(p: &Pod) -> Result<String, String> {
+    p.status.as_ref().and_then(|s| s.pod_ip.clone()).ok_or_else(|| {
+        format!(
+            "pod {} runs without an address ({})",
+            p.metadata.name.clone().unwrap_or_default(),
+            pod_phase(p).0
+        )
+    })
+}
+
+/// The label the Job controller gives each pod of an indexed Job: its index.
+const INDEX_LABEL: &str = "batch.kubernetes.io/job-completion-index";
+
+/// Wait until the `n` pods of a scheduled run (JobSet [`test_jobset_name`]) all run:
+/// each (name, node) in index order and its address. Pods are created once Kueue admits
+/// the JobSet, and run once the pool has nodes for them.
+async fn wait_scheduled(
+    api: &Api<Pod>,
+    run: &str,
+    n: usize,
+    limit: Duration,
+) -> Result<(Vec<(String, Option<String>)>, Vec<String>), String> {
+    let started = std::time::Instant::now();
+    let lp = ListParams::default().labels(&format!("{RUN_LABEL}={}", object_name(run, 63)));
+    loop {
+        let pods = api.list(&lp).await.map_err(|e| gke::cluster::why(&e))?.items;
+        let mut indexed: Vec<(usize, &Pod)> = pods
+            .iter()
+            .filter_map(|p| {
+                let i = p.metadata.labels.as_ref()?.get(INDEX_LABEL)?.parse().ok()?;
+                Some((i, p))
+            })
+            .collect();
+        indexed.sort_by_key(|(i, _)| *i);
+        if let Some((_, p)) = indexed
+            .iter()
+            .find(|(_, p)| matches!(pod_phase(p).0.as_str(), "Succeeded" | "Failed"))
+        {
+            return Err(format!(
+                "test pod {} ended ({}) before the run",
+                p.metadata.name.clone().unwrap_or_default(),
+                pod_phase(p).0
+            ));
+        }
+        let running = indexed
+            .iter()
+            .filter(|(_, p)| pod_phase(p).0 == "Running")
+            .count();
+        if indexed.len() == n && running == n {
+            let mut made = vec![];
+            let mut ips = vec![];
+            for (_, p) in indexed {
+                made.push((
+                    p.metadata.name.clone().unwrap_or_default(),
+                    p.spec.as_ref().and_then(|s| s.node_name.clone()),
+                ));
+                ips.push(pod_ip(p)?);
+            }
+            return Ok((made, ips));
+        }
+        if started.elapsed() > limit {
+            let why: Vec<String> = indexed
+                .iter()
+                .filter(|(_, p)| pod_phase(p).0 != "Running")
+                .map(|(i, p)| {
+                    let (phase, waiting) = pod_phase(p);
+                    format!("pod {i}: {}", waiting.unwrap_or(phase))
+                })
+                .collect();
+            return Err(format!(
+                "the run's JobSet {} did not run {} within {}s: {} of them exist, {running} run{}{}",
+                test_jobset_name(run),
+                crate::words::plural(n, "test pod"),
+                limit.as_secs(),
+                indexed.len(),
+                if indexed.is_empty() {
+                    " (not admitted by Kueue yet, or not created)"
+                } else {
+                    ""
+                },
+                if why.is_empty() {
+                    String::new()
+                } else {
+                    format!("; {}", why.join("; "))
+                }
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+}
+
+/// Remove run `run`'s test pods and, when it was scheduled, its JobSet (first, so that
+/// its Job makes no pod again); how many pods there were.
+async fn remove_run(clients: &Clients, node: &KubeNode, run: &str) -> Result<usize, String> {
+    let client = clients.get(&node.cluster).await?;
+    let sets: Api<DynamicObject> = Api::namespaced_with(client, &node.namespace, &jobset_resource());
+    let pods = delete_run_pods_count(clients, node, run).await?;
+    match sets
+        .delete(&test_jobset_name(run), &DeleteParams::foreground())
+        .await
+    {
+        Ok(_) => {}
+        Err(e) if gke::cluster::not_found(&e) => {}
+        Err(e) => {
+            return Err(format!(
+                "deleting JobSet {}: {}",
+                test_jobset_name(run),
+                gke::cluster::why(&e)
+            ))
+        }
+    }
+    delete_run_pods(clients, node, run).await?;
+    Ok(pods)
+}
+
+/// How many test pods run `run` has.
+async fn delete_run_pods_count(clients: &Clients, node: &KubeNode, run: &str) -> Result<usize, String> {
+    let client = clients.get(&node.cluster).await?;
+    let api: Api<Pod> = Api::namespaced(client, &node.namespace);
+    api.list(&ListParams::default().labels(&format!("{RUN_LABEL}={}", object_name(run, 63))))
+        .await
+        .map(|l| l.items.len())
+        .map_err(|e| gke::cluster::why(&e))
+}
+
+/// The GPUs a node of the run has: `-g`, else the node's allocatable GPUs (pinned pods),
+/// else the machine type's (scheduled pods: there may be no node yet).
+async fn run_gpus(clients: &Clients, s: &Start) -> Result<(u32, Option<String>), String> {
+    let spec = &s.spec;
+    if scheduled(&s.nodes) {
+        let from_type = s
+            .machine
+            .as_ref()
+            .and_then(|(m, _)| super::expect::gpus_per_node(m));
+        let gpus = spec.gpus.or(from_type).ok_or(
+            "the test pods are placed by the scheduler (no node picked yet): give the GPUs a node has (-g/--ngpus) or its machine type (--machine-type)",
+        )?;
+        return Ok((gpus.max(1), None));
+    }
+    let first = s
+        .nodes
+        .first()
+        .and_then(|n| n.kube().cloned())
+        .ok_or("no GKE nodes selected")?;
+    let (machine_type, node_gpus) = machine(clients, &first).await?;
+    let gpus = spec.gpus.map(u64::from).unwrap_or(node_gpus).max(1) as u32;
+    Ok((gpus, machine_type))
+}
+
+/// Start an nccl-tests run on the GKE nodes of `s`, its pods placed as the fleet file
+/// says ([`Schedule::of`], from the state's record of the fleet).
 pub async fn start(state_dir: &Path, s: &Start, progress: Progress<'_>) -> Result<Started, String> {
+    let at = Schedule::of(super::remote::fleet_spec(state_dir, &s.fleet, &s.fleet).as_ref());
+    start_with(state_dir, s, &at, progress).await
+}
+
+/// Start an nccl-tests run on the GKE nodes of `s`: the test pods (pinned, or placed by
+/// the scheduler at `at` when a rank names no node), the head's script (detached in the
+/// head pod, as a VM run's is on its head node), the record in the state store and the
+/// history entry. Pods need no pre-flight and no node-to-node SSH (the image brings its
+/// own): `s.preflight`, `s.node_ssh` and `s.mpirun` are the node launcher's.
+pub async fn start_with(
+    state_dir: &Path,
+    s: &Start,
+    at: &Schedule,
+    progress: Progress<'_>,
+) -> Result<Started, String> {
     let (fleet, nodes, spec) = (s.fleet.as_str(), s.nodes.as_slice(), &s.spec);
     let clients = s.reach.kube();
     spec.check().map_err(|e| e.to_string())?;
@@ -336,18 +709,21 @@ pub async fn start(state_dir: &Path, s: &Start, progress: Progress<'_>) -> Resul
         .first()
         .and_then(|n| n.kube().cloned())
         .ok_or("no GKE nodes selected")?;
-    let (machine_type, node_gpus) = machine(clients, &first).await?;
-    let gpus = spec.gpus.map(u64::from).unwrap_or(node_gpus).max(1) as u32;
+    let (gpus, machine_type) = run_gpus(clients, s).await?;
     script_takes(spec, spec.profile, gpus)?;
     let machine = s
         .machine
         .clone()
         .or_else(|| machine_type.map(|m| (m, "the node's GKE label".to_string())));
     let id = runner::new_id(&spec.collective, crate::store::now_unix());
-    let (pods, ips) = create_pods(clients, fleet, &id, nodes, spec.profile, gpus, progress).await?;
+    let (pods, ips) = create_pods(clients, fleet, &id, nodes, spec.profile, gpus, at, progress).await?;
     let script = head_script(spec, spec.profile, &ips, gpus);
     let (command, input) = runner::launch_command(&id, &script, false);
     let head = pods[0].clone();
+    let head_pod = head
+        .kube()
+        .and_then(|k| k.pod.clone())
+        .unwrap_or_else(|| pod_name(&id, 0));
     let out = crate::exec::collect_with_input(s.reach.clone(), vec![(head.clone(), command, input)]).await;
     let (code, stdout, stderr) = out
         .into_iter()
@@ -358,10 +734,9 @@ pub async fn start(state_dir: &Path, s: &Start, progress: Progress<'_>) -> Resul
         .strip_prefix("started ")
         .and_then(|p| p.parse().ok());
     if code != 0 || pid.is_none() {
-        let _ = delete_run_pods(clients, &first, &id).await;
+        let _ = remove_run(clients, &first, &id).await;
         return Err(format!(
-            "the run could not start in {}: {} {}",
-            pod_name(&id, 0),
+            "the run could not start in {head_pod}: {} {}",
             stdout.trim(),
             stderr.trim()
         ));
@@ -393,8 +768,7 @@ pub async fn start(state_dir: &Path, s: &Start, progress: Progress<'_>) -> Resul
     .map_err(|e| e.to_string())?
     .map_err(|e| format!("{e:#}"))?;
     progress(format!(
-        "run {id} started in {} on {}",
-        pod_name(&id, 0),
+        "run {id} started in {head_pod} on {}",
         crate::words::plural(nodes.len(), "node")
     ));
     Ok(Started {
@@ -641,6 +1015,151 @@ mod tests {
             &["-w", "5", "--iters", "20"],
         ] {
             assert!(has(pair), "mpirun got no {pair:?}: {argv:?}");
+        }
+    }
+
+    /// The TCPX guide's `run-nccl.sh`, as its ConfigMap
+    /// (tests/fixtures/reference/container-engine-accelerators/gpudirect-tcpx/nccl-config.yaml)
+    /// carries it.
+    fn tcpx_run_nccl() -> String {
+        let text =
+            std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(
+                "tests/fixtures/reference/container-engine-accelerators/gpudirect-tcpx/nccl-config.yaml",
+            ))
+            .unwrap();
+        let v: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+        v["data"]["run-nccl.sh"].as_str().unwrap().to_string()
+    }
+
+    /// The TCPX head script under bash against the guide's own run-nccl.sh (from its
+    /// ConfigMap), with Google's init_ssh.sh and gen_hostfiles.sh (the TCPXO repository's
+    /// copies, standing in for the TCPX image's scripts of the same names and use) and
+    /// recording stand-ins of ssh and mpirun: as the guide's allgather.sh, every pod's host
+    /// key is accepted and mpirun finds the hostfile naming both pods with 8 slots.
+    #[test]
+    fn tcpx_head_script_writes_the_hostfiles_run_nccl_reads() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let (scripts, bin, rec) = (
+            tmp.path().join("scripts"),
+            tmp.path().join("bin"),
+            tmp.path().join("rec"),
+        );
+        for d in [&scripts, &bin, &rec] {
+            std::fs::create_dir(d).unwrap();
+        }
+        let exe = |p: &Path| std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        for f in ["init_ssh.sh", "gen_hostfiles.sh"] {
+            std::fs::copy(tcpxo_script(f), scripts.join(f)).unwrap();
+            exe(&scripts.join(f));
+        }
+        std::fs::write(scripts.join("run-nccl.sh"), tcpx_run_nccl()).unwrap();
+        exe(&scripts.join("run-nccl.sh"));
+        // Sourced by run-nccl.sh: it picks the RxDM socket directory.
+        std::fs::write(scripts.join("unix_client_prefix_selection.sh"), "").unwrap();
+        for (name, body) in [
+            ("ssh", "echo \"$*\" >> \"$REC/ssh\"\n"),
+            (
+                "mpirun",
+                "printf '%s\\n' \"$@\" > \"$REC/mpirun\"\n\
+                 while [ $# -gt 0 ]; do if [ \"$1\" = --hostfile ]; then cat \"$2\" > \"$REC/hostfile\"; fi; shift; done\n",
+            ),
+            ("tee", "exec cat\n"),
+        ] {
+            std::fs::write(bin.join(name), format!("#!/bin/bash\n{body}")).unwrap();
+            exe(&bin.join(name));
+        }
+        let head = tmp.path().join("head.sh");
+        let hosts = ["10.1.0.5".to_string(), "10.1.0.6".to_string()];
+        let spec = RunSpec {
+            profile: GpuDirect::Tcpx,
+            ..spec()
+        };
+        std::fs::write(&head, head_script(&spec, GpuDirect::Tcpx, &hosts, 8)).unwrap();
+        let out = std::process::Command::new("bash")
+            .arg(&head)
+            .current_dir(tmp.path())
+            .env(
+                "PATH",
+                format!("{}:{}:/usr/bin:/bin", scripts.display(), bin.display()),
+            )
+            .env("REC", &rec)
+            .env("LD_LIBRARY_PATH", "/usr/local/nvidia/lib64")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{err}");
+        let read = |f: &str| {
+            std::fs::read_to_string(rec.join(f))
+                .unwrap_or_else(|_| panic!("{f} not run or no hostfile: {err}"))
+        };
+        assert_eq!(
+            read("ssh"),
+            "-o StrictHostKeyChecking=no -p 222 10.1.0.5 echo Hello from 10.1.0.5\n\
+             -o StrictHostKeyChecking=no -p 222 10.1.0.6 echo Hello from 10.1.0.6\n"
+        );
+        assert_eq!(
+            read("hostfile"),
+            "10.1.0.5 port=222 slots=8\n10.1.0.6 port=222 slots=8\n"
+        );
+        let argv: Vec<String> = read("mpirun").lines().map(String::from).collect();
+        let has = |pair: &[&str]| argv.windows(pair.len()).any(|w| w == pair);
+        let hostfile = scripts.join("hostfiles2/hostfile8").display().to_string();
+        for pair in [
+            &["-np", "16"][..],
+            &["--hostfile", &hostfile],
+            &[
+                "-x",
+                "LD_LIBRARY_PATH=/usr/local/nvidia/lib64:/usr/local/nvidia/lib64",
+            ],
+            &["-x", "NCCL_GPUDIRECTTCPX_SOCKET_IFNAME=eth1,eth2,eth3,eth4"],
+            &[
+                "/third_party/nccl-tests-mpi/build/all_gather_perf",
+                "-b",
+                "1024",
+                "-e",
+                "8589934592",
+            ],
+        ] {
+            assert!(has(pair), "mpirun got no {pair:?}: {argv:?}");
+        }
+    }
+
+    /// A TCPX test pod starts the image's SSH daemon (init_ssh.sh and mpirun reach the
+    /// pods on port 222), and mounts from the host only what GKE's TCPX manifests and
+    /// installer provide: not /home/kubernetes/bin/tcpx, which the installer never makes
+    /// (it copies the plugin into /home/kubernetes/bin/nvidia/lib64).
+    #[test]
+    fn tcpx_pods_run_sshd_and_mount_only_what_the_installer_makes() {
+        let node = KubeNode::for_tests("gke-a3h-1");
+        let x = serde_json::to_value(test_pod("a3h", "ag-1", 0, &node, GpuDirect::Tcpx, 8)).unwrap();
+        assert!(x["spec"]["containers"][0]["args"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("service ssh restart;"));
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/reference/container-engine-accelerators/gpudirect-tcpx");
+        let mut named = vec![];
+        for f in std::fs::read_dir(&root).unwrap() {
+            let text = std::fs::read_to_string(f.unwrap().path()).unwrap();
+            for doc in serde_yaml::Deserializer::from_str(&text) {
+                let v: serde_yaml::Value = serde::Deserialize::deserialize(doc).unwrap();
+                for vol in v["spec"]["volumes"].as_sequence().into_iter().flatten() {
+                    if let Some(p) = vol["hostPath"]["path"].as_str() {
+                        named.push(p.to_string());
+                    }
+                }
+            }
+        }
+        assert!(named.iter().any(|p| p == "/home/kubernetes/bin/nvidia/lib64"));
+        for vol in x["spec"]["volumes"].as_array().unwrap() {
+            let Some(p) = vol["hostPath"]["path"].as_str() else {
+                continue;
+            };
+            assert!(
+                named.iter().any(|n| n == p || n.starts_with(&format!("{p}/"))),
+                "TCPX pods mount {p} from the host, which no TCPX manifest names"
+            );
         }
     }
 

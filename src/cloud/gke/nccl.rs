@@ -12,8 +12,10 @@
 //!   (`service ssh restart`), then on the first `/scripts/init_ssh.sh HOST...`,
 //!   `/scripts/gen_hostfiles.sh HOST...` and `/scripts/demo-run-nccl-test-tcpxo-via-mpi.sh`
 //!   (BENCHMARK, NHOSTS, NCCL_LIB_DIR, DATA_MIN, DATA_MAX, GPU_PER_NODE...).
-//! * TCPX (A3 High): `nccl-plugin-gpudirecttcpx-dev` v3 with host networking,
-//!   `/scripts/allgather.sh HOST...`-style runs through `/scripts/run-nccl.sh`.
+//! * TCPX (A3 High): `nccl-plugin-gpudirecttcpx-dev` v3, the pods' SSH daemon started,
+//!   then on the first, as the guide's `nccl-configmap` `allgather.sh`:
+//!   `/scripts/init_ssh.sh HOST...`, `gen_hostfiles.sh HOST...` in `/scripts`, and
+//!   `/scripts/run-nccl.sh BENCHMARK LD_LIBRARY_PATH GPUS IFNAMES MIN MAX NHOSTS`.
 
 use super::{object_name, Clients, KubeNode};
 use crate::nccl::GpuDirect;
@@ -140,10 +142,10 @@ pub fn recipe(flavour: GpuDirect) -> Recipe {
             image: "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/nccl-plugin-gpudirecttcpx-dev:v3.1.9",
             host_network: false,
             interfaces: Some(TCPX_INTERFACES),
-            mounts: &[
-                ("/home/kubernetes/bin/nvidia", "/usr/local/nvidia"),
-                ("/home/kubernetes/bin/tcpx", "/usr/local/tcpx"),
-            ],
+            // GKE's TCPX installer (gpudirect-tcpx/nccl-tcpx-installer.yaml) copies the
+            // plugin into the driver's directory, /home/kubernetes/bin/nvidia/lib64: no
+            // other host directory holds it.
+            mounts: &[("/home/kubernetes/bin/nvidia", "/usr/local/nvidia")],
             rxdm: Some(Rxdm {
                 name: "tcpx-daemon",
                 image: "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/tcpgpudmarxd-dev:v2.0.12",
