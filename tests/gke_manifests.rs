@@ -20,7 +20,7 @@ use serde_json::Value;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use support::k8s_double::{KubeDouble, NodeSpec, Options, Provisioning};
+use support::k8s_double::{KubeDouble, NodeSpec, Options, PoolSpec, Provisioning};
 use support::{flightdeck, text};
 
 fn reference(path: &str) -> PathBuf {
@@ -747,6 +747,20 @@ fn an_nccl_test_through_kueue_is_the_dry_runs_jobset() {
         images: gib_image(tmp.path()),
         queues: vec![("dws-queue".into(), true)],
         admit_after: Duration::from_millis(300),
+        // GKE grows a queued-provisioning pool only for a ProvisioningRequest; its two
+        // nodes are there from the start here.
+        pools: vec![PoolSpec {
+            name: "a3u-dws".into(),
+            machine_type: "a3-ultragpu-8g".into(),
+            accelerator: "nvidia-h200-141gb".into(),
+            gpus: 8,
+            provisioning: Provisioning::FlexStart,
+            min_nodes: 0,
+            max_nodes: 4,
+            taints: vec![],
+            queued: true,
+        }],
+        ..Options::default()
     });
     let h = home(tmp.path());
     let f = tmp.path().join("dws.yaml");
@@ -838,6 +852,20 @@ fn a_scheduled_run_on_a_pool_at_zero_is_attached_again() {
     let d = KubeDouble::start(Options {
         nodes: a3u_nodes(),
         images: gib_image_at(tmp.path(), "0.15"),
+        // The pool has no node when the fleet is applied: the cluster autoscaler grows it
+        // for the run's pending pods.
+        pools: vec![PoolSpec {
+            name: "a3u-zero".into(),
+            machine_type: "a3-ultragpu-8g".into(),
+            accelerator: "nvidia-h200-141gb".into(),
+            gpus: 8,
+            provisioning: Provisioning::Spot,
+            min_nodes: 0,
+            max_nodes: 4,
+            taints: vec![],
+            queued: false,
+        }],
+        scale_up_after: Duration::from_millis(300),
         ..Options::default()
     });
     let h = home(tmp.path());
