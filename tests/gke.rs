@@ -242,15 +242,17 @@ fn a_gke_fleet_shows_its_pools_runs_commands_and_an_nccl_test() {
         o.contains("fd-debug-gke-a3u-flex-0") && o.contains("fd-debug-gke-a3u-flex-1"),
         "{o}"
     );
-    let debug: Vec<serde_json::Value> = d
-        .pods()
-        .into_iter()
-        .filter(|p| p["metadata"]["labels"]["flightdeck-role"] == "debug")
-        .collect();
-    assert_eq!(debug.len(), 2);
-    assert!(debug
+    // It made a debug pod per node, and removed them at its end (H3).
+    let posts = d
+        .requests()
         .iter()
-        .all(|p| p["spec"]["hostNetwork"] == true && p["metadata"]["labels"]["flightdeck-fleet"] == "a3u"));
+        .filter(|r| r.as_str() == "POST /api/v1/namespaces/default/pods")
+        .count();
+    assert_eq!(posts, 2);
+    assert!(d
+        .pods()
+        .iter()
+        .all(|p| p["metadata"]["labels"]["flightdeck-role"] != "debug"));
     let out = flightdeck(&home, &["exec", "a3u", "--", "exit 7"]);
     assert_eq!(out.status.code(), Some(7), "{}", text(&out.stderr));
     // The VM bootstrap is not for GKE nodes.
@@ -261,21 +263,6 @@ fn a_gke_fleet_shows_its_pools_runs_commands_and_an_nccl_test() {
         "{}",
         text(&out.stderr)
     );
-    // `fleet gc` finds the idle debug pods, and with --yes removes them.
-    let out = flightdeck(&home, &["fleet", "gc"]);
-    let o = text(&out.stdout);
-    assert!(out.status.success(), "{o}{}", text(&out.stderr));
-    assert!(
-        o.contains("fd-debug-gke-a3u-flex-0") && o.contains("a debug pod"),
-        "{o}"
-    );
-    let out = flightdeck(&home, &["fleet", "gc", "--yes"]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    assert!(d
-        .pods()
-        .iter()
-        .all(|p| p["metadata"]["labels"]["flightdeck-role"] != "debug"));
-
     // NCCL: test pods per node, the gIB script on the first, parsed and judged.
     let out = flightdeck(&home, &["nccl", "run", "a3u", "--test", "all_gather", "--json"]);
     let err = text(&out.stderr);
@@ -302,16 +289,7 @@ fn a_gke_fleet_shows_its_pools_runs_commands_and_an_nccl_test() {
         .any(|r| r.contains("/pods/fd-nccl-") && r.ends_with("/exec?…"));
     assert!(run_script_saw, "the run went through exec into the test pod");
 
-    // Deleting the fleet removes its debug pods (made again by an exec).
-    let out = flightdeck(&home, &["exec", "a3u", "--", "true"]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    assert_eq!(
-        d.pods()
-            .iter()
-            .filter(|p| p["metadata"]["labels"]["flightdeck-role"] == "debug")
-            .count(),
-        2
-    );
+    // Deleting the fleet removes what flightdeck made for it.
     let out = flightdeck(&home, &["fleet", "delete", "a3u", "--yes"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(d
@@ -823,5 +801,296 @@ fn the_cockpit_opens_panes_on_every_gke_node_and_cleans_up() {
             .iter()
             .all(|p| p["metadata"]["labels"]["flightdeck-role"] != "debug"),
         "the cockpit removed its debug pods as it quit"
+    );
+}
+
+/// A raw POST of `obj` to `path` on the double (as another operator's kubectl would).
+fn post(d: &KubeDouble, path: &str, obj: &serde_json::Value) {
+    let body = serde_json::to_vec(obj).unwrap();
+    let addr = d.url.trim_start_matches("http://");
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    use std::io::{Read, Write};
+    write!(s, "POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len()).unwrap();
+    s.write_all(&body).unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    assert!(out.starts_with("HTTP/1.1 201"), "{out}");
+}
+
+/// flightdeck as operator `user`, with more environment.
+fn fd_as(home: &Path, user: &str, args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
+    let mut e: Vec<(&str, String)> = vec![("USER", user.to_string())];
+    e.extend(env.iter().map(|(k, v)| (*k, v.to_string())));
+    support::flightdeck_env(home, args, &e)
+}
+
+/// A JobSet held by a queue that does not exist (no pods), with `labels`.
+fn held_jobset(name: &str, labels: serde_json::Value) -> serde_json::Value {
+    let mut l = labels;
+    l["kueue.x-k8s.io/queue-name"] = "nowhere".into();
+    l["app.kubernetes.io/managed-by"] = "flightdeck".into();
+    serde_json::json!({"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+        "metadata": {"name": name, "labels": l}, "spec": {"suspend": true, "replicatedJobs": []}})
+}
+
+/// Hostile review D4: `fleet gc` and `fleet delete` remove only this owner's objects (the
+/// owner label the GCP backend uses, and the state directory's id); a teammate's JobSets
+/// and debug pods, even of a fleet with the same name, are listed and not touched.
+#[test]
+fn gc_and_delete_touch_only_this_owners_objects() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = KubeDouble::start(Options {
+        nodes: nodes(),
+        ..Options::default()
+    });
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let f = fleet_file(tmp.path(), &d, "");
+    let out = fd_as(
+        &home,
+        "carol",
+        &["fleet", "apply", f.to_str().unwrap(), "--yes"],
+        &[],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // Carol's own object of a fleet she no longer has: hers (owner and state directory).
+    let state = std::fs::canonicalize(home.join(".local/state/flightdeck")).unwrap();
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    let carol = flightdeck::cloud::gke::Owner::new("carol", host.trim(), &state);
+    let sets = "/apis/jobset.x-k8s.io/v1alpha2/namespaces/default/jobsets";
+    post(
+        &d,
+        sets,
+        &held_jobset(
+            "carol-old-1",
+            serde_json::json!({"flightdeck-fleet": "gone",
+        "flightdeck-owner": "carol", "flightdeck-state": carol.state}),
+        ),
+    );
+    // Alice's running training job, and her job in a fleet also named a3u.
+    post(
+        &d,
+        sets,
+        &held_jobset(
+            "alice-pretrain-1",
+            serde_json::json!({"flightdeck-fleet": "alice-h200",
+        "flightdeck-owner": "alice", "flightdeck-state": "0000beef"}),
+        ),
+    );
+    post(
+        &d,
+        sets,
+        &held_jobset(
+            "a3u-alice-job",
+            serde_json::json!({"flightdeck-fleet": "a3u",
+        "flightdeck-owner": "alice", "flightdeck-state": "0000beef"}),
+        ),
+    );
+    // Carol's object from another state directory of hers: not this one's.
+    post(
+        &d,
+        sets,
+        &held_jobset(
+            "carol-laptop-1",
+            serde_json::json!({"flightdeck-fleet": "gone",
+        "flightdeck-owner": "carol", "flightdeck-state": "12345678"}),
+        ),
+    );
+    // Alice's debug pod on a node of fleet a3u (her pane is open in it).
+    post_pod(
+        &d,
+        serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "fd-debug-gke-a3u-flex-0-alice",
+            "labels": {"app.kubernetes.io/managed-by": "flightdeck", "flightdeck-fleet": "a3u", "flightdeck-role": "debug",
+                       "flightdeck-owner": "alice", "flightdeck-state": "0000beef"}},
+        "spec": {"nodeName": "gke-a3u-flex-0", "containers": [{"name": "debug", "image": "ubuntu:24.04", "command": ["sleep", "300"]}]}}),
+    );
+    let out = fd_as(&home, "carol", &["fleet", "gc"], &[]);
+    let o = text(&out.stdout) + &text(&out.stderr);
+    assert!(out.status.success(), "{o}");
+    assert!(
+        o.contains("carol-old-1") && o.contains("its fleet is not in the state"),
+        "{o}"
+    );
+    assert!(
+        o.contains("alice-pretrain-1") && o.contains("owned by alice; not touched"),
+        "{o}"
+    );
+    assert!(
+        o.contains("carol-laptop-1") && o.contains("from another state directory"),
+        "{o}"
+    );
+    assert!(o.contains("fd-debug-gke-a3u-flex-0-alice"), "{o}");
+    let out = fd_as(&home, "carol", &["fleet", "gc", "--yes"], &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let names = |d: &KubeDouble| -> Vec<String> {
+        d.jobsets()
+            .iter()
+            .map(|j| j["metadata"]["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let left = names(&d);
+    assert!(!left.contains(&"carol-old-1".to_string()), "{left:?}");
+    for kept in ["alice-pretrain-1", "a3u-alice-job", "carol-laptop-1"] {
+        assert!(left.contains(&kept.to_string()), "{kept} was deleted: {left:?}");
+    }
+    assert!(!d
+        .requests()
+        .iter()
+        .any(|r| r.starts_with("DELETE") && r.contains("alice")));
+    // `fleet delete a3u` removes carol's objects of a3u only.
+    let out = fd_as(&home, "carol", &["fleet", "delete", "a3u", "--yes"], &[]);
+    let err = text(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("JobSet a3u-alice-job owned by alice; not touched"),
+        "{err}"
+    );
+    assert!(
+        err.contains("pod fd-debug-gke-a3u-flex-0-alice owned by alice; not touched"),
+        "{err}"
+    );
+    assert!(names(&d).contains(&"a3u-alice-job".to_string()));
+    assert!(d
+        .pods()
+        .iter()
+        .any(|p| p["metadata"]["name"] == "fd-debug-gke-a3u-flex-0-alice"));
+}
+
+/// The debug pods of fleet `fleet` in the double.
+fn debug_pods(d: &KubeDouble) -> Vec<String> {
+    d.pods()
+        .iter()
+        .filter(|p| p["metadata"]["labels"]["flightdeck-role"] == "debug")
+        .map(|p| p["metadata"]["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn wait_for(what: &str, mut ok: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !ok() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{what} did not happen in 20 s"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// GKE review H3 and M6: a debug pod lets Cluster Autoscaler remove its node, a CLI
+/// command removes the debug pods it made (at Ctrl-C too), and `fleet gc` removes only
+/// debug pods nobody uses (never one a command runs in), idle for a while.
+#[test]
+fn debug_pods_go_with_their_command_and_gc_keeps_the_ones_in_use() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = KubeDouble::start(Options {
+        nodes: nodes(),
+        ..Options::default()
+    });
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let f = fleet_file(tmp.path(), &d, "");
+    let out = fd_as(
+        &home,
+        "carol",
+        &["fleet", "apply", f.to_str().unwrap(), "--yes"],
+        &[],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let long = |home: &Path| {
+        Command::new(env!("CARGO_BIN_EXE_flightdeck"))
+            .args(["exec", "a3u", "--", "sleep 60"])
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", home)
+            .env("USER", "carol")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    // A command runs in both debug pods: gc, even with no idle time asked, keeps them.
+    let mut busy = long(&home);
+    wait_for("two running debug pods", || debug_pods(&d).len() == 2);
+    let pods = d.pods();
+    for p in pods
+        .iter()
+        .filter(|p| p["metadata"]["labels"]["flightdeck-role"] == "debug")
+    {
+        assert_eq!(
+            p["metadata"]["annotations"]["cluster-autoscaler.kubernetes.io/safe-to-evict"], "true",
+            "{p}"
+        );
+    }
+    std::thread::sleep(Duration::from_millis(1500));
+    let idle0 = [("FLIGHTDECK_GKE_DEBUG_IDLE_SECS", "0")];
+    let out = fd_as(&home, "carol", &["fleet", "gc", "--yes"], &idle0);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(debug_pods(&d).len(), 2, "gc deleted debug pods in use");
+    // Ctrl-C: the command removes the pods it made.
+    unsafe { libc::kill(busy.id() as i32, libc::SIGINT) };
+    let st = busy.wait().unwrap();
+    assert_eq!(st.code(), Some(130));
+    assert!(debug_pods(&d).is_empty(), "{:?}", debug_pods(&d));
+    // A command killed outright leaves its pods: idle, so gc finds them, once idle long
+    // enough (not with the default wait).
+    let mut killed = long(&home);
+    wait_for("two running debug pods", || debug_pods(&d).len() == 2);
+    std::thread::sleep(Duration::from_millis(500));
+    killed.kill().unwrap();
+    killed.wait().unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let out = fd_as(&home, "carol", &["fleet", "gc"], &[]);
+    assert!(!text(&out.stdout).contains("fd-debug-"), "{}", text(&out.stdout));
+    let out = fd_as(&home, "carol", &["fleet", "gc"], &idle0);
+    let o = text(&out.stdout);
+    assert!(
+        o.contains("fd-debug-gke-a3u-flex-0-") && o.contains("a debug pod unused for"),
+        "{o}"
+    );
+    let out = fd_as(&home, "carol", &["fleet", "gc", "--yes"], &idle0);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(debug_pods(&d).is_empty(), "{:?}", debug_pods(&d));
+}
+
+/// Hostile review D6: a pod that has a debug pod's name is never used for one: exec
+/// makes its own pod (generateName) and runs nothing in the squatter.
+#[test]
+fn a_pod_squatting_a_debug_pod_name_is_not_used() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = KubeDouble::start(Options {
+        nodes: nodes(),
+        ..Options::default()
+    });
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let f = fleet_file(tmp.path(), &d, "");
+    let out = fd_as(
+        &home,
+        "carol",
+        &["fleet", "apply", f.to_str().unwrap(), "--yes"],
+        &[],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    post_pod(
+        &d,
+        serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "fd-debug-gke-a3u-flex-0",
+            "labels": {"app": "not-flightdeck"}},
+        "spec": {"nodeName": "gke-a3u-flex-1", "containers": [{"name": "debug", "image": "evil/steal:latest", "command": ["sleep", "300"]}]}}),
+    );
+    let out = fd_as(
+        &home,
+        "carol",
+        &["exec", "a3u", "--nodes", "0", "--", "echo on $HOSTNAME"],
+        &[],
+    );
+    let o = text(&out.stdout);
+    assert!(out.status.success(), "{o}{}", text(&out.stderr));
+    assert!(o.contains("on fd-debug-gke-a3u-flex-0-"), "{o}");
+    assert!(
+        !d.requests()
+            .iter()
+            .any(|r| r.contains("/pods/fd-debug-gke-a3u-flex-0/exec")),
+        "exec went into the squatter"
     );
 }

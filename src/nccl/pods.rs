@@ -282,7 +282,8 @@ pub async fn create_pods(
     let mut made = vec![];
     for (rank, n) in nodes.iter().enumerate() {
         let k = n.kube().ok_or_else(|| format!("{}: not a GKE node", n.name))?;
-        let pod = test_pod(fleet, run, rank, k, flavour, gpus);
+        let mut pod = test_pod(fleet, run, rank, k, flavour, gpus);
+        gke::stamp_owner_meta(&clients.owner(), &mut pod.metadata);
         if let Err(e) = api.create(&PostParams::default(), &pod).await {
             let _ = delete_run_pods(clients, &first, run).await;
             return Err(format!(

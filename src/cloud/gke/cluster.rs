@@ -595,14 +595,28 @@ pub struct Clients {
     pub(crate) debug: Arc<std::sync::Mutex<DebugPods>>,
     /// The debug pods these clients created: (cluster, namespace, pod).
     pub(crate) created: Arc<std::sync::Mutex<Vec<(ClusterRef, String, String)>>>,
+    /// Whose objects these clients create (default: [`super::Owner::of_process`]).
+    owner: Option<super::Owner>,
 }
 
 /// Each cluster's client, with when it was made from an expiring token.
 type ClientMap = HashMap<ClusterRef, (kube::Client, Option<Instant>)>;
-/// Whether a node's debug pod is known to run, by (cluster, node).
-pub(crate) type DebugPods = HashMap<(ClusterRef, String), Arc<Mutex<bool>>>;
+/// The debug pod these clients made on a node and saw running (its name), by (cluster,
+/// node).
+pub(crate) type DebugPods = HashMap<(ClusterRef, String), Arc<Mutex<Option<String>>>>;
 
 impl Clients {
+    /// Clients whose objects carry `owner`'s labels.
+    pub fn with_owner(mut self, owner: super::Owner) -> Clients {
+        self.owner = Some(owner);
+        self
+    }
+
+    /// Whose objects these clients create and may delete.
+    pub fn owner(&self) -> super::Owner {
+        self.owner.clone().unwrap_or_else(super::Owner::of_process)
+    }
+
     /// The client for `cluster`. Call inside the Tokio runtime that will use it.
     pub async fn get(&self, cluster: &ClusterRef) -> Result<kube::Client, String> {
         crate::cloud::gcp::auth::install_crypto_provider();

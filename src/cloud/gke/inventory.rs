@@ -135,10 +135,26 @@ impl Inventory for GkeInventory {
                 vec!["KIND", "NAME", "NAMESPACE", "FLEET", "WHY"],
                 rows,
                 "GKE: nothing of flightdeck's to remove in the fleets' clusters".into(),
-                format!(
-                    "{} found; `flightdeck fleet gc --yes` removes them",
-                    crate::words::plural(found.len(), "GKE object")
-                ),
+                {
+                    let kept = found.iter().filter(|o| o.keep).count();
+                    let mine = found.len() - kept;
+                    let others = if kept > 0 {
+                        format!(
+                            "; {} of other owners listed, not touched",
+                            crate::words::plural(kept, "GKE object")
+                        )
+                    } else {
+                        String::new()
+                    };
+                    if mine > 0 {
+                        format!(
+                            "{} to remove; `flightdeck fleet gc --yes` removes them{others}",
+                            crate::words::plural(mine, "GKE object")
+                        )
+                    } else {
+                        format!("GKE: nothing of yours to remove{others}")
+                    }
+                },
                 None,
                 None,
                 Box::new(move |progress| {

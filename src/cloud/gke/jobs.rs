@@ -47,34 +47,40 @@ async fn kueue_list(
     Err(format!("{last}: Kueue is not installed"))
 }
 
-/// Delete the fleet's JobSets (their Jobs and pods go with them); how many.
+/// Delete this owner's JobSets of the fleet (their Jobs and pods go with them): how
+/// many, and the others of that fleet's name, listed and not touched.
 pub async fn delete_fleet_jobsets(
     clients: &Clients,
     cluster: &ClusterRef,
     namespace: &str,
     fleet: &str,
-) -> Result<usize, String> {
+) -> Result<(usize, Vec<String>), String> {
     let client = clients.get(cluster).await?;
+    let owner = clients.owner();
     let api: Api<DynamicObject> = Api::namespaced_with(client, namespace, &jobset_resource());
     let list = match api
         .list(&ListParams::default().labels(&format!("{FLEET_LABEL}={fleet}")))
         .await
     {
         Ok(l) => l,
-        Err(e) if super::cluster::not_found(&e) => return Ok(0),
+        Err(e) if super::cluster::not_found(&e) => return Ok((0, vec![])),
         Err(e) => return Err(super::cluster::why(&e)),
     };
-    let n = list.items.len();
+    let mut gone = 0;
+    let mut others = vec![];
     for o in list.items {
-        if let Some(name) = o.metadata.name {
-            match api.delete(&name, &DeleteParams::foreground()).await {
-                Ok(_) => {}
-                Err(e) if super::cluster::not_found(&e) => {}
-                Err(e) => return Err(format!("deleting JobSet {name}: {}", super::cluster::why(&e))),
-            }
+        let name = o.metadata.name.clone().unwrap_or_default();
+        if let Some(whose) = owner.other(&o.metadata.labels.clone().unwrap_or_default()) {
+            others.push(format!("JobSet {name} {whose}"));
+            continue;
+        }
+        match api.delete(&name, &DeleteParams::foreground()).await {
+            Ok(_) => gone += 1,
+            Err(e) if super::cluster::not_found(&e) => {}
+            Err(e) => return Err(format!("deleting JobSet {name}: {}", super::cluster::why(&e))),
         }
     }
-    Ok(n)
+    Ok((gone, others))
 }
 
 /// The label naming the job id on the JobSet and its pods.
@@ -93,7 +99,9 @@ pub async fn create_jobset(
 ) -> Result<(), String> {
     let client = clients.get(&node.cluster).await?;
     let api: Api<DynamicObject> = Api::namespaced_with(client, &node.namespace, &jobset_resource());
-    let obj: DynamicObject = serde_json::from_value(set.clone()).map_err(|e| e.to_string())?;
+    let mut set = set.clone();
+    super::stamp_owner(&clients.owner(), &mut set);
+    let obj: DynamicObject = serde_json::from_value(set).map_err(|e| e.to_string())?;
     api.create(&PostParams::default(), &obj)
         .await
         .map(|_| ())
