@@ -1094,3 +1094,62 @@ fn a_pod_squatting_a_debug_pod_name_is_not_used() {
         "exec went into the squatter"
     );
 }
+
+/// GKE review M4: node pools at zero nodes are shown, from the GKE API's node pools
+/// (machine type, GPUs a node, autoscaling bounds, flex-start and queued provisioning),
+/// in `fleet apply` and `fleet status`.
+#[test]
+fn pools_at_zero_nodes_are_shown_from_the_gke_api() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = KubeDouble::start(Options {
+        nodes: nodes(),
+        ..Options::default()
+    });
+    d.add_node_pool(serde_json::json!({"name": "a3u-dws", "status": "RUNNING", "initialNodeCount": 0,
+        "config": {"machineType": "a3-ultragpu-8g", "flexStart": true,
+                   "accelerators": [{"acceleratorCount": "8", "acceleratorType": "nvidia-h200-141gb"}]},
+        "autoscaling": {"enabled": true, "totalMinNodeCount": 0, "totalMaxNodeCount": 8, "locationPolicy": "ANY"},
+        "queuedProvisioning": {"enabled": true}}));
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let adc = tmp.path().join("adc.json");
+    std::fs::write(&adc, d.adc_credentials().to_string()).unwrap();
+    let f = tmp.path().join("dws.yaml");
+    std::fs::write(
+        &f,
+        "type: fleet\nname: dws\ngke:\n  project: my-project\n  location: us-central1\n  cluster: a3u-cluster\n  node_pools: [a3u-flex, a3u-dws]\n",
+    )
+    .unwrap();
+    let env = [
+        ("GOOGLE_APPLICATION_CREDENTIALS", adc.display().to_string()),
+        ("FLIGHTDECK_GKE_API_URL", format!("{}/v1", d.url)),
+    ];
+    let out = support::flightdeck_env(&home, &["fleet", "apply", f.to_str().unwrap(), "--yes"], &env);
+    let err = text(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("pool a3u-dws: a3-ultragpu-8g (DWS flex-start (queued)), 0 nodes, 0 ready, 0 GPUs (autoscaling 0-8, 8x nvidia-h200-141gb a node)"),
+        "{err}"
+    );
+    assert!(
+        err.contains("pool a3u-flex: a3-ultragpu-8g (DWS flex-start), 2 nodes, 2 ready, 16 GPUs (autoscaling 0-4 per zone)"),
+        "{err}"
+    );
+    assert!(!err.contains("pool a3u-spot"), "not the fleet's: {err}");
+    let out = support::flightdeck_env(&home, &["fleet", "status", "dws"], &env);
+    let o = text(&out.stdout);
+    assert!(out.status.success(), "{o}{}", text(&out.stderr));
+    let row = o
+        .lines()
+        .find(|l| l.starts_with("a3u-dws"))
+        .unwrap_or_else(|| panic!("{o}"));
+    for cell in [
+        "a3-ultragpu-8g",
+        "8x nvidia-h200-141gb",
+        "DWS flex-start (queued)",
+        "0/0",
+        "0-8",
+    ] {
+        assert!(row.contains(cell), "{cell} missing: {row}");
+    }
+}

@@ -61,6 +61,33 @@ pub struct Options {
     pub images: Vec<(String, PathBuf)>,
 }
 
+/// The GKE API's `NodePool` for a pool of `nodes` (the fields
+/// projects.locations.clusters.nodePools.list returns that flightdeck reads, with GKE's
+/// shapes: `acceleratorCount` an int64 as a string, autoscaling per zone).
+fn node_pool_object(pool: &str, nodes: &[NodeSpec]) -> Value {
+    let n = nodes.iter().find(|n| n.pool == pool).unwrap();
+    let mut config = json!({"machineType": n.machine_type, "diskSizeGb": 200, "imageType": "COS_CONTAINERD",
+        "accelerators": [{"acceleratorCount": n.gpus.to_string(), "acceleratorType": n.accelerator,
+                          "gpuDriverInstallationConfig": {"gpuDriverVersion": "LATEST"}}]});
+    let mut pool_obj = json!({"name": pool, "status": "RUNNING", "version": "1.33.5-gke.1000000",
+        "initialNodeCount": 0, "locations": ["us-central1-b"]});
+    match &n.provisioning {
+        Provisioning::Standard => {}
+        Provisioning::Spot => config["spot"] = true.into(),
+        Provisioning::FlexStart => {
+            config["flexStart"] = true.into();
+            pool_obj["autoscaling"] =
+                json!({"enabled": true, "minNodeCount": 0, "maxNodeCount": 4, "locationPolicy": "ANY"});
+        }
+        Provisioning::Reservation(r) => {
+            config["reservationAffinity"] = json!({"consumeReservationType": "SPECIFIC_RESERVATION",
+                "key": "compute.googleapis.com/reservation-name", "values": [r]})
+        }
+    }
+    pool_obj["config"] = config;
+    pool_obj
+}
+
 struct PodRec {
     obj: Value,
     log: Arc<Mutex<Vec<(String, String)>>>,
@@ -79,6 +106,12 @@ struct State {
     requests: Vec<String>,
     /// Requests that carried the ADC access token.
     adc_requests: usize,
+    /// More node pools the GKE API lists (container/v1 `NodePool` objects), beyond those
+    /// of the nodes: pools at zero nodes ([`KubeDouble::add_node_pool`]).
+    node_pools: Vec<Value>,
+    /// DaemonSets in kube-system (apps/v1 objects), as GKE's GPUDirect installers are
+    /// ([`KubeDouble::add_daemonset`]).
+    daemonsets: Vec<Value>,
 }
 
 struct Shared {
@@ -313,6 +346,16 @@ impl KubeDouble {
                     .collect()
             })
             .unwrap_or_default()
+    }
+
+    /// A node pool the GKE API lists besides those of the nodes (one at zero nodes).
+    pub fn add_node_pool(&self, pool: Value) {
+        self.shared.state.lock().unwrap().node_pools.push(pool);
+    }
+
+    /// A DaemonSet in kube-system (apps/v1), as GKE's GPUDirect installers run.
+    pub fn add_daemonset(&self, ds: Value) {
+        self.shared.state.lock().unwrap().daemonsets.push(ds);
     }
 
     pub fn set_node_ready(&self, name: &str, ready: bool) {
@@ -565,6 +608,15 @@ fn route(s: &Arc<Shared>, req: &Request, segs: &[&str]) -> (u16, Value) {
                 "endpoint": s.url, "status": "RUNNING", "currentMasterVersion": "1.33.5-gke.1000000", "masterAuth": {}
             }),
         ),
+        // projects.locations.clusters.nodePools.list: the pools of the nodes, then the
+        // ones at zero the test adds.
+        ["v1", "projects", _, "locations", _, "clusters", c, "nodePools"] if *c == CLUSTER => {
+            let mut names: Vec<&str> = s.opts.nodes.iter().map(|n| n.pool.as_str()).collect();
+            names.dedup();
+            let mut pools: Vec<Value> = names.iter().map(|p| node_pool_object(p, &s.opts.nodes)).collect();
+            pools.extend(s.state.lock().unwrap().node_pools.iter().cloned());
+            (200, json!({"nodePools": pools}))
+        }
         ["version"] => (
             200,
             json!({"major": "1", "minor": "33", "gitVersion": "v1.33.5-gke.1000000", "platform": "linux/amd64"}),

@@ -229,6 +229,25 @@ impl Target {
             .collect())
     }
 
+    /// Whether the fleet takes in a pool the GKE API lists: one it names; without named
+    /// pools and a selector, a GPU pool (as the nodes that offer GPUs are taken).
+    pub fn wants_pool(&self, p: &view::ApiPool) -> bool {
+        if !self.pools.is_empty() {
+            return self.pools.contains(&p.name);
+        }
+        self.selector.is_none() && p.accelerator().is_some_and(|(n, _)| n > 0)
+    }
+
+    /// The GKE API's pools added to `pools` (those at zero nodes too) where the fleet
+    /// names its cluster as the GKE API does; a failure is logged, the nodes' pools stay.
+    pub async fn add_api_pools(&self, pools: &mut Vec<view::PoolRow>) {
+        match self.cluster.node_pools().await {
+            Some(Ok(api)) => view::with_api_pools(pools, &api, |p| self.wants_pool(p)),
+            Some(Err(e)) => tracing::info!("node pools from the GKE API: {e}"),
+            None => {}
+        }
+    }
+
     /// Pools, nodes and Kueue workloads now.
     pub async fn snapshot(&self, clients: &Clients, now: u64) -> Result<Snapshot, String> {
         let nodes = self.nodes(clients).await?;
@@ -239,7 +258,8 @@ impl Target {
             .await
             .map_err(|e| format!("listing pods: {}", super::cluster::why(&e)))?;
         let rows = view::node_rows(&nodes, &all.items);
-        let pools = view::pool_rows(&nodes, &rows);
+        let mut pools = view::pool_rows(&nodes, &rows);
+        self.add_api_pools(&mut pools).await;
         let (workloads, kueue) = match super::jobs::workloads(&client, &self.namespace).await {
             Ok(w) => (w.iter().map(|w| view::workload_row(w, now)).collect(), None),
             Err(e) => (vec![], Some(e)),
@@ -322,15 +342,22 @@ impl Backend for GkeBackend {
                 }
             }
             let rows = view::node_rows(&nodes, &[]);
-            for r in view::pool_rows(&nodes, &rows) {
+            let mut pools = view::pool_rows(&nodes, &rows);
+            t.add_api_pools(&mut pools).await;
+            for r in pools {
                 progress(format!(
-                    "pool {}: {} ({}), {}, {} ready, {} GPUs",
+                    "pool {}: {} ({}), {}, {} ready, {} GPUs{}",
                     r.name,
                     r.machine_type,
                     r.provisioning,
                     crate::words::plural(r.nodes, "node"),
                     r.ready,
-                    r.gpus
+                    r.gpus,
+                    match (&r.autoscaling, &r.accelerator) {
+                        (Some(a), Some(acc)) if r.nodes == 0 => format!(" (autoscaling {a}, {acc} a node)"),
+                        (Some(a), _) => format!(" (autoscaling {a})"),
+                        _ => String::new(),
+                    }
                 ));
             }
             if nodes.is_empty() {

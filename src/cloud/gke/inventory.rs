@@ -313,8 +313,8 @@ fn status_blocks(fleet: &str, snap: &Snapshot) -> Vec<Block> {
     let mut out = vec![
         Block::Line(format!("{} (fleet `{fleet}`)", snap.cluster)),
         Block::Table(
-            POOL_HEADER.to_vec(),
-            snap.pools.iter().map(|p| p.cells().to_vec()).collect(),
+            view::POOL_STATUS_HEADER.to_vec(),
+            snap.pools.iter().map(|p| p.status_cells()).collect(),
         ),
         Block::Blank,
     ];

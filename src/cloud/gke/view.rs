@@ -128,6 +128,9 @@ pub struct PoolRow {
     pub ready: usize,
     pub gpus: u64,
     pub gpus_used: u64,
+    /// The pool's autoscaling from the GKE API ("0-4", "fixed"), when it was read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub autoscaling: Option<String>,
 }
 
 /// The pool table's columns, in the CLI and the cockpit.
@@ -138,6 +141,17 @@ pub const POOL_HEADER: [&str; 6] = [
     "PROVISIONING",
     "READY",
     "GPUS USED",
+];
+
+/// `fleet status`'s pool columns: [`POOL_HEADER`] and the pool's autoscaling.
+pub const POOL_STATUS_HEADER: [&str; 7] = [
+    "POOL",
+    "MACHINE",
+    "ACCELERATOR",
+    "PROVISIONING",
+    "READY",
+    "GPUS USED",
+    "AUTOSCALING",
 ];
 
 impl PoolRow {
@@ -152,6 +166,147 @@ impl PoolRow {
             format!("{}/{}", self.gpus_used, self.gpus),
         ]
     }
+
+    /// The row's cells under [`POOL_STATUS_HEADER`].
+    pub fn status_cells(&self) -> Vec<String> {
+        let mut c = self.cells().to_vec();
+        c.push(self.autoscaling.clone().unwrap_or_else(|| "-".into()));
+        c
+    }
+}
+
+/// A node pool as the GKE API gives it (`projects.locations.clusters.nodePools.list`,
+/// container/v1 `NodePool`): only the fields shown.
+#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ApiPool {
+    pub name: String,
+    pub config: ApiPoolConfig,
+    pub autoscaling: Option<ApiAutoscaling>,
+    pub queued_provisioning: Option<ApiEnabled>,
+}
+
+/// `NodeConfig`'s fields a pool is shown by.
+#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ApiPoolConfig {
+    pub machine_type: Option<String>,
+    pub accelerators: Vec<ApiAccelerator>,
+    pub spot: bool,
+    pub preemptible: bool,
+    pub flex_start: bool,
+    pub reservation_affinity: Option<ApiReservation>,
+}
+
+/// `AcceleratorConfig` (`acceleratorCount` is an int64, a JSON string).
+#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ApiAccelerator {
+    pub accelerator_count: serde_json::Value,
+    pub accelerator_type: String,
+}
+
+/// `ReservationAffinity`.
+#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ApiReservation {
+    pub consume_reservation_type: String,
+    pub values: Vec<String>,
+}
+
+/// `NodePoolAutoscaling` (per-zone `min/maxNodeCount`, or cluster-wide `total*`).
+#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ApiAutoscaling {
+    pub enabled: bool,
+    pub min_node_count: i64,
+    pub max_node_count: i64,
+    pub total_min_node_count: i64,
+    pub total_max_node_count: i64,
+}
+
+/// `QueuedProvisioning`.
+#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize)]
+#[serde(default)]
+pub struct ApiEnabled {
+    pub enabled: bool,
+}
+
+impl ApiPool {
+    /// GPUs per node and their type.
+    pub fn accelerator(&self) -> Option<(u64, String)> {
+        let a = self.config.accelerators.first()?;
+        let n = match &a.accelerator_count {
+            serde_json::Value::String(s) => s.parse().ok()?,
+            v => v.as_u64()?,
+        };
+        Some((n, a.accelerator_type.clone()))
+    }
+
+    /// How its VMs are provisioned, in [`provisioning`]'s words.
+    pub fn provisioning(&self) -> String {
+        let queued = self.queued_provisioning.as_ref().is_some_and(|q| q.enabled);
+        if self.config.flex_start {
+            if queued {
+                "DWS flex-start (queued)".into()
+            } else {
+                "DWS flex-start".into()
+            }
+        } else if queued {
+            "DWS queued".into()
+        } else if self.config.spot {
+            "Spot".into()
+        } else if self.config.preemptible {
+            "Preemptible".into()
+        } else if let Some(r) = self
+            .config
+            .reservation_affinity
+            .as_ref()
+            .filter(|r| r.consume_reservation_type == "SPECIFIC_RESERVATION")
+        {
+            format!("reservation {}", r.values.join(","))
+        } else {
+            "on-demand".into()
+        }
+    }
+
+    /// "0-4" (cluster-wide bounds, else per zone), or "fixed".
+    pub fn autoscaling(&self) -> String {
+        match &self.autoscaling {
+            Some(a) if a.enabled && (a.total_min_node_count > 0 || a.total_max_node_count > 0) => {
+                format!("{}-{}", a.total_min_node_count, a.total_max_node_count)
+            }
+            Some(a) if a.enabled => format!("{}-{} per zone", a.min_node_count, a.max_node_count),
+            _ => "fixed".into(),
+        }
+    }
+}
+
+/// Add the GKE API's pools to `rows` (built from nodes): each row gets its autoscaling,
+/// and a pool `want`ed that has no node now (scaled to zero) gets a row of its own with
+/// its machine type, GPUs per node and provisioning.
+pub fn with_api_pools(rows: &mut Vec<PoolRow>, api: &[ApiPool], want: impl Fn(&ApiPool) -> bool) {
+    for p in api {
+        if let Some(r) = rows.iter_mut().find(|r| r.name == p.name) {
+            r.autoscaling = Some(p.autoscaling());
+            continue;
+        }
+        if !want(p) {
+            continue;
+        }
+        rows.push(PoolRow {
+            name: p.name.clone(),
+            machine_type: p.config.machine_type.clone().unwrap_or_default(),
+            accelerator: p.accelerator().map(|(n, t)| format!("{n}x {t}")),
+            provisioning: p.provisioning(),
+            nodes: 0,
+            ready: 0,
+            gpus: 0,
+            gpus_used: 0,
+            autoscaling: Some(p.autoscaling()),
+        });
+    }
+    rows.sort_by(|a, b| a.name.cmp(&b.name));
 }
 
 pub fn internal_ip(n: &Node) -> Option<String> {
@@ -218,6 +373,7 @@ pub fn pool_rows(nodes: &[Node], rows: &[NodeRow]) -> Vec<PoolRow> {
             ready: 0,
             gpus: 0,
             gpus_used: 0,
+            autoscaling: None,
         });
         p.nodes += 1;
         p.ready += r.ready as usize;
