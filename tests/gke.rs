@@ -1153,3 +1153,75 @@ fn pools_at_zero_nodes_are_shown_from_the_gke_api() {
         assert!(row.contains(cell), "{cell} missing: {row}");
     }
 }
+
+/// GKE review M2: with no `network.gpudirect`, a GKE fleet's flavour comes from its
+/// nodes' machine type (A3 Ultra: RDMA, so the job pod sources gIB's NCCL script), and
+/// a fleet whose machine type has GPUDirect but that gets none is warned about.
+#[test]
+fn a_gke_fleet_gets_the_flavour_of_its_machine_type() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = KubeDouble::start(Options {
+        nodes: nodes(),
+        ..Options::default()
+    });
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let script_of = |d: &KubeDouble, name: &str| -> String {
+        let sets = d.jobsets();
+        let set = sets
+            .iter()
+            .find(|s| {
+                s["metadata"]["name"]
+                    .as_str()
+                    .is_some_and(|n| n.starts_with(name))
+            })
+            .unwrap_or_else(|| panic!("no JobSet for {name}: {sets:?}"))
+            .clone();
+        set["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["containers"][0]["command"]
+            [2]
+        .as_str()
+        .unwrap()
+        .to_string()
+    };
+    for (fleet, network, expect_gib) in [
+        ("plain", "", true),
+        ("nogd", "network:\n  gpudirect: none\n", false),
+    ] {
+        let f = tmp.path().join(format!("{fleet}.yaml"));
+        std::fs::write(
+            &f,
+            format!(
+                "type: fleet\nname: {fleet}\n{network}gke:\n  context: double\n  kubeconfig: {}\n  node_pools: [a3u-flex]\n",
+                d.kubeconfig.display()
+            ),
+        )
+        .unwrap();
+        let out = flightdeck(&home, &["fleet", "apply", f.to_str().unwrap(), "--yes"]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let name = format!("md-{fleet}");
+        let job = tmp.path().join(format!("{name}.yaml"));
+        std::fs::write(
+            &job,
+            format!("type: task\nname: {name}\nfleet: {fleet}\ngpus_per_node: 8\ncommands: [\"true\"]\n"),
+        )
+        .unwrap();
+        let out = flightdeck(
+            &home,
+            &["job", "run", "--detach", "--no-preflight", job.to_str().unwrap()],
+        );
+        let err = text(&out.stderr);
+        assert!(out.status.success(), "{err}");
+        let script = script_of(&d, &name);
+        assert_eq!(
+            script.contains("/usr/local/gib/scripts/set_nccl_env.sh"),
+            expect_gib,
+            "{fleet}:\n{script}"
+        );
+        assert_eq!(
+            err.contains("a3-ultragpu-8g has GPUDirect (rdma), but fleet `nogd` gets none"),
+            !expect_gib,
+            "{fleet}: {err}"
+        );
+        let _ = flightdeck(&home, &["job", "stop", &name]);
+    }
+}
