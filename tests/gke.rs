@@ -1225,3 +1225,53 @@ fn a_gke_fleet_gets_the_flavour_of_its_machine_type() {
         let _ = flightdeck(&home, &["job", "stop", &name]);
     }
 }
+
+/// GKE review M7: a rank whose pod cannot be scheduled says why in `job show` and
+/// `fleet status`: the pod's reason and kube-scheduler's FailedScheduling event.
+#[test]
+fn a_waiting_rank_says_why_in_job_status() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = KubeDouble::start(Options {
+        nodes: nodes(),
+        ..Options::default()
+    });
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let f = fleet_file(tmp.path(), &d, "");
+    let out = flightdeck(&home, &["fleet", "apply", f.to_str().unwrap(), "--yes"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // 16 GPUs a rank: no 8-GPU node fits it.
+    let job = tmp.path().join("big.yaml");
+    std::fs::write(
+        &job,
+        "type: task\nname: big\nfleet: a3u\nnodes: 1\ngpus_per_node: 16\ncommands: [\"sleep 30\"]\n",
+    )
+    .unwrap();
+    let out = flightdeck(
+        &home,
+        &["job", "run", "--detach", "--no-preflight", job.to_str().unwrap()],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let mut o = String::new();
+    for _ in 0..40 {
+        let out = flightdeck(&home, &["job", "show", "big"]);
+        o = text(&out.stdout) + &text(&out.stderr);
+        if o.contains("waits") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    assert!(
+        o.contains("rank 0 (pod ")
+            && o.contains("waits: Unschedulable: 0/N nodes are available")
+            && o.contains("FailedScheduling: 0/N nodes are available"),
+        "{o}"
+    );
+    let out = flightdeck(&home, &["fleet", "status", "a3u"]);
+    let s = text(&out.stdout);
+    assert!(
+        s.contains("waits: Unschedulable") && s.contains("FailedScheduling"),
+        "{s}"
+    );
+    let _ = flightdeck(&home, &["job", "stop", "big"]);
+}

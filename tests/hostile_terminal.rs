@@ -176,6 +176,7 @@ fn fleets_nodes_panes_and_questions() {
             admitted: 0,
         }],
         kueue: Some(evil("kueue")),
+        waiting: vec![],
     };
     update(
         &mut s,

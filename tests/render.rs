@@ -1312,6 +1312,7 @@ fn gke_fleet_pools_nodes_and_kueue_in_the_nodes_view() {
             admitted: 0,
         }],
         kueue: None,
+        waiting: vec![],
     };
     update(
         &mut s,

@@ -727,6 +727,31 @@ fn route(s: &Arc<Shared>, req: &Request, segs: &[&str]) -> (u16, Value) {
             Some(obj) => (200, obj),
             None => status(404, "NotFound", &format!("pods \"{name}\" not found")),
         },
+        // core/v1 Events: kube-scheduler records `FailedScheduling` (a Warning about the
+        // pod, from default-scheduler) for a pod it cannot place
+        // (kubernetes/kubernetes pkg/scheduler/schedule_one.go, handleSchedulingFailure);
+        // the double's unschedulable pods get one.
+        ["api", "v1", "namespaces", ns, "events"] if m == "GET" => {
+            let st = s.state.lock().unwrap();
+            let items: Vec<Value> = st
+                .pods
+                .iter()
+                .filter(|((n, _), _)| n == ns)
+                .filter_map(|((_, name), p)| {
+                    let c = p.obj["status"]["conditions"].as_array()?.iter().find(|c| {
+                        c["type"] == "PodScheduled" && c["status"] == "False"
+                    })?;
+                    let t = p.obj["metadata"]["creationTimestamp"].clone();
+                    Some(json!({"kind": "Event", "apiVersion": "v1",
+                        "metadata": {"name": format!("{name}.{:x}", st.rv), "namespace": ns},
+                        "involvedObject": {"kind": "Pod", "namespace": ns, "name": name, "uid": p.obj["metadata"]["uid"], "apiVersion": "v1"},
+                        "reason": "FailedScheduling", "message": c["message"], "type": "Warning",
+                        "source": {"component": "default-scheduler"}, "reportingComponent": "default-scheduler",
+                        "firstTimestamp": t, "lastTimestamp": t, "count": 1}))
+                })
+                .collect();
+            (200, list("EventList", items, st.rv))
+        }
         ["api", "v1", "namespaces", _, "services"] if m == "POST" => {
             (201, serde_json::from_slice(&req.body).unwrap_or(json!({})))
         }

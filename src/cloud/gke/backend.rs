@@ -249,7 +249,7 @@ impl Target {
     }
 
     /// Pools, nodes and Kueue workloads now.
-    pub async fn snapshot(&self, clients: &Clients, now: u64) -> Result<Snapshot, String> {
+    pub async fn snapshot(&self, clients: &Clients, fleet: &str, now: u64) -> Result<Snapshot, String> {
         let nodes = self.nodes(clients).await?;
         let client = clients.get(&self.cluster).await?;
         let pods: Api<Pod> = Api::all(client.clone());
@@ -271,9 +271,27 @@ impl Target {
                 .unwrap_or_default(),
             Some(_) => vec![],
         };
+        // The fleet's job pods that wait, and why (their events: FailedScheduling,
+        // NotTriggerScaleUp, FailedCreatePodSandBox, ...).
+        let jobs: Vec<Pod> = all
+            .items
+            .into_iter()
+            .filter(|p| p.metadata.namespace.as_deref() == Some(self.namespace.as_str()))
+            .filter(|p| {
+                let l = p.metadata.labels.as_ref();
+                l.and_then(|l| l.get(super::ROLE_LABEL)).map(String::as_str) == Some("job")
+                    && l.and_then(|l| l.get(FLEET_LABEL)).map(String::as_str) == Some(fleet)
+            })
+            .collect();
+        let waiting = if jobs.is_empty() {
+            vec![]
+        } else {
+            super::jobs::waiting_pods(&jobs, &super::jobs::wait_events(&client, &self.namespace).await)
+        };
         Ok(Snapshot {
             cluster: self.cluster.describe(),
             pools,
+            waiting,
             nodes: rows,
             workloads,
             queues,

@@ -70,7 +70,7 @@ impl Inventory for GkeInventory {
             for f in state.fleets.iter().filter(|f| f.backend == BackendKind::Gke) {
                 let seen = match Target::of_record(f) {
                     Ok(t) => t
-                        .snapshot(&ctx.kube, crate::store::now_unix())
+                        .snapshot(&ctx.kube, &f.name, crate::store::now_unix())
                         .await
                         .map(Box::new),
                     Err(e) => Err(e),
@@ -92,7 +92,9 @@ impl Inventory for GkeInventory {
     ) -> BoxFuture<'a, Result<Status, String>> {
         Box::pin(async move {
             let target = Target::of_record(record)?;
-            let snap = target.snapshot(&ctx.kube, crate::store::now_unix()).await?;
+            let snap = target
+                .snapshot(&ctx.kube, &record.name, crate::store::now_unix())
+                .await?;
             Ok(Status {
                 json: serde_json::to_value(&snap).map_err(|e| e.to_string())?,
                 blocks: status_blocks(&record.name, &snap),
@@ -362,6 +364,12 @@ fn status_blocks(fleet: &str, snap: &Snapshot) -> Vec<Block> {
             vec!["LOCALQUEUE", "CLUSTERQUEUE", "PENDING", "ADMITTED"],
             rows,
         ));
+        out.push(Block::Blank);
+    }
+    for w in &snap.waiting {
+        out.push(Block::Line(format!("job {}: {}", w.job, w.line())));
+    }
+    if !snap.waiting.is_empty() {
         out.push(Block::Blank);
     }
     match &snap.kueue {

@@ -544,6 +544,9 @@ pub struct Snapshot {
     /// Kueue's LocalQueues in the namespace.
     #[serde(default)]
     pub queues: Vec<QueueRow>,
+    /// Job ranks whose pods wait, with why and the latest events about them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub waiting: Vec<super::jobs::Waiting>,
     /// Why Kueue's workloads could not be read (Kueue not installed), if so.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kueue: Option<String>,
