@@ -1275,3 +1275,59 @@ fn a_waiting_rank_says_why_in_job_status() {
     );
     let _ = flightdeck(&home, &["job", "stop", "big"]);
 }
+
+/// GKE review M3: the GPUDirect plugin and RxDM versions are the cluster's installer
+/// DaemonSets' (kube-system), else the manifests' current pair, and `fleet status` shows
+/// them.
+#[test]
+fn plugin_versions_come_from_the_installer_daemonsets() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = KubeDouble::start(Options {
+        nodes: nodes(),
+        ..Options::default()
+    });
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let f = fleet_file(tmp.path(), &d, "");
+    let out = flightdeck(&home, &["fleet", "apply", f.to_str().unwrap(), "--yes"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = flightdeck(&home, &["fleet", "status", "a3u"]);
+    let o = text(&out.stdout);
+    assert!(
+        o.contains(
+            "GPUDirect tcpxo: plugin v1.0.15, RxDM v1.0.21 (the manifests' current; no installer DaemonSet)"
+        ),
+        "{o}"
+    );
+    // The installers as gpudirect-tcpxo/nccl-tcpxo-installer.yaml and
+    // gpudirect-rdma/nccl-rdma-installer.yaml run them: the plugin in an init container.
+    let installer = |name: &str, image: &str| {
+        serde_json::json!({"apiVersion": "apps/v1", "kind": "DaemonSet",
+            "metadata": {"name": name, "namespace": "kube-system", "labels": {"k8s-app": name}},
+            "spec": {"selector": {"matchLabels": {"k8s-app": name}},
+                "template": {"metadata": {"labels": {"k8s-app": name}},
+                    "spec": {"initContainers": [{"name": "nccl-plugin-installer", "image": image}],
+                             "containers": [{"name": "pause", "image": "gcr.io/google-containers/pause:2.0"}]}}}})
+    };
+    d.add_daemonset(installer(
+        "nccl-tcpxo-installer",
+        "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev:v1.0.15",
+    ));
+    d.add_daemonset(installer(
+        "nccl-rdma-installer",
+        "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib:v1.0.6",
+    ));
+    let out = flightdeck(&home, &["fleet", "status", "a3u"]);
+    let o = text(&out.stdout);
+    assert!(
+        o.contains(
+            "GPUDirect tcpxo: plugin v1.0.15, RxDM v1.0.21 (DaemonSet kube-system/nccl-tcpxo-installer)"
+        ),
+        "{o}"
+    );
+    assert!(
+        o.contains("GPUDirect rdma: plugin v1.0.6 (DaemonSet kube-system/nccl-rdma-installer)"),
+        "{o}"
+    );
+    assert!(!o.contains("GPUDirect tcpx:"), "no TCPX installer: {o}");
+}

@@ -177,6 +177,7 @@ fn fleets_nodes_panes_and_questions() {
         }],
         kueue: Some(evil("kueue")),
         waiting: vec![],
+        plugins: vec![],
     };
     update(
         &mut s,

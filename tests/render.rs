@@ -1313,6 +1313,7 @@ fn gke_fleet_pools_nodes_and_kueue_in_the_nodes_view() {
         }],
         kueue: None,
         waiting: vec![],
+        plugins: vec![],
     };
     update(
         &mut s,

@@ -752,6 +752,12 @@ fn route(s: &Arc<Shared>, req: &Request, segs: &[&str]) -> (u16, Value) {
                 .collect();
             (200, list("EventList", items, st.rv))
         }
+        // apps/v1 DaemonSets in kube-system: GKE's GPUDirect installers, as the test
+        // adds them (KubeDouble::add_daemonset).
+        ["apis", "apps", "v1", "namespaces", "kube-system", "daemonsets"] if m == "GET" => {
+            let st = s.state.lock().unwrap();
+            (200, list("DaemonSetList", st.daemonsets.clone(), st.rv))
+        }
         ["api", "v1", "namespaces", _, "services"] if m == "POST" => {
             (201, serde_json::from_slice(&req.body).unwrap_or(json!({})))
         }

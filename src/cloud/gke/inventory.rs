@@ -366,6 +366,12 @@ fn status_blocks(fleet: &str, snap: &Snapshot) -> Vec<Block> {
         ));
         out.push(Block::Blank);
     }
+    for p in &snap.plugins {
+        out.push(Block::Line(format!("GPUDirect {}", p.line())));
+    }
+    if !snap.plugins.is_empty() {
+        out.push(Block::Blank);
+    }
     for w in &snap.waiting {
         out.push(Block::Line(format!("job {}: {}", w.job, w.line())));
     }

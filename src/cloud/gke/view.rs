@@ -534,6 +534,97 @@ pub fn queue_row(q: &serde_json::Value) -> QueueRow {
     }
 }
 
+/// GKE's GPUDirect installer DaemonSets in kube-system, their flavour, and the versions
+/// of Google's current manifests (tests/fixtures/reference/container-engine-accelerators:
+/// gpudirect-tcpxo/nccl-test-latest.yaml RxDM v1.0.21 with plugin v1.0.15, as the
+/// nccl-plugin-gpudirect-tcpxo README pairs them; gpudirect-tcpx/nccl-test-latest.yaml
+/// RxDM v2.0.12 with plugin v3.1.9; gpudirect-rdma/nccl-test.yaml gIB v1.1.1).
+pub const INSTALLERS: [(&str, &str, &str, Option<&str>); 3] = [
+    ("nccl-tcpxo-installer", "tcpxo", "v1.0.15", Some("v1.0.21")),
+    ("nccl-rdma-installer", "rdma", "v1.1.1", None),
+    ("nccl-tcpx-installer", "tcpx", "v3.1.9", Some("v2.0.12")),
+];
+
+/// The GPUDirect plugin a cluster runs (its installer DaemonSet's image tag), or the
+/// manifests' current version when no installer is there.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct PluginVersion {
+    pub flavour: String,
+    /// The installer DaemonSet, when the cluster has it.
+    pub installer: Option<String>,
+    /// The plugin image's tag.
+    pub plugin: String,
+    /// The RxDM daemon's tag that goes with it (TCPX/TCPXO), when known: the installer
+    /// decides it (the TCPXO README couples the two).
+    pub rxdm: Option<String>,
+}
+
+impl PluginVersion {
+    pub fn line(&self) -> String {
+        let rxdm = match (&self.rxdm, self.flavour.as_str()) {
+            (Some(r), _) => format!(", RxDM {r}"),
+            (None, "tcpx" | "tcpxo") => {
+                ", RxDM: the one the installer's version pairs with (not known here)".into()
+            }
+            _ => String::new(),
+        };
+        match &self.installer {
+            Some(i) => format!(
+                "{}: plugin {}{rxdm} (DaemonSet kube-system/{i})",
+                self.flavour, self.plugin
+            ),
+            None => format!(
+                "{}: plugin {}{rxdm} (the manifests' current; no installer DaemonSet)",
+                self.flavour, self.plugin
+            ),
+        }
+    }
+}
+
+/// The plugin versions of the installer DaemonSets among `daemonsets` (apps/v1 objects
+/// of kube-system): each one's first image tag, with the RxDM of the manifests' pair
+/// when the tag is theirs. Without any installer: the manifests' current versions.
+pub fn plugin_versions(daemonsets: &[serde_json::Value]) -> Vec<PluginVersion> {
+    let mut out = vec![];
+    for (name, flavour, plugin, rxdm) in INSTALLERS {
+        let Some(ds) = daemonsets.iter().find(|d| d["metadata"]["name"] == name) else {
+            continue;
+        };
+        let spec = &ds["spec"]["template"]["spec"];
+        let image = spec["initContainers"]
+            .as_array()
+            .into_iter()
+            .chain(spec["containers"].as_array())
+            .flatten()
+            .filter_map(|c| c["image"].as_str())
+            .find(|i| i.contains("nccl-plugin"))
+            .unwrap_or("");
+        let tag = image.rsplit_once(':').map(|(_, t)| t).unwrap_or("").to_string();
+        out.push(PluginVersion {
+            flavour: flavour.into(),
+            installer: Some(name.into()),
+            rxdm: if tag == plugin {
+                rxdm.map(String::from)
+            } else {
+                None
+            },
+            plugin: if tag.is_empty() { "unknown".into() } else { tag },
+        });
+    }
+    if out.is_empty() {
+        out = INSTALLERS
+            .iter()
+            .map(|(_, flavour, plugin, rxdm)| PluginVersion {
+                flavour: flavour.to_string(),
+                installer: None,
+                plugin: plugin.to_string(),
+                rxdm: rxdm.map(String::from),
+            })
+            .collect();
+    }
+    out
+}
+
 /// Everything the cockpit and `fleet status` show of a GKE fleet at one time.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct Snapshot {
@@ -544,6 +635,9 @@ pub struct Snapshot {
     /// Kueue's LocalQueues in the namespace.
     #[serde(default)]
     pub queues: Vec<QueueRow>,
+    /// The GPUDirect plugin versions: the cluster's installers', else the manifests'.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub plugins: Vec<PluginVersion>,
     /// Job ranks whose pods wait, with why and the latest events about them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub waiting: Vec<super::jobs::Waiting>,
