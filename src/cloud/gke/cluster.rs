@@ -692,6 +692,27 @@ pub fn not_found(e: &kube::Error) -> bool {
 mod tests {
     use super::*;
 
+    /// M4: a gcloud context name gives the cluster's GKE API name; other names give none.
+    #[test]
+    fn gcloud_context_names_name_the_cluster() {
+        let mut c = ClusterRef {
+            kubeconfig: None,
+            context: Some("gke_my-proj_us-central1_a3u-cluster".into()),
+            project: None,
+            location: None,
+            cluster: None,
+            allow_exec_plugin: PluginOptIn::No,
+        };
+        assert_eq!(
+            c.gke_name(),
+            Some(("my-proj".into(), "us-central1".into(), "a3u-cluster".into()))
+        );
+        c.context = Some("double".into());
+        assert_eq!(c.gke_name(), None);
+        c.context = Some("gke_p__c".into());
+        assert_eq!(c.gke_name(), None);
+    }
+
     #[test]
     fn ca_certificates_decode_from_base64_pem() {
         let der = b"\x30\x03\x02\x01\x01";
