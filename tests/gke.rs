@@ -258,15 +258,17 @@ fn a_gke_fleet_shows_its_pools_runs_commands_and_an_nccl_test() {
         o.contains("fd-debug-gke-a3u-flex-0") && o.contains("fd-debug-gke-a3u-flex-1"),
         "{o}"
     );
-    let debug: Vec<serde_json::Value> = d
-        .pods()
-        .into_iter()
-        .filter(|p| p["metadata"]["labels"]["flightdeck-role"] == "debug")
-        .collect();
-    assert_eq!(debug.len(), 2);
-    assert!(debug
+    // It made a debug pod per node, and removed them at its end (H3).
+    let posts = d
+        .requests()
         .iter()
-        .all(|p| p["spec"]["hostNetwork"] == true && p["metadata"]["labels"]["flightdeck-fleet"] == "a3u"));
+        .filter(|r| r.as_str() == "POST /api/v1/namespaces/default/pods")
+        .count();
+    assert_eq!(posts, 2);
+    assert!(d
+        .pods()
+        .iter()
+        .all(|p| p["metadata"]["labels"]["flightdeck-role"] != "debug"));
     let out = flightdeck(&home, &["exec", "a3u", "--", "exit 7"]);
     assert_eq!(out.status.code(), Some(7), "{}", text(&out.stderr));
     // The VM bootstrap is not for GKE nodes.
@@ -277,21 +279,6 @@ fn a_gke_fleet_shows_its_pools_runs_commands_and_an_nccl_test() {
         "{}",
         text(&out.stderr)
     );
-    // `fleet gc` finds the idle debug pods, and with --yes removes them.
-    let out = flightdeck(&home, &["fleet", "gc"]);
-    let o = text(&out.stdout);
-    assert!(out.status.success(), "{o}{}", text(&out.stderr));
-    assert!(
-        o.contains("fd-debug-gke-a3u-flex-0") && o.contains("a debug pod"),
-        "{o}"
-    );
-    let out = flightdeck(&home, &["fleet", "gc", "--yes"]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    assert!(d
-        .pods()
-        .iter()
-        .all(|p| p["metadata"]["labels"]["flightdeck-role"] != "debug"));
-
     // NCCL: test pods per node, the gIB script on the first, parsed and judged.
     let out = flightdeck(&home, &["nccl", "run", "a3u", "--test", "all_gather", "--json"]);
     let err = text(&out.stderr);
@@ -318,16 +305,7 @@ fn a_gke_fleet_shows_its_pools_runs_commands_and_an_nccl_test() {
         .any(|r| r.contains("/pods/fd-nccl-") && r.ends_with("/exec?…"));
     assert!(run_script_saw, "the run went through exec into the test pod");
 
-    // Deleting the fleet removes its debug pods (made again by an exec).
-    let out = flightdeck(&home, &["exec", "a3u", "--", "true"]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    assert_eq!(
-        d.pods()
-            .iter()
-            .filter(|p| p["metadata"]["labels"]["flightdeck-role"] == "debug")
-            .count(),
-        2
-    );
+    // Deleting the fleet removes what flightdeck made for it.
     let out = flightdeck(&home, &["fleet", "delete", "a3u", "--yes"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(d
@@ -843,4 +821,532 @@ fn the_cockpit_opens_panes_on_every_gke_node_and_cleans_up() {
             .all(|p| p["metadata"]["labels"]["flightdeck-role"] != "debug"),
         "the cockpit removed its debug pods as it quit"
     );
+}
+
+/// A raw POST of `obj` to `path` on the double (as another operator's kubectl would).
+fn post(d: &KubeDouble, path: &str, obj: &serde_json::Value) {
+    let body = serde_json::to_vec(obj).unwrap();
+    let addr = d.url.trim_start_matches("http://");
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    use std::io::{Read, Write};
+    write!(s, "POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len()).unwrap();
+    s.write_all(&body).unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    assert!(out.starts_with("HTTP/1.1 201"), "{out}");
+}
+
+/// flightdeck as operator `user`, with more environment.
+fn fd_as(home: &Path, user: &str, args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
+    let mut e: Vec<(&str, String)> = vec![("USER", user.to_string())];
+    e.extend(env.iter().map(|(k, v)| (*k, v.to_string())));
+    support::flightdeck_env(home, args, &e)
+}
+
+/// A JobSet held by a queue that does not exist (no pods), with `labels`.
+fn held_jobset(name: &str, labels: serde_json::Value) -> serde_json::Value {
+    let mut l = labels;
+    l["kueue.x-k8s.io/queue-name"] = "nowhere".into();
+    l["app.kubernetes.io/managed-by"] = "flightdeck".into();
+    serde_json::json!({"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+        "metadata": {"name": name, "labels": l}, "spec": {"suspend": true, "replicatedJobs": []}})
+}
+
+/// Hostile review D4: `fleet gc` and `fleet delete` remove only this owner's objects (the
+/// owner label the GCP backend uses, and the state directory's id); a teammate's JobSets
+/// and debug pods, even of a fleet with the same name, are listed and not touched.
+#[test]
+fn gc_and_delete_touch_only_this_owners_objects() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = KubeDouble::start(Options {
+        nodes: nodes(),
+        ..Options::default()
+    });
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let f = fleet_file(tmp.path(), &d, "");
+    let out = fd_as(
+        &home,
+        "carol",
+        &["fleet", "apply", f.to_str().unwrap(), "--yes"],
+        &[],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // Carol's own object of a fleet she no longer has: hers (owner and state directory).
+    let state = std::fs::canonicalize(home.join(".local/state/flightdeck")).unwrap();
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    let carol = flightdeck::cloud::gke::Owner::new("carol", host.trim(), &state);
+    let sets = "/apis/jobset.x-k8s.io/v1alpha2/namespaces/default/jobsets";
+    post(
+        &d,
+        sets,
+        &held_jobset(
+            "carol-old-1",
+            serde_json::json!({"flightdeck-fleet": "gone",
+        "flightdeck-owner": "carol", "flightdeck-state": carol.state}),
+        ),
+    );
+    // Alice's running training job, and her job in a fleet also named a3u.
+    post(
+        &d,
+        sets,
+        &held_jobset(
+            "alice-pretrain-1",
+            serde_json::json!({"flightdeck-fleet": "alice-h200",
+        "flightdeck-owner": "alice", "flightdeck-state": "0000beef"}),
+        ),
+    );
+    post(
+        &d,
+        sets,
+        &held_jobset(
+            "a3u-alice-job",
+            serde_json::json!({"flightdeck-fleet": "a3u",
+        "flightdeck-owner": "alice", "flightdeck-state": "0000beef"}),
+        ),
+    );
+    // Carol's object from another state directory of hers: not this one's.
+    post(
+        &d,
+        sets,
+        &held_jobset(
+            "carol-laptop-1",
+            serde_json::json!({"flightdeck-fleet": "gone",
+        "flightdeck-owner": "carol", "flightdeck-state": "12345678"}),
+        ),
+    );
+    // Alice's debug pod on a node of fleet a3u (her pane is open in it).
+    post_pod(
+        &d,
+        serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "fd-debug-gke-a3u-flex-0-alice",
+            "labels": {"app.kubernetes.io/managed-by": "flightdeck", "flightdeck-fleet": "a3u", "flightdeck-role": "debug",
+                       "flightdeck-owner": "alice", "flightdeck-state": "0000beef"}},
+        "spec": {"nodeName": "gke-a3u-flex-0", "containers": [{"name": "debug", "image": "ubuntu:24.04", "command": ["sleep", "300"]}]}}),
+    );
+    let out = fd_as(&home, "carol", &["fleet", "gc"], &[]);
+    let o = text(&out.stdout) + &text(&out.stderr);
+    assert!(out.status.success(), "{o}");
+    assert!(
+        o.contains("carol-old-1") && o.contains("its fleet is not in the state"),
+        "{o}"
+    );
+    assert!(
+        o.contains("alice-pretrain-1") && o.contains("owned by alice; not touched"),
+        "{o}"
+    );
+    assert!(
+        o.contains("carol-laptop-1") && o.contains("from another state directory"),
+        "{o}"
+    );
+    assert!(o.contains("fd-debug-gke-a3u-flex-0-alice"), "{o}");
+    let out = fd_as(&home, "carol", &["fleet", "gc", "--yes"], &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let names = |d: &KubeDouble| -> Vec<String> {
+        d.jobsets()
+            .iter()
+            .map(|j| j["metadata"]["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let left = names(&d);
+    assert!(!left.contains(&"carol-old-1".to_string()), "{left:?}");
+    for kept in ["alice-pretrain-1", "a3u-alice-job", "carol-laptop-1"] {
+        assert!(left.contains(&kept.to_string()), "{kept} was deleted: {left:?}");
+    }
+    assert!(!d
+        .requests()
+        .iter()
+        .any(|r| r.starts_with("DELETE") && r.contains("alice")));
+    // `fleet delete a3u` removes carol's objects of a3u only.
+    let out = fd_as(&home, "carol", &["fleet", "delete", "a3u", "--yes"], &[]);
+    let err = text(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("JobSet a3u-alice-job owned by alice; not touched"),
+        "{err}"
+    );
+    assert!(
+        err.contains("pod fd-debug-gke-a3u-flex-0-alice owned by alice; not touched"),
+        "{err}"
+    );
+    assert!(names(&d).contains(&"a3u-alice-job".to_string()));
+    assert!(d
+        .pods()
+        .iter()
+        .any(|p| p["metadata"]["name"] == "fd-debug-gke-a3u-flex-0-alice"));
+}
+
+/// The debug pods of fleet `fleet` in the double.
+fn debug_pods(d: &KubeDouble) -> Vec<String> {
+    d.pods()
+        .iter()
+        .filter(|p| p["metadata"]["labels"]["flightdeck-role"] == "debug")
+        .map(|p| p["metadata"]["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn wait_for(what: &str, mut ok: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !ok() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{what} did not happen in 20 s"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// GKE review H3 and M6: a debug pod lets Cluster Autoscaler remove its node, a CLI
+/// command removes the debug pods it made (at Ctrl-C too), and `fleet gc` removes only
+/// debug pods nobody uses (never one a command runs in), idle for a while.
+#[test]
+fn debug_pods_go_with_their_command_and_gc_keeps_the_ones_in_use() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = KubeDouble::start(Options {
+        nodes: nodes(),
+        ..Options::default()
+    });
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let f = fleet_file(tmp.path(), &d, "");
+    let out = fd_as(
+        &home,
+        "carol",
+        &["fleet", "apply", f.to_str().unwrap(), "--yes"],
+        &[],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let long = |home: &Path| {
+        Command::new(env!("CARGO_BIN_EXE_flightdeck"))
+            .args(["exec", "a3u", "--", "sleep 60"])
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", home)
+            .env("USER", "carol")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    // A command runs in both debug pods: gc, even with no idle time asked, keeps them.
+    let mut busy = long(&home);
+    wait_for("two running debug pods", || debug_pods(&d).len() == 2);
+    let pods = d.pods();
+    for p in pods
+        .iter()
+        .filter(|p| p["metadata"]["labels"]["flightdeck-role"] == "debug")
+    {
+        assert_eq!(
+            p["metadata"]["annotations"]["cluster-autoscaler.kubernetes.io/safe-to-evict"], "true",
+            "{p}"
+        );
+    }
+    std::thread::sleep(Duration::from_millis(1500));
+    let idle0 = [("FLIGHTDECK_GKE_DEBUG_IDLE_SECS", "0")];
+    let out = fd_as(&home, "carol", &["fleet", "gc", "--yes"], &idle0);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(debug_pods(&d).len(), 2, "gc deleted debug pods in use");
+    // Ctrl-C: the command removes the pods it made.
+    unsafe { libc::kill(busy.id() as i32, libc::SIGINT) };
+    let st = busy.wait().unwrap();
+    assert_eq!(st.code(), Some(130));
+    assert!(debug_pods(&d).is_empty(), "{:?}", debug_pods(&d));
+    // A command killed outright leaves its pods: idle, so gc finds them, once idle long
+    // enough (not with the default wait).
+    let mut killed = long(&home);
+    wait_for("two running debug pods", || debug_pods(&d).len() == 2);
+    std::thread::sleep(Duration::from_millis(500));
+    killed.kill().unwrap();
+    killed.wait().unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let out = fd_as(&home, "carol", &["fleet", "gc"], &[]);
+    assert!(!text(&out.stdout).contains("fd-debug-"), "{}", text(&out.stdout));
+    let out = fd_as(&home, "carol", &["fleet", "gc"], &idle0);
+    let o = text(&out.stdout);
+    assert!(
+        o.contains("fd-debug-gke-a3u-flex-0-") && o.contains("a debug pod unused for"),
+        "{o}"
+    );
+    let out = fd_as(&home, "carol", &["fleet", "gc", "--yes"], &idle0);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(debug_pods(&d).is_empty(), "{:?}", debug_pods(&d));
+}
+
+/// Hostile review D6: a pod that has a debug pod's name is never used for one: exec
+/// makes its own pod (generateName) and runs nothing in the squatter.
+#[test]
+fn a_pod_squatting_a_debug_pod_name_is_not_used() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = KubeDouble::start(Options {
+        nodes: nodes(),
+        ..Options::default()
+    });
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let f = fleet_file(tmp.path(), &d, "");
+    let out = fd_as(
+        &home,
+        "carol",
+        &["fleet", "apply", f.to_str().unwrap(), "--yes"],
+        &[],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    post_pod(
+        &d,
+        serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "fd-debug-gke-a3u-flex-0",
+            "labels": {"app": "not-flightdeck"}},
+        "spec": {"nodeName": "gke-a3u-flex-1", "containers": [{"name": "debug", "image": "evil/steal:latest", "command": ["sleep", "300"]}]}}),
+    );
+    let out = fd_as(
+        &home,
+        "carol",
+        &["exec", "a3u", "--nodes", "0", "--", "echo on $HOSTNAME"],
+        &[],
+    );
+    let o = text(&out.stdout);
+    assert!(out.status.success(), "{o}{}", text(&out.stderr));
+    assert!(o.contains("on fd-debug-gke-a3u-flex-0-"), "{o}");
+    assert!(
+        !d.requests()
+            .iter()
+            .any(|r| r.contains("/pods/fd-debug-gke-a3u-flex-0/exec")),
+        "exec went into the squatter"
+    );
+}
+
+/// GKE review M4: node pools at zero nodes are shown, from the GKE API's node pools
+/// (machine type, GPUs a node, autoscaling bounds, flex-start and queued provisioning),
+/// in `fleet apply` and `fleet status`.
+#[test]
+fn pools_at_zero_nodes_are_shown_from_the_gke_api() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = KubeDouble::start(Options {
+        nodes: nodes(),
+        ..Options::default()
+    });
+    d.add_node_pool(serde_json::json!({"name": "a3u-dws", "status": "RUNNING", "initialNodeCount": 0,
+        "config": {"machineType": "a3-ultragpu-8g", "flexStart": true,
+                   "accelerators": [{"acceleratorCount": "8", "acceleratorType": "nvidia-h200-141gb"}]},
+        "autoscaling": {"enabled": true, "totalMinNodeCount": 0, "totalMaxNodeCount": 8, "locationPolicy": "ANY"},
+        "queuedProvisioning": {"enabled": true}}));
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let adc = tmp.path().join("adc.json");
+    std::fs::write(&adc, d.adc_credentials().to_string()).unwrap();
+    let f = tmp.path().join("dws.yaml");
+    std::fs::write(
+        &f,
+        "type: fleet\nname: dws\ngke:\n  project: my-project\n  location: us-central1\n  cluster: a3u-cluster\n  node_pools: [a3u-flex, a3u-dws]\n",
+    )
+    .unwrap();
+    let env = [
+        ("GOOGLE_APPLICATION_CREDENTIALS", adc.display().to_string()),
+        ("FLIGHTDECK_GKE_API_URL", format!("{}/v1", d.url)),
+    ];
+    let out = support::flightdeck_env(&home, &["fleet", "apply", f.to_str().unwrap(), "--yes"], &env);
+    let err = text(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("pool a3u-dws: a3-ultragpu-8g (DWS flex-start (queued)), 0 nodes, 0 ready, 0 GPUs (autoscaling 0-8, 8x nvidia-h200-141gb a node)"),
+        "{err}"
+    );
+    assert!(
+        err.contains("pool a3u-flex: a3-ultragpu-8g (DWS flex-start), 2 nodes, 2 ready, 16 GPUs (autoscaling 0-4 per zone)"),
+        "{err}"
+    );
+    assert!(!err.contains("pool a3u-spot"), "not the fleet's: {err}");
+    let out = support::flightdeck_env(&home, &["fleet", "status", "dws"], &env);
+    let o = text(&out.stdout);
+    assert!(out.status.success(), "{o}{}", text(&out.stderr));
+    let row = o
+        .lines()
+        .find(|l| l.starts_with("a3u-dws"))
+        .unwrap_or_else(|| panic!("{o}"));
+    for cell in [
+        "a3-ultragpu-8g",
+        "8x nvidia-h200-141gb",
+        "DWS flex-start (queued)",
+        "0/0",
+        "0-8",
+    ] {
+        assert!(row.contains(cell), "{cell} missing: {row}");
+    }
+}
+
+/// GKE review M2: with no `network.gpudirect`, a GKE fleet's flavour comes from its
+/// nodes' machine type (A3 Ultra: RDMA, so the job pod sources gIB's NCCL script), and
+/// a fleet whose machine type has GPUDirect but that gets none is warned about.
+#[test]
+fn a_gke_fleet_gets_the_flavour_of_its_machine_type() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = KubeDouble::start(Options {
+        nodes: nodes(),
+        ..Options::default()
+    });
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let script_of = |d: &KubeDouble, name: &str| -> String {
+        let sets = d.jobsets();
+        let set = sets
+            .iter()
+            .find(|s| {
+                s["metadata"]["name"]
+                    .as_str()
+                    .is_some_and(|n| n.starts_with(name))
+            })
+            .unwrap_or_else(|| panic!("no JobSet for {name}: {sets:?}"))
+            .clone();
+        set["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["containers"][0]["command"]
+            [2]
+        .as_str()
+        .unwrap()
+        .to_string()
+    };
+    for (fleet, network, expect_gib) in [
+        ("plain", "", true),
+        ("nogd", "network:\n  gpudirect: none\n", false),
+    ] {
+        let f = tmp.path().join(format!("{fleet}.yaml"));
+        std::fs::write(
+            &f,
+            format!(
+                "type: fleet\nname: {fleet}\n{network}gke:\n  context: double\n  kubeconfig: {}\n  node_pools: [a3u-flex]\n",
+                d.kubeconfig.display()
+            ),
+        )
+        .unwrap();
+        let out = flightdeck(&home, &["fleet", "apply", f.to_str().unwrap(), "--yes"]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let name = format!("md-{fleet}");
+        let job = tmp.path().join(format!("{name}.yaml"));
+        std::fs::write(
+            &job,
+            format!("type: task\nname: {name}\nfleet: {fleet}\ngpus_per_node: 8\ncommands: [\"true\"]\n"),
+        )
+        .unwrap();
+        let out = flightdeck(
+            &home,
+            &["job", "run", "--detach", "--no-preflight", job.to_str().unwrap()],
+        );
+        let err = text(&out.stderr);
+        assert!(out.status.success(), "{err}");
+        let script = script_of(&d, &name);
+        assert_eq!(
+            script.contains("/usr/local/gib/scripts/set_nccl_env.sh"),
+            expect_gib,
+            "{fleet}:\n{script}"
+        );
+        assert_eq!(
+            err.contains("a3-ultragpu-8g has GPUDirect (rdma), but fleet `nogd` gets none"),
+            !expect_gib,
+            "{fleet}: {err}"
+        );
+        let _ = flightdeck(&home, &["job", "stop", &name]);
+    }
+}
+
+/// GKE review M7: a rank whose pod cannot be scheduled says why in `job show` and
+/// `fleet status`: the pod's reason and kube-scheduler's FailedScheduling event.
+#[test]
+fn a_waiting_rank_says_why_in_job_status() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = KubeDouble::start(Options {
+        nodes: nodes(),
+        ..Options::default()
+    });
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let f = fleet_file(tmp.path(), &d, "");
+    let out = flightdeck(&home, &["fleet", "apply", f.to_str().unwrap(), "--yes"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // 16 GPUs a rank: no 8-GPU node fits it.
+    let job = tmp.path().join("big.yaml");
+    std::fs::write(
+        &job,
+        "type: task\nname: big\nfleet: a3u\nnodes: 1\ngpus_per_node: 16\ncommands: [\"sleep 30\"]\n",
+    )
+    .unwrap();
+    let out = flightdeck(
+        &home,
+        &["job", "run", "--detach", "--no-preflight", job.to_str().unwrap()],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let mut o = String::new();
+    for _ in 0..40 {
+        let out = flightdeck(&home, &["job", "show", "big"]);
+        o = text(&out.stdout) + &text(&out.stderr);
+        if o.contains("waits") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    assert!(
+        o.contains("rank 0 (pod ")
+            && o.contains("waits: Unschedulable: 0/3 nodes are available")
+            && o.contains("FailedScheduling: 0/3 nodes are available"),
+        "{o}"
+    );
+    let out = flightdeck(&home, &["fleet", "status", "a3u"]);
+    let s = text(&out.stdout);
+    assert!(
+        s.contains("waits: Unschedulable") && s.contains("FailedScheduling"),
+        "{s}"
+    );
+    let _ = flightdeck(&home, &["job", "stop", "big"]);
+}
+
+/// GKE review M3: the GPUDirect plugin and RxDM versions are the cluster's installer
+/// DaemonSets' (kube-system), else the manifests' current pair, and `fleet status` shows
+/// them.
+#[test]
+fn plugin_versions_come_from_the_installer_daemonsets() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = KubeDouble::start(Options {
+        nodes: nodes(),
+        ..Options::default()
+    });
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let f = fleet_file(tmp.path(), &d, "");
+    let out = flightdeck(&home, &["fleet", "apply", f.to_str().unwrap(), "--yes"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = flightdeck(&home, &["fleet", "status", "a3u"]);
+    let o = text(&out.stdout);
+    assert!(
+        o.contains(
+            "GPUDirect tcpxo: plugin v1.0.15, RxDM v1.0.21 (the manifests' current; no installer DaemonSet)"
+        ),
+        "{o}"
+    );
+    // The installers as gpudirect-tcpxo/nccl-tcpxo-installer.yaml and
+    // gpudirect-rdma/nccl-rdma-installer.yaml run them: the plugin in an init container.
+    let installer = |name: &str, image: &str| {
+        serde_json::json!({"apiVersion": "apps/v1", "kind": "DaemonSet",
+            "metadata": {"name": name, "namespace": "kube-system", "labels": {"k8s-app": name}},
+            "spec": {"selector": {"matchLabels": {"k8s-app": name}},
+                "template": {"metadata": {"labels": {"k8s-app": name}},
+                    "spec": {"initContainers": [{"name": "nccl-plugin-installer", "image": image}],
+                             "containers": [{"name": "pause", "image": "gcr.io/google-containers/pause:2.0"}]}}}})
+    };
+    d.add_daemonset(installer(
+        "nccl-tcpxo-installer",
+        "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev:v1.0.15",
+    ));
+    d.add_daemonset(installer(
+        "nccl-rdma-installer",
+        "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib:v1.0.6",
+    ));
+    let out = flightdeck(&home, &["fleet", "status", "a3u"]);
+    let o = text(&out.stdout);
+    assert!(
+        o.contains(
+            "GPUDirect tcpxo: plugin v1.0.15, RxDM v1.0.21 (DaemonSet kube-system/nccl-tcpxo-installer)"
+        ),
+        "{o}"
+    );
+    assert!(
+        o.contains("GPUDirect rdma: plugin v1.0.6 (DaemonSet kube-system/nccl-rdma-installer)"),
+        "{o}"
+    );
+    assert!(!o.contains("GPUDirect tcpx:"), "no TCPX installer: {o}");
 }

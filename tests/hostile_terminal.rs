@@ -147,6 +147,7 @@ fn fleets_nodes_panes_and_questions() {
             ready: 0,
             gpus: 8,
             gpus_used: 0,
+            autoscaling: None,
         }],
         nodes: vec![NodeRow {
             name: evil("gke-node"),
@@ -175,6 +176,8 @@ fn fleets_nodes_panes_and_questions() {
             admitted: 0,
         }],
         kueue: Some(evil("kueue")),
+        waiting: vec![],
+        plugins: vec![],
     };
     update(
         &mut s,

@@ -1270,6 +1270,7 @@ fn gke_fleet_pools_nodes_and_kueue_in_the_nodes_view() {
             ready: 1,
             gpus: 16,
             gpus_used: 8,
+            autoscaling: None,
         }],
         nodes: vec![
             NodeRow {
@@ -1311,6 +1312,8 @@ fn gke_fleet_pools_nodes_and_kueue_in_the_nodes_view() {
             admitted: 0,
         }],
         kueue: None,
+        waiting: vec![],
+        plugins: vec![],
     };
     update(
         &mut s,

@@ -86,7 +86,16 @@ pub fn run(args: &DoctorArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCo
         Event::Fleet(_) => {}
     };
     let kube = reach.kube().clone();
-    let mut report = rt.block_on(doctor::run::examine(reach, &fleet, &nodes, &ctx, &on));
+    // Debug pods the checks make on GKE nodes go at the end (or at Ctrl-C).
+    let examined = rt.block_on(crate::cloud::gke::exec::removing_debug_pods(
+        &kube,
+        doctor::run::examine(reach, &fleet, &nodes, &ctx, &on),
+    ));
+    let Some(mut report) = examined else {
+        drop(status);
+        errln!("interrupted");
+        return Ok(ExitCode::from(130));
+    };
     if ctx.wants("placement") {
         let record = crate::store::Store::new(&paths.state_dir)
             .load()

@@ -44,7 +44,9 @@ pub fn run(args: &ExecArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode
     // Without streaming: each node's stdout and stderr, whole lines ending in `\n`.
     let mut out: Vec<(String, String)> = vec![(String::new(), String::new()); nodes.len()];
     let mut results: Vec<Option<NodeResult>> = vec![None; nodes.len()];
-    rt.block_on(async {
+    // Debug pods this command makes on GKE nodes go at its end (or at Ctrl-C).
+    let kube = reach.kube().clone();
+    let finished = rt.block_on(crate::cloud::gke::exec::removing_debug_pods(&kube, async {
         // With --timeout the node stops the command itself: coreutils' timeout signals
         // its whole process group, so what the command started goes too (a TERM through
         // SSH reaches only the login shell). The channel is closed 10 s later should the
@@ -116,7 +118,11 @@ pub fn run(args: &ExecArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode
         let _ = w.flush();
         drop(w);
         let _ = run.await;
-    });
+    }));
+    if finished.is_none() {
+        errln!("interrupted");
+        return Ok(ExitCode::from(130));
+    }
     let results: Vec<NodeResult> = results
         .into_iter()
         .map(|r| {

@@ -528,6 +528,17 @@ fn show(name: &str, json: bool, cli: &Cli, paths: &Paths) -> anyhow::Result<Exit
         record_codes(paths, &record.id, &st, false)?;
     }
     let record = find(paths, &record.id)?;
+    // A GKE job's ranks that wait: why, and the latest events about their pods.
+    let waiting: Vec<crate::cloud::gke::jobs::Waiting> = match nodes.iter().find_map(|n| n.target.kube()) {
+        Some(k) if !record.finished() => rt
+            .block_on(crate::cloud::gke::jobs::waiting(
+                &crate::cloud::gke::Clients::default(),
+                k,
+                &record.id,
+            ))
+            .unwrap_or_default(),
+        _ => vec![],
+    };
     let logs = rt.block_on(runner.tail(&record.id, &nodes, Some(metrics::KEEP)));
     let mut m = metrics_for(&record);
     let mut unreadable = vec![];
@@ -573,6 +584,7 @@ fn show(name: &str, json: bool, cli: &Cli, paths: &Paths) -> anyhow::Result<Exit
                 .collect(),
         );
         doc["unreadable"] = serde_json::json!(unreadable);
+        doc["waiting"] = serde_json::to_value(&waiting)?;
         outln!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
         outln!(
@@ -585,6 +597,9 @@ fn show(name: &str, json: bool, cli: &Cli, paths: &Paths) -> anyhow::Result<Exit
             hms(duration(&record)),
             exit_codes(&record)
         );
+        for w in &waiting {
+            outln!("  {}", crate::term::visible::for_stdout(&w.line()));
+        }
         out!("{}", summary_text(&m, &nodes));
         for u in &unreadable {
             errln!("cannot read the log of {u}");

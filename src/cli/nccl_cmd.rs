@@ -329,13 +329,25 @@ pub(super) fn plan(
     paths: &Paths,
 ) -> anyhow::Result<Plan> {
     let fleet_spec = remote::fleet_spec(&paths.state_dir, fleet_arg, fleet);
-    let (machine_type, auto, source) =
-        profile::machine_and_profile(fleet_spec.as_ref(), b.machine_type.clone());
+    // A GKE fleet's machine type is its nodes' (or node pools'): GKE fleet files name none.
+    let gke_machine = match (kind, &fleet_spec, &b.machine_type) {
+        (BackendKind::Gke, Some(spec), None) => super::runtime()?.block_on(profile::gke_machine_type(
+            &crate::cloud::gke::Clients::default(),
+            spec,
+        )),
+        _ => None,
+    };
+    let (machine_type, auto, source) = profile::machine_and_profile(
+        fleet_spec.as_ref(),
+        b.machine_type
+            .clone()
+            .or(gke_machine.as_ref().map(|(m, _)| m.clone())),
+    );
     let machine: Option<(String, String)> = machine_type.map(|m| {
-        let from = if b.machine_type.is_some() {
-            "--machine-type"
-        } else {
-            "fleet instance_types"
+        let from = match (&b.machine_type, &gke_machine) {
+            (Some(_), _) => "--machine-type",
+            (None, Some((_, from))) => from,
+            (None, None) => "fleet instance_types",
         };
         (m, from.to_string())
     });

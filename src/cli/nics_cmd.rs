@@ -42,7 +42,9 @@ pub fn run(args: &NicsArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode
     let mut taken = vec![0u64; slots];
     let mut done = vec![false; slots];
     let rt = super::runtime()?;
-    rt.block_on(async {
+    // Debug pods the samplers make on GKE nodes go at the end (or at Ctrl-C).
+    let kube = reach.kube().clone();
+    let finished = rt.block_on(crate::cloud::gke::exec::removing_debug_pods(&kube, async {
         let (tx, mut rx) = tokio::sync::mpsc::channel(1024);
         let mut options = Options::once(interval);
         options.gpu_links = args.gpu_links;
@@ -89,7 +91,11 @@ pub fn run(args: &NicsArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode
             }
         }
         drop(samplers);
-    });
+    }));
+    if finished.is_none() {
+        errln!("interrupted");
+        return Ok(std::process::ExitCode::from(130));
+    }
     for n in &nodes {
         if !done[n.index] {
             errors[n.index] = Some(format!(

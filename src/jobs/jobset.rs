@@ -612,12 +612,14 @@ async fn follow_rank(
 ) -> Result<(), String> {
     use futures::{AsyncBufReadExt, TryStreamExt};
     let k = n.target.kube().ok_or("not a GKE node")?;
-    let api: Api<Pod> = Api::namespaced(clients.get(&k.cluster).await?, &k.namespace);
     let rank = n.rank;
     let mut seen = 0usize;
     let mut since: Option<String> = None;
     let mut dropped = 0u32;
     loop {
+        // The client afresh on each (re)connect: one made from an ADC token is made
+        // again before its hour is up, so a follow of many hours keeps going (review M5).
+        let api: Api<Pod> = Api::namespaced(clients.get(&k.cluster).await?, &k.namespace);
         let Some(pod) = rank_pod(&api, id, rank).await? else {
             if !jobset_exists(clients, k, id).await? {
                 return Err(format!("JobSet {} is gone", jobset_name(id)));

@@ -235,7 +235,15 @@ pub async fn start(
         .enumerate()
         .map(|(rank, target)| JobNode { rank, target })
         .collect();
-    let (fleet_profile, fleet_gpu) = crate::nccl::profile::fleet_facts(target.spec.as_ref());
+    let (mut fleet_profile, fleet_gpu) = crate::nccl::profile::fleet_facts(target.spec.as_ref());
+    // GKE fleets have no instance types: the flavour is their nodes' or pools' machine type's.
+    if let (BackendKind::Gke, Some(spec)) = (target.backend, target.spec.as_ref()) {
+        let (p, _, _, warning) = crate::nccl::profile::gke_auto_profile(target.reach.kube(), spec).await;
+        fleet_profile = p;
+        if let Some(w) = warning.filter(|_| job.spec.nccl_profile.is_none()) {
+            progress(w);
+        }
+    }
     let profile = super::profile(job, fleet_profile);
     let gpu = job.spec.gpu.clone().or(fleet_gpu);
     // A VM's profile on VMs and hosts, a pod's on GKE.

@@ -493,7 +493,8 @@ pub async fn create_pods(
         ));
         let mut made = vec![];
         for (rank, obj) in objects.into_iter().enumerate() {
-            let pod: Pod = serde_json::from_value(obj).map_err(|e| e.to_string())?;
+            let mut pod: Pod = serde_json::from_value(obj).map_err(|e| e.to_string())?;
+            gke::stamp_owner_meta(&clients.owner(), &mut pod.metadata);
             if let Err(e) = api.create(&PostParams::default(), &pod).await {
                 let _ = delete_run_pods(clients, &first, run).await;
                 return Err(format!(

@@ -88,6 +88,61 @@ pub fn fleet_facts(spec: Option<&FleetSpec>) -> (GpuDirect, Option<String>) {
     (profile, gpu)
 }
 
+/// A GKE fleet's machine type: its nodes' (GKE's `node.kubernetes.io/instance-type`
+/// label), else its node pools' in the GKE API (a pool at zero nodes); with where it
+/// came from.
+pub async fn gke_machine_type(
+    clients: &crate::cloud::gke::Clients,
+    spec: &FleetSpec,
+) -> Option<(String, &'static str)> {
+    use crate::cloud::gke::{backend::Target, view};
+    let t = Target::from_gke(spec.gke.as_ref()?);
+    if let Ok(nodes) = t.nodes(clients).await {
+        let from_node = nodes.iter().find_map(|n| {
+            n.metadata
+                .labels
+                .as_ref()?
+                .get(view::INSTANCE_TYPE_LABEL)
+                .filter(|m| !m.is_empty())
+                .cloned()
+        });
+        if let Some(m) = from_node {
+            return Some((m, "the nodes' machine type"));
+        }
+    }
+    let pools = t.cluster.node_pools().await?.ok()?;
+    pools
+        .iter()
+        .filter(|p| t.wants_pool(p))
+        .find_map(|p| p.config.machine_type.clone())
+        .map(|m| (m, "the node pool's machine type"))
+}
+
+/// The profile `auto` picks on a GKE fleet ([`auto_profile`] with the machine type of
+/// its nodes or pools, [`gke_machine_type`]), the machine type, and a warning when the
+/// fleet gets no GPUDirect though its machine type has it (or its machine type is not
+/// known).
+pub async fn gke_auto_profile(
+    clients: &crate::cloud::gke::Clients,
+    spec: &FleetSpec,
+) -> (GpuDirect, Source, Option<String>, Option<String>) {
+    let machine = gke_machine_type(clients, spec).await;
+    let (profile, source) = auto_profile(Some(spec), machine.as_ref().map(|(m, _)| m.as_str()));
+    let warning = match &machine {
+        Some((m, _)) if profile == GpuDirect::None && machine_flavour(m) != GpuDirect::None => Some(format!(
+            "warning: {m} has GPUDirect ({}), but fleet `{}` gets none (its network.gpudirect says none): NCCL goes over the pods' default network only",
+            machine_flavour(m).name(),
+            spec.name.as_deref().unwrap_or("?")
+        )),
+        None if profile == GpuDirect::None && source == Source::Unknown => Some(format!(
+            "warning: fleet `{}`'s machine type is unknown (no node, no node pool of the GKE API): no GPUDirect; set network.gpudirect in its file",
+            spec.name.as_deref().unwrap_or("?")
+        )),
+        _ => None,
+    };
+    (profile, source, machine.map(|(m, _)| m), warning)
+}
+
 /// The NCCL environment lines of `flavour` for a run or job on a fleet of `family`: the
 /// one place that tells a VM's profile from a pod's. VMs and hosts get the profile of
 /// Google's VM guides ([`super::runner::profile_env`]: Ubuntu NIC names, plugins under

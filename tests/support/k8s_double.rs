@@ -99,6 +99,71 @@ struct Ctr {
     ended: Arc<Mutex<bool>>,
 }
 
+/// The GKE API's `NodePool` for a pool of `nodes` (the fields
+/// projects.locations.clusters.nodePools.list returns that flightdeck reads, with GKE's
+/// shapes: `acceleratorCount` an int64 as a string, autoscaling per zone).
+fn node_pool_object(pool: &str, nodes: &[NodeSpec]) -> Value {
+    let n = nodes.iter().find(|n| n.pool == pool).unwrap();
+    pool_object(
+        pool,
+        &n.machine_type,
+        &n.accelerator,
+        n.gpus,
+        &n.provisioning,
+        None,
+    )
+}
+
+/// The GKE API's `NodePool` for a pool the cluster autoscaler sizes ([`PoolSpec`]).
+fn pool_spec_object(p: &PoolSpec) -> Value {
+    let mut obj = pool_object(
+        &p.name,
+        &p.machine_type,
+        &p.accelerator,
+        p.gpus,
+        &p.provisioning,
+        Some((p.min_nodes, p.max_nodes)),
+    );
+    if p.queued {
+        obj["queuedProvisioning"] = json!({"enabled": true});
+    }
+    obj
+}
+
+fn pool_object(
+    pool: &str,
+    machine_type: &str,
+    accelerator: &str,
+    gpus: u32,
+    provisioning: &Provisioning,
+    autoscaling: Option<(u32, u32)>,
+) -> Value {
+    let mut config = json!({"machineType": machine_type, "diskSizeGb": 200, "imageType": "COS_CONTAINERD",
+        "accelerators": [{"acceleratorCount": gpus.to_string(), "acceleratorType": accelerator,
+                          "gpuDriverInstallationConfig": {"gpuDriverVersion": "LATEST"}}]});
+    let mut pool_obj = json!({"name": pool, "status": "RUNNING", "version": "1.33.5-gke.1000000",
+        "initialNodeCount": 0, "locations": ["us-central1-b"]});
+    if let Some((min, max)) = autoscaling {
+        pool_obj["autoscaling"] =
+            json!({"enabled": true, "minNodeCount": min, "maxNodeCount": max, "locationPolicy": "ANY"});
+    }
+    match provisioning {
+        Provisioning::Standard => {}
+        Provisioning::Spot => config["spot"] = true.into(),
+        Provisioning::FlexStart => {
+            config["flexStart"] = true.into();
+            pool_obj["autoscaling"] =
+                json!({"enabled": true, "minNodeCount": 0, "maxNodeCount": 4, "locationPolicy": "ANY"});
+        }
+        Provisioning::Reservation(r) => {
+            config["reservationAffinity"] = json!({"consumeReservationType": "SPECIFIC_RESERVATION",
+                "key": "compute.googleapis.com/reservation-name", "values": [r]})
+        }
+    }
+    pool_obj["config"] = config;
+    pool_obj
+}
+
 struct PodRec {
     obj: Value,
     /// Per container (init and main), by name.
@@ -129,6 +194,12 @@ struct State {
     provreqs: BTreeMap<(String, String), Value>,
     /// PodTemplates Kueue made for its ProvisioningRequests, by (namespace, name).
     pod_templates: BTreeMap<(String, String), Value>,
+    /// More node pools the GKE API lists (container/v1 `NodePool` objects), beyond those
+    /// of the nodes: pools at zero nodes ([`KubeDouble::add_node_pool`]).
+    node_pools: Vec<Value>,
+    /// DaemonSets in kube-system (apps/v1 objects), as GKE's GPUDirect installers are
+    /// ([`KubeDouble::add_daemonset`]).
+    daemonsets: Vec<Value>,
 }
 
 struct Shared {
@@ -462,6 +533,16 @@ impl KubeDouble {
         self.shared.state.lock().unwrap().autoscaler.blocked.clone()
     }
 
+    /// A node pool the GKE API lists besides those of the nodes (one at zero nodes).
+    pub fn add_node_pool(&self, pool: Value) {
+        self.shared.state.lock().unwrap().node_pools.push(pool);
+    }
+
+    /// A DaemonSet in kube-system (apps/v1), as GKE's GPUDirect installers run.
+    pub fn add_daemonset(&self, ds: Value) {
+        self.shared.state.lock().unwrap().daemonsets.push(ds);
+    }
+
     pub fn set_node_ready(&self, name: &str, ready: bool) {
         let mut st = self.shared.state.lock().unwrap();
         for n in st.nodes.iter_mut().filter(|n| n["metadata"]["name"] == name) {
@@ -727,6 +808,17 @@ fn route(s: &Arc<Shared>, req: &Request, segs: &[&str]) -> (u16, Value) {
                 "endpoint": s.url, "status": "RUNNING", "currentMasterVersion": "1.33.5-gke.1000000", "masterAuth": {}
             }),
         ),
+        // projects.locations.clusters.nodePools.list: the pools of the nodes, then the
+        // ones at zero the test adds.
+        ["v1", "projects", _, "locations", _, "clusters", c, "nodePools"] if *c == CLUSTER => {
+            let mut names: Vec<&str> = s.opts.nodes.iter().map(|n| n.pool.as_str()).collect();
+            names.dedup();
+            names.retain(|n| !s.opts.pools.iter().any(|p| p.name == *n));
+            let mut pools: Vec<Value> = names.iter().map(|p| node_pool_object(p, &s.opts.nodes)).collect();
+            pools.extend(s.opts.pools.iter().map(pool_spec_object));
+            pools.extend(s.state.lock().unwrap().node_pools.iter().cloned());
+            (200, json!({"nodePools": pools}))
+        }
         ["version"] => (
             200,
             json!({"major": "1", "minor": "33", "gitVersion": "v1.33.5-gke.1000000", "platform": "linux/amd64"}),
@@ -840,6 +932,12 @@ fn route(s: &Arc<Shared>, req: &Request, segs: &[&str]) -> (u16, Value) {
             Some(obj) => (200, obj),
             None => status(404, "NotFound", &format!("pods \"{name}\" not found")),
         },
+        // apps/v1 DaemonSets in kube-system: GKE's GPUDirect installers, as the test
+        // adds them (KubeDouble::add_daemonset).
+        ["apis", "apps", "v1", "namespaces", "kube-system", "daemonsets"] if m == "GET" => {
+            let st = s.state.lock().unwrap();
+            (200, list("DaemonSetList", st.daemonsets.clone(), st.rv))
+        }
         ["api", "v1", "namespaces", _, "services"] if m == "POST" => {
             (201, serde_json::from_slice(&req.body).unwrap_or(json!({})))
         }

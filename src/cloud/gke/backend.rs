@@ -229,8 +229,27 @@ impl Target {
             .collect())
     }
 
+    /// Whether the fleet takes in a pool the GKE API lists: one it names; without named
+    /// pools and a selector, a GPU pool (as the nodes that offer GPUs are taken).
+    pub fn wants_pool(&self, p: &view::ApiPool) -> bool {
+        if !self.pools.is_empty() {
+            return self.pools.contains(&p.name);
+        }
+        self.selector.is_none() && p.accelerator().is_some_and(|(n, _)| n > 0)
+    }
+
+    /// The GKE API's pools added to `pools` (those at zero nodes too) where the fleet
+    /// names its cluster as the GKE API does; a failure is logged, the nodes' pools stay.
+    pub async fn add_api_pools(&self, pools: &mut Vec<view::PoolRow>) {
+        match self.cluster.node_pools().await {
+            Some(Ok(api)) => view::with_api_pools(pools, &api, |p| self.wants_pool(p)),
+            Some(Err(e)) => tracing::info!("node pools from the GKE API: {e}"),
+            None => {}
+        }
+    }
+
     /// Pools, nodes and Kueue workloads now.
-    pub async fn snapshot(&self, clients: &Clients, now: u64) -> Result<Snapshot, String> {
+    pub async fn snapshot(&self, clients: &Clients, fleet: &str, now: u64) -> Result<Snapshot, String> {
         let nodes = self.nodes(clients).await?;
         let client = clients.get(&self.cluster).await?;
         let pods: Api<Pod> = Api::all(client.clone());
@@ -239,7 +258,8 @@ impl Target {
             .await
             .map_err(|e| format!("listing pods: {}", super::cluster::why(&e)))?;
         let rows = view::node_rows(&nodes, &all.items);
-        let pools = view::pool_rows(&nodes, &rows);
+        let mut pools = view::pool_rows(&nodes, &rows);
+        self.add_api_pools(&mut pools).await;
         let (workloads, kueue) = match super::jobs::workloads(&client, &self.namespace).await {
             Ok(w) => (w.iter().map(|w| view::workload_row(w, now)).collect(), None),
             Err(e) => (vec![], Some(e)),
@@ -251,9 +271,42 @@ impl Target {
                 .unwrap_or_default(),
             Some(_) => vec![],
         };
+        // The fleet's job pods that wait, and why (their events: FailedScheduling,
+        // NotTriggerScaleUp, FailedCreatePodSandBox, ...).
+        let jobs: Vec<Pod> = all
+            .items
+            .into_iter()
+            .filter(|p| p.metadata.namespace.as_deref() == Some(self.namespace.as_str()))
+            .filter(|p| {
+                let l = p.metadata.labels.as_ref();
+                l.and_then(|l| l.get(super::ROLE_LABEL)).map(String::as_str) == Some("job")
+                    && l.and_then(|l| l.get(FLEET_LABEL)).map(String::as_str) == Some(fleet)
+            })
+            .collect();
+        let waiting = if jobs.is_empty() {
+            vec![]
+        } else {
+            super::jobs::waiting_pods(&jobs, &super::jobs::wait_events(&client, &self.namespace).await)
+        };
+        // GKE's GPUDirect installers in kube-system decide the plugin and RxDM versions.
+        let daemonsets: Api<k8s_openapi::api::apps::v1::DaemonSet> =
+            Api::namespaced(client.clone(), "kube-system");
+        let installed: Vec<serde_json::Value> = match daemonsets.list(&ListParams::default()).await {
+            Ok(l) => l
+                .items
+                .iter()
+                .filter_map(|d| serde_json::to_value(d).ok())
+                .collect(),
+            Err(e) => {
+                tracing::info!("kube-system DaemonSets: {}", super::cluster::why(&e));
+                vec![]
+            }
+        };
         Ok(Snapshot {
             cluster: self.cluster.describe(),
             pools,
+            plugins: view::plugin_versions(&installed),
+            waiting,
             nodes: rows,
             workloads,
             queues,
@@ -322,15 +375,22 @@ impl Backend for GkeBackend {
                 }
             }
             let rows = view::node_rows(&nodes, &[]);
-            for r in view::pool_rows(&nodes, &rows) {
+            let mut pools = view::pool_rows(&nodes, &rows);
+            t.add_api_pools(&mut pools).await;
+            for r in pools {
                 progress(format!(
-                    "pool {}: {} ({}), {}, {} ready, {} GPUs",
+                    "pool {}: {} ({}), {}, {} ready, {} GPUs{}",
                     r.name,
                     r.machine_type,
                     r.provisioning,
                     crate::words::plural(r.nodes, "node"),
                     r.ready,
-                    r.gpus
+                    r.gpus,
+                    match (&r.autoscaling, &r.accelerator) {
+                        (Some(a), Some(acc)) if r.nodes == 0 => format!(" (autoscaling {a}, {acc} a node)"),
+                        (Some(a), _) => format!(" (autoscaling {a})"),
+                        _ => String::new(),
+                    }
                 ));
             }
             if nodes.is_empty() {
@@ -347,24 +407,34 @@ impl Backend for GkeBackend {
     ) -> BoxFuture<'a, Result<(), String>> {
         Box::pin(async move {
             let t = Target::of_record(record)?;
-            let gone =
+            let (gone, mut others) =
                 super::exec::delete_pods(&self.clients, &t.cluster, &t.namespace, &record.name, None).await?;
-            let sets =
+            let (sets, other_sets) =
                 super::jobs::delete_fleet_jobsets(&self.clients, &t.cluster, &t.namespace, &record.name)
                     .await?;
+            others.extend(other_sets);
+            let owner = self.clients.owner();
             progress(format!(
-                "{}: removed {} and {} of fleet `{}` (label {FLEET_LABEL})",
+                "{}: removed {} and {} of fleet `{}` (labels {FLEET_LABEL}, {}={}, {}={})",
                 t.cluster.describe(),
                 crate::words::plural(gone, "pod"),
                 crate::words::plural(sets, "JobSet"),
-                record.name
+                record.name,
+                super::OWNER_LABEL,
+                owner.user,
+                super::STATE_LABEL,
+                owner.state
             ));
+            for o in others {
+                progress(format!("{o}; not touched"));
+            }
             Ok(())
         })
     }
 }
 
-/// Something flightdeck made in a cluster that `fleet gc` removes.
+/// Something flightdeck made in a cluster that `fleet gc` removes, or (`keep`) one of
+/// another owner's, listed and not touched.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Orphan {
     /// `pod` or `jobset`.
@@ -373,15 +443,20 @@ pub struct Orphan {
     pub namespace: String,
     pub cluster: String,
     pub fleet: String,
-    /// Why it goes: its fleet is gone, an idle debug pod, a finished run's test pod.
+    /// Why it goes: its fleet is gone, an idle debug pod, a finished run's test pod; or
+    /// whose it is when kept.
     pub why: String,
+    /// Another owner's (or another state directory's): listed, never deleted.
+    pub keep: bool,
     #[serde(skip)]
     cluster_ref: Option<ClusterRef>,
 }
 
-/// What `fleet gc` finds in the clusters of `fleets` (the recorded GKE fleets): pods and
-/// JobSets labelled by flightdeck whose fleet is no longer recorded, debug pods (made
-/// again on demand), and test pods of runs that are not running.
+/// What `fleet gc` finds in the clusters of `fleets` (the recorded GKE fleets), among
+/// the objects this owner made ([`Clients::owner`]): pods and JobSets whose fleet is no
+/// longer recorded, debug pods unused for [`super::exec::debug_idle`] (never one a
+/// command or pane runs in), and test pods of runs that are not running. Objects of
+/// other owners are listed with `keep` and never removed.
 pub async fn orphans(
     clients: &Clients,
     fleets: &[FleetRecord],
@@ -389,6 +464,9 @@ pub async fn orphans(
 ) -> Result<Vec<Orphan>, String> {
     use std::collections::BTreeSet;
     let known: BTreeSet<&str> = fleets.iter().map(|f| f.name.as_str()).collect();
+    let owner = clients.owner();
+    let idle = super::exec::debug_idle().as_secs();
+    let now = crate::store::now_unix();
     let mut places: Vec<(ClusterRef, String)> = vec![];
     for f in fleets
         .iter()
@@ -410,52 +488,72 @@ pub async fn orphans(
             .list(&ListParams::default().labels(&sel))
             .await
             .map_err(|e| format!("{}: {}", cluster.describe(), super::cluster::why(&e)))?;
+        let found = |kind, name: Option<String>, fleet: String, why: String, keep: bool| Orphan {
+            kind,
+            name: name.unwrap_or_default(),
+            namespace: ns.clone(),
+            cluster: cluster.describe(),
+            fleet,
+            why,
+            keep,
+            cluster_ref: Some(cluster.clone()),
+        };
         for p in list.items {
             let labels = p.metadata.labels.clone().unwrap_or_default();
             let fleet = labels.get(FLEET_LABEL).cloned().unwrap_or_default();
+            if let Some(whose) = owner.other(&labels) {
+                out.push(found(
+                    "pod",
+                    p.metadata.name,
+                    fleet,
+                    format!("{whose}; not touched"),
+                    true,
+                ));
+                continue;
+            }
             let role = labels.get(super::ROLE_LABEL).map(String::as_str).unwrap_or("");
             let run = labels.get(super::nccl::RUN_LABEL).cloned().unwrap_or_default();
             let why = if !known.contains(fleet.as_str()) {
                 Some("its fleet is not in the state".to_string())
             } else if role == "debug" {
-                Some("a debug pod (made again when a pane, exec or sampler needs it)".into())
+                match super::exec::debug_use(&pods, &p, now).await {
+                    super::exec::DebugUse::Idle(s) if s >= idle => Some(format!(
+                        "a debug pod unused for {} (made again when a pane, exec or sampler needs it)",
+                        view::age(s)
+                    )),
+                    _ => None,
+                }
             } else if role == "nccl" && !running.contains(&run) {
                 Some("a test pod of a run that is not running".into())
             } else {
                 None
             };
             if let Some(why) = why {
-                out.push(Orphan {
-                    kind: "pod",
-                    name: p.metadata.name.unwrap_or_default(),
-                    namespace: ns.clone(),
-                    cluster: cluster.describe(),
-                    fleet,
-                    why,
-                    cluster_ref: Some(cluster.clone()),
-                });
+                out.push(found("pod", p.metadata.name, fleet, why, false));
             }
         }
         let sets: Api<kube::api::DynamicObject> =
             Api::namespaced_with(client, &ns, &super::jobs::jobset_resource());
         if let Ok(list) = sets.list(&ListParams::default().labels(&sel)).await {
             for j in list.items {
-                let fleet = j
-                    .metadata
-                    .labels
-                    .as_ref()
-                    .and_then(|l| l.get(FLEET_LABEL).cloned())
-                    .unwrap_or_default();
-                if !known.contains(fleet.as_str()) {
-                    out.push(Orphan {
-                        kind: "jobset",
-                        name: j.metadata.name.unwrap_or_default(),
-                        namespace: ns.clone(),
-                        cluster: cluster.describe(),
+                let labels = j.metadata.labels.clone().unwrap_or_default();
+                let fleet = labels.get(FLEET_LABEL).cloned().unwrap_or_default();
+                if let Some(whose) = owner.other(&labels) {
+                    out.push(found(
+                        "jobset",
+                        j.metadata.name,
                         fleet,
-                        why: "its fleet is not in the state".into(),
-                        cluster_ref: Some(cluster.clone()),
-                    });
+                        format!("{whose}; not touched"),
+                        true,
+                    ));
+                } else if !known.contains(fleet.as_str()) {
+                    out.push(found(
+                        "jobset",
+                        j.metadata.name,
+                        fleet,
+                        "its fleet is not in the state".into(),
+                        false,
+                    ));
                 }
             }
         }
@@ -470,7 +568,7 @@ pub async fn delete_orphans(
     progress: Progress<'_>,
 ) -> Result<(), String> {
     let mut failed = vec![];
-    for o in orphans {
+    for o in orphans.iter().filter(|o| !o.keep) {
         let Some(cluster) = &o.cluster_ref else { continue };
         let client = clients.get(cluster).await?;
         let r = match o.kind {

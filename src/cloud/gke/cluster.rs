@@ -107,9 +107,23 @@ impl ClusterRef {
         }
     }
 
-    /// The cluster's endpoint and CA from the GKE API, with an ADC access token.
-    async fn gke_config(&self) -> Result<kube::Config, String> {
-        let (Some(p), Some(l), Some(c)) = (&self.project, &self.location, &self.cluster) else {
+    /// The cluster as the GKE API names it (project, location, cluster): the fleet
+    /// file's, else a context named as `gcloud container clusters get-credentials`
+    /// names one (`gke_PROJECT_LOCATION_CLUSTER`).
+    pub fn gke_name(&self) -> Option<(String, String, String)> {
+        if let (Some(p), Some(l), Some(c)) = (&self.project, &self.location, &self.cluster) {
+            return Some((p.clone(), l.clone(), c.clone()));
+        }
+        let ctx = self.context.as_deref()?.strip_prefix("gke_")?;
+        let mut parts = ctx.splitn(3, '_');
+        let (p, l, c) = (parts.next()?, parts.next()?, parts.next()?);
+        (!p.is_empty() && !l.is_empty() && !c.is_empty()).then(|| (p.into(), l.into(), c.into()))
+    }
+
+    /// GET `suffix` under the cluster's GKE API resource with an ADC access token: the
+    /// body, and the token's headers.
+    async fn gke_api(&self, suffix: &str) -> Result<(Vec<u8>, http::HeaderMap), String> {
+        let Some((p, l, c)) = self.gke_name() else {
             return Err(
                 "the fleet names no cluster: give project, location and cluster, or a context".into(),
             );
@@ -121,7 +135,7 @@ impl ClusterRef {
             .filter(|v| !v.trim().is_empty())
             .unwrap_or_else(|| GKE_API_URL.to_string());
         let url = format!(
-            "{}/projects/{p}/locations/{l}/clusters/{c}",
+            "{}/projects/{p}/locations/{l}/clusters/{c}{suffix}",
             base.trim_end_matches('/')
         );
         crate::cloud::gcp::auth::install_crypto_provider();
@@ -140,10 +154,37 @@ impl ClusterRef {
         if !status.is_success() {
             let (reason, message) = crate::cloud::gcp::http::google_error(&body);
             return Err(format!(
-                "GKE API {}: {status} {reason}: {message}",
+                "GKE API {}{suffix}: {status} {reason}: {message}",
                 self.describe()
             ));
         }
+        Ok((body.to_vec(), headers))
+    }
+
+    /// The cluster's node pools from the GKE API (pools at zero nodes included); `None`
+    /// when the fleet does not name the cluster as the GKE API does.
+    pub async fn node_pools(&self) -> Option<Result<Vec<super::view::ApiPool>, String>> {
+        self.gke_name()?;
+        #[derive(serde::Deserialize, Default)]
+        #[serde(rename_all = "camelCase", default)]
+        struct List {
+            node_pools: Vec<super::view::ApiPool>,
+        }
+        Some(self.gke_api("/nodePools").await.and_then(|(body, _)| {
+            serde_json::from_slice::<List>(&body)
+                .map(|l| l.node_pools)
+                .map_err(|e| format!("GKE API {}/nodePools: unexpected reply: {e}", self.describe()))
+        }))
+    }
+
+    /// The cluster's endpoint and CA from the GKE API, with an ADC access token.
+    async fn gke_config(&self) -> Result<kube::Config, String> {
+        if self.project.is_none() || self.location.is_none() || self.cluster.is_none() {
+            return Err(
+                "the fleet names no cluster: give project, location and cluster, or a context".into(),
+            );
+        }
+        let (body, headers) = self.gke_api("").await?;
         let cluster: GkeCluster = serde_json::from_slice(&body)
             .map_err(|e| format!("GKE API {}: unexpected reply: {e}", self.describe()))?;
         let server = if cluster.endpoint.starts_with("http://") || cluster.endpoint.starts_with("https://") {
@@ -595,14 +636,28 @@ pub struct Clients {
     pub(crate) debug: Arc<std::sync::Mutex<DebugPods>>,
     /// The debug pods these clients created: (cluster, namespace, pod).
     pub(crate) created: Arc<std::sync::Mutex<Vec<(ClusterRef, String, String)>>>,
+    /// Whose objects these clients create (default: [`super::Owner::of_process`]).
+    owner: Option<super::Owner>,
 }
 
 /// Each cluster's client, with when it was made from an expiring token.
 type ClientMap = HashMap<ClusterRef, (kube::Client, Option<Instant>)>;
-/// Whether a node's debug pod is known to run, by (cluster, node).
-pub(crate) type DebugPods = HashMap<(ClusterRef, String), Arc<Mutex<bool>>>;
+/// The debug pod these clients made on a node and saw running (its name), by (cluster,
+/// node).
+pub(crate) type DebugPods = HashMap<(ClusterRef, String), Arc<Mutex<Option<String>>>>;
 
 impl Clients {
+    /// Clients whose objects carry `owner`'s labels.
+    pub fn with_owner(mut self, owner: super::Owner) -> Clients {
+        self.owner = Some(owner);
+        self
+    }
+
+    /// Whose objects these clients create and may delete.
+    pub fn owner(&self) -> super::Owner {
+        self.owner.clone().unwrap_or_else(super::Owner::of_process)
+    }
+
     /// The client for `cluster`. Call inside the Tokio runtime that will use it.
     pub async fn get(&self, cluster: &ClusterRef) -> Result<kube::Client, String> {
         crate::cloud::gcp::auth::install_crypto_provider();
@@ -636,6 +691,27 @@ pub fn not_found(e: &kube::Error) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// M4: a gcloud context name gives the cluster's GKE API name; other names give none.
+    #[test]
+    fn gcloud_context_names_name_the_cluster() {
+        let mut c = ClusterRef {
+            kubeconfig: None,
+            context: Some("gke_my-proj_us-central1_a3u-cluster".into()),
+            project: None,
+            location: None,
+            cluster: None,
+            allow_exec_plugin: PluginOptIn::No,
+        };
+        assert_eq!(
+            c.gke_name(),
+            Some(("my-proj".into(), "us-central1".into(), "a3u-cluster".into()))
+        );
+        c.context = Some("double".into());
+        assert_eq!(c.gke_name(), None);
+        c.context = Some("gke_p__c".into());
+        assert_eq!(c.gke_name(), None);
+    }
 
     #[test]
     fn ca_certificates_decode_from_base64_pem() {

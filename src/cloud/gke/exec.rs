@@ -5,7 +5,7 @@
 //! through the exec API's websocket (channels v5/v4: stdin, stdout, stderr, the exit
 //! status, resize).
 
-use super::{object_name, Clients, KubeNode, FLEET_LABEL, MANAGED_BY, ROLE_LABEL};
+use super::{object_name, Clients, KubeNode, FLEET_LABEL, ROLE_LABEL};
 use crate::node::{BoxFuture, Channel, ChannelError, ChannelRead, ChannelWrite, Output, Signal};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, AttachParams, AttachedProcess, DeleteParams, ListParams, PostParams, TerminalSize};
@@ -30,25 +30,51 @@ export PATH LD_LIBRARY_PATH; ";
 pub const PANE_SHELL: &str = "if [ -x /host/bin/bash ]; then exec chroot /host /bin/bash -l; fi; \
 if command -v bash >/dev/null 2>&1; then exec bash -l; fi; exec sh -l";
 
-/// The debug pod's name for a node.
-pub fn debug_pod_name(node: &str) -> String {
-    object_name(&format!("fd-debug-{node}"), 63)
+/// The annotation that lets Cluster Autoscaler remove a node a debug pod is on (a bare
+/// pod with a hostPath volume otherwise keeps a Spot or flex-start node up: the
+/// autoscaler FAQ's "pods not backed by a controller" and "pods with local storage").
+pub const SAFE_TO_EVICT: (&str, &str) = ("cluster-autoscaler.kubernetes.io/safe-to-evict", "true");
+
+/// Where a command in a debug pod leaves a mark named by its PID while it runs (and its
+/// time of last use): `fleet gc` takes a debug pod with a live mark for one in use.
+const USE_DIR: &str = "${HOME:-/root}/.flightdeck-use";
+
+/// The mark every command in a debug pod leaves before it runs (its shell's PID stays
+/// the command's through `exec`, a pane's chroot included).
+fn use_mark() -> String {
+    format!("d=\"{USE_DIR}\"; mkdir -p \"$d\" 2>/dev/null && : > \"$d/$$\" 2>/dev/null; unset d; ")
 }
 
-/// The debug pod for `n` (as JSON: the API's own shape).
-pub fn debug_pod(n: &KubeNode) -> Pod {
+/// How long a debug pod must be unused before `fleet gc` removes it (default 10
+/// minutes; `FLIGHTDECK_GKE_DEBUG_IDLE_SECS` overrides).
+pub fn debug_idle() -> Duration {
+    std::env::var("FLIGHTDECK_GKE_DEBUG_IDLE_SECS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map(Duration::from_secs)
+        .unwrap_or(Duration::from_secs(600))
+}
+
+/// The beginning of a node's debug pod names (the API server adds 5 random characters,
+/// as `kubectl debug node` pods get): at most 58 characters, the API's generateName cut.
+pub fn debug_pod_prefix(node: &str) -> String {
+    format!("{}-", object_name(&format!("fd-debug-{node}"), 57))
+}
+
+/// The debug pod for `n`, made by `owner` (as JSON: the API's own shape); the API
+/// server names it from `generateName`, so no pod made by anyone else is ever taken for
+/// it.
+pub fn debug_pod(n: &KubeNode, owner: &super::Owner) -> Pod {
+    let mut labels = super::labels(owner, &n.fleet, "debug");
+    labels.insert(NODE_LABEL.into(), object_name(&n.node, 63).into());
     let v = serde_json::json!({
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {
-            "name": debug_pod_name(&n.node),
+            "generateName": debug_pod_prefix(&n.node),
             "namespace": n.namespace,
-            "labels": {
-                MANAGED_BY.0: MANAGED_BY.1,
-                FLEET_LABEL: n.fleet,
-                ROLE_LABEL: "debug",
-                "flightdeck-node": object_name(&n.node, 63),
-            },
+            "labels": labels,
+            "annotations": {SAFE_TO_EVICT.0: SAFE_TO_EVICT.1},
         },
         "spec": {
             "nodeName": n.node,
@@ -74,6 +100,62 @@ pub fn debug_pod(n: &KubeNode) -> Pod {
         },
     });
     serde_json::from_value(v).expect("the debug pod is a Pod")
+}
+
+/// The label naming a debug pod's node.
+pub const NODE_LABEL: &str = "flightdeck-node";
+
+/// Whether pod `p` is a debug pod `owner` made for `n` as [`debug_pod`] makes one:
+/// flightdeck's labels (managed-by, fleet, role, node, owner), pinned to the node, the
+/// fleet's debug image, privileged, the node's PIDs and its root at `/host`. `Err` says
+/// what differs; nothing is run in a pod that fails this.
+pub fn verify_debug(p: &Pod, n: &KubeNode, owner: &super::Owner) -> Result<(), String> {
+    let name = p.metadata.name.clone().unwrap_or_default();
+    let labels = p.metadata.labels.clone().unwrap_or_default();
+    let mut want: Vec<(String, String)> = super::labels(owner, &n.fleet, "debug")
+        .into_iter()
+        .map(|(k, v)| (k, v.as_str().unwrap_or_default().to_string()))
+        .collect();
+    want.push((NODE_LABEL.into(), object_name(&n.node, 63)));
+    let mut wrong: Vec<String> = want
+        .iter()
+        .filter(|(k, v)| labels.get(k) != Some(v))
+        .map(|(k, v)| format!("label {k} is not {v}"))
+        .collect();
+    let spec = p.spec.as_ref();
+    if spec.and_then(|s| s.node_name.as_deref()) != Some(n.node.as_str()) {
+        wrong.push(format!("spec.nodeName is not {}", n.node));
+    }
+    let c = spec.and_then(|s| s.containers.iter().find(|c| c.name == DEBUG_CONTAINER));
+    if c.and_then(|c| c.image.as_deref()) != Some(n.debug_image.as_str()) {
+        wrong.push(format!(
+            "its {DEBUG_CONTAINER} container's image is not {}",
+            n.debug_image
+        ));
+    }
+    if c.and_then(|c| c.security_context.as_ref()?.privileged) != Some(true) {
+        wrong.push("it is not privileged".into());
+    }
+    if spec.and_then(|s| s.host_pid) != Some(true) {
+        wrong.push("it does not share the node's PIDs".into());
+    }
+    let host_root = spec
+        .and_then(|s| s.volumes.as_ref())
+        .into_iter()
+        .flatten()
+        .any(|v| v.host_path.as_ref().is_some_and(|h| h.path == "/"));
+    if !host_root {
+        wrong.push("it does not mount the node's root".into());
+    }
+    if wrong.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "pod {name} is not a debug pod flightdeck made for node {}: {}; nothing is run in it",
+            n.node,
+            wrong.join(", ")
+        ))
+    }
 }
 
 /// The phase of a pod, and why it is not running when it waits.
@@ -139,9 +221,9 @@ pub async fn wait_running(api: &Api<Pod>, name: &str, limit: Duration) -> Result
 }
 
 impl Clients {
-    /// The debug pod on `n`'s node, created if missing (or ended) and waited for.
+    /// This process's debug pod on `n`'s node: made on first use (with `generateName`,
+    /// never taken over from a name), checked ([`verify_debug`]) and waited for.
     async fn ensure_debug(&self, n: &KubeNode, api: &Api<Pod>) -> Result<String, String> {
-        let name = debug_pod_name(&n.node);
         let cell = self
             .debug
             .lock()
@@ -150,40 +232,61 @@ impl Clients {
             .or_default()
             .clone();
         let mut ready = cell.lock().await;
-        if *ready {
-            return Ok(name);
+        if let Some(name) = ready.as_ref() {
+            return Ok(name.clone());
         }
-        match api.get_opt(&name).await.map_err(|e| super::cluster::why(&e))? {
-            Some(p) if matches!(pod_phase(&p).0.as_str(), "Succeeded" | "Failed") => {
-                let _ = api.delete(&name, &DeleteParams::default()).await;
-                wait_gone(api, &name).await?;
-                self.create_debug(n, api).await?;
-            }
-            Some(_) => {}
-            None => self.create_debug(n, api).await?,
-        }
+        let owner = self.owner();
+        let (name, uid) = self.create_debug(n, api, &owner).await?;
         wait_running(api, &name, DEBUG_START)
             .await
             .map_err(|e| format!("node {}: {e}", n.node))?;
-        *ready = true;
+        // What runs is what was made: the same object (uid) and still its shape.
+        let p = api.get(&name).await.map_err(|e| super::cluster::why(&e))?;
+        if p.metadata.uid.as_deref() != Some(uid.as_str()) {
+            return Err(format!(
+                "node {}: pod {name} is not the debug pod flightdeck made (another object took its name); nothing is run in it",
+                n.node
+            ));
+        }
+        verify_debug(&p, n, &owner)?;
+        *ready = Some(name.clone());
         Ok(name)
     }
 
-    async fn create_debug(&self, n: &KubeNode, api: &Api<Pod>) -> Result<(), String> {
+    /// Create `n`'s debug pod; its name and uid. A 409 (a generated name that was taken)
+    /// is answered by creating again, never by using the pod that has the name.
+    async fn create_debug(
+        &self,
+        n: &KubeNode,
+        api: &Api<Pod>,
+        owner: &super::Owner,
+    ) -> Result<(String, String), String> {
         tracing::info!(node = %n.node, "creating the debug pod");
-        match api.create(&PostParams::default(), &debug_pod(n)).await {
-            Ok(_) => {
-                if let Ok(mut c) = self.created.lock() {
-                    c.push((n.cluster.clone(), n.namespace.clone(), debug_pod_name(&n.node)));
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            match api.create(&PostParams::default(), &debug_pod(n, owner)).await {
+                Ok(p) => {
+                    let name = p.metadata.name.clone().unwrap_or_default();
+                    let uid = p.metadata.uid.clone().unwrap_or_default();
+                    if let Ok(mut c) = self.created.lock() {
+                        c.push((n.cluster.clone(), n.namespace.clone(), name.clone()));
+                    }
+                    // The API's answer is the pod as stored: check it before waiting on it.
+                    verify_debug(&p, n, owner).map_err(|e| format!("node {}: {e}", n.node))?;
+                    return Ok((name, uid));
                 }
-                Ok(())
+                Err(kube::Error::Api(s)) if s.code == 409 && tries < 3 => {
+                    tracing::info!(node = %n.node, "a generated debug pod name was taken; creating again");
+                }
+                Err(e) => {
+                    return Err(format!(
+                        "node {}: creating its debug pod: {}",
+                        n.node,
+                        super::cluster::why(&e)
+                    ))
+                }
             }
-            Err(kube::Error::Api(s)) if s.code == 409 => Ok(()),
-            Err(e) => Err(format!(
-                "node {}: creating its debug pod: {}",
-                n.node,
-                super::cluster::why(&e)
-            )),
         }
     }
 
@@ -222,7 +325,7 @@ impl Clients {
             .get(&(n.cluster.clone(), n.node.clone()))
         {
             if let Ok(mut r) = cell.try_lock() {
-                *r = false;
+                *r = None;
             }
         }
     }
@@ -260,7 +363,7 @@ impl Clients {
                 &api,
                 &pod,
                 DEBUG_CONTAINER,
-                &format!("{HOST_PATHS}{command}"),
+                &format!("{}{HOST_PATHS}{command}", use_mark()),
                 tty,
             )
             .await
@@ -279,17 +382,6 @@ impl Clients {
 
 fn not_there(e: &str) -> bool {
     e.contains("NotFound") || e.contains("not found") || e.contains("ended") || e.contains("not running")
-}
-
-async fn wait_gone(api: &Api<Pod>, name: &str) -> Result<(), String> {
-    for _ in 0..100 {
-        match api.get_opt(name).await {
-            Ok(None) => return Ok(()),
-            Ok(Some(_)) => tokio::time::sleep(Duration::from_millis(200)).await,
-            Err(e) => return Err(super::cluster::why(&e)),
-        }
-    }
-    Err(format!("pod {name} was not deleted within 20s"))
 }
 
 /// Run `command` with `sh -c` in `container` of pod `pod`: stdin, stdout, stderr (or a
@@ -496,17 +588,19 @@ pub fn exit_code(s: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Status) -> 
         .unwrap_or(126)
 }
 
-/// Delete flightdeck's pods of `fleet` with `role` (all roles when `None`) in `namespace`;
-/// returns how many there were.
+/// Delete this owner's pods ([`Clients::owner`]) of `fleet` with `role` (all roles when
+/// `None`) in `namespace`: how many went, and the others of that fleet's name there,
+/// which are listed and not touched ("pod NAME owned by X").
 pub async fn delete_pods(
     clients: &Clients,
     cluster: &super::ClusterRef,
     namespace: &str,
     fleet: &str,
     role: Option<&str>,
-) -> Result<usize, String> {
+) -> Result<(usize, Vec<String>), String> {
     let client = clients.get(cluster).await?;
     let api: Api<Pod> = Api::namespaced(client, namespace);
+    let owner = clients.owner();
     let mut sel = format!("{FLEET_LABEL}={fleet}");
     if let Some(r) = role {
         sel.push_str(&format!(",{ROLE_LABEL}={r}"));
@@ -515,20 +609,102 @@ pub async fn delete_pods(
         .list(&ListParams::default().labels(&sel))
         .await
         .map_err(|e| super::cluster::why(&e))?;
-    let n = pods.items.len();
+    let mut gone = 0;
+    let mut others = vec![];
     for p in pods.items {
-        if let Some(name) = p.metadata.name {
-            match api.delete(&name, &DeleteParams::default()).await {
-                Ok(_) => {}
-                Err(e) if super::cluster::not_found(&e) => {}
-                Err(e) => return Err(format!("deleting pod {name}: {}", super::cluster::why(&e))),
-            }
+        let name = p.metadata.name.clone().unwrap_or_default();
+        if let Some(whose) = owner.other(&p.metadata.labels.clone().unwrap_or_default()) {
+            others.push(format!("pod {name} {whose}"));
+            continue;
+        }
+        match api.delete(&name, &DeleteParams::default()).await {
+            Ok(_) => gone += 1,
+            Err(e) if super::cluster::not_found(&e) => {}
+            Err(e) => return Err(format!("deleting pod {name}: {}", super::cluster::why(&e))),
         }
     }
     if let Ok(mut d) = clients.debug.lock() {
         d.retain(|(c, _), _| c != cluster);
     }
-    Ok(n)
+    Ok((gone, others))
+}
+
+/// Whether a debug pod is in use, as `fleet gc` asks.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DebugUse {
+    /// A command or pane of some flightdeck runs in it now.
+    Busy,
+    /// Unused for this many seconds (since its last command, else since it was made).
+    Idle(u64),
+}
+
+/// Whether debug pod `p` is in use: a live mark of a command in it ([`USE_DIR`]), else
+/// how long since the last one (or since the pod was made). A pod that does not run is
+/// idle since it was made; one that cannot be asked counts as busy.
+pub async fn debug_use(api: &Api<Pod>, p: &Pod, now: u64) -> DebugUse {
+    let made = p
+        .metadata
+        .creation_timestamp
+        .as_ref()
+        .and_then(|t| serde_json::to_value(t).ok())
+        .and_then(|v| v.as_str().and_then(super::view::parse_time))
+        .unwrap_or(now);
+    let since_made = DebugUse::Idle(now.saturating_sub(made));
+    if pod_phase(p).0 != "Running" {
+        return since_made;
+    }
+    let name = p.metadata.name.clone().unwrap_or_default();
+    let script = format!(
+        "d=\"{USE_DIR}\"; busy=0; last=0; for f in \"$d\"/*; do [ -e \"$f\" ] || continue; \
+         if [ -d \"/proc/${{f##*/}}\" ]; then busy=1; t=$(stat -c %Y \"$f\" 2>/dev/null || echo 0); \
+         [ \"$t\" -gt \"$last\" ] && last=$t; else t=$(stat -c %Y \"$f\" 2>/dev/null || echo 0); \
+         [ \"$t\" -gt \"$last\" ] && last=$t; rm -f \"$f\"; fi; done; echo \"use $busy $last $(date +%s)\""
+    );
+    let ask = async {
+        let mut ch = exec_in(api, &name, DEBUG_CONTAINER, &script, None).await?;
+        if let Some(w) = ch.stdin.lock().await.as_mut() {
+            let _ = w.shutdown().await;
+        }
+        let mut out = Vec::new();
+        while let Some(o) = ch.rx.recv().await {
+            match o {
+                Output::Stdout(b) => out.extend(b),
+                Output::Exit(_) => break,
+                _ => {}
+            }
+        }
+        Ok::<String, String>(String::from_utf8_lossy(&out).into_owned())
+    };
+    let Ok(Ok(out)) = tokio::time::timeout(Duration::from_secs(20), ask).await else {
+        return DebugUse::Busy;
+    };
+    parse_use(&out, made).unwrap_or(DebugUse::Busy)
+}
+
+/// The check's `use BUSY LAST NOW` line, for a pod made at `made`.
+fn parse_use(out: &str, made: u64) -> Option<DebugUse> {
+    let line = out.lines().find_map(|l| l.strip_prefix("use "))?;
+    let f: Vec<u64> = line.split_whitespace().filter_map(|w| w.parse().ok()).collect();
+    let [busy, last, now] = f[..] else { return None };
+    if busy != 0 {
+        return Some(DebugUse::Busy);
+    }
+    Some(DebugUse::Idle(now.saturating_sub(last.max(made))))
+}
+
+/// Run `f` (a CLI command's work on nodes), then remove the debug pods `clients` made
+/// for it; on Ctrl-C, remove them and give `None` (the command was interrupted).
+pub async fn removing_debug_pods<F: std::future::Future>(clients: &Clients, f: F) -> Option<F::Output> {
+    let out = tokio::select! {
+        out = f => Some(out),
+        _ = tokio::signal::ctrl_c() => None,
+    };
+    match tokio::time::timeout(Duration::from_secs(20), clients.remove_created()).await {
+        Ok(n) if n > 0 => tracing::info!("removed {n} debug pods"),
+        Ok(_) => {}
+        Err(_) => tracing::warn!("debug pods were not all removed within 20s (`fleet gc` removes idle ones)"),
+    }
+    out
 }
 
 #[cfg(test)]
@@ -552,16 +728,85 @@ mod tests {
         assert_eq!(exit_code(&other), 126);
     }
 
+    fn owner() -> crate::cloud::gke::Owner {
+        crate::cloud::gke::Owner::new(
+            "alice",
+            "bastion",
+            std::path::Path::new("/home/alice/.local/state/flightdeck"),
+        )
+    }
+
     #[test]
     fn debug_pods_are_host_pods_pinned_to_their_node() {
         let n = KubeNode::for_tests("gke-a3u-pool-1-abcd");
-        let v = serde_json::to_value(debug_pod(&n)).unwrap();
+        let v = serde_json::to_value(debug_pod(&n, &owner())).unwrap();
         assert_eq!(v["spec"]["nodeName"], "gke-a3u-pool-1-abcd");
         assert_eq!(v["spec"]["hostNetwork"], true);
         assert_eq!(v["spec"]["hostPID"], true);
         assert_eq!(v["metadata"]["labels"][FLEET_LABEL], "a3u");
         assert_eq!(v["metadata"]["labels"][ROLE_LABEL], "debug");
         assert_eq!(v["spec"]["volumes"][0]["hostPath"]["path"], "/");
-        assert_eq!(v["metadata"]["name"], "fd-debug-gke-a3u-pool-1-abcd");
+        assert_eq!(v["metadata"]["generateName"], "fd-debug-gke-a3u-pool-1-abcd-");
+        assert!(v["metadata"]["name"].is_null(), "the API server names it");
+    }
+
+    /// H3: Cluster Autoscaler may remove the node under a debug pod; D4: the owner's labels.
+    #[test]
+    fn debug_pods_let_the_autoscaler_go_and_name_their_owner() {
+        let n = KubeNode::for_tests("gke-a3u-pool-1-abcd");
+        let o = owner();
+        let v = serde_json::to_value(debug_pod(&n, &o)).unwrap();
+        assert_eq!(
+            v["metadata"]["annotations"]["cluster-autoscaler.kubernetes.io/safe-to-evict"],
+            "true"
+        );
+        assert_eq!(v["metadata"]["labels"]["flightdeck-owner"], "alice");
+        assert_eq!(v["metadata"]["labels"]["flightdeck-state"], o.state.as_str());
+        let long = debug_pod_prefix(&"n".repeat(80));
+        assert!(long.len() <= 58 && long.ends_with('-'), "{long}");
+    }
+
+    /// D6: a pod is used only when it is the debug pod this owner made for the node.
+    #[test]
+    fn only_a_true_debug_pod_passes_the_check() {
+        let n = KubeNode::for_tests("gke-a3u-pool-1-abcd");
+        let o = owner();
+        let good = || {
+            let mut p = debug_pod(&n, &o);
+            p.metadata.name = Some("fd-debug-gke-a3u-pool-1-abcd-x7k2q".into());
+            p
+        };
+        verify_debug(&good(), &n, &o).unwrap();
+        let mut squat = good();
+        squat.metadata.labels = Some([("app".to_string(), "not-flightdeck".to_string())].into());
+        let e = verify_debug(&squat, &n, &o).unwrap_err();
+        assert!(e.contains("label app.kubernetes.io/managed-by"), "{e}");
+        let mut elsewhere = good();
+        elsewhere.spec.as_mut().unwrap().node_name = Some("attacker-node".into());
+        assert!(verify_debug(&elsewhere, &n, &o)
+            .unwrap_err()
+            .contains("spec.nodeName"));
+        let mut evil = good();
+        evil.spec.as_mut().unwrap().containers[0].image = Some("evil/steal:latest".into());
+        assert!(verify_debug(&evil, &n, &o).unwrap_err().contains("image"));
+        let mut tame = good();
+        tame.spec.as_mut().unwrap().host_pid = Some(false);
+        tame.spec.as_mut().unwrap().volumes = Some(vec![]);
+        let e = verify_debug(&tame, &n, &o).unwrap_err();
+        assert!(e.contains("PIDs") && e.contains("root"), "{e}");
+        let bob = crate::cloud::gke::Owner::new("bob", "bastion", std::path::Path::new("/s"));
+        assert!(verify_debug(&good(), &n, &bob)
+            .unwrap_err()
+            .contains("flightdeck-owner"));
+    }
+
+    /// M6: a live mark means busy; otherwise idle since the last use, else since made.
+    #[test]
+    fn use_marks_tell_busy_from_idle() {
+        assert_eq!(parse_use("use 1 100 200\n", 50), Some(DebugUse::Busy));
+        assert_eq!(parse_use("use 0 100 700\n", 50), Some(DebugUse::Idle(600)));
+        assert_eq!(parse_use("use 0 0 700\n", 500), Some(DebugUse::Idle(200)));
+        assert_eq!(parse_use("garbage", 0), None);
+        assert!(use_mark().contains("$$"));
     }
 }

@@ -70,7 +70,7 @@ impl Inventory for GkeInventory {
             for f in state.fleets.iter().filter(|f| f.backend == BackendKind::Gke) {
                 let seen = match Target::of_record(f) {
                     Ok(t) => t
-                        .snapshot(&ctx.kube, crate::store::now_unix())
+                        .snapshot(&ctx.kube, &f.name, crate::store::now_unix())
                         .await
                         .map(Box::new),
                     Err(e) => Err(e),
@@ -92,7 +92,9 @@ impl Inventory for GkeInventory {
     ) -> BoxFuture<'a, Result<Status, String>> {
         Box::pin(async move {
             let target = Target::of_record(record)?;
-            let snap = target.snapshot(&ctx.kube, crate::store::now_unix()).await?;
+            let snap = target
+                .snapshot(&ctx.kube, &record.name, crate::store::now_unix())
+                .await?;
             Ok(Status {
                 json: serde_json::to_value(&snap).map_err(|e| e.to_string())?,
                 blocks: status_blocks(&record.name, &snap),
@@ -135,10 +137,26 @@ impl Inventory for GkeInventory {
                 vec!["KIND", "NAME", "NAMESPACE", "FLEET", "WHY"],
                 rows,
                 "GKE: nothing of flightdeck's to remove in the fleets' clusters".into(),
-                format!(
-                    "{} found; `flightdeck fleet gc --yes` removes them",
-                    crate::words::plural(found.len(), "GKE object")
-                ),
+                {
+                    let kept = found.iter().filter(|o| o.keep).count();
+                    let mine = found.len() - kept;
+                    let others = if kept > 0 {
+                        format!(
+                            "; {} of other owners listed, not touched",
+                            crate::words::plural(kept, "GKE object")
+                        )
+                    } else {
+                        String::new()
+                    };
+                    if mine > 0 {
+                        format!(
+                            "{} to remove; `flightdeck fleet gc --yes` removes them{others}",
+                            crate::words::plural(mine, "GKE object")
+                        )
+                    } else {
+                        format!("GKE: nothing of yours to remove{others}")
+                    }
+                },
                 None,
                 None,
                 Box::new(move |progress| {
@@ -297,8 +315,8 @@ fn status_blocks(fleet: &str, snap: &Snapshot) -> Vec<Block> {
     let mut out = vec![
         Block::Line(format!("{} (fleet `{fleet}`)", snap.cluster)),
         Block::Table(
-            POOL_HEADER.to_vec(),
-            snap.pools.iter().map(|p| p.cells().to_vec()).collect(),
+            view::POOL_STATUS_HEADER.to_vec(),
+            snap.pools.iter().map(|p| p.status_cells()).collect(),
         ),
         Block::Blank,
     ];
@@ -346,6 +364,18 @@ fn status_blocks(fleet: &str, snap: &Snapshot) -> Vec<Block> {
             vec!["LOCALQUEUE", "CLUSTERQUEUE", "PENDING", "ADMITTED"],
             rows,
         ));
+        out.push(Block::Blank);
+    }
+    for p in &snap.plugins {
+        out.push(Block::Line(format!("GPUDirect {}", p.line())));
+    }
+    if !snap.plugins.is_empty() {
+        out.push(Block::Blank);
+    }
+    for w in &snap.waiting {
+        out.push(Block::Line(format!("job {}: {}", w.job, w.line())));
+    }
+    if !snap.waiting.is_empty() {
         out.push(Block::Blank);
     }
     match &snap.kueue {

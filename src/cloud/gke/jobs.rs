@@ -47,34 +47,40 @@ async fn kueue_list(
     Err(format!("{last}: Kueue is not installed"))
 }
 
-/// Delete the fleet's JobSets (their Jobs and pods go with them); how many.
+/// Delete this owner's JobSets of the fleet (their Jobs and pods go with them): how
+/// many, and the others of that fleet's name, listed and not touched.
 pub async fn delete_fleet_jobsets(
     clients: &Clients,
     cluster: &ClusterRef,
     namespace: &str,
     fleet: &str,
-) -> Result<usize, String> {
+) -> Result<(usize, Vec<String>), String> {
     let client = clients.get(cluster).await?;
+    let owner = clients.owner();
     let api: Api<DynamicObject> = Api::namespaced_with(client, namespace, &jobset_resource());
     let list = match api
         .list(&ListParams::default().labels(&format!("{FLEET_LABEL}={fleet}")))
         .await
     {
         Ok(l) => l,
-        Err(e) if super::cluster::not_found(&e) => return Ok(0),
+        Err(e) if super::cluster::not_found(&e) => return Ok((0, vec![])),
         Err(e) => return Err(super::cluster::why(&e)),
     };
-    let n = list.items.len();
+    let mut gone = 0;
+    let mut others = vec![];
     for o in list.items {
-        if let Some(name) = o.metadata.name {
-            match api.delete(&name, &DeleteParams::foreground()).await {
-                Ok(_) => {}
-                Err(e) if super::cluster::not_found(&e) => {}
-                Err(e) => return Err(format!("deleting JobSet {name}: {}", super::cluster::why(&e))),
-            }
+        let name = o.metadata.name.clone().unwrap_or_default();
+        if let Some(whose) = owner.other(&o.metadata.labels.clone().unwrap_or_default()) {
+            others.push(format!("JobSet {name} {whose}"));
+            continue;
+        }
+        match api.delete(&name, &DeleteParams::foreground()).await {
+            Ok(_) => gone += 1,
+            Err(e) if super::cluster::not_found(&e) => {}
+            Err(e) => return Err(format!("deleting JobSet {name}: {}", super::cluster::why(&e))),
         }
     }
-    Ok(n)
+    Ok((gone, others))
 }
 
 /// The label naming the job id on the JobSet and its pods.
@@ -93,7 +99,9 @@ pub async fn create_jobset(
 ) -> Result<(), String> {
     let client = clients.get(&node.cluster).await?;
     let api: Api<DynamicObject> = Api::namespaced_with(client, &node.namespace, &jobset_resource());
-    let obj: DynamicObject = serde_json::from_value(set.clone()).map_err(|e| e.to_string())?;
+    let mut set = set.clone();
+    super::stamp_owner(&clients.owner(), &mut set);
+    let obj: DynamicObject = serde_json::from_value(set).map_err(|e| e.to_string())?;
     api.create(&PostParams::default(), &obj)
         .await
         .map(|_| ())
@@ -150,4 +158,120 @@ pub async fn rank_pod(api: &Api<Pod>, id: &str, rank: usize) -> Result<Option<Po
         .items
         .into_iter()
         .max_by_key(|p| p.metadata.creation_timestamp.as_ref().map(|t| t.0.as_second())))
+}
+
+/// The events that say why a pod waits, as k9s and `kubectl describe` show them:
+/// kube-scheduler's `FailedScheduling`, Cluster Autoscaler's `NotTriggerScaleUp`, the
+/// kubelet's `FailedCreatePodSandBox`, `FailedMount`, `Failed` (an image pull) and
+/// `BackOff`.
+pub const WAIT_EVENTS: [&str; 6] = [
+    "FailedScheduling",
+    "NotTriggerScaleUp",
+    "FailedCreatePodSandBox",
+    "FailedMount",
+    "Failed",
+    "BackOff",
+];
+
+/// A job rank whose pod waits: why (its container's waiting reason, else why it is not
+/// scheduled) and the latest events about it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Waiting {
+    pub job: String,
+    pub rank: Option<usize>,
+    pub pod: String,
+    pub why: Option<String>,
+    pub events: Vec<String>,
+}
+
+impl Waiting {
+    /// One line: "rank 1 (pod P) waits: WHY; FailedScheduling: MESSAGE".
+    pub fn line(&self) -> String {
+        let mut s = match self.rank {
+            Some(r) => format!("rank {r} (pod {}) waits", self.pod),
+            None => format!("pod {} waits", self.pod),
+        };
+        if let Some(w) = &self.why {
+            s.push_str(&format!(": {w}"));
+        }
+        for e in &self.events {
+            s.push_str(&format!("; {e}"));
+        }
+        s
+    }
+}
+
+/// The job pods among `pods` that wait (not running, not ended, or a container
+/// waiting), with the latest of `events` about each (at most 2, newest first).
+pub fn waiting_pods(pods: &[Pod], events: &[k8s_openapi::api::core::v1::Event]) -> Vec<Waiting> {
+    let mut out = vec![];
+    for p in pods {
+        let (phase, why) = super::exec::pod_phase(p);
+        let labels = p.metadata.labels.clone().unwrap_or_default();
+        if labels.get(super::ROLE_LABEL).map(String::as_str) != Some("job") {
+            continue;
+        }
+        if matches!(phase.as_str(), "Succeeded" | "Failed") || (phase == "Running" && why.is_none()) {
+            continue;
+        }
+        let name = p.metadata.name.clone().unwrap_or_default();
+        let mut about: Vec<&k8s_openapi::api::core::v1::Event> = events
+            .iter()
+            .filter(|e| e.involved_object.name.as_deref() == Some(name.as_str()))
+            .filter(|e| e.reason.as_deref().is_some_and(|r| WAIT_EVENTS.contains(&r)))
+            .collect();
+        let when = |e: &k8s_openapi::api::core::v1::Event| {
+            e.last_timestamp
+                .as_ref()
+                .or(e.first_timestamp.as_ref())
+                .map(|t| t.0.as_second())
+                .unwrap_or(0)
+        };
+        about.sort_by_key(|e| std::cmp::Reverse(when(e)));
+        out.push(Waiting {
+            job: labels.get(JOB_LABEL).cloned().unwrap_or_default(),
+            rank: labels
+                .get("batch.kubernetes.io/job-completion-index")
+                .and_then(|i| i.parse().ok()),
+            pod: name,
+            why,
+            events: about
+                .iter()
+                .take(2)
+                .map(|e| {
+                    format!(
+                        "{}: {}",
+                        e.reason.clone().unwrap_or_default(),
+                        e.message.clone().unwrap_or_default().trim()
+                    )
+                })
+                .collect(),
+        });
+    }
+    out.sort_by_key(|w| (w.job.clone(), w.rank));
+    out
+}
+
+/// The waiting ranks of job `id` in `node`'s namespace ([`waiting_pods`]).
+pub async fn waiting(clients: &Clients, node: &KubeNode, id: &str) -> Result<Vec<Waiting>, String> {
+    let client = clients.get(&node.cluster).await?;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &node.namespace);
+    let list = pods
+        .list(&ListParams::default().labels(&format!("{JOB_LABEL}={}", object_name(id, 63))))
+        .await
+        .map_err(|e| super::cluster::why(&e))?;
+    let events = wait_events(&client, &node.namespace).await;
+    Ok(waiting_pods(&list.items, &events))
+}
+
+/// The namespace's Warning events (none when they cannot be read).
+pub async fn wait_events(client: &kube::Client, namespace: &str) -> Vec<k8s_openapi::api::core::v1::Event> {
+    let api: Api<k8s_openapi::api::core::v1::Event> = Api::namespaced(client.clone(), namespace);
+    match api.list(&ListParams::default().fields("type=Warning")).await {
+        Ok(l) => l.items,
+        Err(e) => {
+            tracing::info!("events: {}", super::cluster::why(&e));
+            vec![]
+        }
+    }
 }

@@ -34,6 +34,133 @@ pub const ROLE_LABEL: &str = "flightdeck-role";
 /// `app.kubernetes.io/managed-by: flightdeck`.
 pub const MANAGED_BY: (&str, &str) = ("app.kubernetes.io/managed-by", "flightdeck");
 
+/// Who made an object: the same `flightdeck-owner` label value the GCP backend puts on
+/// its instances (the config's `gcp.owner`, else `$USER`).
+pub const OWNER_LABEL: &str = crate::cloud::gcp::plan::OWNER_LABEL;
+/// Which state directory made an object (8 hex digits of a hash of this machine's name
+/// and the state directory's path): one operator's two state directories, or two
+/// machines, do not take each other's objects for their own.
+pub const STATE_LABEL: &str = "flightdeck-state";
+
+/// The owner of what this process creates in a cluster: `fleet gc` and `fleet delete`
+/// touch only objects labelled with it ([`Owner::owns`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Owner {
+    /// The `flightdeck-owner` value.
+    pub user: String,
+    /// The `flightdeck-state` value.
+    pub state: String,
+}
+
+impl Owner {
+    /// This process's owner: the config's `gcp.owner` (else `$USER`), and the state
+    /// directory as the environment places it.
+    pub fn of_process() -> Owner {
+        static OWNER: std::sync::OnceLock<Owner> = std::sync::OnceLock::new();
+        OWNER
+            .get_or_init(|| {
+                let paths = crate::paths::Paths::from_env().ok();
+                let configured = paths
+                    .as_ref()
+                    .and_then(|p| crate::config::Config::load(p).ok())
+                    .and_then(|c| c.gcp)
+                    .unwrap_or_default();
+                let user = configured.owner(std::env::var("USER").ok().filter(|u| !u.is_empty()));
+                let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+                let dir = paths
+                    .map(|p| std::fs::canonicalize(&p.state_dir).unwrap_or(p.state_dir))
+                    .unwrap_or_default();
+                Owner::new(&user, host.trim(), &dir)
+            })
+            .clone()
+    }
+
+    /// The owner `user` (a label value already) of state directory `dir` on machine `host`.
+    pub fn new(user: &str, host: &str, dir: &std::path::Path) -> Owner {
+        let mut h: u64 = 0xcbf29ce484222325;
+        for b in host
+            .bytes()
+            .chain([0])
+            .chain(dir.as_os_str().as_encoded_bytes().iter().copied())
+        {
+            h = (h ^ b as u64).wrapping_mul(0x100000001b3);
+        }
+        Owner {
+            user: user.to_string(),
+            state: format!("{:08x}", h as u32),
+        }
+    }
+
+    /// Whether labels `l` are this owner's (both the owner and the state directory).
+    pub fn owns(&self, l: &std::collections::BTreeMap<String, String>) -> bool {
+        l.get(OWNER_LABEL) == Some(&self.user) && l.get(STATE_LABEL) == Some(&self.state)
+    }
+
+    /// Whose object labels `l` name, when not this owner's: "owned by X" (or "made by
+    /// this owner from another state directory", or "with no owner label").
+    pub fn other(&self, l: &std::collections::BTreeMap<String, String>) -> Option<String> {
+        if self.owns(l) {
+            return None;
+        }
+        Some(match l.get(OWNER_LABEL) {
+            None => "with no owner label".into(),
+            Some(u) if *u == self.user => format!(
+                "owned by {u} from another state directory ({STATE_LABEL}={})",
+                l.get(STATE_LABEL).map(String::as_str).unwrap_or("none")
+            ),
+            Some(u) => format!("owned by {u}"),
+        })
+    }
+
+    /// The label selector of this owner's objects.
+    pub fn selector(&self) -> String {
+        format!(
+            "{}={},{OWNER_LABEL}={},{STATE_LABEL}={}",
+            MANAGED_BY.0, MANAGED_BY.1, self.user, self.state
+        )
+    }
+}
+
+/// The labels of every object flightdeck creates in a cluster, in one place: managed-by,
+/// the fleet, the object's role (`debug`, `nccl`, `job`) and its owner.
+pub fn labels(owner: &Owner, fleet: &str, role: &str) -> serde_json::Map<String, serde_json::Value> {
+    let mut m = serde_json::Map::new();
+    m.insert(MANAGED_BY.0.into(), MANAGED_BY.1.into());
+    m.insert(FLEET_LABEL.into(), fleet.into());
+    m.insert(ROLE_LABEL.into(), role.into());
+    m.insert(OWNER_LABEL.into(), owner.user.clone().into());
+    m.insert(STATE_LABEL.into(), owner.state.clone().into());
+    m
+}
+
+/// Put [`labels`]' owner labels on an object made elsewhere (its `metadata.labels`,
+/// and a JobSet's pod templates).
+pub fn stamp_owner(owner: &Owner, obj: &mut serde_json::Value) {
+    let put = |meta: &mut serde_json::Value| {
+        if !meta["labels"].is_object() {
+            meta["labels"] = serde_json::json!({});
+        }
+        meta["labels"][OWNER_LABEL] = owner.user.clone().into();
+        meta["labels"][STATE_LABEL] = owner.state.clone().into();
+    };
+    put(&mut obj["metadata"]);
+    if let Some(jobs) = obj["spec"]["replicatedJobs"].as_array_mut() {
+        for j in jobs {
+            put(&mut j["template"]["spec"]["template"]["metadata"]);
+        }
+    }
+}
+
+/// [`stamp_owner`] for a typed object's metadata (a pod made elsewhere).
+pub fn stamp_owner_meta(
+    owner: &Owner,
+    meta: &mut k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+) {
+    let l = meta.labels.get_or_insert_with(Default::default);
+    l.insert(OWNER_LABEL.into(), owner.user.clone());
+    l.insert(STATE_LABEL.into(), owner.state.clone());
+}
+
 /// The GPU resource name GKE's device plugin advertises.
 pub const GPU_RESOURCE: &str = "nvidia.com/gpu";
 

@@ -128,6 +128,9 @@ pub struct PoolRow {
     pub ready: usize,
     pub gpus: u64,
     pub gpus_used: u64,
+    /// The pool's autoscaling from the GKE API ("0-4", "fixed"), when it was read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub autoscaling: Option<String>,
 }
 
 /// The pool table's columns, in the CLI and the cockpit.
@@ -138,6 +141,17 @@ pub const POOL_HEADER: [&str; 6] = [
     "PROVISIONING",
     "READY",
     "GPUS USED",
+];
+
+/// `fleet status`'s pool columns: [`POOL_HEADER`] and the pool's autoscaling.
+pub const POOL_STATUS_HEADER: [&str; 7] = [
+    "POOL",
+    "MACHINE",
+    "ACCELERATOR",
+    "PROVISIONING",
+    "READY",
+    "GPUS USED",
+    "AUTOSCALING",
 ];
 
 impl PoolRow {
@@ -152,6 +166,147 @@ impl PoolRow {
             format!("{}/{}", self.gpus_used, self.gpus),
         ]
     }
+
+    /// The row's cells under [`POOL_STATUS_HEADER`].
+    pub fn status_cells(&self) -> Vec<String> {
+        let mut c = self.cells().to_vec();
+        c.push(self.autoscaling.clone().unwrap_or_else(|| "-".into()));
+        c
+    }
+}
+
+/// A node pool as the GKE API gives it (`projects.locations.clusters.nodePools.list`,
+/// container/v1 `NodePool`): only the fields shown.
+#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ApiPool {
+    pub name: String,
+    pub config: ApiPoolConfig,
+    pub autoscaling: Option<ApiAutoscaling>,
+    pub queued_provisioning: Option<ApiEnabled>,
+}
+
+/// `NodeConfig`'s fields a pool is shown by.
+#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ApiPoolConfig {
+    pub machine_type: Option<String>,
+    pub accelerators: Vec<ApiAccelerator>,
+    pub spot: bool,
+    pub preemptible: bool,
+    pub flex_start: bool,
+    pub reservation_affinity: Option<ApiReservation>,
+}
+
+/// `AcceleratorConfig` (`acceleratorCount` is an int64, a JSON string).
+#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ApiAccelerator {
+    pub accelerator_count: serde_json::Value,
+    pub accelerator_type: String,
+}
+
+/// `ReservationAffinity`.
+#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ApiReservation {
+    pub consume_reservation_type: String,
+    pub values: Vec<String>,
+}
+
+/// `NodePoolAutoscaling` (per-zone `min/maxNodeCount`, or cluster-wide `total*`).
+#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ApiAutoscaling {
+    pub enabled: bool,
+    pub min_node_count: i64,
+    pub max_node_count: i64,
+    pub total_min_node_count: i64,
+    pub total_max_node_count: i64,
+}
+
+/// `QueuedProvisioning`.
+#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize)]
+#[serde(default)]
+pub struct ApiEnabled {
+    pub enabled: bool,
+}
+
+impl ApiPool {
+    /// GPUs per node and their type.
+    pub fn accelerator(&self) -> Option<(u64, String)> {
+        let a = self.config.accelerators.first()?;
+        let n = match &a.accelerator_count {
+            serde_json::Value::String(s) => s.parse().ok()?,
+            v => v.as_u64()?,
+        };
+        Some((n, a.accelerator_type.clone()))
+    }
+
+    /// How its VMs are provisioned, in [`provisioning`]'s words.
+    pub fn provisioning(&self) -> String {
+        let queued = self.queued_provisioning.as_ref().is_some_and(|q| q.enabled);
+        if self.config.flex_start {
+            if queued {
+                "DWS flex-start (queued)".into()
+            } else {
+                "DWS flex-start".into()
+            }
+        } else if queued {
+            "DWS queued".into()
+        } else if self.config.spot {
+            "Spot".into()
+        } else if self.config.preemptible {
+            "Preemptible".into()
+        } else if let Some(r) = self
+            .config
+            .reservation_affinity
+            .as_ref()
+            .filter(|r| r.consume_reservation_type == "SPECIFIC_RESERVATION")
+        {
+            format!("reservation {}", r.values.join(","))
+        } else {
+            "on-demand".into()
+        }
+    }
+
+    /// "0-4" (cluster-wide bounds, else per zone), or "fixed".
+    pub fn autoscaling(&self) -> String {
+        match &self.autoscaling {
+            Some(a) if a.enabled && (a.total_min_node_count > 0 || a.total_max_node_count > 0) => {
+                format!("{}-{}", a.total_min_node_count, a.total_max_node_count)
+            }
+            Some(a) if a.enabled => format!("{}-{} per zone", a.min_node_count, a.max_node_count),
+            _ => "fixed".into(),
+        }
+    }
+}
+
+/// Add the GKE API's pools to `rows` (built from nodes): each row gets its autoscaling,
+/// and a pool `want`ed that has no node now (scaled to zero) gets a row of its own with
+/// its machine type, GPUs per node and provisioning.
+pub fn with_api_pools(rows: &mut Vec<PoolRow>, api: &[ApiPool], want: impl Fn(&ApiPool) -> bool) {
+    for p in api {
+        if let Some(r) = rows.iter_mut().find(|r| r.name == p.name) {
+            r.autoscaling = Some(p.autoscaling());
+            continue;
+        }
+        if !want(p) {
+            continue;
+        }
+        rows.push(PoolRow {
+            name: p.name.clone(),
+            machine_type: p.config.machine_type.clone().unwrap_or_default(),
+            accelerator: p.accelerator().map(|(n, t)| format!("{n}x {t}")),
+            provisioning: p.provisioning(),
+            nodes: 0,
+            ready: 0,
+            gpus: 0,
+            gpus_used: 0,
+            autoscaling: Some(p.autoscaling()),
+        });
+    }
+    rows.sort_by(|a, b| a.name.cmp(&b.name));
 }
 
 pub fn internal_ip(n: &Node) -> Option<String> {
@@ -218,6 +373,7 @@ pub fn pool_rows(nodes: &[Node], rows: &[NodeRow]) -> Vec<PoolRow> {
             ready: 0,
             gpus: 0,
             gpus_used: 0,
+            autoscaling: None,
         });
         p.nodes += 1;
         p.ready += r.ready as usize;
@@ -378,6 +534,97 @@ pub fn queue_row(q: &serde_json::Value) -> QueueRow {
     }
 }
 
+/// GKE's GPUDirect installer DaemonSets in kube-system, their flavour, and the versions
+/// of Google's current manifests (tests/fixtures/reference/container-engine-accelerators:
+/// gpudirect-tcpxo/nccl-test-latest.yaml RxDM v1.0.21 with plugin v1.0.15, as the
+/// nccl-plugin-gpudirect-tcpxo README pairs them; gpudirect-tcpx/nccl-test-latest.yaml
+/// RxDM v2.0.12 with plugin v3.1.9; gpudirect-rdma/nccl-test.yaml gIB v1.1.1).
+pub const INSTALLERS: [(&str, &str, &str, Option<&str>); 3] = [
+    ("nccl-tcpxo-installer", "tcpxo", "v1.0.15", Some("v1.0.21")),
+    ("nccl-rdma-installer", "rdma", "v1.1.1", None),
+    ("nccl-tcpx-installer", "tcpx", "v3.1.9", Some("v2.0.12")),
+];
+
+/// The GPUDirect plugin a cluster runs (its installer DaemonSet's image tag), or the
+/// manifests' current version when no installer is there.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct PluginVersion {
+    pub flavour: String,
+    /// The installer DaemonSet, when the cluster has it.
+    pub installer: Option<String>,
+    /// The plugin image's tag.
+    pub plugin: String,
+    /// The RxDM daemon's tag that goes with it (TCPX/TCPXO), when known: the installer
+    /// decides it (the TCPXO README couples the two).
+    pub rxdm: Option<String>,
+}
+
+impl PluginVersion {
+    pub fn line(&self) -> String {
+        let rxdm = match (&self.rxdm, self.flavour.as_str()) {
+            (Some(r), _) => format!(", RxDM {r}"),
+            (None, "tcpx" | "tcpxo") => {
+                ", RxDM: the one the installer's version pairs with (not known here)".into()
+            }
+            _ => String::new(),
+        };
+        match &self.installer {
+            Some(i) => format!(
+                "{}: plugin {}{rxdm} (DaemonSet kube-system/{i})",
+                self.flavour, self.plugin
+            ),
+            None => format!(
+                "{}: plugin {}{rxdm} (the manifests' current; no installer DaemonSet)",
+                self.flavour, self.plugin
+            ),
+        }
+    }
+}
+
+/// The plugin versions of the installer DaemonSets among `daemonsets` (apps/v1 objects
+/// of kube-system): each one's first image tag, with the RxDM of the manifests' pair
+/// when the tag is theirs. Without any installer: the manifests' current versions.
+pub fn plugin_versions(daemonsets: &[serde_json::Value]) -> Vec<PluginVersion> {
+    let mut out = vec![];
+    for (name, flavour, plugin, rxdm) in INSTALLERS {
+        let Some(ds) = daemonsets.iter().find(|d| d["metadata"]["name"] == name) else {
+            continue;
+        };
+        let spec = &ds["spec"]["template"]["spec"];
+        let image = spec["initContainers"]
+            .as_array()
+            .into_iter()
+            .chain(spec["containers"].as_array())
+            .flatten()
+            .filter_map(|c| c["image"].as_str())
+            .find(|i| i.contains("nccl-plugin"))
+            .unwrap_or("");
+        let tag = image.rsplit_once(':').map(|(_, t)| t).unwrap_or("").to_string();
+        out.push(PluginVersion {
+            flavour: flavour.into(),
+            installer: Some(name.into()),
+            rxdm: if tag == plugin {
+                rxdm.map(String::from)
+            } else {
+                None
+            },
+            plugin: if tag.is_empty() { "unknown".into() } else { tag },
+        });
+    }
+    if out.is_empty() {
+        out = INSTALLERS
+            .iter()
+            .map(|(_, flavour, plugin, rxdm)| PluginVersion {
+                flavour: flavour.to_string(),
+                installer: None,
+                plugin: plugin.to_string(),
+                rxdm: rxdm.map(String::from),
+            })
+            .collect();
+    }
+    out
+}
+
 /// Everything the cockpit and `fleet status` show of a GKE fleet at one time.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct Snapshot {
@@ -388,6 +635,12 @@ pub struct Snapshot {
     /// Kueue's LocalQueues in the namespace.
     #[serde(default)]
     pub queues: Vec<QueueRow>,
+    /// The GPUDirect plugin versions: the cluster's installers', else the manifests'.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub plugins: Vec<PluginVersion>,
+    /// Job ranks whose pods wait, with why and the latest events about them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub waiting: Vec<super::jobs::Waiting>,
     /// Why Kueue's workloads could not be read (Kueue not installed), if so.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kueue: Option<String>,

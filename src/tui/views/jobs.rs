@@ -186,12 +186,35 @@ fn render_job(state: &State, shown: &ShownJob, theme: &Theme, area: Rect, buf: &
             .iter()
             .find(|w| w.owner.as_deref() == Some(owner.as_str()))
     });
-    let [head, kq, body] = Layout::vertical([
+    // Its ranks that wait, with why and the latest events (at most 3 lines).
+    let waits: Vec<String> = record
+        .and_then(|r| {
+            let snap = state.gke.get(&r.fleet)?.as_ref().ok()?;
+            let job = crate::cloud::gke::object_name(&r.id, 63);
+            Some(
+                snap.waiting
+                    .iter()
+                    .filter(|w| w.job == job)
+                    .map(|w| w.line())
+                    .take(3)
+                    .collect(),
+            )
+        })
+        .unwrap_or_default();
+    let [head, kq, wq, body] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Length(kueue.is_some() as u16),
+        Constraint::Length(waits.len() as u16),
         Constraint::Min(0),
     ])
     .areas(inner);
+    ratatui::widgets::Paragraph::new(
+        waits
+            .iter()
+            .map(|w| Line::styled(crate::tui::widgets::shown(w).into_owned(), theme.tone(Tone::Warn)))
+            .collect::<Vec<_>>(),
+    )
+    .render(wq, buf);
     summary_line(&shown.metrics, record, theme, &node_name).render(head, buf);
     if let Some(w) = kueue {
         let tone = match w.state.as_str() {
