@@ -257,6 +257,7 @@ fn the_summary_leads_with_the_cause() {
     let probes: Vec<net::Probe> = net::rounds(3)
         .into_iter()
         .flatten()
+        .flat_map(|(a, b)| [(a, b), (b, a)])
         .map(|(a, b)| net::Probe {
             from: a,
             to: b,
@@ -393,4 +394,42 @@ fn the_nccl_environment_checked_is_the_familys() {
         "{pod_env}"
     );
     assert_eq!(pod.env, crate::nccl::profile::pod_env(GpuDirect::Tcpxo));
+}
+
+#[test]
+fn problems_rank_a_cause_by_the_worst_that_follows_from_it() {
+    let f = |node: &str, check: &'static str, outcome: Outcome, what: &str| {
+        Finding::new(check, node, outcome, what)
+    };
+    let mut r = Report::default();
+    r.add(vec![
+        f(
+            "n1",
+            "reach",
+            Outcome::Fail,
+            "n1 ↔ n2 on eth2 lossy: 9 of 400 probes lost",
+        ),
+        f(
+            "n0",
+            "nics",
+            Outcome::Warn,
+            "eth1 MTU 1400 where 2 other nodes have 1500",
+        ),
+        f("n0", "reach", Outcome::Fail, "eth1 unreachable: no reply"),
+        f("n2", "sysctl", Outcome::Warn, "small TCP buffers"),
+    ]);
+    r.link_causes();
+    let order: Vec<(String, usize)> = r
+        .problems()
+        .iter()
+        .map(|(c, after)| (c.key(), after.len()))
+        .collect();
+    assert_eq!(
+        order,
+        vec![
+            ("n0 nics".to_string(), 1),
+            ("n1 reach".to_string(), 0),
+            ("n2 sysctl".to_string(), 0)
+        ]
+    );
 }
