@@ -605,3 +605,70 @@ fn a_loss_that_does_not_last_is_probed_again_and_not_named() {
         "the first look suspected it: {pass:?}"
     );
 }
+
+#[test]
+fn sixteen_one_nic_nodes_with_four_faults_each_named_as_its_cause() {
+    let Some(tb) = Testbed::new_machines(16, 0) else {
+        return;
+    };
+    for n in &tb.nodes {
+        n.add_gpu_double();
+    }
+    // Node 3: its only NIC at another MTU. Node 7: its only NIC loses 2% (netem where
+    // the kernel has it, else nftables). Node 11: no ping. Node 13: a stray process on
+    // GPU 0.
+    tb.node_run(3, &["ip", "link", "set", "eth0", "mtu", "1400"])
+        .unwrap();
+    let loss = plant_loss(&tb, 7, "eth0");
+    tb.remove_command(11, "ping");
+    let mut stray = spawn_on(&tb, 13, 300);
+    tb.nodes[13].plant_gpu_process(0, stray.id(), "sleep", 1024);
+    let home = tempfile::tempdir().unwrap();
+    tb.apply_fleet(home.path(), "lab");
+    let (code, v, err, took) = doctor(home.path(), &[]);
+    stray.kill().unwrap();
+    stray.wait().unwrap();
+    eprintln!("16 nodes, four faults ({loss} on lab-7): {took:?}\n{err}");
+    let p = problems(&v);
+    assert_eq!(code, Some(1), "{p:#?}\n{err}");
+    find(
+        &p,
+        "lab-3",
+        "nics",
+        "eth0 MTU 1400 where 15 other nodes have 1500",
+    );
+    find(&p, "lab-7", "reach", "eth0 lossy");
+    find(&p, "lab-11", "reach", "not checked: `ping` missing on the node");
+    find(
+        &p,
+        "lab-13",
+        "procs",
+        "held by a process not of a flightdeck job or run",
+    );
+    // Nothing else: the TCP buffers of this machine's kernel (every node's) aside.
+    let rest: Vec<_> = p
+        .iter()
+        .filter(|(n, c, _, _)| {
+            c != "sysctl"
+                && !matches!(
+                    (n.as_str(), c.as_str()),
+                    ("lab-3", "nics") | ("lab-7", "reach") | ("lab-11", "reach") | ("lab-13", "procs")
+                )
+        })
+        .collect();
+    assert!(rest.is_empty(), "{rest:#?}");
+    assert_eq!(
+        p.iter().filter(|(_, c, _, _)| c != "sysctl").count(),
+        4,
+        "one finding per fault: {p:#?}"
+    );
+    // The summary names each as a cause, none as following from another.
+    let summary: Vec<&str> = v["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap())
+        .collect();
+    assert!(summary.iter().all(|l| !l.starts_with("  └")), "{summary:#?}");
+    assert!(took < Duration::from_secs(20), "the doctor took {took:?}");
+}
