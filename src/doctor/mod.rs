@@ -320,11 +320,15 @@ impl Facts {
     }
 
     /// The NICs NCCL's traffic between nodes takes, which the fleet compares and the
-    /// reach check probes, and why those: the ones `NCCL_SOCKET_IFNAME` names (the node's
-    /// own setting, else the profile's), else the data NICs, else (one NIC, or a profile
-    /// of `none` with no data NIC) the ones NCCL itself picks on the node
-    /// ([`net::nccl_socket_nics`]).
+    /// reach check probes, and why those. A GPUDirect flavour: its data NICs (its
+    /// `NCCL_SOCKET_IFNAME` is the control NIC, for the bootstrap only). A profile of
+    /// `none` (NCCL's socket transport carries the data): the ones `NCCL_SOCKET_IFNAME`
+    /// names (the node's own setting, else the profile's), else the data NICs, else (one
+    /// NIC) the ones NCCL itself picks on the node ([`net::nccl_socket_nics`]).
     pub fn probe_nics(&self, ctx: &Context) -> (Vec<&net::Nic>, String) {
+        if ctx.flavour != GpuDirect::None {
+            return (self.data_nics(), "the data NICs".to_string());
+        }
         let ifname = self.socket_ifname.clone().or_else(|| ctx.socket_ifname());
         if let Some(list) = ifname.filter(|l| l.len() > 1) {
             return (
