@@ -388,7 +388,8 @@ impl Net<'_> {
         }
         let mut warnings: Vec<Finding> = not_probed
             .into_iter()
-            .map(|((b, nic, addr), by)| {
+            .map(|((b, nic, addr), mut by)| {
+                by.sort();
                 let shown: String = addr.chars().flat_map(char::escape_debug).take(64).collect();
                 Finding::new(
                     "reach",

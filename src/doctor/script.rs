@@ -61,11 +61,15 @@ pub fn script(preflight: Option<&str>) -> String {
     // command from `ps`, and flightdeck's detached work still running in the login's
     // home (`~/.flightdeck/jobs/ID/RANK/pid`, `~/.flightdeck/runs/ID/pid`: the session
     // leader of each, [`crate::detach`]), to tell a job's processes from a stray one.
+    // nvidia-smi's output is cut at the cap as every section's (one that prints without
+    // end is stopped), and a cut one is a failed one.
     section(
         &mut s,
         "procs",
         &format!(
-            "if q=$(nvidia-smi --query-compute-apps={} --format=csv,noheader 2>&1); then \
+            "q=$({{ nvidia-smi --query-compute-apps={} --format=csv,noheader 2>&1; echo \"@rc=$?\"; }} | cap); \
+             case \"$q\" in *'@rc=0') ok=1; q=${{q%@rc=0}};; *) ok=0; q=${{q%@rc=*}};; esac; \
+             if [ $ok = 1 ]; then \
              printf '%s\\n' \"$q\" | grep -v '^ *$' | sed 's/^/app /'; \
              for p in $(printf '%s\\n' \"$q\" | cut -s -d, -f2); do case $p in *[!0-9]*|'') continue;; esac; \
              ps -o pid=,sid=,user=,etimes=,args= -p $p 2>/dev/null | sed 's/^ */ps /'; \
