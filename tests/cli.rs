@@ -139,8 +139,9 @@ fn doctor_lists_its_checks_and_names_what_is_wrong_with_its_arguments() {
         .lines()
         .map(|l| l.split_whitespace().next().unwrap_or("").to_string())
         .collect();
-    assert_eq!(ids.len(), 16, "{ids:?}");
+    assert_eq!(ids.len(), 17, "{ids:?}");
     assert!(ids.contains(&"reach".to_string()) && ids.contains(&"placement".to_string()));
+    assert!(ids.contains(&"procs".to_string()), "{ids:?}");
     // No fleet: usage; an unknown fleet and an unknown check: failures that say why.
     assert_eq!(flightdeck(home.path(), &["doctor"]).status.code(), Some(2));
     let out = flightdeck(home.path(), &["doctor", "nosuch"]);

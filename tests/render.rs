@@ -1545,6 +1545,15 @@ fn doctor_view_problems_detail_and_every_finding() {
     );
     snapshot("doctor_problems", &s);
     let screen = screen80(&s);
+    // The run has ended: no cell waits any more, and the legend says what a bare one is.
+    assert!(
+        screen
+            .iter()
+            .filter(|l| l.starts_with("│lab-"))
+            .all(|l| !l.contains('…')),
+        "{screen:#?}"
+    );
+    assert!(screen.iter().any(|l| l.contains("- not checked")), "{screen:#?}");
     assert!(
         screen
             .iter()
@@ -1561,6 +1570,51 @@ fn doctor_view_problems_detail_and_every_finding() {
     snapshot("doctor_detail", &s);
     keys(&mut s, "v");
     snapshot("doctor_all", &s);
+}
+
+#[test]
+fn doctor_view_waits_on_nothing_once_the_run_has_ended() {
+    let mut s = state();
+    s.fleets = vec![fleet_record("lab", "gcp", 4)];
+    s.fleet_selected = Some("lab".into());
+    keys(&mut s, "8");
+    keys(&mut s, "r");
+    update(
+        &mut s,
+        Msg::DoctorStarted {
+            fleet: "lab".into(),
+            nodes: (0..4).map(|i| format!("lab-{i}")).collect(),
+        },
+    );
+    // lab-3 never answered: one finding says so, and no check ran on it.
+    let mut r = doctor_report();
+    r.findings.retain(|f| f.node.as_deref() != Some("lab-3"));
+    r.add(vec![Finding {
+        check: "reach",
+        node: Some("lab-3".into()),
+        outcome: Outcome::Fail,
+        what: "could not run the checks: connection timed out".into(),
+        evidence: vec![],
+        fix: String::new(),
+        follows: None,
+    }]);
+    let row = |s: &State| {
+        screen80(s)
+            .into_iter()
+            .find(|l| l.starts_with("│lab-3"))
+            .expect("lab-3's row")
+    };
+    assert!(row(&s).contains('…'), "waiting while it runs: {}", row(&s));
+    update(
+        &mut s,
+        Msg::DoctorDone {
+            fleet: "lab".into(),
+            result: Ok(Box::new(r)),
+        },
+    );
+    let done = row(&s);
+    assert!(!done.contains('…'), "{done}");
+    assert!(done.contains("-  -  -") && done.contains('✗'), "{done}");
 }
 
 #[test]

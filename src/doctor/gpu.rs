@@ -7,6 +7,120 @@ ecc.errors.uncorrected.volatile.total,ecc.errors.uncorrected.aggregate.total,ret
 remapped_rows.pending,remapped_rows.failure,clocks_event_reasons.active,clocks.current.sm,\
 clocks.max.sm,temperature.gpu,power.draw,power.limit";
 
+/// The `--query-compute-apps` fields the doctor asks for, in order: the GPU, the process,
+/// its GPU memory (`used_memory` is `used_gpu_memory`'s other name in `nvidia-smi
+/// --help-query-compute-apps`).
+pub const APPS_FIELDS: &str = "gpu_uuid,pid,used_memory";
+
+/// A compute process on a GPU, as the node's `procs` section reports it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct GpuProcess {
+    pub gpu_uuid: String,
+    pub pid: u32,
+    /// GPU memory in MiB, where the driver says (`[N/A]` in some containers).
+    pub mem_mib: Option<u64>,
+    /// From `ps`: the user, seconds since it started, the command line; `None` when `ps`
+    /// did not list it (another PID namespace, or it ended meanwhile).
+    pub user: Option<String>,
+    pub age_s: Option<u64>,
+    pub command: Option<String>,
+    /// The flightdeck work it belongs to (`job ID` or `run ID`), by its session or its
+    /// environment.
+    pub owner: Option<String>,
+}
+
+/// The `procs` section: `app UUID, PID, MEM MiB` lines of `--query-compute-apps`, `ps PID
+/// SID USER ETIMES ARGS` lines, `env PID FLIGHTDECK_JOB_ID=ID` and `fd DIR LEADER` lines
+/// (flightdeck's detached work still running: `~/.flightdeck/jobs/ID/RANK` or
+/// `~/.flightdeck/runs/ID`, its session leader).
+pub fn parse_procs(text: &str) -> Vec<GpuProcess> {
+    let mut apps: Vec<GpuProcess> = vec![];
+    let mut ps: std::collections::BTreeMap<u32, (u32, String, u64, String)> = Default::default();
+    let mut env: std::collections::BTreeMap<u32, String> = Default::default();
+    let mut sessions: Vec<(u32, String)> = vec![];
+    for l in text.lines() {
+        let (kind, rest) = l.split_once(' ').unwrap_or((l, ""));
+        match kind {
+            "app" => {
+                let f: Vec<&str> = rest.split(',').map(str::trim).collect();
+                let (Some(uuid), Some(Ok(pid))) = (f.first(), f.get(1).map(|p| p.parse::<u32>())) else {
+                    continue;
+                };
+                apps.push(GpuProcess {
+                    gpu_uuid: uuid.to_string(),
+                    pid,
+                    mem_mib: f.get(2).and_then(|m| number(m)).map(|m| m as u64),
+                    user: None,
+                    age_s: None,
+                    command: None,
+                    owner: None,
+                });
+            }
+            "ps" => {
+                let mut w = rest.split_whitespace();
+                let (Some(Ok(pid)), Some(Ok(sid)), Some(user), Some(Ok(age))) = (
+                    w.next().map(str::parse::<u32>),
+                    w.next().map(str::parse::<u32>),
+                    w.next(),
+                    w.next().map(str::parse::<u64>),
+                ) else {
+                    continue;
+                };
+                let args: Vec<&str> = w.collect();
+                ps.insert(pid, (sid, user.to_string(), age, args.join(" ")));
+            }
+            "env" => {
+                if let Some((pid, kv)) = rest.split_once(' ') {
+                    if let (Ok(pid), Some(id)) = (pid.parse(), kv.strip_prefix("FLIGHTDECK_JOB_ID=")) {
+                        env.insert(pid, format!("job {id}"));
+                    }
+                }
+            }
+            "fd" => {
+                if let Some((dir, leader)) = rest.rsplit_once(' ') {
+                    let Ok(leader) = leader.trim().parse() else {
+                        continue;
+                    };
+                    // `.../.flightdeck/jobs/ID/RANK` or `.../.flightdeck/runs/ID`.
+                    let parts: Vec<&str> = dir.rsplit('/').collect();
+                    let owner = match parts.as_slice() {
+                        [_rank, id, "jobs", ..] => format!("job {id}"),
+                        [id, "runs", ..] => format!("run {id}"),
+                        _ => continue,
+                    };
+                    sessions.push((leader, owner));
+                }
+            }
+            _ => {}
+        }
+    }
+    for a in &mut apps {
+        if let Some((sid, user, age, args)) = ps.get(&a.pid) {
+            a.user = Some(user.clone());
+            a.age_s = Some(*age);
+            a.command = Some(args.clone());
+            a.owner = sessions
+                .iter()
+                .find(|(leader, _)| leader == sid || *leader == a.pid)
+                .map(|(_, o)| o.clone());
+        }
+        if a.owner.is_none() {
+            a.owner = env.get(&a.pid).cloned();
+        }
+    }
+    apps
+}
+
+/// `3 h 12 min`, `42 s`: how long a process has run.
+pub fn age(s: u64) -> String {
+    match s {
+        0..=59 => format!("{s} s"),
+        60..=3599 => format!("{} min", s / 60),
+        3600..=86399 => format!("{} h {} min", s / 3600, s % 3600 / 60),
+        _ => format!("{} d {} h", s / 86400, s % 86400 / 3600),
+    }
+}
+
 /// One GPU as `nvidia-smi --query-gpu=QUERY_FIELDS --format=csv` reports it.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Gpu {

@@ -37,6 +37,7 @@ pub const CHECKS: &[CheckDef] = &[
     CheckDef { id: "xid", explain: "no Xid events in the kernel log since boot" },
     CheckDef { id: "clocks", explain: "GPU clocks not held down now (HW slowdown, thermal, power brake; warns on SW thermal and clock settings)" },
     CheckDef { id: "persistence", explain: "persistence mode on (else the driver re-initialises the GPUs per process)" },
+    CheckDef { id: "procs", explain: "no process holds a GPU but the fleet's own flightdeck jobs and runs" },
     CheckDef { id: "nics", explain: "data NICs present, up, at their VPC's MTU, at the same speed as on the other nodes" },
     CheckDef { id: "rdma", explain: "RDMA ports active (what ibv_devinfo reports as PORT_ACTIVE)" },
     CheckDef { id: "gpudirect", explain: "the GPUDirect flavour's pieces: plugin, RxDM, devices (the pre-flight's checks)" },
@@ -44,7 +45,7 @@ pub const CHECKS: &[CheckDef] = &[
     CheckDef { id: "sysctl", explain: "TCP buffers large enough for NCCL's socket traffic (16 MiB or more)" },
     CheckDef { id: "numa", explain: "every NUMA node with GPUs has a data NIC of its own" },
     CheckDef { id: "clock", explain: "clock within 250 ms of the head node's" },
-    CheckDef { id: "reach", explain: "every node reaches every other on every data NIC, without loss or delay" },
+    CheckDef { id: "reach", explain: "the nodes reach each other without loss or delay on the NICs NCCL uses (the data NICs, else the ones NCCL picks)" },
     CheckDef { id: "placement", explain: "compact placement applied to every instance (GCP, from the API)" },
 ];
 
@@ -159,6 +160,16 @@ impl Context {
         Some((count, model))
     }
 
+    /// `NCCL_SOCKET_IFNAME` as the profile's environment sets it.
+    pub fn socket_ifname(&self) -> Option<String> {
+        self.env.iter().find_map(|l| {
+            let i = l.find("NCCL_SOCKET_IFNAME=")?;
+            let v = l[i + "NCCL_SOCKET_IFNAME=".len()..].split_whitespace().next()?;
+            let v = v.trim_matches(|c| c == '"' || c == '\'');
+            (!v.is_empty() && !v.starts_with('$')).then(|| v.to_string())
+        })
+    }
+
     /// The MTU of the data VPCs for the flavour.
     fn data_mtu(&self) -> Option<u32> {
         use crate::cloud::gcp::layout::{DATA_MTU, RDMA_MTU};
@@ -240,6 +251,14 @@ pub struct Facts {
     pub rdma_devices: usize,
     /// The node's clock when the script started (ns since the epoch).
     pub time_ns: Option<i128>,
+    /// The compute processes on the GPUs, when `nvidia-smi` listed them.
+    pub procs: Option<Vec<gpu::GpuProcess>>,
+    /// Tools the checks use that the node lacks (`ping`).
+    pub missing: Vec<String>,
+    /// The OS's `ID` and `ID_LIKE` (/etc/os-release), for the command that installs them.
+    pub os_ids: Vec<String>,
+    /// `NCCL_SOCKET_IFNAME` as the node's own environment or nccl.conf sets it.
+    pub socket_ifname: Option<String>,
 }
 
 impl Facts {
@@ -275,7 +294,56 @@ impl Facts {
         f.route = net::default_route(s.get("route").unwrap_or(""));
         (f.rdma_ports, f.rdma_devices) = net::parse_rdma(s.get("rdma").unwrap_or(""));
         f.time_ns = s.get("time").and_then(|t| t.trim().parse().ok());
+        if s.status("procs") == Some(0) {
+            f.procs = Some(gpu::parse_procs(s.get("procs").unwrap_or("")));
+        }
+        for l in s.get("tools").unwrap_or("").lines() {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            match w.as_slice() {
+                ["osid", ids @ ..] => {
+                    f.os_ids = ids.iter().map(|i| i.trim_matches('"').to_string()).collect()
+                }
+                [tool, "no"] => f.missing.push(tool.to_string()),
+                _ => {}
+            }
+        }
+        f.socket_ifname = s.get("nccl-env").unwrap_or("").lines().rev().find_map(|l| {
+            let v = l.split_once(' ')?.1.trim().strip_prefix("NCCL_SOCKET_IFNAME=")?;
+            Some(v.trim().trim_matches('"').to_string())
+        });
         f
+    }
+
+    /// Whether the node has `tool`, as far as it said (a node that did not say has it).
+    pub fn has(&self, tool: &str) -> bool {
+        !self.missing.iter().any(|t| t == tool)
+    }
+
+    /// The NICs NCCL's traffic between nodes takes, which the fleet compares and the
+    /// reach check probes, and why those. A GPUDirect flavour: its data NICs (its
+    /// `NCCL_SOCKET_IFNAME` is the control NIC, for the bootstrap only). A profile of
+    /// `none` (NCCL's socket transport carries the data): the ones `NCCL_SOCKET_IFNAME`
+    /// names (the node's own setting, else the profile's), else the data NICs, else (one
+    /// NIC) the ones NCCL itself picks on the node ([`net::nccl_socket_nics`]).
+    pub fn probe_nics(&self, ctx: &Context) -> (Vec<&net::Nic>, String) {
+        if ctx.flavour != GpuDirect::None {
+            return (self.data_nics(), "the data NICs".to_string());
+        }
+        let ifname = self.socket_ifname.clone().or_else(|| ctx.socket_ifname());
+        if let Some(list) = ifname.filter(|l| l.len() > 1) {
+            return (
+                net::nccl_socket_nics(&self.nics, Some(&list)),
+                format!("NCCL_SOCKET_IFNAME={list}"),
+            );
+        }
+        let data = self.data_nics();
+        if !data.is_empty() {
+            return (data, "the data NICs".to_string());
+        }
+        (
+            net::nccl_socket_nics(&self.nics, None),
+            "no data NIC: the NICs NCCL picks (ib*, else all but lo and docker*)".to_string(),
+        )
     }
 
     /// The NICs that carry traffic between nodes, with the RDMA ports' netdevs.
@@ -411,6 +479,13 @@ pub fn judge_facts(ctx: &Context, node: &str, s: &script::Sections, f: &Facts, e
             }
         });
     }
+    if ctx.wants("procs") {
+        out.push(if !have_gpus {
+            skip_no_gpu("procs")
+        } else {
+            judge_procs(node, f, s)
+        });
+    }
     if ctx.wants("nics") {
         out.push(judge_nics(ctx, node, f, s));
     }
@@ -444,7 +519,8 @@ pub fn judge_facts(ctx: &Context, node: &str, s: &script::Sections, f: &Facts, e
 fn checks_reading(section: &str) -> &'static [&'static str] {
     match section {
         "smi" => &["gpus"],
-        "gpus" => &["gpus", "ecc", "clocks", "persistence"],
+        "gpus" => &["gpus", "ecc", "clocks", "persistence", "procs"],
+        "procs" => &["procs"],
         "topo" => &["nvlink", "numa"],
         "nvlink" => &["nvlink"],
         "xid" => &["xid"],
@@ -799,6 +875,121 @@ fn judge_clocks(node: &str, f: &Facts) -> Finding {
             .fix("clocks locked or capped by a setting: `sudo nvidia-smi -rgc` and `-rac` reset locked and application clocks; check the power limit (`nvidia-smi -q -d POWER`)");
     }
     Finding::new("clocks", node, Outcome::Pass, "no GPU held down").evidence(lines)
+}
+
+/// The command that installs `tool` on a node of OS ids `ids` (`ID` then `ID_LIKE` of
+/// /etc/os-release).
+pub fn install_command(tool: &str, ids: &[String]) -> String {
+    let package = |family: &str| match (tool, family) {
+        ("ping", "debian") => "iputils-ping",
+        ("ping", _) => "iputils",
+        ("timeout", _) => "coreutils",
+        ("ps", "debian") | ("ps", "alpine") => "procps",
+        ("ps", _) => "procps-ng",
+        _ => tool,
+    };
+    for id in ids {
+        let cmd = match id.as_str() {
+            "debian" | "ubuntu" => format!("sudo apt-get install -y {}", package("debian")),
+            "rhel" | "centos" | "fedora" | "rocky" | "almalinux" | "amzn" | "ol" => {
+                format!("sudo dnf install -y {}", package("rhel"))
+            }
+            "sles" | "suse" | "opensuse" | "opensuse-leap" => format!("sudo zypper install -y {}", package("suse")),
+            "alpine" => format!("sudo apk add {}", package("alpine")),
+            "arch" => format!("sudo pacman -S --noconfirm {}", package("arch")),
+            "cos" => {
+                return format!("Container-Optimized OS has no package manager: run it in a toolbox (`toolbox apt-get install -y {}`)", package("debian"))
+            }
+            _ => continue,
+        };
+        return format!("install it: `{cmd}`");
+    }
+    format!("install {} with the node's package manager", package(""))
+}
+
+/// What else holds the node's GPUs: every compute process, the fleet's own flightdeck
+/// work (a job or run still running) a warning with `job stop`, anything else a failure
+/// with its kill command.
+fn judge_procs(node: &str, f: &Facts, s: &script::Sections) -> Finding {
+    let Some(procs) = &f.procs else {
+        let text = s.get("procs").unwrap_or("");
+        return Finding::new(
+            "procs",
+            node,
+            Outcome::Skip,
+            format!(
+                "not checked: `nvidia-smi --query-compute-apps` failed: {}",
+                text.lines().next().unwrap_or("no output")
+            ),
+        );
+    };
+    if procs.is_empty() {
+        return Finding::new("procs", node, Outcome::Pass, "no process on the GPUs");
+    }
+    let gpu_of = |uuid: &str| {
+        f.gpus
+            .iter()
+            .find(|g| g.uuid == uuid)
+            .map(|g| format!("GPU {}", g.index))
+            .unwrap_or_else(|| uuid.to_string())
+    };
+    let line = |p: &gpu::GpuProcess| {
+        format!(
+            "{}: pid {} ({}, `{}`, {}, for {}){}",
+            gpu_of(&p.gpu_uuid),
+            p.pid,
+            p.user.as_deref().unwrap_or("user unknown"),
+            p.command.as_deref().unwrap_or("not in ps"),
+            p.mem_mib
+                .map(|m| format!("{m} MiB"))
+                .unwrap_or("memory unknown".into()),
+            p.age_s.map(gpu::age).unwrap_or("?".into()),
+            p.owner
+                .as_deref()
+                .map(|o| format!(": flightdeck {o}"))
+                .unwrap_or_default()
+        )
+    };
+    let evidence: Vec<String> = procs.iter().map(line).collect();
+    let stray: Vec<&gpu::GpuProcess> = procs.iter().filter(|p| p.owner.is_none()).collect();
+    if !stray.is_empty() {
+        let mut pids: Vec<String> = stray.iter().map(|p| p.pid.to_string()).collect();
+        pids.dedup();
+        let what: Vec<String> = stray.iter().map(|p| line(p)).collect();
+        return Finding::new(
+            "procs",
+            node,
+            Outcome::Fail,
+            format!("held by a process not of a flightdeck job or run: {}", shorten(&what, 2)),
+        )
+        .evidence(evidence)
+        .fix(format!(
+            "a job here would share the GPUs (out of memory, half speed): end it if it is a leftover (`sudo kill {}`; `sudo kill -9` if it stays), or ask its owner",
+            pids.join(" ")
+        ));
+    }
+    let mut owners: Vec<&str> = procs.iter().filter_map(|p| p.owner.as_deref()).collect();
+    owners.sort();
+    owners.dedup();
+    let stops: Vec<String> = owners
+        .iter()
+        .map(|o| match o.split_once(' ') {
+            Some(("job", id)) => format!("`flightdeck job stop {id}`"),
+            Some((_, id)) => format!("NCCL run {id} ends by itself"),
+            None => o.to_string(),
+        })
+        .collect();
+    Finding::new(
+        "procs",
+        node,
+        Outcome::Warn,
+        format!("in use by flightdeck {}", owners.join(", ")),
+    )
+    .evidence(evidence)
+    .fix(format!(
+        "another job or run here shares the GPUs with it: wait for it, or stop it ({})",
+        stops.join(", ")
+    ))
 }
 
 fn judge_nics(ctx: &Context, node: &str, f: &Facts, s: &script::Sections) -> Finding {
@@ -1243,7 +1434,7 @@ pub fn judge_fleet(ctx: &Context, nodes: &[Seen<'_>]) -> Vec<Finding> {
         // Per data NIC name: the MTU and speed most nodes have.
         let mut names: Vec<String> = nodes
             .iter()
-            .flat_map(|n| n.facts.data_nics().into_iter().map(|x| x.name.clone()))
+            .flat_map(|n| n.facts.probe_nics(ctx).0.into_iter().map(|x| x.name.clone()))
             .collect();
         names.sort();
         names.dedup();
@@ -1365,8 +1556,21 @@ fn versions_pass(n: &Seen<'_>) -> Finding {
 /// had none. `names` are the nodes' names by index.
 pub fn judge_reach(names: &[String], probes: &[net::Probe]) -> Vec<Finding> {
     let (named, rails) = net::analyse(probes);
+    reach_findings(names, &named, &rails, probes, 0)
+}
+
+/// The findings of the problems `named` (evidence from `probes`), and a pass per NIC of
+/// `rails` that has none; `cleared` suspects of the first look were not confirmed when
+/// probed again alone, which the passes say.
+pub fn reach_findings(
+    names: &[String],
+    named: &[net::Named],
+    rails: &[net::RailSummary],
+    probes: &[net::Probe],
+    cleared: usize,
+) -> Vec<Finding> {
     let mut out = vec![];
-    for n in &named {
+    for n in named {
         let (node, what) = match n.b {
             None => (
                 names[n.a].clone(),
@@ -1435,12 +1639,20 @@ pub fn judge_reach(names: &[String], probes: &[net::Probe]) -> Vec<Finding> {
             "reach",
             Outcome::Pass,
             format!(
-                "{}: {} probes, {}/{} answered, median {:.3} ms",
+                "{}: {} probes, {}/{} answered, median {:.3} ms{}",
                 r.nic,
                 r.probes,
                 r.received,
                 r.sent,
-                r.median_ms.unwrap_or(0.0)
+                r.median_ms.unwrap_or(0.0),
+                if cleared > 0 {
+                    format!(
+                        "; {} of the first look cleared when probed again alone",
+                        crate::words::plural(cleared, "suspect")
+                    )
+                } else {
+                    String::new()
+                }
             ),
         ));
     }
@@ -1580,13 +1792,8 @@ impl Report {
             .iter()
             .filter(|f| f.outcome >= Outcome::Warn && f.follows.is_none())
             .collect();
-        causes.sort_by(|a, b| {
-            b.outcome
-                .cmp(&a.outcome)
-                .then_with(|| check_rank(a.check).cmp(&check_rank(b.check)))
-        });
-        causes
-            .into_iter()
+        let mut out: Vec<(&Finding, Vec<&Finding>)> = causes
+            .drain(..)
             .map(|c| {
                 let key = c.key();
                 let after: Vec<&Finding> = self
@@ -1596,7 +1803,18 @@ impl Report {
                     .collect();
                 (c, after)
             })
-            .collect()
+            .collect();
+        // Worst first by the worst of a cause and what follows from it (a warning whose
+        // consequence fails ranks with the failures), then by check.
+        let worst = |(c, after): &(&Finding, Vec<&Finding>)| {
+            after.iter().map(|f| f.outcome).fold(c.outcome, Outcome::max)
+        };
+        out.sort_by(|a, b| {
+            worst(b)
+                .cmp(&worst(a))
+                .then_with(|| check_rank(a.0.check).cmp(&check_rank(b.0.check)))
+        });
+        out
     }
 
     pub fn worst(&self) -> Outcome {

@@ -25,6 +25,9 @@ pub struct Nic {
     /// routes through it (GCP gives a NIC a /32 address and its subnet as a route).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub subnets: Vec<Subnet>,
+    /// A bridge (the node script's sixth field): never a data NIC, whatever its name.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub bridge: bool,
 }
 
 /// An IPv4 subnet: address and prefix length.
@@ -91,6 +94,7 @@ pub fn parse_nics(nics: &str, addrs: &str, routes: &str) -> Vec<Nic> {
                 numa: f[4].parse().ok().filter(|n| *n >= 0),
                 addr: None,
                 subnets: vec![],
+                bridge: f.get(5) == Some(&"bridge"),
             })
         })
         .collect();
@@ -265,28 +269,125 @@ pub fn data_nics<'a>(nics: &'a [Nic], route: Option<&str>) -> Vec<&'a Nic> {
     };
     let c = Classifier::auto();
     nics.iter()
-        .filter(|n| c.role(&Device::Nic { name: n.name.clone() }, &layout) == Role::Data)
+        .filter(|n| !n.bridge && c.role(&Device::Nic { name: n.name.clone() }, &layout) == Role::Data)
         .collect()
 }
 
-/// Probes per pair and NIC for a fleet of `n` nodes: fewer as rounds grow, so 64 nodes
-/// finish in well under a minute (63 rounds of 20 probes at 5 ms), at least 20 so a lossy
-/// NIC shows over its many pairs, at most 400 so a small fleet's rounds stay short. A
-/// small fleet gets many, because its node has few pairs to show a loss on: at 2% loss a
-/// pair of 100 probes each way loses nothing about once in 57 runs, of 400 once in ten
-/// million.
-pub fn probes_per_pair(n: usize) -> u32 {
-    (1200 / n.saturating_sub(1).max(1)).clamp(20, 400) as u32
+/// Whether `name` matches NCCL's interface list `list` (`NCCL_SOCKET_IFNAME`): names by
+/// prefix, comma-separated; a leading `^` excludes them, a leading `=` (after the `^`)
+/// asks for exact names. As NVIDIA/nccl src/misc/socket.cc (`findInterfaces`,
+/// `matchIfList`) and src/misc/utils.cc (`parseStringList`, `matchIf`) read it.
+pub fn nccl_if_match(list: &str, name: &str) -> bool {
+    let (not, list) = match list.strip_prefix('^') {
+        Some(l) => (true, l),
+        None => (false, list),
+    };
+    let (exact, list) = match list.strip_prefix('=') {
+        Some(l) => (true, l),
+        None => (false, list),
+    };
+    let hit = list
+        .split(',')
+        .map(|p| p.split(':').next().unwrap_or(""))
+        .filter(|p| !p.is_empty())
+        .any(|p| if exact { name == p } else { name.starts_with(p) });
+    hit != not
 }
 
-/// The rounds of a fleet of `n` nodes: round `r` (1..n) pairs node `i` with `i+r mod n`.
+/// The interfaces NCCL's socket transport and bootstrap use on a node, as
+/// NVIDIA/nccl src/misc/socket.cc (`ncclFindInterfaces`) picks them among the
+/// interfaces with an address: `NCCL_SOCKET_IFNAME` when set (more than one character),
+/// else those named `ib*`, else all but `docker*` and `lo*`, else `docker*`, else `lo*`.
+/// Only IPv4 addresses are known here (the node script reads `ip -4 addr`).
+pub fn nccl_socket_nics<'a>(nics: &'a [Nic], ifname: Option<&str>) -> Vec<&'a Nic> {
+    let with_addr: Vec<&Nic> = nics.iter().filter(|n| n.addr.is_some()).collect();
+    let pick = |list: &str| -> Vec<&'a Nic> {
+        with_addr
+            .iter()
+            .copied()
+            .filter(|n| nccl_if_match(list, &n.name))
+            .collect()
+    };
+    if let Some(list) = ifname.filter(|l| l.len() > 1) {
+        return pick(list);
+    }
+    for list in ["ib", "^docker,lo", "docker", "lo"] {
+        let found = pick(list);
+        if !found.is_empty() {
+            return found;
+        }
+    }
+    vec![]
+}
+
+/// Probes per pair and NIC (each way) for a fleet of `n` nodes: 600 over its rounds,
+/// 100 to 400. A node's loss shows over its pairs: with both ends of a pair probing each
+/// other, a node of `R` rounds sends and answers `2 × 600` probes, and at 2% loss the
+/// pairs other than its worst still lose some 20 (it takes 3 to be named, at
+/// [`MIN_LOST`]); small fleets, with few pairs, get more a pair.
+pub fn probes_per_pair(n: usize) -> u32 {
+    (600 / round_count(n).max(1)).clamp(100, 400) as u32
+}
+
+/// How many rounds of disjoint pairs a fleet of `n` nodes gets: every pair (`n-1`
+/// rounds, `n` when odd) up to 8 nodes, then `⌈log2 n⌉ + 1` (5 at 16 nodes, 7 at 64, 11 at 1024), each
+/// node meeting that many different partners (docs/DESIGN.md, the doctor's probe
+/// schedule).
+pub fn round_count(n: usize) -> usize {
+    if n < 2 {
+        return 0;
+    }
+    // The circle method's full tournament: n-1 rounds, n with a bye (odd n).
+    let full = n - 1 + n % 2;
+    if n <= 8 {
+        return full;
+    }
+    let log = usize::BITS - (n - 1).leading_zeros();
+    (log as usize + 1).min(full)
+}
+
+/// The rounds of a fleet of `n` nodes: perfect matchings (each node in at most one pair
+/// a round) from the round-robin tournament's circle method, so no two rounds pair the
+/// same nodes and a node meets a new partner each round; [`round_count`] of them. With
+/// an odd `n` one node sits each round out (a different one each round). The nodes go
+/// round the circle in a shuffled order (a fixed seed: the same fleet gets the same
+/// schedule), so a node's partners are not its neighbours by name.
 pub fn rounds(n: usize) -> Vec<Vec<(usize, usize)>> {
-    (1..n)
-        .map(|r| (0..n).map(|i| (i, (i + r) % n)).collect())
+    let count = round_count(n);
+    if count == 0 {
+        return vec![];
+    }
+    // The circle: m slots (n, or n+1 with a bye); slot 0 stays, the others turn.
+    let m = n + n % 2;
+    let mut order: Vec<usize> = (0..n).collect();
+    if n > 8 {
+        // xorshift: a fixed, portable shuffle.
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15 ^ n as u64;
+        for i in (1..n).rev() {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            order.swap(i, (x % (i as u64 + 1)) as usize);
+        }
+    }
+    let node = |slot: usize| order.get(slot).copied();
+    (0..count)
+        .map(|r| {
+            let at = |k: usize| if k == 0 { 0 } else { 1 + (k - 1 + r) % (m - 1) };
+            (0..m / 2)
+                .filter_map(|k| {
+                    let (a, b) = (node(at(k))?, node(at(m - 1 - k))?);
+                    Some((a.min(b), a.max(b)))
+                })
+                .collect()
+        })
         .collect()
 }
 
 const PROBE: &str = "@@fd-probe";
+
+/// A probe to send: NIC, address, id (the number its output carries).
+pub type Target = (String, String, usize);
 
 /// A round's length for `count` probes: the probes at 5 ms, and room for the pings to
 /// start and the last replies to come back.
@@ -311,12 +412,10 @@ pub fn probe_deadline_s(count: u32) -> u64 {
 /// later rounds for many seconds; what it did not send then counts as not sent, and what
 /// got no reply as lost. (ping's own `-w` would not do: with it, `-c` counts replies, so
 /// a lossy pair would be sent more probes than the others.)
-pub fn schedule_script(
-    rounds: &[(usize, Vec<(String, String)>)],
-    count: u32,
-    start_ns: i128,
-    slot_ms: u64,
-) -> String {
+///
+/// Each target is (NIC, address, id): the id names the probe in the output (the first
+/// number of its `@@fd-probe` line), so the caller knows whom it probed.
+pub fn schedule_script(rounds: &[(usize, Vec<Target>)], count: u32, start_ns: i128, slot_ms: u64) -> String {
     let mut s = String::from("#!/bin/sh\n# flightdeck doctor: the reachability rounds of this node\n");
     let _ = writeln!(s, "st={start_ns}; slot={}", u128::from(slot_ms) * 1_000_000);
     s.push_str("case $(date +%s%N 2>/dev/null) in ''|*[!0-9]*) st=0;; esac\n");
@@ -337,10 +436,10 @@ pub fn schedule_script(
     );
     for (r, targets) in rounds {
         let _ = write!(s, "at {r};");
-        for (nic, addr) in targets {
+        for (nic, addr, id) in targets {
             let _ = write!(
                 s,
-                " probe {r} {} {} &",
+                " probe {id} {} {} &",
                 crate::detach::quote(nic),
                 crate::detach::quote(addr)
             );
@@ -363,8 +462,8 @@ pub struct Probe {
     pub error: Option<String>,
 }
 
-/// One probe as a node's output reports it: round, NIC, sent, received, average RTT,
-/// error.
+/// One probe as a node's output reports it: its id ([`schedule_script`]), NIC, sent,
+/// received, average RTT, error.
 pub type ProbeLine = (usize, String, u32, u32, Option<f64>, Option<String>);
 
 /// A node's standing over the remaining probes of a NIC.
@@ -387,13 +486,36 @@ impl Standing {
 
     /// Lossy as a node: the loss shows over its pairs, not in one of them. Without its
     /// worst pair it still loses [`MIN_LOST`] packets and [`LOSSY_SHARE`] of them, so one
-    /// lossy pair is named as a pair rather than blamed on whichever end comes first.
-    fn lossy(&self) -> bool {
+    /// lossy pair is named as a pair rather than blamed on whichever end comes first; and
+    /// more than the pairs without it lose at their rate `others` (lost, sent) would
+    /// ([`beyond_chance`], of `tests` nodes): its partners are good elsewhere.
+    fn lossy(&self, others: (u64, u64), tests: usize) -> bool {
         let (lost, sent) = self.lost_sent();
         let worst = self.loss.values().max().copied().unwrap_or((0, 0));
         let (rest_lost, rest_sent) = (lost - worst.0, sent - worst.1);
-        rest_lost >= MIN_LOST && rest_lost as f64 >= LOSSY_SHARE * rest_sent as f64
+        let rate = others.0 as f64 / others.1.max(1) as f64;
+        rest_lost >= MIN_LOST
+            && rest_lost as f64 >= LOSSY_SHARE * rest_sent as f64
+            && beyond_chance(rest_lost, rate * rest_sent as f64, tests)
     }
+}
+
+/// Whether losing `lost` packets where `expected` would be lost at the fleet's own rate
+/// is beyond chance among `tests` such looks: the Poisson tail P(X ≥ lost) times `tests`
+/// (Bonferroni) under 1%. At 1024 nodes losing 0.1% everywhere (200 probes a pair), a
+/// pair is named from 5 lost, not 3; on a fleet that loses nothing, from [`MIN_LOST`].
+pub fn beyond_chance(lost: u64, expected: f64, tests: usize) -> bool {
+    if expected <= 0.0 {
+        return true;
+    }
+    // P(X < lost) summed term by term.
+    let mut term = (-expected).exp();
+    let mut below = 0.0;
+    for i in 0..lost {
+        below += term;
+        term *= expected / (i + 1) as f64;
+    }
+    (1.0 - below).max(0.0) * tests.max(1) as f64 <= 0.01
 }
 
 /// The probes a node's output reports.
@@ -446,6 +568,15 @@ fn read_ping(round: usize, nic: String, body: &[String]) -> ProbeLine {
             .to_string()
     });
     (round, nic, sent, received, avg, error)
+}
+
+/// Whether a probe's error says ping could not run at all (not on the node), rather than
+/// anything about the network: `sh: 1: ping: not found`, bash's `command not found`,
+/// timeout's `failed to run command 'ping'`.
+pub fn not_run(error: &str) -> bool {
+    error.contains("ping: not found")
+        || error.contains("ping: command not found")
+        || error.contains("failed to run command 'ping'")
 }
 
 /// What is wrong with a NIC of a node, or between two nodes on a NIC.
@@ -518,6 +649,29 @@ fn pct(lost: u64, sent: u64) -> f64 {
 /// named pair by pair. A node is named only with two or more peers (with two nodes, the
 /// pair is all one can say).
 pub fn analyse(probes: &[Probe]) -> (Vec<Named>, Vec<RailSummary>) {
+    analyse_with(probes, &BTreeMap::new())
+}
+
+/// Each NIC's baseline round trip over `probes` (the lower quartile of its probes'
+/// averages), which [`analyse_with`] judges slow by.
+pub fn baselines(probes: &[Probe]) -> BTreeMap<String, f64> {
+    let mut by: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for p in probes {
+        if let Some(a) = p.avg_ms {
+            by.entry(p.nic.clone()).or_default().push(a);
+        }
+    }
+    by.into_iter()
+        .filter_map(|(nic, mut v)| {
+            crate::telemetry::imbalance::median(&mut v);
+            Some((nic, quartile(&v)?))
+        })
+        .collect()
+}
+
+/// [`analyse`], slow judged by `baselines` where they name the NIC (a second look at a
+/// few suspects has no fleet of its own to compare with: the first look's is used).
+pub fn analyse_with(probes: &[Probe], baselines: &BTreeMap<String, f64>) -> (Vec<Named>, Vec<RailSummary>) {
     let mut by_nic: BTreeMap<&str, Vec<&Probe>> = BTreeMap::new();
     for p in probes {
         by_nic.entry(p.nic.as_str()).or_default().push(p);
@@ -529,7 +683,7 @@ pub fn analyse(probes: &[Probe]) -> (Vec<Named>, Vec<RailSummary>) {
         let median = crate::telemetry::imbalance::median(&mut rtts);
         // The baseline of "slow": the lower quartile, since one slow node of four is in
         // half of the pairs, which moves the median.
-        let baseline = quartile(&rtts);
+        let baseline = baselines.get(nic).copied().or_else(|| quartile(&rtts));
         rails.push(RailSummary {
             nic: nic.to_string(),
             probes: ps.len(),
@@ -574,12 +728,26 @@ pub fn analyse(probes: &[Probe]) -> (Vec<Named>, Vec<RailSummary>) {
                     }
                     _ => s.bad.len() as f64,
                 };
+                // Loss over every remaining answered probe, and how many nodes are looked at.
+                let all = remaining
+                    .iter()
+                    .filter(|p| !unreachable(p))
+                    .fold((0u64, 0u64), |(l, s), p| {
+                        (
+                            l + u64::from(p.sent - p.received.min(p.sent)),
+                            s + u64::from(p.sent),
+                        )
+                    });
+                let looked = per.len();
                 let pick = per
                     .iter()
                     .filter(|(_, s)| {
                         s.peers.len() >= 2
                             && match trouble {
-                                Trouble::Lossy => s.lossy(),
+                                Trouble::Lossy => {
+                                    let (l, n) = s.lost_sent();
+                                    s.lossy((all.0.saturating_sub(l), all.1.saturating_sub(n)), looked)
+                                }
                                 _ => s.bad.len() == s.peers.len(),
                             }
                     })
@@ -644,7 +812,8 @@ pub fn analyse(probes: &[Probe]) -> (Vec<Named>, Vec<RailSummary>) {
                 remaining.retain(|p| p.from != node && p.to != node);
             }
         }
-        // What no node explains: pair by pair (both directions together).
+        // What no node explains: pair by pair (both directions together), loss judged
+        // against the rest's rate.
         let mut pairs: BTreeMap<(usize, usize), Vec<&Probe>> = BTreeMap::new();
         for p in &remaining {
             pairs
@@ -652,6 +821,17 @@ pub fn analyse(probes: &[Probe]) -> (Vec<Named>, Vec<RailSummary>) {
                 .or_default()
                 .push(p);
         }
+        let (all_lost, all_sent) =
+            remaining
+                .iter()
+                .filter(|p| !unreachable(p))
+                .fold((0u64, 0u64), |(l, s), p| {
+                    (
+                        l + u64::from(p.sent - p.received.min(p.sent)),
+                        s + u64::from(p.sent),
+                    )
+                });
+        let tests = pairs.len();
         for ((a, b), ps) in pairs {
             let sent: u64 = ps.iter().map(|p| p.sent as u64).sum();
             let received: u64 = ps.iter().map(|p| p.received.min(p.sent) as u64).sum();
@@ -666,7 +846,15 @@ pub fn analyse(probes: &[Probe]) -> (Vec<Named>, Vec<RailSummary>) {
                     .find_map(|p| p.error.clone())
                     .unwrap_or_else(|| format!("0 of {sent} probes answered"));
                 (Trouble::Unreachable, format!("no reply on {nic}: {why}"))
-            } else if lost >= MIN_LOST && lost as f64 >= LOSSY_SHARE * sent as f64 {
+            } else if lost >= MIN_LOST
+                && lost as f64 >= LOSSY_SHARE * sent as f64
+                && beyond_chance(
+                    lost,
+                    all_lost.saturating_sub(lost) as f64 / all_sent.saturating_sub(sent).max(1) as f64
+                        * sent as f64,
+                    tests,
+                )
+            {
                 (
                     Trouble::Lossy,
                     format!("{lost} of {sent} probes lost ({:.1}%) on {nic}", pct(lost, sent)),
@@ -712,11 +900,13 @@ mod tests {
         }
     }
 
-    /// All rounds of `n` nodes on `nic`, with `f` deciding each probe.
+    /// All rounds of `n` nodes on `nic`, both ends of each pair probing the other, with
+    /// `f` deciding each probe.
     fn matrix(n: usize, nic: &str, f: impl Fn(usize, usize) -> (u32, u32, f64)) -> Vec<Probe> {
         rounds(n)
             .into_iter()
             .flatten()
+            .flat_map(|(a, b)| [(a, b), (b, a)])
             .map(|(a, b)| {
                 let (s, r, avg) = f(a, b);
                 probe(a, b, nic, s, r, avg)
@@ -847,10 +1037,7 @@ mod tests {
             )
         );
         assert_eq!((p[2].0, p[2].2, p[2].3), (2, 20, 0));
-        assert_eq!(
-            rounds(3),
-            vec![vec![(0, 1), (1, 2), (2, 0)], vec![(0, 2), (1, 0), (2, 1)]]
-        );
+        assert_eq!(rounds(3), vec![vec![(1, 2)], vec![(0, 1)], vec![(0, 2)]]);
         assert_eq!(
             (
                 probes_per_pair(2),
@@ -858,7 +1045,7 @@ mod tests {
                 probes_per_pair(16),
                 probes_per_pair(64)
             ),
-            (400, 400, 80, 20)
+            (400, 200, 120, 100)
         );
         // The schedule runs here: two rounds against this machine's loopback, the second
         // a slot after the first.
@@ -868,14 +1055,17 @@ mod tests {
             .as_nanos() as i128;
         let script = schedule_script(
             &[
-                (1, vec![("lo".into(), "127.0.0.1".into())]),
-                (2, vec![("lo".into(), "127.0.0.1".into())]),
+                (1, vec![("lo".into(), "127.0.0.1".into(), 0)]),
+                (2, vec![("lo".into(), "127.0.0.1".into(), 1)]),
             ],
             3,
             now,
             400,
         );
-        assert!(script.contains("probe 2 'lo' '127.0.0.1' & wait"), "{script}");
+        assert!(
+            script.contains("at 2; probe 1 'lo' '127.0.0.1' & wait"),
+            "{script}"
+        );
         let t = std::time::Instant::now();
         let out = crate::bootstrap::tests::sh_stdin(&script);
         let took = t.elapsed();
@@ -885,7 +1075,7 @@ mod tests {
         {
             return; // no ping here
         }
-        assert_eq!(p.iter().map(|x| x.0).collect::<Vec<_>>(), vec![1, 2], "{p:?}");
+        assert_eq!(p.iter().map(|x| x.0).collect::<Vec<_>>(), vec![0, 1], "{p:?}");
         assert!(p.iter().all(|x| x.3 == 3), "{p:?}");
         assert!(
             took >= std::time::Duration::from_millis(750),
@@ -989,5 +1179,129 @@ mod tests {
             "{}",
             named[0].evidence
         );
+    }
+    /// A fixed pseudo-random stream for synthetic matrices.
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> f64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            (self.0 >> 11) as f64 / (1u64 << 53) as f64
+        }
+        /// Of `n` packets, how many arrive when each is lost with probability `p`.
+        fn arrive(&mut self, n: u32, p: f64) -> u32 {
+            (0..n).filter(|_| self.next() >= p).count() as u32
+        }
+    }
+
+    /// The probes of the schedule of `n` nodes on eth1 where node `i` drops `loss[i]` of
+    /// what it sends and adds `delay[i]` ms, every path losing `noise` besides.
+    fn scheduled(
+        n: usize,
+        loss: &[(usize, f64)],
+        delay: &[(usize, f64)],
+        noise: f64,
+        seed: u64,
+    ) -> Vec<Probe> {
+        let mut rng = Rng(seed);
+        let count = probes_per_pair(n);
+        let of = |v: &[(usize, f64)], i: usize| v.iter().find(|(k, _)| *k == i).map_or(0.0, |x| x.1);
+        rounds(n)
+            .into_iter()
+            .flatten()
+            .flat_map(|(a, b)| [(a, b), (b, a)])
+            .map(|(a, b)| {
+                // A probe and its reply: lost going out of `a`, or coming back out of `b`.
+                let p = 1.0 - (1.0 - of(loss, a) - noise) * (1.0 - of(loss, b) - noise);
+                let received = rng.arrive(count, p);
+                let avg = 0.05 + of(delay, a) + of(delay, b) + 0.01 * rng.next();
+                probe(a, b, "eth1", count, received, avg)
+            })
+            .collect()
+    }
+
+    fn who(named: &[Named]) -> Vec<(Trouble, usize, Option<usize>)> {
+        named.iter().map(|n| (n.trouble, n.a, n.b)).collect()
+    }
+
+    #[test]
+    fn the_schedule_covers_every_node_with_new_partners_each_round() {
+        for n in [2, 3, 4, 5, 8, 9, 16, 17, 64, 255, 256, 1024] {
+            let r = rounds(n);
+            assert_eq!(r.len(), round_count(n), "{n}");
+            let mut partners: Vec<BTreeSet<usize>> = vec![BTreeSet::new(); n];
+            for round in &r {
+                let mut busy = BTreeSet::new();
+                for &(a, b) in round {
+                    assert!(a < b && b < n, "{n}: {a}-{b}");
+                    assert!(busy.insert(a) && busy.insert(b), "{n}: a node twice in a round");
+                    assert!(
+                        partners[a].insert(b) && partners[b].insert(a),
+                        "{n}: a pair twice"
+                    );
+                }
+                // Every node in every round, one sitting out when n is odd.
+                assert_eq!(busy.len(), n - n % 2, "{n}");
+            }
+            let least = partners.iter().map(BTreeSet::len).min().unwrap();
+            let want = if n <= 8 { n - 1 } else { round_count(n) - 1 };
+            assert!(least >= want, "{n}: a node met only {least} partners");
+        }
+        assert_eq!(
+            (
+                round_count(16),
+                round_count(64),
+                round_count(256),
+                round_count(1024)
+            ),
+            (5, 7, 9, 11)
+        );
+        assert_eq!(rounds(8).len(), 7, "small fleets: every pair");
+    }
+
+    #[test]
+    fn a_lossy_node_is_named_from_the_pairs_it_shares() {
+        // One node of 1024 losing 2%, every path 0.05% besides: it alone is named.
+        let p = scheduled(1024, &[(417, 0.02)], &[], 0.0005, 7);
+        let (named, _) = analyse(&p);
+        assert_eq!(who(&named), vec![(Trouble::Lossy, 417, None)], "{named:#?}");
+        // Two of 256 (whether or not they meet), and one of 16.
+        for seed in 1..6 {
+            let p = scheduled(256, &[(3, 0.02), (200, 0.03)], &[], 0.0005, seed);
+            let mut got = who(&analyse(&p).0);
+            got.sort();
+            assert_eq!(
+                got,
+                vec![(Trouble::Lossy, 3, None), (Trouble::Lossy, 200, None)],
+                "seed {seed}"
+            );
+            let p = scheduled(16, &[(9, 0.02)], &[], 0.0005, seed);
+            assert_eq!(
+                who(&analyse(&p).0),
+                vec![(Trouble::Lossy, 9, None)],
+                "seed {seed}"
+            );
+        }
+        // A healthy fleet with its noise: nothing.
+        for (n, seed) in [(16, 1), (64, 2), (256, 3), (1024, 4)] {
+            let p = scheduled(n, &[], &[], 0.0005, seed);
+            assert!(analyse(&p).0.is_empty(), "{n}: {:#?}", analyse(&p).0);
+        }
+    }
+
+    #[test]
+    fn a_slow_or_unreachable_node_is_named_from_the_pairs_it_shares() {
+        let p = scheduled(512, &[], &[(33, 5.0)], 0.0, 11);
+        assert_eq!(who(&analyse(&p).0), vec![(Trouble::Slow, 33, None)]);
+        let p = scheduled(128, &[(5, 1.0)], &[], 0.0, 12);
+        assert_eq!(who(&analyse(&p).0), vec![(Trouble::Unreachable, 5, None)]);
+        // A slow host everywhere (every round trip a little longer, jittery): nothing.
+        let mut p = scheduled(64, &[], &[], 0.0, 13);
+        let mut rng = Rng(99);
+        for x in &mut p {
+            x.avg_ms = x.avg_ms.map(|a| a * 4.0 + 0.5 * rng.next());
+        }
+        assert!(analyse(&p).0.is_empty(), "{:#?}", analyse(&p).0);
     }
 }

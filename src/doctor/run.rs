@@ -166,7 +166,7 @@ pub async fn examine(
     on(Event::Fleet(fleet_findings));
 
     if ctx.wants("reach") {
-        let found = reach_matrix(reach, nodes, &seen, on).await;
+        let found = reach_matrix(reach, ctx, nodes, &seen, on).await;
         report.add(found.clone());
         on(Event::Fleet(found));
     }
@@ -175,9 +175,15 @@ pub async fn examine(
     report
 }
 
-/// The reachability matrix over the nodes that answered.
+/// The reachability probes over the nodes that answered: rounds of disjoint pairs
+/// ([`net::rounds`]) on the NICs NCCL's traffic takes ([`Facts::probe_nics`]), both ends
+/// of a pair probing each other; then whatever [`net::analyse`] suspects is probed again
+/// alone (the suspects' pairs only, on a quiet fleet), and only what that second look
+/// confirms is named. A node without `ping` probes nothing (its peers still probe it) and
+/// is said not checked.
 async fn reach_matrix(
     reach: Reach,
+    ctx: &Context,
     nodes: &[NodeTarget],
     seen: &[(usize, Seen<'_>)],
     on: &(dyn Fn(Event) + Send + Sync),
@@ -186,12 +192,13 @@ async fn reach_matrix(
     if seen.len() < 2 {
         return skip("fewer than two nodes answered: no pair to probe");
     }
-    // Each node's data NICs with an address.
+    // Each node's probed NICs with an address.
     let addrs: Vec<Vec<&net::Nic>> = seen
         .iter()
         .map(|(_, s)| {
             s.facts
-                .data_nics()
+                .probe_nics(ctx)
+                .0
                 .into_iter()
                 .filter(|n| n.addr.is_some())
                 .collect()
@@ -201,134 +208,271 @@ async fn reach_matrix(
     rails.sort();
     rails.dedup();
     rails.retain(|r| addrs.iter().filter(|a| a.iter().any(|n| n.name == *r)).count() >= 2);
+    let mut found: Vec<Finding> = vec![];
+    // A node without ping: not a prober; said once, with the command that installs it.
+    let pinger: Vec<bool> = seen.iter().map(|(_, s)| s.facts.has("ping")).collect();
+    for (k, (_, s)) in seen.iter().enumerate() {
+        if !pinger[k] {
+            found.push(not_checked(s.node, &s.facts.os_ids));
+        }
+    }
     if rails.is_empty() {
-        return skip("no data NIC with an address on two nodes: nothing to probe");
+        found.extend(skip(
+            "no NIC NCCL uses with an address on two nodes: nothing to probe",
+        ));
+        return found;
     }
     let m = seen.len();
     let count = net::probes_per_pair(m);
     let rounds = net::rounds(m);
     let slot = net::slot_ms(count);
-    // Every node gets its rounds in one session, each round at a time agreed beforehand:
-    // a lead from now (time for every session to open: more nodes, more time), by this
-    // machine's clock, moved by each node's clock offset. A node whose session opens late
-    // runs its first rounds back to back until it is on time.
-    let lead_ms: u64 = 1500 + 20 * m as u64;
-    let now = now_ns();
-    let mut jobs = vec![];
-    let mut peers_of: Vec<(usize, Vec<usize>)> = vec![];
-    // Addresses not probed: (the node that reported it, NIC, address) -> (prober, why).
-    let mut not_probed: std::collections::BTreeMap<(usize, String, String), Vec<(usize, String)>> =
-        Default::default();
-    for (k, (pos, seen_k)) in seen.iter().enumerate() {
-        let offset = match (seen_k.facts.time_ns, seen_k.arrived_ns) {
-            (Some(t), Some(a)) => t - a,
-            _ => 0,
-        };
-        let mut plan = vec![];
-        let mut peers = vec![0; rounds.len() + 1];
-        for (r, round) in rounds.iter().enumerate() {
-            let Some(&(_, b)) = round.iter().find(|(a, _)| *a == k) else {
-                continue;
-            };
-            peers[r + 1] = b;
-            let mut targets: Vec<(String, String)> = vec![];
-            for nic in addrs[k].iter().filter(|n| rails.contains(&n.name.as_str())) {
-                let Some(peer) = addrs[b].iter().find(|n| n.name == nic.name) else {
-                    continue;
-                };
-                let addr = peer.addr.clone().unwrap_or_default();
-                // A node pings only what its own subnets on the NIC hold: a peer's word
-                // does not send it to the metadata server, a name or a broadcast.
-                match net::probe_target(nic, &addr) {
-                    Ok(ip) => targets.push((nic.name.clone(), ip.to_string())),
-                    Err(why) => not_probed
-                        .entry((b, nic.name.clone(), addr))
-                        .or_default()
-                        .push((k, why)),
-                }
-            }
-            if !targets.is_empty() {
-                plan.push((r + 1, targets));
-            }
-        }
-        let start = now + i128::from(lead_ms) * 1_000_000 + offset - i128::from(slot) * 1_000_000;
-        jobs.push((
-            nodes[*pos].clone(),
-            "sh -s".to_string(),
-            net::schedule_script(&plan, count, start, slot).into_bytes(),
-        ));
-        peers_of.push((k, peers));
-    }
-    let mut skipped: Vec<Finding> = not_probed
-        .into_iter()
-        .map(|((b, nic, addr), by)| {
-            let shown: String = addr.chars().flat_map(char::escape_debug).take(64).collect();
-            Finding::new(
-                "reach",
-                seen[b].1.node,
-                Outcome::Warn,
-                format!(
-                    "{nic}: its address `{shown}` was not probed by {}: {}",
-                    crate::words::plural(by.len(), "node"),
-                    by[0].1
-                ),
-            )
-            .evidence(by.iter().map(|(k, why)| format!("{}: skipped: {why}", seen[*k].1.node)))
-            .fix("a probe goes only to a unicast address in the prober's own subnets on the NIC: check the node's address on it (`ip -4 addr show`)")
-        })
+    let net = Net {
+        seen,
+        nodes,
+        addrs: &addrs,
+        rails: &rails,
+        pinger: &pinger,
+    };
+    let pairs: Vec<Vec<(usize, usize, Option<&str>)>> = rounds
+        .iter()
+        .map(|r| r.iter().map(|&(a, b)| (a, b, None)).collect())
         .collect();
+    let lead_ms: u64 = 1500 + 20 * m as u64;
     let total_ms = lead_ms + slot * rounds.len() as u64;
     on(Event::Progress(format!(
-        "reachability: {} of {count} probes per pair on {}, about {:.0} s",
+        "reachability: {} of disjoint pairs, {count} probes per pair on {}, about {:.0} s",
         crate::words::plural(rounds.len(), "round"),
         rails.join(" "),
         total_ms as f64 / 1000.0
     )));
-    let limit = Duration::from_millis(total_ms + 30_000);
-    let out = collect_bounded(reach, jobs, limit).await;
-    let mut probes: Vec<net::Probe> = vec![];
-    for ((a, peers), (code, stdout, dropped)) in peers_of.into_iter().zip(out) {
-        if dropped > 0 {
-            skipped.push(
-                Finding::new(
-                    "reach",
-                    seen[a].1.node,
-                    Outcome::Warn,
-                    format!(
-                        "its probe output passed {} MiB: the rest was not read",
-                        REACH_CAP / (1024 * 1024)
-                    ),
-                )
-                .evidence([format!("… {dropped} bytes more not read")]),
-            );
-        }
-        if code == exec::UNREACHABLE {
-            continue;
-        }
-        for (round, nic, sent, received, avg_ms, error) in net::parse_probes(&stdout) {
-            let Some(&b) = peers.get(round).filter(|_| round >= 1) else {
-                continue;
-            };
-            probes.push(net::Probe {
-                from: a,
-                to: b,
-                nic,
-                sent,
-                received,
-                avg_ms,
-                error,
-            });
-        }
-    }
+    let (probes, mut skipped) = net.probe(reach.clone(), &pairs, count, lead_ms).await;
     on(Event::Progress(crate::progress::tally(
         rounds.len(),
         rounds.len(),
         "probe rounds",
     )));
     let names: Vec<String> = seen.iter().map(|(_, s)| s.node.to_string()).collect();
-    let mut found = super::judge_reach(&names, &probes);
-    found.extend(skipped);
+    let (suspects, rails_seen) = net::analyse(&probes);
+    if suspects.is_empty() {
+        found.extend(super::reach_findings(&names, &[], &rails_seen, &probes, 0));
+        found.append(&mut skipped);
+        return found;
+    }
+    // The second look: each suspect alone. A node: with up to three partners of the first
+    // look (those not suspected themselves first); a pair: the pair. One round.
+    let suspected: std::collections::BTreeSet<usize> =
+        suspects.iter().filter(|n| n.b.is_none()).map(|n| n.a).collect();
+    let mut again: Vec<(usize, usize, Option<&str>)> = vec![];
+    for n in &suspects {
+        let nic = rails.iter().copied().find(|r| *r == n.nic);
+        match n.b {
+            Some(b) => again.push((n.a, b, nic)),
+            None => {
+                let mut partners: Vec<usize> = probes
+                    .iter()
+                    .filter(|p| p.nic == n.nic && (p.from == n.a || p.to == n.a))
+                    .map(|p| if p.from == n.a { p.to } else { p.from })
+                    .collect();
+                partners.sort_by_key(|p| (suspected.contains(p), *p));
+                partners.dedup();
+                for p in partners.into_iter().take(3) {
+                    again.push((n.a, p, nic));
+                }
+            }
+        }
+    }
+    again.sort();
+    again.dedup();
+    let recount = 200;
+    on(Event::Progress(format!(
+        "reachability: {} suspected, probed again alone",
+        crate::words::plural(suspects.len(), "problem")
+    )));
+    let (second, mut skipped2) = net.probe(reach, &[again], recount, 1000).await;
+    skipped.append(&mut skipped2);
+    let (confirmed, _) = net::analyse_with(&second, &net::baselines(&probes));
+    let cleared = suspects.len().saturating_sub(confirmed.len());
+    let mut evidence = second.clone();
+    evidence.extend(probes.iter().cloned());
+    found.extend(super::reach_findings(
+        &names,
+        &confirmed,
+        &rails_seen,
+        &evidence,
+        cleared,
+    ));
+    found.append(&mut skipped);
     found
+}
+
+/// The finding of a node whose reach was not checked: `ping` missing.
+fn not_checked(node: &str, os_ids: &[String]) -> Finding {
+    Finding::new(
+        "reach",
+        node,
+        Outcome::Warn,
+        "not checked: `ping` missing on the node (its peers still probe it)",
+    )
+    .fix(super::install_command("ping", os_ids))
+}
+
+/// The nodes and NICs the probes run over.
+struct Net<'a> {
+    seen: &'a [(usize, Seen<'a>)],
+    nodes: &'a [NodeTarget],
+    addrs: &'a [Vec<&'a net::Nic>],
+    rails: &'a [&'a str],
+    pinger: &'a [bool],
+}
+
+impl Net<'_> {
+    /// Run `rounds` of pairs `(a, b, NIC or every rail)`: both ends that have `ping` probe
+    /// the other, `count` probes each, round `r` at its slot after `lead_ms` from now.
+    /// The probes, and warnings (addresses not probed, output cut).
+    async fn probe(
+        &self,
+        reach: Reach,
+        rounds: &[Vec<(usize, usize, Option<&str>)>],
+        count: u32,
+        lead_ms: u64,
+    ) -> (Vec<net::Probe>, Vec<Finding>) {
+        let seen = self.seen;
+        let m = seen.len();
+        let slot = net::slot_ms(count);
+        let now = now_ns();
+        // Per node: its rounds' targets, and what each probe id stands for (peer, NIC).
+        let mut plans: Vec<Vec<(usize, Vec<net::Target>)>> = vec![vec![]; m];
+        let mut ids: Vec<Vec<usize>> = vec![vec![]; m];
+        // Addresses not probed: (the node that reported it, NIC, address) -> (prober, why).
+        let mut not_probed: std::collections::BTreeMap<(usize, String, String), Vec<(usize, String)>> =
+            Default::default();
+        for (r, round) in rounds.iter().enumerate() {
+            for &(a, b, only) in round {
+                for (k, peer) in [(a, b), (b, a)] {
+                    if !self.pinger[k] {
+                        continue;
+                    }
+                    let mut targets = vec![];
+                    for nic in self.addrs[k]
+                        .iter()
+                        .filter(|n| self.rails.contains(&n.name.as_str()))
+                        .filter(|n| only.is_none_or(|o| o == n.name))
+                    {
+                        let Some(there) = self.addrs[peer].iter().find(|n| n.name == nic.name) else {
+                            continue;
+                        };
+                        let addr = there.addr.clone().unwrap_or_default();
+                        // A node pings only what its own subnets on the NIC hold: a peer's
+                        // word does not send it to the metadata server, a name or a
+                        // broadcast.
+                        match net::probe_target(nic, &addr) {
+                            Ok(ip) => {
+                                targets.push((nic.name.clone(), ip.to_string(), ids[k].len()));
+                                ids[k].push(peer);
+                            }
+                            Err(why) => not_probed
+                                .entry((peer, nic.name.clone(), addr))
+                                .or_default()
+                                .push((k, why)),
+                        }
+                    }
+                    if targets.is_empty() {
+                        continue;
+                    }
+                    match plans[k].last_mut() {
+                        Some((at, t)) if *at == r + 1 => t.extend(targets),
+                        _ => plans[k].push((r + 1, targets)),
+                    }
+                }
+            }
+        }
+        let mut warnings: Vec<Finding> = not_probed
+            .into_iter()
+            .map(|((b, nic, addr), mut by)| {
+                by.sort();
+                let shown: String = addr.chars().flat_map(char::escape_debug).take(64).collect();
+                Finding::new(
+                    "reach",
+                    seen[b].1.node,
+                    Outcome::Warn,
+                    format!(
+                        "{nic}: its address `{shown}` was not probed by {}: {}",
+                        crate::words::plural(by.len(), "node"),
+                        by[0].1
+                    ),
+                )
+                .evidence(by.iter().map(|(k, why)| format!("{}: skipped: {why}", seen[*k].1.node)))
+                .fix("a probe goes only to a unicast address in the prober's own subnets on the NIC: check the node's address on it (`ip -4 addr show`)")
+            })
+            .collect();
+        // Every prober gets its rounds in one session, each round at a time agreed
+        // beforehand: a lead from now (time for every session to open), by this machine's
+        // clock, moved by each node's clock offset. A node whose session opens late runs
+        // its first rounds back to back until it is on time.
+        let mut jobs = vec![];
+        let mut who = vec![];
+        for (k, (pos, seen_k)) in seen.iter().enumerate() {
+            if plans[k].is_empty() {
+                continue;
+            }
+            let offset = match (seen_k.facts.time_ns, seen_k.arrived_ns) {
+                (Some(t), Some(a)) => t - a,
+                _ => 0,
+            };
+            let start = now + i128::from(lead_ms) * 1_000_000 + offset - i128::from(slot) * 1_000_000;
+            jobs.push((
+                self.nodes[*pos].clone(),
+                "sh -s".to_string(),
+                net::schedule_script(&plans[k], count, start, slot).into_bytes(),
+            ));
+            who.push(k);
+        }
+        let total_ms = lead_ms + slot * rounds.len() as u64;
+        let limit = Duration::from_millis(total_ms + 30_000);
+        let out = collect_bounded(reach, jobs, limit).await;
+        let mut probes: Vec<net::Probe> = vec![];
+        let mut not_run: Vec<usize> = vec![];
+        for (a, (code, stdout, dropped)) in who.into_iter().zip(out) {
+            if dropped > 0 {
+                warnings.push(
+                    Finding::new(
+                        "reach",
+                        seen[a].1.node,
+                        Outcome::Warn,
+                        format!(
+                            "its probe output passed {} MiB: the rest was not read",
+                            REACH_CAP / (1024 * 1024)
+                        ),
+                    )
+                    .evidence([format!("… {dropped} bytes more not read")]),
+                );
+            }
+            if code == exec::UNREACHABLE {
+                continue;
+            }
+            for (id, nic, sent, received, avg_ms, error) in net::parse_probes(&stdout) {
+                let Some(&b) = ids[a].get(id) else { continue };
+                // A probe that could not run is no word on the network.
+                if error.as_deref().is_some_and(net::not_run) {
+                    if !not_run.contains(&a) {
+                        not_run.push(a);
+                        warnings.push(not_checked(seen[a].1.node, &seen[a].1.facts.os_ids));
+                    }
+                    continue;
+                }
+                probes.push(net::Probe {
+                    from: a,
+                    to: b,
+                    nic,
+                    sent,
+                    received,
+                    avg_ms,
+                    error,
+                });
+            }
+        }
+        (probes, warnings)
+    }
 }
 
 /// The most of a node's output kept in the reach round: its probes' ping summaries,
@@ -344,7 +488,9 @@ async fn collect_bounded(
 ) -> Vec<(i32, String, u64)> {
     let order: Vec<usize> = jobs.iter().map(|(n, _, _)| n.index).collect();
     let (tx, mut rx) = exec::channel(1024);
-    let h = tokio::spawn(exec::run_each_with_input(reach, jobs, 64, Some(limit), tx));
+    // Every node's rounds run at once, at the times agreed: a session each.
+    let fanout = jobs.len().max(1);
+    let h = tokio::spawn(exec::run_each_with_input(reach, jobs, fanout, Some(limit), tx));
     let mut out: Vec<(i32, String, u64)> = vec![(exec::UNREACHABLE, String::new(), 0); order.len()];
     while let Some(c) = rx.recv_chunk().await {
         let (Chunk::Lines { node, .. } | Chunk::Done { node, .. }) = &c;

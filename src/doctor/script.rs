@@ -56,7 +56,38 @@ pub fn script(preflight: Option<&str>) -> String {
     );
     section(&mut s, "topo", "nvidia-smi topo -m 2>&1; e topo $?;");
     section(&mut s, "nvlink", "nvidia-smi nvlink -s 2>&1; e nvlink $?;");
+    // The compute processes on the GPUs (`--query-compute-apps`, the fields of
+    // `nvidia-smi --help-query-compute-apps`), each with its session, user, age and
+    // command from `ps`, and flightdeck's detached work still running in the login's
+    // home (`~/.flightdeck/jobs/ID/RANK/pid`, `~/.flightdeck/runs/ID/pid`: the session
+    // leader of each, [`crate::detach`]), to tell a job's processes from a stray one.
+    // nvidia-smi's output is cut at the cap as every section's (one that prints without
+    // end is stopped), and a cut one is a failed one.
+    section(
+        &mut s,
+        "procs",
+        &format!(
+            "q=$({{ nvidia-smi --query-compute-apps={} --format=csv,noheader 2>&1; echo \"@rc=$?\"; }} | cap); \
+             case \"$q\" in *'@rc=0') ok=1; q=${{q%@rc=0}};; *) ok=0; q=${{q%@rc=*}};; esac; \
+             if [ $ok = 1 ]; then \
+             printf '%s\\n' \"$q\" | grep -v '^ *$' | sed 's/^/app /'; \
+             for p in $(printf '%s\\n' \"$q\" | cut -s -d, -f2); do case $p in *[!0-9]*|'') continue;; esac; \
+             ps -o pid=,sid=,user=,etimes=,args= -p $p 2>/dev/null | sed 's/^ */ps /'; \
+             j=$(tr '\\0' '\\n' < /proc/$p/environ 2>/dev/null | grep -m 1 '^FLIGHTDECK_JOB_ID='); [ -n \"$j\" ] && echo \"env $p $j\"; done; \
+             for f in \"$HOME\"/.flightdeck/jobs/*/*/pid \"$HOME\"/.flightdeck/runs/*/pid; do [ -f \"$f\" ] && [ ! -f \"${{f%/pid}}/exit_code\" ] && echo \"fd ${{f%/pid}} $(cat \"$f\")\"; done; \
+             e procs 0; else printf '%s\\n' \"$q\"; e procs 1; fi;",
+            super::gpu::APPS_FIELDS
+        ),
+    );
     s.push_str("else b smi; echo 'nvidia-smi: not found'; e smi 127; fi\n");
+    // The tools the fleet checks run on the node (a check whose tool is missing is not
+    // run, and says so), and the OS's ids for the command that installs them.
+    section(
+        &mut s,
+        "tools",
+        "for t in ping timeout ps; do if command -v $t >/dev/null 2>&1; then echo \"$t yes\"; else echo \"$t no\"; fi; done; \
+         [ -r /etc/os-release ] && . /etc/os-release && echo \"osid ${ID:-} ${ID_LIKE:-}\"; e tools 0;",
+    );
     // The kernel log since boot: dmesg (as root or where dmesg_restrict is off), sudo, or
     // the journal; only the NVIDIA driver's lines travel.
     section(
@@ -66,13 +97,14 @@ pub fn script(preflight: Option<&str>) -> String {
          if [ -z \"$k\" ]; then echo 'kernel log: not readable (dmesg, sudo -n dmesg and journalctl -k all failed)'; e xid 1; \
          else printf '%s\\n' \"$k\" | grep -E 'NVRM: Xid|fallen off the bus' | tail -n 64; e xid 0; fi;",
     );
-    // NICs: name, state, MTU, speed, NUMA node of its device.
+    // NICs: name, state, MTU, speed, NUMA node of its device, and `bridge` for a bridge
+    // (whatever its name: a bridge is never a data NIC).
     section(
         &mut s,
         "nics",
-        "for d in /sys/class/net/*; do n=${d##*/}; \
-         printf '%s %s %s %s %s\\n' \"$n\" \"$(cat $d/operstate 2>/dev/null || echo -)\" \"$(cat $d/mtu 2>/dev/null || echo -)\" \
-         \"$(cat $d/speed 2>/dev/null || echo -)\" \"$(cat $d/device/numa_node 2>/dev/null || echo -)\"; done; e nics 0;",
+        "for d in /sys/class/net/*; do n=${d##*/}; k=-; [ -d $d/bridge ] && k=bridge; \
+         printf '%s %s %s %s %s %s\\n' \"$n\" \"$(cat $d/operstate 2>/dev/null || echo -)\" \"$(cat $d/mtu 2>/dev/null || echo -)\" \
+         \"$(cat $d/speed 2>/dev/null || echo -)\" \"$(cat $d/device/numa_node 2>/dev/null || echo -)\" $k; done; e nics 0;",
     );
     section(&mut s, "addrs", "ip -o -4 addr show 2>&1; e addrs $?;");
     section(&mut s, "route", "ip route show default 2>&1; e route $?;");

@@ -257,6 +257,7 @@ fn the_summary_leads_with_the_cause() {
     let probes: Vec<net::Probe> = net::rounds(3)
         .into_iter()
         .flatten()
+        .flat_map(|(a, b)| [(a, b), (b, a)])
         .map(|(a, b)| net::Probe {
             from: a,
             to: b,
@@ -393,4 +394,92 @@ fn the_nccl_environment_checked_is_the_familys() {
         "{pod_env}"
     );
     assert_eq!(pod.env, crate::nccl::profile::pod_env(GpuDirect::Tcpxo));
+}
+
+#[test]
+fn problems_rank_a_cause_by_the_worst_that_follows_from_it() {
+    let f = |node: &str, check: &'static str, outcome: Outcome, what: &str| {
+        Finding::new(check, node, outcome, what)
+    };
+    let mut r = Report::default();
+    r.add(vec![
+        f(
+            "n1",
+            "reach",
+            Outcome::Fail,
+            "n1 ↔ n2 on eth2 lossy: 9 of 400 probes lost",
+        ),
+        f(
+            "n0",
+            "nics",
+            Outcome::Warn,
+            "eth1 MTU 1400 where 2 other nodes have 1500",
+        ),
+        f("n0", "reach", Outcome::Fail, "eth1 unreachable: no reply"),
+        f("n2", "sysctl", Outcome::Warn, "small TCP buffers"),
+    ]);
+    r.link_causes();
+    let order: Vec<(String, usize)> = r
+        .problems()
+        .iter()
+        .map(|(c, after)| (c.key(), after.len()))
+        .collect();
+    assert_eq!(
+        order,
+        vec![
+            ("n0 nics".to_string(), 1),
+            ("n1 reach".to_string(), 0),
+            ("n2 sysctl".to_string(), 0)
+        ]
+    );
+}
+
+#[test]
+fn the_nics_probed_are_the_ones_nccl_uses() {
+    let mut s = script::Sections::default();
+    set(
+        &mut s,
+        "nics",
+        "lo unknown 65536 - -\nenp0s12 up 1460 - -\nenp6s0 up 8244 - -\ndocker0 up 1500 - -\nlab0 up 1500 - - bridge\n".into(),
+    );
+    set(
+        &mut s,
+        "addrs",
+        "1: lo    inet 127.0.0.1/8 scope host lo\n2: enp0s12    inet 10.0.0.2/24 scope global enp0s12\n\
+         3: enp6s0    inet 10.1.0.2/24 scope global enp6s0\n4: docker0    inet 172.17.0.1/16 scope global docker0\n\
+         5: lab0    inet 10.77.0.1/24 scope global lab0\n"
+            .into(),
+    );
+    set(&mut s, "route", "default via 10.0.0.1 dev enp0s12\n".into());
+    let names = |f: &Facts, c: &Context| -> Vec<String> {
+        f.probe_nics(c).0.iter().map(|n| n.name.clone()).collect()
+    };
+    let f = facts_of(&s);
+    // The bridge is no data NIC, whatever its name.
+    assert_eq!(names(&f, &ctx(2)), ["enp6s0"]);
+    // TCPX's NCCL_SOCKET_IFNAME is its control NIC, for the bootstrap: the data NICs are
+    // probed.
+    let mut tcpx = ctx(2);
+    tcpx.flavour = GpuDirect::Tcpx;
+    tcpx.env = crate::nccl::profile::env_lines(crate::fleet::BackendKind::Ssh, GpuDirect::Tcpx);
+    assert_eq!(names(&f, &tcpx), ["enp6s0"]);
+    // Profile none with NCCL_SOCKET_IFNAME in the node's nccl.conf: those.
+    let mut with = s.clone();
+    set(
+        &mut with,
+        "nccl-env",
+        "/etc/nccl.conf NCCL_SOCKET_IFNAME=enp0\n".into(),
+    );
+    assert_eq!(names(&facts_of(&with), &ctx(2)), ["enp0s12"]);
+    // One NIC (no data NIC): what NCCL picks, all but lo and docker*.
+    let mut one = s.clone();
+    set(
+        &mut one,
+        "nics",
+        "lo unknown 65536 - -\nenp0s12 up 1460 - -\ndocker0 up 1500 - -\n".into(),
+    );
+    assert_eq!(names(&facts_of(&one), &ctx(2)), ["enp0s12"]);
+    assert!(net::nccl_if_match("^docker,lo", "eth0") && !net::nccl_if_match("^docker,lo", "docker0"));
+    assert!(net::nccl_if_match("=eth0", "eth0") && !net::nccl_if_match("=eth0", "eth01"));
+    assert!(net::nccl_if_match("eth", "eth01") && !net::nccl_if_match("^=eth0", "eth0"));
 }

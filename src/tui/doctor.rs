@@ -168,7 +168,12 @@ pub fn event(state: &mut State, e: Event) {
         return;
     }
     match e {
-        Event::Node { findings, .. } | Event::Fleet(findings) => state.doctor.report.add(findings),
+        Event::Node { findings, .. } | Event::Fleet(findings) => {
+            // Causes linked as findings come, so the problems list leads with each cause
+            // and nests what follows from it during the run too.
+            state.doctor.report.add(findings);
+            state.doctor.report.link_causes();
+        }
         Event::Progress(p) => {
             state.doctor.progress = Some(match crate::progress::parse_tally(&p) {
                 Some((done, total, what)) => format!("{done}/{total} {what}"),

@@ -428,6 +428,42 @@ impl Testbed {
         self.node_run(i, &["ip", "link", "set", to, "up"]).unwrap();
     }
 
+    /// Take `tool` (`ping`) away from machine node `i`, as a minimal image lacks it: in
+    /// its sshd's mount namespace each system directory holding it gets an overlay that
+    /// hides it (a whiteout), so `command -v` finds nothing in its sessions. Other nodes
+    /// and this machine keep it.
+    pub fn remove_command(&self, i: usize, tool: &str) {
+        let node = &self.nodes[i];
+        let pid = node.sshd.as_ref().expect("a running sshd").id().to_string();
+        assert!(
+            node.root.is_some(),
+            "a machine node (its sshd has a mount namespace)"
+        );
+        for dir in ["/usr/bin", "/usr/sbin", "/bin", "/sbin"] {
+            let path = Path::new(dir).join(tool);
+            let real = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.into());
+            if !path.exists() || real != Path::new(dir) {
+                continue; // not there, or /bin -> usr/bin (the overlay of its target hides it)
+            }
+            let ov = node
+                .dir
+                .join(format!("ov-{}", dir.trim_start_matches('/').replace('/', "-")));
+            let (up, work) = (ov.join("up"), ov.join("work"));
+            std::fs::create_dir_all(&up).unwrap();
+            std::fs::create_dir_all(&work).unwrap();
+            run(&["mknod", up.join(tool).to_str().unwrap(), "c", "0", "0"]).unwrap();
+            let opts = format!(
+                "lowerdir={dir},upperdir={},workdir={}",
+                up.display(),
+                work.display()
+            );
+            run(&[
+                "nsenter", "-t", &pid, "-m", "--", "mount", "-t", "overlay", "overlay", "-o", &opts, dir,
+            ])
+            .unwrap();
+        }
+    }
+
     /// Run a command inside node `i`'s namespace.
     pub fn node_run(&self, i: usize, cmd: &[&str]) -> Result<String, String> {
         ns_run(&self.nodes[i].ns, cmd)
@@ -606,6 +642,25 @@ impl TbNode {
             .expect("a machine node")
             .join("var/lib/fd-shim/nvidia-smi")
             .join(name)
+    }
+
+    /// A compute process on the node's GPU `gpu` (an index of the recording), as the
+    /// nvidia-smi double's `--query-compute-apps` lists it: `pid` holding `mib` MiB.
+    /// The process itself is the caller's (a real one, so `ps` on the node shows it).
+    pub fn plant_gpu_process(&self, gpu: usize, pid: u32, name: &str, mib: u64) {
+        let csv = std::fs::read_to_string(self.gpu_file("query-gpu.csv")).unwrap();
+        let uuid = csv
+            .lines()
+            .skip(1)
+            .nth(gpu)
+            .and_then(|l| l.split(',').nth(2))
+            .map(str::trim)
+            .expect("the GPU in the recording")
+            .to_string();
+        let file = self.gpu_file("compute-apps.csv");
+        let mut text = std::fs::read_to_string(&file).unwrap_or_default();
+        text.push_str(&format!("{uuid}, {pid}, {name}, {mib} MiB\n"));
+        std::fs::write(file, text).unwrap();
     }
 
     /// Lines the node's kernel log shows (through the dmesg double).

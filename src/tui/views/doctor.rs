@@ -25,8 +25,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph, Widget};
 
 /// The two letters heading each check's column, in [`CHECKS`]' order.
-pub const ABBREV: [&str; 16] = [
-    "gp", "ve", "nv", "ec", "xi", "ck", "pe", "ni", "rd", "gd", "en", "sy", "nu", "tm", "re", "pl",
+pub const ABBREV: [&str; 17] = [
+    "gp", "ve", "nv", "ec", "xi", "ck", "pe", "pr", "ni", "rd", "gd", "en", "sy", "nu", "tm", "re", "pl",
 ];
 
 fn tone(o: Outcome) -> Tone {
@@ -38,13 +38,16 @@ fn tone(o: Outcome) -> Tone {
     }
 }
 
-fn mark(o: Option<Outcome>) -> &'static str {
+/// A cell's mark: nothing found yet is waiting while the doctor runs, and not checked
+/// once it has ended (a node that never answered, a check that did not run on it).
+fn mark(o: Option<Outcome>, running: bool) -> &'static str {
     match o {
         Some(Outcome::Pass) => "✓",
         Some(Outcome::Warn) => "!",
         Some(Outcome::Fail) => "✗",
         Some(Outcome::Skip) => "·",
-        None => "…",
+        None if running => "…",
+        None => "-",
     }
 }
 
@@ -193,7 +196,7 @@ fn render_matrix(v: &DoctorView, nodes: &[&str], total: usize, theme: &Theme, ar
                 Some(o) => theme.tone(tone(o)),
                 None => theme.muted(),
             };
-            spans.push(Span::styled(format!("{}  ", mark(o)), style));
+            spans.push(Span::styled(format!("{}  ", mark(o, v.running)), style));
         }
         lines.push(Line::from(spans));
     }
@@ -204,7 +207,11 @@ fn render_matrix(v: &DoctorView, nodes: &[&str], total: usize, theme: &Theme, ar
         ));
     }
     lines.push(Line::styled(
-        "✓ pass  ! warn  ✗ fail  · skipped  … waiting",
+        if v.running {
+            "✓ pass  ! warn  ✗ fail  · skipped  … waiting"
+        } else {
+            "✓ pass  ! warn  ✗ fail  · skipped  - not checked"
+        },
         theme.muted(),
     ));
     Paragraph::new(lines).render(area, buf);
