@@ -159,12 +159,7 @@ pub const DEFAULT_IMAGE: &str = "nvcr.io/nvidia/pytorch:25.01-py3";
 pub fn pod_env(job: &Job, id: &str, nodes: usize, namespace: &str) -> Vec<serde_json::Value> {
     let js = jobset_name(id);
     let master = format!("{js}-{REPLICATED_JOB}-0-0.{js}.{namespace}.svc.cluster.local");
-    let port = job
-        .env
-        .iter()
-        .find(|(k, _)| k == "MASTER_PORT")
-        .map(|(_, v)| v.clone())
-        .unwrap_or_else(|| super::launch::DEFAULT_MASTER_PORT.to_string());
+    let port = super::launch::DEFAULT_MASTER_PORT.to_string();
     let index = serde_json::json!({"fieldRef": {"fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}});
     let n = nodes.to_string();
     let mut env = vec![];
@@ -173,7 +168,6 @@ pub fn pod_env(job: &Job, id: &str, nodes: usize, namespace: &str) -> Vec<serde_
         ("FLIGHTDECK_JOB", job.name.as_str()),
         ("FLIGHTDECK_JOB_ID", id),
         ("MASTER_ADDR", master.as_str()),
-        ("MASTER_PORT", port.as_str()),
         ("NNODES", n.as_str()),
         ("DSTACK_RUN_NAME", job.name.as_str()),
         ("DSTACK_MASTER_NODE_IP", master.as_str()),
@@ -182,6 +176,13 @@ pub fn pod_env(job: &Job, id: &str, nodes: usize, namespace: &str) -> Vec<serde_
         ("SKYPILOT_NUM_NODES", n.as_str()),
     ] {
         env.push(lit(k, v));
+        if k == "MASTER_ADDR" {
+            // The job's own MASTER_PORT comes from its Secret, as its whole env does.
+            env.push(match job.env.iter().any(|(k, _)| k == "MASTER_PORT") {
+                true => serde_json::json!({"name": "MASTER_PORT", "valueFrom": {"secretKeyRef": {"name": env_secret_name(id), "key": "MASTER_PORT"}}}),
+                false => lit("MASTER_PORT", &port),
+            });
+        }
     }
     for k in ["NODE_RANK", "DSTACK_NODE_RANK", "SKYPILOT_NODE_RANK"] {
         env.push(serde_json::json!({"name": k, "valueFrom": index}));
@@ -210,9 +211,13 @@ pub fn pod_script(job: &Job, gpus: u32, nodes: usize, profile: &[String]) -> Str
         s.push_str(line);
         s.push('\n');
     }
-    for (k, v) in &job.env {
-        s.push_str(&export(k, Value::Literal(v)));
-        s.push('\n');
+    // The job's env by name only: its values are in the job's Secret, which the
+    // container gets under ENV_PREFIX (envFrom); exported here after the profile, so
+    // that the job's values win over the profile's as on SSH nodes.
+    for (k, _) in &job.env {
+        let from = format!("{ENV_PREFIX}{k}");
+        s.push_str(&export(k, Value::Expr(&format!("${from}"))));
+        s.push_str(&format!("; unset {from}\n"));
     }
     if let Some(wd) = &job.spec.working_dir {
         s.push_str(&format!("mkdir -p {0} && cd {0} || exit 126\n", quote(wd)));
@@ -223,6 +228,56 @@ pub fn pod_script(job: &Job, gpus: u32, nodes: usize, profile: &[String]) -> Str
         s.push('\n');
     }
     s
+}
+
+/// The prefix of the job's env in its container's environment (envFrom of its Secret),
+/// until the pod's script exports each under its own name.
+pub const ENV_PREFIX: &str = "FLIGHTDECK_ENV_";
+
+/// The name of job `id`'s Secret holding its env.
+pub fn env_secret_name(id: &str) -> String {
+    format!("{}-env", jobset_name(id))
+}
+
+/// The labels of job `id`'s JobSet and Secret.
+fn job_labels(id: &str, fleet: &str) -> serde_json::Value {
+    serde_json::json!({
+        MANAGED_BY.0: MANAGED_BY.1,
+        FLEET_LABEL: fleet,
+        ROLE_LABEL: "job",
+        JOB_LABEL: object_name(id, 63),
+    })
+}
+
+/// Job `id`'s Secret holding its env (none when it has none), labelled as its JobSet
+/// and owned by it (uid `owner`), so that it goes when the JobSet does. The values
+/// travel here and nowhere else: not in the pod spec, not on a command line.
+pub fn env_secret(job: &Job, id: &str, at: &Placement, owner: &str) -> Option<serde_json::Value> {
+    if job.env.is_empty() {
+        return None;
+    }
+    let data: serde_json::Map<String, serde_json::Value> = job
+        .env
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone().into()))
+        .collect();
+    Some(serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {
+            "name": env_secret_name(id),
+            "namespace": at.node.namespace,
+            "labels": job_labels(id, &at.node.fleet),
+            "ownerReferences": [{
+                "apiVersion": "jobset.x-k8s.io/v1alpha2",
+                "kind": "JobSet",
+                "name": jobset_name(id),
+                "uid": owner,
+            }],
+        },
+        "type": "Opaque",
+        "stringData": data,
+    }))
 }
 
 /// Where and how a GKE job runs.
@@ -246,12 +301,7 @@ pub fn jobset(
     at: &Placement,
 ) -> serde_json::Value {
     let js = jobset_name(id);
-    let mut labels = serde_json::json!({
-        MANAGED_BY.0: MANAGED_BY.1,
-        FLEET_LABEL: at.node.fleet,
-        ROLE_LABEL: "job",
-        JOB_LABEL: object_name(id, 63),
-    });
+    let mut labels = job_labels(id, &at.node.fleet);
     let mut annotations = serde_json::Map::new();
     if let Some(q) = at.queue {
         labels["kueue.x-k8s.io/queue-name"] = q.into();
@@ -283,6 +333,10 @@ pub fn jobset(
     // A memory volume at /dev/shm, as every GKE GPU manifest mounts one, bounded by the
     // node's memory (a training job's data loaders use more than an NCCL test's).
     let (shm, shm_mount) = gke::nccl::shared_memory(None);
+    let env_from = match job.env.is_empty() {
+        true => serde_json::json!([]),
+        false => serde_json::json!([{"prefix": ENV_PREFIX, "secretRef": {"name": env_secret_name(id)}}]),
+    };
     serde_json::json!({
         "apiVersion": "jobset.x-k8s.io/v1alpha2",
         "kind": "JobSet",
@@ -320,6 +374,7 @@ pub fn jobset(
                                     "image": image,
                                     "command": ["bash", "-c", pod_script(job, gpus, nodes, profile)],
                                     "env": pod_env(job, id, nodes, &at.node.namespace),
+                                    "envFrom": env_from,
                                     "resources": {"limits": {gke::GPU_RESOURCE: gpus.to_string()}},
                                     "volumeMounts": [shm_mount],
                                 }],
@@ -358,7 +413,7 @@ pub async fn start(
         .find_map(|n| n.target.kube().filter(|k| !k.node.is_empty()))
     {
         Some(k) => {
-            let api: Api<k8s_openapi::api::core::v1::Node> = Api::all(client);
+            let api: Api<k8s_openapi::api::core::v1::Node> = Api::all(client.clone());
             Some(
                 api.get(&k.node)
                     .await
@@ -396,6 +451,12 @@ pub async fn start(
     let mut set = jobset(job, id, nodes.len(), gpus, profile_lines, &at);
     with_gpudirect(&mut set, profile);
     create_jobset(clients, &node, &set).await?;
+    // The env's Secret, owned by the JobSet (its uid): the pods wait for it (the kubelet
+    // starts no container whose envFrom Secret is missing) and it goes with the JobSet.
+    if let Err(e) = create_env_secret(&client, job, id, &at).await {
+        let _ = delete_jobset(clients, &node, id).await;
+        return Err(e);
+    }
     progress(format!(
         "JobSet {} created in namespace {}: {} of {} GPUs{}{}",
         jobset_name(id),
@@ -408,6 +469,45 @@ pub async fn start(
             .unwrap_or_default()
     ));
     Ok(())
+}
+
+/// Create job `id`'s env Secret, owned by its JobSet (just created).
+async fn create_env_secret(
+    client: &kube::Client,
+    job: &Job,
+    id: &str,
+    at: &Placement<'_>,
+) -> Result<(), String> {
+    use kube::api::{DynamicObject, PostParams};
+    if job.env.is_empty() {
+        return Ok(());
+    }
+    let sets: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        &at.node.namespace,
+        &crate::cloud::gke::jobs::jobset_resource(),
+    );
+    let uid = sets
+        .get(&jobset_name(id))
+        .await
+        .map_err(|e| format!("JobSet {}: {}", jobset_name(id), gke::cluster::why(&e)))?
+        .metadata
+        .uid
+        .ok_or_else(|| format!("JobSet {} has no uid", jobset_name(id)))?;
+    let secret = env_secret(job, id, at, &uid).expect("a job with env has a Secret");
+    let secret: k8s_openapi::api::core::v1::Secret =
+        serde_json::from_value(secret).map_err(|e| e.to_string())?;
+    let api: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client.clone(), &at.node.namespace);
+    api.create(&PostParams::default(), &secret)
+        .await
+        .map(|_| ())
+        .map_err(|e| {
+            format!(
+                "creating Secret {} (the job's env): {}",
+                env_secret_name(id),
+                gke::cluster::why(&e)
+            )
+        })
 }
 
 /// A job's pod template for its GPUDirect flavour, as the GKE guides set pods up: the
