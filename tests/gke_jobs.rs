@@ -135,3 +135,111 @@ fn a_gke_jobs_env_travels_in_a_secret_not_the_pod_spec() {
         "{log}"
     );
 }
+
+/// POST `obj` to the double at `path` (a raw request, as a cluster's API takes it).
+fn post(d: &KubeDouble, path: &str, obj: serde_json::Value) {
+    let body = serde_json::to_vec(&obj).unwrap();
+    let addr = d.url.trim_start_matches("http://");
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    use std::io::{Read, Write};
+    write!(s, "POST {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", support::k8s_double::TOKEN, body.len()).unwrap();
+    s.write_all(&body).unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    assert!(out.starts_with("HTTP/1.1 201"), "{out}");
+}
+
+/// Gke review M9: a job file carries data and credentials on GKE: Cloud Storage buckets
+/// through GCS FUSE (the pod annotation and the CSI ephemeral volume), a
+/// PersistentVolumeClaim, the Workload Identity KSA, and a key of an existing Secret
+/// (the seed's HF token), which the pod reads and the JobSet does not hold. Before,
+/// `volumes:` were ignored and a Secret reference did not parse.
+#[test]
+fn a_gke_job_mounts_buckets_and_claims_and_reads_an_existing_secret() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (d, home) = setup(tmp.path(), "");
+    let token = "hf_FROMSECRET_42";
+    post(
+        &d,
+        "/api/v1/namespaces/default/secrets",
+        serde_json::json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "hf"}, "stringData": {"token": token}}),
+    );
+    let out = run(
+        tmp.path(),
+        &home,
+        "data",
+        "gpus_per_node: 8\nservice_account: trainer-ksa\nenv:\n  HF_TOKEN: {secret: hf, key: token}\n  PLAIN: 1\nvolumes:\n  - gcs: my-datasets\n    path: /data\n    read_only: true\n    mount_options: implicit-dirs\n  - pvc: ckpt-claim\n    path: /ckpt\ncommands:\n  - echo \"hf=$HF_TOKEN plain=$PLAIN\"\n",
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let set = jobset(&d, "data");
+    assert!(!set.to_string().contains(token), "{set}");
+    let pod = pod_template(&set);
+    assert_eq!(
+        pod["metadata"]["annotations"]["gke-gcsfuse/volumes"], "true",
+        "{pod}"
+    );
+    assert_eq!(pod["spec"]["serviceAccountName"], "trainer-ksa");
+    let vols = pod["spec"]["volumes"].as_array().unwrap();
+    let gcs = vols
+        .iter()
+        .find(|v| v["csi"]["driver"] == "gcsfuse.csi.storage.gke.io")
+        .unwrap_or_else(|| panic!("no GCS FUSE volume: {vols:?}"));
+    assert_eq!(gcs["csi"]["volumeAttributes"]["bucketName"], "my-datasets");
+    assert_eq!(gcs["csi"]["volumeAttributes"]["mountOptions"], "implicit-dirs");
+    assert_eq!(gcs["csi"]["readOnly"], true);
+    let pvc = vols
+        .iter()
+        .find(|v| v["persistentVolumeClaim"]["claimName"] == "ckpt-claim")
+        .unwrap_or_else(|| panic!("no claim: {vols:?}"));
+    let mounts = pod["spec"]["containers"][0]["volumeMounts"].as_array().unwrap();
+    for (vol, at) in [(gcs, "/data"), (pvc, "/ckpt")] {
+        assert!(
+            mounts
+                .iter()
+                .any(|m| m["name"] == vol["name"] && m["mountPath"] == at),
+            "{at}: {mounts:?}"
+        );
+    }
+    let log = rank0_log(&d, "data");
+    assert!(log.contains(&format!("hf={token} plain=1")), "{log}");
+}
+
+/// What cannot work is refused before anything is made, at its place in the job file:
+/// dstack's volumes on GKE, GKE's volumes and Secrets on an SSH fleet.
+#[test]
+fn what_a_fleet_cannot_run_is_refused_at_its_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (d, home) = setup(tmp.path(), "");
+    let out = run(
+        tmp.path(),
+        &home,
+        "dsv",
+        "gpus_per_node: 8\nvolumes:\n  - name: my-dstack-vol\n    path: /data\ncommands: [\"true\"]\n",
+    );
+    let err = text(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("dsv.yaml:6:5: volumes.0: a dstack volume") && err.contains("on GKE give `gcs: BUCKET`"),
+        "{err}"
+    );
+    assert!(d.jobsets().is_empty());
+    // An SSH fleet (this machine) refuses a bucket and a Secret's key.
+    let f = tmp.path().join("local.yaml");
+    std::fs::write(&f, "type: fleet\nname: here\nbackends: [local]\n").unwrap();
+    let job = tmp.path().join("ssh.yaml");
+    std::fs::write(
+        &job,
+        "type: task\nname: ssh\nfleet: here\nenv:\n  T: {secret: hf, key: token}\nvolumes:\n  - gcs: my-datasets\n    path: /data\ncommands: [\"true\"]\n",
+    )
+    .unwrap();
+    let out = flightdeck(&home, &["fleet", "apply", f.to_str().unwrap(), "--yes"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = flightdeck(&home, &["job", "run", "--detach", job.to_str().unwrap()]);
+    let err = text(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("ssh.yaml:5:3: env.T: a Secret's key"), "{err}");
+    assert!(
+        err.contains("ssh.yaml:7:5: volumes.0: a Cloud Storage volume"),
+        "{err}"
+    );
+}

@@ -54,13 +54,13 @@ impl JobRunner for JobSets {
     }
 
     fn admits(&self, job: &Job) -> Result<(), String> {
-        if job.uploads.is_empty() {
-            return Ok(());
+        if !job.uploads.is_empty() {
+            return Err(format!(
+                "{}: `files:` are not uploaded to GKE pods: put them in the job's image (`image:`) or a volume (`volumes:` with `gcs: BUCKET` or `pvc: CLAIM`)",
+                job.file.display()
+            ));
         }
-        Err(format!(
-            "{}: `files:` are not uploaded to GKE pods: put them in the job's image (`image:`) or a volume",
-            job.file.display()
-        ))
+        super::spec::refusal(job, &job.not_on_gke, "a GKE fleet cannot run this")
     }
 
     /// Nothing to check from here: the pods get their GPUDirect pieces from the cluster
@@ -162,7 +162,12 @@ pub fn pod_env(job: &Job, id: &str, nodes: usize, namespace: &str) -> Vec<serde_
     let port = super::launch::DEFAULT_MASTER_PORT.to_string();
     let index = serde_json::json!({"fieldRef": {"fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}});
     let n = nodes.to_string();
-    let mut env = vec![];
+    // The keys of existing Secrets the job names, under the prefix its own env has.
+    let mut env: Vec<serde_json::Value> = job
+        .secret_env
+        .iter()
+        .map(|(k, r)| serde_json::json!({"name": format!("{ENV_PREFIX}{k}"), "valueFrom": {"secretKeyRef": {"name": r.secret, "key": r.key}}}))
+        .collect();
     let lit = |k: &str, v: &str| serde_json::json!({"name": k, "value": v});
     for (k, v) in [
         ("FLIGHTDECK_JOB", job.name.as_str()),
@@ -214,7 +219,12 @@ pub fn pod_script(job: &Job, gpus: u32, nodes: usize, profile: &[String]) -> Str
     // The job's env by name only: its values are in the job's Secret, which the
     // container gets under ENV_PREFIX (envFrom); exported here after the profile, so
     // that the job's values win over the profile's as on SSH nodes.
-    for (k, _) in &job.env {
+    let names = job
+        .env
+        .iter()
+        .map(|(k, _)| k)
+        .chain(job.secret_env.iter().map(|(k, _)| k));
+    for k in names {
         let from = format!("{ENV_PREFIX}{k}");
         s.push_str(&export(k, Value::Expr(&format!("${from}"))));
         s.push_str(&format!("; unset {from}\n"));
@@ -333,11 +343,44 @@ pub fn jobset(
     // A memory volume at /dev/shm, as every GKE GPU manifest mounts one, bounded by the
     // node's memory (a training job's data loaders use more than an NCCL test's).
     let (shm, shm_mount) = gke::nccl::shared_memory(None);
+    // The job's volumes: Cloud Storage buckets through the GCS FUSE CSI driver (an
+    // ephemeral CSI volume and the pod annotation that has GKE inject gcsfuse's
+    // sidecar, as Google's "Access Cloud Storage buckets with the Cloud Storage FUSE CSI
+    // driver" and gpu-recipes' JobSets give them) and PersistentVolumeClaims.
+    let mut volumes = vec![shm];
+    let mut mounts = vec![shm_mount];
+    let mut pod_annotations = serde_json::Map::new();
+    for (i, v) in job.volumes.iter().enumerate() {
+        use super::spec::VolumeSource;
+        let (name, vol) = match &v.source {
+            VolumeSource::Gcs {
+                bucket,
+                mount_options,
+            } => {
+                pod_annotations.insert("gke-gcsfuse/volumes".into(), "true".into());
+                let mut attrs = serde_json::json!({"bucketName": bucket});
+                if let Some(o) = mount_options {
+                    attrs["mountOptions"] = o.clone().into();
+                }
+                let name = format!("gcs-{i}");
+                let vol = serde_json::json!({"name": name, "csi": {
+                    "driver": "gcsfuse.csi.storage.gke.io", "readOnly": v.read_only, "volumeAttributes": attrs}});
+                (name, vol)
+            }
+            VolumeSource::Pvc { claim } => {
+                let name = format!("pvc-{i}");
+                let vol = serde_json::json!({"name": name, "persistentVolumeClaim": {"claimName": claim, "readOnly": v.read_only}});
+                (name, vol)
+            }
+        };
+        volumes.push(vol);
+        mounts.push(serde_json::json!({"name": name, "mountPath": v.path, "readOnly": v.read_only}));
+    }
     let env_from = match job.env.is_empty() {
         true => serde_json::json!([]),
         false => serde_json::json!([{"prefix": ENV_PREFIX, "secretRef": {"name": env_secret_name(id)}}]),
     };
-    serde_json::json!({
+    let mut set = serde_json::json!({
         "apiVersion": "jobset.x-k8s.io/v1alpha2",
         "kind": "JobSet",
         "metadata": {
@@ -360,7 +403,8 @@ pub fn jobset(
                         "completionMode": "Indexed",
                         "backoffLimit": 0,
                         "template": {
-                            "metadata": {"labels": {FLEET_LABEL: at.node.fleet, ROLE_LABEL: "job", JOB_LABEL: object_name(id, 63)}},
+                            "metadata": {"labels": {FLEET_LABEL: at.node.fleet, ROLE_LABEL: "job", JOB_LABEL: object_name(id, 63)},
+                                         "annotations": pod_annotations},
                             "spec": {
                                 "restartPolicy": "Never",
                                 "nodeSelector": selector,
@@ -368,7 +412,7 @@ pub fn jobset(
                                 "tolerations": [{"key": gke::GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"},
                                                 {"key": "cloud.google.com/gke-queued", "operator": "Exists", "effect": "NoSchedule"}],
                                 "terminationGracePeriodSeconds": job.stop_grace(),
-                                "volumes": [shm],
+                                "volumes": volumes,
                                 "containers": [{
                                     "name": CONTAINER,
                                     "image": image,
@@ -376,7 +420,7 @@ pub fn jobset(
                                     "env": pod_env(job, id, nodes, &at.node.namespace),
                                     "envFrom": env_from,
                                     "resources": {"limits": {gke::GPU_RESOURCE: gpus.to_string()}},
-                                    "volumeMounts": [shm_mount],
+                                    "volumeMounts": mounts,
                                 }],
                             },
                         },
@@ -384,7 +428,13 @@ pub fn jobset(
                 },
             }],
         },
-    })
+    });
+    let pod = &mut set["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"];
+    if let Some(sa) = &job.spec.service_account {
+        // The KSA the pods run as: Workload Identity's, for Google APIs (GCS FUSE too).
+        pod["serviceAccountName"] = sa.clone().into();
+    }
+    set
 }
 
 /// Start `job` (id `id`) as a JobSet on the GKE fleet of `nodes` (one pod per rank).
@@ -549,7 +599,10 @@ pub fn with_gpudirect(set: &mut serde_json::Value, profile: crate::nccl::GpuDire
         .unzip();
     append(&mut pod["spec"]["volumes"], host_volumes);
     append(&mut pod["spec"]["containers"][0]["volumeMounts"], host_mounts);
-    pod["metadata"]["annotations"] = serde_json::Value::Object(annotations);
+    match pod["metadata"]["annotations"].as_object_mut() {
+        Some(a) => a.extend(annotations),
+        None => pod["metadata"]["annotations"] = serde_json::Value::Object(annotations),
+    }
 }
 
 /// `items` after the list at `at` (a list made where there was none).
