@@ -65,7 +65,6 @@ fn jobset(d: &KubeDouble, name: &str) -> serde_json::Value {
         .unwrap_or_else(|| panic!("no JobSet for {name}: {sets:?}"))
 }
 
-#[allow(dead_code)]
 fn pod_template(set: &serde_json::Value) -> &serde_json::Value {
     &set["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]
 }
@@ -240,6 +239,69 @@ fn what_a_fleet_cannot_run_is_refused_at_its_line() {
     assert!(err.contains("ssh.yaml:5:3: env.T: a Secret's key"), "{err}");
     assert!(
         err.contains("ssh.yaml:7:5: volumes.0: a Cloud Storage volume"),
+        "{err}"
+    );
+}
+
+/// Gke review M11: the networks a job's pods attach come from the fleet file
+/// (`gke.networks`), and by default follow Google's current RDMA manifest, which
+/// dropped `gvnic-1` (a cluster without that Network rejected the pods). A wrong count
+/// is refused at its line.
+#[test]
+fn job_pods_attach_the_networks_the_fleet_file_names() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (d, home) = setup(tmp.path(), "");
+    let out = run(
+        tmp.path(),
+        &home,
+        "dflt",
+        "gpus_per_node: 8\nnccl_profile: rdma\ncommands: [\"true\"]\n",
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let a = pod_template(&jobset(&d, "dflt"))["metadata"]["annotations"]["networking.gke.io/interfaces"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        !a.contains("gvnic-1") && a.contains(r#"{"interfaceName":"eth2","network":"rdma-0"}"#),
+        "{a}"
+    );
+    drop(d);
+    let nets: Vec<String> = (0..8).map(|i| format!("a4-rdma-{i}")).collect();
+    let tmp2 = tempfile::tempdir().unwrap();
+    let (d, home) = setup(tmp2.path(), &format!("  networks: [{}]\n", nets.join(", ")));
+    let out = run(
+        tmp2.path(),
+        &home,
+        "named",
+        "gpus_per_node: 8\nnccl_profile: rdma\ncommands: [\"true\"]\n",
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let a = pod_template(&jobset(&d, "named"))["metadata"]["annotations"]["networking.gke.io/interfaces"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        a.contains(r#"{"interfaceName":"eth2","network":"a4-rdma-0"}"#)
+            && a.contains(r#"{"interfaceName":"eth9","network":"a4-rdma-7"}"#)
+            && !a.contains("\"rdma-0\""),
+        "{a}"
+    );
+    let f = tmp2.path().join("bad.yaml");
+    std::fs::write(
+        &f,
+        format!("type: fleet\nname: bad\nnetwork:\n  gpudirect: rdma\ngke:\n  context: double\n  kubeconfig: {}\n  networks: [rdma-0, Rdma_1]\n", d.kubeconfig.display()),
+    )
+    .unwrap();
+    let out = flightdeck(&home, &["fleet", "validate", f.to_str().unwrap()]);
+    let err = text(&out.stderr) + &text(&out.stdout);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("bad.yaml:8:3: gke.networks: 2 network(s) named; the Rdma pods attach 8"),
+        "{err}"
+    );
+    assert!(
+        err.contains("gke.networks.1: `Rdma_1` is not a Network name"),
         "{err}"
     );
 }

@@ -499,7 +499,8 @@ pub async fn start(
         flex_start,
     };
     let mut set = jobset(job, id, nodes.len(), gpus, profile_lines, &at);
-    with_gpudirect(&mut set, profile);
+    with_gpudirect_on(&mut set, profile, spec.networks.as_deref())
+        .map_err(|e| format!("{}: {e}", job.file.display()))?;
     create_jobset(clients, &node, &set).await?;
     // The env's Secret, owned by the JobSet (its uid): the pods wait for it (the kubelet
     // starts no container whose envFrom Secret is missing) and it goes with the JobSet.
@@ -566,13 +567,23 @@ async fn create_env_secret(
 /// and, for TCPX/TCPXO, the RxDM daemon as a native sidecar with the socket directory
 /// NCCL's plugin uses.
 pub fn with_gpudirect(set: &mut serde_json::Value, profile: crate::nccl::GpuDirect) {
+    with_gpudirect_on(set, profile, None).expect("the guides' networks fit their flavour")
+}
+
+/// [`with_gpudirect`] on the GPU-NIC `networks` a fleet file names (`gke.networks`).
+pub fn with_gpudirect_on(
+    set: &mut serde_json::Value,
+    profile: crate::nccl::GpuDirect,
+    networks: Option<&[String]>,
+) -> Result<(), String> {
     let r = gke::nccl::recipe(profile);
     if profile == crate::nccl::GpuDirect::None {
-        return;
+        return Ok(());
     }
+    let interfaces = gke::nccl::interfaces(profile, networks)?;
     let pod = &mut set["spec"]["replicatedJobs"][0]["template"]["spec"]["template"];
     let mut annotations = serde_json::Map::new();
-    if let Some(i) = r.interfaces {
+    if let Some(i) = interfaces {
         annotations.insert("networking.gke.io/default-interface".into(), "eth0".into());
         annotations.insert("networking.gke.io/interfaces".into(), i.into());
     }
@@ -603,6 +614,7 @@ pub fn with_gpudirect(set: &mut serde_json::Value, profile: crate::nccl::GpuDire
         Some(a) => a.extend(annotations),
         None => pod["metadata"]["annotations"] = serde_json::Value::Object(annotations),
     }
+    Ok(())
 }
 
 /// `items` after the list at `at` (a list made where there was none).
