@@ -305,3 +305,62 @@ fn job_pods_attach_the_networks_the_fleet_file_names() {
         "{err}"
     );
 }
+
+/// Gke review L9, L1, L7: job pods ask for CPU and memory (the job's `resources`, else
+/// a floor: BestEffort pods are evicted first), `max_duration` is the Job's
+/// activeDeadlineSeconds, a finished JobSet has a TTL, and the TCPXO RxDM sidecar has
+/// the capabilities GKE's manifest gives it, not `privileged` (which PodSecurity
+/// baseline rejects).
+#[test]
+fn job_pods_ask_for_resources_end_at_max_duration_and_run_rxdm_unprivileged() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (d, home) = setup(tmp.path(), "");
+    let out = run(
+        tmp.path(),
+        &home,
+        "res",
+        "gpus_per_node: 8\nnccl_profile: tcpxo\nmax_duration: 2h\nresources:\n  gpu: H200:8\n  cpu: 16..\n  memory: 64GB..\n  shm_size: 32GB\ncommands: [\"true\"]\n",
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let set = jobset(&d, "res");
+    assert!(
+        set["spec"]["ttlSecondsAfterFinished"]
+            .as_u64()
+            .is_some_and(|t| t > 0),
+        "{set}"
+    );
+    assert_eq!(
+        set["spec"]["replicatedJobs"][0]["template"]["spec"]["activeDeadlineSeconds"],
+        7200
+    );
+    let pod = &pod_template(&set)["spec"];
+    assert_eq!(
+        pod["containers"][0]["resources"]["requests"],
+        serde_json::json!({"cpu": "16", "memory": "65536Mi"})
+    );
+    let shm = pod["volumes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == "shared-memory")
+        .unwrap();
+    assert_eq!(shm["emptyDir"]["sizeLimit"], "32768Mi");
+    let rxdm = &pod["initContainers"][0];
+    assert_eq!(rxdm["name"], "tcpxo-daemon");
+    assert!(rxdm["securityContext"]["privileged"].is_null(), "{rxdm}");
+    assert_eq!(
+        rxdm["securityContext"]["capabilities"]["add"],
+        serde_json::json!(["NET_ADMIN", "NET_BIND_SERVICE"])
+    );
+    let out = run(
+        tmp.path(),
+        &home,
+        "plain",
+        "gpus_per_node: 8\ncommands: [\"true\"]\n",
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let set = jobset(&d, "plain");
+    let req = &pod_template(&set)["spec"]["containers"][0]["resources"]["requests"];
+    assert!(req["cpu"].is_string() && req["memory"].is_string(), "{req}");
+    assert!(set["spec"]["replicatedJobs"][0]["template"]["spec"]["activeDeadlineSeconds"].is_null());
+}

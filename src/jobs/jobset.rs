@@ -240,6 +240,13 @@ pub fn pod_script(job: &Job, gpus: u32, nodes: usize, profile: &[String]) -> Str
     s
 }
 
+/// A job pod's CPU request when its file's `resources` give none.
+pub const DEFAULT_CPU: &str = "1";
+/// A job pod's memory request when its file's `resources` give none.
+pub const DEFAULT_MEMORY: &str = "4Gi";
+/// How long a finished JobSet stays (seconds).
+pub const TTL_AFTER_FINISHED: u64 = 86_400;
+
 /// The prefix of the job's env in its container's environment (envFrom of its Secret),
 /// until the pod's script exports each under its own name.
 pub const ENV_PREFIX: &str = "FLIGHTDECK_ENV_";
@@ -342,7 +349,13 @@ pub fn jobset(
     let image = job.spec.image.clone().unwrap_or_else(|| DEFAULT_IMAGE.into());
     // A memory volume at /dev/shm, as every GKE GPU manifest mounts one, bounded by the
     // node's memory (a training job's data loaders use more than an NCCL test's).
-    let (shm, shm_mount) = gke::nccl::shared_memory(None);
+    let (shm, shm_mount) = gke::nccl::shared_memory(job.requests.shm.as_deref());
+    // CPU and memory requests, so that the pods are not BestEffort (evicted first): the
+    // job's `resources`, else a floor.
+    let requests = serde_json::json!({
+        "cpu": job.requests.cpu.clone().unwrap_or_else(|| DEFAULT_CPU.into()),
+        "memory": job.requests.memory.clone().unwrap_or_else(|| DEFAULT_MEMORY.into()),
+    });
     // The job's volumes: Cloud Storage buckets through the GCS FUSE CSI driver (an
     // ephemeral CSI volume and the pod annotation that has GKE inject gcsfuse's
     // sidecar, as Google's "Access Cloud Storage buckets with the Cloud Storage FUSE CSI
@@ -393,6 +406,9 @@ pub fn jobset(
             "suspend": at.queue.is_some(),
             "network": {"enableDNSHostnames": true, "subdomain": js},
             "failurePolicy": {"maxRestarts": 0},
+            // Finished JobSets go after a day, as xpk and cluster-toolkit set a TTL (their
+            // pods and logs with them; flightdeck's record keeps the outcome).
+            "ttlSecondsAfterFinished": TTL_AFTER_FINISHED,
             "replicatedJobs": [{
                 "name": REPLICATED_JOB,
                 "replicas": 1,
@@ -419,7 +435,7 @@ pub fn jobset(
                                     "command": ["bash", "-c", pod_script(job, gpus, nodes, profile)],
                                     "env": pod_env(job, id, nodes, &at.node.namespace),
                                     "envFrom": env_from,
-                                    "resources": {"limits": {gke::GPU_RESOURCE: gpus.to_string()}},
+                                    "resources": {"limits": {gke::GPU_RESOURCE: gpus.to_string()}, "requests": requests},
                                     "volumeMounts": mounts,
                                 }],
                             },
@@ -429,6 +445,10 @@ pub fn jobset(
             }],
         },
     });
+    if let Some(secs) = job.max_duration {
+        // `max_duration`: the Job's activeDeadlineSeconds ends its pods past it.
+        set["spec"]["replicatedJobs"][0]["template"]["spec"]["activeDeadlineSeconds"] = secs.into();
+    }
     let pod = &mut set["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"];
     if let Some(sa) = &job.spec.service_account {
         // The KSA the pods run as: Workload Identity's, for Google APIs (GCS FUSE too).

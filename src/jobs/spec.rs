@@ -198,6 +198,14 @@ impl EnvValue {
 /// Variables from Secrets' keys: (variable, Secret and key).
 pub type SecretEnv = Vec<(String, SecretRef)>;
 
+/// A GKE job pod's CPU and memory requests and its `/dev/shm` size (quantities).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Requests {
+    pub cpu: Option<String>,
+    pub memory: Option<String>,
+    pub shm: Option<String>,
+}
+
 /// A volume of a GKE job's pods.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum VolumeSource {
@@ -264,6 +272,11 @@ pub struct Job {
     pub secret_env: Vec<(String, SecretRef)>,
     /// GKE: `volumes:` of Cloud Storage buckets and PersistentVolumeClaims.
     pub volumes: Vec<Volume>,
+    /// GKE: the pods' CPU and memory requests (Kubernetes quantities), from the
+    /// least of `resources.cpu` and `resources.memory`.
+    pub requests: Requests,
+    /// `max_duration` in seconds (none for `off`): GKE's Jobs' activeDeadlineSeconds.
+    pub max_duration: Option<u64>,
     /// What only a GKE fleet can run (Secrets, buckets, claims, a service account), at
     /// its place in the file: an SSH fleet refuses the job with these.
     pub gke_only: Vec<Diagnostic>,
@@ -304,11 +317,9 @@ pub fn refusal(job: &Job, found: &[Diagnostic], what: &str) -> Result<(), String
 const IGNORED: &[&str] = &[
     "python",
     "nvcc",
-    "resources",
     "ports",
     "setup",
     "repos",
-    "max_duration",
     "max_price",
     "spot_policy",
     "retry",
@@ -539,6 +550,21 @@ impl Checker<'_> {
         let (env, secret_env) = self.env(&spec, lookup);
         let uploads = self.uploads(&spec);
         let volumes = self.volumes(&spec);
+        let requests = self.requests(&spec);
+        let max_duration = match &spec.max_duration {
+            None | Some(serde_yaml::Value::Bool(false)) => None,
+            Some(serde_yaml::Value::String(s)) if s == "off" => None,
+            Some(v) => match serde_yaml::from_value::<crate::fleet::spec::RunDuration>(v.clone()) {
+                Ok(d) if d.0 > 0 => Some(d.0),
+                _ => {
+                    self.error(
+                        &["max_duration"],
+                        "expected a duration like 2h, 90m, 3d or seconds, or `off`",
+                    );
+                    None
+                }
+            },
+        };
         if let Some(sa) = &spec.service_account {
             if !valid_subdomain(sa) {
                 self.error(
@@ -614,9 +640,41 @@ impl Checker<'_> {
             patterns,
             warnings: vec![],
             outside: vec![],
+            requests,
+            max_duration,
             gke_only: std::mem::take(&mut self.gke_only),
             not_on_gke: std::mem::take(&mut self.not_on_gke),
         })
+    }
+
+    /// dstack's `resources` as a GKE pod's requests: the least CPU and memory asked
+    /// for, and `shm_size`; the GPUs are the job's `gpus_per_node`.
+    fn requests(&mut self, spec: &JobSpec) -> Requests {
+        let Some(v) = &spec.resources else {
+            return Requests::default();
+        };
+        match serde_yaml::from_value::<crate::fleet::spec::Resources>(v.clone()) {
+            Ok(r) => {
+                let mib = |gb: f64| format!("{}Mi", (gb * 1024.0).round() as u64);
+                Requests {
+                    cpu: r
+                        .cpu
+                        .and_then(|c| c.min)
+                        .filter(|c| *c > 0)
+                        .map(|c| c.to_string()),
+                    memory: r.memory.and_then(|m| m.min_gb).filter(|m| *m > 0.0).map(mib),
+                    shm: r
+                        .shm_size
+                        .and_then(|m| m.min_gb.or(m.max_gb))
+                        .filter(|m| *m > 0.0)
+                        .map(mib),
+                }
+            }
+            Err(e) => {
+                self.error(&["resources"], format!("{e}"));
+                Requests::default()
+            }
+        }
     }
 
     fn gke_only(&mut self, path: &[&str], why: &str) {
@@ -1002,7 +1060,8 @@ mod tests {
                 .any(|w| w.starts_with("job.yaml:5:1: warning: python:")),
             "{warned:?}"
         );
-        assert!(warned.iter().any(|w| w.contains("resources:")), "{warned:?}");
+        // dstack's resources are a GKE pod's requests.
+        assert_eq!(job.requests.shm.as_deref(), Some("24576Mi"));
     }
 
     #[test]

@@ -67,6 +67,9 @@ pub struct Rxdm {
     /// The node's devices GKE's device injector gives it (`devices.gke.io/container.NAME`):
     /// a listed path the node lacks fails the container's creation.
     pub devices: &'static [&'static str],
+    /// The capabilities the guides give it, instead of `privileged` (a namespace that
+    /// enforces PodSecurity baseline rejects privileged pods).
+    pub capabilities: &'static [&'static str],
 }
 
 /// The GPU devices a TCPX daemon gets, as gpudirect-tcpx/nccl-test-latest.yaml lists
@@ -170,6 +173,8 @@ pub fn recipe(flavour: GpuDirect) -> Recipe {
                 image: "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/tcpgpudmarxd-dev:v1.0.14",
                 command: "set -ex; chmod 755 /fts/entrypoint_rxdm_container.sh; /fts/entrypoint_rxdm_container.sh --num_hops=2 --num_nics=8 --uid= --alsologtostderr",
                 devices: TCPXO_DEVICES,
+                // gpudirect-tcpxo/nccl-test-latest.yaml: `privileged: true` commented out.
+                capabilities: &["NET_ADMIN", "NET_BIND_SERVICE"],
             }),
             shm_size: Some("1Gi"),
         },
@@ -186,6 +191,8 @@ pub fn recipe(flavour: GpuDirect) -> Recipe {
                 image: "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/tcpgpudmarxd-dev:v2.0.12",
                 command: "/tcpgpudmarxd/build/app/tcpgpudmarxd --gpu_nic_preset a3vm --gpu_shmem_type fd --uds_path /run/tcpx --setup_param \"--verbose 128 2 0\"",
                 devices: TCPX_DEVICES,
+                // gpudirect-tcpx/nccl-test-latest.yaml.
+                capabilities: &["NET_ADMIN"],
             }),
             shm_size: None,
         },
@@ -211,7 +218,7 @@ pub fn rxdm_parts(r: &Recipe) -> Option<(serde_json::Value, (String, String), Ve
         "image": x.image,
         "restartPolicy": "Always",
         "command": ["/bin/sh", "-c", x.command],
-        "securityContext": {"privileged": true, "capabilities": {"add": ["NET_ADMIN", "NET_BIND_SERVICE"]}},
+        "securityContext": {"capabilities": {"add": x.capabilities}},
         "env": [{"name": "LD_LIBRARY_PATH", "value": "/usr/local/nvidia/lib64"}],
         "volumeMounts": [
             {"name": "rxdm-nvidia", "mountPath": "/usr/local/nvidia"},
