@@ -447,10 +447,6 @@ fn check(what: &str, a: &BTreeSet<String>, b: &BTreeSet<String>, allowed: &[Allo
 // The allow-lists: every intended difference, with its reason (docs/DESIGN.md, "GKE
 // manifests against the guides: intended differences", says the same).
 
-const GVNIC: Allowed = ours(
-    "annotation networking.gke.io/interfaces: eth1=gvnic-1",
-    "the seed's manifests (esaaren/verl-on-gke utils/nccl_test.yaml) keep gvnic-1; Google's dropped it in 24a70cba: recipe()'s network list is another work package's",
-);
 const OLDER_IMAGES: [Allowed; 2] = [
     ours(
         "main image ",
@@ -491,16 +487,10 @@ const SOCKET_DIR: [Allowed; 2] = [
     ),
     ours("rxdm mount /run/tcpx <- emptyDir", "the same socket directory, in the sidecar"),
 ];
-const SIDECAR: [Allowed; 2] = [
-    ours(
-        "rxdm native sidecar",
-        "RxDM runs as a native sidecar (init container, restartPolicy Always), so a JobSet's pod completes when its NCCL container does",
-    ),
-    ours(
-        "rxdm privileged",
-        "the RxDM sidecar runs privileged (as gpudirect-tcpx/nccl-test.yaml runs it) besides the guide's capabilities: it programs flow steering and the NICs' queues",
-    ),
-];
+const SIDECAR: [Allowed; 1] = [ours(
+    "rxdm native sidecar",
+    "RxDM runs as a native sidecar (init container, restartPolicy Always), so a JobSet's pod completes when its NCCL container does",
+)];
 const CONFIGMAP: [Allowed; 1] = [theirs(
     "main mount /configs <- configMap nccl-configmap",
     "the guide's ConfigMap carries allgather.sh and run-nccl.sh; flightdeck's head script does what allgather.sh does (init_ssh.sh, gen_hostfiles.sh) and calls the image's /scripts/run-nccl.sh with the same arguments (src/nccl/pods.rs runs it against the ConfigMap's copy)",
@@ -976,7 +966,7 @@ fn rdma_test_pods_against_the_gpudirect_rdma_guide() {
         "RDMA test pod",
         &ours_pod,
         &theirs_pod,
-        &[GVNIC, OLDER_IMAGES[0], OLDER_IMAGES[1], PRIVILEGED, SET_NCCL_ENV],
+        &[OLDER_IMAGES[0], OLDER_IMAGES[1], PRIVILEGED, SET_NCCL_ENV],
     );
 }
 
@@ -1026,7 +1016,6 @@ fn tcpx_test_pods_against_the_gpudirect_tcpx_guide() {
         theirs("main capability IPC_LOCK", "covered by the privileged test container"),
         theirs("main mount /tmp <- hostPath /run/tcpx", "the socket directory is the pod's emptyDir at /run/tcpx (SOCKET_DIR)"),
         theirs("rxdm mount /run/tcpx <- hostPath /run/tcpx", "as above"),
-        ours("rxdm capability NET_BIND_SERVICE", "as the TCPXO guide gives its RxDM; one capability list for both daemons"),
     ]);
     compare("TCPX test pod", &ours_pod, &theirs_pod, &allowed);
 }
@@ -1054,7 +1043,7 @@ fn rdma_test_jobset_against_cluster_toolkits_a4_jobset() {
     );
     let ours_pod = pod_of(&ours_js);
     let theirs_pod = pod_of(&theirs_js);
-    let mut allowed = vec![GVNIC, LD_PATH, SET_NCCL_ENV, GPU_REQUESTS];
+    let mut allowed = vec![LD_PATH, SET_NCCL_ENV, GPU_REQUESTS];
     allowed.extend(OLDER_IMAGES);
     allowed.extend(HEALTHCHECK);
     allowed.extend(OMPI_ROOT);
@@ -1085,10 +1074,16 @@ fn rdma_job_jobset_against_cluster_toolkits_a4_jobset() {
         "JobSet",
     );
     let mut allowed = JOBSET_LEVEL.to_vec();
-    allowed.extend([theirs(
-        "activeDeadlineSeconds ",
-        "a job runs as long as it runs; `job stop` ends it",
-    )]);
+    allowed.extend([
+        theirs(
+            "activeDeadlineSeconds ",
+            "a job runs as long as it runs (or its `max_duration`); `job stop` ends it",
+        ),
+        ours(
+            "ttlSecondsAfterFinished ",
+            "a finished job's JobSet stays a day (cluster-toolkit's NCCL test: 20 min) so that its status and logs can still be read",
+        ),
+    ]);
     compare_jobsets(
         "RDMA job JobSet vs cluster-toolkit A4 (JobSet)",
         &ours_js,
@@ -1097,11 +1092,16 @@ fn rdma_job_jobset_against_cluster_toolkits_a4_jobset() {
     );
     let ours_pod = pod_of(&ours_js);
     let theirs_pod = pod_of(&theirs_js);
-    let mut allowed = vec![GVNIC, GPU_REQUESTS];
+    let mut allowed = vec![GPU_REQUESTS];
     allowed.extend(OLDER_IMAGES);
     allowed.extend(HEALTHCHECK);
     allowed.extend(OMPI_ROOT);
     allowed.extend([
+        ours(
+            "main requests cpu=",
+            "job pods ask for CPU and memory (the job's resources, else 1 CPU and 4Gi) so they are not BestEffort, first to be evicted (gke-review L9)",
+        ),
+        ours("main requests memory=", "as above"),
         ours(
             "main env ",
             "a job's pods get torchrun's, dstack's and SkyPilot's variables (MASTER_ADDR through the JobSet's headless service, NODE_RANK from the completion index): the job's script reads them",

@@ -239,9 +239,23 @@ fn dry_run_job(file: &std::path::Path, cli: &Cli, paths: &Paths) -> anyhow::Resu
         flex_start: spec.and_then(|s| s.flex_start).map(|d| d.0),
     };
     let id = jobs::launch::new_id(&job.name, store::now_unix());
+    let owner = crate::cloud::gke::Owner::of_process();
     let mut set = jobs::jobset::jobset(&job, &id, want, gpus, &lines, &at);
     jobs::jobset::with_gpudirect(&mut set, flavour);
-    outln!("{}", crate::nccl::pods::objects_yaml(&[set]).trim_end());
+    crate::cloud::gke::stamp_owner(&owner, &mut set);
+    let mut objects = vec![set];
+    // The env's Secret as it would be created, its values left out: a dry run's output
+    // goes to terminals, files and CI logs (the uid is the JobSet's once it exists).
+    if let Some(mut secret) = jobs::jobset::env_secret(&job, &id, &at, "(the JobSet's uid)") {
+        crate::cloud::gke::stamp_owner(&owner, &mut secret);
+        if let Some(data) = secret["stringData"].as_object_mut() {
+            for v in data.values_mut() {
+                *v = "(from the job file's env; not printed)".into();
+            }
+        }
+        objects.push(secret);
+    }
+    outln!("{}", crate::nccl::pods::objects_yaml(&objects).trim_end());
     Ok(ExitCode::SUCCESS)
 }
 

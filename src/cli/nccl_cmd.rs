@@ -552,7 +552,12 @@ fn dry_run(fleet: &str, nodes: &[NodeTarget], plan: &Plan, at: &pods::Schedule) 
         })?;
     pods::script_takes(spec, spec.profile, gpus).map_err(anyhow::Error::msg)?;
     let id = runner::new_id(&spec.collective, store::now_unix());
-    let objects = pods::run_objects(fleet, &id, nodes, spec.profile, gpus, at).map_err(anyhow::Error::msg)?;
+    let mut objects =
+        pods::run_objects(fleet, &id, nodes, spec.profile, gpus, at).map_err(anyhow::Error::msg)?;
+    let owner = crate::cloud::gke::Owner::of_process();
+    for o in &mut objects {
+        crate::cloud::gke::stamp_owner(&owner, o);
+    }
     Ok(pods::objects_yaml(&objects))
 }
 

@@ -824,6 +824,36 @@ impl Validator<'_> {
                 ),
             );
         }
+        if let Some(nets) = &g.networks {
+            for (i, n) in nets.iter().enumerate() {
+                if !crate::jobs::spec::valid_subdomain(n) {
+                    self.error(
+                        &["gke", "networks", &i.to_string()],
+                        format!(
+                            "`{}` is not a Network name: lowercase letters, digits, `-` and `.`",
+                            printable(n)
+                        ),
+                    );
+                }
+            }
+            use crate::gpudirect::GpuDirect;
+            let flavour = s.network.as_ref().and_then(|n| n.gpudirect);
+            let want = match flavour {
+                Some(GpuDirect::Tcpx) => Some(4),
+                Some(GpuDirect::Tcpxo | GpuDirect::Rdma) => Some(8),
+                _ => None,
+            };
+            if let Some(w) = want.filter(|w| *w != nets.len()) {
+                self.error(
+                    &["gke", "networks"],
+                    format!(
+                        "{} network(s) named; the {} pods attach {w} GPU NICs (one Network each, in NIC order)",
+                        nets.len(),
+                        flavour.map(|f| format!("{f:?}")).unwrap_or_default()
+                    ),
+                );
+            }
+        }
         if let Some(sel) = &g.selector {
             if let Err(e) = crate::cloud::gke::selector::parse(sel) {
                 self.error(&["gke", "selector"], e);

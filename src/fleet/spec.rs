@@ -153,6 +153,10 @@ pub struct Gke {
     /// The image of the per-node debug pods that carry panes, exec and telemetry
     /// (default `ubuntu:24.04`).
     pub debug_image: Option<String>,
+    /// The cluster's multi-network `Network` objects of the GPU NICs, in NIC order (TCPX
+    /// 4, TCPXO 8, RDMA 8), for job pods' `networking.gke.io/interfaces`; default the
+    /// GKE guides' names (`vpc1`.., `rdma-0`..).
+    pub networks: Option<Vec<String>>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]

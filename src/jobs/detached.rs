@@ -41,8 +41,10 @@ impl JobRunner for Detached {
         runner::job_nodes(record, &fleet.nodes)
     }
 
-    fn admits(&self, _: &Job) -> Result<(), String> {
-        Ok(())
+    /// What only a GKE fleet's pods have (Secrets, buckets, claims, a service account)
+    /// is refused with its place in the job file.
+    fn admits(&self, job: &Job) -> Result<(), String> {
+        super::spec::refusal(job, &job.gke_only, "only a GKE fleet runs this")
     }
 
     fn preflight<'a>(

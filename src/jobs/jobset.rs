@@ -54,13 +54,13 @@ impl JobRunner for JobSets {
     }
 
     fn admits(&self, job: &Job) -> Result<(), String> {
-        if job.uploads.is_empty() {
-            return Ok(());
+        if !job.uploads.is_empty() {
+            return Err(format!(
+                "{}: `files:` are not uploaded to GKE pods: put them in the job's image (`image:`) or a volume (`volumes:` with `gcs: BUCKET` or `pvc: CLAIM`)",
+                job.file.display()
+            ));
         }
-        Err(format!(
-            "{}: `files:` are not uploaded to GKE pods: put them in the job's image (`image:`) or a volume",
-            job.file.display()
-        ))
+        super::spec::refusal(job, &job.not_on_gke, "a GKE fleet cannot run this")
     }
 
     /// Nothing to check from here: the pods get their GPUDirect pieces from the cluster
@@ -159,21 +159,20 @@ pub const DEFAULT_IMAGE: &str = "nvcr.io/nvidia/pytorch:25.01-py3";
 pub fn pod_env(job: &Job, id: &str, nodes: usize, namespace: &str) -> Vec<serde_json::Value> {
     let js = jobset_name(id);
     let master = format!("{js}-{REPLICATED_JOB}-0-0.{js}.{namespace}.svc.cluster.local");
-    let port = job
-        .env
-        .iter()
-        .find(|(k, _)| k == "MASTER_PORT")
-        .map(|(_, v)| v.clone())
-        .unwrap_or_else(|| super::launch::DEFAULT_MASTER_PORT.to_string());
+    let port = super::launch::DEFAULT_MASTER_PORT.to_string();
     let index = serde_json::json!({"fieldRef": {"fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}});
     let n = nodes.to_string();
-    let mut env = vec![];
+    // The keys of existing Secrets the job names, under the prefix its own env has.
+    let mut env: Vec<serde_json::Value> = job
+        .secret_env
+        .iter()
+        .map(|(k, r)| serde_json::json!({"name": format!("{ENV_PREFIX}{k}"), "valueFrom": {"secretKeyRef": {"name": r.secret, "key": r.key}}}))
+        .collect();
     let lit = |k: &str, v: &str| serde_json::json!({"name": k, "value": v});
     for (k, v) in [
         ("FLIGHTDECK_JOB", job.name.as_str()),
         ("FLIGHTDECK_JOB_ID", id),
         ("MASTER_ADDR", master.as_str()),
-        ("MASTER_PORT", port.as_str()),
         ("NNODES", n.as_str()),
         ("DSTACK_RUN_NAME", job.name.as_str()),
         ("DSTACK_MASTER_NODE_IP", master.as_str()),
@@ -182,6 +181,13 @@ pub fn pod_env(job: &Job, id: &str, nodes: usize, namespace: &str) -> Vec<serde_
         ("SKYPILOT_NUM_NODES", n.as_str()),
     ] {
         env.push(lit(k, v));
+        if k == "MASTER_ADDR" {
+            // The job's own MASTER_PORT comes from its Secret, as its whole env does.
+            env.push(match job.env.iter().any(|(k, _)| k == "MASTER_PORT") {
+                true => serde_json::json!({"name": "MASTER_PORT", "valueFrom": {"secretKeyRef": {"name": env_secret_name(id), "key": "MASTER_PORT"}}}),
+                false => lit("MASTER_PORT", &port),
+            });
+        }
     }
     for k in ["NODE_RANK", "DSTACK_NODE_RANK", "SKYPILOT_NODE_RANK"] {
         env.push(serde_json::json!({"name": k, "valueFrom": index}));
@@ -210,9 +216,18 @@ pub fn pod_script(job: &Job, gpus: u32, nodes: usize, profile: &[String]) -> Str
         s.push_str(line);
         s.push('\n');
     }
-    for (k, v) in &job.env {
-        s.push_str(&export(k, Value::Literal(v)));
-        s.push('\n');
+    // The job's env by name only: its values are in the job's Secret, which the
+    // container gets under ENV_PREFIX (envFrom); exported here after the profile, so
+    // that the job's values win over the profile's as on SSH nodes.
+    let names = job
+        .env
+        .iter()
+        .map(|(k, _)| k)
+        .chain(job.secret_env.iter().map(|(k, _)| k));
+    for k in names {
+        let from = format!("{ENV_PREFIX}{k}");
+        s.push_str(&export(k, Value::Expr(&format!("${from}"))));
+        s.push_str(&format!("; unset {from}\n"));
     }
     if let Some(wd) = &job.spec.working_dir {
         s.push_str(&format!("mkdir -p {0} && cd {0} || exit 126\n", quote(wd)));
@@ -223,6 +238,63 @@ pub fn pod_script(job: &Job, gpus: u32, nodes: usize, profile: &[String]) -> Str
         s.push('\n');
     }
     s
+}
+
+/// A job pod's CPU request when its file's `resources` give none.
+pub const DEFAULT_CPU: &str = "1";
+/// A job pod's memory request when its file's `resources` give none.
+pub const DEFAULT_MEMORY: &str = "4Gi";
+/// How long a finished JobSet stays (seconds).
+pub const TTL_AFTER_FINISHED: u64 = 86_400;
+
+/// The prefix of the job's env in its container's environment (envFrom of its Secret),
+/// until the pod's script exports each under its own name.
+pub const ENV_PREFIX: &str = "FLIGHTDECK_ENV_";
+
+/// The name of job `id`'s Secret holding its env.
+pub fn env_secret_name(id: &str) -> String {
+    format!("{}-env", jobset_name(id))
+}
+
+/// The labels of job `id`'s JobSet and Secret.
+fn job_labels(id: &str, fleet: &str) -> serde_json::Value {
+    serde_json::json!({
+        MANAGED_BY.0: MANAGED_BY.1,
+        FLEET_LABEL: fleet,
+        ROLE_LABEL: "job",
+        JOB_LABEL: object_name(id, 63),
+    })
+}
+
+/// Job `id`'s Secret holding its env (none when it has none), labelled as its JobSet
+/// and owned by it (uid `owner`), so that it goes when the JobSet does. The values
+/// travel here and nowhere else: not in the pod spec, not on a command line.
+pub fn env_secret(job: &Job, id: &str, at: &Placement, owner: &str) -> Option<serde_json::Value> {
+    if job.env.is_empty() {
+        return None;
+    }
+    let data: serde_json::Map<String, serde_json::Value> = job
+        .env
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone().into()))
+        .collect();
+    Some(serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {
+            "name": env_secret_name(id),
+            "namespace": at.node.namespace,
+            "labels": job_labels(id, &at.node.fleet),
+            "ownerReferences": [{
+                "apiVersion": "jobset.x-k8s.io/v1alpha2",
+                "kind": "JobSet",
+                "name": jobset_name(id),
+                "uid": owner,
+            }],
+        },
+        "type": "Opaque",
+        "stringData": data,
+    }))
 }
 
 /// Where and how a GKE job runs.
@@ -246,12 +318,7 @@ pub fn jobset(
     at: &Placement,
 ) -> serde_json::Value {
     let js = jobset_name(id);
-    let mut labels = serde_json::json!({
-        MANAGED_BY.0: MANAGED_BY.1,
-        FLEET_LABEL: at.node.fleet,
-        ROLE_LABEL: "job",
-        JOB_LABEL: object_name(id, 63),
-    });
+    let mut labels = job_labels(id, &at.node.fleet);
     let mut annotations = serde_json::Map::new();
     if let Some(q) = at.queue {
         labels["kueue.x-k8s.io/queue-name"] = q.into();
@@ -282,8 +349,51 @@ pub fn jobset(
     let image = job.spec.image.clone().unwrap_or_else(|| DEFAULT_IMAGE.into());
     // A memory volume at /dev/shm, as every GKE GPU manifest mounts one, bounded by the
     // node's memory (a training job's data loaders use more than an NCCL test's).
-    let (shm, shm_mount) = gke::nccl::shared_memory(None);
-    serde_json::json!({
+    let (shm, shm_mount) = gke::nccl::shared_memory(job.requests.shm.as_deref());
+    // CPU and memory requests, so that the pods are not BestEffort (evicted first): the
+    // job's `resources`, else a floor.
+    let requests = serde_json::json!({
+        "cpu": job.requests.cpu.clone().unwrap_or_else(|| DEFAULT_CPU.into()),
+        "memory": job.requests.memory.clone().unwrap_or_else(|| DEFAULT_MEMORY.into()),
+    });
+    // The job's volumes: Cloud Storage buckets through the GCS FUSE CSI driver (an
+    // ephemeral CSI volume and the pod annotation that has GKE inject gcsfuse's
+    // sidecar, as Google's "Access Cloud Storage buckets with the Cloud Storage FUSE CSI
+    // driver" and gpu-recipes' JobSets give them) and PersistentVolumeClaims.
+    let mut volumes = vec![shm];
+    let mut mounts = vec![shm_mount];
+    let mut pod_annotations = serde_json::Map::new();
+    for (i, v) in job.volumes.iter().enumerate() {
+        use super::spec::VolumeSource;
+        let (name, vol) = match &v.source {
+            VolumeSource::Gcs {
+                bucket,
+                mount_options,
+            } => {
+                pod_annotations.insert("gke-gcsfuse/volumes".into(), "true".into());
+                let mut attrs = serde_json::json!({"bucketName": bucket});
+                if let Some(o) = mount_options {
+                    attrs["mountOptions"] = o.clone().into();
+                }
+                let name = format!("gcs-{i}");
+                let vol = serde_json::json!({"name": name, "csi": {
+                    "driver": "gcsfuse.csi.storage.gke.io", "readOnly": v.read_only, "volumeAttributes": attrs}});
+                (name, vol)
+            }
+            VolumeSource::Pvc { claim } => {
+                let name = format!("pvc-{i}");
+                let vol = serde_json::json!({"name": name, "persistentVolumeClaim": {"claimName": claim, "readOnly": v.read_only}});
+                (name, vol)
+            }
+        };
+        volumes.push(vol);
+        mounts.push(serde_json::json!({"name": name, "mountPath": v.path, "readOnly": v.read_only}));
+    }
+    let env_from = match job.env.is_empty() {
+        true => serde_json::json!([]),
+        false => serde_json::json!([{"prefix": ENV_PREFIX, "secretRef": {"name": env_secret_name(id)}}]),
+    };
+    let mut set = serde_json::json!({
         "apiVersion": "jobset.x-k8s.io/v1alpha2",
         "kind": "JobSet",
         "metadata": {
@@ -296,6 +406,9 @@ pub fn jobset(
             "suspend": at.queue.is_some(),
             "network": {"enableDNSHostnames": true, "subdomain": js},
             "failurePolicy": {"maxRestarts": 0},
+            // Finished JobSets go after a day, as xpk and cluster-toolkit set a TTL (their
+            // pods and logs with them; flightdeck's record keeps the outcome).
+            "ttlSecondsAfterFinished": TTL_AFTER_FINISHED,
             "replicatedJobs": [{
                 "name": REPLICATED_JOB,
                 "replicas": 1,
@@ -306,7 +419,8 @@ pub fn jobset(
                         "completionMode": "Indexed",
                         "backoffLimit": 0,
                         "template": {
-                            "metadata": {"labels": {FLEET_LABEL: at.node.fleet, ROLE_LABEL: "job", JOB_LABEL: object_name(id, 63)}},
+                            "metadata": {"labels": {FLEET_LABEL: at.node.fleet, ROLE_LABEL: "job", JOB_LABEL: object_name(id, 63)},
+                                         "annotations": pod_annotations},
                             "spec": {
                                 "restartPolicy": "Never",
                                 "nodeSelector": selector,
@@ -314,14 +428,15 @@ pub fn jobset(
                                 "tolerations": [{"key": gke::GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"},
                                                 {"key": "cloud.google.com/gke-queued", "operator": "Exists", "effect": "NoSchedule"}],
                                 "terminationGracePeriodSeconds": job.stop_grace(),
-                                "volumes": [shm],
+                                "volumes": volumes,
                                 "containers": [{
                                     "name": CONTAINER,
                                     "image": image,
                                     "command": ["bash", "-c", pod_script(job, gpus, nodes, profile)],
                                     "env": pod_env(job, id, nodes, &at.node.namespace),
-                                    "resources": {"limits": {gke::GPU_RESOURCE: gpus.to_string()}},
-                                    "volumeMounts": [shm_mount],
+                                    "envFrom": env_from,
+                                    "resources": {"limits": {gke::GPU_RESOURCE: gpus.to_string()}, "requests": requests},
+                                    "volumeMounts": mounts,
                                 }],
                             },
                         },
@@ -329,7 +444,17 @@ pub fn jobset(
                 },
             }],
         },
-    })
+    });
+    if let Some(secs) = job.max_duration {
+        // `max_duration`: the Job's activeDeadlineSeconds ends its pods past it.
+        set["spec"]["replicatedJobs"][0]["template"]["spec"]["activeDeadlineSeconds"] = secs.into();
+    }
+    let pod = &mut set["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"];
+    if let Some(sa) = &job.spec.service_account {
+        // The KSA the pods run as: Workload Identity's, for Google APIs (GCS FUSE too).
+        pod["serviceAccountName"] = sa.clone().into();
+    }
+    set
 }
 
 /// Start `job` (id `id`) as a JobSet on the GKE fleet of `nodes` (one pod per rank).
@@ -358,7 +483,7 @@ pub async fn start(
         .find_map(|n| n.target.kube().filter(|k| !k.node.is_empty()))
     {
         Some(k) => {
-            let api: Api<k8s_openapi::api::core::v1::Node> = Api::all(client);
+            let api: Api<k8s_openapi::api::core::v1::Node> = Api::all(client.clone());
             Some(
                 api.get(&k.node)
                     .await
@@ -394,8 +519,15 @@ pub async fn start(
         flex_start,
     };
     let mut set = jobset(job, id, nodes.len(), gpus, profile_lines, &at);
-    with_gpudirect(&mut set, profile);
+    with_gpudirect_on(&mut set, profile, spec.networks.as_deref())
+        .map_err(|e| format!("{}: {e}", job.file.display()))?;
     create_jobset(clients, &node, &set).await?;
+    // The env's Secret, owned by the JobSet (its uid): the pods wait for it (the kubelet
+    // starts no container whose envFrom Secret is missing) and it goes with the JobSet.
+    if let Err(e) = create_env_secret(&client, job, id, &at).await {
+        let _ = delete_jobset(clients, &node, id).await;
+        return Err(e);
+    }
     progress(format!(
         "JobSet {} created in namespace {}: {} of {} GPUs{}{}",
         jobset_name(id),
@@ -410,19 +542,68 @@ pub async fn start(
     Ok(())
 }
 
+/// Create job `id`'s env Secret, owned by its JobSet (just created).
+async fn create_env_secret(
+    client: &kube::Client,
+    job: &Job,
+    id: &str,
+    at: &Placement<'_>,
+) -> Result<(), String> {
+    use kube::api::{DynamicObject, PostParams};
+    if job.env.is_empty() {
+        return Ok(());
+    }
+    let sets: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        &at.node.namespace,
+        &crate::cloud::gke::jobs::jobset_resource(),
+    );
+    let uid = sets
+        .get(&jobset_name(id))
+        .await
+        .map_err(|e| format!("JobSet {}: {}", jobset_name(id), gke::cluster::why(&e)))?
+        .metadata
+        .uid
+        .ok_or_else(|| format!("JobSet {} has no uid", jobset_name(id)))?;
+    let secret = env_secret(job, id, at, &uid).expect("a job with env has a Secret");
+    let secret: k8s_openapi::api::core::v1::Secret =
+        serde_json::from_value(secret).map_err(|e| e.to_string())?;
+    let api: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client.clone(), &at.node.namespace);
+    api.create(&PostParams::default(), &secret)
+        .await
+        .map(|_| ())
+        .map_err(|e| {
+            format!(
+                "creating Secret {} (the job's env): {}",
+                env_secret_name(id),
+                gke::cluster::why(&e)
+            )
+        })
+}
+
 /// A job's pod template for its GPUDirect flavour, as the GKE guides set pods up: the
 /// multi-network annotations (RDMA, TCPX, TCPXO), the flavour's host mounts (gIB at
 /// `/usr/local/gib`, TCPXO's aperture devices, the driver: what its NCCL profile names)
 /// and, for TCPX/TCPXO, the RxDM daemon as a native sidecar with the socket directory
 /// NCCL's plugin uses.
 pub fn with_gpudirect(set: &mut serde_json::Value, profile: crate::nccl::GpuDirect) {
+    with_gpudirect_on(set, profile, None).expect("the guides' networks fit their flavour")
+}
+
+/// [`with_gpudirect`] on the GPU-NIC `networks` a fleet file names (`gke.networks`).
+pub fn with_gpudirect_on(
+    set: &mut serde_json::Value,
+    profile: crate::nccl::GpuDirect,
+    networks: Option<&[String]>,
+) -> Result<(), String> {
     let r = gke::nccl::recipe(profile);
     if profile == crate::nccl::GpuDirect::None {
-        return;
+        return Ok(());
     }
+    let interfaces = gke::nccl::interfaces(profile, networks)?;
     let pod = &mut set["spec"]["replicatedJobs"][0]["template"]["spec"]["template"];
     let mut annotations = serde_json::Map::new();
-    if let Some(i) = r.interfaces {
+    if let Some(i) = interfaces {
         annotations.insert("networking.gke.io/default-interface".into(), "eth0".into());
         annotations.insert("networking.gke.io/interfaces".into(), i.into());
     }
@@ -449,7 +630,11 @@ pub fn with_gpudirect(set: &mut serde_json::Value, profile: crate::nccl::GpuDire
         .unzip();
     append(&mut pod["spec"]["volumes"], host_volumes);
     append(&mut pod["spec"]["containers"][0]["volumeMounts"], host_mounts);
-    pod["metadata"]["annotations"] = serde_json::Value::Object(annotations);
+    match pod["metadata"]["annotations"].as_object_mut() {
+        Some(a) => a.extend(annotations),
+        None => pod["metadata"]["annotations"] = serde_json::Value::Object(annotations),
+    }
+    Ok(())
 }
 
 /// `items` after the list at `at` (a list made where there was none).

@@ -45,6 +45,9 @@ pub struct JobSpec {
     /// with TCPX), which have no Python or frameworks on the host; elsewhere the commands
     /// run on the host and this is not used.
     pub image: Option<String>,
+    /// GKE: the Kubernetes service account the job's pods run as (for Workload
+    /// Identity: the KSA bound to a Google service account).
+    pub service_account: Option<String>,
     // dstack task fields flightdeck accepts without acting on them.
     pub python: Option<serde_yaml::Value>,
     pub nvcc: Option<serde_yaml::Value>,
@@ -123,24 +126,105 @@ impl<'de> Deserialize<'de> for EnvSpec {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(untagged)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum EnvValue {
     Text(String),
     Int(i64),
     Float(f64),
     Bool(bool),
+    /// GKE: a key of a Secret that exists in the fleet's namespace.
+    Secret(SecretRef),
+}
+
+/// `{secret: NAME, key: KEY}`: the value of key KEY of the Kubernetes Secret NAME.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SecretRef {
+    pub secret: String,
+    pub key: String,
+}
+
+// By hand rather than `untagged`: a wrong Secret reference is reported at its own line
+// and column with its field ("did not match any variant" told neither).
+impl<'de> Deserialize<'de> for EnvValue {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::value::MapAccessDeserializer;
+        use serde::de::Error;
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = EnvValue;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str(
+                    "a value (text, a number, true or false) or a Secret's key `{secret: NAME, key: KEY}`",
+                )
+            }
+            fn visit_str<E: Error>(self, v: &str) -> Result<EnvValue, E> {
+                Ok(EnvValue::Text(v.to_string()))
+            }
+            fn visit_i64<E: Error>(self, v: i64) -> Result<EnvValue, E> {
+                Ok(EnvValue::Int(v))
+            }
+            fn visit_u64<E: Error>(self, v: u64) -> Result<EnvValue, E> {
+                i64::try_from(v)
+                    .map(EnvValue::Int)
+                    .or_else(|_| Ok(EnvValue::Text(v.to_string())))
+            }
+            fn visit_f64<E: Error>(self, v: f64) -> Result<EnvValue, E> {
+                Ok(EnvValue::Float(v))
+            }
+            fn visit_bool<E: Error>(self, v: bool) -> Result<EnvValue, E> {
+                Ok(EnvValue::Bool(v))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<EnvValue, A::Error> {
+                SecretRef::deserialize(MapAccessDeserializer::new(map)).map(EnvValue::Secret)
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 impl EnvValue {
-    fn text(&self) -> String {
-        match self {
+    fn text(&self) -> Option<String> {
+        Some(match self {
             EnvValue::Text(s) => s.clone(),
             EnvValue::Int(i) => i.to_string(),
             EnvValue::Float(f) => f.to_string(),
             EnvValue::Bool(b) => b.to_string(),
-        }
+            EnvValue::Secret(_) => return None,
+        })
     }
+}
+
+/// Variables from Secrets' keys: (variable, Secret and key).
+pub type SecretEnv = Vec<(String, SecretRef)>;
+
+/// A GKE job pod's CPU and memory requests and its `/dev/shm` size (quantities).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Requests {
+    pub cpu: Option<String>,
+    pub memory: Option<String>,
+    pub shm: Option<String>,
+}
+
+/// A volume of a GKE job's pods.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum VolumeSource {
+    /// A Cloud Storage bucket through the GCS FUSE CSI driver (`gcs: BUCKET`), with
+    /// its `mount_options` (gcsfuse's, comma-separated).
+    Gcs {
+        bucket: String,
+        mount_options: Option<String>,
+    },
+    /// A PersistentVolumeClaim of the fleet's namespace (`pvc: CLAIM`).
+    Pvc { claim: String },
+}
+
+/// A volume mounted at `path` in a GKE job's container.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Volume {
+    pub source: VolumeSource,
+    pub path: String,
+    pub read_only: bool,
 }
 
 /// A file or directory to upload: `local` (the same relative path on the node),
@@ -184,6 +268,21 @@ pub struct Job {
     pub spec: JobSpec,
     /// The environment, in file order, bare keys resolved.
     pub env: Vec<(String, String)>,
+    /// GKE: variables from keys of existing Secrets (`KEY: {secret: NAME, key: K}`).
+    pub secret_env: Vec<(String, SecretRef)>,
+    /// GKE: `volumes:` of Cloud Storage buckets and PersistentVolumeClaims.
+    pub volumes: Vec<Volume>,
+    /// GKE: the pods' CPU and memory requests (Kubernetes quantities), from the
+    /// least of `resources.cpu` and `resources.memory`.
+    pub requests: Requests,
+    /// `max_duration` in seconds (none for `off`): GKE's Jobs' activeDeadlineSeconds.
+    pub max_duration: Option<u64>,
+    /// What only a GKE fleet can run (Secrets, buckets, claims, a service account), at
+    /// its place in the file: an SSH fleet refuses the job with these.
+    pub gke_only: Vec<Diagnostic>,
+    /// What a GKE fleet cannot run (dstack's own volumes, which are dstack's or a
+    /// node's paths), at its place in the file: a GKE fleet refuses the job with these.
+    pub not_on_gke: Vec<Diagnostic>,
     pub uploads: Vec<Upload>,
     pub patterns: Vec<super::metrics::Pattern>,
     pub warnings: Vec<Diagnostic>,
@@ -205,16 +304,22 @@ impl Job {
     }
 }
 
+/// Why a runner refuses `job`: its findings, one a line (None when there are none).
+pub fn refusal(job: &Job, found: &[Diagnostic], what: &str) -> Result<(), String> {
+    if found.is_empty() {
+        return Ok(());
+    }
+    let lines: Vec<String> = found.iter().map(|d| d.to_string()).collect();
+    Err(format!("{}: {what}:\n{}", job.file.display(), lines.join("\n")))
+}
+
 /// Fields of dstack's task format flightdeck reads but does not act on.
 const IGNORED: &[&str] = &[
     "python",
     "nvcc",
-    "resources",
     "ports",
     "setup",
     "repos",
-    "volumes",
-    "max_duration",
     "max_price",
     "spot_policy",
     "retry",
@@ -256,6 +361,8 @@ pub fn parse(
         text,
         out: vec![],
         outside: vec![],
+        gke_only: vec![],
+        not_on_gke: vec![],
     };
     let job = c.check(spec, lookup);
     if c.out.iter().any(|d| d.severity == Severity::Error) {
@@ -272,6 +379,47 @@ struct Checker<'a> {
     text: &'a str,
     out: Vec<Diagnostic>,
     outside: Vec<Diagnostic>,
+    gke_only: Vec<Diagnostic>,
+    not_on_gke: Vec<Diagnostic>,
+}
+
+/// A Kubernetes object name that is a DNS subdomain (RFC 1123): lowercase letters,
+/// digits, `-` and `.`, at most 253, each dot-separated label starting and ending with a
+/// letter or digit (Secrets, service accounts, claims, Networks).
+pub fn valid_subdomain(n: &str) -> bool {
+    let alnum = |c: Option<char>| c.is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+    !n.is_empty()
+        && n.len() <= 253
+        && n.split('.')
+            .all(|l| alnum(l.chars().next()) && alnum(l.chars().last()))
+        && n.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '.'))
+}
+
+/// A Secret's data key, as Kubernetes takes it (`IsConfigMapKey`: `[-._a-zA-Z0-9]+`,
+/// at most 253, not `.` or `..`).
+fn valid_secret_key(k: &str) -> bool {
+    !k.is_empty()
+        && k.len() <= 253
+        && k != "."
+        && k != ".."
+        && k.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+}
+
+/// A Cloud Storage bucket name (Google's naming rules: 3-63 characters, 222 with dots,
+/// each dot-separated part at most 63; lowercase letters, digits, `-`, `_`, `.`; a
+/// letter or digit at both ends).
+fn valid_bucket(b: &str) -> bool {
+    let max = if b.contains('.') { 222 } else { 63 };
+    let ends = |c: Option<char>| c.is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+    (3..=max).contains(&b.len())
+        && b.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '_' | '.'))
+        && ends(b.chars().next())
+        && ends(b.chars().last())
+        && b.split('.').all(|p| !p.is_empty() && p.len() <= 63)
+        && !b.starts_with("goog")
 }
 
 /// Environment variable names: a letter or `_`, then letters, digits, `_`.
@@ -282,10 +430,61 @@ fn valid_env_name(k: &str) -> bool {
         && b.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_')
 }
 
+/// Where `key:` is written inside the mapping that starts at `base` (a list item's
+/// first key, or a key whose value is a flow mapping `{…}`): on its first line after
+/// `base`, or on the lines indented under it. [`crate::yaml::locate`] finds block keys
+/// only.
+fn locate_sub(text: &str, base: (usize, usize), key: &str) -> Option<(usize, usize)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let (bl, bc) = base;
+    let first = lines.get(bl - 1)?;
+    let pat = format!("{key}:");
+    let mut from = bc - 1;
+    while let Some(i) = first.get(from..).and_then(|r| r.find(&pat)) {
+        let at = from + i;
+        let before = first[..at].chars().last();
+        if at == bc - 1 || matches!(before, Some(' ' | '{' | ',')) {
+            return Some((bl, at + 1));
+        }
+        from = at + 1;
+    }
+    for (n, line) in lines.iter().enumerate().skip(bl) {
+        let trimmed = line.trim_start();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        let indent = line.len() - trimmed.len();
+        if indent < bc - 1 || (indent == bc - 1 && trimmed.starts_with('-')) {
+            break;
+        }
+        if trimmed.starts_with(&pat) {
+            return Some((n + 1, indent + 1));
+        }
+    }
+    None
+}
+
 impl Checker<'_> {
     fn push(&mut self, severity: Severity, path: &[&str], message: String) {
         self.out
             .push(Diagnostic::at(self.file, self.text, severity, path, message));
+    }
+
+    /// An error at `key` inside the mapping at `parent` (a list item or a flow
+    /// mapping), or at the parent where the key is not found.
+    fn error_in(&mut self, parent: &[&str], key: &str, message: impl Into<String>) {
+        let mut d = Diagnostic::at(self.file, self.text, Severity::Error, parent, message.into());
+        if let (Some(l), Some(c)) = (d.line, d.column) {
+            if let Some((l, c)) = locate_sub(self.text, (l, c), key) {
+                (d.line, d.column) = (Some(l), Some(c));
+            }
+        }
+        let field = parent.join(".");
+        d.message = format!(
+            "{field}.{key}{}",
+            d.message.strip_prefix(field.as_str()).unwrap_or(&d.message)
+        );
+        self.out.push(d);
     }
 
     fn error(&mut self, path: &[&str], message: impl Into<String>) {
@@ -348,8 +547,37 @@ impl Checker<'_> {
         if spec.gpus_per_node == Some(0) {
             self.error(&["gpus_per_node"], "expected at least 1");
         }
-        let env = self.env(&spec, lookup);
+        let (env, secret_env) = self.env(&spec, lookup);
         let uploads = self.uploads(&spec);
+        let volumes = self.volumes(&spec);
+        let requests = self.requests(&spec);
+        let max_duration = match &spec.max_duration {
+            None | Some(serde_yaml::Value::Bool(false)) => None,
+            Some(serde_yaml::Value::String(s)) if s == "off" => None,
+            Some(v) => match serde_yaml::from_value::<crate::fleet::spec::RunDuration>(v.clone()) {
+                Ok(d) if d.0 > 0 => Some(d.0),
+                _ => {
+                    self.error(
+                        &["max_duration"],
+                        "expected a duration like 2h, 90m, 3d or seconds, or `off`",
+                    );
+                    None
+                }
+            },
+        };
+        if let Some(sa) = &spec.service_account {
+            if !valid_subdomain(sa) {
+                self.error(
+                    &["service_account"],
+                    format!("`{sa}` is not a Kubernetes service account name: lowercase letters, digits, `-` and `.`, at most 253"),
+                );
+            } else {
+                self.gke_only(
+                    &["service_account"],
+                    "a Kubernetes service account is for GKE fleets' pods",
+                );
+            }
+        }
         let mut patterns = vec![];
         for (i, p) in spec.metrics.iter().flatten().enumerate() {
             match super::metrics::Pattern::new(p) {
@@ -406,15 +634,274 @@ impl Checker<'_> {
             fleet: fleet?,
             spec,
             env,
+            secret_env,
+            volumes,
             uploads,
             patterns,
             warnings: vec![],
             outside: vec![],
+            requests,
+            max_duration,
+            gke_only: std::mem::take(&mut self.gke_only),
+            not_on_gke: std::mem::take(&mut self.not_on_gke),
         })
     }
 
-    fn env(&mut self, spec: &JobSpec, lookup: &dyn Fn(&str) -> Option<String>) -> Vec<(String, String)> {
+    /// dstack's `resources` as a GKE pod's requests: the least CPU and memory asked
+    /// for, and `shm_size`; the GPUs are the job's `gpus_per_node`.
+    fn requests(&mut self, spec: &JobSpec) -> Requests {
+        let Some(v) = &spec.resources else {
+            return Requests::default();
+        };
+        match serde_yaml::from_value::<crate::fleet::spec::Resources>(v.clone()) {
+            Ok(r) => {
+                let mib = |gb: f64| format!("{}Mi", (gb * 1024.0).round() as u64);
+                Requests {
+                    cpu: r
+                        .cpu
+                        .and_then(|c| c.min)
+                        .filter(|c| *c > 0)
+                        .map(|c| c.to_string()),
+                    memory: r.memory.and_then(|m| m.min_gb).filter(|m| *m > 0.0).map(mib),
+                    shm: r
+                        .shm_size
+                        .and_then(|m| m.min_gb.or(m.max_gb))
+                        .filter(|m| *m > 0.0)
+                        .map(mib),
+                }
+            }
+            Err(e) => {
+                self.error(&["resources"], format!("{e}"));
+                Requests::default()
+            }
+        }
+    }
+
+    fn gke_only(&mut self, path: &[&str], why: &str) {
+        let d = Diagnostic::at(
+            self.file,
+            self.text,
+            Severity::Error,
+            path,
+            format!("{why}: this fleet is not a GKE fleet"),
+        );
+        self.gke_only.push(d);
+    }
+
+    fn not_on_gke(&mut self, path: &[&str], why: String) {
+        let d = Diagnostic::at(self.file, self.text, Severity::Error, path, why);
+        self.not_on_gke.push(d);
+    }
+
+    /// `volumes:`: flightdeck's GKE volumes (`gcs: BUCKET` or `pvc: CLAIM`, with
+    /// `path` and `read_only`), and dstack's own forms (a network volume's `name`, a
+    /// node's `instance_path`, or `SOURCE:PATH`), which SSH fleets ignore, as before, and
+    /// GKE fleets refuse.
+    fn volumes(&mut self, spec: &JobSpec) -> Vec<Volume> {
+        use serde_yaml::Value as Y;
+        let mut out = vec![];
+        let Some(v) = &spec.volumes else {
+            return out;
+        };
+        let Y::Sequence(items) = v else {
+            self.error(
+                &["volumes"],
+                "expected a list of volumes (`- gcs: BUCKET` or `- pvc: CLAIM`, with `path:`)",
+            );
+            return out;
+        };
+        let dstack =
+            "a dstack volume (dstack's network volume or a node's path): flightdeck does not act on it";
+        for (i, item) in items.iter().enumerate() {
+            let idx = i.to_string();
+            let m = match item {
+                Y::String(s) => {
+                    self.push(
+                        Severity::Warning,
+                        &["volumes", &idx],
+                        format!("{dstack} on SSH fleets; ignored"),
+                    );
+                    self.not_on_gke(&["volumes", &idx], format!("`{s}`: {dstack}; on GKE give `gcs: BUCKET` (Cloud Storage through GCS FUSE) or `pvc: CLAIM` (a PersistentVolumeClaim) with `path:`"));
+                    continue;
+                }
+                Y::Mapping(m) => m,
+                _ => {
+                    self.error(
+                        &["volumes", &idx],
+                        "expected a volume: `gcs: BUCKET` or `pvc: CLAIM`, with `path:`",
+                    );
+                    continue;
+                }
+            };
+            let text = |k: &str| m.get(k).and_then(|v| v.as_str()).map(str::to_string);
+            let mut ok = true;
+            for (k, v) in m {
+                let k = k.as_str().unwrap_or("");
+                let known = [
+                    "gcs",
+                    "pvc",
+                    "path",
+                    "read_only",
+                    "mount_options",
+                    "name",
+                    "instance_path",
+                    "optional",
+                ];
+                if !known.contains(&k) {
+                    self.error_in(&["volumes", &idx], k, format!("unknown field `{k}`, expected one of `gcs`, `pvc`, `path`, `read_only`, `mount_options` (or dstack's `name`, `instance_path`, `optional`)"));
+                    ok = false;
+                } else if k == "read_only" || k == "optional" {
+                    if !v.is_bool() {
+                        self.error_in(&["volumes", &idx], k, "expected true or false");
+                        ok = false;
+                    }
+                } else if k != "name" && !v.is_string() {
+                    self.error_in(&["volumes", &idx], k, "expected a string");
+                    ok = false;
+                }
+            }
+            if !ok {
+                continue;
+            }
+            let source = match (text("gcs"), text("pvc")) {
+                (Some(_), Some(_)) => {
+                    self.error_in(&["volumes", &idx], "pvc", "give `gcs` or `pvc`, not both");
+                    continue;
+                }
+                (None, None) => {
+                    if m.contains_key("name") || m.contains_key("instance_path") {
+                        self.push(
+                            Severity::Warning,
+                            &["volumes", &idx],
+                            format!("{dstack} on SSH fleets; ignored"),
+                        );
+                        self.not_on_gke(&["volumes", &idx], format!("{dstack}; on GKE give `gcs: BUCKET` (Cloud Storage through GCS FUSE) or `pvc: CLAIM` (a PersistentVolumeClaim)"));
+                    } else {
+                        self.error(&["volumes", &idx], "missing: `gcs: BUCKET` or `pvc: CLAIM`");
+                    }
+                    continue;
+                }
+                (Some(bucket), None) => {
+                    if !valid_bucket(&bucket) {
+                        self.error_in(&["volumes", &idx], "gcs", format!("`{bucket}` is not a Cloud Storage bucket name: 3 to 63 (222 with dots) lowercase letters, digits, `-`, `_` and `.`, starting and ending with a letter or digit"));
+                        continue;
+                    }
+                    let mount_options = text("mount_options");
+                    if let Some(o) = &mount_options {
+                        if o.is_empty() || o.chars().any(|c| c.is_whitespace() || c.is_control()) {
+                            self.error_in(&["volumes", &idx], "mount_options", format!("`{o}`: expected gcsfuse's options, comma-separated, without spaces (`implicit-dirs,file-cache:max-size-mb:-1`)"));
+                            continue;
+                        }
+                    }
+                    VolumeSource::Gcs {
+                        bucket,
+                        mount_options,
+                    }
+                }
+                (None, Some(claim)) => {
+                    if !valid_subdomain(&claim) {
+                        self.error_in(&["volumes", &idx], "pvc", format!("`{claim}` is not a PersistentVolumeClaim name: lowercase letters, digits, `-` and `.`, at most 253"));
+                        continue;
+                    }
+                    if m.contains_key("mount_options") {
+                        self.error_in(
+                            &["volumes", &idx],
+                            "mount_options",
+                            "`mount_options` are GCS FUSE's (`gcs:`): a claim's come from its StorageClass",
+                        );
+                        continue;
+                    }
+                    VolumeSource::Pvc { claim }
+                }
+            };
+            for k in ["name", "instance_path", "optional"] {
+                if m.contains_key(k) {
+                    self.error_in(&["volumes", &idx], k, format!("`{k}` is dstack's: a `gcs`/`pvc` volume has `path`, `read_only` and (GCS) `mount_options`"));
+                    ok = false;
+                }
+            }
+            let path = match text("path") {
+                None => {
+                    self.error(
+                        &["volumes", &idx],
+                        "missing: `path`, where the volume is mounted in the container",
+                    );
+                    continue;
+                }
+                Some(p)
+                    if !p.starts_with('/')
+                        || p.split('/').any(|c| c == "..")
+                        || p == "/"
+                        || p.contains(':') =>
+                {
+                    self.error_in(
+                        &["volumes", &idx],
+                        "path",
+                        format!(
+                            "`{p}`: expected an absolute path in the container, not `/`, without `..` or `:`"
+                        ),
+                    );
+                    continue;
+                }
+                Some(p) => p,
+            };
+            if out.iter().any(|v: &Volume| v.path == path) || path == "/dev/shm" {
+                self.error_in(&["volumes", &idx], "path", format!("`{path}` is mounted already"));
+                continue;
+            }
+            if !ok {
+                continue;
+            }
+            let what = match &source {
+                VolumeSource::Gcs { .. } => "a Cloud Storage volume (GCS FUSE) is for GKE fleets' pods",
+                VolumeSource::Pvc { .. } => "a PersistentVolumeClaim is for GKE fleets' pods",
+            };
+            self.gke_only(&["volumes", &idx], what);
+            out.push(Volume {
+                source,
+                path,
+                read_only: m.get("read_only").and_then(|v| v.as_bool()).unwrap_or(false),
+            });
+        }
+        out
+    }
+
+    fn env(
+        &mut self,
+        spec: &JobSpec,
+        lookup: &dyn Fn(&str) -> Option<String>,
+    ) -> (Vec<(String, String)>, SecretEnv) {
         let mut out: Vec<(String, String)> = vec![];
+        let mut secrets = vec![];
+        if let Some(EnvSpec::Map(m)) = &spec.env {
+            for (k, v) in m {
+                let EnvValue::Secret(r) = v else { continue };
+                if !valid_subdomain(&r.secret) {
+                    self.error_in(
+                        &["env", k],
+                        "secret",
+                        format!(
+                            "`{}` is not a Secret name: lowercase letters, digits, `-` and `.`, at most 253",
+                            r.secret
+                        ),
+                    );
+                } else if !valid_secret_key(&r.key) {
+                    self.error_in(
+                        &["env", k],
+                        "key",
+                        format!(
+                            "`{}` is not a Secret key: letters, digits, `-`, `_` and `.`",
+                            r.key
+                        ),
+                    );
+                } else if !valid_env_name(k) {
+                    // Reported below with the other names.
+                } else {
+                    self.gke_only(&["env", k], "a Secret's key is read in GKE fleets' pods");
+                    secrets.push((k.clone(), r.clone()));
+                }
+            }
+        }
         let items: Vec<(String, Option<String>, String)> = match &spec.env {
             None => vec![],
             Some(EnvSpec::List(l)) => l
@@ -427,7 +914,12 @@ impl Checker<'_> {
                 .collect(),
             Some(EnvSpec::Map(m)) => m
                 .iter()
-                .map(|(k, v)| (k.clone(), Some(v.text()), k.clone()))
+                .filter_map(|(k, v)| match v.text() {
+                    Some(t) => Some((k.clone(), Some(t), k.clone())),
+                    // A Secret's key with a bad name is reported as the others are.
+                    None if !valid_env_name(k) => Some((k.clone(), Some(String::new()), k.clone())),
+                    None => None,
+                })
                 .collect(),
         };
         for (k, v, at) in items {
@@ -455,7 +947,7 @@ impl Checker<'_> {
                 None => out.push((k, v)),
             }
         }
-        out
+        (out, secrets)
     }
 
     fn uploads(&mut self, spec: &JobSpec) -> Vec<Upload> {
@@ -568,7 +1060,8 @@ mod tests {
                 .any(|w| w.starts_with("job.yaml:5:1: warning: python:")),
             "{warned:?}"
         );
-        assert!(warned.iter().any(|w| w.contains("resources:")), "{warned:?}");
+        // dstack's resources are a GKE pod's requests.
+        assert_eq!(job.requests.shm.as_deref(), Some("24576Mi"));
     }
 
     #[test]
@@ -684,5 +1177,83 @@ mod tests {
             "{outside:?}"
         );
         assert!(outside[1].contains("files.2: `link` is outside"), "{outside:?}");
+    }
+
+    /// Secret keys, buckets, claims and the service account parse for GKE, and a wrong
+    /// one is reported at its place with what it takes.
+    #[test]
+    fn gke_data_and_credentials_parse_and_bad_ones_are_placed() {
+        let base = "type: task\nname: j\nfleet: f\ncommands: [x]\n";
+        let ok = format!("{base}service_account: ksa\nenv:\n  HF_TOKEN: {{secret: hf, key: token}}\n  A: 1\nvolumes:\n  - gcs: my-bucket\n    path: /data\n    read_only: true\n  - pvc: claim-1\n    path: /ckpt\n");
+        let job = parse(Path::new("j.yaml"), &ok, &no_env).unwrap();
+        assert_eq!(job.env, vec![("A".into(), "1".into())]);
+        assert_eq!(
+            job.secret_env,
+            vec![(
+                "HF_TOKEN".into(),
+                SecretRef {
+                    secret: "hf".into(),
+                    key: "token".into()
+                }
+            )]
+        );
+        assert_eq!(job.volumes.len(), 2);
+        assert!(job.volumes[0].read_only && !job.volumes[1].read_only);
+        let only: Vec<String> = job.gke_only.iter().map(|d| d.to_string()).collect();
+        assert_eq!(only.len(), 4, "{only:?}");
+        assert!(
+            only[0].starts_with("j.yaml:7:3: env.HF_TOKEN: a Secret's key"),
+            "{only:?}"
+        );
+        assert!(job.not_on_gke.is_empty());
+        for (extra, want) in [
+            (
+                "env:\n  T: {secret: hf, keys: t}\n",
+                "job.yaml:6:19: env.T: unknown field `keys`, expected `secret` or `key`; did you mean `key`?",
+            ),
+            (
+                "env:\n  T: {secret: Hf_x, key: t}\n",
+                "job.yaml:6:7: env.T.secret: `Hf_x` is not a Secret name",
+            ),
+            (
+                "env:\n  T: {secret: hf, key: 'a b'}\n",
+                "job.yaml:6:19: env.T.key: `a b` is not a Secret key",
+            ),
+            (
+                "volumes:\n  - gcs: My_Bucket\n    path: /d\n",
+                "job.yaml:6:5: volumes.0.gcs: `My_Bucket` is not a Cloud Storage bucket name",
+            ),
+            (
+                "volumes:\n  - gcs: b-1\n    path: data\n",
+                "job.yaml:7:5: volumes.0.path: `data`: expected an absolute path",
+            ),
+            (
+                "volumes:\n  - pvc: c\n",
+                "job.yaml:6:5: volumes.0: missing: `path`",
+            ),
+            (
+                "volumes:\n  - pvc: c\n    path: /c\n    size: 1\n",
+                "job.yaml:8:5: volumes.0.size: unknown field `size`",
+            ),
+            (
+                "service_account: My SA\n",
+                "job.yaml:5:1: service_account: `My SA` is not a Kubernetes service account name",
+            ),
+        ] {
+            let e = errors(&format!("{base}{extra}"));
+            assert!(e.len() == 1 && e[0].starts_with(want), "{extra}: {e:?}");
+        }
+        // dstack's volumes: ignored on SSH fleets (a warning), refused on GKE.
+        let job = parse(
+            Path::new("j.yaml"),
+            &format!("{base}volumes:\n  - /mnt/data:/data\n"),
+            &no_env,
+        )
+        .unwrap();
+        assert_eq!(job.not_on_gke.len(), 1);
+        assert!(job
+            .warnings
+            .iter()
+            .any(|w| w.to_string().contains("volumes.0: a dstack volume")));
     }
 }

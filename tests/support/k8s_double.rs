@@ -180,6 +180,8 @@ struct State {
     pods: BTreeMap<(String, String), PodRec>,
     jobsets: BTreeMap<(String, String), Value>,
     workloads: BTreeMap<(String, String), Value>,
+    /// core/v1 Secrets, by (namespace, name): see [`secret_route`].
+    secrets: BTreeMap<(String, String), Value>,
     rv: u64,
     requests: Vec<String>,
     /// Requests that carried the ADC access token.
@@ -794,6 +796,9 @@ fn fields_match(obj: &Value, sel: Option<&str>) -> bool {
 fn route(s: &Arc<Shared>, req: &Request, segs: &[&str]) -> (u16, Value) {
     let m = req.method.as_str();
     let mut extra: Option<(u16, Value)> = None;
+    if let Some(r) = secret_route(s, m, segs, &req.body) {
+        return r;
+    }
     match segs {
         // The GKE API's projects.locations.clusters.get: this double is the cluster.
         ["v1", "projects", p, "locations", l, "clusters", c] if *c != CLUSTER => (
@@ -845,6 +850,7 @@ fn route(s: &Arc<Shared>, req: &Request, segs: &[&str]) -> (u16, Value) {
                     ("pods/exec", "PodExecOptions", true, &[]),
                     ("pods/log", "Pod", true, &[]),
                     ("services", "Service", true, &["svc"]),
+                    ("secrets", "Secret", true, &[]),
                     ("namespaces", "Namespace", false, &["ns"]),
                     ("events", "Event", true, &["ev"]),
                     ("podtemplates", "PodTemplate", true, &[]),
@@ -1511,4 +1517,201 @@ fn normal_close() -> Message {
         code: CloseCode::Normal,
         reason: "".into(),
     }))
+}
+
+// ---- core/v1 Secrets ------------------------------------------------------------------
+
+impl KubeDouble {
+    /// The stored Secrets (their `data` base64, as the API returns them).
+    pub fn secrets(&self) -> Vec<Value> {
+        self.shared
+            .state
+            .lock()
+            .unwrap()
+            .secrets
+            .values()
+            .cloned()
+            .collect()
+    }
+}
+
+/// Whether `k` is a valid Secret data key: kubernetes/kubernetes
+/// pkg/apis/core/validation/validation.go `ValidateSecret` takes data keys by
+/// staging/src/k8s.io/apimachinery/pkg/util/validation/validation.go
+/// `IsConfigMapKey`: `[-._a-zA-Z0-9]+`, at most 253.
+fn secret_key_valid(k: &str) -> bool {
+    !k.is_empty()
+        && k.len() <= 253
+        && k != "."
+        && k != ".."
+        && k.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_'))
+}
+
+/// create/get/delete of core/v1 Secrets in a namespace; None for any other path.
+fn secret_route(s: &Arc<Shared>, m: &str, segs: &[&str], body: &[u8]) -> Option<(u16, Value)> {
+    use data_encoding::BASE64;
+    let gone = |name: &str| status(404, "NotFound", &format!("secrets \"{name}\" not found"));
+    Some(match segs {
+        ["api", "v1", "namespaces", ns, "secrets"] if m == "POST" => {
+            let mut sec: Value = match serde_json::from_slice(body) {
+                Ok(v) => v,
+                Err(e) => return Some(status(400, "BadRequest", &e.to_string())),
+            };
+            let name = sec["metadata"]["name"].as_str().unwrap_or("").to_string();
+            // ValidateSecret: the name is a DNS subdomain (ValidateObjectMeta with
+            // ValidateSecretName).
+            let dns = !name.is_empty()
+                && name.len() <= 253
+                && name
+                    .split('.')
+                    .all(|l| !l.is_empty() && !l.starts_with('-') && !l.ends_with('-'))
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '.'));
+            if !dns {
+                return Some(status(
+                    422,
+                    "Invalid",
+                    &format!("Secret \"{name}\" is invalid: metadata.name: Invalid value"),
+                ));
+            }
+            // stringData is write-only: merged into data, over data's keys
+            // (pkg/apis/core/v1/conversion.go Convert_v1_Secret_To_core_Secret).
+            let mut data = sec["data"].as_object().cloned().unwrap_or_default();
+            for (k, v) in sec["stringData"].as_object().cloned().unwrap_or_default() {
+                data.insert(k, BASE64.encode(v.as_str().unwrap_or("").as_bytes()).into());
+            }
+            let mut size = 0;
+            for (k, v) in &data {
+                if !secret_key_valid(k) {
+                    return Some(status(422, "Invalid", &format!("Secret \"{name}\" is invalid: data[{k}]: Invalid value: \"{k}\": a valid config key must consist of alphanumeric characters, '-', '_' or '.'")));
+                }
+                match v.as_str().map(|b| BASE64.decode(b.as_bytes())) {
+                    Some(Ok(b)) => size += b.len(),
+                    _ => {
+                        return Some(status(
+                            400,
+                            "BadRequest",
+                            &format!("Secret.data[{k}]: illegal base64 data"),
+                        ))
+                    }
+                }
+            }
+            // MaxSecretSize (pkg/apis/core/types.go): 1 MiB.
+            if size > 1024 * 1024 {
+                return Some(status(
+                    422,
+                    "Invalid",
+                    &format!("Secret \"{name}\" is invalid: data: Too long: must have at most 1048576 bytes"),
+                ));
+            }
+            let mut st = s.state.lock().unwrap();
+            let key = (ns.to_string(), name.clone());
+            if st.secrets.contains_key(&key) {
+                return Some(status(
+                    409,
+                    "AlreadyExists",
+                    &format!("secrets \"{name}\" already exists"),
+                ));
+            }
+            st.rv += 1;
+            sec["metadata"]["namespace"] = (*ns).into();
+            sec["metadata"]["uid"] = format!("uid-secret-{name}-{}", st.rv).into();
+            sec["metadata"]["resourceVersion"] = st.rv.to_string().into();
+            sec["metadata"]["creationTimestamp"] = ts().into();
+            sec["data"] = Value::Object(data);
+            if let Some(o) = sec.as_object_mut() {
+                o.remove("stringData");
+            }
+            if !sec["type"].is_string() {
+                sec["type"] = "Opaque".into();
+            }
+            st.secrets.insert(key, sec.clone());
+            (201, sec)
+        }
+        ["api", "v1", "namespaces", ns, "secrets", name] if m == "GET" => {
+            match s
+                .state
+                .lock()
+                .unwrap()
+                .secrets
+                .get(&(ns.to_string(), name.to_string()))
+            {
+                Some(v) => (200, v.clone()),
+                None => gone(name),
+            }
+        }
+        ["api", "v1", "namespaces", ns, "secrets", name] if m == "DELETE" => {
+            match s
+                .state
+                .lock()
+                .unwrap()
+                .secrets
+                .remove(&(ns.to_string(), name.to_string()))
+            {
+                Some(v) => (200, v),
+                None => gone(name),
+            }
+        }
+        _ => return None,
+    })
+}
+
+type Vars = Vec<(String, String)>;
+
+/// A container's envFrom secretRefs (prefix + key = value, keys that are no
+/// variable name skipped) and its env secretKeyRefs (name, value), as the kubelet
+/// resolves them (pkg/kubelet/kubelet_pods.go `makeEnvironmentVariables`); an error
+/// where a Secret or key that is not `optional` is missing.
+fn secret_env(s: &Shared, pod: &Value, c: &Value) -> Result<(Vars, Vars), String> {
+    use data_encoding::BASE64;
+    let ns = pod["metadata"]["namespace"].as_str().unwrap_or("default");
+    let st = s.state.lock().unwrap();
+    let get = |name: &str| st.secrets.get(&(ns.to_string(), name.to_string()));
+    let decode = |v: &Value| {
+        v.as_str()
+            .and_then(|b| BASE64.decode(b.as_bytes()).ok())
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_default()
+    };
+    let mut from = vec![];
+    for f in c["envFrom"].as_array().into_iter().flatten() {
+        let Some(name) = f["secretRef"]["name"].as_str() else {
+            continue;
+        };
+        let prefix = f["prefix"].as_str().unwrap_or("");
+        match get(name) {
+            Some(sec) => {
+                for (k, v) in sec["data"].as_object().into_iter().flatten() {
+                    let var = format!("{prefix}{k}");
+                    let ok = var
+                        .chars()
+                        .next()
+                        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                        && var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+                    if ok {
+                        from.push((var, decode(v)));
+                    }
+                }
+            }
+            None if f["secretRef"]["optional"] == true => {}
+            None => return Err(format!("secret \"{name}\" not found")),
+        }
+    }
+    let mut refs = vec![];
+    for e in c["env"].as_array().into_iter().flatten() {
+        let r = &e["valueFrom"]["secretKeyRef"];
+        let (Some(name), Some(key)) = (r["name"].as_str(), r["key"].as_str()) else {
+            continue;
+        };
+        let value = get(name).and_then(|sec| sec["data"].get(key).map(decode));
+        match value {
+            Some(v) => refs.push((e["name"].as_str().unwrap_or("").to_string(), v)),
+            None if r["optional"] == true => {}
+            None if get(name).is_none() => return Err(format!("secret \"{name}\" not found")),
+            None => return Err(format!("couldn't find key {key} in Secret {ns}/{name}")),
+        }
+    }
+    Ok((from, refs))
 }

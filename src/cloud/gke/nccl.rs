@@ -69,6 +69,9 @@ pub struct Rxdm {
     /// The node's devices GKE's device injector gives it (`devices.gke.io/container.NAME`):
     /// a listed path the node lacks fails the container's creation.
     pub devices: &'static [&'static str],
+    /// The capabilities the guides give it, instead of `privileged` (a namespace that
+    /// enforces PodSecurity baseline rejects privileged pods).
+    pub capabilities: &'static [&'static str],
 }
 
 /// The GPU devices a TCPX daemon gets, as gpudirect-tcpx/nccl-test-latest.yaml lists
@@ -105,7 +108,44 @@ const TCPXO_DEVICES: &[&str] = &[
 const TCPXO_INTERFACES: &str = r#"[{"interfaceName":"eth0","network":"default"},{"interfaceName":"eth1","network":"vpc1"},{"interfaceName":"eth2","network":"vpc2"},{"interfaceName":"eth3","network":"vpc3"},{"interfaceName":"eth4","network":"vpc4"},{"interfaceName":"eth5","network":"vpc5"},{"interfaceName":"eth6","network":"vpc6"},{"interfaceName":"eth7","network":"vpc7"},{"interfaceName":"eth8","network":"vpc8"}]"#;
 const TCPX_INTERFACES: &str = r#"[{"interfaceName":"eth0","network":"default"},{"interfaceName":"eth1","network":"vpc1"},{"interfaceName":"eth2","network":"vpc2"},{"interfaceName":"eth3","network":"vpc3"},{"interfaceName":"eth4","network":"vpc4"}]"#;
 
-const RDMA_INTERFACES: &str = r#"[{"interfaceName":"eth0","network":"default"},{"interfaceName":"eth1","network":"gvnic-1"},{"interfaceName":"eth2","network":"rdma-0"},{"interfaceName":"eth3","network":"rdma-1"},{"interfaceName":"eth4","network":"rdma-2"},{"interfaceName":"eth5","network":"rdma-3"},{"interfaceName":"eth6","network":"rdma-4"},{"interfaceName":"eth7","network":"rdma-5"},{"interfaceName":"eth8","network":"rdma-6"},{"interfaceName":"eth9","network":"rdma-7"}]"#;
+// gpudirect-rdma/nccl-test.yaml: no `gvnic-1` at eth1 since May 2025 ("not needed by NCCL
+// tests"); the RDMA networks stay at eth2..eth9.
+const RDMA_INTERFACES: &str = r#"[{"interfaceName":"eth0","network":"default"},{"interfaceName":"eth2","network":"rdma-0"},{"interfaceName":"eth3","network":"rdma-1"},{"interfaceName":"eth4","network":"rdma-2"},{"interfaceName":"eth5","network":"rdma-3"},{"interfaceName":"eth6","network":"rdma-4"},{"interfaceName":"eth7","network":"rdma-5"},{"interfaceName":"eth8","network":"rdma-6"},{"interfaceName":"eth9","network":"rdma-7"}]"#;
+
+/// How many GPU-NIC networks a flavour's pods attach (TCPX 4, TCPXO 8, RDMA 8), and the
+/// `eth` number of the first (RDMA's start at eth2, as GKE's manifest names them).
+pub fn data_networks(flavour: GpuDirect) -> Option<(usize, usize)> {
+    match flavour {
+        GpuDirect::Tcpx => Some((4, 1)),
+        GpuDirect::Tcpxo => Some((8, 1)),
+        GpuDirect::Rdma => Some((8, 2)),
+        GpuDirect::None => None,
+    }
+}
+
+/// `networking.gke.io/interfaces` for a flavour's pods on the GPU-NIC `networks` the
+/// fleet file names (`gke.networks`, the cluster's Network objects in NIC order), else
+/// the guides' (vpc1.., rdma-0..): eth0 on `default`, the GPU NICs from the flavour's
+/// first `eth`. An error where the count is not the flavour's.
+pub fn interfaces(flavour: GpuDirect, networks: Option<&[String]>) -> Result<Option<String>, String> {
+    let Some(names) = networks else {
+        return Ok(recipe(flavour).interfaces.map(str::to_string));
+    };
+    let Some((count, first)) = data_networks(flavour) else {
+        return Ok(None);
+    };
+    if names.len() != count {
+        return Err(format!(
+            "gke.networks names {} network(s); {flavour:?} pods attach {count}",
+            names.len()
+        ));
+    }
+    let mut list = vec![serde_json::json!({"interfaceName": "eth0", "network": "default"})];
+    for (i, n) in names.iter().enumerate() {
+        list.push(serde_json::json!({"interfaceName": format!("eth{}", first + i), "network": n}));
+    }
+    Ok(Some(serde_json::Value::Array(list).to_string()))
+}
 
 pub fn recipe(flavour: GpuDirect) -> Recipe {
     match flavour {
@@ -135,6 +175,8 @@ pub fn recipe(flavour: GpuDirect) -> Recipe {
                 image: "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/tcpgpudmarxd-dev:v1.0.14",
                 command: "set -ex; chmod 755 /fts/entrypoint_rxdm_container.sh; /fts/entrypoint_rxdm_container.sh --num_hops=2 --num_nics=8 --uid= --alsologtostderr",
                 devices: TCPXO_DEVICES,
+                // gpudirect-tcpxo/nccl-test-latest.yaml: `privileged: true` commented out.
+                capabilities: &["NET_ADMIN", "NET_BIND_SERVICE"],
             }),
             shm_size: Some("1Gi"),
         },
@@ -151,6 +193,8 @@ pub fn recipe(flavour: GpuDirect) -> Recipe {
                 image: "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/tcpgpudmarxd-dev:v2.0.12",
                 command: "/tcpgpudmarxd/build/app/tcpgpudmarxd --gpu_nic_preset a3vm --gpu_shmem_type fd --uds_path /run/tcpx --setup_param \"--verbose 128 2 0\"",
                 devices: TCPX_DEVICES,
+                // gpudirect-tcpx/nccl-test-latest.yaml.
+                capabilities: &["NET_ADMIN"],
             }),
             shm_size: None,
         },
@@ -176,7 +220,7 @@ pub fn rxdm_parts(r: &Recipe) -> Option<(serde_json::Value, (String, String), Ve
         "image": x.image,
         "restartPolicy": "Always",
         "command": ["/bin/sh", "-c", x.command],
-        "securityContext": {"privileged": true, "capabilities": {"add": ["NET_ADMIN", "NET_BIND_SERVICE"]}},
+        "securityContext": {"capabilities": {"add": x.capabilities}},
         "env": [{"name": "LD_LIBRARY_PATH", "value": "/usr/local/nvidia/lib64"}],
         "volumeMounts": [
             {"name": "rxdm-nvidia", "mountPath": "/usr/local/nvidia"},
@@ -241,4 +285,52 @@ pub async fn machine(clients: &Clients, node: &KubeNode) -> Result<(Option<Strin
             .and_then(|l| l.get(super::view::INSTANCE_TYPE_LABEL).cloned()),
         gpus,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The interfaces of each flavour as GKE's current manifest gives them
+    /// (tests/fixtures/reference/container-engine-accelerators): RDMA's dropped
+    /// `gvnic-1` in May 2025, and a cluster without that Network rejected the pods.
+    #[test]
+    fn default_networks_follow_the_current_manifests() {
+        let dir = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/reference/container-engine-accelerators"
+        );
+        for (flavour, file) in [
+            (GpuDirect::Rdma, "gpudirect-rdma/nccl-test.yaml"),
+            (GpuDirect::Tcpxo, "gpudirect-tcpxo/nccl-test-latest.yaml"),
+            (GpuDirect::Tcpx, "gpudirect-tcpx/nccl-test-latest.yaml"),
+        ] {
+            let text = std::fs::read_to_string(format!("{dir}/{file}")).unwrap();
+            // The first pod's annotation: a block scalar from `[` to `]`.
+            let after = text
+                .split_once("networking.gke.io/interfaces: |")
+                .unwrap_or_else(|| panic!("{file}: no interfaces annotation"))
+                .1;
+            let annotation = &after[..after.find(']').unwrap() + 1];
+            let want: serde_json::Value = serde_json::from_str(annotation).unwrap();
+            let got: serde_json::Value = serde_json::from_str(recipe(flavour).interfaces.unwrap()).unwrap();
+            assert_eq!(got, want, "{flavour:?}");
+            let named = interfaces(flavour, None).unwrap().unwrap();
+            assert_eq!(serde_json::from_str::<serde_json::Value>(&named).unwrap(), want);
+        }
+        let names: Vec<String> = (0..8).map(|i| format!("a4-rdma-{i}")).collect();
+        let i = interfaces(GpuDirect::Rdma, Some(&names)).unwrap().unwrap();
+        assert!(
+            i.contains(r#"{"interfaceName":"eth2","network":"a4-rdma-0"}"#),
+            "{i}"
+        );
+        assert!(
+            i.contains(r#"{"interfaceName":"eth9","network":"a4-rdma-7"}"#),
+            "{i}"
+        );
+        assert_eq!(
+            interfaces(GpuDirect::Tcpx, Some(&names)).unwrap_err(),
+            "gke.networks names 8 network(s); Tcpx pods attach 4"
+        );
+    }
 }

@@ -314,6 +314,10 @@ async fn run_pod(s: Arc<Shared>, ns: String, name: String, have: Vec<String>) {
         .collect::<Vec<_>>()
     {
         let cname = c["name"].as_str().unwrap_or("").to_string();
+        if !wait_secrets(&s, &ns, &name, "initContainerStatuses", &c).await {
+            stop(&sidecars);
+            return;
+        }
         if let Err(msg) = devices::check(&pod, &cname, &have) {
             create_error(&s, &ns, &name, "initContainerStatuses", &cname, &msg);
             stop(&sidecars);
@@ -364,6 +368,10 @@ async fn run_pod(s: Arc<Shared>, ns: String, name: String, have: Vec<String>) {
     let mut create_failed = false;
     for c in sched::containers(&pod, "containers").cloned().collect::<Vec<_>>() {
         let cname = c["name"].as_str().unwrap_or("").to_string();
+        if !wait_secrets(&s, &ns, &name, "containerStatuses", &c).await {
+            stop(&sidecars);
+            return;
+        }
         if let Err(msg) = devices::check(&pod, &cname, &have) {
             create_error(&s, &ns, &name, "containerStatuses", &cname, &msg);
             create_failed = true;
@@ -606,18 +614,57 @@ pub(super) fn container_env(s: &Shared, pod: &Value, c: &Value, dir: &Path) -> V
                 .to_string(),
         ),
     ];
+    // envFrom, then env over it (a container whose Secret is missing was held back
+    // before it started: see `wait_secrets`).
+    let (from, refs) = super::secret_env(s, pod, c).unwrap_or_default();
+    env.extend(from);
     for e in c["env"].as_array().into_iter().flatten() {
         let k = e["name"].as_str().unwrap_or("").to_string();
         let v = if let Some(v) = e["value"].as_str() {
             v.to_string()
         } else if let Some(f) = e["valueFrom"]["fieldRef"]["fieldPath"].as_str() {
             field(pod, f)
+        } else if let Some(v) = refs.iter().find(|(n, _)| *n == k) {
+            v.1.clone()
         } else {
             String::new()
         };
+        env.retain(|(ek, _)| *ek != k);
         env.push((k, v));
     }
     env
+}
+
+/// The kubelet does not start a container whose Secret (envFrom, secretKeyRef) is
+/// missing: it waits in CreateContainerConfigError and is tried again until the Secret
+/// appears (pkg/kubelet/kuberuntime/kuberuntime_container.go, startContainer ->
+/// generateContainerConfig -> makeEnvironmentVariables). False when the pod went away.
+async fn wait_secrets(s: &Shared, ns: &str, name: &str, which: &str, c: &Value) -> bool {
+    let cname = c["name"].as_str().unwrap_or("");
+    loop {
+        let now = {
+            let st = s.state.lock().unwrap();
+            match st.pods.get(&(ns.to_string(), name.to_string())) {
+                Some(p) => p.obj.clone(),
+                None => return false,
+            }
+        };
+        match super::secret_env(s, &now, c) {
+            Ok(_) => return true,
+            Err(why) => {
+                set_state(
+                    s,
+                    ns,
+                    name,
+                    which,
+                    cname,
+                    json!({"waiting": {"reason": "CreateContainerConfigError", "message": why}}),
+                    false,
+                );
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+        }
+    }
 }
 
 fn field(pod: &Value, path: &str) -> String {
