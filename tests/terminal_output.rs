@@ -593,9 +593,23 @@ fn gke_api_text_is_shown() {
     .unwrap();
     let out = flightdeck(&home, &["fleet", "apply", f.to_str().unwrap(), "--yes"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    // Debug pods for `fleet gc` to list.
     let out = flightdeck(&home, &["exec", "a3u", "--", "true"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
+    // A teammate's debug pod for `fleet gc` to list (the operator's own went with `exec`).
+    let pod = serde_json::json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "fd-debug-gke-a3u-flex-0-alice", "namespace": "default",
+            "labels": {"app.kubernetes.io/managed-by": "flightdeck", "flightdeck-fleet": "a3u",
+                "flightdeck-role": "debug", "flightdeck-owner": "alice", "flightdeck-state": "0badc0de"}},
+        "spec": {"nodeName": "gke-a3u-flex-0", "containers": [{"name": "debug", "image": "ubuntu:24.04",
+            "command": ["sleep", "infinity"]}]}});
+    let body = serde_json::to_vec(&pod).unwrap();
+    let mut sock = std::net::TcpStream::connect(d.url.trim_start_matches("http://")).unwrap();
+    use std::io::{Read, Write};
+    write!(sock, "POST /api/v1/namespaces/default/pods HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len()).unwrap();
+    sock.write_all(&body).unwrap();
+    let mut answer = String::new();
+    sock.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 201"), "{answer}");
 
     let api = HostileApi::start(&d.url);
     kubeconfig(&kc, &api.url);

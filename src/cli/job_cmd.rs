@@ -181,22 +181,22 @@ fn dry_run_job(file: &std::path::Path, cli: &Cli, paths: &Paths) -> anyhow::Resu
         errln!("{w}");
     }
     let target = fleet_of(&fleet_arg(&job, paths), cli, paths)?;
-    if target.backend != BackendKind::Gke {
-        anyhow::bail!(
-            "{}: --dry-run prints the JobSet of a job on a GKE fleet; `{}` is a {} fleet",
-            file.display(),
-            target.fleet,
-            target.backend
-        );
-    }
     let spec = target.spec.as_ref();
-    let g = spec.and_then(|s| s.gke.as_ref()).ok_or_else(|| {
-        anyhow::anyhow!(
+    let g = match spec {
+        Some(s) => s.gke.as_ref().ok_or_else(|| {
+            anyhow::anyhow!(
+                "{}: --dry-run prints the JobSet of a job on a GKE fleet; `{}` is a {} fleet",
+                file.display(),
+                target.fleet,
+                target.backend
+            )
+        })?,
+        None => anyhow::bail!(
             "{}: fleet `{}` has no fleet file to read its cluster, pools and queue from: name the fleet file in `fleet:`",
             file.display(),
             target.fleet
-        )
-    })?;
+        ),
+    };
     jobs::runner_for(target.backend, target.reach.clone())
         .admits(&job)
         .map_err(anyhow::Error::msg)?;

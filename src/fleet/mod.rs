@@ -826,7 +826,7 @@ impl Validator<'_> {
         }
         if let Some(nets) = &g.networks {
             for (i, n) in nets.iter().enumerate() {
-                if !crate::jobs::spec::valid_subdomain(n) {
+                if !valid_subdomain(n) {
                     self.error(
                         &["gke", "networks", &i.to_string()],
                         format!(
@@ -1090,6 +1090,19 @@ impl Validator<'_> {
 }
 
 /// `n` nodes `lab-0`.. at `10.0.0.1`.., for tests.
+/// A Kubernetes object name that is a DNS subdomain (RFC 1123): lowercase letters,
+/// digits, `-` and `.`, at most 253, each dot-separated label starting and ending with a
+/// letter or digit (Secrets, service accounts, claims, Networks).
+pub fn valid_subdomain(n: &str) -> bool {
+    let alnum = |c: Option<char>| c.is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+    !n.is_empty()
+        && n.len() <= 253
+        && n.split('.')
+            .all(|l| alnum(l.chars().next()) && alnum(l.chars().last()))
+        && n.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '.'))
+}
+
 #[cfg(test)]
 pub(crate) fn lab_nodes(n: usize) -> Vec<NodeTarget> {
     (0..n)

@@ -383,18 +383,7 @@ struct Checker<'a> {
     not_on_gke: Vec<Diagnostic>,
 }
 
-/// A Kubernetes object name that is a DNS subdomain (RFC 1123): lowercase letters,
-/// digits, `-` and `.`, at most 253, each dot-separated label starting and ending with a
-/// letter or digit (Secrets, service accounts, claims, Networks).
-pub fn valid_subdomain(n: &str) -> bool {
-    let alnum = |c: Option<char>| c.is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
-    !n.is_empty()
-        && n.len() <= 253
-        && n.split('.')
-            .all(|l| alnum(l.chars().next()) && alnum(l.chars().last()))
-        && n.chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '.'))
-}
+pub use crate::fleet::valid_subdomain;
 
 /// A Secret's data key, as Kubernetes takes it (`IsConfigMapKey`: `[-._a-zA-Z0-9]+`,
 /// at most 253, not `.` or `..`).

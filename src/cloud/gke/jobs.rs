@@ -173,33 +173,7 @@ pub const WAIT_EVENTS: [&str; 6] = [
     "BackOff",
 ];
 
-/// A job rank whose pod waits: why (its container's waiting reason, else why it is not
-/// scheduled) and the latest events about it.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct Waiting {
-    pub job: String,
-    pub rank: Option<usize>,
-    pub pod: String,
-    pub why: Option<String>,
-    pub events: Vec<String>,
-}
-
-impl Waiting {
-    /// One line: "rank 1 (pod P) waits: WHY; FailedScheduling: MESSAGE".
-    pub fn line(&self) -> String {
-        let mut s = match self.rank {
-            Some(r) => format!("rank {r} (pod {}) waits", self.pod),
-            None => format!("pod {} waits", self.pod),
-        };
-        if let Some(w) = &self.why {
-            s.push_str(&format!(": {w}"));
-        }
-        for e in &self.events {
-            s.push_str(&format!("; {e}"));
-        }
-        s
-    }
-}
+pub use super::view::Waiting;
 
 /// The job pods among `pods` that wait (not running, not ended, or a container
 /// waiting), with the latest of `events` about each (at most 2, newest first).

@@ -36,7 +36,7 @@ pub const MANAGED_BY: (&str, &str) = ("app.kubernetes.io/managed-by", "flightdec
 
 /// Who made an object: the same `flightdeck-owner` label value the GCP backend puts on
 /// its instances (the config's `gcp.owner`, else `$USER`).
-pub const OWNER_LABEL: &str = crate::cloud::gcp::plan::OWNER_LABEL;
+pub const OWNER_LABEL: &str = "flightdeck-owner";
 /// Which state directory made an object (8 hex digits of a hash of this machine's name
 /// and the state directory's path): one operator's two state directories, or two
 /// machines, do not take each other's objects for their own.
@@ -232,5 +232,15 @@ mod tests {
         assert!(a.len() <= 63 && b.len() <= 63);
         assert_ne!(a, b);
         assert_eq!(object_name("A_b.c", 63), "a-b-c");
+    }
+}
+
+#[cfg(test)]
+mod owner_label_tests {
+    /// GKE's objects and GCP's instances carry one owner label (kept apart here to keep
+    /// `cloud/gke` out of `cloud/gcp`'s imports).
+    #[test]
+    fn the_owner_label_is_gcps() {
+        assert_eq!(super::OWNER_LABEL, crate::cloud::gcp::plan::OWNER_LABEL);
     }
 }

@@ -640,10 +640,38 @@ pub struct Snapshot {
     pub plugins: Vec<PluginVersion>,
     /// Job ranks whose pods wait, with why and the latest events about them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub waiting: Vec<super::jobs::Waiting>,
+    pub waiting: Vec<Waiting>,
     /// Why Kueue's workloads could not be read (Kueue not installed), if so.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kueue: Option<String>,
+}
+
+/// A job rank whose pod waits: why (its container's waiting reason, else why it is not
+/// scheduled) and the latest events about it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Waiting {
+    pub job: String,
+    pub rank: Option<usize>,
+    pub pod: String,
+    pub why: Option<String>,
+    pub events: Vec<String>,
+}
+
+impl Waiting {
+    /// One line: "rank 1 (pod P) waits: WHY; FailedScheduling: MESSAGE".
+    pub fn line(&self) -> String {
+        let mut s = match self.rank {
+            Some(r) => format!("rank {r} (pod {}) waits", self.pod),
+            None => format!("pod {} waits", self.pod),
+        };
+        if let Some(w) = &self.why {
+            s.push_str(&format!(": {w}"));
+        }
+        for e in &self.events {
+            s.push_str(&format!("; {e}"));
+        }
+        s
+    }
 }
 
 #[cfg(test)]
