@@ -1124,3 +1124,34 @@ fn rdma_job_jobset_against_cluster_toolkits_a4_jobset() {
         &allowed,
     );
 }
+
+/// The dry run prints the networks the run attaches: the fleet file's `gke.networks`,
+/// not the guides' defaults (both come from `jobs::jobset::job_jobset`).
+#[test]
+fn job_dry_run_attaches_the_fleet_files_networks() {
+    let tmp = tempfile::tempdir().unwrap();
+    let h = home(tmp.path());
+    let nets: Vec<String> = (0..8).map(|i| format!("team-rdma-{i}")).collect();
+    unreachable_fleet(
+        tmp.path(),
+        "a4",
+        &format!("  networks: [{}]\nnetwork:\n  gpudirect: rdma\n", nets.join(", ")),
+    );
+    let job = tmp.path().join("job.yaml");
+    std::fs::write(
+        &job,
+        "type: task\nname: train\nfleet: a4.yaml\nnodes: 2\ngpus_per_node: 8\ncommands: [python train.py]\n",
+    )
+    .unwrap();
+    let out = flightdeck(&h, &["job", "run", job.to_str().unwrap(), "--dry-run"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let set = docs(&text(&out.stdout)).remove(0);
+    let ifaces = pod_of(&set)["metadata"]["annotations"]["networking.gke.io/interfaces"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    for n in &nets {
+        assert!(ifaces.contains(&format!("\"{n}\"")), "{n} not in {ifaces}");
+    }
+    assert!(!ifaces.contains("\"rdma-0\""), "{ifaces}");
+}

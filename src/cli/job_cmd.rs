@@ -99,19 +99,9 @@ fn run_job(
     cli: &Cli,
     paths: &Paths,
 ) -> anyhow::Result<ExitCode> {
-    let lookup = |k: &str| std::env::var(k).ok();
-    let job = match jobs::spec::load(file, &lookup) {
-        Ok(j) => j,
-        Err(diags) => {
-            for d in diags {
-                errln!("{d}");
-            }
-            return Ok(ExitCode::FAILURE);
-        }
+    let Some(job) = load_job(file) else {
+        return Ok(ExitCode::FAILURE);
     };
-    for w in &job.warnings {
-        errln!("{w}");
-    }
     let target = remote::Target {
         preflight: !no_preflight,
         files_outside,
@@ -160,26 +150,16 @@ fn fleet_arg(job: &jobs::Job, paths: &Paths) -> String {
 }
 
 /// `job run --dry-run` on a GKE fleet: the JobSet the job would create, built by the
-/// builders `job run` uses ([`jobs::jobset::jobset`], [`jobs::jobset::with_gpudirect`]),
+/// builder `job run` uses ([`jobs::jobset::job_jobset`]),
 /// as YAML on stdout; nothing is created and no cluster is asked. The ranks come from
 /// `nodes:` (else the fleet's recorded nodes), the GPUs a node has from `gpus_per_node:`
 /// (else the fleet file's machine type), DWS flex-start from the fleet file's
 /// `flex_start` (a run also reads the flex-start label of a recorded node).
 fn dry_run_job(file: &std::path::Path, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
     use crate::nccl::profile;
-    let lookup = |k: &str| std::env::var(k).ok();
-    let job = match jobs::spec::load(file, &lookup) {
-        Ok(j) => j,
-        Err(diags) => {
-            for d in diags {
-                errln!("{d}");
-            }
-            return Ok(ExitCode::FAILURE);
-        }
+    let Some(job) = load_job(file) else {
+        return Ok(ExitCode::FAILURE);
     };
-    for w in &job.warnings {
-        errln!("{w}");
-    }
     let target = fleet_of(&fleet_arg(&job, paths), cli, paths)?;
     let spec = target.spec.as_ref();
     let g = match spec {
@@ -240,8 +220,9 @@ fn dry_run_job(file: &std::path::Path, cli: &Cli, paths: &Paths) -> anyhow::Resu
     };
     let id = jobs::launch::new_id(&job.name, store::now_unix());
     let owner = crate::cloud::gke::Owner::of_process();
-    let mut set = jobs::jobset::jobset(&job, &id, want, gpus, &lines, &at);
-    jobs::jobset::with_gpudirect(&mut set, flavour);
+    let mut set =
+        jobs::jobset::job_jobset(&job, &id, want, gpus, &lines, &at, flavour, g.networks.as_deref())
+            .map_err(anyhow::Error::msg)?;
     crate::cloud::gke::stamp_owner(&owner, &mut set);
     let mut objects = vec![set];
     // The env's Secret as it would be created, its values left out: a dry run's output
@@ -257,6 +238,25 @@ fn dry_run_job(file: &std::path::Path, cli: &Cli, paths: &Paths) -> anyhow::Resu
     }
     outln!("{}", crate::nccl::pods::objects_yaml(&objects).trim_end());
     Ok(ExitCode::SUCCESS)
+}
+
+/// Job file `file` read, its warnings and errors printed (None after errors).
+fn load_job(file: &std::path::Path) -> Option<jobs::spec::Job> {
+    let lookup = |k: &str| std::env::var(k).ok();
+    match jobs::spec::load(file, &lookup) {
+        Ok(job) => {
+            for w in &job.warnings {
+                errln!("{w}");
+            }
+            Some(job)
+        }
+        Err(diags) => {
+            for d in diags {
+                errln!("{d}");
+            }
+            None
+        }
+    }
 }
 
 /// Which job a NAME means: an id, or the latest job of that name.

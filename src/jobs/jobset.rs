@@ -518,9 +518,16 @@ pub async fn start(
         queue: spec.queue.as_deref(),
         flex_start,
     };
-    let mut set = jobset(job, id, nodes.len(), gpus, profile_lines, &at);
-    with_gpudirect_on(&mut set, profile, spec.networks.as_deref())
-        .map_err(|e| format!("{}: {e}", job.file.display()))?;
+    let set = job_jobset(
+        job,
+        id,
+        nodes.len(),
+        gpus,
+        profile_lines,
+        &at,
+        profile,
+        spec.networks.as_deref(),
+    )?;
     create_jobset(clients, &node, &set).await?;
     // The env's Secret, owned by the JobSet (its uid): the pods wait for it (the kubelet
     // starts no container whose envFrom Secret is missing) and it goes with the JobSet.
@@ -588,6 +595,25 @@ async fn create_env_secret(
 /// NCCL's plugin uses.
 pub fn with_gpudirect(set: &mut serde_json::Value, profile: crate::nccl::GpuDirect) {
     with_gpudirect_on(set, profile, None).expect("the guides' networks fit their flavour")
+}
+
+/// Job `id`'s JobSet as `job run` creates it and `job run --dry-run` prints it: [`jobset`]
+/// with the flavour's networks (the fleet file's `gke.networks`, else the guides'),
+/// mounts and sidecar ([`with_gpudirect_on`]).
+#[allow(clippy::too_many_arguments)]
+pub fn job_jobset(
+    job: &Job,
+    id: &str,
+    nodes: usize,
+    gpus: u32,
+    profile_lines: &[String],
+    at: &Placement,
+    profile: crate::nccl::GpuDirect,
+    networks: Option<&[String]>,
+) -> Result<serde_json::Value, String> {
+    let mut set = jobset(job, id, nodes, gpus, profile_lines, at);
+    with_gpudirect_on(&mut set, profile, networks).map_err(|e| format!("{}: {e}", job.file.display()))?;
+    Ok(set)
 }
 
 /// [`with_gpudirect`] on the GPU-NIC `networks` a fleet file names (`gke.networks`).
