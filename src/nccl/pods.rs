@@ -939,6 +939,40 @@ mod tests {
     /// the hostfile naming both pods and runs the sizes, iterations and GPUs asked for.
     #[test]
     fn tcpxo_head_script_runs_googles_scripts() {
+        let demo = std::fs::read_to_string(tcpxo_script(DEMO_RUN)).unwrap();
+        let (argv, hostfile) = run_head_with_recorders(&tcpxo_spec(), GpuDirect::Tcpxo, &[(DEMO_RUN, demo)]);
+        let has = |pair: &[&str]| argv.windows(pair.len()).any(|w| w == pair);
+        for pair in [
+            &["-np", "16"][..],
+            &["--hostfile", &hostfile],
+            &["-x", "NCCL_LIB_DIR=/usr/local/nvidia/lib64"],
+            &[
+                "all_gather_perf",
+                "-b",
+                "1024",
+                "-e",
+                "8589934592",
+                "-f",
+                "2",
+                "-g",
+                "1",
+            ],
+            &["-w", "5", "--iters", "20"],
+        ] {
+            assert!(has(pair), "mpirun got no {pair:?}: {argv:?}");
+        }
+    }
+
+    /// `flavour`'s head script for `spec` run under bash against two pods (10.1.0.5 and
+    /// 10.1.0.6, 8 GPUs each), with Google's init_ssh.sh and gen_hostfiles.sh and `extra`
+    /// scripts in the scripts directory, and recording stand-ins of ssh and mpirun. Checks
+    /// what both flavours share (every pod's host key accepted on port 222, a hostfile of
+    /// both pods with 8 slots) and gives mpirun's arguments and the hostfile's path.
+    fn run_head_with_recorders(
+        spec: &RunSpec,
+        flavour: GpuDirect,
+        extra: &[(&str, String)],
+    ) -> (Vec<String>, String) {
         use std::os::unix::fs::PermissionsExt;
         let tmp = tempfile::tempdir().unwrap();
         let (scripts, bin, rec) = (
@@ -950,9 +984,13 @@ mod tests {
             std::fs::create_dir(d).unwrap();
         }
         let exe = |p: &Path| std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
-        for f in ["init_ssh.sh", "gen_hostfiles.sh", DEMO_RUN] {
+        for f in ["init_ssh.sh", "gen_hostfiles.sh"] {
             std::fs::copy(tcpxo_script(f), scripts.join(f)).unwrap();
             exe(&scripts.join(f));
+        }
+        for (name, text) in extra {
+            std::fs::write(scripts.join(name), text).unwrap();
+            exe(&scripts.join(name));
         }
         for (name, body) in [
             ("ssh", "echo \"$*\" >> \"$REC/ssh\"\n"),
@@ -968,9 +1006,10 @@ mod tests {
         }
         let head = tmp.path().join("head.sh");
         let hosts = ["10.1.0.5".to_string(), "10.1.0.6".to_string()];
-        std::fs::write(&head, head_script(&tcpxo_spec(), GpuDirect::Tcpxo, &hosts, 8)).unwrap();
+        std::fs::write(&head, head_script(spec, flavour, &hosts, 8)).unwrap();
         let out = std::process::Command::new("bash")
             .arg(&head)
+            .current_dir(tmp.path())
             .env(
                 "PATH",
                 format!("{}:{}:/usr/bin:/bin", scripts.display(), bin.display()),
@@ -995,28 +1034,8 @@ mod tests {
             read("hostfile"),
             "10.1.0.5 port=222 slots=8\n10.1.0.6 port=222 slots=8\n"
         );
-        let argv: Vec<String> = read("mpirun").lines().map(String::from).collect();
-        let has = |pair: &[&str]| argv.windows(pair.len()).any(|w| w == pair);
-        let hostfile = scripts.join("hostfiles2/hostfile8").display().to_string();
-        for pair in [
-            &["-np", "16"][..],
-            &["--hostfile", &hostfile],
-            &["-x", "NCCL_LIB_DIR=/usr/local/nvidia/lib64"],
-            &[
-                "all_gather_perf",
-                "-b",
-                "1024",
-                "-e",
-                "8589934592",
-                "-f",
-                "2",
-                "-g",
-                "1",
-            ],
-            &["-w", "5", "--iters", "20"],
-        ] {
-            assert!(has(pair), "mpirun got no {pair:?}: {argv:?}");
-        }
+        let argv = read("mpirun").lines().map(String::from).collect();
+        (argv, scripts.join("hostfiles2/hostfile8").display().to_string())
     }
 
     /// The TCPX guide's `run-nccl.sh`, as its ConfigMap
@@ -1039,73 +1058,20 @@ mod tests {
     /// key is accepted and mpirun finds the hostfile naming both pods with 8 slots.
     #[test]
     fn tcpx_head_script_writes_the_hostfiles_run_nccl_reads() {
-        use std::os::unix::fs::PermissionsExt;
-        let tmp = tempfile::tempdir().unwrap();
-        let (scripts, bin, rec) = (
-            tmp.path().join("scripts"),
-            tmp.path().join("bin"),
-            tmp.path().join("rec"),
-        );
-        for d in [&scripts, &bin, &rec] {
-            std::fs::create_dir(d).unwrap();
-        }
-        let exe = |p: &Path| std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
-        for f in ["init_ssh.sh", "gen_hostfiles.sh"] {
-            std::fs::copy(tcpxo_script(f), scripts.join(f)).unwrap();
-            exe(&scripts.join(f));
-        }
-        std::fs::write(scripts.join("run-nccl.sh"), tcpx_run_nccl()).unwrap();
-        exe(&scripts.join("run-nccl.sh"));
-        // Sourced by run-nccl.sh: it picks the RxDM socket directory.
-        std::fs::write(scripts.join("unix_client_prefix_selection.sh"), "").unwrap();
-        for (name, body) in [
-            ("ssh", "echo \"$*\" >> \"$REC/ssh\"\n"),
-            (
-                "mpirun",
-                "printf '%s\\n' \"$@\" > \"$REC/mpirun\"\n\
-                 while [ $# -gt 0 ]; do if [ \"$1\" = --hostfile ]; then cat \"$2\" > \"$REC/hostfile\"; fi; shift; done\n",
-            ),
-            ("tee", "exec cat\n"),
-        ] {
-            std::fs::write(bin.join(name), format!("#!/bin/bash\n{body}")).unwrap();
-            exe(&bin.join(name));
-        }
-        let head = tmp.path().join("head.sh");
-        let hosts = ["10.1.0.5".to_string(), "10.1.0.6".to_string()];
         let spec = RunSpec {
             profile: GpuDirect::Tcpx,
             ..spec()
         };
-        std::fs::write(&head, head_script(&spec, GpuDirect::Tcpx, &hosts, 8)).unwrap();
-        let out = std::process::Command::new("bash")
-            .arg(&head)
-            .current_dir(tmp.path())
-            .env(
-                "PATH",
-                format!("{}:{}:/usr/bin:/bin", scripts.display(), bin.display()),
-            )
-            .env("REC", &rec)
-            .env("LD_LIBRARY_PATH", "/usr/local/nvidia/lib64")
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "{err}");
-        let read = |f: &str| {
-            std::fs::read_to_string(rec.join(f))
-                .unwrap_or_else(|_| panic!("{f} not run or no hostfile: {err}"))
-        };
-        assert_eq!(
-            read("ssh"),
-            "-o StrictHostKeyChecking=no -p 222 10.1.0.5 echo Hello from 10.1.0.5\n\
-             -o StrictHostKeyChecking=no -p 222 10.1.0.6 echo Hello from 10.1.0.6\n"
+        let (argv, hostfile) = run_head_with_recorders(
+            &spec,
+            GpuDirect::Tcpx,
+            &[
+                ("run-nccl.sh", tcpx_run_nccl()),
+                // Sourced by run-nccl.sh: it picks the RxDM socket directory.
+                ("unix_client_prefix_selection.sh", String::new()),
+            ],
         );
-        assert_eq!(
-            read("hostfile"),
-            "10.1.0.5 port=222 slots=8\n10.1.0.6 port=222 slots=8\n"
-        );
-        let argv: Vec<String> = read("mpirun").lines().map(String::from).collect();
         let has = |pair: &[&str]| argv.windows(pair.len()).any(|w| w == pair);
-        let hostfile = scripts.join("hostfiles2/hostfile8").display().to_string();
         for pair in [
             &["-np", "16"][..],
             &["--hostfile", &hostfile],
