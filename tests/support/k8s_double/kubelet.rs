@@ -354,7 +354,7 @@ async fn run_pod(s: Arc<Shared>, ns: String, name: String, have: Vec<String>) {
             continue;
         }
         let code = run.wait().await;
-        let term = json!({"terminated": {"exitCode": code, "reason": if code == 0 { "Completed" } else { "Error" }, "startedAt": started, "finishedAt": ts()}});
+        let term = terminated(code, Some(&started));
         set_state(&s, &ns, &name, "initContainerStatuses", &cname, term, false);
         if code != 0 {
             stop(&sidecars);
@@ -414,7 +414,7 @@ async fn run_pod(s: Arc<Shared>, ns: String, name: String, have: Vec<String>) {
         let (ns, name) = (ns.clone(), name.clone());
         async move {
             let code = run.wait().await;
-            let term = json!({"terminated": {"exitCode": code, "reason": if code == 0 { "Completed" } else { "Error" }, "startedAt": started, "finishedAt": ts()}});
+            let term = terminated(code, Some(&started));
             set_state(&s, &ns, &name, "containerStatuses", &cname, term, false);
             code
         }
@@ -433,7 +433,7 @@ async fn run_pod(s: Arc<Shared>, ns: String, name: String, have: Vec<String>) {
             &name,
             "initContainerStatuses",
             &cname,
-            json!({"terminated": {"exitCode": code, "reason": if code == 0 { "Completed" } else { "Error" }, "finishedAt": ts()}}),
+            terminated(code, None),
             false,
         );
     }
@@ -446,6 +446,16 @@ async fn run_pod(s: Arc<Shared>, ns: String, name: String, have: Vec<String>) {
     set_phase(&s, &ns, &name, if all_ok { "Succeeded" } else { "Failed" });
     mark_done(&s, &ns, &name);
     settle_jobsets(&s);
+}
+
+/// A container's `terminated` state after it exited with `code` (the kubelet's reason:
+/// Completed for 0, else Error).
+fn terminated(code: i32, started: Option<&str>) -> Value {
+    let mut t = json!({"exitCode": code, "reason": if code == 0 { "Completed" } else { "Error" }, "finishedAt": ts()});
+    if let Some(at) = started {
+        t["startedAt"] = at.into();
+    }
+    json!({ "terminated": t })
 }
 
 fn mark_done(s: &Shared, ns: &str, name: &str) {
