@@ -50,6 +50,17 @@ fn queued_pool(name: &str) -> PoolSpec {
     }
 }
 
+/// The environment that points flightdeck at the double's GKE API with Application
+/// Default Credentials the double issues tokens for (written under `dir`).
+fn adc_env(d: &KubeDouble, dir: &Path) -> [(&'static str, String); 2] {
+    let adc = dir.join("adc.json");
+    std::fs::write(&adc, d.adc_credentials().to_string()).unwrap();
+    [
+        ("GOOGLE_APPLICATION_CREDENTIALS", adc.display().to_string()),
+        ("FLIGHTDECK_GKE_API_URL", format!("{}/v1", d.url)),
+    ]
+}
+
 fn kubectl(d: &KubeDouble, home: &Path, args: &[&str], stdin: Option<&str>) -> std::process::Output {
     assert!(
         Path::new(KUBECTL).exists(),
@@ -325,18 +336,13 @@ fn a_cluster_named_by_project_location_and_name_uses_adc() {
     });
     let home = tmp.path().join("home");
     std::fs::create_dir_all(&home).unwrap();
-    let adc = tmp.path().join("adc.json");
-    std::fs::write(&adc, d.adc_credentials().to_string()).unwrap();
     let f = tmp.path().join("byname.yaml");
     std::fs::write(
         &f,
         "type: fleet\nname: byname\ngke:\n  project: my-project\n  location: us-central1\n  cluster: a3u-cluster\n  selector: cloud.google.com/gke-spot=true\n",
     )
     .unwrap();
-    let env = [
-        ("GOOGLE_APPLICATION_CREDENTIALS", adc.display().to_string()),
-        ("FLIGHTDECK_GKE_API_URL", format!("{}/v1", d.url)),
-    ];
+    let env = adc_env(&d, tmp.path());
     let out = support::flightdeck_env(&home, &["fleet", "apply", f.to_str().unwrap(), "--yes"], &env);
     let err = text(&out.stderr);
     assert!(out.status.success(), "{err}");
@@ -1131,18 +1137,13 @@ fn pools_at_zero_nodes_are_shown_from_the_gke_api() {
         "queuedProvisioning": {"enabled": true}}));
     let home = tmp.path().join("home");
     std::fs::create_dir_all(&home).unwrap();
-    let adc = tmp.path().join("adc.json");
-    std::fs::write(&adc, d.adc_credentials().to_string()).unwrap();
     let f = tmp.path().join("dws.yaml");
     std::fs::write(
         &f,
         "type: fleet\nname: dws\ngke:\n  project: my-project\n  location: us-central1\n  cluster: a3u-cluster\n  node_pools: [a3u-flex, a3u-dws]\n",
     )
     .unwrap();
-    let env = [
-        ("GOOGLE_APPLICATION_CREDENTIALS", adc.display().to_string()),
-        ("FLIGHTDECK_GKE_API_URL", format!("{}/v1", d.url)),
-    ];
+    let env = adc_env(&d, tmp.path());
     let out = support::flightdeck_env(&home, &["fleet", "apply", f.to_str().unwrap(), "--yes"], &env);
     let err = text(&out.stderr);
     assert!(out.status.success(), "{err}");
