@@ -530,6 +530,24 @@ fn unreachable_fleet(dir: &Path, name: &str, extra: &str) -> PathBuf {
     f
 }
 
+/// `job run --dry-run` of a 2-node, 8-GPU job whose `fleet:` names fleet file `a4.yaml`
+/// beside it (an unreachable cluster; `fleet_extra` appended to the fleet file); it
+/// succeeds.
+fn train_dry_run(fleet_extra: &str) -> std::process::Output {
+    let tmp = tempfile::tempdir().unwrap();
+    let h = home(tmp.path());
+    unreachable_fleet(tmp.path(), "a4", fleet_extra);
+    let job = tmp.path().join("job.yaml");
+    std::fs::write(
+        &job,
+        "type: task\nname: train\nfleet: a4.yaml\nnodes: 2\ngpus_per_node: 8\ncommands: [python train.py]\n",
+    )
+    .unwrap();
+    let out = flightdeck(&h, &["job", "run", job.to_str().unwrap(), "--dry-run"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    out
+}
+
 fn home(dir: &Path) -> PathBuf {
     let h = dir.join("home");
     std::fs::create_dir_all(&h).unwrap();
@@ -1057,17 +1075,7 @@ fn rdma_test_jobset_against_cluster_toolkits_a4_jobset() {
 
 #[test]
 fn rdma_job_jobset_against_cluster_toolkits_a4_jobset() {
-    let tmp = tempfile::tempdir().unwrap();
-    let h = home(tmp.path());
-    unreachable_fleet(tmp.path(), "a4", "  queue: a4\nnetwork:\n  gpudirect: rdma\n");
-    let job = tmp.path().join("job.yaml");
-    std::fs::write(
-        &job,
-        "type: task\nname: train\nfleet: a4.yaml\nnodes: 2\ngpus_per_node: 8\ncommands: [python train.py]\n",
-    )
-    .unwrap();
-    let out = flightdeck(&h, &["job", "run", job.to_str().unwrap(), "--dry-run"]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = train_dry_run("  queue: a4\nnetwork:\n  gpudirect: rdma\n");
     let ours_js = docs(&text(&out.stdout)).remove(0);
     let theirs_js = reference_object(
         "cluster-toolkit/examples/gke-a4/nccl-jobset-example.yaml",
@@ -1129,22 +1137,11 @@ fn rdma_job_jobset_against_cluster_toolkits_a4_jobset() {
 /// not the guides' defaults (both come from `jobs::jobset::job_jobset`).
 #[test]
 fn job_dry_run_attaches_the_fleet_files_networks() {
-    let tmp = tempfile::tempdir().unwrap();
-    let h = home(tmp.path());
     let nets: Vec<String> = (0..8).map(|i| format!("team-rdma-{i}")).collect();
-    unreachable_fleet(
-        tmp.path(),
-        "a4",
-        &format!("  networks: [{}]\nnetwork:\n  gpudirect: rdma\n", nets.join(", ")),
-    );
-    let job = tmp.path().join("job.yaml");
-    std::fs::write(
-        &job,
-        "type: task\nname: train\nfleet: a4.yaml\nnodes: 2\ngpus_per_node: 8\ncommands: [python train.py]\n",
-    )
-    .unwrap();
-    let out = flightdeck(&h, &["job", "run", job.to_str().unwrap(), "--dry-run"]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = train_dry_run(&format!(
+        "  networks: [{}]\nnetwork:\n  gpudirect: rdma\n",
+        nets.join(", ")
+    ));
     let set = docs(&text(&out.stdout)).remove(0);
     let ifaces = pod_of(&set)["metadata"]["annotations"]["networking.gke.io/interfaces"]
         .as_str()
