@@ -445,6 +445,9 @@ pub fn jobset(
             }],
         },
     });
+    if let Some(t) = &job.spec.topology {
+        with_topology(&mut set, t);
+    }
     if let Some(secs) = job.max_duration {
         // `max_duration`: the Job's activeDeadlineSeconds ends its pods past it.
         set["spec"]["replicatedJobs"][0]["template"]["spec"]["activeDeadlineSeconds"] = secs.into();
@@ -455,6 +458,19 @@ pub fn jobset(
         pod["serviceAccountName"] = sa.clone().into();
     }
     set
+}
+
+/// Kueue Topology Aware Scheduling on the pod template (a checked `t`; an unchecked
+/// one is left out).
+pub fn with_topology(set: &mut serde_json::Value, t: &crate::fleet::spec::Topology) {
+    let Ok((key, level)) = t.annotation() else {
+        return;
+    };
+    let meta = &mut set["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["metadata"];
+    if !meta["annotations"].is_object() {
+        meta["annotations"] = serde_json::json!({});
+    }
+    meta["annotations"][key] = level.into();
 }
 
 /// Start `job` (id `id`) as a JobSet on the GKE fleet of `nodes` (one pod per rank).
@@ -519,6 +535,9 @@ pub async fn start(
         flex_start,
     };
     let mut set = jobset(job, id, nodes.len(), gpus, profile_lines, &at);
+    if let (None, Some(t)) = (&job.spec.topology, &spec.topology) {
+        with_topology(&mut set, t);
+    }
     with_gpudirect_on(&mut set, profile, spec.networks.as_deref())
         .map_err(|e| format!("{}: {e}", job.file.display()))?;
     create_jobset(clients, &node, &set).await?;
