@@ -364,3 +364,70 @@ fn job_pods_ask_for_resources_end_at_max_duration_and_run_rxdm_unprivileged() {
     assert!(req["cpu"].is_string() && req["memory"].is_string(), "{req}");
     assert!(set["spec"]["replicatedJobs"][0]["template"]["spec"]["activeDeadlineSeconds"].is_null());
 }
+
+/// Gke review M10: Kueue Topology Aware Scheduling, asked for on the pod template as
+/// cluster-toolkit's A4 JobSet does: the fleet's level for its jobs, a job file's over
+/// it; a wrong one refused at its line.
+#[test]
+fn jobs_ask_kueue_for_a_topology() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (d, home) = setup(
+        tmp.path(),
+        "  queue: lq\n  topology:\n    preferred: cloud.google.com/gce-topology-block\n",
+    );
+    let out = run(
+        tmp.path(),
+        &home,
+        "fleettas",
+        "gpus_per_node: 8\ncommands: [\"true\"]\n",
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let a = pod_template(&jobset(&d, "fleettas"))["metadata"]["annotations"].clone();
+    assert_eq!(
+        a["kueue.x-k8s.io/podset-preferred-topology"], "cloud.google.com/gce-topology-block",
+        "{a}"
+    );
+    let out = run(
+        tmp.path(),
+        &home,
+        "jobtas",
+        "gpus_per_node: 8\ntopology:\n  required: cloud.google.com/gce-topology-subblock\ncommands: [\"true\"]\n",
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let a = pod_template(&jobset(&d, "jobtas"))["metadata"]["annotations"].clone();
+    assert_eq!(
+        a["kueue.x-k8s.io/podset-required-topology"], "cloud.google.com/gce-topology-subblock",
+        "{a}"
+    );
+    assert!(a["kueue.x-k8s.io/podset-preferred-topology"].is_null(), "{a}");
+    let out = run(
+        tmp.path(),
+        &home,
+        "badtas",
+        "topology:\n  preferred: a\n  required: b\ncommands: [\"true\"]\n",
+    );
+    let err = text(&out.stderr);
+    assert!(
+        !out.status.success()
+            && err.contains("badtas.yaml:4:1: topology: give `preferred: LEVEL` or `required: LEVEL`"),
+        "{err}"
+    );
+    // Without a Kueue queue nothing reads the annotation: refused, not silently ignored.
+    let tmp2 = tempfile::tempdir().unwrap();
+    let (d2, home2) = setup(tmp2.path(), "");
+    let out = run(
+        tmp2.path(),
+        &home2,
+        "noqueue",
+        "gpus_per_node: 8\ntopology:\n  preferred: cloud.google.com/gce-topology-block\ncommands: [\"true\"]\n",
+    );
+    let err = text(&out.stderr);
+    assert!(
+        !out.status.success()
+            && err.contains(
+                "noqueue.yaml: `topology:` is Kueue's Topology Aware Scheduling and needs a Kueue queue"
+            ),
+        "{err}"
+    );
+    assert!(d2.jobsets().is_empty(), "{:?}", d2.jobsets());
+}

@@ -217,6 +217,7 @@ fn dry_run_job(file: &std::path::Path, cli: &Cli, paths: &Paths) -> anyhow::Resu
         pools: g.node_pools.as_deref().unwrap_or(&[]),
         queue: g.queue.as_deref(),
         flex_start: spec.and_then(|s| s.flex_start).map(|d| d.0),
+        topology: g.topology.as_ref(),
     };
     let id = jobs::launch::new_id(&job.name, store::now_unix());
     let owner = crate::cloud::gke::Owner::of_process();

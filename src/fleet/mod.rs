@@ -824,6 +824,11 @@ impl Validator<'_> {
                 ),
             );
         }
+        if let Some(t) = &g.topology {
+            if let Err(e) = t.annotation() {
+                self.error(&["gke", "topology"], e);
+            }
+        }
         if let Some(nets) = &g.networks {
             for (i, n) in nets.iter().enumerate() {
                 if !valid_subdomain(n) {

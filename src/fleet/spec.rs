@@ -157,6 +157,44 @@ pub struct Gke {
     /// 4, TCPXO 8, RDMA 8), for job pods' `networking.gke.io/interfaces`; default the
     /// GKE guides' names (`vpc1`.., `rdma-0`..).
     pub networks: Option<Vec<String>>,
+    /// Kueue Topology Aware Scheduling for the fleet's jobs (a job file's `topology`
+    /// wins).
+    pub topology: Option<Topology>,
+}
+
+/// Kueue Topology Aware Scheduling: the topology level (a node label of Kueue's
+/// Topology, e.g. `cloud.google.com/gce-topology-block`) a job's pods are packed in,
+/// `preferred` or `required` (`kueue.x-k8s.io/podset-preferred-topology` /
+/// `-required-topology` on the pod template, as cluster-toolkit's A4 JobSet asks).
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Topology {
+    pub preferred: Option<String>,
+    pub required: Option<String>,
+}
+
+impl Topology {
+    /// The pod-template annotation and the level; an error for none or both, or a
+    /// level that is not a label key.
+    pub fn annotation(&self) -> Result<(&'static str, &str), String> {
+        let (key, level) = match (&self.preferred, &self.required) {
+            (Some(p), None) => ("kueue.x-k8s.io/podset-preferred-topology", p),
+            (None, Some(r)) => ("kueue.x-k8s.io/podset-required-topology", r),
+            _ => return Err("give `preferred: LEVEL` or `required: LEVEL` (a topology level's node label, e.g. cloud.google.com/gce-topology-block)".into()),
+        };
+        let (prefix, name) = level.rsplit_once('/').unwrap_or(("", level));
+        let name_ok = !name.is_empty()
+            && name.len() <= 63
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+            && name.starts_with(|c: char| c.is_ascii_alphanumeric())
+            && name.ends_with(|c: char| c.is_ascii_alphanumeric());
+        if !name_ok || (!prefix.is_empty() && !crate::jobs::spec::valid_subdomain(prefix)) {
+            return Err(format!("`{level}` is not a node label key (the topology level, e.g. cloud.google.com/gce-topology-block)"));
+        }
+        Ok((key, level))
+    }
 }
 
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]

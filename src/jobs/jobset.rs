@@ -306,6 +306,8 @@ pub struct Placement<'a> {
     /// the fleet file's `flex_start`): the longest run, in seconds, Kueue's
     /// ProvisioningRequest asks for.
     pub flex_start: Option<u64>,
+    /// The fleet file's `gke.topology`: Kueue TAS for jobs whose file names none.
+    pub topology: Option<&'a crate::fleet::spec::Topology>,
 }
 
 /// The JobSet for `job` (id `id`) on `nodes` pods of `gpus` GPUs each.
@@ -445,6 +447,9 @@ pub fn jobset(
             }],
         },
     });
+    if let Some(t) = job.spec.topology.as_ref().or(at.topology) {
+        with_topology(&mut set, t);
+    }
     if let Some(secs) = job.max_duration {
         // `max_duration`: the Job's activeDeadlineSeconds ends its pods past it.
         set["spec"]["replicatedJobs"][0]["template"]["spec"]["activeDeadlineSeconds"] = secs.into();
@@ -455,6 +460,19 @@ pub fn jobset(
         pod["serviceAccountName"] = sa.clone().into();
     }
     set
+}
+
+/// Kueue Topology Aware Scheduling on the pod template (a checked `t`; an unchecked
+/// one is left out).
+pub fn with_topology(set: &mut serde_json::Value, t: &crate::fleet::spec::Topology) {
+    let Ok((key, level)) = t.annotation() else {
+        return;
+    };
+    let meta = &mut set["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["metadata"];
+    if !meta["annotations"].is_object() {
+        meta["annotations"] = serde_json::json!({});
+    }
+    meta["annotations"][key] = level.into();
 }
 
 /// Start `job` (id `id`) as a JobSet on the GKE fleet of `nodes` (one pod per rank).
@@ -517,6 +535,7 @@ pub async fn start(
         pools: spec.node_pools.as_deref().unwrap_or(&[]),
         queue: spec.queue.as_deref(),
         flex_start,
+        topology: spec.topology.as_ref(),
     };
     let set = job_jobset(
         job,
@@ -611,6 +630,16 @@ pub fn job_jobset(
     profile: crate::nccl::GpuDirect,
     networks: Option<&[String]>,
 ) -> Result<serde_json::Value, String> {
+    if job.spec.topology.is_some() || at.topology.is_some() {
+        if at.queue.is_none() {
+            // Only Kueue reads the podset-*-topology annotations: without a LocalQueue
+            // the pods would go to the scheduler as if no topology had been asked for.
+            return Err(format!(
+                "{}: `topology:` is Kueue's Topology Aware Scheduling and needs a Kueue queue: give the fleet's `gke.queue` (a LocalQueue whose ClusterQueue's flavor has a Topology), or drop `topology:`",
+                job.file.display()
+            ));
+        }
+    }
     let mut set = jobset(job, id, nodes, gpus, profile_lines, at);
     with_gpudirect_on(&mut set, profile, networks).map_err(|e| format!("{}: {e}", job.file.display()))?;
     Ok(set)
@@ -969,6 +998,7 @@ mod tests {
             pools: &[],
             queue: None,
             flex_start: None,
+            topology: None,
         };
         for flavour in [
             GpuDirect::None,

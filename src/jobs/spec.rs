@@ -48,6 +48,8 @@ pub struct JobSpec {
     /// GKE: the Kubernetes service account the job's pods run as (for Workload
     /// Identity: the KSA bound to a Google service account).
     pub service_account: Option<String>,
+    /// GKE: Kueue Topology Aware Scheduling (`preferred:` or `required:` a level).
+    pub topology: Option<crate::fleet::spec::Topology>,
     // dstack task fields flightdeck accepts without acting on them.
     pub python: Option<serde_yaml::Value>,
     pub nvcc: Option<serde_yaml::Value>,
@@ -540,6 +542,12 @@ impl Checker<'_> {
         let uploads = self.uploads(&spec);
         let volumes = self.volumes(&spec);
         let requests = self.requests(&spec);
+        if let Some(t) = &spec.topology {
+            match t.annotation() {
+                Err(e) => self.error(&["topology"], e),
+                Ok(_) => self.gke_only(&["topology"], "Kueue's topology is for GKE fleets' pods"),
+            }
+        }
         let max_duration = match &spec.max_duration {
             None | Some(serde_yaml::Value::Bool(false)) => None,
             Some(serde_yaml::Value::String(s)) if s == "off" => None,
