@@ -630,15 +630,13 @@ pub fn job_jobset(
     profile: crate::nccl::GpuDirect,
     networks: Option<&[String]>,
 ) -> Result<serde_json::Value, String> {
-    if job.spec.topology.is_some() || at.topology.is_some() {
-        if at.queue.is_none() {
-            // Only Kueue reads the podset-*-topology annotations: without a LocalQueue
-            // the pods would go to the scheduler as if no topology had been asked for.
-            return Err(format!(
-                "{}: `topology:` is Kueue's Topology Aware Scheduling and needs a Kueue queue: give the fleet's `gke.queue` (a LocalQueue whose ClusterQueue's flavor has a Topology), or drop `topology:`",
-                job.file.display()
-            ));
-        }
+    if (job.spec.topology.is_some() || at.topology.is_some()) && at.queue.is_none() {
+        // Only Kueue reads the podset-*-topology annotations: without a LocalQueue
+        // the pods would go to the scheduler as if no topology had been asked for.
+        return Err(format!(
+            "{}: `topology:` is Kueue's Topology Aware Scheduling and needs a Kueue queue: give the fleet's `gke.queue` (a LocalQueue whose ClusterQueue's flavor has a Topology), or drop `topology:`",
+            job.file.display()
+        ));
     }
     let mut set = jobset(job, id, nodes, gpus, profile_lines, at);
     with_gpudirect_on(&mut set, profile, networks).map_err(|e| format!("{}: {e}", job.file.display()))?;
