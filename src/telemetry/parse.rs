@@ -161,6 +161,8 @@ enum Section {
     Gpu,
     Dmon,
     Tcp,
+    /// A section that is not ours (an `@ns` without a usable name): its lines are bad.
+    Skip,
 }
 
 /// Streaming parser: feed bytes with [`RecordParser::push`].
@@ -175,6 +177,8 @@ pub struct RecordParser {
     current: Option<(Record, Section, usize)>,
     dmon_columns: Vec<String>,
     dmon_units: Vec<String>,
+    /// The network namespace of the open `@ns` section: its NICs are `NAME/NIC`.
+    ns: Option<String>,
     dropped: u64,
     ignored_lines: u64,
 }
@@ -257,7 +261,18 @@ impl RecordParser {
         }
         let ok = match section {
             Section::Net => parse_net_dev_line(line)
-                .map(|n| n.map(|n| rec.nics.push(n)))
+                .map(|n| {
+                    let n = match (n, &self.ns) {
+                        // Another namespace's loopback is nobody's traffic.
+                        (Some(n), Some(_)) if n.name == "lo" => None,
+                        (Some(mut n), Some(ns)) => {
+                            n.name = format!("{ns}/{}", n.name);
+                            Some(n)
+                        }
+                        (n, _) => n,
+                    };
+                    n.map(|n| rec.nics.push(n))
+                })
                 .is_some(),
             Section::Ib => parse_ib_line(line).map(|r| rec.rdma.push(r)).is_some(),
             Section::Gpu => {
@@ -270,6 +285,7 @@ impl RecordParser {
                 .is_some()
             }
             Section::Tcp => parse_tcp_line(line).map(|t| rec.tcp.push(t)).is_some(),
+            Section::Skip => false,
             Section::Dmon => {
                 if let Some(h) = line.trim_start().strip_prefix('#') {
                     let words = h.split_whitespace().map(str::to_string).collect();
@@ -306,6 +322,7 @@ impl RecordParser {
         if tag != "gpuinfo" && tag != "addr" && tag != "fd" {
             self.flush_hello(out);
         }
+        self.ns = None;
         match tag {
             "fd" => {
                 if self.current.take().is_some() {
@@ -361,6 +378,21 @@ impl RecordParser {
                         ))
                     }
                     _ => self.dropped += 1,
+                }
+            }
+            "ns" => {
+                // NICs of another network namespace (a pod's: see sampler.rs), named
+                // `NAME/NIC`; a name with a `/` or nothing is not ours.
+                let Some((_, section, _)) = self.current.as_mut() else {
+                    self.ignored_lines += 1;
+                    return;
+                };
+                match words.next().filter(|n| !n.contains('/') && n.len() <= 253) {
+                    Some(name) => {
+                        *section = Section::Net;
+                        self.ns = Some(name.to_string());
+                    }
+                    None => *section = Section::Skip,
                 }
             }
             "ib" | "gpu" | "dmon" | "tcp" => {

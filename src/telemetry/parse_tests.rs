@@ -398,3 +398,21 @@ fn addresses_and_tcp_connections() {
     );
     assert_eq!(r.bad_lines, 1);
 }
+
+/// Gke review H6: a pod's NICs come in an `@ns` section, named after the pod, its
+/// loopback left out; the section ends at the next frame.
+#[test]
+fn nics_of_another_namespace_are_named_after_it() {
+    let text = "@fd 1 ms=1000 clock=ns host=n route=eth0 gpus=0 gpufields=-\n@s 1 1700000000000000000\n\
+Inter-|   Receive |  Transmit\n face |bytes packets|bytes\n\
+    lo: 1 1 0 0 0 0 0 0 1 1 0 0 0 0 0 0\n  eth0: 10 1 0 0 0 0 0 0 20 2 0 0 0 0 0 0\n\
+@ns train-0\n    lo: 5 5 0 0 0 0 0 0 5 5 0 0 0 0 0 0\n  eth1: 900 9 0 0 0 0 0 0 800 8 0 0 0 0 0 0\n\
+@ns bad/name\n  eth2: 1 1 0 0 0 0 0 0 1 1 0 0 0 0 0 0\n\
+@ib\n@e 1\n";
+    let (items, _) = items(text, 7);
+    let r = records(&items);
+    let names: Vec<&str> = r[0].nics.iter().map(|n| n.name.as_str()).collect();
+    assert_eq!(names, ["lo", "eth0", "train-0/eth1"]);
+    assert_eq!((r[0].nics[2].rx_bytes, r[0].nics[2].tx_bytes), (900, 800));
+    assert_eq!(r[0].bad_lines, 1, "the unnamed section's line");
+}

@@ -20,6 +20,9 @@
 //! @s SEQ TIME                      start; SEQ counts records from 1, TIME in `clock` units
 //! Inter-|   Receive ...            /proc/net/dev, verbatim (two header lines, one per NIC)
 //!   eth0: 228508497 12590 0 0 0 0 0 0 786986 7609 0 0 0 0 0 0
+//! @ns POD                          per other network namespace holding a NIC besides lo
+//!   eth1: 91230 ...                and eth0 (root only): its /proc/net/dev, the NICs
+//!                                  named `POD/eth1` (POD: the namespace's host name)
 //! @ib                              one line per RDMA port (possibly none):
 //! mlx5_0 1 XMIT_DATA RCV_DATA XMIT_PKTS RCV_PKTS NETDEV
 //! @gpu Q                           the latest nvidia-smi batch, Q its batch number
@@ -54,8 +57,8 @@ pub const SCRIPT: &str = include_str!("sampler.sh");
 
 /// Picks bash where the node has it (`$EPOCHREALTIME` and `read -t` save the `date` and
 /// `sleep` of every record), else sh. `$1` is the script, `$2` the interval in ms, `$3`
-/// whether to sample GPU links.
-const LAUNCHER: &str = "command -v bash >/dev/null 2>&1 && exec bash -c \"$1\" flightdeck-sampler \"$2\" \"$3\"; exec sh -c \"$1\" flightdeck-sampler \"$2\" \"$3\"";
+/// whether to sample GPU links, `$4` whether to sample the NICs of pods.
+const LAUNCHER: &str = "command -v bash >/dev/null 2>&1 && exec bash -c \"$1\" flightdeck-sampler \"$2\" \"$3\" \"$4\"; exec sh -c \"$1\" flightdeck-sampler \"$2\" \"$3\" \"$4\"";
 
 /// What the sampler is asked to do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,6 +67,10 @@ pub struct Config {
     /// Also sample the GPUs' PCIe and NVLink throughput (`nvidia-smi dmon`, about 0.7% of a
     /// core by itself on an H200 host; the rest of the sampler costs far less).
     pub gpu_links: bool,
+    /// Also sample the NICs in other network namespaces (`@ns`): on a GKE node, a Device
+    /// network's NIC sits in the pod that holds it while a job runs. Off elsewhere: an SSH
+    /// host's containers are not its NICs.
+    pub pod_nics: bool,
 }
 
 impl Config {
@@ -71,6 +78,7 @@ impl Config {
         Config {
             interval,
             gpu_links: false,
+            pod_nics: false,
         }
     }
 
@@ -102,9 +110,10 @@ pub fn command(config: Config) -> String {
         "the sampler must not contain a single quote"
     );
     format!(
-        "exec sh -c '{LAUNCHER}' flightdeck-sampler '{script}' {} {}",
+        "exec sh -c '{LAUNCHER}' flightdeck-sampler '{script}' {} {} {}",
         config.interval.millis(),
-        config.links_arg()
+        config.links_arg(),
+        u8::from(config.pod_nics)
     )
 }
 
@@ -215,7 +224,7 @@ mod tests {
         assert!(!LAUNCHER.contains('\''));
         let cmd = command(Config::new(Interval::DEFAULT));
         assert!(
-            cmd.starts_with("exec sh -c '") && cmd.ends_with("' 1000 0"),
+            cmd.starts_with("exec sh -c '") && cmd.ends_with("' 1000 0 0"),
             "{cmd}"
         );
         assert!(!script().lines().any(|l| l.trim_start().starts_with('#')));
@@ -242,6 +251,72 @@ mod tests {
             "{hello}"
         );
         assert!(text.contains("\n@e 1\n"), "{text}");
+    }
+
+    /// Gke review H6: with root, a NIC that sits in another process's network namespace
+    /// (as a GKE Device network's NIC sits in the job pod's) is sampled from there, named
+    /// after that namespace's host name; namespaces with only lo and eth0 are left out.
+    #[test]
+    fn nics_in_other_namespaces_are_sampled_as_root() {
+        let root = std::process::Command::new("id")
+            .arg("-u")
+            .output()
+            .map(|o| o.stdout == b"0\n");
+        if !matches!(root, Ok(true)) {
+            eprintln!("skipped: needs root (network namespaces)");
+            return;
+        }
+        let ns = format!("fdsampler{}", std::process::id());
+        let sh = |c: &str| {
+            let o = std::process::Command::new("sh").args(["-c", c]).output().unwrap();
+            assert!(o.status.success(), "{c}: {}", String::from_utf8_lossy(&o.stderr));
+        };
+        sh(&format!(
+            "ip netns add {ns} && ip -n {ns} link add fdpod1 type veth peer name fdpod2 && ip -n {ns} link set fdpod1 up"
+        ));
+        let mut holder = std::process::Command::new("ip")
+            .args(["netns", "exec", &ns, "sleep", "30"])
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let run = |pods: &str| {
+            std::process::Command::new("timeout")
+                .args([
+                    "1.5",
+                    "sh",
+                    "-c",
+                    &script(),
+                    "flightdeck-sampler",
+                    "300",
+                    "0",
+                    pods,
+                ])
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        };
+        let (on, off) = (run("1"), run("0"));
+        let (out, off) = (on.wait_with_output(), off.wait_with_output().unwrap());
+        let _ = holder.kill();
+        let _ = holder.wait();
+        sh(&format!("ip netns del {ns}"));
+        let text = String::from_utf8_lossy(&out.unwrap().stdout).to_string();
+        let mut p = crate::telemetry::parse::RecordParser::new();
+        let mut items = Vec::new();
+        p.push(text.as_bytes(), &mut items);
+        let names: Vec<String> = items
+            .iter()
+            .find_map(|i| match i {
+                crate::telemetry::parse::Item::Record(r) => {
+                    Some(r.nics.iter().map(|n| n.name.clone()).collect())
+                }
+                _ => None,
+            })
+            .expect("a record");
+        assert!(names.iter().any(|n| n.ends_with("/fdpod1")), "{names:?}\n{text}");
+        assert!(!names.iter().any(|n| n.ends_with("/lo")), "{names:?}");
+        let off = String::from_utf8_lossy(&off.stdout);
+        assert!(off.contains("@e 1") && !off.contains("@ns "), "{off}");
     }
 
     /// The sampler under every shell this machine has: a hello, then records that are

@@ -1,5 +1,5 @@
 # flightdeck telemetry sampler: POSIX sh, nothing to install. flightdeck runs it as
-#   sh -c "<this text>" flightdeck-sampler INTERVAL_MS [LINKS]
+#   sh -c "<this text>" flightdeck-sampler INTERVAL_MS [LINKS] [PODNICS]
 # (under bash when the node has it: see sampler.rs). It prints one hello, then every
 # interval one framed record on stdout; sampler.rs documents the format. LINKS=1 adds
 # the PCIe and NVLink throughput from nvidia-smi dmon (which costs about 0.7% of a
@@ -9,6 +9,7 @@ nl="
 "
 ms=${1:-1000}
 links=${2:-0}
+podnics=${3:-0}
 case $ms in "" | *[!0-9]*) ms=1000 ;; esac
 [ "$ms" -lt 100 ] && ms=100
 [ "$ms" -gt 10000 ] && ms=10000
@@ -145,6 +146,40 @@ if [ "$ng" -gt 0 ] && [ -n "$d" ] && [ "$links" = 1 ]; then
   } &
   pp=$!
 fi
+# NICs in other network namespaces: GKE hands the NIC of a Device network (rdma-*, vpc*)
+# to the pod that names it, so from the namespace of the node it is gone while the job
+# runs, when its traffic matters. Of the processes whose namespace link this shell may
+# follow (all with root, as in hostPID debug pods), one per namespace that holds a NIC
+# besides lo and eth0 (the veth of the pod, seen from the node already) is kept as
+# PID=NAME, NAME the host name of the pod; its /proc/PID/net/dev goes into each record.
+# Found again every tenth record.
+nss=
+nsscan() {
+  nss=
+  nsno=
+  for p in /proc/[0-9]*; do
+    [ "$p/ns/net" -ef /proc/$$/ns/net ] && continue
+    [ -e "$p/ns/net" ] || continue
+    seen=0
+    for q in $nss $nsno; do
+      [ "$p/ns/net" -ef "/proc/${q%%=*}/ns/net" ] && seen=1 && break
+    done
+    [ "$seen" = 1 ] && continue
+    more=0
+    while IFS= read -r l; do
+      l=${l#"${l%%[! ]*}"}
+      case $l in *"|"* | lo:* | eth0:*) ;; *:*) more=1 ;; esac
+    done 2>/dev/null <"$p/net/dev"
+    if [ "$more" = 0 ]; then
+      nsno="$nsno ${p#/proc/}"
+      continue
+    fi
+    h=
+    [ -r "$p/root/etc/hostname" ] && read -r h 2>/dev/null <"$p/root/etc/hostname"
+    case $h in "" | *[!a-zA-Z0-9.-]*) h=pid${p#/proc/} ;; esac
+    nss="$nss ${p#/proc/}=$h"
+  done
+}
 # bash waits without a fork: read -t on a FIFO that never gets a line. Elsewhere sleep.
 tick=0
 if [ -n "$d" ] && [ -n "${BASH_VERSION:-}" ] && [ "$frac" = 1 ] && mkfifo "$d/t" 2>/dev/null; then
@@ -171,6 +206,12 @@ while :; do
   esac
   r="@s $n $t"
   while IFS= read -r l; do r="$r$nl$l"; done </proc/net/dev
+  [ "$podnics" = 1 ] && [ $((n % 10)) = 1 ] && nsscan
+  for q in $nss; do
+    [ -r "/proc/${q%%=*}/net/dev" ] || continue
+    r="$r$nl@ns ${q#*=}"
+    while IFS= read -r l; do r="$r$nl$l"; done 2>/dev/null <"/proc/${q%%=*}/net/dev"
+  done
   r="$r$nl@ib"
   for c in /sys/class/infiniband/*/ports/*/counters; do
     [ -r "$c/port_xmit_data" ] || continue

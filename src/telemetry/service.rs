@@ -113,6 +113,8 @@ async fn run_node(reach: Reach, node: NodeTarget, options: Options, tx: mpsc::Se
     let config = sampler::Config {
         interval: options.interval,
         gpu_links: options.gpu_links,
+        // A GKE node's debug pod sees the job pods' NICs only in their namespaces.
+        pod_nics: matches!(node.address, crate::fleet::Address::Kube { .. }),
     };
     loop {
         let started = std::time::Instant::now();

@@ -280,7 +280,7 @@ fn workloads(snap: Option<&Snapshot>) -> Table {
                     .map(|w| {
                         let tone = match w.state.as_str() {
                             "pending" => Tone::Warn,
-                            "evicted" => Tone::Fail,
+                            "evicted" | "rejected" => Tone::Fail,
                             "finished" => Tone::Info,
                             _ => Tone::Pass,
                         };

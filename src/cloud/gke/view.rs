@@ -457,6 +457,31 @@ pub fn workload_row(w: &serde_json::Value, now: u64) -> WorkloadRow {
     let msg = |c: Option<&serde_json::Value>| c.and_then(|c| c["message"].as_str()).unwrap_or("").to_string();
     let (state, detail, age) = if is_true(finished) {
         ("finished", msg(finished), since(finished))
+    } else if let Some(c) = checks.iter().find(|c| c["state"] == "Rejected") {
+        // Kueue evicts and deactivates a workload whose check says Rejected (the
+        // provisioning check: its ProvisioningRequest failed past the retries): it will
+        // not be admitted on its own.
+        let name = c["name"].as_str().unwrap_or("");
+        let m = c["message"].as_str().unwrap_or("");
+        (
+            "rejected",
+            format!("rejected by admission check {name}: {m}; it will not start: stop the job and submit it again, or use another queue"),
+            since(Some(c)),
+        )
+    } else if let Some(c) = checks.iter().find(|c| c["state"] == "Retry") {
+        // Retry: the ProvisioningRequest failed or its booking expired (kueue
+        // pkg/controller/admissionchecks/provisioning/controller.go); Kueue releases the
+        // quota and asks again after the check's backoff.
+        let name = c["name"].as_str().unwrap_or("");
+        let m = c["message"].as_str().unwrap_or("");
+        (
+            "pending",
+            format!(
+                "DWS asking again: the last request failed or its booking expired (admission check {name}: {})",
+                if m.is_empty() { "Retry" } else { m }
+            ),
+            since(Some(c)),
+        )
     } else if is_true(evicted) && !is_true(admitted) {
         let why = evicted.and_then(|c| c["reason"].as_str()).unwrap_or("");
         ("evicted", format!("{why}: {}", msg(evicted)), since(evicted))
@@ -789,6 +814,31 @@ mod tests {
         done["status"]["conditions"] = serde_json::json!([{"type": "Admitted", "status": "True", "lastTransitionTime": "2026-11-24T22:20:00Z"},
             {"type": "Finished", "status": "True", "reason": "Succeeded", "message": "Job finished successfully", "lastTransitionTime": "2026-11-24T22:29:30Z"}]);
         assert_eq!(workload_row(&done, now).state, "finished");
+        // Gke review L2: Retry and Rejected are not "waiting for DWS capacity".
+        let mut retry = pending.clone();
+        retry["status"]["admissionChecks"][0]["state"] = "Retry".into();
+        retry["status"]["admissionChecks"][0]["message"] =
+            "BookingExpired: capacity was not used in time".into();
+        let r = workload_row(&retry, now);
+        assert_eq!(r.state, "pending");
+        assert!(
+            r.detail.starts_with("DWS asking again") && r.detail.contains("BookingExpired"),
+            "{}",
+            r.detail
+        );
+        let mut rejected = pending.clone();
+        rejected["status"]["admissionChecks"][0]["state"] = "Rejected".into();
+        rejected["status"]["admissionChecks"][0]["message"] = "Failed: ResourcePoolExhausted".into();
+        rejected["status"]["conditions"] = serde_json::json!([{"type": "Evicted", "status": "True", "reason": "AdmissionCheck",
+            "message": "At least one admission check is false", "lastTransitionTime": "2026-11-24T22:29:00Z"}]);
+        let r = workload_row(&rejected, now);
+        assert_eq!(r.state, "rejected");
+        assert!(
+            r.detail.contains("dws-prov: Failed: ResourcePoolExhausted")
+                && r.detail.contains("will not start"),
+            "{}",
+            r.detail
+        );
     }
 
     #[test]
