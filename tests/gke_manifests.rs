@@ -363,7 +363,7 @@ const JOBSET_LEVEL: [Allowed; 6] = [
     ),
     theirs(
         "pod annotation kueue.x-k8s.io/podset-preferred-topology",
-        "Kueue topology-aware scheduling needs a Topology and a TAS ResourceFlavor in the cluster, which flightdeck does not assume",
+        "Kueue topology-aware scheduling needs a Topology and a TAS ResourceFlavor in the cluster, which flightdeck does not assume: only when the fleet's `gke.topology` or the job's `topology:` asks (tests/gke_jobs.rs)",
     ),
     theirs(
         "ttlSecondsAfterFinished ",
