@@ -55,7 +55,8 @@ impl ClusterRef {
     }
 
     /// The kubeconfig file to read and whether it is the operator's own: the fleet's
-    /// (recorded absolute), else `$KUBECONFIG`'s first, else `~/.kube/config`. A
+    /// (recorded absolute), else `$KUBECONFIG`'s first, else `~/.kube/config` (a
+    /// context is looked up in all of `$KUBECONFIG`'s: [`load_own_kubeconfig`]). A
     /// relative path (recorded by an older flightdeck) is refused, never resolved against
     /// the current folder.
     fn kubeconfig_path(&self) -> Result<(PathBuf, bool), String> {
@@ -83,6 +84,9 @@ impl ClusterRef {
         let Some(ctx) = &self.context else {
             return Ok(None);
         };
+        if self.kubeconfig.is_none() {
+            return load_own_kubeconfig(ctx).map(Some);
+        }
         let (path, own) = self.kubeconfig_path().map_err(KubeconfigError::refused)?;
         load_kubeconfig(&path, own, ctx).map(Some)
     }
@@ -381,25 +385,34 @@ impl KubeconfigFile {
     }
 }
 
-/// The operator's own kubeconfig: `$KUBECONFIG`'s first file, else `~/.kube/config`.
-pub fn default_kubeconfig() -> PathBuf {
+/// The operator's own kubeconfig files: `$KUBECONFIG`'s list (empty entries skipped),
+/// else `~/.kube/config`.
+pub fn default_kubeconfigs() -> Vec<PathBuf> {
     if let Some(k) = std::env::var_os("KUBECONFIG").filter(|k| !k.is_empty()) {
-        if let Some(first) = std::env::split_paths(&k).next() {
-            return first;
+        let list: Vec<PathBuf> = std::env::split_paths(&k)
+            .filter(|p| !p.as_os_str().is_empty())
+            .collect();
+        if !list.is_empty() {
+            return list;
         }
     }
-    crate::paths::home_dir().unwrap_or_default().join(".kube/config")
+    vec![crate::paths::home_dir().unwrap_or_default().join(".kube/config")]
 }
 
-/// Whether `path` is the operator's own kubeconfig (the same file, links resolved).
+/// The operator's first kubeconfig file ([`default_kubeconfigs`]).
+pub fn default_kubeconfig() -> PathBuf {
+    default_kubeconfigs().swap_remove(0)
+}
+
+/// Whether `path` is one of the operator's own kubeconfig files (the same file, links
+/// resolved).
 pub fn is_default_kubeconfig(path: &Path) -> bool {
-    match (
-        std::fs::canonicalize(path),
-        std::fs::canonicalize(default_kubeconfig()),
-    ) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => false,
-    }
+    let Ok(a) = std::fs::canonicalize(path) else {
+        return false;
+    };
+    default_kubeconfigs()
+        .iter()
+        .any(|p| std::fs::canonicalize(p).is_ok_and(|b| a == b))
 }
 
 /// A fleet file's `gke.kubeconfig` as an absolute path: `~/` from the home, a relative
@@ -511,11 +524,94 @@ fn check_bytes(path: &Path) -> Result<(), String> {
 /// cluster and its user (the first of each name, as kube-rs takes them), and the user's
 /// credential plugins. `own`: the operator's own kubeconfig.
 pub fn load_kubeconfig(path: &Path, own: bool, context: &str) -> Result<KubeconfigFile, KubeconfigError> {
+    let (real, kc) = read_kubeconfig(path)?;
+    select_context(real, kc, own, context)
+}
+
+/// The file at `path`, checked ([`trusted`], its size) and parsed; links resolved.
+fn read_kubeconfig(path: &Path) -> Result<(PathBuf, Kubeconfig), KubeconfigError> {
     let real = trusted(path)?;
     let shown = printable(&real.display().to_string());
     check_bytes(&real).map_err(|why| KubeconfigError::refused(format!("kubeconfig {shown}: {why}")))?;
     let kc = Kubeconfig::read_from(&real)
         .map_err(|e| KubeconfigError::refused(format!("kubeconfig {shown}: {e}")))?;
+    Ok((real, kc))
+}
+
+/// The operator's own kubeconfig for `context`: `$KUBECONFIG`'s files merged as kubectl
+/// merges them (a missing file skipped; of each context, cluster and user name the first
+/// file's wins: client-go's `clientcmd` loading rules), else `~/.kube/config`. Every
+/// file read passes the same checks as one.
+pub fn load_own_kubeconfig(context: &str) -> Result<KubeconfigFile, KubeconfigError> {
+    load_kubeconfigs(&default_kubeconfigs(), context)
+}
+
+/// [`load_own_kubeconfig`] on the files `paths`.
+fn load_kubeconfigs(paths: &[PathBuf], context: &str) -> Result<KubeconfigFile, KubeconfigError> {
+    if paths.len() == 1 {
+        return load_kubeconfig(&paths[0], true, context);
+    }
+    let mut merged: Option<(PathBuf, Kubeconfig)> = None;
+    for p in paths {
+        let (real, kc) = match read_kubeconfig(p) {
+            Ok(r) => r,
+            Err(e) if e.missing => continue,
+            Err(e) => return Err(e),
+        };
+        merged = Some(match merged {
+            None => (real, kc),
+            Some((first, mut m)) => {
+                // The file named is the one that holds the context (for messages).
+                let first = if !m.contexts.iter().any(|c| c.name == context)
+                    && kc.contexts.iter().any(|c| c.name == context)
+                {
+                    real
+                } else {
+                    first
+                };
+                for c in kc.contexts {
+                    if !m.contexts.iter().any(|x| x.name == c.name) {
+                        m.contexts.push(c);
+                    }
+                }
+                for c in kc.clusters {
+                    if !m.clusters.iter().any(|x| x.name == c.name) {
+                        m.clusters.push(c);
+                    }
+                }
+                for a in kc.auth_infos {
+                    if !m.auth_infos.iter().any(|x| x.name == a.name) {
+                        m.auth_infos.push(a);
+                    }
+                }
+                (first, m)
+            }
+        });
+    }
+    let Some((real, kc)) = merged else {
+        let shown: Vec<String> = paths
+            .iter()
+            .map(|p| printable(&p.display().to_string()))
+            .collect();
+        return Err(KubeconfigError {
+            missing: true,
+            message: format!(
+                "kubeconfig: none of $KUBECONFIG's files exists ({})",
+                shown.join(", ")
+            ),
+        });
+    };
+    select_context(real, kc, true, context)
+}
+
+/// The context `context` of `kc` (read from `real`), with its cluster and user only.
+fn select_context(
+    real: PathBuf,
+    kc: Kubeconfig,
+    own: bool,
+    context: &str,
+) -> Result<KubeconfigFile, KubeconfigError> {
+    let shown = printable(&real.display().to_string());
     let Some(named) = kc.contexts.iter().find(|c| c.name == context).cloned() else {
         let names: Vec<String> = kc
             .contexts
@@ -817,6 +913,47 @@ mod tests {
         std::fs::write(&p, vec![b'#'; (MAX_KUBECONFIG + 1) as usize]).unwrap();
         let e = load_kubeconfig(&p, false, "fuzz").expect_err("refused");
         assert!(e.to_string().contains("larger than 1024 KiB"), "{e}");
+    }
+
+    /// Gke review L4: `$KUBECONFIG`'s files are merged as kubectl merges them: a context
+    /// in the second file, its cluster in the first, a missing file skipped, the first
+    /// file's entry winning where both name one.
+    #[test]
+    fn a_kubeconfig_list_is_merged_as_kubectl_merges_it() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let first = write_kc(dir.path(), "- name: u\n  user:\n    token: first\n");
+        let second = dir.path().join("second");
+        std::fs::write(
+            &second,
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: http://127.0.0.1:10\n- name: d\n  cluster:\n    server: http://127.0.0.1:11\ncontexts:\n- name: team\n  context:\n    cluster: d\n    user: u\n- name: gke_p_l_c\n  context:\n    cluster: c\n    user: u\nusers:\n- name: u\n  user:\n    username: second\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&second, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let paths = [first.clone(), dir.path().join("missing"), second.clone()];
+        // Only in the second file: found there, with the first file's cluster `c` and user.
+        let k = load_kubeconfigs(&paths, "gke_p_l_c").unwrap();
+        assert_eq!(k.path, std::fs::canonicalize(&second).unwrap());
+        assert_eq!(
+            k.config.clusters[0].cluster.as_ref().unwrap().server.as_deref(),
+            Some("http://127.0.0.1:9")
+        );
+        // The first file's user `u` (a token), not the second's (a username).
+        let first_user = |k: &KubeconfigFile| {
+            let a = k.config.auth_infos[0].auth_info.as_ref().unwrap();
+            a.token.is_some() && a.username.is_none()
+        };
+        assert!(first_user(&k));
+        // In both: the first file's context (cluster `c`, not the second's `d`).
+        let k = load_kubeconfigs(&paths, "team").unwrap();
+        assert_eq!(k.config.clusters[0].name, "c");
+        let e = load_kubeconfigs(&paths, "nowhere").unwrap_err();
+        assert!(e.message.contains("no context `nowhere`"), "{e}");
+        let e = load_kubeconfigs(&[dir.path().join("a"), dir.path().join("b")], "team").unwrap_err();
+        assert!(
+            e.missing && e.message.contains("none of $KUBECONFIG's files exists"),
+            "{e}"
+        );
     }
 
     #[test]
