@@ -192,6 +192,33 @@ pub fn pod_phase(p: &Pod) -> (String, Option<String>) {
     (phase, waiting)
 }
 
+/// How pod `p` ended, for a message: its phase with the kubelet's reason and message
+/// (a pod refused on its node: `Failed: OutOfnvidia.com/gpu: Pod was rejected: ...`), else
+/// with its first ended container's reason and exit code.
+pub fn pod_ended(p: &Pod) -> String {
+    let (phase, _) = pod_phase(p);
+    let status = p.status.as_ref();
+    if let Some(reason) = status.and_then(|s| s.reason.clone()) {
+        let message = status.and_then(|s| s.message.clone());
+        return format!(
+            "{phase}: {reason}{}",
+            message.map(|m| format!(": {m}")).unwrap_or_default()
+        );
+    }
+    let ended = status.and_then(|s| s.container_statuses.as_ref()).and_then(|cs| {
+        cs.iter()
+            .find_map(|c| Some((c.name.clone(), c.state.as_ref()?.terminated.clone()?)))
+    });
+    match ended {
+        Some((name, t)) => format!(
+            "{phase}: container {name} exited {}{}",
+            t.exit_code,
+            t.reason.map(|r| format!(" ({r})")).unwrap_or_default()
+        ),
+        None => phase,
+    }
+}
+
 /// Wait until pod `name` runs; `Err` says what it is stuck on.
 pub async fn wait_running(api: &Api<Pod>, name: &str, limit: Duration) -> Result<(), String> {
     let start = Instant::now();
@@ -202,7 +229,7 @@ pub async fn wait_running(api: &Api<Pod>, name: &str, limit: Duration) -> Result
                 let (phase, waiting) = pod_phase(&p);
                 match phase.as_str() {
                     "Running" => return Ok(()),
-                    "Succeeded" | "Failed" => return Err(format!("pod {name} ended ({phase})")),
+                    "Succeeded" | "Failed" => return Err(format!("pod {name} ended ({})", pod_ended(&p))),
                     _ => last = waiting.or(Some(phase)),
                 }
             }
@@ -711,6 +738,31 @@ pub async fn removing_debug_pods<F: std::future::Future>(clients: &Clients, f: F
 mod tests {
     use super::*;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Status;
+
+    /// Gke review L8: a pod the kubelet refused says why, not only "Failed".
+    #[test]
+    fn an_ended_pod_says_why() {
+        let pod = |status: serde_json::Value| -> Pod {
+            serde_json::from_value(serde_json::json!({"metadata": {"name": "p"}, "status": status})).unwrap()
+        };
+        let refused = pod(
+            serde_json::json!({"phase": "Failed", "reason": "OutOfnvidia.com/gpu",
+            "message": "Pod was rejected: Node didn't have enough resource: nvidia.com/gpu, requested: 8, used: 8, capacity: 8"}),
+        );
+        assert_eq!(
+            pod_ended(&refused),
+            "Failed: OutOfnvidia.com/gpu: Pod was rejected: Node didn't have enough resource: nvidia.com/gpu, requested: 8, used: 8, capacity: 8"
+        );
+        let exited = pod(
+            serde_json::json!({"phase": "Failed", "containerStatuses": [{"name": "test", "image": "i", "imageID": "",
+            "ready": false, "restartCount": 0, "state": {"terminated": {"exitCode": 3, "reason": "Error"}}}]}),
+        );
+        assert_eq!(pod_ended(&exited), "Failed: container test exited 3 (Error)");
+        assert_eq!(
+            pod_ended(&pod(serde_json::json!({"phase": "Succeeded"}))),
+            "Succeeded"
+        );
+    }
 
     #[test]
     fn exit_codes_come_from_the_status() {
