@@ -137,6 +137,7 @@ fn example(name: &str) -> String {
         .to_string()
 }
 
+/// What a command that must succeed printed: the plan (stdout), then its progress (stderr).
 fn ok(out: &std::process::Output, what: &str) -> String {
     let err = text(&out.stderr);
     assert!(
@@ -145,7 +146,7 @@ fn ok(out: &std::process::Output, what: &str) -> String {
         out.status,
         text(&out.stdout)
     );
-    err
+    format!("{}{err}", text(&out.stdout))
 }
 
 fn nic_types(body: &Value) -> Vec<String> {
@@ -1327,4 +1328,38 @@ async fn mrdma_nics_need_the_roce_profile_of_their_zone() {
         "{err}"
     );
     assert!(d.existing("instances").is_empty());
+}
+
+/// Apply without credentials (no GOOGLE_APPLICATION_CREDENTIALS, no gcloud file, no
+/// metadata server): one error that names Application Default Credentials and how to get
+/// them, before any request; nothing is recorded, so nothing is left to delete.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn apply_without_credentials_fails_once_before_anything() {
+    let d = GceDouble::start().await;
+    let mut env = Env::new(&d, "").await;
+    env.env.retain(|(k, _)| *k != "GOOGLE_APPLICATION_CREDENTIALS");
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    env.env.push(("GCE_METADATA_HOST", format!("127.0.0.1:{port}")));
+    let file = env.write_fleet("mega.yaml", MEGA_SPOT);
+    let out = env.run(&["fleet", "apply", &file, "--yes"]).await;
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(
+        err.matches("gcloud auth application-default login").count(),
+        1,
+        "one error, naming how to get credentials:\n{err}"
+    );
+    assert!(
+        err.contains("no Google Cloud access token, nothing was changed"),
+        "{err}"
+    );
+    assert!(err.contains("nothing was recorded"), "{err}");
+    assert!(d.requests().is_empty(), "{:?}", d.requests().len());
+    assert!(
+        env.state()["fleets"].as_array().is_none_or(|f| f.is_empty()),
+        "{}",
+        env.state()
+    );
 }
