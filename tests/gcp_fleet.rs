@@ -1342,8 +1342,8 @@ async fn apply_without_credentials_fails_once_before_anything() {
     let port = closed.local_addr().unwrap().port();
     drop(closed);
     env.env.push(("GCE_METADATA_HOST", format!("127.0.0.1:{port}")));
-    let file = env.write_fleet("mega.yaml", MEGA_SPOT);
-    let out = env.run(&["fleet", "apply", &file, "--yes"]).await;
+    // A fleet with networks of its own: each would be a request that fails the same way.
+    let out = env.run(&["fleet", "apply", &example("a3-mega-tcpxo.yaml"), "--yes"]).await;
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert_eq!(
