@@ -291,8 +291,9 @@ fn d1_a_kubeconfig_others_could_write_is_refused_and_the_operators_own_runs_its_
         0o644,
     );
     let out = fd_in(&home, &repo, &["fleet", "plan", "own.yaml"], &[]);
-    let err = text(&out.stderr);
-    assert!(out.status.success(), "{err}");
+    // The plan (its notes too) is on stdout.
+    let err = text(&out.stdout);
+    assert!(out.status.success(), "{err}{}", text(&out.stderr));
     assert!(
         err.contains(&format!(
             "kubeconfig {} (yours), context `team`, user `team`: exec plugin `sh -c ",
