@@ -188,6 +188,45 @@ fn main_subcommands_help_has_examples() {
     );
 }
 
+/// `--nodes` means the same everywhere and says so in the same words; every long flag
+/// has a kebab-case spelling.
+#[test]
+fn nodes_is_described_once_and_flags_are_kebab_case() {
+    let home = tempfile::tempdir().unwrap();
+    let nodes_help = |args: &[&str]| -> String {
+        let mut full = args.to_vec();
+        full.push("--help");
+        let help = text(&flightdeck(home.path(), &full).stdout);
+        let at = help
+            .find("--nodes <NODES>")
+            .unwrap_or_else(|| panic!("{args:?}: no --nodes <NODES>:\n{help}"));
+        // The same first sentence (clap drops the full stop of a one-sentence help).
+        let words = help[at..]
+            .split_whitespace()
+            .take(18)
+            .collect::<Vec<_>>()
+            .join(" ");
+        words.trim_end_matches('.').to_string()
+    };
+    let exec = nodes_help(&["exec"]);
+    assert!(
+        exec.contains("indices (0,2), ranges (0-3), names or hosts (lab-2), or patterns with * (lab-1*)"),
+        "{exec}"
+    );
+    for args in [&["doctor"][..], &["fleet", "bootstrap"], &["nccl", "run"]] {
+        assert_eq!(nodes_help(args), exec, "{args:?}");
+    }
+    let help = text(&flightdeck(home.path(), &["nccl", "run", "--help"]).stdout);
+    assert!(help.contains("--warmup-iters"), "{help}");
+    let out = flightdeck(home.path(), &["nccl", "run", "nosuch", "--warmup-iters", "2"]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "parsed; the fleet is unknown: {}",
+        text(&out.stderr)
+    );
+}
+
 /// A global option given after a subcommand still reaches it (the subcommands take them
 /// though their help does not list them), and a bad value is a usage error everywhere.
 #[test]

@@ -1343,7 +1343,9 @@ async fn apply_without_credentials_fails_once_before_anything() {
     drop(closed);
     env.env.push(("GCE_METADATA_HOST", format!("127.0.0.1:{port}")));
     // A fleet with networks of its own: each would be a request that fails the same way.
-    let out = env.run(&["fleet", "apply", &example("a3-mega-tcpxo.yaml"), "--yes"]).await;
+    let out = env
+        .run(&["fleet", "apply", &example("a3-mega-tcpxo.yaml"), "--yes"])
+        .await;
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert_eq!(

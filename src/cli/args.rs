@@ -323,7 +323,8 @@ pub enum FleetCommand {
         /// The fleet's name (or a fleet file).
         #[arg(required_unless_present = "show")]
         fleet: Option<String>,
-        /// Only these nodes: indices (0,1), ranges (0-3), names or hosts, patterns with *.
+        /// Only these nodes: indices (0,2), ranges (0-3), names or hosts (lab-2), or patterns
+        /// with * (lab-1*).
         #[arg(long, value_delimiter = ',', value_name = "NODES")]
         nodes: Vec<String>,
         /// The flavour (default: the fleet file's network.gpudirect, else its machine type's).
@@ -582,8 +583,9 @@ pub struct DoctorArgs {
     /// The fleet's name (or a fleet file).
     #[arg(required_unless_present = "list")]
     pub fleet: Option<String>,
-    /// Only these nodes (names or indexes, comma-separated).
-    #[arg(long, value_delimiter = ',')]
+    /// Only these nodes: indices (0,2), ranges (0-3), names or hosts (lab-2), or patterns
+    /// with * (lab-1*).
+    #[arg(long, value_delimiter = ',', value_name = "NODES")]
     pub nodes: Vec<String>,
     /// Only these checks (comma-separated ids; `--list` names them).
     #[arg(long, value_delimiter = ',', value_name = "CHECKS")]
@@ -611,7 +613,7 @@ pub struct RunArgs {
     pub fleet: String,
     #[command(flatten)]
     pub bench: BenchArgs,
-    /// Only these nodes: indices (0,1), ranges (0-3), names or hosts (lab-2), or patterns
+    /// Only these nodes: indices (0,2), ranges (0-3), names or hosts (lab-2), or patterns
     /// with * (lab-1*). On a GKE fleet with no recorded nodes (a pool at zero): how many
     /// nodes the scheduler places the test pods on (`--nodes 2`).
     #[arg(long, value_delimiter = ',', value_name = "NODES")]
@@ -648,8 +650,8 @@ pub struct BenchArgs {
     /// Timed iterations per size.
     #[arg(short = 'n', long = "iters", default_value_t = runner::DEFAULT_ITERS)]
     pub iters: u32,
-    /// Warm-up iterations per size.
-    #[arg(short = 'w', long = "warmup_iters", default_value_t = runner::DEFAULT_WARMUP)]
+    /// Warm-up iterations per size (`--warmup_iters` is nccl-tests' own spelling).
+    #[arg(short = 'w', long = "warmup_iters", visible_alias = "warmup-iters", default_value_t = runner::DEFAULT_WARMUP)]
     pub warmup: u32,
     /// Data type (float, half, bfloat16, double, int32, ...).
     #[arg(short = 'd', long = "datatype", default_value = runner::DEFAULT_DTYPE)]
