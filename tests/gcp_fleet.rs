@@ -1365,3 +1365,41 @@ async fn apply_without_credentials_fails_once_before_anything() {
         env.state()
     );
 }
+
+/// A GCP fleet whose cloud cannot be asked any more (the credentials are gone): delete
+/// fails and says how to drop the record; `--forget` drops it and sends nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fleet_that_cannot_be_deleted_can_be_forgotten() {
+    let d = GceDouble::start().await;
+    let mut env = Env::new(&d, "").await;
+    let file = env.write_fleet("mega.yaml", MEGA_SPOT);
+    ok(&env.run(&["fleet", "apply", &file, "--yes"]).await, "apply");
+    env.env.retain(|(k, _)| *k != "GOOGLE_APPLICATION_CREDENTIALS");
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    env.env.push(("GCE_METADATA_HOST", format!("127.0.0.1:{port}")));
+    let out = env.run(&["fleet", "delete", "mega", "--yes"]).await;
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("the state keeps fleet `mega`; to drop its record without touching GCP: `flightdeck fleet delete mega --forget`"),
+        "{err}"
+    );
+    assert!(!env.fleet_resources("mega").is_empty());
+    let before = d.requests().len();
+    let out = env.run(&["fleet", "delete", "mega", "--forget", "--yes"]).await;
+    let said = ok(&out, "forget");
+    assert!(said.contains("forget  instance         mega-0"), "{said}");
+    assert!(
+        said.contains("may still exist in GCP: `flightdeck fleet gc`"),
+        "{said}"
+    );
+    assert_eq!(d.requests().len(), before, "--forget asks the cloud nothing");
+    assert!(
+        env.state()["fleets"].as_array().is_none_or(|f| f.is_empty()),
+        "{}",
+        env.state()
+    );
+    assert_eq!(d.existing("instances").len(), 2, "the cloud kept its VMs");
+}

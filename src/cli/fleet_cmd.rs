@@ -204,6 +204,14 @@ pub fn run(cmd: &FleetCommand, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitC
             drop(status);
             if let Err(e) = deleted {
                 errln!("fleet delete: {e}");
+                // A fleet its cloud cannot be asked about (no project, no credentials)
+                // would stay in the state for good otherwise.
+                if Store::new(&paths.state_dir).load()?.0.fleet(name).is_ok() {
+                    errln!(
+                        "the state keeps fleet `{name}`; to drop its record without touching {}: `flightdeck fleet delete {name} --forget`",
+                        kind.as_str().to_uppercase()
+                    );
+                }
                 return Ok(ExitCode::FAILURE);
             }
             Ok(ExitCode::SUCCESS)
