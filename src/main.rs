@@ -1,13 +1,17 @@
-use clap::Parser;
+use clap::FromArgMatches;
+use std::io::Write;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let cli = flightdeck::cli::Cli::parse();
+    flightdeck::cli::quiet_on_broken_pipe();
+    let matches = flightdeck::cli::command().get_matches();
+    let cli = flightdeck::cli::Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     match flightdeck::cli::run(cli) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("flightdeck: {e:#}");
-            ExitCode::from(1)
+            // Not eprintln!: a closed stderr must not turn a failure into a panic.
+            let _ = writeln!(std::io::stderr(), "flightdeck: {e:#}");
+            flightdeck::cli::exit_code(&e)
         }
     }
 }

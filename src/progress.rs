@@ -3,7 +3,8 @@
 //! on the same channel as the messages, so every sink of an operation's progress gets
 //! them: the CLI shows them on a status line that keeps the elapsed time (on a
 //! terminal), the cockpit as a gauge over the operation's log. Neither prints them as
-//! text.
+//! text. A question on the terminal ([`pause`]) takes the status line off the screen
+//! until it is answered, so the ticker never writes over it.
 
 use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -41,6 +42,87 @@ struct Shown {
     start: Instant,
     /// A status line is on the screen (it is cleared before a message is printed).
     drawn: bool,
+    /// Questions open on the terminal ([`pause`]): the status line is off the screen and
+    /// messages wait in `held` until the last answer.
+    paused: usize,
+    held: Vec<String>,
+    /// The operation ended ([`Line`] dropped): a late [`Paused`] draws nothing.
+    ended: bool,
+}
+
+/// The status line on the screen now, for [`pause`] and [`note`] (one at a time: the CLI
+/// runs one long operation per command).
+static ACTIVE: Mutex<Option<Arc<Mutex<Shown>>>> = Mutex::new(None);
+
+fn active() -> Option<Arc<Mutex<Shown>>> {
+    ACTIVE.lock().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+/// While a question waits for the operator's answer on the terminal: the status line is
+/// cleared and not redrawn (the ticker would write over the question), and the
+/// operation's messages are held back; both come back when the last [`Paused`] drops.
+#[must_use = "the status line stays paused only while the guard lives"]
+pub struct Paused(Option<Arc<Mutex<Shown>>>);
+
+/// Pause the status line (if one runs) for a question on the terminal.
+pub fn pause() -> Paused {
+    let shown = active();
+    if let Some(s) = &shown {
+        let mut s = s.lock().unwrap_or_else(|e| e.into_inner());
+        s.paused += 1;
+        clear(&mut s);
+    }
+    Paused(shown)
+}
+
+impl Drop for Paused {
+    fn drop(&mut self) {
+        let Some(s) = self.0.take() else { return };
+        let mut s = s.lock().unwrap_or_else(|e| e.into_inner());
+        s.paused = s.paused.saturating_sub(1);
+        if s.paused > 0 || s.ended {
+            return;
+        }
+        let held = std::mem::take(&mut s.held);
+        let mut err = std::io::stderr().lock();
+        for line in held {
+            let _ = writeln!(err, "{line}");
+        }
+        drop(err);
+        if std::io::stderr().is_terminal() {
+            draw(&mut s);
+        }
+    }
+}
+
+/// A message of no operation in particular (an accepted host key): above the status line
+/// when one runs (held while a question is open), else a line on stderr.
+pub fn note(line: &str) {
+    match active() {
+        Some(s) => {
+            let mut s = s.lock().unwrap_or_else(|e| e.into_inner());
+            if s.paused > 0 {
+                s.held.push(line.to_string());
+                return;
+            }
+            clear(&mut s);
+            let _ = writeln!(std::io::stderr(), "{line}");
+            if std::io::stderr().is_terminal() {
+                draw(&mut s);
+            }
+        }
+        None => {
+            let _ = writeln!(std::io::stderr(), "{line}");
+        }
+    }
+}
+
+fn clear(s: &mut Shown) {
+    if s.drawn {
+        let _ = write!(std::io::stderr(), "\r\x1b[2K");
+        let _ = std::io::stderr().flush();
+        s.drawn = false;
+    }
 }
 
 impl Shown {
@@ -71,13 +153,21 @@ impl Line {
             tally: None,
             start: Instant::now(),
             drawn: false,
+            paused: 0,
+            held: Vec::new(),
+            ended: false,
         }));
+        *ACTIVE.lock().unwrap_or_else(|e| e.into_inner()) = Some(shown.clone());
         let stop = Arc::new(AtomicBool::new(false));
         let ticker = tty.then(|| {
             let (shown, stop) = (shown.clone(), stop.clone());
             std::thread::spawn(move || {
                 while !stop.load(Ordering::Relaxed) {
-                    draw(&mut shown.lock().unwrap_or_else(|e| e.into_inner()));
+                    let mut s = shown.lock().unwrap_or_else(|e| e.into_inner());
+                    if s.paused == 0 {
+                        draw(&mut s);
+                    }
+                    drop(s);
                     std::thread::sleep(Duration::from_millis(250));
                 }
             })
@@ -96,18 +186,17 @@ impl Line {
         let mut s = self.shown.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((done, total, what)) = parse_tally(line) {
             s.tally = Some((done, total, what.to_string()));
-            if self.tty {
+            if self.tty && s.paused == 0 {
                 draw(&mut s);
             }
             return;
         }
-        let mut err = std::io::stderr().lock();
-        if s.drawn {
-            let _ = write!(err, "\r\x1b[2K");
-            s.drawn = false;
+        if s.paused > 0 {
+            s.held.push(line.to_string());
+            return;
         }
-        let _ = writeln!(err, "{line}");
-        drop(err);
+        clear(&mut s);
+        let _ = writeln!(std::io::stderr(), "{line}");
         if self.tty {
             draw(&mut s);
         }
@@ -127,10 +216,17 @@ impl Drop for Line {
         if let Some(t) = self.ticker.take() {
             let _ = t.join();
         }
+        let mut active = ACTIVE.lock().unwrap_or_else(|e| e.into_inner());
+        if active.as_ref().is_some_and(|a| Arc::ptr_eq(a, &self.shown)) {
+            *active = None;
+        }
+        drop(active);
         let mut s = self.shown.lock().unwrap_or_else(|e| e.into_inner());
-        if s.drawn {
-            let _ = write!(std::io::stderr(), "\r\x1b[2K");
-            s.drawn = false;
+        s.ended = true;
+        clear(&mut s);
+        // Messages held for a question that never got its answer are not lost.
+        for line in std::mem::take(&mut s.held) {
+            let _ = writeln!(std::io::stderr(), "{line}");
         }
     }
 }
@@ -155,6 +251,9 @@ mod tests {
             tally: Some((1, 2, "nodes up".into())),
             start: Instant::now(),
             drawn: false,
+            paused: 0,
+            held: Vec::new(),
+            ended: false,
         };
         assert_eq!(s.text(), "fleet apply mega · 1/2 nodes up · 0:00");
     }

@@ -115,19 +115,138 @@ fn every_subcommand_has_complete_help() {
                 full.join(" ")
             );
         }
-        // The command's own options first; the global ones under their own heading.
-        let (own, global) = help.split_once("Global options:").unwrap_or_else(|| {
-            panic!(
-                "`flightdeck {}`: no Global options heading:\n{help}",
+        // The global options are listed once, under their heading in `flightdeck --help`;
+        // a subcommand's help points there instead of repeating them.
+        if args.is_empty() {
+            let (own, global) = help
+                .split_once("Global options:")
+                .unwrap_or_else(|| panic!("`flightdeck --help`: no Global options heading:\n{help}"));
+            assert!(!own.contains("--accept-new-host-keys"), "{help}");
+            assert!(
+                global.contains("--theme") && global.contains("--raw") && global.contains("--no-mux"),
+                "{help}"
+            );
+        } else {
+            assert!(
+                !help.contains("--accept-new-host-keys") && !help.contains("--log-level <"),
+                "`flightdeck {}` repeats the global options:\n{help}",
                 full.join(" ")
-            )
-        });
-        assert!(
-            !own.contains("--accept-new-host-keys") && !own.contains("--theme"),
-            "{help}"
-        );
-        assert!(global.contains("--theme") && global.contains("--raw"), "{help}");
+            );
+            assert!(
+                help.trim_end().ends_with(
+                    "Global options (--theme, --log-level, --raw, --no-mux, ...): see `flightdeck --help`."
+                ),
+                "`flightdeck {}` does not point to the global options:\n{help}",
+                full.join(" ")
+            );
+        }
     }
+}
+
+/// The main subcommands' help ends with examples, each a command line of that subcommand.
+#[test]
+fn main_subcommands_help_has_examples() {
+    let home = tempfile::tempdir().unwrap();
+    let cases: &[&[&str]] = &[
+        &["offers"],
+        &["fleet"],
+        &["fleet", "plan"],
+        &["fleet", "apply"],
+        &["fleet", "delete"],
+        &["exec"],
+        &["nccl"],
+        &["nccl", "run"],
+        &["nics"],
+        &["job"],
+        &["job", "run"],
+        &["doctor"],
+        &["config"],
+        &["mux"],
+    ];
+    for args in cases {
+        let mut full = args.to_vec();
+        full.push("--help");
+        let out = flightdeck(home.path(), &full);
+        let help = text(&out.stdout);
+        let (_, examples) = help
+            .split_once("\nExamples:\n")
+            .unwrap_or_else(|| panic!("`flightdeck {}` has no examples:\n{help}", full.join(" ")));
+        let lines: Vec<&str> = examples.lines().take_while(|l| !l.trim().is_empty()).collect();
+        assert!(lines.len() >= 2, "{help}");
+        let prefix = format!("  flightdeck {}", args[0]);
+        assert!(
+            lines.iter().all(|l| l.starts_with(&prefix)),
+            "`flightdeck {}`: an example of another command:\n{help}",
+            full.join(" ")
+        );
+    }
+    // `nccl run` says which exit code a failed run gives.
+    let help = text(&flightdeck(home.path(), &["nccl", "run", "--help"]).stdout);
+    assert!(
+        help.contains("Exit: the worst exit code of the nodes' runs"),
+        "{help}"
+    );
+}
+
+/// `--nodes` means the same everywhere and says so in the same words; every long flag
+/// has a kebab-case spelling.
+#[test]
+fn nodes_is_described_once_and_flags_are_kebab_case() {
+    let home = tempfile::tempdir().unwrap();
+    let nodes_help = |args: &[&str]| -> String {
+        let mut full = args.to_vec();
+        full.push("--help");
+        let help = text(&flightdeck(home.path(), &full).stdout);
+        let at = help
+            .find("--nodes <NODES>")
+            .unwrap_or_else(|| panic!("{args:?}: no --nodes <NODES>:\n{help}"));
+        // The same first sentence (clap drops the full stop of a one-sentence help).
+        let words = help[at..]
+            .split_whitespace()
+            .take(18)
+            .collect::<Vec<_>>()
+            .join(" ");
+        words.trim_end_matches('.').to_string()
+    };
+    let exec = nodes_help(&["exec"]);
+    assert!(
+        exec.contains("indices (0,2), ranges (0-3), names or hosts (lab-2), or patterns with * (lab-1*)"),
+        "{exec}"
+    );
+    for args in [&["doctor"][..], &["fleet", "bootstrap"], &["nccl", "run"]] {
+        assert_eq!(nodes_help(args), exec, "{args:?}");
+    }
+    let help = text(&flightdeck(home.path(), &["nccl", "run", "--help"]).stdout);
+    assert!(help.contains("--warmup-iters"), "{help}");
+    let out = flightdeck(home.path(), &["nccl", "run", "nosuch", "--warmup-iters", "2"]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "parsed; the fleet is unknown: {}",
+        text(&out.stderr)
+    );
+}
+
+/// A global option given after a subcommand still reaches it (the subcommands take them
+/// though their help does not list them), and a bad value is a usage error everywhere.
+#[test]
+fn global_options_work_after_any_subcommand() {
+    let home = tempfile::tempdir().unwrap();
+    let out = flightdeck(home.path(), &["config", "check", "--theme", "light"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("theme: light"),
+        "{}",
+        text(&out.stdout)
+    );
+    let out = flightdeck(home.path(), &["offers", "--theme", "ligth"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(out.stdout.is_empty());
+    assert!(
+        text(&out.stderr).contains("--theme: unknown theme `ligth`; did you mean `light`?"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 #[test]
@@ -186,6 +305,73 @@ fn usage_errors_exit_2() {
         flightdeck(home.path(), &["--log-level", "loud"]).status.code(),
         Some(2)
     );
+    // Values that parse but name nothing are usage errors too (clap's convention), with
+    // the same message as before.
+    let out = flightdeck(home.path(), &["offers", "--filter", "gpu=H1OO"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("did you mean H100?"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = flightdeck(home.path(), &["--theme", "nope"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("unknown theme `nope`"),
+        "{}",
+        text(&out.stderr)
+    );
+    support::apply_local_fleet(home.path());
+    let out = flightdeck(home.path(), &["exec", "local", "--nodes", "9", "--", "true"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("--nodes `9` is no node of the fleet"),
+        "{}",
+        text(&out.stderr)
+    );
+    // A failure that is not about the command line stays 1.
+    let out = flightdeck(home.path(), &["exec", "nosuch", "--", "true"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+}
+
+/// `flightdeck ... | head`: when the reader has gone, the command ends as a Unix filter
+/// does, killed by SIGPIPE and saying nothing, not with "Broken pipe" (exit 1) or a panic
+/// (exit 101, when stderr is the same pipe: `2>&1 | head`).
+#[test]
+fn a_reader_that_went_away_ends_the_command_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    let home = tempfile::tempdir().unwrap();
+    let run = |both: bool| {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_flightdeck"));
+        cmd.arg("offers")
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", home.path())
+            .stdin(std::process::Stdio::null());
+        if both {
+            cmd.stderr(writer.try_clone().unwrap());
+        } else {
+            cmd.stderr(std::process::Stdio::piped());
+        }
+        cmd.stdout(writer).output().unwrap()
+    };
+    let out = run(false);
+    assert_eq!(
+        out.status.signal(),
+        Some(libc::SIGPIPE),
+        "{:?}: {}",
+        out.status,
+        text(&out.stderr)
+    );
+    let err = text(&out.stderr);
+    assert!(
+        !err.contains("Broken pipe") && !err.contains("flightdeck:"),
+        "{err}"
+    );
+    let out = run(true);
+    assert_eq!(out.status.signal(), Some(libc::SIGPIPE), "{:?}", out.status);
 }
 
 #[test]

@@ -164,7 +164,7 @@ fn bad_config_is_reported_on_the_normal_screen() {
 fn theme_flag_and_user_theme() {
     require_tmux!();
     let t = Tmux::start(&["--theme", "nope"], &[], 100, 24);
-    assert_eq!(t.wait_exit(), 1);
+    assert_eq!(t.wait_exit(), 2, "a usage error");
     t.wait_text("unknown theme `nope`");
     let t = Tmux::start(&["--theme", "light"], &[], 250, 24);
     t.wait_text("? help");

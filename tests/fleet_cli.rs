@@ -72,13 +72,24 @@ fn local_fleet_apply_exec_list_delete() {
 
     let out = flightdeck(home.path(), &["fleet", "apply", local, "--yes"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("  create  node  local-0"),
+        "apply's plan on stdout: {}",
+        text(&out.stdout)
+    );
     let list: serde_json::Value =
         serde_json::from_slice(&flightdeck(home.path(), &["fleet", "list", "--json"]).stdout).unwrap();
     assert_eq!(list[0]["name"], "local");
     assert_eq!(list[0]["backend"], "local");
 
+    // The plan is the command's output: on stdout (`> plan.txt`, `| less`).
     let plan = flightdeck(home.path(), &["fleet", "plan", local]);
-    assert!(text(&plan.stderr).contains("keep"), "{}", text(&plan.stderr));
+    assert!(
+        text(&plan.stdout).contains("  keep    node  local-0"),
+        "{}",
+        text(&plan.stdout)
+    );
+    assert!(plan.stderr.is_empty(), "{}", text(&plan.stderr));
 
     let out = flightdeck(home.path(), &["exec", "local", "--", "echo", "hi;", "exit", "4"]);
     assert_eq!(out.status.code(), Some(4));
@@ -95,6 +106,11 @@ fn local_fleet_apply_exec_list_delete() {
 
     let out = flightdeck(home.path(), &["fleet", "delete", "local", "--yes"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("  delete  node  local-0"),
+        "what goes, on stdout: {}",
+        text(&out.stdout)
+    );
     let list: serde_json::Value =
         serde_json::from_slice(&flightdeck(home.path(), &["fleet", "list", "--json"]).stdout).unwrap();
     assert_eq!(list, serde_json::json!([]));
@@ -219,7 +235,7 @@ fn ssh_fleet_on_the_testbed_apply_exec_collapse_json() {
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
     let out = flightdeck(home.path(), &["exec", "tb", "--nodes", "tb-9", "--", "true"]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2), "a usage error");
     assert!(
         text(&out.stderr).contains("--nodes `tb-9` is no node of the fleet"),
         "{}",
@@ -236,14 +252,15 @@ fn a_gcp_plan_needs_no_project() {
     let out = flightdeck(home.path(), &["fleet", "plan", file.to_str().unwrap()]);
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert!(out.status.success(), "{stdout}\n{stderr}");
-    // The plan is for the operator: on stderr (`--json` puts the document on stdout).
-    assert!(stderr.contains("create  instance"), "{stderr}");
+    // The plan is the command's output: on stdout, as `--json`'s document.
+    assert!(stdout.contains("create  instance"), "{stdout}");
     assert!(
-        stderr.contains(
+        stdout.contains(
             "note: no GCP project found: this plan writes `PROJECT` where the project goes; apply needs one"
         ),
-        "{stderr}"
+        "{stdout}"
     );
+    assert!(stderr.is_empty(), "{stderr}");
     let json = flightdeck(home.path(), &["fleet", "plan", file.to_str().unwrap(), "--json"]);
     let doc: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     assert!(
@@ -253,4 +270,85 @@ fn a_gcp_plan_needs_no_project() {
             .starts_with("no GCP project found"),
         "{doc}"
     );
+}
+
+/// `fleet delete --forget` drops a fleet's record and touches nothing else: it shows what
+/// it forgets, asks (no terminal: `--yes` needed), and names an unknown fleet.
+#[test]
+fn delete_forget_drops_the_record_only() {
+    let home = tempfile::tempdir().unwrap();
+    support::apply_local_fleet(home.path());
+    let out = flightdeck(home.path(), &["fleet", "delete", "local", "--forget"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("pass --yes"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("  forget  node  local-0"),
+        "{}",
+        text(&out.stdout)
+    );
+    let list = |home: &Path| -> serde_json::Value {
+        serde_json::from_slice(&flightdeck(home, &["fleet", "list", "--json"]).stdout).unwrap()
+    };
+    assert_eq!(list(home.path())[0]["name"], "local", "asked, not answered: kept");
+
+    let out = flightdeck(home.path(), &["fleet", "delete", "local", "--forget", "--yes"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("fleet `local` forgotten: its record left the state, nothing was deleted"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(list(home.path()), serde_json::json!([]));
+
+    let out = flightdeck(home.path(), &["fleet", "delete", "local", "--forget", "--yes"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("no fleet `local` in the state"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+/// `fleet apply` on a terminal, an unknown host key: the status line's ticker stops and
+/// leaves the line while the question is open (it used to redraw `fleet apply tb · 0:04`
+/// over `Accept and remember it?`), and comes back after the answer.
+#[test]
+fn the_status_line_leaves_the_host_key_question_alone() {
+    if !support::tmux::tmux_available() {
+        eprintln!("SKIPPED: tmux is not installed");
+        return;
+    }
+    let Some(tb) = Testbed::new(1, 0) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("tb.yaml");
+    std::fs::write(&file, tb.fleet_yaml("tb")).unwrap();
+    let t = support::tmux::Tmux::start(&["fleet", "apply", file.to_str().unwrap()], &[], 80, 24);
+    t.wait_text("Apply fleet `tb`? [y/N]");
+    t.type_text("y");
+    t.keys(&["Enter"]);
+    t.wait_text("Accept and remember it? [y]es / [N]o / [a]ll new keys this run:");
+    // The ticker redraws every 250 ms: two seconds on, the question is still whole and
+    // no status line is on the screen.
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let screen = t.screen();
+    assert!(
+        screen.contains("Accept and remember it? [y]es / [N]o / [a]ll new keys this run:"),
+        "the question was overwritten:\n{screen}"
+    );
+    assert!(
+        !screen.contains("fleet apply tb ·"),
+        "the status line is drawn while the question is open:\n{screen}"
+    );
+    let question = screen
+        .lines()
+        .find(|l| l.contains("unknown host key SHA256:"))
+        .unwrap_or_else(|| panic!("no host key line:\n{screen}"));
+    assert!(
+        question.starts_with("root@"),
+        "the question starts its own line: {question:?}\n{screen}"
+    );
+    t.type_text("a");
+    t.keys(&["Enter"]);
+    t.wait_text("fleet `tb`: 1 node ready");
+    assert_eq!(t.wait_exit(), 0, "{}", t.screen());
 }

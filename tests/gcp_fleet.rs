@@ -137,6 +137,7 @@ fn example(name: &str) -> String {
         .to_string()
 }
 
+/// What a command that must succeed printed: the plan (stdout), then its progress (stderr).
 fn ok(out: &std::process::Output, what: &str) -> String {
     let err = text(&out.stderr);
     assert!(
@@ -145,7 +146,7 @@ fn ok(out: &std::process::Output, what: &str) -> String {
         out.status,
         text(&out.stdout)
     );
-    err
+    format!("{}{err}", text(&out.stdout))
 }
 
 fn nic_types(body: &Value) -> Vec<String> {
@@ -1327,4 +1328,78 @@ async fn mrdma_nics_need_the_roce_profile_of_their_zone() {
         "{err}"
     );
     assert!(d.existing("instances").is_empty());
+}
+
+/// Apply without credentials (no GOOGLE_APPLICATION_CREDENTIALS, no gcloud file, no
+/// metadata server): one error that names Application Default Credentials and how to get
+/// them, before any request; nothing is recorded, so nothing is left to delete.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn apply_without_credentials_fails_once_before_anything() {
+    let d = GceDouble::start().await;
+    let mut env = Env::new(&d, "").await;
+    env.env.retain(|(k, _)| *k != "GOOGLE_APPLICATION_CREDENTIALS");
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    env.env.push(("GCE_METADATA_HOST", format!("127.0.0.1:{port}")));
+    // A fleet with networks of its own: each would be a request that fails the same way.
+    let out = env
+        .run(&["fleet", "apply", &example("a3-mega-tcpxo.yaml"), "--yes"])
+        .await;
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(
+        err.matches("gcloud auth application-default login").count(),
+        1,
+        "one error, naming how to get credentials:\n{err}"
+    );
+    assert!(
+        err.contains("no Google Cloud access token, nothing was changed"),
+        "{err}"
+    );
+    assert!(err.contains("nothing was recorded"), "{err}");
+    assert!(d.requests().is_empty(), "{:?}", d.requests().len());
+    assert!(
+        env.state()["fleets"].as_array().is_none_or(|f| f.is_empty()),
+        "{}",
+        env.state()
+    );
+}
+
+/// A GCP fleet whose cloud cannot be asked any more (the credentials are gone): delete
+/// fails and says how to drop the record; `--forget` drops it and sends nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fleet_that_cannot_be_deleted_can_be_forgotten() {
+    let d = GceDouble::start().await;
+    let mut env = Env::new(&d, "").await;
+    let file = env.write_fleet("mega.yaml", MEGA_SPOT);
+    ok(&env.run(&["fleet", "apply", &file, "--yes"]).await, "apply");
+    env.env.retain(|(k, _)| *k != "GOOGLE_APPLICATION_CREDENTIALS");
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    env.env.push(("GCE_METADATA_HOST", format!("127.0.0.1:{port}")));
+    let out = env.run(&["fleet", "delete", "mega", "--yes"]).await;
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("the state keeps fleet `mega`; to drop its record without touching GCP: `flightdeck fleet delete mega --forget`"),
+        "{err}"
+    );
+    assert!(!env.fleet_resources("mega").is_empty());
+    let before = d.requests().len();
+    let out = env.run(&["fleet", "delete", "mega", "--forget", "--yes"]).await;
+    let said = ok(&out, "forget");
+    assert!(said.contains("forget  instance         mega-0"), "{said}");
+    assert!(
+        said.contains("may still exist in GCP: `flightdeck fleet gc`"),
+        "{said}"
+    );
+    assert_eq!(d.requests().len(), before, "--forget asks the cloud nothing");
+    assert!(
+        env.state()["fleets"].as_array().is_none_or(|f| f.is_empty()),
+        "{}",
+        env.state()
+    );
+    assert_eq!(d.existing("instances").len(), 2, "the cloud kept its VMs");
 }

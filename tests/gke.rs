@@ -344,7 +344,8 @@ fn a_cluster_named_by_project_location_and_name_uses_adc() {
     .unwrap();
     let env = adc_env(&d, tmp.path());
     let out = support::flightdeck_env(&home, &["fleet", "apply", f.to_str().unwrap(), "--yes"], &env);
-    let err = text(&out.stderr);
+    // The plan on stdout, the progress on stderr.
+    let err = format!("{}{}", text(&out.stdout), text(&out.stderr));
     assert!(out.status.success(), "{err}");
     assert!(
         err.contains("projects/my-project/locations/us-central1/clusters/a3u-cluster"),

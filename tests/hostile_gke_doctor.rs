@@ -158,8 +158,9 @@ fn d1_g1_a_repositorys_kubeconfig_runs_its_plugin_only_when_the_fleet_file_allow
         "{err}"
     );
     let out = fd_in(&home, &repo, &["fleet", "plan", "gke-fleet.yaml"], &[]);
-    let err = text(&out.stderr);
-    assert!(out.status.success(), "{err}");
+    // The plan (its notes too) is on stdout.
+    let err = text(&out.stdout);
+    assert!(out.status.success(), "{err}{}", text(&out.stderr));
     assert!(!marker.exists(), "plan runs nothing");
     assert!(
         err.contains(&format!("kubeconfig {shown_kc} (named by the fleet file), context `team`, user `team`: exec plugin `sh -c ")),
@@ -290,8 +291,9 @@ fn d1_a_kubeconfig_others_could_write_is_refused_and_the_operators_own_runs_its_
         0o644,
     );
     let out = fd_in(&home, &repo, &["fleet", "plan", "own.yaml"], &[]);
-    let err = text(&out.stderr);
-    assert!(out.status.success(), "{err}");
+    // The plan (its notes too) is on stdout.
+    let err = text(&out.stdout);
+    assert!(out.status.success(), "{err}{}", text(&out.stderr));
     assert!(
         err.contains(&format!(
             "kubeconfig {} (yours), context `team`, user `team`: exec plugin `sh -c ",

@@ -316,7 +316,7 @@ fn no_match_is_an_empty_result_and_exit_0() {
 }
 
 #[test]
-fn bad_queries_exit_1_with_where_and_what() {
+fn bad_queries_exit_2_with_where_and_what() {
     // (args, message fragments on stderr)
     let cases: &[(&[&str], &[&str])] = &[
         (
@@ -351,7 +351,7 @@ fn bad_queries_exit_1_with_where_and_what() {
     ];
     for (args, fragments) in cases {
         let out = flightdeck(args);
-        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert_eq!(out.status.code(), Some(2), "{args:?}: a usage error");
         assert!(out.stdout.is_empty(), "{args:?}: {}", text(&out.stdout));
         let err = text(&out.stderr);
         for f in *fragments {

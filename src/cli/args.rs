@@ -40,32 +40,153 @@ pub struct Cli {
     pub command: Option<Command>,
 }
 
+// Each main subcommand's `--help` ends with examples (as README's), then a pointer to the
+// global options, which only `flightdeck --help` lists ([`command`]).
+
+const OFFERS_EXAMPLES: &str = "Examples:
+  flightdeck offers --gpu H100 --gpus 8 --pricing spot
+  flightdeck offers --filter 'gpu=H200 spot<40 gpudirect=rdma' --sort gpu-price
+  flightdeck offers --region 'us-*' --json | jq '.[0]'";
+
+const FLEET_EXAMPLES: &str = "Examples:
+  flightdeck fleet apply fleets/local.yaml --yes     # this machine as a one-node fleet
+  flightdeck fleet validate fleets/ssh-hosts.yaml    # your hosts, in dstack's format
+  flightdeck fleet plan fleets/a3-mega-tcpxo.yaml    # resources, NICs, $/h; calls nothing
+  flightdeck fleet status a3-mega                    # preempted or stopped nodes, exit 1
+  flightdeck fleet delete a3-mega --yes              # waits until every resource is gone
+  flightdeck fleet gc                                # labelled resources the state lost";
+
+const FLEET_PLAN_EXAMPLES: &str = "Examples:
+  flightdeck fleet plan fleets/a3-mega-tcpxo.yaml > plan.txt   # the plan is on stdout
+  flightdeck fleet plan fleets/a3-mega-tcpxo.yaml --json | jq .hourly_usd";
+
+const FLEET_APPLY_EXAMPLES: &str = "Examples:
+  flightdeck fleet apply fleets/ssh-hosts.yaml       # shows the plan, asks, then applies
+  flightdeck fleet apply fleets/local.yaml --yes     # no question (scripts)
+  flightdeck fleet apply a3.yaml --no-bootstrap      # GCP nodes without the GPUDirect set-up";
+
+const FLEET_DELETE_EXAMPLES: &str = "Examples:
+  flightdeck fleet delete a3-mega                    # shows what goes, asks, then deletes
+  flightdeck fleet delete a3-mega --yes              # no question (scripts)
+  flightdeck fleet delete a3-mega --forget           # drop its record; touch no cloud";
+
+const EXEC_EXAMPLES: &str = "Examples:
+  flightdeck exec lab -- nvidia-smi -L
+  flightdeck exec lab --collapse -- nvidia-smi -L    # identical outputs grouped
+  flightdeck exec lab --nodes 0,2-3 --timeout 30 -- 'dmesg | tail -5'
+  flightdeck exec lab --json -- hostname | jq '.[].exit'";
+
+const NCCL_EXAMPLES: &str = "Examples:
+  flightdeck nccl run lab -g 8 -e 8G                 # nccl-tests on every node, detached
+  flightdeck nccl attach                             # follow the newest run again
+  flightdeck nccl parse out.txt --machine-type a3-megagpu-8g
+  flightdeck nccl compare RUN_A RUN_B
+  flightdeck nccl stragglers lab                     # name the slow node or link";
+
+const NCCL_RUN_EXAMPLES: &str = "Examples:
+  flightdeck nccl run lab -g 8 -e 8G
+  flightdeck nccl run lab --test all_gather -b 1K -e 8G --profile tcpxo
+  flightdeck nccl run a3u --dry-run                  # GKE: the objects it would create
+
+Exit: the worst exit code of the nodes' runs (as exec), 0 when all ended well; 1 when
+the run printed no rows.";
+
+const NICS_EXAMPLES: &str = "Examples:
+  flightdeck nics lab                                # per-NIC rates over 5 samples
+  flightdeck nics lab --interval 500ms --samples 10 --gpu-links
+  flightdeck nics lab --samples 5 --json             # rates and imbalance flags";
+
+const JOB_EXAMPLES: &str = "Examples:
+  flightdeck job run examples/train/job.yaml         # launch and follow; Ctrl-C stops following
+  flightdeck job list
+  flightdeck job logs train --follow --tail 20
+  flightdeck job stop train";
+
+const JOB_RUN_EXAMPLES: &str = "Examples:
+  flightdeck job run examples/train/job.yaml
+  flightdeck job run job.yaml --detach --stop-on-failure
+  flightdeck job run train.yaml --dry-run            # GKE: the JobSet, on stdout";
+
+const DOCTOR_EXAMPLES: &str = "Examples:
+  flightdeck doctor lab                              # every check on every node, worst first
+  flightdeck doctor lab --only gpus,xid,ecc --evidence
+  flightdeck doctor --list                           # the checks
+  flightdeck doctor lab --json | jq '.problems'";
+
+const CONFIG_EXAMPLES: &str = "Examples:
+  flightdeck config default > \"$(flightdeck config path)\"   # a commented config to edit
+  flightdeck config check
+  flightdeck config path --log";
+
+const MUX_EXAMPLES: &str = "Examples:
+  flightdeck mux start                               # one SSH connection per node, shared
+  flightdeck mux status --json
+  flightdeck mux stop";
+
+/// Where a subcommand's help says the global options are.
+const GLOBALS_NOTE: &str =
+    "Global options (--theme, --log-level, --raw, --no-mux, ...): see `flightdeck --help`.";
+
+/// flightdeck's command line: [`Cli`]'s, with the global options listed once, under their
+/// heading in `flightdeck --help`. Every subcommand still takes them (hidden copies, so
+/// clap does not add visible ones) and its help ends with a line that points there.
+pub fn command() -> clap::Command {
+    let root = <Cli as clap::CommandFactory>::command();
+    let globals: Vec<clap::Arg> = root
+        .get_arguments()
+        .filter(|a| a.is_global_set())
+        .map(|a| a.clone().hide(true))
+        .collect();
+    root.mut_subcommands(|sc| with_hidden_globals(sc, &globals))
+}
+
+fn with_hidden_globals(mut sc: clap::Command, globals: &[clap::Arg]) -> clap::Command {
+    for a in globals {
+        sc = sc.arg(a.clone());
+    }
+    let after = match sc.get_after_help() {
+        Some(h) => format!("{h}\n\n{GLOBALS_NOTE}"),
+        None => GLOBALS_NOTE.to_string(),
+    };
+    sc.after_help(after)
+        .mut_subcommands(|c| with_hidden_globals(c, globals))
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// List GPU offers and prices from the embedded catalog.
+    #[command(after_help = OFFERS_EXAMPLES)]
     Offers(OffersArgs),
     /// Validate, plan, apply, list, delete and garbage-collect fleets.
     #[command(subcommand)]
+    #[command(after_help = FLEET_EXAMPLES)]
     Fleet(FleetCommand),
     /// Run a command on every node of a fleet; output prefixed by node, exit = worst.
+    #[command(after_help = EXEC_EXAMPLES)]
     Exec(ExecArgs),
     /// Run NCCL tests on a fleet, or parse nccl-tests output.
     #[command(subcommand)]
+    #[command(after_help = NCCL_EXAMPLES)]
     Nccl(NcclCommand),
     /// Sample per-NIC traffic and GPU figures on every node of a fleet.
+    #[command(after_help = NICS_EXAMPLES)]
     Nics(NicsArgs),
     /// Run, list, follow and stop training jobs.
     #[command(subcommand)]
+    #[command(after_help = JOB_EXAMPLES)]
     Job(JobCommand),
     /// Check every node of a fleet at once (GPUs, driver and NCCL versions, NVLink, ECC,
     /// Xid, clocks, NICs, RDMA, GPUDirect, reachability, placement); problems worst first.
+    #[command(after_help = DOCTOR_EXAMPLES)]
     Doctor(DoctorArgs),
     /// Show where the config lives, print a commented default, or check it.
     #[command(subcommand)]
+    #[command(after_help = CONFIG_EXAMPLES)]
     Config(ConfigCommand),
     /// The connection holder: one live SSH connection per node, shared by every command
     /// (as OpenSSH's ControlMaster); start, status, stop, or serve in the foreground.
     #[command(subcommand)]
+    #[command(after_help = MUX_EXAMPLES)]
     Mux(MuxCommand),
 }
 
@@ -174,6 +295,7 @@ pub enum FleetCommand {
         files: Vec<PathBuf>,
     },
     /// Show what apply would create or delete, with costs; changes nothing.
+    #[command(after_help = FLEET_PLAN_EXAMPLES)]
     Plan {
         /// The fleet file.
         file: PathBuf,
@@ -183,6 +305,7 @@ pub enum FleetCommand {
     },
     /// Create or update the fleet described by a file; new GCP nodes are then
     /// bootstrapped for their GPUDirect flavour (see `fleet bootstrap`).
+    #[command(after_help = FLEET_APPLY_EXAMPLES)]
     Apply {
         /// The fleet file.
         file: PathBuf,
@@ -200,7 +323,8 @@ pub enum FleetCommand {
         /// The fleet's name (or a fleet file).
         #[arg(required_unless_present = "show")]
         fleet: Option<String>,
-        /// Only these nodes: indices (0,1), ranges (0-3), names or hosts, patterns with *.
+        /// Only these nodes: indices (0,2), ranges (0-3), names or hosts (lab-2), or patterns
+        /// with * (lab-1*).
         #[arg(long, value_delimiter = ',', value_name = "NODES")]
         nodes: Vec<String>,
         /// The flavour (default: the fleet file's network.gpudirect, else its machine type's).
@@ -220,12 +344,18 @@ pub enum FleetCommand {
         json: bool,
     },
     /// Delete a fleet and every resource flightdeck created for it.
+    #[command(after_help = FLEET_DELETE_EXAMPLES)]
     Delete {
         /// The fleet's name.
         name: String,
         /// Do not ask for confirmation.
         #[arg(long)]
         yes: bool,
+        /// Only forget the fleet: its record leaves the state and nothing in its cloud
+        /// is touched (for a fleet that cannot be deleted, e.g. without a project or
+        /// credentials). What it made stays; `fleet gc` finds it later.
+        #[arg(long)]
+        forget: bool,
     },
     /// Find (and with --yes delete) resources labelled by flightdeck that the state does not know.
     Gc {
@@ -291,6 +421,7 @@ pub enum NcclProfile {
 pub enum NcclCommand {
     /// Run an NCCL benchmark across the fleet's nodes, detached (it survives a lost
     /// connection; `nccl attach` follows it again).
+    #[command(after_help = NCCL_RUN_EXAMPLES)]
     Run(RunArgs),
     /// Follow a run again (the newest when no id is given), from its first line.
     Attach {
@@ -366,6 +497,7 @@ pub struct NicsArgs {
 pub enum JobCommand {
     /// Launch the job described by a job file on its fleet, detached on every node, and
     /// follow it (Ctrl-C stops following; the job goes on).
+    #[command(after_help = JOB_RUN_EXAMPLES)]
     Run {
         /// The job file.
         file: PathBuf,
@@ -451,8 +583,9 @@ pub struct DoctorArgs {
     /// The fleet's name (or a fleet file).
     #[arg(required_unless_present = "list")]
     pub fleet: Option<String>,
-    /// Only these nodes (names or indexes, comma-separated).
-    #[arg(long, value_delimiter = ',')]
+    /// Only these nodes: indices (0,2), ranges (0-3), names or hosts (lab-2), or patterns
+    /// with * (lab-1*).
+    #[arg(long, value_delimiter = ',', value_name = "NODES")]
     pub nodes: Vec<String>,
     /// Only these checks (comma-separated ids; `--list` names them).
     #[arg(long, value_delimiter = ',', value_name = "CHECKS")]
@@ -480,7 +613,7 @@ pub struct RunArgs {
     pub fleet: String,
     #[command(flatten)]
     pub bench: BenchArgs,
-    /// Only these nodes: indices (0,1), ranges (0-3), names or hosts (lab-2), or patterns
+    /// Only these nodes: indices (0,2), ranges (0-3), names or hosts (lab-2), or patterns
     /// with * (lab-1*). On a GKE fleet with no recorded nodes (a pool at zero): how many
     /// nodes the scheduler places the test pods on (`--nodes 2`).
     #[arg(long, value_delimiter = ',', value_name = "NODES")]
@@ -517,8 +650,8 @@ pub struct BenchArgs {
     /// Timed iterations per size.
     #[arg(short = 'n', long = "iters", default_value_t = runner::DEFAULT_ITERS)]
     pub iters: u32,
-    /// Warm-up iterations per size.
-    #[arg(short = 'w', long = "warmup_iters", default_value_t = runner::DEFAULT_WARMUP)]
+    /// Warm-up iterations per size (`--warmup_iters` is nccl-tests' own spelling).
+    #[arg(short = 'w', long = "warmup_iters", visible_alias = "warmup-iters", default_value_t = runner::DEFAULT_WARMUP)]
     pub warmup: u32,
     /// Data type (float, half, bfloat16, double, int32, ...).
     #[arg(short = 'd', long = "datatype", default_value = runner::DEFAULT_DTYPE)]

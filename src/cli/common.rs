@@ -21,6 +21,17 @@ impl StatusLine {
     }
 }
 
+/// `an SSH fleet`, `a GKE fleet`, `a local fleet`: a fleet's family in a sentence.
+pub(crate) fn a_fleet(kind: crate::fleet::BackendKind) -> String {
+    use crate::fleet::BackendKind;
+    match kind {
+        BackendKind::Local => "a local fleet".into(),
+        BackendKind::Ssh => "an SSH fleet".into(),
+        BackendKind::Gcp => "a GCP fleet".into(),
+        BackendKind::Gke => "a GKE fleet".into(),
+    }
+}
+
 /// A runtime for one command's async work.
 pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_multi_thread()
@@ -137,6 +148,23 @@ pub fn ssh_setup(
         }
     };
     (pool, std::sync::Arc::new(resolver))
+}
+
+/// `--theme NAME` names a theme that exists (embedded or the user's), for every command:
+/// a misspelt flag is a usage error (exit 2) whether or not the command draws colour.
+pub fn check_theme_flag(cli: &Cli, paths: &Paths) -> anyhow::Result<()> {
+    let Some(name) = &cli.theme else { return Ok(()) };
+    let available = tui::theme::Theme::available(paths);
+    if available.iter().any(|a| a == name) {
+        return Ok(());
+    }
+    let hint = crate::yaml::closest(name, available.iter().map(String::as_str))
+        .map(|h| format!("did you mean `{h}`? "))
+        .unwrap_or_default();
+    Err(super::usage(format!(
+        "--theme: unknown theme `{name}`; {hint}available: {}",
+        available.join(", ")
+    )))
 }
 
 /// Load config, keymap and theme: everything the cockpit needs before it takes the

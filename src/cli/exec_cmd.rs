@@ -25,7 +25,7 @@ pub fn run(args: &ExecArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode
     let nodes: Vec<NodeTarget> = if args.nodes.is_empty() {
         all.clone()
     } else {
-        crate::fleet::select_nodes(&all, &args.nodes).map_err(|e| anyhow::anyhow!("--nodes {e}"))?
+        crate::fleet::select_nodes(&all, &args.nodes).map_err(|e| super::usage(format!("--nodes {e}")))?
     };
     if args.timeout == Some(0) {
         anyhow::bail!("--timeout 0: give the seconds a command may run, at least 1");

@@ -146,7 +146,12 @@ pub fn run(cmd: &FleetCommand, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitC
             print_table(&["NAME", "BACKEND", "NODES", "CREATED", "FILE"], &rows);
             Ok(ExitCode::SUCCESS)
         }
-        FleetCommand::Delete { name, yes } => {
+        FleetCommand::Delete {
+            name,
+            yes,
+            forget: true,
+        } => forget(paths, name, *yes),
+        FleetCommand::Delete { name, yes, .. } => {
             let store = Store::new(&paths.state_dir);
             let (state, recovery) = store.load()?;
             note_recovery(recovery);
@@ -174,12 +179,13 @@ pub fn run(cmd: &FleetCommand, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitC
                 }
             };
             let kind = record.backend;
+            // What goes: the command's output, on stdout as `fleet plan`'s.
             for n in &record.nodes {
-                errln!("  delete  node  {:<20} {}", n.name, n.host());
+                outln!("  delete  node  {:<20} {}", n.name, n.host());
             }
             for c in inventory_for(kind).delete_plan(&record).changes {
                 if c.cloud.is_some() {
-                    errln!("  delete  {:<16} {:<28} {}", c.kind, c.name, c.place);
+                    outln!("  delete  {:<16} {:<28} {}", c.kind, c.name, c.place);
                 }
             }
             if !yes && !ask(&format!("Delete fleet `{name}`?"))? {
@@ -198,6 +204,14 @@ pub fn run(cmd: &FleetCommand, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitC
             drop(status);
             if let Err(e) = deleted {
                 errln!("fleet delete: {e}");
+                // A fleet its cloud cannot be asked about (no project, no credentials)
+                // would stay in the state for good otherwise.
+                if Store::new(&paths.state_dir).load()?.0.fleet(name).is_ok() {
+                    errln!(
+                        "the state keeps fleet `{name}`; to drop its record without touching {}: `flightdeck fleet delete {name} --forget`",
+                        kind.as_str().to_uppercase()
+                    );
+                }
                 return Ok(ExitCode::FAILURE);
             }
             Ok(ExitCode::SUCCESS)
@@ -244,7 +258,7 @@ fn bootstrap(
     let nodes = if nodes.is_empty() {
         all
     } else {
-        crate::fleet::select_nodes(&all, nodes).map_err(|e| anyhow::anyhow!("--nodes {e}"))?
+        crate::fleet::select_nodes(&all, nodes).map_err(|e| super::usage(format!("--nodes {e}")))?
     };
     if nodes.is_empty() {
         anyhow::bail!("no nodes selected");
@@ -267,6 +281,36 @@ fn bootstrap(
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// `fleet delete NAME --forget`: the record leaves the state; nothing in the cloud is
+/// asked or touched.
+fn forget(paths: &Paths, name: &str, yes: bool) -> anyhow::Result<ExitCode> {
+    let store = Store::new(&paths.state_dir);
+    let (state, recovery) = store.load()?;
+    note_recovery(recovery);
+    let record = state.fleet(name)?.clone();
+    for n in &record.nodes {
+        outln!("  forget  node  {:<20} {}", n.name, n.host());
+    }
+    for r in &record.resources {
+        let place = r.zone.as_deref().or(r.region.as_deref()).unwrap_or("global");
+        outln!("  forget  {:<16} {:<28} {place}", r.kind, r.name);
+    }
+    if !yes && !ask(&format!("Forget fleet `{name}` (nothing is deleted)?"))? {
+        errln!("nothing changed");
+        return Ok(ExitCode::FAILURE);
+    }
+    store.update(|s| s.fleets.retain(|f| f.name != record.name))?;
+    errln!("fleet `{name}` forgotten: its record left the state, nothing was deleted");
+    if !record.resources.is_empty() {
+        errln!(
+            "its {} may still exist in {}: `flightdeck fleet gc` lists what flightdeck made that no fleet knows",
+            crate::words::plural(record.resources.len(), "resource"),
+            record.backend.as_str().to_uppercase()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn ask(question: &str) -> anyhow::Result<bool> {
@@ -441,11 +485,13 @@ fn validate(files: &[std::path::PathBuf]) -> ExitCode {
     }
 }
 
+/// The plan on stdout: it is the command's output (`fleet plan > plan.txt`, `| less`);
+/// questions and progress go to stderr.
 fn print_plan(plan: &Plan) {
-    errln!("fleet `{}` ({} backend):", plan.fleet, plan.backend);
+    outln!("fleet `{}` ({} backend):", plan.fleet, plan.backend);
     for c in &plan.changes {
         match &c.cloud {
-            None => errln!("  {:<7} {:<5} {:<20} {}", c.action, c.kind, c.name, c.place),
+            None => outln!("  {:<7} {:<5} {:<20} {}", c.action, c.kind, c.name, c.place),
             Some(d) => {
                 let mut extra = vec![];
                 if let Some(m) = &d.machine_type {
@@ -460,7 +506,7 @@ fn print_plan(plan: &Plan) {
                 if c.kind == "instance" {
                     extra.push(cost(d.hourly_usd));
                 }
-                errln!(
+                let line = format!(
                     "  {:<7} {:<16} {:<28} {:<16} {}",
                     c.action,
                     c.kind,
@@ -468,25 +514,26 @@ fn print_plan(plan: &Plan) {
                     c.place,
                     extra.join("  ")
                 );
+                outln!("{}", line.trim_end());
             }
         }
     }
     if plan.is_noop() {
-        errln!("  (no changes)");
+        outln!("  (no changes)");
     }
     for n in &plan.notes {
-        errln!("  note: {n}");
+        outln!("  note: {n}");
     }
     if let Some(total) = plan.hourly_usd {
-        errln!("  cost when up: {}", cost(total));
+        outln!("  cost when up: {}", cost(total));
     }
     if !plan.fallbacks.is_empty() {
-        errln!("  if out of capacity, then (in order):");
+        outln!("  if out of capacity, then (in order):");
         for f in plan.fallbacks.iter().take(8) {
-            errln!("    {f}");
+            outln!("    {f}");
         }
         if plan.fallbacks.len() > 8 {
-            errln!("    ... and {} more", plan.fallbacks.len() - 8);
+            outln!("    ... and {} more", plan.fallbacks.len() - 8);
         }
     }
 }

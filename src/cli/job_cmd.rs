@@ -165,10 +165,10 @@ fn dry_run_job(file: &std::path::Path, cli: &Cli, paths: &Paths) -> anyhow::Resu
     let g = match spec {
         Some(s) => s.gke.as_ref().ok_or_else(|| {
             anyhow::anyhow!(
-                "{}: --dry-run prints the JobSet of a job on a GKE fleet; `{}` is a {} fleet",
+                "{}: --dry-run prints the JobSet of a job on a GKE fleet; `{}` is {}",
                 file.display(),
                 target.fleet,
-                target.backend
+                super::common::a_fleet(target.backend)
             )
         })?,
         None => anyhow::bail!(

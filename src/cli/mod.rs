@@ -1,6 +1,8 @@
 //! The headless CLI of DESIGN.md. Thin: each subcommand calls the domain and prints a
 //! table, or one JSON document with `--json`. Exit codes: 0 success, 1 failure, 2 usage
-//! (and 2 for a subcommand whose feature has not landed in this build).
+//! (clap's own errors, and a [`Usage`] error: a flag's value that parses but means
+//! nothing here). A reader that stops early (`| head`) ends the command as it ends any
+//! Unix filter: quietly, by SIGPIPE ([`quiet_on_broken_pipe`]).
 
 #[macro_use]
 mod print;
@@ -26,7 +28,7 @@ use std::io::IsTerminal;
 use std::process::ExitCode;
 
 pub use args::{
-    BenchArgs, Cli, Command, ConfigCommand, DoctorArgs, ExecArgs, Flavour, FleetCommand, JobCommand,
+    command, BenchArgs, Cli, Command, ConfigCommand, DoctorArgs, ExecArgs, Flavour, FleetCommand, JobCommand,
     MuxCommand, NcclCommand, NcclEngine, NcclProfile, NicsArgs, OfferSort, OffersArgs, Pricing, RunArgs,
     StragglerArgs,
 };
@@ -36,12 +38,99 @@ pub use common::{
     runtime, ssh_setup,
 };
 
+/// A usage error: the command line parsed, but a flag's value names nothing (a bad
+/// `--filter`, a `--nodes` that selects no node, an unknown `--theme`). Exit 2, as clap's
+/// own usage errors.
+#[derive(Debug)]
+pub struct Usage(pub String);
+
+impl std::fmt::Display for Usage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Usage {}
+
+/// A [`Usage`] error as an `anyhow::Error`.
+pub fn usage(message: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(Usage(message.into()))
+}
+
+/// The exit code for an error of [`run`]: 2 for a [`Usage`] error, else 1.
+pub fn exit_code(e: &anyhow::Error) -> ExitCode {
+    if e.chain().any(|c| c.downcast_ref::<Usage>().is_some()) {
+        ExitCode::from(2)
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// stdout is a pipe whose reader has gone (`| head` read what it wanted).
+fn stdout_is_broken() -> bool {
+    let mut fd = libc::pollfd {
+        fd: libc::STDOUT_FILENO,
+        events: libc::POLLOUT,
+        revents: 0,
+    };
+    // SAFETY: one pollfd, no wait; POLLERR on a pipe's write end means no reader is left.
+    let n = unsafe { libc::poll(&mut fd, 1, 0) };
+    n == 1 && fd.revents & libc::POLLERR != 0
+}
+
+/// End the process as a Unix filter ends when its reader went away: killed by SIGPIPE,
+/// nothing printed (the shell shows 141; `set -o pipefail` sees it).
+pub fn die_of_broken_pipe() -> ! {
+    // SAFETY: the default action of SIGPIPE ends the process; nothing is left to run.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        libc::raise(libc::SIGPIPE);
+    }
+    std::process::exit(128 + libc::SIGPIPE)
+}
+
+/// Writes to a closed stdout (or stderr, with `2>&1 | head`) end the command quietly
+/// instead of with "Broken pipe" (an error on the way out) or a panic (exit 101): Rust
+/// ignores SIGPIPE, so such a write fails with EPIPE, and `println!` panics on it. The
+/// panic hook catches the print macros' panics; [`run`] the errors. SIGPIPE itself stays
+/// ignored: a connection or a child's pipe that breaks is an error to report, not death.
+pub fn quiet_on_broken_pipe() {
+    let next = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if message.starts_with("failed printing to std") && message.contains("os error 32") {
+            die_of_broken_pipe();
+        }
+        next(info)
+    }));
+}
+
+fn broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    }) && stdout_is_broken()
+}
+
 /// Run the parsed command line; returns the process exit code. An error's text (which
 /// may carry what a node or an API said) comes back through
-/// [`crate::term::visible::text`], ready for `main` to print.
+/// [`crate::term::visible::text`], ready for `main` to print; [`exit_code`] says with
+/// which code. An error from writing to a stdout whose reader has gone ends the process
+/// here ([`die_of_broken_pipe`]).
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     run_command(cli).map_err(|e| {
+        if broken_pipe(&e) {
+            die_of_broken_pipe();
+        }
         let whole = format!("{e:#}");
+        if e.chain().any(|c| c.downcast_ref::<Usage>().is_some()) {
+            return usage(crate::term::visible::text(&whole));
+        }
         match crate::term::visible::text(&whole) {
             std::borrow::Cow::Borrowed(_) => e,
             std::borrow::Cow::Owned(shown) => anyhow::Error::msg(shown),
@@ -52,6 +141,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 fn run_command(cli: Cli) -> anyhow::Result<ExitCode> {
     let paths = Paths::from_env()?;
     crate::term::visible::set_raw(cli.raw);
+    common::check_theme_flag(&cli, &paths)?;
     match &cli.command {
         None => run_tui(&cli, &paths),
         Some(Command::Config(c)) => config_cmd::run(c, &cli, &paths),

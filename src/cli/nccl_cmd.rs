@@ -263,7 +263,7 @@ pub fn summary(report: &Report) -> String {
                 format!("{bw} GB/s at {}", human_size(r.size))
             })
         ),
-        format!("{} rows", report.rows.len()),
+        crate::words::plural(report.rows.len(), "row"),
     ];
     if let Some(oob) = report.out_of_bounds.filter(|o| !o.ok || o.count > 0) {
         parts.push(format!("OUT OF BOUNDS VALUES {} FAILED", oob.count));
@@ -417,10 +417,13 @@ pub fn run(args: &RunArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode>
     let nodes: Vec<NodeTarget> = match &schedule {
         Some((_, ranks)) => ranks.clone().map_err(anyhow::Error::msg)?,
         None if args.dry_run => anyhow::bail!(
-            "--dry-run prints the Kubernetes objects of a run on a GKE fleet; `{fleet}` is a {kind} fleet"
+            "--dry-run prints the Kubernetes objects of a run on a GKE fleet; `{fleet}` is {}",
+            super::common::a_fleet(kind)
         ),
         None if args.nodes.is_empty() => all.clone(),
-        None => crate::fleet::select_nodes(&all, &args.nodes).map_err(|e| anyhow::anyhow!("--nodes {e}"))?,
+        None => {
+            crate::fleet::select_nodes(&all, &args.nodes).map_err(|e| super::usage(format!("--nodes {e}")))?
+        }
     };
     if nodes.is_empty() {
         anyhow::bail!("no nodes selected");

@@ -9,7 +9,7 @@
 //! embedded catalog, or with `--refresh`), footnotes for unknown prices and flags, and
 //! notes (offers left out for unknown prices, no matches).
 //!
-//! Exit 0, or 1 for a bad filter or a failed refresh.
+//! Exit 0; 2 for a bad filter (a usage error); 1 for a failed refresh.
 //!
 //! A failed `--refresh` (no credentials, 403, offline, a malformed reply) says why on
 //! stderr, still lists the catalog that stays in use (cached or embedded, named with its age
@@ -54,7 +54,7 @@ pub fn run(args: &OffersArgs) -> anyhow::Result<ExitCode> {
     if let Some(text) = &args.filter {
         if let Err(e) = Query::parse(text) {
             errln!("flightdeck offers: {}", filter_error(text, &e));
-            return Ok(ExitCode::from(1));
+            return Ok(ExitCode::from(2));
         }
     }
     let state_dir = Paths::from_env().ok().map(|p| p.state_dir);
@@ -93,7 +93,7 @@ pub fn run(args: &OffersArgs) -> anyhow::Result<ExitCode> {
         Ok(q) => q,
         Err(message) => {
             errln!("flightdeck offers: {message}");
-            return Ok(ExitCode::from(1));
+            return Ok(ExitCode::from(2));
         }
     };
     let pricing = Pricing::from(args.pricing);

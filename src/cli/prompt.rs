@@ -1,6 +1,7 @@
 //! Questions on the operator's terminal for headless commands: unknown host keys
 //! (y / N / a = accept all for this run) and key passphrases (read without echo). When
-//! stdin is not a terminal nobody can answer, and the answer is no.
+//! stdin is not a terminal nobody can answer, and the answer is no. While a question is
+//! open, the status line of a long operation is off the screen ([`crate::progress::pause`]).
 
 use crate::ssh::client::{BoxFuture, Prompter};
 use std::io::{BufRead, IsTerminal, Write};
@@ -49,11 +50,15 @@ impl Prompter for TtyPrompter {
             }
             let _turn = self.turn.lock().await;
             if self.accept_all.load(Ordering::SeqCst) {
-                errln!("{host}: accepted new host key {fingerprint}");
+                crate::progress::note(&crate::term::visible::text(&format!(
+                    "{host}: accepted new host key {fingerprint}"
+                )));
                 return true;
             }
             let (host, fp) = (host.to_string(), fingerprint.to_string());
             let answer = tokio::task::spawn_blocking(move || {
+                // The status line's ticker would write over the question.
+                let _quiet = crate::progress::pause();
                 err!("{host}: unknown host key {fp}.\nAccept and remember it? [y]es / [N]o / [a]ll new keys this run: ");
                 let _ = std::io::stderr().flush();
                 read_line()
@@ -82,6 +87,7 @@ impl Prompter for TtyPrompter {
             let _turn = self.turn.lock().await;
             let key = key.display().to_string();
             tokio::task::spawn_blocking(move || {
+                let _quiet = crate::progress::pause();
                 err!("Passphrase for {key}: ");
                 let _ = std::io::stderr().flush();
                 read_secret().filter(|p| !p.is_empty())
@@ -98,6 +104,7 @@ pub fn confirm(question: &str) -> bool {
     if !std::io::stdin().is_terminal() {
         return false;
     }
+    let _quiet = crate::progress::pause();
     err!("{question} [y/N] ");
     let _ = std::io::stderr().flush();
     matches!(

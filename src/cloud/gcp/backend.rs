@@ -225,6 +225,18 @@ impl GcpBackend {
     }
 }
 
+/// The one error of an apply without usable credentials: what the auth library said, and
+/// how to get Application Default Credentials when it does not say so already.
+fn credentials_error(why: &str) -> String {
+    let mut e = format!("no Google Cloud access token, nothing was changed: {why}");
+    if !e.contains("application-default login") {
+        e.push_str(
+            "; Application Default Credentials come from `gcloud auth application-default login` (or GOOGLE_APPLICATION_CREDENTIALS naming a service-account key file)",
+        );
+    }
+    e
+}
+
 /// What a plan made without a GCP project writes where the project goes.
 pub const PLACEHOLDER_PROJECT: &str = "PROJECT";
 
@@ -245,6 +257,15 @@ impl Backend for GcpBackend {
         Box::pin(async move {
             self.ssh_key()?;
             let gcp = self.connect().await?;
+            // One token before anything is recorded or requested: without credentials
+            // every resource's request would fail with the same long error, and the state
+            // would keep a fleet of resources that were never made.
+            gcp.compute
+                .client
+                .auth()
+                .headers()
+                .await
+                .map_err(|e| credentials_error(&e.to_string()))?;
             progress(format!(
                 "project {}, owner {}, {} as {}",
                 gcp.compute.project,
