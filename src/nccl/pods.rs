@@ -93,10 +93,18 @@ impl RunLauncher for PodLauncher {
 /// SSH daemon (the run script reaches the other pods through it, as mpirun does) and the
 /// run's labels. Pinned pods ([`test_pod`]) and the scheduled JobSet ([`test_jobset`])
 /// are both made from it.
-pub fn pod_template(fleet: &str, run: &str, flavour: GpuDirect, gpus: u32) -> serde_json::Value {
+pub fn pod_template(
+    fleet: &str,
+    run: &str,
+    flavour: GpuDirect,
+    gpus: u32,
+    networks: Option<&[String]>,
+) -> Result<serde_json::Value, String> {
     let r = recipe(flavour);
     let mut annotations = serde_json::Map::new();
-    if let Some(i) = r.interfaces {
+    // The fleet file's `gke.networks`, else the guides' networks, as a job's pods
+    // (crate::jobs::jobset::with_gpudirect_on).
+    if let Some(i) = crate::cloud::gke::nccl::interfaces(flavour, networks)? {
         annotations.insert("networking.gke.io/default-interface".into(), "eth0".into());
         annotations.insert("networking.gke.io/interfaces".into(), i.into());
     }
@@ -138,7 +146,7 @@ pub fn pod_template(fleet: &str, run: &str, flavour: GpuDirect, gpus: u32) -> se
         // and FasTrak's LLCM finds the aperture devices mounted there.
         env.push(serde_json::json!({"name": "NCCL_FASTRAK_LLCM_DEVICE_DIRECTORY", "value": "/dev/aperture_devices"}));
     }
-    serde_json::json!({
+    Ok(serde_json::json!({
         "metadata": {
             "labels": {
                 MANAGED_BY.0: MANAGED_BY.1,
@@ -166,39 +174,51 @@ pub fn pod_template(fleet: &str, run: &str, flavour: GpuDirect, gpus: u32) -> se
                 "volumeMounts": mounts,
             }],
         },
-    })
+    }))
 }
 
 /// Test pod `rank` of run `run`, pinned to `node` (`nodeName`: the operator picked the
-/// nodes): it tolerates every taint, as `kubectl debug node` pods do.
-pub fn test_pod(fleet: &str, run: &str, rank: usize, node: &KubeNode, flavour: GpuDirect, gpus: u32) -> Pod {
-    let t = pod_template(fleet, run, flavour, gpus);
+/// nodes): it tolerates every taint, as `kubectl debug node` pods do. On the GPU-NIC
+/// `networks` the fleet file names, else the guides'.
+pub fn test_pod(
+    fleet: &str,
+    run: &str,
+    rank: usize,
+    node: &KubeNode,
+    flavour: GpuDirect,
+    gpus: u32,
+    networks: Option<&[String]>,
+) -> Result<Pod, String> {
+    let t = pod_template(fleet, run, flavour, gpus, networks)?;
     let mut v =
         serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": t["metadata"], "spec": t["spec"]});
     v["metadata"]["name"] = pod_name(run, rank).into();
     v["metadata"]["namespace"] = node.namespace.clone().into();
     v["spec"]["nodeName"] = node.node.clone().into();
     v["spec"]["tolerations"] = serde_json::json!([{"operator": "Exists"}]);
-    serde_json::from_value(v).expect("a test pod is a Pod")
+    Ok(serde_json::from_value(v).expect("a test pod is a Pod"))
 }
 
-/// Where scheduled test pods go: the fleet's node pools, its Kueue queue, and DWS
-/// flex-start's longest run (seconds), as a job's JobSet has them.
+/// Where test pods go: the fleet's node pools, its Kueue queue, and DWS flex-start's
+/// longest run (seconds), as a job's JobSet has them; and the GPU-NIC networks they
+/// attach (`gke.networks`; none: the guides').
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Schedule {
     pub pools: Vec<String>,
     pub queue: Option<String>,
     pub flex_start: Option<u64>,
+    pub networks: Option<Vec<String>>,
 }
 
 impl Schedule {
-    /// From a fleet file: `gke.node_pools`, `gke.queue`, `flex_start`.
+    /// From a fleet file: `gke.node_pools`, `gke.queue`, `flex_start`, `gke.networks`.
     pub fn of(spec: Option<&crate::fleet::FleetSpec>) -> Schedule {
         let g = spec.and_then(|s| s.gke.as_ref());
         Schedule {
             pools: g.and_then(|g| g.node_pools.clone()).unwrap_or_default(),
             queue: g.and_then(|g| g.queue.clone()),
             flex_start: spec.and_then(|s| s.flex_start).map(|d| d.0),
+            networks: g.and_then(|g| g.networks.clone()),
         }
     }
 }
@@ -226,9 +246,9 @@ pub fn test_jobset(
     flavour: GpuDirect,
     gpus: u32,
     at: &Schedule,
-) -> serde_json::Value {
+) -> Result<serde_json::Value, String> {
     let js = test_jobset_name(run);
-    let mut t = pod_template(fleet, run, flavour, gpus);
+    let mut t = pod_template(fleet, run, flavour, gpus, at.networks.as_deref())?;
     let mut labels = serde_json::json!({
         MANAGED_BY.0: MANAGED_BY.1,
         FLEET_LABEL: fleet,
@@ -261,7 +281,7 @@ pub fn test_jobset(
         {"key": gke::GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"},
         {"key": "cloud.google.com/gke-queued", "operator": "Exists", "effect": "NoSchedule"}
     ]);
-    serde_json::json!({
+    Ok(serde_json::json!({
         "apiVersion": "jobset.x-k8s.io/v1alpha2",
         "kind": "JobSet",
         "metadata": {"name": js, "namespace": namespace, "labels": labels, "annotations": annotations},
@@ -281,7 +301,7 @@ pub fn test_jobset(
                 }},
             }],
         },
-    })
+    }))
 }
 
 /// What a run creates in the cluster: a pinned pod per picked node, or one JobSet the
@@ -308,15 +328,15 @@ pub fn run_objects(
             flavour,
             gpus,
             at,
-        )]);
+        )?]);
     }
-    Ok(kube
-        .iter()
+    kube.iter()
         .enumerate()
         .map(|(rank, k)| {
-            serde_json::to_value(test_pod(fleet, run, rank, k, flavour, gpus)).expect("a Pod is JSON")
+            let p = test_pod(fleet, run, rank, k, flavour, gpus, at.networks.as_deref())?;
+            Ok(serde_json::to_value(p).expect("a Pod is JSON"))
         })
-        .collect())
+        .collect()
 }
 
 /// Whether a run's pods go through the scheduler: some rank names no node (a pool at
@@ -820,7 +840,8 @@ mod tests {
     #[test]
     fn test_pods_follow_the_guides() {
         let node = KubeNode::for_tests("gke-a3u-1");
-        let v = serde_json::to_value(test_pod("a3u", "ag-1", 0, &node, GpuDirect::Rdma, 8)).unwrap();
+        let v = serde_json::to_value(test_pod("a3u", "ag-1", 0, &node, GpuDirect::Rdma, 8, None).unwrap())
+            .unwrap();
         assert_eq!(v["spec"]["nodeName"], "gke-a3u-1");
         assert_eq!(v["spec"]["hostNetwork"], false);
         assert!(v["metadata"]["annotations"]["networking.gke.io/interfaces"]
@@ -831,7 +852,8 @@ mod tests {
             v["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"],
             "8"
         );
-        let x = serde_json::to_value(test_pod("a3m", "ag-1", 1, &node, GpuDirect::Tcpxo, 8)).unwrap();
+        let x = serde_json::to_value(test_pod("a3m", "ag-1", 1, &node, GpuDirect::Tcpxo, 8, None).unwrap())
+            .unwrap();
         assert!(x["metadata"]["annotations"]["networking.gke.io/interfaces"]
             .as_str()
             .unwrap()
@@ -846,6 +868,37 @@ mod tests {
                 .contains("/dev/nvidia7")
         );
         assert_eq!(x["metadata"]["name"], "fd-nccl-ag-1-1");
+    }
+
+    /// NCCL test pods attach the GPU-NIC networks the fleet file names (`gke.networks`),
+    /// pinned or scheduled, as a job's pods do; a count the flavour does not attach is
+    /// refused, not silently replaced by the guides' networks.
+    #[test]
+    fn test_pods_attach_the_fleet_files_networks() {
+        let node = KubeNode::for_tests("gke-a3m-1");
+        let nets: Vec<String> = (0..8).map(|i| format!("team-vpc-{i}")).collect();
+        let at = Schedule {
+            networks: Some(nets.clone()),
+            ..Schedule::default()
+        };
+        let pinned = serde_json::to_value(
+            test_pod("a3m", "ag-1", 0, &node, GpuDirect::Tcpxo, 8, Some(&nets)).unwrap(),
+        )
+        .unwrap();
+        let js = test_jobset("a3m", "ag-1", "default", 2, GpuDirect::Tcpxo, 8, &at).unwrap();
+        let scheduled = &js["spec"]["replicatedJobs"][0]["template"]["spec"]["template"];
+        for pod in [&pinned, scheduled] {
+            let ifaces = pod["metadata"]["annotations"]["networking.gke.io/interfaces"]
+                .as_str()
+                .unwrap();
+            for (i, n) in nets.iter().enumerate() {
+                let want = format!("{{\"interfaceName\":\"eth{}\",\"network\":\"{n}\"}}", i + 1);
+                assert!(ifaces.contains(&want), "{want} not in {ifaces}");
+            }
+            assert!(!ifaces.contains("vpc1\""), "{ifaces}");
+        }
+        let err = test_pod("a3h", "ag-1", 0, &node, GpuDirect::Tcpx, 8, Some(&nets)).unwrap_err();
+        assert!(err.contains("8 network(s); Tcpx pods attach 4"), "{err}");
     }
 
     /// Google's TCPXO scripts (tests/fixtures/reference/nccl-plugin-gpudirect-tcpxo).
@@ -1099,7 +1152,8 @@ mod tests {
     #[test]
     fn tcpx_pods_run_sshd_and_mount_only_what_the_installer_makes() {
         let node = KubeNode::for_tests("gke-a3h-1");
-        let x = serde_json::to_value(test_pod("a3h", "ag-1", 0, &node, GpuDirect::Tcpx, 8)).unwrap();
+        let x = serde_json::to_value(test_pod("a3h", "ag-1", 0, &node, GpuDirect::Tcpx, 8, None).unwrap())
+            .unwrap();
         assert!(x["spec"]["containers"][0]["args"][0]
             .as_str()
             .unwrap()
@@ -1157,7 +1211,8 @@ mod tests {
     #[test]
     fn tcpxo_pods_start_the_images_ssh_daemon() {
         let node = KubeNode::for_tests("gke-a3m-1");
-        let x = serde_json::to_value(test_pod("a3m", "ag-1", 0, &node, GpuDirect::Tcpxo, 8)).unwrap();
+        let x = serde_json::to_value(test_pod("a3m", "ag-1", 0, &node, GpuDirect::Tcpxo, 8, None).unwrap())
+            .unwrap();
         assert!(x["spec"]["containers"][0]["args"][0]
             .as_str()
             .unwrap()
@@ -1176,7 +1231,8 @@ mod tests {
             (GpuDirect::Tcpx, None),
             (GpuDirect::None, None),
         ] {
-            let v = serde_json::to_value(test_pod("a3", "ag-1", 0, &node, flavour, 8)).unwrap();
+            let v =
+                serde_json::to_value(test_pod("a3", "ag-1", 0, &node, flavour, 8, None).unwrap()).unwrap();
             let mount = v["spec"]["containers"][0]["volumeMounts"]
                 .as_array()
                 .unwrap()
@@ -1231,7 +1287,7 @@ mod tests {
     /// The paths a test pod's RxDM devices annotation lists.
     fn pod_devices(flavour: GpuDirect) -> Vec<String> {
         let node = KubeNode::for_tests("gke-a3-1");
-        let v = serde_json::to_value(test_pod("a3", "ag-1", 0, &node, flavour, 8)).unwrap();
+        let v = serde_json::to_value(test_pod("a3", "ag-1", 0, &node, flavour, 8, None).unwrap()).unwrap();
         let daemon = v["spec"]["initContainers"][0]["name"]
             .as_str()
             .unwrap()

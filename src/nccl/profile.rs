@@ -166,8 +166,9 @@ pub const POD_DRIVER_LIB_DIR: &str = "/usr/local/nvidia/lib64";
 /// * RDMA: gIB's `set_nccl_env.sh` from `/usr/local/gib` (gpudirect-rdma/nccl-test.yaml);
 /// * TCPXO: the installer's `nccl-env-profile.sh` beside the driver libraries and the
 ///   aperture devices (gpudirect-tcpxo/nccl-test*.yaml);
-/// * TCPX: the plugin at `/usr/local/tcpx/lib64`, the pod's `eth0` as control NIC and
-///   `eth1..eth4` as data NICs, the values of gpudirect-tcpx/nccl-config.yaml.
+/// * TCPX: the plugin beside the driver's libraries (where GKE's installer copies it),
+///   the pod's `eth0` as control NIC and `eth1..eth4` as data NICs, the values of
+///   gpudirect-tcpx/nccl-config.yaml.
 pub fn pod_env(flavour: GpuDirect) -> Vec<String> {
     use crate::shellenv::{export, source, Value};
     let mut v = vec![];
@@ -211,7 +212,11 @@ pub fn pod_env(flavour: GpuDirect) -> Vec<String> {
             ] {
                 v.push(export(k, Value::Literal(val)));
             }
-            v.push(export("LD_LIBRARY_PATH", Value::Prepend("/usr/local/tcpx/lib64")));
+            // No directory of its own: GKE's TCPX installer copies the plugin into the
+            // driver's (gpudirect-tcpx/nccl-tcpx-installer.yaml), which the pods mount at
+            // /usr/local/nvidia and the guide's pods and run-nccl.sh put on
+            // LD_LIBRARY_PATH (gpudirect-tcpx/nccl-test-latest.yaml, nccl-config.yaml):
+            // the last line below.
         }
     }
     // Last, after a sourced profile too: the driver stays first whatever it set.
@@ -250,6 +255,19 @@ mod tests {
             super::super::runner::profile_env(GpuDirect::Rdma)
         );
         assert_eq!(env_lines(BackendKind::Gke, GpuDirect::None).len(), 1);
+    }
+
+    /// A TCPX pod finds the plugin where the guide's pods do: in the driver's directory
+    /// (gpudirect-tcpx/nccl-test-latest.yaml mounts the node's
+    /// /home/kubernetes/bin/nvidia/lib64 there; run-nccl.sh appends it), the only library
+    /// directory of its LD_LIBRARY_PATH; never /usr/local/tcpx/lib64, which no pod mounts.
+    #[test]
+    fn tcpx_pods_find_the_plugin_in_the_drivers_directory() {
+        let text = pod_env(GpuDirect::Tcpx).join("\n");
+        assert!(!text.contains("/usr/local/tcpx"), "{text}");
+        let lib: Vec<&str> = text.lines().filter(|l| l.contains("LD_LIBRARY_PATH")).collect();
+        assert_eq!(lib.len(), 1, "{text}");
+        assert!(lib[0].contains("'/usr/local/nvidia/lib64'"), "{text}");
     }
 
     use super::*;
