@@ -92,6 +92,44 @@ pub fn resolve_fleet_kind(
     Ok((r.name, r.backend, r.nodes, reach))
 }
 
+/// [`resolve_fleet_kind`] with the nodes the cloud has now where they come and go
+/// without flightdeck (`Inventory::live_nodes`: a GKE pool applied at zero nodes has
+/// nodes once a job brought them up); the recorded nodes, with a warning, when the
+/// cloud cannot be asked.
+pub fn resolve_fleet_kind_now(
+    fleet: &str,
+    cli: &Cli,
+    paths: &Paths,
+) -> anyhow::Result<(
+    String,
+    crate::fleet::BackendKind,
+    Vec<crate::fleet::NodeTarget>,
+    crate::reach::Reach,
+)> {
+    let mut r = resolve_record(fleet, paths)?;
+    let ctx = inventory_context(paths)?;
+    let now = match crate::cloud::lifecycle::inventory_for(r.backend).live_nodes(&ctx, &r) {
+        Some(ask) => Some(runtime()?.block_on(async {
+            tokio::time::timeout(std::time::Duration::from_secs(30), ask)
+                .await
+                .unwrap_or_else(|_| Err("no answer within 30 s".into()))
+        })),
+        None => None,
+    };
+    if let Some(now) = now {
+        match now {
+            Ok(nodes) => r.nodes = nodes,
+            Err(e) => errln!(
+                "fleet `{}`: its nodes now could not be listed ({e}); using the {} recorded when it was applied",
+                r.name,
+                crate::words::plural(r.nodes.len(), "node")
+            ),
+        }
+    }
+    let reach = reach(&r.nodes, cli, paths);
+    Ok((r.name, r.backend, r.nodes, reach))
+}
+
 /// What the fleets' inventories read: the state dir, the config's `gcp:` block, and
 /// Kubernetes clients.
 pub fn inventory_context(paths: &Paths) -> anyhow::Result<crate::cloud::inventory::Context> {

@@ -21,7 +21,7 @@ struct NodeJson {
 }
 
 pub fn run(args: &ExecArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
-    let (_name, all, reach) = super::resolve_fleet(&args.fleet, cli, paths)?;
+    let (_name, _, all, reach) = super::resolve_fleet_kind_now(&args.fleet, cli, paths)?;
     let nodes: Vec<NodeTarget> = if args.nodes.is_empty() {
         all.clone()
     } else {

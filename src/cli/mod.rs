@@ -34,8 +34,8 @@ pub use args::{
 };
 pub(crate) use common::StatusLine;
 pub use common::{
-    inventory_context, load_cockpit, note_recovery, reach, resolve_fleet, resolve_fleet_kind, resolve_record,
-    runtime, ssh_setup,
+    inventory_context, load_cockpit, note_recovery, reach, resolve_fleet, resolve_fleet_kind,
+    resolve_fleet_kind_now, resolve_record, runtime, ssh_setup,
 };
 
 /// A usage error: the command line parsed, but a flag's value names nothing (a bad

@@ -29,7 +29,7 @@ pub fn run(args: &NicsArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode
         errln!("flightdeck nics: --samples must be at least 1");
         return Ok(ExitCode::from(2));
     }
-    let (name, nodes, reach) = super::resolve_fleet(&args.fleet, cli, paths)?;
+    let (name, _, nodes, reach) = super::resolve_fleet_kind_now(&args.fleet, cli, paths)?;
     let classifier = Classifier {
         data: args.data_nics.clone(),
         control: args.control_nics.clone(),

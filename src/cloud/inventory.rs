@@ -287,6 +287,17 @@ pub trait Inventory: Send + Sync {
         Box::pin(async { Ok(vec![]) })
     }
 
+    /// The fleet's nodes now, where they come and go without flightdeck (GKE pools that
+    /// autoscale, from zero too); `None` where the recorded nodes are the nodes.
+    fn live_nodes<'a>(
+        &'a self,
+        ctx: &'a Context,
+        record: &'a FleetRecord,
+    ) -> Option<BoxFuture<'a, Result<Vec<crate::fleet::NodeTarget>, String>>> {
+        let _ = (ctx, record);
+        None
+    }
+
     /// `fleet status`: the fleet's nodes as the cloud sees them now.
     fn status<'a>(
         &'a self,

@@ -84,6 +84,20 @@ impl Inventory for GkeInventory {
         })
     }
 
+    /// The nodes of its pools now: a pool at zero when the fleet was applied has nodes
+    /// once a job or test brought them up, and none again after scale-down.
+    fn live_nodes<'a>(
+        &'a self,
+        ctx: &'a Context,
+        record: &'a FleetRecord,
+    ) -> Option<BoxFuture<'a, Result<Vec<crate::fleet::NodeTarget>, String>>> {
+        Some(Box::pin(async move {
+            let target = Target::of_record(record)?;
+            let nodes = target.nodes(&ctx.kube).await?;
+            Ok(target.targets(&record.name, &nodes))
+        }))
+    }
+
     /// Its node pools, nodes and Kueue's workloads now.
     fn status<'a>(
         &'a self,
