@@ -447,12 +447,14 @@ fn check(what: &str, a: &BTreeSet<String>, b: &BTreeSet<String>, allowed: &[Allo
 // The allow-lists: every intended difference, with its reason (docs/DESIGN.md, "GKE
 // manifests against the guides: intended differences", says the same).
 
-const OLDER_IMAGES: [Allowed; 2] = [
+/// cluster-toolkit's A4 example pins the gIB image at v1.1.0; recipe() follows Google's
+/// current RDMA manifest (v1.1.1), as it does the TCPXO and TCPX guides' tags.
+const A4_EXAMPLE_IMAGE: [Allowed; 2] = [
     ours(
         "main image ",
-        "image tags are pinned in recipe() to the pair the fleets were validated with; the cluster's NCCL installer decides the plugin version the image must match (gpudirect-tcpxo/README.md), so a tag is bumped with the installer, not to follow the guide",
+        "recipe() takes the tags of Google's current manifests (gpudirect-rdma/nccl-test.yaml: gIB v1.1.1); a cluster's installer DaemonSet decides the plugin version the image must match (gpudirect-tcpxo/README.md)",
     ),
-    theirs("main image ", "the guide's newer tag (see the entry above)"),
+    theirs("main image ", "cluster-toolkit's example pins the older v1.1.0"),
 ];
 const PRIVILEGED: Allowed = ours(
     "main privileged",
@@ -984,7 +986,7 @@ fn rdma_test_pods_against_the_gpudirect_rdma_guide() {
         "RDMA test pod",
         &ours_pod,
         &theirs_pod,
-        &[OLDER_IMAGES[0], OLDER_IMAGES[1], PRIVILEGED, SET_NCCL_ENV],
+        &[PRIVILEGED, SET_NCCL_ENV],
     );
 }
 
@@ -997,13 +999,10 @@ fn tcpxo_test_pods_against_the_gpudirect_tcpxo_guide() {
         "Pod",
     );
     let mut allowed = vec![PRIVILEGED];
-    allowed.extend(OLDER_IMAGES);
     allowed.extend(DRIVER_DIR);
     allowed.extend(SOCKET_DIR);
     allowed.extend(SIDECAR);
     allowed.extend([
-        ours("rxdm image ", "the RxDM tag pinned with the plugin's (OLDER_IMAGES)"),
-        theirs("rxdm image ", "the guide's newer RxDM tag"),
         ours("rxdm flag --num_nics=8", "the entrypoint's flags as gpu-recipes' a3mega JobSet and xpk's tcpxo_decorator.py pass them"),
         ours("rxdm flag --uid=", "as above"),
         ours("rxdm flag --alsologtostderr", "as above"),
@@ -1062,7 +1061,7 @@ fn rdma_test_jobset_against_cluster_toolkits_a4_jobset() {
     let ours_pod = pod_of(&ours_js);
     let theirs_pod = pod_of(&theirs_js);
     let mut allowed = vec![LD_PATH, SET_NCCL_ENV, GPU_REQUESTS];
-    allowed.extend(OLDER_IMAGES);
+    allowed.extend(A4_EXAMPLE_IMAGE);
     allowed.extend(HEALTHCHECK);
     allowed.extend(OMPI_ROOT);
     compare(
@@ -1101,7 +1100,7 @@ fn rdma_job_jobset_against_cluster_toolkits_a4_jobset() {
     let ours_pod = pod_of(&ours_js);
     let theirs_pod = pod_of(&theirs_js);
     let mut allowed = vec![GPU_REQUESTS];
-    allowed.extend(OLDER_IMAGES);
+    allowed.extend(A4_EXAMPLE_IMAGE);
     allowed.extend(HEALTHCHECK);
     allowed.extend(OMPI_ROOT);
     allowed.extend([

@@ -150,7 +150,7 @@ pub fn interfaces(flavour: GpuDirect, networks: Option<&[String]>) -> Result<Opt
 pub fn recipe(flavour: GpuDirect) -> Recipe {
     match flavour {
         GpuDirect::Rdma => Recipe {
-            image: "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib-diagnostic:v1.0.6",
+            image: "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib-diagnostic:v1.1.1",
             host_network: false,
             interfaces: Some(RDMA_INTERFACES),
             mounts: &[
@@ -161,7 +161,7 @@ pub fn recipe(flavour: GpuDirect) -> Recipe {
             shm_size: Some("250Gi"),
         },
         GpuDirect::Tcpxo => Recipe {
-            image: "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev:v1.0.8-1",
+            image: "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev:v1.0.15",
             host_network: false,
             interfaces: Some(TCPXO_INTERFACES),
             // gpudirect-tcpxo/nccl-test-latest.yaml: the aperture devices FasTrak's LLCM
@@ -172,7 +172,7 @@ pub fn recipe(flavour: GpuDirect) -> Recipe {
             ],
             rxdm: Some(Rxdm {
                 name: "tcpxo-daemon",
-                image: "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/tcpgpudmarxd-dev:v1.0.14",
+                image: "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/tcpgpudmarxd-dev:v1.0.21",
                 command: "set -ex; chmod 755 /fts/entrypoint_rxdm_container.sh; /fts/entrypoint_rxdm_container.sh --num_hops=2 --num_nics=8 --uid= --alsologtostderr",
                 devices: TCPXO_DEVICES,
                 // gpudirect-tcpxo/nccl-test-latest.yaml: `privileged: true` commented out.
@@ -200,7 +200,7 @@ pub fn recipe(flavour: GpuDirect) -> Recipe {
         },
         // No GPUDirect: the gIB diagnostic image still carries nccl-tests and mpirun.
         GpuDirect::None => Recipe {
-            image: "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib-diagnostic:v1.0.6",
+            image: "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib-diagnostic:v1.1.1",
             host_network: true,
             interfaces: None,
             mounts: &[("/home/kubernetes/bin/nvidia", "/usr/local/nvidia")],
