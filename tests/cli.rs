@@ -329,6 +329,14 @@ fn usage_errors_exit_2() {
         "{}",
         text(&out.stderr)
     );
+    // The doctor's flags likewise.
+    for args in [
+        &["doctor", "local", "--only", "nope"][..],
+        &["doctor", "local", "--nodes", "9"][..],
+    ] {
+        let out = flightdeck(home.path(), args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out.stderr));
+    }
     // A failure that is not about the command line stays 1.
     let out = flightdeck(home.path(), &["exec", "nosuch", "--", "true"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));

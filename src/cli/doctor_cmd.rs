@@ -14,7 +14,9 @@ pub fn only(ids: &[String]) -> anyhow::Result<Vec<String>> {
     for id in ids {
         if doctor::check_def(id).is_none() {
             let hint = crate::yaml::did_you_mean(id, doctor::CHECKS.iter().map(|c| c.id));
-            anyhow::bail!("--only {id}: no such check{hint} (`flightdeck doctor --list` lists them)");
+            return Err(super::usage(format!(
+                "--only {id}: no such check{hint} (`flightdeck doctor --list` lists them)"
+            )));
         }
     }
     Ok(ids.to_vec())
@@ -39,11 +41,11 @@ pub fn run(args: &DoctorArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCo
     }
     let only = only(&args.only)?;
     let fleet_arg = args.fleet.as_deref().unwrap_or_default();
-    let (fleet, family, all, reach) = super::resolve_fleet_kind(fleet_arg, cli, paths)?;
+    let (fleet, family, all, reach) = super::resolve_fleet_kind_now(fleet_arg, cli, paths)?;
     let nodes: Vec<NodeTarget> = if args.nodes.is_empty() {
         all.clone()
     } else {
-        crate::fleet::select_nodes(&all, &args.nodes).map_err(|e| anyhow::anyhow!("--nodes {e}"))?
+        crate::fleet::select_nodes(&all, &args.nodes).map_err(|e| super::usage(format!("--nodes {e}")))?
     };
     if nodes.is_empty() {
         anyhow::bail!("fleet `{fleet}` has no nodes");
