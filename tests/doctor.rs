@@ -663,3 +663,40 @@ fn sixteen_one_nic_nodes_with_four_faults_each_named_as_its_cause() {
     assert!(summary.iter().all(|l| !l.starts_with("  └")), "{summary:#?}");
     assert!(took < Duration::from_secs(20), "the doctor took {took:?}");
 }
+
+#[test]
+fn the_probes_run_while_the_slow_checks_do() {
+    let Some(tb) = Testbed::new_machines(4, 0) else {
+        return;
+    };
+    // Every node's kernel log takes 6 s to read: the probes, which need only the
+    // network's facts, run meanwhile rather than after.
+    let slow = 6;
+    for n in &tb.nodes {
+        n.add_gpu_double();
+        n.slow_double("dmesg", slow);
+    }
+    let home = tempfile::tempdir().unwrap();
+    tb.apply_fleet(home.path(), "lab");
+    let (code, v, err, took) = doctor(home.path(), &[]);
+    let p = problems(&v);
+    let rest: Vec<_> = p.iter().filter(|(_, c, _, _)| c != "sysctl").collect();
+    assert!(rest.is_empty(), "{rest:#?}\n{err}");
+    assert_eq!(code, Some(0), "{p:#?}\n{err}");
+    let reach = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["check"] == "reach" && f["outcome"] == "pass")
+        .count();
+    assert!(reach > 0, "the probes ran: {v:#}");
+    // One after the other, the slow check and the probes' rounds alone would take this.
+    let rounds = flightdeck::doctor::net::round_count(4) as u64;
+    let slot = flightdeck::doctor::net::slot_ms(flightdeck::doctor::net::probes_per_pair(4));
+    let serial = Duration::from_millis(slow as u64 * 1000 + rounds * slot);
+    eprintln!("4 nodes, dmesg {slow} s: {took:?} (one after the other: over {serial:?})");
+    assert!(
+        took < serial,
+        "the doctor took {took:?}: the probes waited for the slow checks"
+    );
+}
