@@ -84,6 +84,10 @@ fn bench(n: usize) {
             findings.len(),
             bad.len()
         );
+        // Where the time went, as the doctor logged it (node phase, probe sessions, probes).
+        for line in phases(home.path()) {
+            eprintln!("    {line}");
+        }
         found = if bad.is_empty() {
             "no problem".to_string()
         } else {
@@ -122,4 +126,28 @@ fn bench(n: usize) {
         times[0].as_secs_f64(),
         times[2].as_secs_f64()
     );
+}
+
+/// The doctor's lines about its phases in the state dir's log, since the last call (the
+/// log is emptied after reading).
+fn phases(home: &std::path::Path) -> Vec<String> {
+    let mut out = vec![];
+    let mut stack = vec![home.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else { continue };
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.file_name().is_some_and(|n| n == "flightdeck.log") {
+                let text = std::fs::read_to_string(&p).unwrap_or_default();
+                out.extend(
+                    text.lines()
+                        .filter_map(|l| l.find("doctor: ").map(|i| l[i..].to_string())),
+                );
+                let _ = std::fs::write(&p, "");
+            }
+        }
+    }
+    out
 }

@@ -15,6 +15,10 @@ use std::time::{Duration, Instant};
 use support::testbed::Testbed;
 use support::{flightdeck, text};
 
+/// The tests that time the doctor hold this: they run one at a time (each a testbed of
+/// its own on this machine's cores).
+static TIMED: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn doctor(home: &std::path::Path, extra: &[&str]) -> (Option<i32>, Value, String, Duration) {
     let mut args = vec!["doctor", "lab", "--json"];
     args.extend_from_slice(extra);
@@ -599,6 +603,7 @@ fn a_loss_that_does_not_last_is_probed_again_and_not_named() {
 
 #[test]
 fn sixteen_one_nic_nodes_with_four_faults_each_named_as_its_cause() {
+    let _timed = TIMED.lock().unwrap_or_else(|p| p.into_inner());
     let Some(tb) = Testbed::new_machines(16, 0) else {
         return;
     };
@@ -662,4 +667,51 @@ fn sixteen_one_nic_nodes_with_four_faults_each_named_as_its_cause() {
         .collect();
     assert!(summary.iter().all(|l| !l.starts_with("  └")), "{summary:#?}");
     assert!(took < Duration::from_secs(20), "the doctor took {took:?}");
+}
+
+#[test]
+fn the_probes_run_while_the_slow_checks_do() {
+    let _timed = TIMED.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(tb) = Testbed::new_machines(4, 0) else {
+        return;
+    };
+    // Every node's kernel log takes 6 s to read: the probes, which need only the
+    // network's facts, run meanwhile rather than after.
+    let slow = 6;
+    for n in &tb.nodes {
+        n.add_gpu_double();
+        n.slow_double("dmesg", slow);
+    }
+    let home = tempfile::tempdir().unwrap();
+    tb.apply_fleet(home.path(), "lab");
+    // Every check but the probes: the node phase alone.
+    let only: Vec<&str> = flightdeck::doctor::CHECKS
+        .iter()
+        .map(|c| c.id)
+        .filter(|c| *c != "reach")
+        .collect();
+    let (_, _, _, nodes_alone) = doctor(home.path(), &["--only", &only.join(",")]);
+    let (code, v, err, took) = doctor(home.path(), &[]);
+    let p = problems(&v);
+    let rest: Vec<_> = p.iter().filter(|(_, c, _, _)| c != "sysctl").collect();
+    assert!(rest.is_empty(), "{rest:#?}\n{err}");
+    assert_eq!(code, Some(0), "{p:#?}\n{err}");
+    let reach = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["check"] == "reach" && f["outcome"] == "pass")
+        .count();
+    assert!(reach > 0, "the probes ran: {v:#}");
+    // After the node phase, the probes' rounds alone would add this.
+    let rounds = flightdeck::doctor::net::round_count(4) as u64;
+    let slot = flightdeck::doctor::net::slot_ms(flightdeck::doctor::net::probes_per_pair(4));
+    let serial = nodes_alone + Duration::from_millis(rounds * slot);
+    eprintln!(
+        "4 nodes, dmesg {slow} s: {took:?}; the node phase alone {nodes_alone:?}, one after the other over {serial:?}"
+    );
+    assert!(
+        took < serial,
+        "the doctor took {took:?}: the probes waited for the slow checks"
+    );
 }

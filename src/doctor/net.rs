@@ -386,6 +386,9 @@ pub fn rounds(n: usize) -> Vec<Vec<(usize, usize)>> {
 
 const PROBE: &str = "@@fd-probe";
 
+/// What a node's probe script prints once it runs, before it waits for its start time.
+pub const READY: &str = "@@fd-probe-ready";
+
 /// A probe to send: NIC, address, id (the number its output carries).
 pub type Target = (String, String, usize);
 
@@ -400,10 +403,13 @@ pub fn probe_deadline_s(count: u32) -> u64 {
     (u64::from(count) * 10).div_ceil(1000) + 1
 }
 
-/// The script a node runs for the whole matrix, in one session: its rounds (round `r`:
-/// one `ping` per (NIC, peer address), all at once), round `r` starting at `start_ns +
-/// r × slot` on the node's own clock (the caller puts the node's clock offset into
-/// `start_ns`), so the nodes go round by round together without a word between rounds.
+/// The script a node runs for the whole matrix, in one session (as `sh -c SCRIPT`, its
+/// stdin free): it says [`READY`], then reads the time of round 0 from stdin, in
+/// nanoseconds on the node's own clock (the caller sends it once every prober is ready,
+/// its clock offset in it; an empty or unreadable line: no schedule), and runs its rounds
+/// (round `r`: one `ping` per (NIC, peer address), all at once), round `r` starting at
+/// that time + `r × slot`, so the nodes go round by round together without a word
+/// between rounds. After each round it prints `@@fd-round R TIME`, when it ended.
 /// A node without a nanosecond clock runs its rounds back to back. A `ping` that may not
 /// send at 5 ms intervals as this user falls back to 200 ms; `-W 1` bounds the wait for
 /// a peer that never answers. A deadline of twice the probes' sending time (`timeout -s
@@ -415,9 +421,14 @@ pub fn probe_deadline_s(count: u32) -> u64 {
 ///
 /// Each target is (NIC, address, id): the id names the probe in the output (the first
 /// number of its `@@fd-probe` line), so the caller knows whom it probed.
-pub fn schedule_script(rounds: &[(usize, Vec<Target>)], count: u32, start_ns: i128, slot_ms: u64) -> String {
+pub fn schedule_script(rounds: &[(usize, Vec<Target>)], count: u32, slot_ms: u64) -> String {
     let mut s = String::from("#!/bin/sh\n# flightdeck doctor: the reachability rounds of this node\n");
-    let _ = writeln!(s, "st={start_ns}; slot={}", u128::from(slot_ms) * 1_000_000);
+    let _ = writeln!(
+        s,
+        "echo {READY}; st=; IFS= read -r st; slot={}",
+        u128::from(slot_ms) * 1_000_000
+    );
+    s.push_str("case $st in ''|*[!0-9]*) st=0;; esac\n");
     s.push_str("case $(date +%s%N 2>/dev/null) in ''|*[!0-9]*) st=0;; esac\n");
     s.push_str(
         "at() { [ \"$st\" = 0 ] && return 0; w=$(( st + $1 * slot - $(date +%s%N) )); \
@@ -444,7 +455,7 @@ pub fn schedule_script(rounds: &[(usize, Vec<Target>)], count: u32, start_ns: i1
                 crate::detach::quote(addr)
             );
         }
-        s.push_str(" wait\n");
+        let _ = writeln!(s, " wait; echo \"@@fd-round {r} $(date +%s%N)\"");
     }
     s
 }
@@ -1059,15 +1070,31 @@ mod tests {
                 (2, vec![("lo".into(), "127.0.0.1".into(), 1)]),
             ],
             3,
-            now,
             400,
         );
         assert!(
             script.contains("at 2; probe 1 'lo' '127.0.0.1' & wait"),
             "{script}"
         );
+        // As the doctor runs it: `sh -c SCRIPT`, round 0's time on stdin once it is ready.
         let t = std::time::Instant::now();
-        let out = crate::bootstrap::tests::sh_stdin(&script);
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", &script])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        {
+            use std::io::{BufRead as _, Write as _};
+            let mut first = String::new();
+            std::io::BufReader::new(child.stdout.as_mut().unwrap())
+                .read_line(&mut first)
+                .unwrap();
+            assert_eq!(first.trim(), READY);
+            let mut stdin = child.stdin.take().unwrap();
+            writeln!(stdin, "{now}").unwrap();
+        }
+        let out = child.wait_with_output().unwrap();
         let took = t.elapsed();
         let p = parse_probes(&String::from_utf8_lossy(&out.stdout));
         if p.iter()

@@ -73,103 +73,162 @@ pub async fn examine(
     let mut arrived: Vec<Option<i128>> = vec![None; nodes.len()];
     let mut facts: Vec<Option<Facts>> = vec![None; nodes.len()];
     let mut done = 0;
+    let wants_reach = ctx.wants("reach");
+    // Each node's connection kept for the probes (their sessions then open at once).
+    let mut held = Held::default();
+    // The probes start as soon as every node is past its script's `net-ready` (or has
+    // ended without it): they need only the network's facts, and run while the slower
+    // checks do. `ready[k]`: node k's facts for the probes (None: not a prober), once known.
+    let mut ready: Vec<Option<Option<Facts>>> = vec![None; nodes.len()];
+    let (ready_tx, ready_rx) = tokio::sync::oneshot::channel::<Vec<(usize, Facts, Option<i128>)>>();
+    let mut ready_tx = Some(ready_tx);
+    let send_ready = |ready: &mut Vec<Option<Option<Facts>>>,
+                      arrived: &[Option<i128>],
+                      tx: &mut Option<tokio::sync::oneshot::Sender<_>>| {
+        if ready.iter().all(Option::is_some) {
+            if let Some(tx) = tx.take() {
+                let snap: Vec<(usize, Facts, Option<i128>)> = ready
+                    .iter_mut()
+                    .enumerate()
+                    .filter_map(|(k, f)| Some((k, f.take()??, arrived[k])))
+                    .collect();
+                let _ = tx.send(snap);
+            }
+        }
+    };
     on(Event::Progress(crate::progress::tally(
         0,
         nodes.len(),
         "nodes checked",
     )));
-    while let Some(c) = rx.recv_chunk().await {
-        match c {
-            Chunk::Lines {
-                node,
-                stream: Stream::Stdout,
-                text,
-            } => {
-                let Some(k) = pos(node) else { continue };
-                arrived[k].get_or_insert_with(now_ns);
-                if let Some(r) = readers[k].as_mut() {
-                    r.push(&text);
+    let node_phase = async {
+        while let Some(c) = rx.recv_chunk().await {
+            match c {
+                Chunk::Lines {
+                    node,
+                    stream: Stream::Stdout,
+                    text,
+                } => {
+                    let Some(k) = pos(node) else { continue };
+                    if arrived[k].is_none() {
+                        arrived[k] = Some(now_ns());
+                        if wants_reach {
+                            held.hold(&reach, &nodes[k]);
+                        }
+                    }
+                    if let Some(r) = readers[k].as_mut() {
+                        r.push(&text);
+                        if ready[k].is_none() && r.ended("net-ready") && !r.full() {
+                            ready[k] = Some(Some(Facts::read(&r.so_far())));
+                            send_ready(&mut ready, &arrived, &mut ready_tx);
+                        }
+                    }
+                }
+                Chunk::Lines { .. } => {}
+                Chunk::Done { node, result } => {
+                    let Some(k) = pos(node) else { continue };
+                    let Some(reader) = readers[k].take() else { continue };
+                    let full = reader.full();
+                    let (sections, cuts) = reader.finish();
+                    let findings = if full {
+                        // Not the node script's output (it cuts every section): nothing of it
+                        // is judged.
+                        super::judge_flood(&nodes[k].name, &cuts)
+                    } else {
+                        let error = match (result.code, &result.error) {
+                            (exec::UNREACHABLE, Some(e)) => Some(e.clone()),
+                            (exec::UNREACHABLE, None) => Some("unreachable".to_string()),
+                            (exec::TIMED_OUT, _) => Some(format!(
+                                "the checks did not finish within {} s",
+                                NODE_LIMIT.as_secs()
+                            )),
+                            _ => None,
+                        };
+                        let mut findings = match error {
+                            Some(e) => judge_node(ctx, &nodes[k].name, &sections, result.code, Some(&e)),
+                            None => {
+                                let f = Facts::read(&sections);
+                                let found = judge_facts(ctx, &nodes[k].name, &sections, &f, result.code);
+                                facts[k] = Some(f);
+                                found
+                            }
+                        };
+                        super::note_cuts(&nodes[k].name, &mut findings, &cuts);
+                        findings
+                    };
+                    if ready[k].is_none() {
+                        ready[k] = Some(facts[k].clone());
+                        send_ready(&mut ready, &arrived, &mut ready_tx);
+                    }
+                    report.add(findings.clone());
+                    on(Event::Node {
+                        node: nodes[k].name.clone(),
+                        findings,
+                    });
+                    done += 1;
+                    on(Event::Progress(crate::progress::tally(
+                        done,
+                        nodes.len(),
+                        "nodes checked",
+                    )));
                 }
             }
-            Chunk::Lines { .. } => {}
-            Chunk::Done { node, result } => {
-                let Some(k) = pos(node) else { continue };
-                let Some(reader) = readers[k].take() else { continue };
-                let full = reader.full();
-                let (sections, cuts) = reader.finish();
-                let findings = if full {
-                    // Not the node script's output (it cuts every section): nothing of it
-                    // is judged.
-                    super::judge_flood(&nodes[k].name, &cuts)
-                } else {
-                    let error = match (result.code, &result.error) {
-                        (exec::UNREACHABLE, Some(e)) => Some(e.clone()),
-                        (exec::UNREACHABLE, None) => Some("unreachable".to_string()),
-                        (exec::TIMED_OUT, _) => Some(format!(
-                            "the checks did not finish within {} s",
-                            NODE_LIMIT.as_secs()
-                        )),
-                        _ => None,
-                    };
-                    let mut findings = match error {
-                        Some(e) => judge_node(ctx, &nodes[k].name, &sections, result.code, Some(&e)),
-                        None => {
-                            let f = Facts::read(&sections);
-                            let found = judge_facts(ctx, &nodes[k].name, &sections, &f, result.code);
-                            facts[k] = Some(f);
-                            found
-                        }
-                    };
-                    super::note_cuts(&nodes[k].name, &mut findings, &cuts);
-                    findings
-                };
-                report.add(findings.clone());
-                on(Event::Node {
-                    node: nodes[k].name.clone(),
-                    findings,
-                });
-                done += 1;
-                on(Event::Progress(crate::progress::tally(
-                    done,
-                    nodes.len(),
-                    "nodes checked",
-                )));
-            }
         }
-    }
-    let _ = h.await;
-
-    let seen: Vec<(usize, Seen<'_>)> = facts
-        .iter()
-        .enumerate()
-        .filter_map(|(k, f)| {
-            Some((
-                k,
-                Seen {
+        let _ = h.await;
+        // Nodes the runner never reported on are not probers.
+        for r in ready.iter_mut().filter(|r| r.is_none()) {
+            *r = Some(None);
+        }
+        send_ready(&mut ready, &arrived, &mut ready_tx);
+        tracing::info!(
+            "doctor: node phase of {} nodes in {} ms",
+            nodes.len(),
+            start.elapsed().as_millis()
+        );
+        let seen: Vec<Seen<'_>> = facts
+            .iter()
+            .enumerate()
+            .filter_map(|(k, f)| {
+                Some(Seen {
                     node: &nodes[k].name,
                     facts: f.as_ref()?,
                     arrived_ns: arrived[k],
-                },
-            ))
-        })
-        .collect();
-    let views: Vec<Seen<'_>> = seen
-        .iter()
-        .map(|(_, s)| Seen {
-            node: s.node,
-            facts: s.facts,
-            arrived_ns: s.arrived_ns,
-        })
-        .collect();
-    let fleet_findings = judge_fleet(ctx, &views);
-    report.add(fleet_findings.clone());
-    on(Event::Fleet(fleet_findings));
-
-    if ctx.wants("reach") {
-        let found = reach_matrix(reach, ctx, nodes, &seen, on).await;
+                })
+            })
+            .collect();
+        let fleet_findings = judge_fleet(ctx, &seen);
+        report.add(fleet_findings.clone());
+        on(Event::Fleet(fleet_findings));
+    };
+    let probes = async {
+        if !wants_reach {
+            return None;
+        }
+        let snap = ready_rx.await.unwrap_or_default();
+        let t = Instant::now();
+        let seen: Vec<(usize, Seen<'_>)> = snap
+            .iter()
+            .map(|(k, f, a)| {
+                (
+                    *k,
+                    Seen {
+                        node: &nodes[*k].name,
+                        facts: f,
+                        arrived_ns: *a,
+                    },
+                )
+            })
+            .collect();
+        let found = reach_matrix(reach.clone(), ctx, nodes, &seen, on).await;
+        tracing::info!("doctor: probes in {} ms", t.elapsed().as_millis());
+        Some(found)
+    };
+    let ((), found) = tokio::join!(node_phase, probes);
+    if let Some(found) = found {
         report.add(found.clone());
         on(Event::Fleet(found));
     }
+    held.release().await;
     report.link_causes();
     report.elapsed_ms = start.elapsed().as_millis() as u64;
     report
@@ -237,15 +296,14 @@ async fn reach_matrix(
         .iter()
         .map(|r| r.iter().map(|&(a, b)| (a, b, None)).collect())
         .collect();
-    let lead_ms: u64 = 1500 + 20 * m as u64;
-    let total_ms = lead_ms + slot * rounds.len() as u64;
+    let total_ms = start_margin_ms(m) + slot * rounds.len() as u64;
     on(Event::Progress(format!(
         "reachability: {} of disjoint pairs, {count} probes per pair on {}, about {:.0} s",
         crate::words::plural(rounds.len(), "round"),
         rails.join(" "),
         total_ms as f64 / 1000.0
     )));
-    let (probes, mut skipped) = net.probe(reach.clone(), &pairs, count, lead_ms).await;
+    let (probes, mut skipped) = net.probe(reach.clone(), &pairs, count).await;
     on(Event::Progress(crate::progress::tally(
         rounds.len(),
         rounds.len(),
@@ -288,7 +346,8 @@ async fn reach_matrix(
         "reachability: {} suspected, probed again alone",
         crate::words::plural(suspects.len(), "problem")
     )));
-    let (second, mut skipped2) = net.probe(reach, &[again], recount, 1000).await;
+    tracing::info!("doctor: {} suspected, probed again", suspects.len());
+    let (second, mut skipped2) = net.probe(reach, &[again], recount).await;
     skipped.append(&mut skipped2);
     let (confirmed, _) = net::analyse_with(&second, &net::baselines(&probes));
     let cleared = suspects.len().saturating_sub(confirmed.len());
@@ -327,19 +386,18 @@ struct Net<'a> {
 
 impl Net<'_> {
     /// Run `rounds` of pairs `(a, b, NIC or every rail)`: both ends that have `ping` probe
-    /// the other, `count` probes each, round `r` at its slot after `lead_ms` from now.
+    /// the other, `count` probes each, round `r` at its slot after every prober's session
+    /// is open ([`run_scheduled`]).
     /// The probes, and warnings (addresses not probed, output cut).
     async fn probe(
         &self,
         reach: Reach,
         rounds: &[Vec<(usize, usize, Option<&str>)>],
         count: u32,
-        lead_ms: u64,
     ) -> (Vec<net::Probe>, Vec<Finding>) {
         let seen = self.seen;
         let m = seen.len();
         let slot = net::slot_ms(count);
-        let now = now_ns();
         // Per node: its rounds' targets, and what each probe id stands for (peer, NIC).
         let mut plans: Vec<Vec<(usize, Vec<net::Target>)>> = vec![vec![]; m];
         let mut ids: Vec<Vec<usize>> = vec![vec![]; m];
@@ -405,10 +463,9 @@ impl Net<'_> {
                 .fix("a probe goes only to a unicast address in the prober's own subnets on the NIC: check the node's address on it (`ip -4 addr show`)")
             })
             .collect();
-        // Every prober gets its rounds in one session, each round at a time agreed
-        // beforehand: a lead from now (time for every session to open), by this machine's
-        // clock, moved by each node's clock offset. A node whose session opens late runs
-        // its first rounds back to back until it is on time.
+        // Every prober gets its rounds in one session, each round at a time agreed once
+        // every session is open ([`run_scheduled`]): by this machine's clock, moved by each
+        // node's clock offset.
         let mut jobs = vec![];
         let mut who = vec![];
         for (k, (pos, seen_k)) in seen.iter().enumerate() {
@@ -419,17 +476,10 @@ impl Net<'_> {
                 (Some(t), Some(a)) => t - a,
                 _ => 0,
             };
-            let start = now + i128::from(lead_ms) * 1_000_000 + offset - i128::from(slot) * 1_000_000;
-            jobs.push((
-                self.nodes[*pos].clone(),
-                "sh -s".to_string(),
-                net::schedule_script(&plans[k], count, start, slot).into_bytes(),
-            ));
+            jobs.push((self.nodes[*pos].clone(), offset, std::mem::take(&mut plans[k])));
             who.push(k);
         }
-        let total_ms = lead_ms + slot * rounds.len() as u64;
-        let limit = Duration::from_millis(total_ms + 30_000);
-        let out = collect_bounded(reach, jobs, limit).await;
+        let out = run_scheduled(reach, jobs, count, slot, rounds.len()).await;
         let mut probes: Vec<net::Probe> = vec![];
         let mut not_run: Vec<usize> = vec![];
         for (a, (code, stdout, dropped)) in who.into_iter().zip(out) {
@@ -479,43 +529,222 @@ impl Net<'_> {
 /// some 300 bytes per peer and NIC (2.5 MiB for 1024 nodes of 8 NICs).
 const REACH_CAP: usize = 8 * 1024 * 1024;
 
-/// Each job run as [`exec::collect_within`] runs it: (exit status, stdout, bytes of
-/// stdout past [`REACH_CAP`], dropped unread) in the jobs' order.
-async fn collect_bounded(
+/// A prober's rounds: (round, its targets).
+type Plan = Vec<(usize, Vec<net::Target>)>;
+
+/// How long the probe rounds wait for every prober to be ready before they start without
+/// the late ones (which then run their first rounds back to back until on time). The
+/// node phase's connections are still held ([`Held`]), so a session is a channel on a
+/// live connection; only a node whose connection dropped meanwhile connects again.
+pub const READY_WAIT: Duration = Duration::from_secs(10);
+
+/// The time from the last prober ready to round 1: a line written to every session
+/// (50 ms, and 1 ms a node for the writing from here).
+pub fn start_margin_ms(probers: usize) -> u64 {
+    50 + probers as u64
+}
+
+/// Each prober's rounds (`(node, clock offset ns, plan)`) in a session of its own, all at
+/// once, with a barrier: every session's script ([`net::schedule_script`]) says it is
+/// ready and waits; once all are (or after [`READY_WAIT`]), round 1 is set at
+/// [`start_margin_ms`] from then and each is sent that time on its own clock. (exit
+/// status, stdout, bytes of stdout past [`REACH_CAP`], dropped unread) in the jobs' order.
+async fn run_scheduled(
     reach: Reach,
-    jobs: Vec<(NodeTarget, String, Vec<u8>)>,
-    limit: Duration,
+    jobs: Vec<(NodeTarget, i128, Plan)>,
+    count: u32,
+    slot: u64,
+    rounds: usize,
 ) -> Vec<(i32, String, u64)> {
-    let order: Vec<usize> = jobs.iter().map(|(n, _, _)| n.index).collect();
-    let (tx, mut rx) = exec::channel(1024);
-    // Every node's rounds run at once, at the times agreed: a session each.
-    let fanout = jobs.len().max(1);
-    let h = tokio::spawn(exec::run_each_with_input(reach, jobs, fanout, Some(limit), tx));
-    let mut out: Vec<(i32, String, u64)> = vec![(exec::UNREACHABLE, String::new(), 0); order.len()];
-    while let Some(c) = rx.recv_chunk().await {
-        let (Chunk::Lines { node, .. } | Chunk::Done { node, .. }) = &c;
-        let Some(k) = order.iter().position(|i| i == node) else {
-            continue;
-        };
-        match c {
-            Chunk::Lines {
-                stream: Stream::Stdout,
-                text,
-                ..
-            } => {
-                let o = &mut out[k];
-                if o.2 == 0 && o.1.len() + text.len() <= REACH_CAP {
-                    o.1.push_str(&text);
-                } else {
-                    o.2 += text.len() as u64;
-                }
+    let n = jobs.len();
+    let limit = READY_WAIT + Duration::from_millis(start_margin_ms(n) + slot * rounds as u64 + 30_000);
+    let (start_tx, start_rx) = tokio::sync::watch::channel(None::<i128>);
+    let (ready_tx, mut ready_rx) = tokio::sync::mpsc::channel::<()>(n.max(1));
+    let t0 = Instant::now();
+    let mut tasks = vec![];
+    for (node, offset, plan) in jobs {
+        let (reach, ready_tx, start_rx) = (reach.clone(), ready_tx.clone(), start_rx.clone());
+        let command = limited(&net::schedule_script(&plan, count, slot), limit);
+        tasks.push(tokio::spawn(async move {
+            let Ok(ch) = reach.exec(&node, &command).await else {
+                let _ = ready_tx.send(()).await;
+                return (exec::UNREACHABLE, String::new(), 0);
+            };
+            // Round 0's time on the node's clock: round r at start + (r - 1) × slot.
+            let at = move |start: i128| format!("{}\n", start + offset - i128::from(slot) * 1_000_000);
+            run_prober(ch, ready_tx, start_rx, at, limit).await
+        }));
+    }
+    drop(ready_tx);
+    let barrier = async {
+        let mut ready = 0;
+        while ready < n && ready_rx.recv().await.is_some() {
+            ready += 1;
+        }
+    };
+    let _ = tokio::time::timeout(READY_WAIT, barrier).await;
+    let waited = t0.elapsed().as_millis();
+    let st = now_ns() + i128::from(start_margin_ms(n)) * 1_000_000;
+    let _ = start_tx.send(Some(st));
+    let mut out = vec![];
+    for t in tasks {
+        out.push(t.await.unwrap_or((exec::UNREACHABLE, String::new(), 0)));
+    }
+    // When each round ended (`@@fd-round R TIME`), the earliest and the latest node, and
+    // ping's own time for its probes (`..., time 712ms`): where the probes' time went.
+    let mut ends: std::collections::BTreeMap<usize, (i128, i128)> = Default::default();
+    for (_, o, _) in &out {
+        for l in o.lines() {
+            let mut w = l.split(' ');
+            if w.next() != Some("@@fd-round") {
+                continue;
             }
-            Chunk::Lines { .. } => {}
-            Chunk::Done { result, .. } => out[k].0 = result.code,
+            if let (Some(r), Some(t)) = (
+                w.next().and_then(|r| r.parse().ok()),
+                w.next().and_then(|t| t.parse::<i128>().ok()),
+            ) {
+                let ms = (t - st) / 1_000_000;
+                let e = ends.entry(r).or_insert((ms, ms));
+                *e = (e.0.min(ms), e.1.max(ms));
+            }
         }
     }
-    let _ = h.await;
+    let took: Vec<u64> = out
+        .iter()
+        .flat_map(|(_, o, _)| o.lines())
+        .filter_map(|l| l.rsplit_once(", time ")?.1.strip_suffix("ms")?.parse().ok())
+        .collect();
+    tracing::info!(
+        "doctor: {n} probers ready in {waited} ms; {rounds} rounds of {count} probes, {slot} ms a slot; round ends (ms after round 1's start, first and last node): {ends:?}; a ping took up to {} ms, {} ms on average; all done {} ms after the sessions were asked for",
+        took.iter().max().copied().unwrap_or(0),
+        took.iter().sum::<u64>() / took.len().max(1) as u64,
+        t0.elapsed().as_millis()
+    );
     out
+}
+
+/// One prober's session: read its stdout (at most [`REACH_CAP`] kept) and, once it says
+/// [`net::READY`], tell `ready`; when the start is set, write it its time (`at`) and end
+/// its stdin. Stopped (TERM, channel closed) past `limit` and a grace of 2 s.
+async fn run_prober(
+    ch: crate::node::Channel,
+    ready: tokio::sync::mpsc::Sender<()>,
+    mut start: tokio::sync::watch::Receiver<Option<i128>>,
+    at: impl Fn(i128) -> String,
+    limit: Duration,
+) -> (i32, String, u64) {
+    use crate::node::Output;
+    let (mut read, write) = ch.split();
+    let mut stdout: Vec<u8> = vec![];
+    let mut dropped = 0u64;
+    let mut status = None;
+    let mut said = false;
+    let reading = async {
+        while let Some(o) = read.next().await {
+            match o {
+                Output::Stdout(d) => {
+                    if dropped == 0 && stdout.len() + d.len() <= REACH_CAP {
+                        stdout.extend_from_slice(&d);
+                    } else {
+                        dropped += d.len() as u64;
+                    }
+                    if !said && String::from_utf8_lossy(&stdout).lines().any(|l| l == net::READY) {
+                        said = true;
+                        let _ = ready.send(()).await;
+                    }
+                }
+                Output::Stderr(_) => {}
+                Output::Exit(c) => status = Some(c),
+            }
+        }
+        // Ended without a word: not waited for.
+        if !said {
+            let _ = ready.send(()).await;
+        }
+    };
+    let feed = async {
+        let s = start.wait_for(Option::is_some).await.map(|s| s.unwrap_or(0));
+        if let Ok(s) = s {
+            let line = at(s);
+            let _ = write.data(line.as_bytes()).await;
+        }
+        let _ = write.eof().await;
+    };
+    let stopped = tokio::time::timeout(limit + Duration::from_secs(2), async {
+        tokio::join!(feed, reading)
+    })
+    .await
+    .is_err();
+    if stopped {
+        let _ = write.signal(crate::node::Signal::Term).await;
+        let _ = write.close().await;
+    }
+    let code = match (stopped, status) {
+        (true, _) | (false, Some(exec::TIMED_OUT)) => exec::TIMED_OUT,
+        (false, Some(c)) => c,
+        (false, None) => exec::UNREACHABLE,
+    };
+    (code, String::from_utf8_lossy(&stdout).into_owned(), dropped)
+}
+
+/// `command` under coreutils' `timeout` on the node where it has it (as [`exec`] runs a
+/// command with a limit: the channel's TERM does not reach a root login's command).
+fn limited(command: &str, limit: Duration) -> String {
+    let q = crate::detach::quote(command);
+    format!(
+        "if command -v timeout >/dev/null 2>&1; then exec timeout -k 5 {:.3} sh -c {q}; else exec sh -c {q}; fi",
+        limit.as_secs_f64()
+    )
+}
+
+/// Each SSH node's connection held from its first answer to the end of the doctor, by a
+/// channel of its own that does nothing (`cat` reading until told to stop): a
+/// connection closes when its last channel does, and without this every probe session
+/// would connect again (a key exchange and login per node through the bastion).
+#[derive(Default)]
+struct Held {
+    stop: Option<tokio::sync::watch::Sender<bool>>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Held {
+    /// Hold `node`'s connection (once its script is running on it: the channel opens on
+    /// that connection, and an unreachable node is not tried twice).
+    fn hold(&mut self, reach: &Reach, node: &NodeTarget) {
+        if !matches!(node.address, crate::fleet::Address::Ssh(_)) {
+            return;
+        }
+        let stop = self
+            .stop
+            .get_or_insert_with(|| tokio::sync::watch::channel(false).0);
+        let mut stop = stop.subscribe();
+        let (reach, node) = (reach.clone(), node.clone());
+        self.tasks.push(tokio::spawn(async move {
+            let Ok(ch) = reach.exec(&node, "exec cat >/dev/null").await else {
+                return;
+            };
+            let (mut read, write) = ch.split();
+            tokio::select! {
+                _ = stop.wait_for(|s| *s) => {}
+                _ = async { while read.next().await.is_some() {} } => {}
+            }
+            let _ = write.eof().await;
+            let _ = write.close().await;
+        }));
+    }
+
+    /// Let every held connection go.
+    async fn release(self) {
+        if let Some(stop) = self.stop {
+            let _ = stop.send(true);
+        }
+        let all = async {
+            for t in self.tasks {
+                let _ = t.await;
+            }
+        };
+        let _ = tokio::time::timeout(Duration::from_secs(2), all).await;
+    }
 }
 
 /// The `placement` check of a fleet whose family knows placement (GCP's Compute API);

@@ -44,6 +44,59 @@ pub fn script(preflight: Option<&str>) -> String {
     s.push_str(
         "PATH=\"$PATH:/var/lib/nvidia/bin:/usr/local/nvidia/bin:/home/kubernetes/bin/nvidia/bin:/usr/sbin:/sbin\"\n",
     );
+    // What the reachability probes need comes first (the tools, the NICs, their
+    // addresses and routes, the RDMA ports, NCCL's settings), then `net-ready`: the probe
+    // rounds start once every node is past it, while the slower checks (nvidia-smi, the
+    // kernel log, the versions) still run ([`super::run::examine`]).
+    // The tools the fleet checks run on the node (a check whose tool is missing is not
+    // run, and says so), and the OS's ids for the command that installs them.
+    section(
+        &mut s,
+        "tools",
+        "for t in ping timeout ps; do if command -v $t >/dev/null 2>&1; then echo \"$t yes\"; else echo \"$t no\"; fi; done; \
+         [ -r /etc/os-release ] && . /etc/os-release && echo \"osid ${ID:-} ${ID_LIKE:-}\"; e tools 0;",
+    );
+    // NICs: name, state, MTU, speed, NUMA node of its device, and `bridge` for a bridge
+    // (whatever its name: a bridge is never a data NIC).
+    section(
+        &mut s,
+        "nics",
+        "for d in /sys/class/net/*; do n=${d##*/}; k=-; [ -d $d/bridge ] && k=bridge; \
+         printf '%s %s %s %s %s %s\\n' \"$n\" \"$(cat $d/operstate 2>/dev/null || echo -)\" \"$(cat $d/mtu 2>/dev/null || echo -)\" \
+         \"$(cat $d/speed 2>/dev/null || echo -)\" \"$(cat $d/device/numa_node 2>/dev/null || echo -)\" $k; done; e nics 0;",
+    );
+    section(&mut s, "addrs", "ip -o -4 addr show 2>&1; e addrs $?;");
+    section(&mut s, "route", "ip route show default 2>&1; e route $?;");
+    // Every IPv4 route of every table: the subnets a NIC reaches (GCP gives a NIC a /32
+    // address and its subnet as a route), the only addresses the reach probe pings.
+    section(
+        &mut s,
+        "routes",
+        "ip -o -4 route show table all 2>&1; e routes $?;",
+    );
+    // RDMA ports: device, port, state, physical state, netdev, NUMA node.
+    section(
+        &mut s,
+        "rdma",
+        "for p in /sys/class/infiniband/*/ports/*; do [ -e \"$p/state\" ] || continue; \
+         dev=$(basename \"$(dirname \"$(dirname \"$p\")\")\"); \
+         printf '%s %s %s %s %s %s\\n' \"$dev\" \"${p##*/}\" \"$(cat $p/state | tr -d ' ')\" \"$(cat $p/phys_state | tr -d ' ')\" \
+         \"$(ls /sys/class/infiniband/$dev/device/net 2>/dev/null | head -n 1)\" \"$(cat /sys/class/infiniband/$dev/device/numa_node 2>/dev/null || echo -)\"; done; \
+         echo \"devices $(ls /sys/class/infiniband 2>/dev/null | wc -l)\"; e rdma 0;",
+    );
+    section(
+        &mut s,
+        "nccl-env",
+        "env | grep '^NCCL_' | sed 's/^/env /'; for f in /etc/nccl.conf \"$HOME/.nccl.conf\"; do \
+         [ -r \"$f\" ] && sed \"s|^|$f |\" \"$f\"; done; e nccl-env 0;",
+    );
+    s.push_str("b net-ready; e net-ready 0\n");
+    section(
+        &mut s,
+        "sysctl",
+        "for k in net.core.rmem_max net.core.wmem_max net.ipv4.tcp_rmem net.ipv4.tcp_wmem net.ipv4.tcp_mtu_probing; do \
+         printf '%s = %s\\n' \"$k\" \"$(cat /proc/sys/$(echo $k | tr . /) 2>/dev/null)\"; done; e sysctl 0;",
+    );
     s.push_str("if command -v nvidia-smi >/dev/null 2>&1; then\n");
     section(&mut s, "smi", "nvidia-smi 2>&1; e smi $?;");
     section(
@@ -80,14 +133,6 @@ pub fn script(preflight: Option<&str>) -> String {
         ),
     );
     s.push_str("else b smi; echo 'nvidia-smi: not found'; e smi 127; fi\n");
-    // The tools the fleet checks run on the node (a check whose tool is missing is not
-    // run, and says so), and the OS's ids for the command that installs them.
-    section(
-        &mut s,
-        "tools",
-        "for t in ping timeout ps; do if command -v $t >/dev/null 2>&1; then echo \"$t yes\"; else echo \"$t no\"; fi; done; \
-         [ -r /etc/os-release ] && . /etc/os-release && echo \"osid ${ID:-} ${ID_LIKE:-}\"; e tools 0;",
-    );
     // The kernel log since boot: dmesg (as root or where dmesg_restrict is off), sudo, or
     // the journal; only the NVIDIA driver's lines travel.
     section(
@@ -96,46 +141,6 @@ pub fn script(preflight: Option<&str>) -> String {
         "k=$(dmesg 2>/dev/null) || k=$(sudo -n dmesg 2>/dev/null) || k=$(journalctl -k -b -q --no-pager 2>/dev/null) || k=''; \
          if [ -z \"$k\" ]; then echo 'kernel log: not readable (dmesg, sudo -n dmesg and journalctl -k all failed)'; e xid 1; \
          else printf '%s\\n' \"$k\" | grep -E 'NVRM: Xid|fallen off the bus' | tail -n 64; e xid 0; fi;",
-    );
-    // NICs: name, state, MTU, speed, NUMA node of its device, and `bridge` for a bridge
-    // (whatever its name: a bridge is never a data NIC).
-    section(
-        &mut s,
-        "nics",
-        "for d in /sys/class/net/*; do n=${d##*/}; k=-; [ -d $d/bridge ] && k=bridge; \
-         printf '%s %s %s %s %s %s\\n' \"$n\" \"$(cat $d/operstate 2>/dev/null || echo -)\" \"$(cat $d/mtu 2>/dev/null || echo -)\" \
-         \"$(cat $d/speed 2>/dev/null || echo -)\" \"$(cat $d/device/numa_node 2>/dev/null || echo -)\" $k; done; e nics 0;",
-    );
-    section(&mut s, "addrs", "ip -o -4 addr show 2>&1; e addrs $?;");
-    section(&mut s, "route", "ip route show default 2>&1; e route $?;");
-    // Every IPv4 route of every table: the subnets a NIC reaches (GCP gives a NIC a /32
-    // address and its subnet as a route), the only addresses the reach probe pings.
-    section(
-        &mut s,
-        "routes",
-        "ip -o -4 route show table all 2>&1; e routes $?;",
-    );
-    // RDMA ports: device, port, state, physical state, netdev, NUMA node.
-    section(
-        &mut s,
-        "rdma",
-        "for p in /sys/class/infiniband/*/ports/*; do [ -e \"$p/state\" ] || continue; \
-         dev=$(basename \"$(dirname \"$(dirname \"$p\")\")\"); \
-         printf '%s %s %s %s %s %s\\n' \"$dev\" \"${p##*/}\" \"$(cat $p/state | tr -d ' ')\" \"$(cat $p/phys_state | tr -d ' ')\" \
-         \"$(ls /sys/class/infiniband/$dev/device/net 2>/dev/null | head -n 1)\" \"$(cat /sys/class/infiniband/$dev/device/numa_node 2>/dev/null || echo -)\"; done; \
-         echo \"devices $(ls /sys/class/infiniband 2>/dev/null | wc -l)\"; e rdma 0;",
-    );
-    section(
-        &mut s,
-        "sysctl",
-        "for k in net.core.rmem_max net.core.wmem_max net.ipv4.tcp_rmem net.ipv4.tcp_wmem net.ipv4.tcp_mtu_probing; do \
-         printf '%s = %s\\n' \"$k\" \"$(cat /proc/sys/$(echo $k | tr . /) 2>/dev/null)\"; done; e sysctl 0;",
-    );
-    section(
-        &mut s,
-        "nccl-env",
-        "env | grep '^NCCL_' | sed 's/^/env /'; for f in /etc/nccl.conf \"$HOME/.nccl.conf\"; do \
-         [ -r \"$f\" ] && sed \"s|^|$f |\" \"$f\"; done; e nccl-env 0;",
     );
     // Versions: the NCCL libraries the loader finds and the ones GPUDirect installs, their
     // versions (from the file name, else the version string inside), and the plugins.
@@ -242,6 +247,16 @@ impl Reader {
     /// Whether the node's output passed [`NODE_CAP`] (nothing more is kept).
     pub fn full(&self) -> bool {
         self.read > NODE_CAP
+    }
+
+    /// Whether section `name` has ended (its `end` read).
+    pub fn ended(&self, name: &str) -> bool {
+        self.map.contains_key(name)
+    }
+
+    /// The sections ended so far.
+    pub fn so_far(&self) -> Sections {
+        Sections(self.map.clone())
     }
 
     /// Read `text`, whole lines.

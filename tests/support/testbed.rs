@@ -663,6 +663,16 @@ impl TbNode {
         std::fs::write(file, text).unwrap();
     }
 
+    /// The node's double of `name` (`nvidia-smi`, `dmesg`: [`TbNode::add_gpu_double`])
+    /// made slow: it sleeps `secs` before it answers.
+    pub fn slow_double(&self, name: &str, secs: u32) {
+        let root = self.root.as_ref().expect("a machine node");
+        let bin = root.join("usr/local/bin").join(name);
+        let text = std::fs::read_to_string(&bin).expect("the double installed");
+        let (shebang, rest) = text.split_once('\n').expect("a script");
+        std::fs::write(&bin, format!("{shebang}\nsleep {secs}\n{rest}")).unwrap();
+    }
+
     /// Lines the node's kernel log shows (through the dmesg double).
     pub fn plant_dmesg(&self, text: &str) {
         let root = self.root.as_ref().expect("a machine node");
