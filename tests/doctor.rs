@@ -666,31 +666,28 @@ fn sixteen_one_nic_nodes_with_four_faults_each_named_as_its_cause() {
         .map(|s| s.as_str().unwrap())
         .collect();
     assert!(summary.iter().all(|l| !l.starts_with("  └")), "{summary:#?}");
-    assert!(took < Duration::from_secs(20), "the doctor took {took:?}");
+    // A guard against a doctor that hangs; its speed is measured in benches/doctor_fleet.rs.
+    assert!(took < Duration::from_secs(120), "the doctor took {took:?}");
 }
 
+/// The probes need only the network's facts: they run while the slower checks still do
+/// (every node's kernel log takes 6 s here), not after them. The dmesg double notes a
+/// `ping` (a probe) running while it waits; on a doctor that probed only once every check
+/// had ended, none does.
 #[test]
 fn the_probes_run_while_the_slow_checks_do() {
     let _timed = TIMED.lock().unwrap_or_else(|p| p.into_inner());
     let Some(tb) = Testbed::new_machines(4, 0) else {
         return;
     };
-    // Every node's kernel log takes 6 s to read: the probes, which need only the
-    // network's facts, run meanwhile rather than after.
-    let slow = 6;
+    let marks = tempfile::tempdir().unwrap();
+    let probed = marks.path().join("probed-while-dmesg-ran");
     for n in &tb.nodes {
         n.add_gpu_double();
-        n.slow_double("dmesg", slow);
+        n.slow_double("dmesg", 6, &probed);
     }
     let home = tempfile::tempdir().unwrap();
     tb.apply_fleet(home.path(), "lab");
-    // Every check but the probes: the node phase alone.
-    let only: Vec<&str> = flightdeck::doctor::CHECKS
-        .iter()
-        .map(|c| c.id)
-        .filter(|c| *c != "reach")
-        .collect();
-    let (_, _, _, nodes_alone) = doctor(home.path(), &["--only", &only.join(",")]);
     let (code, v, err, took) = doctor(home.path(), &[]);
     let p = problems(&v);
     let rest: Vec<_> = p.iter().filter(|(_, c, _, _)| c != "sysctl").collect();
@@ -703,15 +700,9 @@ fn the_probes_run_while_the_slow_checks_do() {
         .filter(|f| f["check"] == "reach" && f["outcome"] == "pass")
         .count();
     assert!(reach > 0, "the probes ran: {v:#}");
-    // After the node phase, the probes' rounds alone would add this.
-    let rounds = flightdeck::doctor::net::round_count(4) as u64;
-    let slot = flightdeck::doctor::net::slot_ms(flightdeck::doctor::net::probes_per_pair(4));
-    let serial = nodes_alone + Duration::from_millis(rounds * slot);
-    eprintln!(
-        "4 nodes, dmesg {slow} s: {took:?}; the node phase alone {nodes_alone:?}, one after the other over {serial:?}"
-    );
+    eprintln!("4 nodes, dmesg 6 s: {took:?}");
     assert!(
-        took < serial,
-        "the doctor took {took:?}: the probes waited for the slow checks"
+        probed.exists(),
+        "no probe ran while the kernel logs were read: the probes waited for the slow checks\n{err}"
     );
 }

@@ -664,13 +664,23 @@ impl TbNode {
     }
 
     /// The node's double of `name` (`nvidia-smi`, `dmesg`: [`TbNode::add_gpu_double`])
-    /// made slow: it sleeps `secs` before it answers.
-    pub fn slow_double(&self, name: &str, secs: u32) {
+    /// made slow: it waits `secs` before it answers, and while it waits it writes `seen`
+    /// (a file) once a `ping` runs in the node's network namespace (the doctor's probes;
+    /// other testbeds' pings are in theirs).
+    pub fn slow_double(&self, name: &str, secs: u32, seen: &Path) {
         let root = self.root.as_ref().expect("a machine node");
         let bin = root.join("usr/local/bin").join(name);
         let text = std::fs::read_to_string(&bin).expect("the double installed");
         let (shebang, rest) = text.split_once('\n').expect("a script");
-        std::fs::write(&bin, format!("{shebang}\nsleep {secs}\n{rest}")).unwrap();
+        let steps = secs * 10;
+        std::fs::write(
+            &bin,
+            format!(
+                "{shebang}\ni=0; while [ $i -lt {steps} ]; do for p in $(pgrep -x ping); do [ /proc/$p/ns/net -ef /proc/$$/ns/net ] && : > '{}'; done; sleep 0.1; i=$((i + 1)); done\n{rest}",
+                seen.display()
+            ),
+        )
+        .unwrap();
     }
 
     /// Lines the node's kernel log shows (through the dmesg double).
