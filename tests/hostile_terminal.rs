@@ -104,7 +104,10 @@ fn messages(s: &mut State) {
     update(s, Msg::ThemeLoaded(Err(evil("theme"))));
     update(s, Msg::FileWritten(Err(evil("write"))));
     update(s, Msg::PanesFailed(evil("panes")));
-    update(s, Msg::JobStarted(Err(evil("job"))));
+    update(
+        s,
+        Msg::Jobs(flightdeck::tui::jobs::Msg::Started(Err(evil("job")))),
+    );
     update(s, Msg::NcclRunStarted(Err(evil("nccl"))));
     update(s, Msg::FleetPlanned(Err(evil("plan"))));
     update(s, Msg::OffersRefreshed(Err(evil("offers"))));
@@ -375,19 +378,24 @@ fn doctor_view() {
     keys(&mut s, "8r");
     update(
         &mut s,
-        Msg::DoctorStarted {
+        Msg::Doctor(flightdeck::tui::doctor::Msg::Started {
             fleet: "lab".into(),
             nodes: vec![evil("lab-0"), evil("lab-1")],
-        },
+        }),
     );
     update(
         &mut s,
-        Msg::Doctor(Box::new(Event::Node {
+        Msg::Doctor(flightdeck::tui::doctor::Msg::Event(Box::new(Event::Node {
             node: evil("lab-0"),
             findings: vec![finding(Some("lab-0"), "sysctl", Outcome::Warn)],
-        })),
+        }))),
     );
-    update(&mut s, Msg::Doctor(Box::new(Event::Progress(evil("progress")))));
+    update(
+        &mut s,
+        Msg::Doctor(flightdeck::tui::doctor::Msg::Event(Box::new(Event::Progress(
+            evil("progress"),
+        )))),
+    );
     assert_clean(&s, "Doctor running");
     let mut r = Report::default();
     r.add(vec![
@@ -397,10 +405,10 @@ fn doctor_view() {
     ]);
     update(
         &mut s,
-        Msg::DoctorDone {
+        Msg::Doctor(flightdeck::tui::doctor::Msg::Done {
             fleet: "lab".into(),
             result: Ok(Box::new(r)),
-        },
+        }),
     );
     assert_clean(&s, "Doctor problems");
     keys(&mut s, "\n");
@@ -413,10 +421,10 @@ fn doctor_view() {
     assert_clean(&s, "Doctor every finding");
     update(
         &mut s,
-        Msg::DoctorDone {
+        Msg::Doctor(flightdeck::tui::doctor::Msg::Done {
             fleet: "lab".into(),
             result: Err(evil("doctor")),
-        },
+        }),
     );
     assert_clean(&s, "Doctor error");
 }
@@ -453,17 +461,17 @@ fn jobs_view() {
     let id = "train-1795323700-1a2b";
     update(
         &mut s,
-        Msg::Jobs {
+        Msg::Jobs(flightdeck::tui::jobs::Msg::List {
             jobs: vec![job(id)],
             now: 1_795_323_760,
-        },
+        }),
     );
     keys(&mut s, "6");
     assert_clean(&s, "Jobs list");
     keys(&mut s, "\n");
     update(
         &mut s,
-        Msg::JobLines {
+        Msg::Jobs(flightdeck::tui::jobs::Msg::Lines {
             id: id.into(),
             lines: (0..2)
                 .flat_map(|r| {
@@ -474,15 +482,15 @@ fn jobs_view() {
                 })
                 .collect(),
             now: 1_795_323_760,
-        },
+        }),
     );
     update(
         &mut s,
-        Msg::JobNode {
+        Msg::Jobs(flightdeck::tui::jobs::Msg::Node {
             id: id.into(),
             rank: 1,
             follow: flightdeck::tui::jobs::NodeFollow::Lost(evil("lost")),
-        },
+        }),
     );
     let rows = assert_clean(&s, "Jobs log");
     assert!(rows.iter().any(|r| r.contains("␛]52;c;")), "{rows:#?}");
@@ -500,10 +508,10 @@ fn nics_and_offers_views() {
     keys(&mut s, "7");
     update(
         &mut s,
-        Msg::TelemetryStarted {
+        Msg::Nics(flightdeck::tui::nics::Msg::Started {
             fleet: evil("lab"),
             nodes: vec![evil("lab-0"), evil("lab-1")],
-        },
+        }),
     );
     let (a, b) = (evil("eth"), "e\u{1b}]0;X\u{7}".to_string());
     let mut synth = Synth::new(2, &["eth0", &a, &b], 2, 1000);
@@ -511,7 +519,9 @@ fn nics_and_offers_views() {
         let hello = synth.hello(node);
         update(
             &mut s,
-            Msg::Telemetry(Box::new(TelemetryEvent::Hello { node, hello })),
+            Msg::Nics(flightdeck::tui::nics::Msg::Sample(Box::new(
+                TelemetryEvent::Hello { node, hello },
+            ))),
         );
     }
     for seq in 1..=5u64 {
@@ -520,20 +530,24 @@ fn nics_and_offers_views() {
             let arrived_unix_ns = record.t_ns;
             update(
                 &mut s,
-                Msg::Telemetry(Box::new(TelemetryEvent::Record {
-                    node,
-                    record,
-                    arrived_unix_ns,
-                })),
+                Msg::Nics(flightdeck::tui::nics::Msg::Sample(Box::new(
+                    TelemetryEvent::Record {
+                        node,
+                        record,
+                        arrived_unix_ns,
+                    },
+                ))),
             );
         }
     }
     update(
         &mut s,
-        Msg::Telemetry(Box::new(TelemetryEvent::Stderr {
-            node: 1,
-            text: evil("stderr"),
-        })),
+        Msg::Nics(flightdeck::tui::nics::Msg::Sample(Box::new(
+            TelemetryEvent::Stderr {
+                node: 1,
+                text: evil("stderr"),
+            },
+        ))),
     );
     for k in ["", "v", "v", "v", "j\n"] {
         keys(&mut s, k);

@@ -14,7 +14,7 @@ use flightdeck::paths::Paths;
 use flightdeck::reach::Reach;
 use flightdeck::store::Store;
 use flightdeck::tui::keymap::Keymap;
-use flightdeck::tui::nccl_service;
+use flightdeck::tui::nccl::service as nccl_service;
 use flightdeck::tui::state::{Command, Msg, State, View};
 use flightdeck::tui::update::update;
 use std::path::Path;

@@ -195,7 +195,7 @@ impl Services {
                 let reach = self.reach.clone();
                 tokio::spawn(async move {
                     if load.await.unwrap_or(false) {
-                        super::job_service::refresh(tx, dir, reach).await;
+                        super::jobs::service::refresh(tx, dir, reach).await;
                     }
                 });
                 self.upkeep_on_load();
@@ -291,7 +291,7 @@ impl Services {
                     old.abort();
                 }
                 let (tx, paths) = (self.tx.clone(), self.paths.clone());
-                self.doctor = Some(tokio::spawn(super::doctor_service::run(
+                self.doctor = Some(tokio::spawn(super::doctor::service::run(
                     tx,
                     paths,
                     self.reach.clone(),
@@ -303,7 +303,7 @@ impl Services {
                     old.abort();
                 }
                 let (tx, dir) = (self.tx.clone(), self.paths.state_dir.clone());
-                self.job_follow = Some(tokio::spawn(super::job_service::follow(
+                self.job_follow = Some(tokio::spawn(super::jobs::service::follow(
                     tx,
                     dir,
                     self.reach.clone(),
@@ -317,13 +317,13 @@ impl Services {
             }
             Command::StopJob(id) => {
                 let (tx, dir) = (self.tx.clone(), self.paths.state_dir.clone());
-                tokio::spawn(super::job_service::stop(tx, dir, self.reach.clone(), id));
+                tokio::spawn(super::jobs::service::stop(tx, dir, self.reach.clone(), id));
             }
             Command::RunJob(file) => {
                 let (tx, dir) = (self.tx.clone(), self.paths.state_dir.clone());
-                tokio::spawn(super::job_service::run(tx, dir, self.reach.clone(), file));
+                tokio::spawn(super::jobs::service::run(tx, dir, self.reach.clone(), file));
             }
-            Command::PlanFleet(file) => super::fleet_service::spawn_plan(
+            Command::PlanFleet(file) => super::fleets::service::spawn_plan(
                 self.tx.clone(),
                 self.paths.clone(),
                 self.reach.clone(),
@@ -331,7 +331,7 @@ impl Services {
             ),
             Command::ApplyFleet(file) => {
                 self.fleet_cancel = crate::cloud::Cancel::default();
-                super::fleet_service::spawn_apply(
+                super::fleets::service::spawn_apply(
                     self.tx.clone(),
                     self.paths.clone(),
                     self.reach.clone(),
@@ -340,26 +340,26 @@ impl Services {
                 )
             }
             Command::CancelFleetOp => self.fleet_cancel.cancel(),
-            Command::DeleteFleet(name) => super::fleet_service::spawn_delete(
+            Command::DeleteFleet(name) => super::fleets::service::spawn_delete(
                 self.tx.clone(),
                 self.paths.clone(),
                 self.reach.clone(),
                 name,
             ),
-            Command::EditFile(path) => super::fleet_service::spawn_edit(self.tx.clone(), path),
+            Command::EditFile(path) => super::fleets::service::spawn_edit(self.tx.clone(), path),
             Command::SaveFile { path, text, original } => {
-                super::fleet_service::spawn_save(self.tx.clone(), path, text, original)
+                super::fleets::service::spawn_save(self.tx.clone(), path, text, original)
             }
             Command::NcclRunChoices => {
                 let (tx, dir) = (self.tx.clone(), self.paths.state_dir.clone());
                 tokio::task::spawn_blocking(move || {
-                    let fleets = super::nccl_service::choices(&dir);
+                    let fleets = super::nccl::service::choices(&dir);
                     let _ = tx.blocking_send(ServiceEvent::Msg(Msg::NcclRunFleets(fleets)));
                 });
             }
             Command::StartNcclRun(req) => {
                 let (tx, dir) = (self.tx.clone(), self.paths.state_dir.clone());
-                tokio::spawn(super::nccl_service::start(tx, dir, self.reach.clone(), *req));
+                tokio::spawn(super::nccl::service::start(tx, dir, self.reach.clone(), *req));
             }
             Command::Quit | Command::Suspend | Command::LoadTheme(_) | Command::Yank(_) => {}
         }
@@ -460,7 +460,10 @@ impl Services {
             let _ = tx.blocking_send(ServiceEvent::Msg(Msg::Runs(runs)));
             let now = crate::store::now_unix();
             let unfinished = jobs.iter().any(|j| !j.finished());
-            let _ = tx.blocking_send(ServiceEvent::Msg(Msg::Jobs { jobs, now }));
+            let _ = tx.blocking_send(ServiceEvent::Msg(Msg::Jobs(crate::tui::jobs::Msg::List {
+                jobs,
+                now,
+            })));
             // A damaged history is logged by the loader; the view goes on without it.
             let history = crate::nccl::history::load_all(&dir).unwrap_or_default();
             let _ = tx.blocking_send(ServiceEvent::Msg(Msg::NcclHistory(history)));
@@ -494,7 +497,10 @@ impl Services {
             return;
         };
         let nodes: Vec<String> = record.nodes.iter().map(|n| n.name.clone()).collect();
-        let _ = tx.try_send(ServiceEvent::Msg(Msg::TelemetryStarted { fleet, nodes }));
+        let _ = tx.try_send(ServiceEvent::Msg(Msg::Nics(crate::tui::nics::Msg::Started {
+            fleet,
+            nodes,
+        })));
         let (ttx, mut trx) = mpsc::channel(1024);
         let opts = crate::telemetry::service::Options::live(crate::telemetry::sampler::Interval::DEFAULT);
         self.samplers = Some(crate::telemetry::service::spawn(
@@ -506,7 +512,9 @@ impl Services {
         tokio::spawn(async move {
             while let Some(e) = trx.recv().await {
                 if tx
-                    .send(ServiceEvent::Msg(Msg::Telemetry(Box::new(e))))
+                    .send(ServiceEvent::Msg(Msg::Nics(crate::tui::nics::Msg::Sample(
+                        Box::new(e),
+                    ))))
                     .await
                     .is_err()
                 {

@@ -324,49 +324,17 @@ pub enum Msg {
     },
     /// A live refresh of the offers catalog finished: the catalog and a one-line report.
     OffersRefreshed(Result<(Box<crate::catalog::Catalog>, String), String>),
-    /// The doctor started on a fleet's nodes (`Command::RunDoctor`).
-    DoctorStarted {
-        fleet: String,
-        nodes: Vec<String>,
-    },
-    /// Findings or progress of the running doctor.
-    Doctor(Box<crate::doctor::run::Event>),
-    /// The doctor finished: its whole report, or why it could not run.
-    DoctorDone {
-        fleet: String,
-        result: Result<Box<crate::doctor::Report>, String>,
-    },
-    /// A sampler reported (NICs view).
-    Telemetry(Box<crate::telemetry::service::TelemetryEvent>),
-    /// Samplers started on a fleet's nodes (their names by index).
-    TelemetryStarted {
-        fleet: String,
-        nodes: Vec<String>,
-    },
+    /// The doctor's service (`Command::RunDoctor`).
+    Doctor(super::doctor::Msg),
+    /// The NICs view's samplers.
+    Nics(super::nics::Msg),
     /// The run could not be followed.
     RunFailed {
         id: String,
         error: String,
     },
-    /// The jobs of the state store (with `Command::LoadFleets`), and the time.
-    Jobs {
-        jobs: Vec<crate::store::JobRecord>,
-        now: u64,
-    },
-    /// Lines of the followed job's nodes, in order per node: (rank, line).
-    JobLines {
-        id: String,
-        lines: Vec<(usize, String)>,
-        now: u64,
-    },
-    /// How following one node of the followed job goes.
-    JobNode {
-        id: String,
-        rank: usize,
-        follow: super::jobs::NodeFollow,
-    },
-    /// A `Command::RunJob` finished: the job's id, or why it did not start.
-    JobStarted(Result<String, String>),
+    /// The Jobs view's services: the job list, a followed job's lines, runs and stops.
+    Jobs(super::jobs::Msg),
     /// A `Command::PlanFleet` finished: the confirmation to show, or why there is none.
     FleetPlanned(Result<Box<super::fleets::Confirm>, String>),
     /// A line of the running apply or delete (zone tried, stockout, rollback, SSH wait).
@@ -384,11 +352,6 @@ pub enum Msg {
     NcclRunStarted(Result<String, String>),
     /// The last straggler finder result of the state dir (with `Command::LoadFleets`).
     Stragglers(Option<Box<crate::nccl::history::StragglerReport>>),
-    /// A `Command::StopJob` finished: each node's outcome in a line, or why not.
-    JobStopped {
-        id: String,
-        result: Result<String, String>,
-    },
 }
 
 /// A string that is never printed by Debug (passphrases).

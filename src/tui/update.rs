@@ -2,11 +2,11 @@
 //! No I/O, no clock, no terminal: tests drive whole flows by feeding messages.
 
 use super::action::{Action, Context};
+use super::help::view as help;
 use super::state::{
     Ask, AskFor, Candidate, Command, FilterEntry, Msg, Overlay, Palette, State, StatusMessage, View,
 };
 use super::theme::Tone;
-use super::views::help;
 use super::{fleets, jobs, nccl, nics, offers, panes};
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use tui_textarea::TextArea;
@@ -207,34 +207,8 @@ fn apply(state: &mut State, msg: Msg) -> Vec<Command> {
             state.dirty = true;
             vec![]
         }
-        Msg::Telemetry(event) => {
-            nics::ingest(state, *event);
-            nics::refigure(state);
-            vec![]
-        }
-        Msg::DoctorStarted { fleet, nodes } => {
-            super::doctor::started(state, fleet, nodes);
-            vec![]
-        }
-        Msg::Doctor(event) => {
-            super::doctor::event(state, *event);
-            vec![]
-        }
-        Msg::DoctorDone { fleet, result } => {
-            super::doctor::done(state, fleet, result.map(|r| *r));
-            vec![]
-        }
-        Msg::TelemetryStarted { fleet, nodes } => {
-            state.nics = nics::NicsView {
-                fleet: Some(fleet),
-                down: vec![None; nodes.len()],
-                store: crate::telemetry::series::Telemetry::for_fleet(nodes.len()),
-                nodes,
-                ..Default::default()
-            };
-            state.dirty = true;
-            vec![]
-        }
+        Msg::Nics(m) => nics::update(state, m),
+        Msg::Doctor(m) => super::doctor::update(state, m),
         Msg::Runs(runs) => {
             let before = state.nccl.runs.clone();
             state.nccl.set_runs(runs);
@@ -285,58 +259,7 @@ fn apply(state: &mut State, msg: Msg) -> Vec<Command> {
             state.dirty |= state.view == View::Nccl;
             vec![]
         }
-        Msg::Jobs { jobs, now } => {
-            let before = state.jobs.jobs.clone();
-            state.jobs.set_jobs(jobs, now);
-            state.dirty |= state.view == View::Jobs && state.jobs.jobs != before;
-            vec![]
-        }
-        Msg::JobLines { id, lines, now } => {
-            state.jobs.now = state.jobs.now.max(now);
-            if let Some(shown) = state.jobs.shown.as_mut().filter(|s| s.id == id) {
-                for (rank, text) in lines {
-                    shown.push(rank, text);
-                }
-                state.dirty |= state.view == View::Jobs;
-            }
-            vec![]
-        }
-        Msg::JobNode { id, rank, follow } => {
-            let ended = matches!(follow, jobs::NodeFollow::Exited(_));
-            if let Some(shown) = state.jobs.shown.as_mut().filter(|s| s.id == id) {
-                if let Some(f) = shown.follow.get_mut(rank) {
-                    *f = follow;
-                }
-                state.dirty = true;
-            }
-            if ended {
-                vec![Command::LoadFleets]
-            } else {
-                vec![]
-            }
-        }
-        Msg::JobStarted(result) => {
-            state.dirty = true;
-            match result {
-                Ok(id) => {
-                    state.status = Some(StatusMessage {
-                        text: format!("job {id} started on every node; it runs on when flightdeck quits"),
-                        tone: Tone::Pass,
-                    });
-                    state.view = View::Jobs;
-                    state.jobs.selected = Some(id);
-                    state.jobs.shown = None;
-                    vec![Command::LoadFleets]
-                }
-                Err(e) => {
-                    state.status = Some(StatusMessage {
-                        text: e,
-                        tone: Tone::Fail,
-                    });
-                    vec![]
-                }
-            }
-        }
+        Msg::Jobs(m) => super::jobs::update(state, m),
         Msg::FleetPlanned(plan) => {
             fleets::planned(state, plan);
             vec![]
@@ -358,20 +281,6 @@ fn apply(state: &mut State, msg: Msg) -> Vec<Command> {
                 }
             }
             vec![]
-        }
-        Msg::JobStopped { id, result } => {
-            state.dirty = true;
-            state.status = Some(match result {
-                Ok(text) => StatusMessage {
-                    text: format!("job {id}: {text}"),
-                    tone: Tone::Info,
-                },
-                Err(e) => StatusMessage {
-                    text: format!("job {id}: {e}"),
-                    tone: Tone::Fail,
-                },
-            });
-            vec![Command::LoadFleets]
         }
         Msg::PassphraseQuestion { id, key } => {
             let mut input = TextArea::default();

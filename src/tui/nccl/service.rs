@@ -4,13 +4,13 @@
 //! and the launch on the nodes, on GKE the test pods; then the record in the state store
 //! and the history with the environment as edited).
 
-use super::nccl::{FleetChoice, RunRequest};
-use super::services::ServiceEvent;
-use super::state::Msg;
 use crate::nccl::launcher::Start;
 use crate::nccl::profile;
 use crate::reach::Reach;
 use crate::store::{FleetRecord, Store};
+use crate::tui::nccl::{FleetChoice, RunRequest};
+use crate::tui::services::ServiceEvent;
+use crate::tui::state::Msg;
 use std::path::{Path, PathBuf};
 use tokio::sync::mpsc;
 

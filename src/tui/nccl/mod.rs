@@ -1,6 +1,9 @@
 //! The NCCL view's state and its share of `update`: the runs of the state store, and the
 //! followed run's report as its rows arrive (parsed by the service that follows it).
 
+pub mod service;
+pub mod view;
+
 use super::action::{Action, Context};
 use super::state::{Command, State, StatusMessage, View};
 use super::theme::Tone;
@@ -770,7 +773,7 @@ mod tests {
         );
         // Five rows, then a node dies with NCCL's error (no machine known: `unknown` by busbw).
         let mut report =
-            crate::nccl::parse_text(include_str!("../../tests/fixtures/nccl/h200x2-all_reduce.txt"))
+            crate::nccl::parse_text(include_str!("../../../tests/fixtures/nccl/h200x2-all_reduce.txt"))
                 .remove(0);
         report.rows.truncate(5);
         report.avg_busbw = None;
@@ -851,8 +854,9 @@ mod tests {
             "the first mark drops out"
         );
         assert!(s.nccl.comparison().is_none(), "not in the history yet");
-        let report = crate::nccl::parse_text(include_str!("../../tests/fixtures/nccl/h200x2-all_reduce.txt"))
-            .remove(0);
+        let report =
+            crate::nccl::parse_text(include_str!("../../../tests/fixtures/nccl/h200x2-all_reduce.txt"))
+                .remove(0);
         let entry = |id: &str| {
             let mut e = SavedRun {
                 id: id.into(),

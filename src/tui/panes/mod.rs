@@ -2,6 +2,8 @@
 //! by `update`, which must tell each pane its size), focus movement, broadcast targets,
 //! and copy mode over a pane's scrollback snapshot.
 
+pub mod view;
+
 use crate::term::session::PaneState;
 use crate::term::SharedScreen;
 use ratatui::layout::Rect;
