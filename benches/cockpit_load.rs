@@ -151,10 +151,10 @@ async fn scenario(name: &str, view_keys: &str, key: char, size: (u16, u16), secs
         .collect();
     for cmd in update(
         &mut state,
-        Msg::PanesOpened {
+        Msg::Panes(flightdeck::tui::panes::Msg::Opened {
             fleet: "load".into(),
             tiles,
-        },
+        }),
     ) {
         // The tiles' sizes: applied to the screens directly (no sessions run here).
         if let flightdeck::tui::state::Command::PaneResize { id, cols, rows } = cmd {
@@ -235,7 +235,9 @@ async fn scenario(name: &str, view_keys: &str, key: char, size: (u16, u16), secs
                     left -= n;
                 }
                 pane_bytes.fetch_add(per_tick as u64, Ordering::Relaxed);
-                let signal = Event::Service(ServiceEvent::Msg(Msg::Pane(PaneEvent::Output(id))));
+                let signal = Event::Service(ServiceEvent::Msg(Msg::Panes(
+                    flightdeck::tui::panes::Msg::Event(PaneEvent::Output(id)),
+                )));
                 if tx.try_send(signal).is_err() {
                     dropped.fetch_add(1, Ordering::Relaxed);
                 }

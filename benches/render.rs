@@ -56,10 +56,10 @@ fn panes_state(n: usize) -> State {
         .collect();
     update(
         &mut s,
-        Msg::PanesOpened {
+        Msg::Panes(flightdeck::tui::panes::Msg::Opened {
             fleet: "bench".into(),
             tiles,
-        },
+        }),
     );
     s
 }

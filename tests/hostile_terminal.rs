@@ -103,7 +103,7 @@ fn fleet_record(name: &str, backend: &str, n: usize) -> flightdeck::store::Fleet
 fn messages(s: &mut State) {
     update(s, Msg::ThemeLoaded(Err(evil("theme"))));
     update(s, Msg::FileWritten(Err(evil("write"))));
-    update(s, Msg::PanesFailed(evil("panes")));
+    update(s, Msg::Panes(flightdeck::tui::panes::Msg::Failed(evil("panes"))));
     update(
         s,
         Msg::Jobs(flightdeck::tui::jobs::Msg::Started(Err(evil("job")))),
@@ -225,10 +225,10 @@ fn fleets_nodes_panes_and_questions() {
         .collect();
     update(
         &mut s,
-        Msg::PanesOpened {
+        Msg::Panes(flightdeck::tui::panes::Msg::Opened {
             fleet: evil("lab"),
             tiles,
-        },
+        }),
     );
     keys(&mut s, "4");
     assert_clean(&s, "Panes");

@@ -174,20 +174,20 @@ fn panes_state() -> State {
         .collect();
     update(
         &mut s,
-        Msg::PanesOpened {
+        Msg::Panes(flightdeck::tui::panes::Msg::Opened {
             fleet: "lab".into(),
             tiles,
-        },
+        }),
     );
     update(
         &mut s,
-        Msg::Pane(PaneEvent::State(
+        Msg::Panes(flightdeck::tui::panes::Msg::Event(PaneEvent::State(
             3,
             PaneState::Reconnecting {
                 attempt: 2,
                 delay_s: 4,
             },
-        )),
+        ))),
     );
     keys(&mut s, "l");
     s
@@ -218,7 +218,10 @@ fn fleets_nodes_and_panes_views() {
     let lines: Vec<String> = (0..40)
         .map(|i| format!("step {i}: loss {:.3}", 2.0 / (i as f64 + 1.0)))
         .collect();
-    update(&mut s, Msg::PaneSnapshot { id: 1, lines });
+    update(
+        &mut s,
+        Msg::Panes(flightdeck::tui::panes::Msg::Snapshot { id: 1, lines }),
+    );
     keys(&mut s, "kkkv");
     snapshot("panes_copy_mode", &s);
     keys(&mut s, "\u{1b}");

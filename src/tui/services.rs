@@ -136,7 +136,11 @@ impl Services {
         let fwd = tx.clone();
         tokio::spawn(async move {
             while let Some(e) = rx.recv().await {
-                if fwd.send(ServiceEvent::Msg(Msg::Pane(e))).await.is_err() {
+                if fwd
+                    .send(ServiceEvent::Msg(Msg::Panes(crate::tui::panes::Msg::Event(e))))
+                    .await
+                    .is_err()
+                {
                     return;
                 }
             }
@@ -215,7 +219,7 @@ impl Services {
                 tokio::spawn(async move {
                     let event = match pod_panes(&dir, &clients, &name, &selector).await {
                         Ok(r) => ServiceEvent::OpenPanes(r),
-                        Err(e) => ServiceEvent::Msg(Msg::PanesFailed(e)),
+                        Err(e) => ServiceEvent::Msg(Msg::Panes(crate::tui::panes::Msg::Failed(e))),
                     };
                     let _ = tx.send(event).await;
                 });
@@ -226,11 +230,13 @@ impl Services {
                     let event = match Store::new(&dir).load() {
                         Ok((s, _)) => match s.fleet(&name) {
                             Ok(r) => ServiceEvent::OpenPanes(r.clone()),
-                            Err(e) => ServiceEvent::Msg(Msg::PanesFailed(format!(
+                            Err(e) => ServiceEvent::Msg(Msg::Panes(crate::tui::panes::Msg::Failed(format!(
                                 "{e}: apply it first (flightdeck fleet apply FILE)"
-                            ))),
+                            )))),
                         },
-                        Err(e) => ServiceEvent::Msg(Msg::PanesFailed(e.to_string())),
+                        Err(e) => {
+                            ServiceEvent::Msg(Msg::Panes(crate::tui::panes::Msg::Failed(e.to_string())))
+                        }
                     };
                     let _ = tx.blocking_send(event);
                 });
@@ -246,9 +252,12 @@ impl Services {
             Command::SnapshotPane(id) => {
                 if let Some((_, screen)) = self.panes.get(&id) {
                     let lines = term::snapshot_lines(screen);
-                    let _ = self
-                        .tx
-                        .try_send(ServiceEvent::Msg(Msg::PaneSnapshot { id, lines }));
+                    let _ =
+                        self.tx
+                            .try_send(ServiceEvent::Msg(Msg::Panes(crate::tui::panes::Msg::Snapshot {
+                                id,
+                                lines,
+                            })));
                 }
             }
             Command::AnswerHostKey { id, accept, all } => {
@@ -486,13 +495,15 @@ impl Services {
         let record = match loaded {
             Ok((s, _)) => s.fleet(&fleet).ok().cloned(),
             Err(e) => {
-                let _ = tx.try_send(ServiceEvent::Msg(Msg::PanesFailed(e.to_string())));
+                let _ = tx.try_send(ServiceEvent::Msg(Msg::Panes(crate::tui::panes::Msg::Failed(
+                    e.to_string(),
+                ))));
                 return;
             }
         };
         let Some(record) = record else {
-            let _ = tx.try_send(ServiceEvent::Msg(Msg::PanesFailed(format!(
-                "no fleet `{fleet}` in the state"
+            let _ = tx.try_send(ServiceEvent::Msg(Msg::Panes(crate::tui::panes::Msg::Failed(
+                format!("no fleet `{fleet}` in the state"),
             ))));
             return;
         };

@@ -2,10 +2,9 @@
 //! by the views.
 
 use super::keymap::Keymap;
-use super::panes::{PaneTile, Panes};
+use super::panes::Panes;
 use super::theme::Tone;
 use crate::store::FleetRecord;
-use crate::term::session::PaneEvent;
 use crossterm::event::KeyEvent;
 use tui_textarea::TextArea;
 
@@ -276,20 +275,8 @@ pub enum Msg {
     ThemeLoaded(Result<String, String>),
     /// The fleets of the state store (`Command::LoadFleets`).
     Fleets(Result<Vec<FleetRecord>, String>),
-    /// A fleet's panes are starting (`Command::OpenPanes`).
-    PanesOpened {
-        fleet: String,
-        tiles: Vec<PaneTile>,
-    },
-    /// Panes could not be opened.
-    PanesFailed(String),
-    /// Output or a state change of a pane's session.
-    Pane(PaneEvent),
-    /// The lines of a pane, for copy mode (`Command::SnapshotPane`).
-    PaneSnapshot {
-        id: usize,
-        lines: Vec<String>,
-    },
+    /// The Panes view's sessions (`Command::OpenPanes`, `Command::SnapshotPane`).
+    Panes(super::panes::Msg),
     HostKeyQuestion {
         id: u64,
         host: String,

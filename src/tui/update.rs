@@ -117,51 +117,7 @@ fn apply(state: &mut State, msg: Msg) -> Vec<Command> {
             state.dirty = true;
             vec![]
         }
-        Msg::PanesOpened { fleet, tiles } => {
-            // Opened from the Nodes view: that node's pane, zoomed.
-            let focus = state
-                .focus_node
-                .take()
-                .and_then(|n| tiles.iter().position(|t| t.node == n));
-            state.panes = panes::Panes {
-                fleet: Some(fleet.clone()),
-                tiles,
-                focus: focus.unwrap_or(0),
-                zoom: focus.is_some(),
-                ..Default::default()
-            };
-            state.fleet_selected = Some(fleet);
-            state.view = View::Panes;
-            state.dirty = true;
-            panes::sync_sizes(state)
-        }
-        Msg::PanesFailed(e) => {
-            state.status = Some(StatusMessage {
-                text: e,
-                tone: Tone::Fail,
-            });
-            state.dirty = true;
-            vec![]
-        }
-        Msg::Pane(event) => {
-            match event {
-                crate::term::session::PaneEvent::Output(_) => {}
-                crate::term::session::PaneEvent::State(id, s) => {
-                    if let Some(i) = state.panes.index_of(id) {
-                        state.panes.tiles[i].state = s;
-                    }
-                }
-            }
-            state.dirty |= matches!(state.view, View::Panes | View::Nodes);
-            vec![]
-        }
-        Msg::PaneSnapshot { id, lines } => {
-            if state.panes.index_of(id).is_some() {
-                state.panes.copy = Some(panes::CopyMode::new(id, lines));
-                state.dirty = true;
-            }
-            vec![]
-        }
+        Msg::Panes(m) => panes::update(state, m),
         Msg::HostKeyQuestion {
             id,
             host,
