@@ -108,7 +108,10 @@ fn messages(s: &mut State) {
         s,
         Msg::Jobs(flightdeck::tui::jobs::Msg::Started(Err(evil("job")))),
     );
-    update(s, Msg::NcclRunStarted(Err(evil("nccl"))));
+    update(
+        s,
+        Msg::Nccl(flightdeck::tui::nccl::Msg::Started(Err(evil("nccl")))),
+    );
     update(s, Msg::FleetPlanned(Err(evil("plan"))));
     update(s, Msg::OffersRefreshed(Err(evil("offers"))));
 }
@@ -279,7 +282,10 @@ fn nccl_view() {
     let (a, b) = (evil("nccl-a"), evil("nccl-b"));
     update(
         &mut s,
-        Msg::Runs(vec![run(a.clone(), Some(1)), run(b.clone(), None)]),
+        Msg::Nccl(flightdeck::tui::nccl::Msg::Runs(vec![
+            run(a.clone(), Some(1)),
+            run(b.clone(), None),
+        ])),
     );
     keys(&mut s, "5\n");
     let text = std::fs::read_to_string(concat!(
@@ -293,28 +299,28 @@ fn nccl_view() {
     for id in [&a, &b] {
         update(
             &mut s,
-            Msg::RunReport {
+            Msg::Nccl(flightdeck::tui::nccl::Msg::Report {
                 id: id.clone(),
                 report: Box::new(report.clone()),
-            },
+            }),
         );
     }
     update(
         &mut s,
-        Msg::RunEnded {
+        Msg::Nccl(flightdeck::tui::nccl::Msg::Ended {
             id: a.clone(),
             end: Box::new(flightdeck::tui::nccl::RunEnd {
                 codes: vec![(evil("lab-0"), Some(1))],
                 tail: vec![evil("lab-0:1:1 [0] NCCL WARN"), evil("tail")],
             }),
-        },
+        }),
     );
     update(
         &mut s,
-        Msg::RunFailed {
+        Msg::Nccl(flightdeck::tui::nccl::Msg::Failed {
             id: b.clone(),
             error: evil("failed"),
-        },
+        }),
     );
     let rows = assert_clean(&s, "NCCL run");
     assert!(rows.iter().any(|r| r.contains("␛]52;c;")), "{rows:#?}");
@@ -336,7 +342,7 @@ fn nccl_view() {
             ..Default::default()
         })
         .collect();
-    update(&mut s, Msg::NcclHistory(saved));
+    update(&mut s, Msg::Nccl(flightdeck::tui::nccl::Msg::History(saved)));
     assert_clean(&s, "NCCL history");
     keys(&mut s, "c");
     assert_clean(&s, "NCCL compare");
@@ -353,7 +359,10 @@ fn nccl_view() {
         unresolved: vec![evil("lab-1")],
         named: Some(evil("lab-0")),
     };
-    update(&mut s, Msg::Stragglers(Some(Box::new(r))));
+    update(
+        &mut s,
+        Msg::Nccl(flightdeck::tui::nccl::Msg::Stragglers(Some(Box::new(r)))),
+    );
     assert_clean(&s, "NCCL stragglers");
 }
 

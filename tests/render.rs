@@ -280,10 +280,10 @@ fn nccl_state() -> State {
     };
     update(
         &mut s,
-        Msg::Runs(vec![
+        Msg::Nccl(flightdeck::tui::nccl::Msg::Runs(vec![
             run("nccl-all_reduce-1795316959-49e2", 1_795_316_959, Some(0)),
             run("nccl-all_gather-1795316982-2360", 1_795_316_982, None),
-        ]),
+        ])),
     );
     keys(&mut s, "5j\n");
     let text = std::fs::read_to_string(concat!(
@@ -294,20 +294,20 @@ fn nccl_state() -> State {
     let report = flightdeck::nccl::parse_text(&text).remove(0);
     update(
         &mut s,
-        Msg::RunReport {
+        Msg::Nccl(flightdeck::tui::nccl::Msg::Report {
             id: "nccl-all_reduce-1795316959-49e2".into(),
             report: Box::new(report),
-        },
+        }),
     );
     update(
         &mut s,
-        Msg::RunEnded {
+        Msg::Nccl(flightdeck::tui::nccl::Msg::Ended {
             id: "nccl-all_reduce-1795316959-49e2".into(),
             end: Box::new(flightdeck::tui::nccl::RunEnd {
                 codes: vec![("local-0".into(), Some(0))],
                 tail: vec![],
             }),
-        },
+        }),
     );
     s
 }
@@ -368,24 +368,26 @@ fn nccl_view_shows_a_failed_run() {
     let id = "nccl-all_reduce-1795474251-594d";
     update(
         &mut s,
-        Msg::Runs(vec![flightdeck::store::RunRecord {
-            id: id.into(),
-            kind: "nccl".into(),
-            fleet: "local".into(),
-            started_at: 1_795_474_251,
-            nodes: vec![flightdeck::store::RunNode {
-                node: 0,
-                pid: Some(42),
-                log: "~/x".into(),
-                exit_code: Some(127),
-                pod: None,
-            }],
-        }]),
+        Msg::Nccl(flightdeck::tui::nccl::Msg::Runs(vec![
+            flightdeck::store::RunRecord {
+                id: id.into(),
+                kind: "nccl".into(),
+                fleet: "local".into(),
+                started_at: 1_795_474_251,
+                nodes: vec![flightdeck::store::RunNode {
+                    node: 0,
+                    pid: Some(42),
+                    log: "~/x".into(),
+                    exit_code: Some(127),
+                    pod: None,
+                }],
+            },
+        ])),
     );
     keys(&mut s, "5\n");
     update(
         &mut s,
-        Msg::RunEnded {
+        Msg::Nccl(flightdeck::tui::nccl::Msg::Ended {
             id: id.into(),
             end: Box::new(flightdeck::tui::nccl::RunEnd {
                 codes: vec![("local-0".into(), Some(127))],
@@ -393,7 +395,7 @@ fn nccl_view_shows_a_failed_run() {
                     "local-0: flightdeck: all_reduce_perf not found (PATH, --nccl-tests-dir, NCCL_TESTS_DIR, /opt/nccl-tests/build, ~/nccl-tests/build)".into(),
                 ],
             }),
-        },
+        }),
     );
     let text = format!("{:?}", draw(&s, &Theme::default_theme(), 80, 24).backend());
     for want in [
@@ -419,7 +421,7 @@ fn nccl_run_dialog() {
     keys(&mut s, "t");
     update(
         &mut s,
-        Msg::NcclRunFleets(Ok(vec![
+        Msg::Nccl(flightdeck::tui::nccl::Msg::RunFleets(Ok(vec![
             FleetChoice {
                 name: "local".into(),
                 family: flightdeck::fleet::BackendKind::Local,
@@ -436,7 +438,7 @@ fn nccl_run_dialog() {
                 auto: GpuDirect::Tcpxo,
                 auto_from: "machine type".into(),
             },
-        ])),
+        ]))),
     );
     update(
         &mut s,
@@ -512,7 +514,10 @@ fn nccl_view_shows_the_straggler_result() {
         unresolved: vec![],
         named: Some("lab-1".into()),
     };
-    update(&mut s, Msg::Stragglers(Some(Box::new(r))));
+    update(
+        &mut s,
+        Msg::Nccl(flightdeck::tui::nccl::Msg::Stragglers(Some(Box::new(r)))),
+    );
     snapshot("nccl_stragglers", &s);
 }
 
@@ -797,7 +802,10 @@ fn nccl_history() -> Vec<flightdeck::nccl::history::SavedRun> {
 #[test]
 fn nccl_view_judges_against_the_expected_curve_and_compares_two_runs() {
     let mut s = nccl_state();
-    update(&mut s, Msg::NcclHistory(nccl_history()));
+    update(
+        &mut s,
+        Msg::Nccl(flightdeck::tui::nccl::Msg::History(nccl_history())),
+    );
     snapshot("nccl_verdict", &s);
     let t = format!("{}", draw(&s, &Theme::default_theme(), 160, 48).backend());
     assert!(t.contains("PASS 100% of 347.71 GB/s at 8G"), "{t}");

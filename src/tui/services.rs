@@ -363,7 +363,9 @@ impl Services {
                 let (tx, dir) = (self.tx.clone(), self.paths.state_dir.clone());
                 tokio::task::spawn_blocking(move || {
                     let fleets = super::nccl::service::choices(&dir);
-                    let _ = tx.blocking_send(ServiceEvent::Msg(Msg::NcclRunFleets(fleets)));
+                    let _ = tx.blocking_send(ServiceEvent::Msg(Msg::Nccl(crate::tui::nccl::Msg::RunFleets(
+                        fleets,
+                    ))));
                 });
             }
             Command::StartNcclRun(req) => {
@@ -384,10 +386,10 @@ impl Services {
         self.follow = Some(tokio::spawn(async move {
             let state_dir = dir.clone();
             let fail = |error: String| {
-                ServiceEvent::Msg(Msg::RunFailed {
+                ServiceEvent::Msg(Msg::Nccl(crate::tui::nccl::Msg::Failed {
                     id: id.clone(),
                     error,
-                })
+                }))
             };
             let state = match tokio::task::spawn_blocking(move || Store::new(&dir).load()).await {
                 Ok(Ok((s, _))) => s,
@@ -413,10 +415,10 @@ impl Services {
             let rows = tx.clone();
             let on_row = |_: &crate::nccl::Row, parser: &crate::nccl::Parser| {
                 // A full queue skips a row's redraw; the final report follows anyway.
-                let _ = rows.try_send(ServiceEvent::Msg(Msg::RunReport {
+                let _ = rows.try_send(ServiceEvent::Msg(Msg::Nccl(crate::tui::nccl::Msg::Report {
                     id: id.clone(),
                     report: Box::new(parser.report()),
-                }));
+                })));
             };
             let (f, _) = crate::nccl::remote::follow_to_end(
                 &state_dir,
@@ -435,23 +437,25 @@ impl Services {
             if let Ok(Ok(all)) =
                 tokio::task::spawn_blocking(move || crate::nccl::history::load_all(&dir)).await
             {
-                let _ = tx.send(ServiceEvent::Msg(Msg::NcclHistory(all))).await;
+                let _ = tx
+                    .send(ServiceEvent::Msg(Msg::Nccl(crate::tui::nccl::Msg::History(all))))
+                    .await;
             }
             let end = super::nccl::RunEnd {
                 codes: f.named_codes(&nodes),
                 tail: f.error_tail(&nodes[0].name, 20),
             };
             let _ = tx
-                .send(ServiceEvent::Msg(Msg::RunReport {
+                .send(ServiceEvent::Msg(Msg::Nccl(crate::tui::nccl::Msg::Report {
                     id: id.clone(),
                     report: Box::new(f.report),
-                }))
+                })))
                 .await;
             let _ = tx
-                .send(ServiceEvent::Msg(Msg::RunEnded {
+                .send(ServiceEvent::Msg(Msg::Nccl(crate::tui::nccl::Msg::Ended {
                     id,
                     end: Box::new(end),
-                }))
+                })))
                 .await;
         }));
     }
@@ -466,7 +470,7 @@ impl Services {
             let jobs = loaded.as_ref().map(|(s, _)| s.jobs.clone()).unwrap_or_default();
             let result = loaded.map(|(s, _)| s.fleets).map_err(|e| e.to_string());
             let _ = tx.blocking_send(ServiceEvent::Msg(Msg::Fleets(result)));
-            let _ = tx.blocking_send(ServiceEvent::Msg(Msg::Runs(runs)));
+            let _ = tx.blocking_send(ServiceEvent::Msg(Msg::Nccl(crate::tui::nccl::Msg::Runs(runs))));
             let now = crate::store::now_unix();
             let unfinished = jobs.iter().any(|j| !j.finished());
             let _ = tx.blocking_send(ServiceEvent::Msg(Msg::Jobs(crate::tui::jobs::Msg::List {
@@ -475,14 +479,18 @@ impl Services {
             })));
             // A damaged history is logged by the loader; the view goes on without it.
             let history = crate::nccl::history::load_all(&dir).unwrap_or_default();
-            let _ = tx.blocking_send(ServiceEvent::Msg(Msg::NcclHistory(history)));
+            let _ = tx.blocking_send(ServiceEvent::Msg(Msg::Nccl(crate::tui::nccl::Msg::History(
+                history,
+            ))));
             let stragglers = crate::nccl::history::load_stragglers(&dir)
                 .unwrap_or_else(|e| {
                     tracing::warn!(error = %e, "nccl stragglers");
                     None
                 })
                 .map(Box::new);
-            let _ = tx.blocking_send(ServiceEvent::Msg(Msg::Stragglers(stragglers)));
+            let _ = tx.blocking_send(ServiceEvent::Msg(Msg::Nccl(crate::tui::nccl::Msg::Stragglers(
+                stragglers,
+            ))));
             unfinished
         })
     }

@@ -288,20 +288,6 @@ pub enum Msg {
     },
     /// A `Command::WriteFile` finished: the path written, or why not.
     FileWritten(Result<String, String>),
-    /// The runs of the state store (with `Command::LoadFleets`).
-    Runs(Vec<crate::store::RunRecord>),
-    /// The NCCL history of the state dir (with `Command::LoadFleets`).
-    NcclHistory(Vec<crate::nccl::history::SavedRun>),
-    /// The followed run's report so far.
-    RunReport {
-        id: String,
-        report: Box<crate::nccl::Report>,
-    },
-    /// The followed run ended (its exit code when known).
-    RunEnded {
-        id: String,
-        end: Box<super::nccl::RunEnd>,
-    },
     /// The state file changed on disk (a job or run started from the command line).
     StateChanged,
     /// A GKE fleet's node pools, nodes and Kueue workloads now (or why not).
@@ -315,11 +301,8 @@ pub enum Msg {
     Doctor(super::doctor::Msg),
     /// The NICs view's samplers.
     Nics(super::nics::Msg),
-    /// The run could not be followed.
-    RunFailed {
-        id: String,
-        error: String,
-    },
+    /// The NCCL view's runs, history, dialog and followed run.
+    Nccl(super::nccl::Msg),
     /// The Jobs view's services: the job list, a followed job's lines, runs and stops.
     Jobs(super::jobs::Msg),
     /// A `Command::PlanFleet` finished: the confirmation to show, or why there is none.
@@ -333,12 +316,6 @@ pub enum Msg {
     },
     /// A `Command::EditFile` read the file: its path and text, or why not.
     FileOpened(Result<(String, String), String>),
-    /// The fleets for the NCCL run dialog (`Command::NcclRunChoices`), or why not.
-    NcclRunFleets(Result<Vec<super::nccl::FleetChoice>, String>),
-    /// A `Command::StartNcclRun` finished: the run's id, or why it did not start.
-    NcclRunStarted(Result<String, String>),
-    /// The last straggler finder result of the state dir (with `Command::LoadFleets`).
-    Stragglers(Option<Box<crate::nccl::history::StragglerReport>>),
 }
 
 /// A string that is never printed by Debug (passphrases).

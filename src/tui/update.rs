@@ -165,54 +165,12 @@ fn apply(state: &mut State, msg: Msg) -> Vec<Command> {
         }
         Msg::Nics(m) => nics::update(state, m),
         Msg::Doctor(m) => super::doctor::update(state, m),
-        Msg::Runs(runs) => {
-            let before = state.nccl.runs.clone();
-            state.nccl.set_runs(runs);
-            state.dirty |= state.nccl.runs != before;
-            vec![]
-        }
-        Msg::NcclHistory(history) => {
-            state.nccl.set_history(history);
-            state.dirty |= state.view == View::Nccl;
-            vec![]
-        }
-        Msg::RunReport { id, report } => {
-            if let Some((shown, r, _)) = state.nccl.shown.as_mut().filter(|(s, _, _)| *s == id) {
-                let _ = shown;
-                *r = *report;
-                state.dirty |= state.view == View::Nccl;
-            }
-            vec![]
-        }
+        Msg::Nccl(m) => nccl::update(state, m),
         Msg::StateChanged => vec![Command::ReloadState],
         Msg::GkeSnapshot { fleet, result } => {
             let shown = state.view == View::Nodes && fleets::current(state).is_some_and(|f| f.name == fleet);
             state.gke.insert(fleet, result);
             state.dirty |= shown;
-            vec![]
-        }
-        Msg::RunEnded { id, end } => {
-            if let Some((_, _, st)) = state.nccl.shown.as_mut().filter(|(s, _, _)| *s == id) {
-                *st = nccl::RunStatus::Ended(*end);
-                state.dirty = true;
-            }
-            vec![Command::LoadFleets]
-        }
-        Msg::RunFailed { id, error } => {
-            if let Some((_, _, st)) = state.nccl.shown.as_mut().filter(|(s, _, _)| *s == id) {
-                *st = nccl::RunStatus::Failed(error);
-                state.dirty = true;
-            }
-            vec![]
-        }
-        Msg::NcclRunFleets(fleets) => {
-            nccl::open_dialog(state, fleets);
-            vec![]
-        }
-        Msg::NcclRunStarted(result) => nccl::started(state, result),
-        Msg::Stragglers(report) => {
-            state.nccl.stragglers = report.map(|r| *r);
-            state.dirty |= state.view == View::Nccl;
             vec![]
         }
         Msg::Jobs(m) => super::jobs::update(state, m),

@@ -44,7 +44,11 @@ pub fn choices(dir: &Path) -> Result<Vec<FleetChoice>, String> {
 /// Start the run of the dialog on every node of its fleet; reports its id or why not.
 pub async fn start(tx: mpsc::Sender<ServiceEvent>, dir: PathBuf, reach: Reach, req: RunRequest) {
     let result = start_run(&dir, req, |_| Ok(reach)).await;
-    let _ = tx.send(ServiceEvent::Msg(Msg::NcclRunStarted(result))).await;
+    let _ = tx
+        .send(ServiceEvent::Msg(Msg::Nccl(crate::tui::nccl::Msg::Started(
+            result,
+        ))))
+        .await;
 }
 
 /// Start `req` on every node of its fleet of the state store in `dir`, reached through
