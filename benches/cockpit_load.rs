@@ -8,7 +8,7 @@
 //! tests/fixtures) into each pane's terminal emulator and signal the loop exactly as a
 //! pane's SSH session does (`feed` + a `try_send` of `PaneEvent::Output`); 256 nodes'
 //! telemetry records come from `telemetry::synth` (10 NICs + 8 GPUs each, as an
-//! a3-megagpu-8g) through `Msg::Telemetry`, as the samplers' forwarder sends them, after
+//! a3-megagpu-8g) through `Msg::Nics`, as the samplers' forwarder sends them, after
 //! the rings were filled with an hour of history (the memory a long session holds).
 //!
 //! Keys are sent at 20 to 60 ms intervals (a fast typist or a held key); a key's latency
@@ -151,10 +151,10 @@ async fn scenario(name: &str, view_keys: &str, key: char, size: (u16, u16), secs
         .collect();
     for cmd in update(
         &mut state,
-        Msg::PanesOpened {
+        Msg::Panes(flightdeck::tui::panes::Msg::Opened {
             fleet: "load".into(),
             tiles,
-        },
+        }),
     ) {
         // The tiles' sizes: applied to the screens directly (no sessions run here).
         if let flightdeck::tui::state::Command::PaneResize { id, cols, rows } = cmd {
@@ -166,10 +166,10 @@ async fn scenario(name: &str, view_keys: &str, key: char, size: (u16, u16), secs
     let nodes: Vec<String> = (0..node_count()).map(|i| format!("a3mega-{i}")).collect();
     update(
         &mut state,
-        Msg::TelemetryStarted {
+        Msg::Nics(flightdeck::tui::nics::Msg::Started {
             fleet: "load".into(),
             nodes,
-        },
+        }),
     );
     let mut synth = Synth::new(node_count(), &NICS, 8, 1000);
     synth.route = Some("enp0s12".into());
@@ -235,7 +235,9 @@ async fn scenario(name: &str, view_keys: &str, key: char, size: (u16, u16), secs
                     left -= n;
                 }
                 pane_bytes.fetch_add(per_tick as u64, Ordering::Relaxed);
-                let signal = Event::Service(ServiceEvent::Msg(Msg::Pane(PaneEvent::Output(id))));
+                let signal = Event::Service(ServiceEvent::Msg(Msg::Panes(
+                    flightdeck::tui::panes::Msg::Event(PaneEvent::Output(id)),
+                )));
                 if tx.try_send(signal).is_err() {
                     dropped.fetch_add(1, Ordering::Relaxed);
                 }
@@ -260,7 +262,9 @@ async fn scenario(name: &str, view_keys: &str, key: char, size: (u16, u16), secs
                         arrived_unix_ns: t_ns,
                     };
                     if tx
-                        .send(Event::Service(ServiceEvent::Msg(Msg::Telemetry(Box::new(e)))))
+                        .send(Event::Service(ServiceEvent::Msg(Msg::Nics(
+                            flightdeck::tui::nics::Msg::Sample(Box::new(e)),
+                        ))))
                         .await
                         .is_err()
                     {

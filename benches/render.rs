@@ -56,10 +56,10 @@ fn panes_state(n: usize) -> State {
         .collect();
     update(
         &mut s,
-        Msg::PanesOpened {
+        Msg::Panes(flightdeck::tui::panes::Msg::Opened {
             fleet: "bench".into(),
             tiles,
-        },
+        }),
     );
     s
 }
@@ -79,10 +79,10 @@ fn nics_fleet_of(n: usize, mode: usize) -> State {
     let nodes: Vec<String> = (0..n).map(|i| format!("a3mega-{i}")).collect();
     update(
         &mut s,
-        Msg::TelemetryStarted {
+        Msg::Nics(flightdeck::tui::nics::Msg::Started {
             fleet: "bench".into(),
             nodes,
-        },
+        }),
     );
     let nics = [
         "enp0s12", "enp6s0", "enp7s0", "enp13s0", "enp14s0", "enp134s0", "enp135s0", "enp141s0", "enp142s0",

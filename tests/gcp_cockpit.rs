@@ -67,11 +67,11 @@ impl Cockpit {
             let msg = match e {
                 ServiceEvent::Msg(m) => m,
                 ServiceEvent::OpenPanes(record) => match self.services.open_panes(&record) {
-                    Ok(tiles) => Msg::PanesOpened {
+                    Ok(tiles) => Msg::Panes(flightdeck::tui::panes::Msg::Opened {
                         fleet: record.name.clone(),
                         tiles,
-                    },
-                    Err(e) => Msg::PanesFailed(e),
+                    }),
+                    Err(e) => Msg::Panes(flightdeck::tui::panes::Msg::Failed(e)),
                 },
             };
             let cmds = update(&mut self.state, msg);

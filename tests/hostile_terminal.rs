@@ -103,9 +103,15 @@ fn fleet_record(name: &str, backend: &str, n: usize) -> flightdeck::store::Fleet
 fn messages(s: &mut State) {
     update(s, Msg::ThemeLoaded(Err(evil("theme"))));
     update(s, Msg::FileWritten(Err(evil("write"))));
-    update(s, Msg::PanesFailed(evil("panes")));
-    update(s, Msg::JobStarted(Err(evil("job"))));
-    update(s, Msg::NcclRunStarted(Err(evil("nccl"))));
+    update(s, Msg::Panes(flightdeck::tui::panes::Msg::Failed(evil("panes"))));
+    update(
+        s,
+        Msg::Jobs(flightdeck::tui::jobs::Msg::Started(Err(evil("job")))),
+    );
+    update(
+        s,
+        Msg::Nccl(flightdeck::tui::nccl::Msg::Started(Err(evil("nccl")))),
+    );
     update(s, Msg::FleetPlanned(Err(evil("plan"))));
     update(s, Msg::OffersRefreshed(Err(evil("offers"))));
 }
@@ -222,10 +228,10 @@ fn fleets_nodes_panes_and_questions() {
         .collect();
     update(
         &mut s,
-        Msg::PanesOpened {
+        Msg::Panes(flightdeck::tui::panes::Msg::Opened {
             fleet: evil("lab"),
             tiles,
-        },
+        }),
     );
     keys(&mut s, "4");
     assert_clean(&s, "Panes");
@@ -276,7 +282,10 @@ fn nccl_view() {
     let (a, b) = (evil("nccl-a"), evil("nccl-b"));
     update(
         &mut s,
-        Msg::Runs(vec![run(a.clone(), Some(1)), run(b.clone(), None)]),
+        Msg::Nccl(flightdeck::tui::nccl::Msg::Runs(vec![
+            run(a.clone(), Some(1)),
+            run(b.clone(), None),
+        ])),
     );
     keys(&mut s, "5\n");
     let text = std::fs::read_to_string(concat!(
@@ -290,28 +299,28 @@ fn nccl_view() {
     for id in [&a, &b] {
         update(
             &mut s,
-            Msg::RunReport {
+            Msg::Nccl(flightdeck::tui::nccl::Msg::Report {
                 id: id.clone(),
                 report: Box::new(report.clone()),
-            },
+            }),
         );
     }
     update(
         &mut s,
-        Msg::RunEnded {
+        Msg::Nccl(flightdeck::tui::nccl::Msg::Ended {
             id: a.clone(),
             end: Box::new(flightdeck::tui::nccl::RunEnd {
                 codes: vec![(evil("lab-0"), Some(1))],
                 tail: vec![evil("lab-0:1:1 [0] NCCL WARN"), evil("tail")],
             }),
-        },
+        }),
     );
     update(
         &mut s,
-        Msg::RunFailed {
+        Msg::Nccl(flightdeck::tui::nccl::Msg::Failed {
             id: b.clone(),
             error: evil("failed"),
-        },
+        }),
     );
     let rows = assert_clean(&s, "NCCL run");
     assert!(rows.iter().any(|r| r.contains("␛]52;c;")), "{rows:#?}");
@@ -333,7 +342,7 @@ fn nccl_view() {
             ..Default::default()
         })
         .collect();
-    update(&mut s, Msg::NcclHistory(saved));
+    update(&mut s, Msg::Nccl(flightdeck::tui::nccl::Msg::History(saved)));
     assert_clean(&s, "NCCL history");
     keys(&mut s, "c");
     assert_clean(&s, "NCCL compare");
@@ -350,7 +359,10 @@ fn nccl_view() {
         unresolved: vec![evil("lab-1")],
         named: Some(evil("lab-0")),
     };
-    update(&mut s, Msg::Stragglers(Some(Box::new(r))));
+    update(
+        &mut s,
+        Msg::Nccl(flightdeck::tui::nccl::Msg::Stragglers(Some(Box::new(r)))),
+    );
     assert_clean(&s, "NCCL stragglers");
 }
 
@@ -375,19 +387,24 @@ fn doctor_view() {
     keys(&mut s, "8r");
     update(
         &mut s,
-        Msg::DoctorStarted {
+        Msg::Doctor(flightdeck::tui::doctor::Msg::Started {
             fleet: "lab".into(),
             nodes: vec![evil("lab-0"), evil("lab-1")],
-        },
+        }),
     );
     update(
         &mut s,
-        Msg::Doctor(Box::new(Event::Node {
+        Msg::Doctor(flightdeck::tui::doctor::Msg::Event(Box::new(Event::Node {
             node: evil("lab-0"),
             findings: vec![finding(Some("lab-0"), "sysctl", Outcome::Warn)],
-        })),
+        }))),
     );
-    update(&mut s, Msg::Doctor(Box::new(Event::Progress(evil("progress")))));
+    update(
+        &mut s,
+        Msg::Doctor(flightdeck::tui::doctor::Msg::Event(Box::new(Event::Progress(
+            evil("progress"),
+        )))),
+    );
     assert_clean(&s, "Doctor running");
     let mut r = Report::default();
     r.add(vec![
@@ -397,10 +414,10 @@ fn doctor_view() {
     ]);
     update(
         &mut s,
-        Msg::DoctorDone {
+        Msg::Doctor(flightdeck::tui::doctor::Msg::Done {
             fleet: "lab".into(),
             result: Ok(Box::new(r)),
-        },
+        }),
     );
     assert_clean(&s, "Doctor problems");
     keys(&mut s, "\n");
@@ -413,10 +430,10 @@ fn doctor_view() {
     assert_clean(&s, "Doctor every finding");
     update(
         &mut s,
-        Msg::DoctorDone {
+        Msg::Doctor(flightdeck::tui::doctor::Msg::Done {
             fleet: "lab".into(),
             result: Err(evil("doctor")),
-        },
+        }),
     );
     assert_clean(&s, "Doctor error");
 }
@@ -453,17 +470,17 @@ fn jobs_view() {
     let id = "train-1795323700-1a2b";
     update(
         &mut s,
-        Msg::Jobs {
+        Msg::Jobs(flightdeck::tui::jobs::Msg::List {
             jobs: vec![job(id)],
             now: 1_795_323_760,
-        },
+        }),
     );
     keys(&mut s, "6");
     assert_clean(&s, "Jobs list");
     keys(&mut s, "\n");
     update(
         &mut s,
-        Msg::JobLines {
+        Msg::Jobs(flightdeck::tui::jobs::Msg::Lines {
             id: id.into(),
             lines: (0..2)
                 .flat_map(|r| {
@@ -474,15 +491,15 @@ fn jobs_view() {
                 })
                 .collect(),
             now: 1_795_323_760,
-        },
+        }),
     );
     update(
         &mut s,
-        Msg::JobNode {
+        Msg::Jobs(flightdeck::tui::jobs::Msg::Node {
             id: id.into(),
             rank: 1,
             follow: flightdeck::tui::jobs::NodeFollow::Lost(evil("lost")),
-        },
+        }),
     );
     let rows = assert_clean(&s, "Jobs log");
     assert!(rows.iter().any(|r| r.contains("␛]52;c;")), "{rows:#?}");
@@ -500,10 +517,10 @@ fn nics_and_offers_views() {
     keys(&mut s, "7");
     update(
         &mut s,
-        Msg::TelemetryStarted {
+        Msg::Nics(flightdeck::tui::nics::Msg::Started {
             fleet: evil("lab"),
             nodes: vec![evil("lab-0"), evil("lab-1")],
-        },
+        }),
     );
     let (a, b) = (evil("eth"), "e\u{1b}]0;X\u{7}".to_string());
     let mut synth = Synth::new(2, &["eth0", &a, &b], 2, 1000);
@@ -511,7 +528,9 @@ fn nics_and_offers_views() {
         let hello = synth.hello(node);
         update(
             &mut s,
-            Msg::Telemetry(Box::new(TelemetryEvent::Hello { node, hello })),
+            Msg::Nics(flightdeck::tui::nics::Msg::Sample(Box::new(
+                TelemetryEvent::Hello { node, hello },
+            ))),
         );
     }
     for seq in 1..=5u64 {
@@ -520,20 +539,24 @@ fn nics_and_offers_views() {
             let arrived_unix_ns = record.t_ns;
             update(
                 &mut s,
-                Msg::Telemetry(Box::new(TelemetryEvent::Record {
-                    node,
-                    record,
-                    arrived_unix_ns,
-                })),
+                Msg::Nics(flightdeck::tui::nics::Msg::Sample(Box::new(
+                    TelemetryEvent::Record {
+                        node,
+                        record,
+                        arrived_unix_ns,
+                    },
+                ))),
             );
         }
     }
     update(
         &mut s,
-        Msg::Telemetry(Box::new(TelemetryEvent::Stderr {
-            node: 1,
-            text: evil("stderr"),
-        })),
+        Msg::Nics(flightdeck::tui::nics::Msg::Sample(Box::new(
+            TelemetryEvent::Stderr {
+                node: 1,
+                text: evil("stderr"),
+            },
+        ))),
     );
     for k in ["", "v", "v", "v", "j\n"] {
         keys(&mut s, k);

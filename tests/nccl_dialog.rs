@@ -14,7 +14,7 @@ use flightdeck::paths::Paths;
 use flightdeck::reach::Reach;
 use flightdeck::store::Store;
 use flightdeck::tui::keymap::Keymap;
-use flightdeck::tui::nccl_service;
+use flightdeck::tui::nccl::service as nccl_service;
 use flightdeck::tui::state::{Command, Msg, State, View};
 use flightdeck::tui::update::update;
 use std::path::Path;
@@ -76,7 +76,10 @@ fn a_run_started_from_the_dialog_records_the_edited_environment() {
     let choices = nccl_service::choices(&paths.state_dir).unwrap();
     assert_eq!(choices.len(), 1);
     assert_eq!(choices[0].name, "local");
-    update(&mut s, Msg::NcclRunFleets(Ok(choices)));
+    update(
+        &mut s,
+        Msg::Nccl(flightdeck::tui::nccl::Msg::RunFleets(Ok(choices))),
+    );
     let d = s.nccl.dialog.as_ref().expect("the dialog is open");
     assert!(
         d.env_lines().is_empty(),
@@ -133,7 +136,10 @@ fn a_run_started_from_the_dialog_records_the_edited_environment() {
         }))
         .unwrap();
     assert_eq!(
-        update(&mut s, Msg::NcclRunStarted(Ok(id.clone()))),
+        update(
+            &mut s,
+            Msg::Nccl(flightdeck::tui::nccl::Msg::Started(Ok(id.clone())))
+        ),
         vec![Command::LoadFleets, Command::FollowRun(id.clone())],
         "the view follows the new run"
     );

@@ -5,11 +5,12 @@
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use flightdeck::doctor::{run::Event, Finding, Outcome, Report, CHECKS};
 use flightdeck::tui::action::Context;
+use flightdeck::tui::help::view as help;
 use flightdeck::tui::keymap::Keymap;
 use flightdeck::tui::state::{Msg, Overlay, State, StatusMessage, View};
 use flightdeck::tui::theme::{Theme, Tone, EMBEDDED};
 use flightdeck::tui::update::update;
-use flightdeck::tui::views::{self, help};
+use flightdeck::tui::views;
 use flightdeck::tui::widgets::palette::{FilterWidget, PaletteWidget};
 use flightdeck::tui::widgets::status_bar::StatusBar;
 use flightdeck::tui::widgets::tabs::TabBar;
@@ -173,20 +174,20 @@ fn panes_state() -> State {
         .collect();
     update(
         &mut s,
-        Msg::PanesOpened {
+        Msg::Panes(flightdeck::tui::panes::Msg::Opened {
             fleet: "lab".into(),
             tiles,
-        },
+        }),
     );
     update(
         &mut s,
-        Msg::Pane(PaneEvent::State(
+        Msg::Panes(flightdeck::tui::panes::Msg::Event(PaneEvent::State(
             3,
             PaneState::Reconnecting {
                 attempt: 2,
                 delay_s: 4,
             },
-        )),
+        ))),
     );
     keys(&mut s, "l");
     s
@@ -217,7 +218,10 @@ fn fleets_nodes_and_panes_views() {
     let lines: Vec<String> = (0..40)
         .map(|i| format!("step {i}: loss {:.3}", 2.0 / (i as f64 + 1.0)))
         .collect();
-    update(&mut s, Msg::PaneSnapshot { id: 1, lines });
+    update(
+        &mut s,
+        Msg::Panes(flightdeck::tui::panes::Msg::Snapshot { id: 1, lines }),
+    );
     keys(&mut s, "kkkv");
     snapshot("panes_copy_mode", &s);
     keys(&mut s, "\u{1b}");
@@ -276,10 +280,10 @@ fn nccl_state() -> State {
     };
     update(
         &mut s,
-        Msg::Runs(vec![
+        Msg::Nccl(flightdeck::tui::nccl::Msg::Runs(vec![
             run("nccl-all_reduce-1795316959-49e2", 1_795_316_959, Some(0)),
             run("nccl-all_gather-1795316982-2360", 1_795_316_982, None),
-        ]),
+        ])),
     );
     keys(&mut s, "5j\n");
     let text = std::fs::read_to_string(concat!(
@@ -290,20 +294,20 @@ fn nccl_state() -> State {
     let report = flightdeck::nccl::parse_text(&text).remove(0);
     update(
         &mut s,
-        Msg::RunReport {
+        Msg::Nccl(flightdeck::tui::nccl::Msg::Report {
             id: "nccl-all_reduce-1795316959-49e2".into(),
             report: Box::new(report),
-        },
+        }),
     );
     update(
         &mut s,
-        Msg::RunEnded {
+        Msg::Nccl(flightdeck::tui::nccl::Msg::Ended {
             id: "nccl-all_reduce-1795316959-49e2".into(),
             end: Box::new(flightdeck::tui::nccl::RunEnd {
                 codes: vec![("local-0".into(), Some(0))],
                 tail: vec![],
             }),
-        },
+        }),
     );
     s
 }
@@ -364,24 +368,26 @@ fn nccl_view_shows_a_failed_run() {
     let id = "nccl-all_reduce-1795474251-594d";
     update(
         &mut s,
-        Msg::Runs(vec![flightdeck::store::RunRecord {
-            id: id.into(),
-            kind: "nccl".into(),
-            fleet: "local".into(),
-            started_at: 1_795_474_251,
-            nodes: vec![flightdeck::store::RunNode {
-                node: 0,
-                pid: Some(42),
-                log: "~/x".into(),
-                exit_code: Some(127),
-                pod: None,
-            }],
-        }]),
+        Msg::Nccl(flightdeck::tui::nccl::Msg::Runs(vec![
+            flightdeck::store::RunRecord {
+                id: id.into(),
+                kind: "nccl".into(),
+                fleet: "local".into(),
+                started_at: 1_795_474_251,
+                nodes: vec![flightdeck::store::RunNode {
+                    node: 0,
+                    pid: Some(42),
+                    log: "~/x".into(),
+                    exit_code: Some(127),
+                    pod: None,
+                }],
+            },
+        ])),
     );
     keys(&mut s, "5\n");
     update(
         &mut s,
-        Msg::RunEnded {
+        Msg::Nccl(flightdeck::tui::nccl::Msg::Ended {
             id: id.into(),
             end: Box::new(flightdeck::tui::nccl::RunEnd {
                 codes: vec![("local-0".into(), Some(127))],
@@ -389,7 +395,7 @@ fn nccl_view_shows_a_failed_run() {
                     "local-0: flightdeck: all_reduce_perf not found (PATH, --nccl-tests-dir, NCCL_TESTS_DIR, /opt/nccl-tests/build, ~/nccl-tests/build)".into(),
                 ],
             }),
-        },
+        }),
     );
     let text = format!("{:?}", draw(&s, &Theme::default_theme(), 80, 24).backend());
     for want in [
@@ -415,7 +421,7 @@ fn nccl_run_dialog() {
     keys(&mut s, "t");
     update(
         &mut s,
-        Msg::NcclRunFleets(Ok(vec![
+        Msg::Nccl(flightdeck::tui::nccl::Msg::RunFleets(Ok(vec![
             FleetChoice {
                 name: "local".into(),
                 family: flightdeck::fleet::BackendKind::Local,
@@ -432,7 +438,7 @@ fn nccl_run_dialog() {
                 auto: GpuDirect::Tcpxo,
                 auto_from: "machine type".into(),
             },
-        ])),
+        ]))),
     );
     update(
         &mut s,
@@ -508,7 +514,10 @@ fn nccl_view_shows_the_straggler_result() {
         unresolved: vec![],
         named: Some("lab-1".into()),
     };
-    update(&mut s, Msg::Stragglers(Some(Box::new(r))));
+    update(
+        &mut s,
+        Msg::Nccl(flightdeck::tui::nccl::Msg::Stragglers(Some(Box::new(r)))),
+    );
     snapshot("nccl_stragglers", &s);
 }
 
@@ -561,7 +570,7 @@ fn jobs_state(h200: bool) -> State {
     );
     update(
         &mut s,
-        Msg::Jobs {
+        Msg::Jobs(flightdeck::tui::jobs::Msg::List {
             jobs: vec![
                 job_record(
                     "tiny-gpt-1795323586-af0b",
@@ -586,7 +595,7 @@ fn jobs_state(h200: bool) -> State {
                 ),
             ],
             now: 1_795_323_760,
-        },
+        }),
     );
     keys(&mut s, "6");
     if h200 {
@@ -598,19 +607,19 @@ fn jobs_state(h200: bool) -> State {
         .unwrap();
         update(
             &mut s,
-            Msg::JobLines {
+            Msg::Jobs(flightdeck::tui::jobs::Msg::Lines {
                 id: "tiny-gpt-1795323586-af0b".into(),
                 lines: log.lines().map(|l| (0, l.to_string())).collect(),
                 now: 1_795_323_760,
-            },
+            }),
         );
         update(
             &mut s,
-            Msg::JobNode {
+            Msg::Jobs(flightdeck::tui::jobs::Msg::Node {
                 id: "tiny-gpt-1795323586-af0b".into(),
                 rank: 0,
                 follow: flightdeck::tui::jobs::NodeFollow::Exited(Some(0)),
-            },
+            }),
         );
     } else {
         keys(&mut s, "j\n");
@@ -624,11 +633,11 @@ fn jobs_state(h200: bool) -> State {
                 .collect();
             update(
                 &mut s,
-                Msg::JobLines {
+                Msg::Jobs(flightdeck::tui::jobs::Msg::Lines {
                     id: "train-1795323700-1a2b".into(),
                     lines,
                     now: 1_795_323_760,
-                },
+                }),
             );
         }
     }
@@ -656,7 +665,7 @@ fn jobs_view_shows_kueue_holding_a_gke_job() {
     update(&mut s, Msg::Fleets(Ok(vec![fleet_record("a3u", "gke", 2)])));
     update(
         &mut s,
-        Msg::Jobs {
+        Msg::Jobs(flightdeck::tui::jobs::Msg::List {
             jobs: vec![job_record(
                 "train-1795323700-1a2b",
                 "train",
@@ -665,7 +674,7 @@ fn jobs_view_shows_kueue_holding_a_gke_job() {
                 &[None, None],
             )],
             now: 1_795_323_760,
-        },
+        }),
     );
     let snap = Snapshot {
         cluster: "context gke_proj_us-central1_a3u".into(),
@@ -701,11 +710,11 @@ fn jobs_view_wraps_the_torch_error() {
     let error = "/usr/bin/python3: Error while finding module specification for 'torch.distributed.run' (ModuleNotFoundError: No module named 'torch')";
     update(
         &mut s,
-        Msg::JobLines {
+        Msg::Jobs(flightdeck::tui::jobs::Msg::Lines {
             id: id.clone(),
             lines: vec![(0, error.to_string())],
             now: 1_795_323_760,
-        },
+        }),
     );
     let screen = screen80;
     // The log's rows joined (inside its border) hold the whole line.
@@ -729,7 +738,10 @@ fn jobs_view_wraps_the_torch_error() {
     let long = format!("job {id}: tb-0 exited with 1: {error}");
     let _ = &long;
     s.status = None;
-    update(&mut s, Msg::JobStarted(Err(long.clone())));
+    update(
+        &mut s,
+        Msg::Jobs(flightdeck::tui::jobs::Msg::Started(Err(long.clone()))),
+    );
     keys(&mut s, "M");
     let m = screen(&s).join("");
     assert!(m.contains("Messages ("), "{m}");
@@ -790,7 +802,10 @@ fn nccl_history() -> Vec<flightdeck::nccl::history::SavedRun> {
 #[test]
 fn nccl_view_judges_against_the_expected_curve_and_compares_two_runs() {
     let mut s = nccl_state();
-    update(&mut s, Msg::NcclHistory(nccl_history()));
+    update(
+        &mut s,
+        Msg::Nccl(flightdeck::tui::nccl::Msg::History(nccl_history())),
+    );
     snapshot("nccl_verdict", &s);
     let t = format!("{}", draw(&s, &Theme::default_theme(), 160, 48).backend());
     assert!(t.contains("PASS 100% of 347.71 GB/s at 8G"), "{t}");
@@ -925,17 +940,19 @@ fn nics_state(nodes: usize) -> State {
     keys(&mut s, "7");
     update(
         &mut s,
-        Msg::TelemetryStarted {
+        Msg::Nics(flightdeck::tui::nics::Msg::Started {
             fleet: "lab".into(),
             nodes: (0..nodes).map(|i| format!("lab-{i}")).collect(),
-        },
+        }),
     );
     let mut synth = Synth::new(nodes, &["eth0", "eth1", "eth2", "eth3"], 2, 1000);
     for node in 0..nodes {
         let hello = synth.hello(node);
         update(
             &mut s,
-            Msg::Telemetry(Box::new(TelemetryEvent::Hello { node, hello })),
+            Msg::Nics(flightdeck::tui::nics::Msg::Sample(Box::new(
+                TelemetryEvent::Hello { node, hello },
+            ))),
         );
     }
     for seq in 1..=120u64 {
@@ -962,11 +979,13 @@ fn nics_state(nodes: usize) -> State {
             let arrived_unix_ns = record.t_ns;
             update(
                 &mut s,
-                Msg::Telemetry(Box::new(TelemetryEvent::Record {
-                    node,
-                    record,
-                    arrived_unix_ns,
-                })),
+                Msg::Nics(flightdeck::tui::nics::Msg::Sample(Box::new(
+                    TelemetryEvent::Record {
+                        node,
+                        record,
+                        arrived_unix_ns,
+                    },
+                ))),
             );
         }
     }
@@ -1064,7 +1083,7 @@ fn nics_view_survives_tiny_sizes_in_every_mode() {
                     width: x + w,
                     height: y + h,
                 });
-                views::nics::render(&s, &theme, area, &mut buf);
+                flightdeck::tui::nics::view::render(&s, &theme, area, &mut buf);
                 let node = s.nics.store.node(0).unwrap();
                 let (from, to) = s.nics.window();
                 for roomy in [true, false] {
@@ -1510,10 +1529,10 @@ fn doctor_view_problems_detail_and_every_finding() {
     keys(&mut s, "r");
     update(
         &mut s,
-        Msg::DoctorStarted {
+        Msg::Doctor(flightdeck::tui::doctor::Msg::Started {
             fleet: "lab".into(),
             nodes: (0..4).map(|i| format!("lab-{i}")).collect(),
-        },
+        }),
     );
     let partial: Vec<Finding> = doctor_report()
         .findings
@@ -1522,26 +1541,24 @@ fn doctor_view_problems_detail_and_every_finding() {
         .collect();
     update(
         &mut s,
-        Msg::Doctor(Box::new(Event::Node {
+        Msg::Doctor(flightdeck::tui::doctor::Msg::Event(Box::new(Event::Node {
             node: "lab-2".into(),
             findings: partial,
-        })),
+        }))),
     );
     update(
         &mut s,
-        Msg::Doctor(Box::new(Event::Progress(flightdeck::progress::tally(
-            1,
-            4,
-            "nodes checked",
+        Msg::Doctor(flightdeck::tui::doctor::Msg::Event(Box::new(Event::Progress(
+            flightdeck::progress::tally(1, 4, "nodes checked"),
         )))),
     );
     snapshot("doctor_running", &s);
     update(
         &mut s,
-        Msg::DoctorDone {
+        Msg::Doctor(flightdeck::tui::doctor::Msg::Done {
             fleet: "lab".into(),
             result: Ok(Box::new(doctor_report())),
-        },
+        }),
     );
     snapshot("doctor_problems", &s);
     let screen = screen80(&s);
@@ -1581,10 +1598,10 @@ fn doctor_view_waits_on_nothing_once_the_run_has_ended() {
     keys(&mut s, "r");
     update(
         &mut s,
-        Msg::DoctorStarted {
+        Msg::Doctor(flightdeck::tui::doctor::Msg::Started {
             fleet: "lab".into(),
             nodes: (0..4).map(|i| format!("lab-{i}")).collect(),
-        },
+        }),
     );
     // lab-3 never answered: one finding says so, and no check ran on it.
     let mut r = doctor_report();
@@ -1607,10 +1624,10 @@ fn doctor_view_waits_on_nothing_once_the_run_has_ended() {
     assert!(row(&s).contains('…'), "waiting while it runs: {}", row(&s));
     update(
         &mut s,
-        Msg::DoctorDone {
+        Msg::Doctor(flightdeck::tui::doctor::Msg::Done {
             fleet: "lab".into(),
             result: Ok(Box::new(r)),
-        },
+        }),
     );
     let done = row(&s);
     assert!(!done.contains('…'), "{done}");

@@ -153,11 +153,11 @@ pub async fn event_loop<W: Write>(
                 Event::InputClosed(why) => anyhow::bail!("terminal input closed: {why}"),
                 Event::Service(ServiceEvent::Msg(m)) => m,
                 Event::Service(ServiceEvent::OpenPanes(record)) => match services.open_panes(&record) {
-                    Ok(tiles) => Msg::PanesOpened {
+                    Ok(tiles) => Msg::Panes(crate::tui::panes::Msg::Opened {
                         fleet: record.name.clone(),
                         tiles,
-                    },
-                    Err(e) => Msg::PanesFailed(e),
+                    }),
+                    Err(e) => Msg::Panes(crate::tui::panes::Msg::Failed(e)),
                 },
             };
             let key = matches!(msg, Msg::Key(_));

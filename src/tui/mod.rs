@@ -4,15 +4,13 @@
 pub mod action;
 pub mod app;
 pub mod doctor;
-pub mod doctor_service;
-pub mod fleet_service;
 pub mod fleets;
-pub mod job_service;
+pub mod help;
 pub mod jobs;
 pub mod keymap;
 pub mod nccl;
-pub mod nccl_service;
 pub mod nics;
+pub mod nodes;
 pub mod offers;
 pub mod panes;
 pub mod services;

@@ -136,7 +136,11 @@ impl Services {
         let fwd = tx.clone();
         tokio::spawn(async move {
             while let Some(e) = rx.recv().await {
-                if fwd.send(ServiceEvent::Msg(Msg::Pane(e))).await.is_err() {
+                if fwd
+                    .send(ServiceEvent::Msg(Msg::Panes(crate::tui::panes::Msg::Event(e))))
+                    .await
+                    .is_err()
+                {
                     return;
                 }
             }
@@ -195,7 +199,7 @@ impl Services {
                 let reach = self.reach.clone();
                 tokio::spawn(async move {
                     if load.await.unwrap_or(false) {
-                        super::job_service::refresh(tx, dir, reach).await;
+                        super::jobs::service::refresh(tx, dir, reach).await;
                     }
                 });
                 self.upkeep_on_load();
@@ -215,7 +219,7 @@ impl Services {
                 tokio::spawn(async move {
                     let event = match pod_panes(&dir, &clients, &name, &selector).await {
                         Ok(r) => ServiceEvent::OpenPanes(r),
-                        Err(e) => ServiceEvent::Msg(Msg::PanesFailed(e)),
+                        Err(e) => ServiceEvent::Msg(Msg::Panes(crate::tui::panes::Msg::Failed(e))),
                     };
                     let _ = tx.send(event).await;
                 });
@@ -226,11 +230,13 @@ impl Services {
                     let event = match Store::new(&dir).load() {
                         Ok((s, _)) => match s.fleet(&name) {
                             Ok(r) => ServiceEvent::OpenPanes(r.clone()),
-                            Err(e) => ServiceEvent::Msg(Msg::PanesFailed(format!(
+                            Err(e) => ServiceEvent::Msg(Msg::Panes(crate::tui::panes::Msg::Failed(format!(
                                 "{e}: apply it first (flightdeck fleet apply FILE)"
-                            ))),
+                            )))),
                         },
-                        Err(e) => ServiceEvent::Msg(Msg::PanesFailed(e.to_string())),
+                        Err(e) => {
+                            ServiceEvent::Msg(Msg::Panes(crate::tui::panes::Msg::Failed(e.to_string())))
+                        }
                     };
                     let _ = tx.blocking_send(event);
                 });
@@ -246,9 +252,12 @@ impl Services {
             Command::SnapshotPane(id) => {
                 if let Some((_, screen)) = self.panes.get(&id) {
                     let lines = term::snapshot_lines(screen);
-                    let _ = self
-                        .tx
-                        .try_send(ServiceEvent::Msg(Msg::PaneSnapshot { id, lines }));
+                    let _ =
+                        self.tx
+                            .try_send(ServiceEvent::Msg(Msg::Panes(crate::tui::panes::Msg::Snapshot {
+                                id,
+                                lines,
+                            })));
                 }
             }
             Command::AnswerHostKey { id, accept, all } => {
@@ -291,7 +300,7 @@ impl Services {
                     old.abort();
                 }
                 let (tx, paths) = (self.tx.clone(), self.paths.clone());
-                self.doctor = Some(tokio::spawn(super::doctor_service::run(
+                self.doctor = Some(tokio::spawn(super::doctor::service::run(
                     tx,
                     paths,
                     self.reach.clone(),
@@ -303,7 +312,7 @@ impl Services {
                     old.abort();
                 }
                 let (tx, dir) = (self.tx.clone(), self.paths.state_dir.clone());
-                self.job_follow = Some(tokio::spawn(super::job_service::follow(
+                self.job_follow = Some(tokio::spawn(super::jobs::service::follow(
                     tx,
                     dir,
                     self.reach.clone(),
@@ -317,13 +326,13 @@ impl Services {
             }
             Command::StopJob(id) => {
                 let (tx, dir) = (self.tx.clone(), self.paths.state_dir.clone());
-                tokio::spawn(super::job_service::stop(tx, dir, self.reach.clone(), id));
+                tokio::spawn(super::jobs::service::stop(tx, dir, self.reach.clone(), id));
             }
             Command::RunJob(file) => {
                 let (tx, dir) = (self.tx.clone(), self.paths.state_dir.clone());
-                tokio::spawn(super::job_service::run(tx, dir, self.reach.clone(), file));
+                tokio::spawn(super::jobs::service::run(tx, dir, self.reach.clone(), file));
             }
-            Command::PlanFleet(file) => super::fleet_service::spawn_plan(
+            Command::PlanFleet(file) => super::fleets::service::spawn_plan(
                 self.tx.clone(),
                 self.paths.clone(),
                 self.reach.clone(),
@@ -331,7 +340,7 @@ impl Services {
             ),
             Command::ApplyFleet(file) => {
                 self.fleet_cancel = crate::cloud::Cancel::default();
-                super::fleet_service::spawn_apply(
+                super::fleets::service::spawn_apply(
                     self.tx.clone(),
                     self.paths.clone(),
                     self.reach.clone(),
@@ -340,26 +349,28 @@ impl Services {
                 )
             }
             Command::CancelFleetOp => self.fleet_cancel.cancel(),
-            Command::DeleteFleet(name) => super::fleet_service::spawn_delete(
+            Command::DeleteFleet(name) => super::fleets::service::spawn_delete(
                 self.tx.clone(),
                 self.paths.clone(),
                 self.reach.clone(),
                 name,
             ),
-            Command::EditFile(path) => super::fleet_service::spawn_edit(self.tx.clone(), path),
+            Command::EditFile(path) => super::fleets::service::spawn_edit(self.tx.clone(), path),
             Command::SaveFile { path, text, original } => {
-                super::fleet_service::spawn_save(self.tx.clone(), path, text, original)
+                super::fleets::service::spawn_save(self.tx.clone(), path, text, original)
             }
             Command::NcclRunChoices => {
                 let (tx, dir) = (self.tx.clone(), self.paths.state_dir.clone());
                 tokio::task::spawn_blocking(move || {
-                    let fleets = super::nccl_service::choices(&dir);
-                    let _ = tx.blocking_send(ServiceEvent::Msg(Msg::NcclRunFleets(fleets)));
+                    let fleets = super::nccl::service::choices(&dir);
+                    let _ = tx.blocking_send(ServiceEvent::Msg(Msg::Nccl(crate::tui::nccl::Msg::RunFleets(
+                        fleets,
+                    ))));
                 });
             }
             Command::StartNcclRun(req) => {
                 let (tx, dir) = (self.tx.clone(), self.paths.state_dir.clone());
-                tokio::spawn(super::nccl_service::start(tx, dir, self.reach.clone(), *req));
+                tokio::spawn(super::nccl::service::start(tx, dir, self.reach.clone(), *req));
             }
             Command::Quit | Command::Suspend | Command::LoadTheme(_) | Command::Yank(_) => {}
         }
@@ -375,10 +386,10 @@ impl Services {
         self.follow = Some(tokio::spawn(async move {
             let state_dir = dir.clone();
             let fail = |error: String| {
-                ServiceEvent::Msg(Msg::RunFailed {
+                ServiceEvent::Msg(Msg::Nccl(crate::tui::nccl::Msg::Failed {
                     id: id.clone(),
                     error,
-                })
+                }))
             };
             let state = match tokio::task::spawn_blocking(move || Store::new(&dir).load()).await {
                 Ok(Ok((s, _))) => s,
@@ -404,10 +415,10 @@ impl Services {
             let rows = tx.clone();
             let on_row = |_: &crate::nccl::Row, parser: &crate::nccl::Parser| {
                 // A full queue skips a row's redraw; the final report follows anyway.
-                let _ = rows.try_send(ServiceEvent::Msg(Msg::RunReport {
+                let _ = rows.try_send(ServiceEvent::Msg(Msg::Nccl(crate::tui::nccl::Msg::Report {
                     id: id.clone(),
                     report: Box::new(parser.report()),
-                }));
+                })));
             };
             let (f, _) = crate::nccl::remote::follow_to_end(
                 &state_dir,
@@ -426,23 +437,25 @@ impl Services {
             if let Ok(Ok(all)) =
                 tokio::task::spawn_blocking(move || crate::nccl::history::load_all(&dir)).await
             {
-                let _ = tx.send(ServiceEvent::Msg(Msg::NcclHistory(all))).await;
+                let _ = tx
+                    .send(ServiceEvent::Msg(Msg::Nccl(crate::tui::nccl::Msg::History(all))))
+                    .await;
             }
             let end = super::nccl::RunEnd {
                 codes: f.named_codes(&nodes),
                 tail: f.error_tail(&nodes[0].name, 20),
             };
             let _ = tx
-                .send(ServiceEvent::Msg(Msg::RunReport {
+                .send(ServiceEvent::Msg(Msg::Nccl(crate::tui::nccl::Msg::Report {
                     id: id.clone(),
                     report: Box::new(f.report),
-                }))
+                })))
                 .await;
             let _ = tx
-                .send(ServiceEvent::Msg(Msg::RunEnded {
+                .send(ServiceEvent::Msg(Msg::Nccl(crate::tui::nccl::Msg::Ended {
                     id,
                     end: Box::new(end),
-                }))
+                })))
                 .await;
         }));
     }
@@ -457,20 +470,27 @@ impl Services {
             let jobs = loaded.as_ref().map(|(s, _)| s.jobs.clone()).unwrap_or_default();
             let result = loaded.map(|(s, _)| s.fleets).map_err(|e| e.to_string());
             let _ = tx.blocking_send(ServiceEvent::Msg(Msg::Fleets(result)));
-            let _ = tx.blocking_send(ServiceEvent::Msg(Msg::Runs(runs)));
+            let _ = tx.blocking_send(ServiceEvent::Msg(Msg::Nccl(crate::tui::nccl::Msg::Runs(runs))));
             let now = crate::store::now_unix();
             let unfinished = jobs.iter().any(|j| !j.finished());
-            let _ = tx.blocking_send(ServiceEvent::Msg(Msg::Jobs { jobs, now }));
+            let _ = tx.blocking_send(ServiceEvent::Msg(Msg::Jobs(crate::tui::jobs::Msg::List {
+                jobs,
+                now,
+            })));
             // A damaged history is logged by the loader; the view goes on without it.
             let history = crate::nccl::history::load_all(&dir).unwrap_or_default();
-            let _ = tx.blocking_send(ServiceEvent::Msg(Msg::NcclHistory(history)));
+            let _ = tx.blocking_send(ServiceEvent::Msg(Msg::Nccl(crate::tui::nccl::Msg::History(
+                history,
+            ))));
             let stragglers = crate::nccl::history::load_stragglers(&dir)
                 .unwrap_or_else(|e| {
                     tracing::warn!(error = %e, "nccl stragglers");
                     None
                 })
                 .map(Box::new);
-            let _ = tx.blocking_send(ServiceEvent::Msg(Msg::Stragglers(stragglers)));
+            let _ = tx.blocking_send(ServiceEvent::Msg(Msg::Nccl(crate::tui::nccl::Msg::Stragglers(
+                stragglers,
+            ))));
             unfinished
         })
     }
@@ -483,18 +503,23 @@ impl Services {
         let record = match loaded {
             Ok((s, _)) => s.fleet(&fleet).ok().cloned(),
             Err(e) => {
-                let _ = tx.try_send(ServiceEvent::Msg(Msg::PanesFailed(e.to_string())));
+                let _ = tx.try_send(ServiceEvent::Msg(Msg::Panes(crate::tui::panes::Msg::Failed(
+                    e.to_string(),
+                ))));
                 return;
             }
         };
         let Some(record) = record else {
-            let _ = tx.try_send(ServiceEvent::Msg(Msg::PanesFailed(format!(
-                "no fleet `{fleet}` in the state"
+            let _ = tx.try_send(ServiceEvent::Msg(Msg::Panes(crate::tui::panes::Msg::Failed(
+                format!("no fleet `{fleet}` in the state"),
             ))));
             return;
         };
         let nodes: Vec<String> = record.nodes.iter().map(|n| n.name.clone()).collect();
-        let _ = tx.try_send(ServiceEvent::Msg(Msg::TelemetryStarted { fleet, nodes }));
+        let _ = tx.try_send(ServiceEvent::Msg(Msg::Nics(crate::tui::nics::Msg::Started {
+            fleet,
+            nodes,
+        })));
         let (ttx, mut trx) = mpsc::channel(1024);
         let opts = crate::telemetry::service::Options::live(crate::telemetry::sampler::Interval::DEFAULT);
         self.samplers = Some(crate::telemetry::service::spawn(
@@ -506,7 +531,9 @@ impl Services {
         tokio::spawn(async move {
             while let Some(e) = trx.recv().await {
                 if tx
-                    .send(ServiceEvent::Msg(Msg::Telemetry(Box::new(e))))
+                    .send(ServiceEvent::Msg(Msg::Nics(crate::tui::nics::Msg::Sample(
+                        Box::new(e),
+                    ))))
                     .await
                     .is_err()
                 {

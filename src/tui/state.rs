@@ -2,10 +2,9 @@
 //! by the views.
 
 use super::keymap::Keymap;
-use super::panes::{PaneTile, Panes};
+use super::panes::Panes;
 use super::theme::Tone;
 use crate::store::FleetRecord;
-use crate::term::session::PaneEvent;
 use crossterm::event::KeyEvent;
 use tui_textarea::TextArea;
 
@@ -276,20 +275,8 @@ pub enum Msg {
     ThemeLoaded(Result<String, String>),
     /// The fleets of the state store (`Command::LoadFleets`).
     Fleets(Result<Vec<FleetRecord>, String>),
-    /// A fleet's panes are starting (`Command::OpenPanes`).
-    PanesOpened {
-        fleet: String,
-        tiles: Vec<PaneTile>,
-    },
-    /// Panes could not be opened.
-    PanesFailed(String),
-    /// Output or a state change of a pane's session.
-    Pane(PaneEvent),
-    /// The lines of a pane, for copy mode (`Command::SnapshotPane`).
-    PaneSnapshot {
-        id: usize,
-        lines: Vec<String>,
-    },
+    /// The Panes view's sessions (`Command::OpenPanes`, `Command::SnapshotPane`).
+    Panes(super::panes::Msg),
     HostKeyQuestion {
         id: u64,
         host: String,
@@ -301,20 +288,6 @@ pub enum Msg {
     },
     /// A `Command::WriteFile` finished: the path written, or why not.
     FileWritten(Result<String, String>),
-    /// The runs of the state store (with `Command::LoadFleets`).
-    Runs(Vec<crate::store::RunRecord>),
-    /// The NCCL history of the state dir (with `Command::LoadFleets`).
-    NcclHistory(Vec<crate::nccl::history::SavedRun>),
-    /// The followed run's report so far.
-    RunReport {
-        id: String,
-        report: Box<crate::nccl::Report>,
-    },
-    /// The followed run ended (its exit code when known).
-    RunEnded {
-        id: String,
-        end: Box<super::nccl::RunEnd>,
-    },
     /// The state file changed on disk (a job or run started from the command line).
     StateChanged,
     /// A GKE fleet's node pools, nodes and Kueue workloads now (or why not).
@@ -324,49 +297,14 @@ pub enum Msg {
     },
     /// A live refresh of the offers catalog finished: the catalog and a one-line report.
     OffersRefreshed(Result<(Box<crate::catalog::Catalog>, String), String>),
-    /// The doctor started on a fleet's nodes (`Command::RunDoctor`).
-    DoctorStarted {
-        fleet: String,
-        nodes: Vec<String>,
-    },
-    /// Findings or progress of the running doctor.
-    Doctor(Box<crate::doctor::run::Event>),
-    /// The doctor finished: its whole report, or why it could not run.
-    DoctorDone {
-        fleet: String,
-        result: Result<Box<crate::doctor::Report>, String>,
-    },
-    /// A sampler reported (NICs view).
-    Telemetry(Box<crate::telemetry::service::TelemetryEvent>),
-    /// Samplers started on a fleet's nodes (their names by index).
-    TelemetryStarted {
-        fleet: String,
-        nodes: Vec<String>,
-    },
-    /// The run could not be followed.
-    RunFailed {
-        id: String,
-        error: String,
-    },
-    /// The jobs of the state store (with `Command::LoadFleets`), and the time.
-    Jobs {
-        jobs: Vec<crate::store::JobRecord>,
-        now: u64,
-    },
-    /// Lines of the followed job's nodes, in order per node: (rank, line).
-    JobLines {
-        id: String,
-        lines: Vec<(usize, String)>,
-        now: u64,
-    },
-    /// How following one node of the followed job goes.
-    JobNode {
-        id: String,
-        rank: usize,
-        follow: super::jobs::NodeFollow,
-    },
-    /// A `Command::RunJob` finished: the job's id, or why it did not start.
-    JobStarted(Result<String, String>),
+    /// The doctor's service (`Command::RunDoctor`).
+    Doctor(super::doctor::Msg),
+    /// The NICs view's samplers.
+    Nics(super::nics::Msg),
+    /// The NCCL view's runs, history, dialog and followed run.
+    Nccl(super::nccl::Msg),
+    /// The Jobs view's services: the job list, a followed job's lines, runs and stops.
+    Jobs(super::jobs::Msg),
     /// A `Command::PlanFleet` finished: the confirmation to show, or why there is none.
     FleetPlanned(Result<Box<super::fleets::Confirm>, String>),
     /// A line of the running apply or delete (zone tried, stockout, rollback, SSH wait).
@@ -378,17 +316,6 @@ pub enum Msg {
     },
     /// A `Command::EditFile` read the file: its path and text, or why not.
     FileOpened(Result<(String, String), String>),
-    /// The fleets for the NCCL run dialog (`Command::NcclRunChoices`), or why not.
-    NcclRunFleets(Result<Vec<super::nccl::FleetChoice>, String>),
-    /// A `Command::StartNcclRun` finished: the run's id, or why it did not start.
-    NcclRunStarted(Result<String, String>),
-    /// The last straggler finder result of the state dir (with `Command::LoadFleets`).
-    Stragglers(Option<Box<crate::nccl::history::StragglerReport>>),
-    /// A `Command::StopJob` finished: each node's outcome in a line, or why not.
-    JobStopped {
-        id: String,
-        result: Result<String, String>,
-    },
 }
 
 /// A string that is never printed by Debug (passphrases).

@@ -2,11 +2,11 @@
 //! No I/O, no clock, no terminal: tests drive whole flows by feeding messages.
 
 use super::action::{Action, Context};
+use super::help::view as help;
 use super::state::{
     Ask, AskFor, Candidate, Command, FilterEntry, Msg, Overlay, Palette, State, StatusMessage, View,
 };
 use super::theme::Tone;
-use super::views::help;
 use super::{fleets, jobs, nccl, nics, offers, panes};
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use tui_textarea::TextArea;
@@ -117,51 +117,7 @@ fn apply(state: &mut State, msg: Msg) -> Vec<Command> {
             state.dirty = true;
             vec![]
         }
-        Msg::PanesOpened { fleet, tiles } => {
-            // Opened from the Nodes view: that node's pane, zoomed.
-            let focus = state
-                .focus_node
-                .take()
-                .and_then(|n| tiles.iter().position(|t| t.node == n));
-            state.panes = panes::Panes {
-                fleet: Some(fleet.clone()),
-                tiles,
-                focus: focus.unwrap_or(0),
-                zoom: focus.is_some(),
-                ..Default::default()
-            };
-            state.fleet_selected = Some(fleet);
-            state.view = View::Panes;
-            state.dirty = true;
-            panes::sync_sizes(state)
-        }
-        Msg::PanesFailed(e) => {
-            state.status = Some(StatusMessage {
-                text: e,
-                tone: Tone::Fail,
-            });
-            state.dirty = true;
-            vec![]
-        }
-        Msg::Pane(event) => {
-            match event {
-                crate::term::session::PaneEvent::Output(_) => {}
-                crate::term::session::PaneEvent::State(id, s) => {
-                    if let Some(i) = state.panes.index_of(id) {
-                        state.panes.tiles[i].state = s;
-                    }
-                }
-            }
-            state.dirty |= matches!(state.view, View::Panes | View::Nodes);
-            vec![]
-        }
-        Msg::PaneSnapshot { id, lines } => {
-            if state.panes.index_of(id).is_some() {
-                state.panes.copy = Some(panes::CopyMode::new(id, lines));
-                state.dirty = true;
-            }
-            vec![]
-        }
+        Msg::Panes(m) => panes::update(state, m),
         Msg::HostKeyQuestion {
             id,
             host,
@@ -207,53 +163,9 @@ fn apply(state: &mut State, msg: Msg) -> Vec<Command> {
             state.dirty = true;
             vec![]
         }
-        Msg::Telemetry(event) => {
-            nics::ingest(state, *event);
-            nics::refigure(state);
-            vec![]
-        }
-        Msg::DoctorStarted { fleet, nodes } => {
-            super::doctor::started(state, fleet, nodes);
-            vec![]
-        }
-        Msg::Doctor(event) => {
-            super::doctor::event(state, *event);
-            vec![]
-        }
-        Msg::DoctorDone { fleet, result } => {
-            super::doctor::done(state, fleet, result.map(|r| *r));
-            vec![]
-        }
-        Msg::TelemetryStarted { fleet, nodes } => {
-            state.nics = nics::NicsView {
-                fleet: Some(fleet),
-                down: vec![None; nodes.len()],
-                store: crate::telemetry::series::Telemetry::for_fleet(nodes.len()),
-                nodes,
-                ..Default::default()
-            };
-            state.dirty = true;
-            vec![]
-        }
-        Msg::Runs(runs) => {
-            let before = state.nccl.runs.clone();
-            state.nccl.set_runs(runs);
-            state.dirty |= state.nccl.runs != before;
-            vec![]
-        }
-        Msg::NcclHistory(history) => {
-            state.nccl.set_history(history);
-            state.dirty |= state.view == View::Nccl;
-            vec![]
-        }
-        Msg::RunReport { id, report } => {
-            if let Some((shown, r, _)) = state.nccl.shown.as_mut().filter(|(s, _, _)| *s == id) {
-                let _ = shown;
-                *r = *report;
-                state.dirty |= state.view == View::Nccl;
-            }
-            vec![]
-        }
+        Msg::Nics(m) => nics::update(state, m),
+        Msg::Doctor(m) => super::doctor::update(state, m),
+        Msg::Nccl(m) => nccl::update(state, m),
         Msg::StateChanged => vec![Command::ReloadState],
         Msg::GkeSnapshot { fleet, result } => {
             let shown = state.view == View::Nodes && fleets::current(state).is_some_and(|f| f.name == fleet);
@@ -261,82 +173,7 @@ fn apply(state: &mut State, msg: Msg) -> Vec<Command> {
             state.dirty |= shown;
             vec![]
         }
-        Msg::RunEnded { id, end } => {
-            if let Some((_, _, st)) = state.nccl.shown.as_mut().filter(|(s, _, _)| *s == id) {
-                *st = nccl::RunStatus::Ended(*end);
-                state.dirty = true;
-            }
-            vec![Command::LoadFleets]
-        }
-        Msg::RunFailed { id, error } => {
-            if let Some((_, _, st)) = state.nccl.shown.as_mut().filter(|(s, _, _)| *s == id) {
-                *st = nccl::RunStatus::Failed(error);
-                state.dirty = true;
-            }
-            vec![]
-        }
-        Msg::NcclRunFleets(fleets) => {
-            nccl::open_dialog(state, fleets);
-            vec![]
-        }
-        Msg::NcclRunStarted(result) => nccl::started(state, result),
-        Msg::Stragglers(report) => {
-            state.nccl.stragglers = report.map(|r| *r);
-            state.dirty |= state.view == View::Nccl;
-            vec![]
-        }
-        Msg::Jobs { jobs, now } => {
-            let before = state.jobs.jobs.clone();
-            state.jobs.set_jobs(jobs, now);
-            state.dirty |= state.view == View::Jobs && state.jobs.jobs != before;
-            vec![]
-        }
-        Msg::JobLines { id, lines, now } => {
-            state.jobs.now = state.jobs.now.max(now);
-            if let Some(shown) = state.jobs.shown.as_mut().filter(|s| s.id == id) {
-                for (rank, text) in lines {
-                    shown.push(rank, text);
-                }
-                state.dirty |= state.view == View::Jobs;
-            }
-            vec![]
-        }
-        Msg::JobNode { id, rank, follow } => {
-            let ended = matches!(follow, jobs::NodeFollow::Exited(_));
-            if let Some(shown) = state.jobs.shown.as_mut().filter(|s| s.id == id) {
-                if let Some(f) = shown.follow.get_mut(rank) {
-                    *f = follow;
-                }
-                state.dirty = true;
-            }
-            if ended {
-                vec![Command::LoadFleets]
-            } else {
-                vec![]
-            }
-        }
-        Msg::JobStarted(result) => {
-            state.dirty = true;
-            match result {
-                Ok(id) => {
-                    state.status = Some(StatusMessage {
-                        text: format!("job {id} started on every node; it runs on when flightdeck quits"),
-                        tone: Tone::Pass,
-                    });
-                    state.view = View::Jobs;
-                    state.jobs.selected = Some(id);
-                    state.jobs.shown = None;
-                    vec![Command::LoadFleets]
-                }
-                Err(e) => {
-                    state.status = Some(StatusMessage {
-                        text: e,
-                        tone: Tone::Fail,
-                    });
-                    vec![]
-                }
-            }
-        }
+        Msg::Jobs(m) => super::jobs::update(state, m),
         Msg::FleetPlanned(plan) => {
             fleets::planned(state, plan);
             vec![]
@@ -358,20 +195,6 @@ fn apply(state: &mut State, msg: Msg) -> Vec<Command> {
                 }
             }
             vec![]
-        }
-        Msg::JobStopped { id, result } => {
-            state.dirty = true;
-            state.status = Some(match result {
-                Ok(text) => StatusMessage {
-                    text: format!("job {id}: {text}"),
-                    tone: Tone::Info,
-                },
-                Err(e) => StatusMessage {
-                    text: format!("job {id}: {e}"),
-                    tone: Tone::Fail,
-                },
-            });
-            vec![Command::LoadFleets]
         }
         Msg::PassphraseQuestion { id, key } => {
             let mut input = TextArea::default();

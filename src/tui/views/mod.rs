@@ -13,14 +13,6 @@
 //! status bar's row. Below [`MIN_WIDTH`] x [`MIN_HEIGHT`] only a "terminal too small"
 //! line is drawn.
 
-pub mod doctor;
-pub mod fleets;
-pub mod help;
-pub mod jobs;
-pub mod nccl;
-pub mod nics;
-pub mod offers;
-pub mod panes;
 pub mod question;
 
 use super::action::Context;
@@ -88,14 +80,14 @@ fn render_views(
     .render(tabs, buf);
     let mut cursor = None;
     match state.view {
-        View::Fleets => fleets::render_fleets(state, theme, body, buf),
-        View::Nodes => fleets::render_nodes(state, theme, body, buf),
-        View::Panes => cursor = panes::render(state, theme, body, buf),
-        View::Offers => offers::render(state, theme, body, buf),
-        View::Nccl => nccl::render(state, theme, body, buf),
-        View::Nics => nics::render(state, theme, body, buf),
-        View::Doctor => doctor::render(state, theme, body, buf),
-        View::Jobs => jobs::render(state, theme, body, buf),
+        View::Fleets => super::fleets::view::render_fleets(state, theme, body, buf),
+        View::Nodes => super::nodes::view::render_nodes(state, theme, body, buf),
+        View::Panes => cursor = super::panes::view::render(state, theme, body, buf),
+        View::Offers => super::offers::view::render(state, theme, body, buf),
+        View::Nccl => super::nccl::view::render(state, theme, body, buf),
+        View::Nics => super::nics::view::render(state, theme, body, buf),
+        View::Doctor => super::doctor::view::render(state, theme, body, buf),
+        View::Jobs => super::jobs::view::render(state, theme, body, buf),
     }
 
     let context = crate::tui::update::context(state);
@@ -132,13 +124,15 @@ fn render_views(
         }
     }
     match &state.overlay {
-        Overlay::Help { scroll } => help::HelpOverlay {
+        Overlay::Help { scroll } => super::help::view::HelpOverlay {
             keymap: &state.keymap,
             scroll: *scroll,
             theme,
         }
         .render(body, buf),
-        Overlay::Messages { scroll } => help::messages(&state.messages, *scroll, theme, body, buf),
+        Overlay::Messages { scroll } => {
+            super::help::view::messages(&state.messages, *scroll, theme, body, buf)
+        }
         Overlay::Palette(palette) => PaletteWidget { palette, theme }.render(body, buf),
         Overlay::HostKey {
             host, fingerprint, ..

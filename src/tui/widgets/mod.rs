@@ -4,6 +4,7 @@ pub mod gpu_strip;
 pub mod palette;
 pub mod rate_chart;
 pub mod status_bar;
+pub mod table;
 pub mod tabs;
 
 use ratatui::buffer::Buffer;

@@ -3,12 +3,12 @@
 //! job. The work is `crate::jobs::remote`'s and the fleet's [`JobRunner`]'s, shared
 //! with `flightdeck job`.
 
-use super::jobs::NodeFollow;
-use super::services::ServiceEvent;
-use super::state::Msg;
 use crate::jobs::{self, remote, FollowEvent, JobNode, JobRunner};
 use crate::reach::Reach;
 use crate::store::{self, JobRecord, Store};
+use crate::tui::jobs::NodeFollow;
+use crate::tui::services::ServiceEvent;
+use crate::tui::state::Msg;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -67,7 +67,13 @@ pub async fn follow(tx: mpsc::Sender<ServiceEvent>, dir: PathBuf, reach: Reach, 
     let (job, runner, nodes) = match job_and_nodes(dir.clone(), &id, &reach).await {
         Ok(x) => x,
         Err(e) => {
-            let _ = send(&tx, Msg::JobStarted(Err(format!("cannot follow job {id}: {e}")))).await;
+            let _ = send(
+                &tx,
+                Msg::Jobs(crate::tui::jobs::Msg::Started(Err(format!(
+                    "cannot follow job {id}: {e}"
+                )))),
+            )
+            .await;
             return;
         }
     };
@@ -99,11 +105,11 @@ pub async fn follow(tx: mpsc::Sender<ServiceEvent>, dir: PathBuf, reach: Reach, 
                         let lines = std::mem::take(&mut batch);
                         if !send(
                             &tx,
-                            Msg::JobLines {
+                            Msg::Jobs(crate::tui::jobs::Msg::Lines {
                                 id: id.clone(),
                                 lines,
                                 now: store::now_unix(),
-                            },
+                            }),
                         )
                         .await
                         {
@@ -132,11 +138,11 @@ pub async fn follow(tx: mpsc::Sender<ServiceEvent>, dir: PathBuf, reach: Reach, 
                         let lines = std::mem::take(&mut batch);
                         let _ = send(
                             &tx,
-                            Msg::JobLines {
+                            Msg::Jobs(crate::tui::jobs::Msg::Lines {
                                 id: id.clone(),
                                 lines,
                                 now: store::now_unix(),
-                            },
+                            }),
                         )
                         .await;
                     }
@@ -150,11 +156,11 @@ pub async fn follow(tx: mpsc::Sender<ServiceEvent>, dir: PathBuf, reach: Reach, 
                             }
                             let _ = send(
                                 &tx,
-                                Msg::JobNode {
+                                Msg::Jobs(crate::tui::jobs::Msg::Node {
                                     id: id.clone(),
                                     rank,
                                     follow: NodeFollow::Exited(code),
-                                },
+                                }),
                             )
                             .await;
                             if code != Some(0) && job.stop_on_failure && !stopping {
@@ -174,11 +180,11 @@ pub async fn follow(tx: mpsc::Sender<ServiceEvent>, dir: PathBuf, reach: Reach, 
                             lost = true;
                             let _ = send(
                                 &tx,
-                                Msg::JobNode {
+                                Msg::Jobs(crate::tui::jobs::Msg::Node {
                                     id: id.clone(),
                                     rank,
                                     follow: NodeFollow::Lost(error),
-                                },
+                                }),
                             )
                             .await;
                         }
@@ -190,11 +196,11 @@ pub async fn follow(tx: mpsc::Sender<ServiceEvent>, dir: PathBuf, reach: Reach, 
         if !batch.is_empty() {
             let _ = send(
                 &tx,
-                Msg::JobLines {
+                Msg::Jobs(crate::tui::jobs::Msg::Lines {
                     id: id.clone(),
                     lines: batch,
                     now: store::now_unix(),
-                },
+                }),
             )
             .await;
         }
@@ -205,11 +211,11 @@ pub async fn follow(tx: mpsc::Sender<ServiceEvent>, dir: PathBuf, reach: Reach, 
             for n in nodes.iter().filter(|n| !ended[n.rank]) {
                 let _ = send(
                     &tx,
-                    Msg::JobNode {
+                    Msg::Jobs(crate::tui::jobs::Msg::Node {
                         id: id.clone(),
                         rank: n.rank,
                         follow: NodeFollow::Following,
-                    },
+                    }),
                 )
                 .await;
             }
@@ -240,7 +246,7 @@ pub async fn stop(tx: mpsc::Sender<ServiceEvent>, dir: PathBuf, reach: Reach, id
         )
     }
     .await;
-    let _ = send(&tx, Msg::JobStopped { id, result }).await;
+    let _ = send(&tx, Msg::Jobs(crate::tui::jobs::Msg::Stopped { id, result })).await;
 }
 
 /// Start the job of `file` on its fleet.
@@ -278,7 +284,7 @@ pub async fn run(tx: mpsc::Sender<ServiceEvent>, dir: PathBuf, reach: Reach, fil
         Ok(record.id)
     }
     .await;
-    let _ = send(&tx, Msg::JobStarted(result)).await;
+    let _ = send(&tx, Msg::Jobs(crate::tui::jobs::Msg::Started(result))).await;
 }
 
 /// Ask the nodes of every unfinished job how it is, record what they say, and report
@@ -295,10 +301,10 @@ pub async fn refresh(tx: mpsc::Sender<ServiceEvent>, dir: PathBuf, reach: Reach)
         if let Ok(state) = load(dir).await {
             let _ = send(
                 &tx,
-                Msg::Jobs {
+                Msg::Jobs(crate::tui::jobs::Msg::List {
                     jobs: state.jobs,
                     now: store::now_unix(),
-                },
+                }),
             )
             .await;
         }

@@ -1,6 +1,14 @@
 //! The NCCL view's state and its share of `update`: the runs of the state store, and the
 //! followed run's report as its rows arrive (parsed by the service that follows it).
 
+pub mod msg;
+pub mod service;
+pub mod update;
+pub mod view;
+
+pub use msg::Msg;
+pub use update::update;
+
 use super::action::{Action, Context};
 use super::state::{Command, State, StatusMessage, View};
 use super::theme::Tone;
@@ -685,14 +693,14 @@ mod tests {
         let mut s = State::new(Keymap::defaults(), vec![], "dark".into());
         update(
             &mut s,
-            Msg::Runs(vec![
+            Msg::Nccl(crate::tui::nccl::Msg::Runs(vec![
                 run("old", 1),
                 run("new", 2),
                 RunRecord {
                     kind: "job".into(),
                     ..run("job", 3)
                 },
-            ]),
+            ])),
         );
         assert_eq!(
             s.nccl.runs.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(),
@@ -721,10 +729,10 @@ mod tests {
         .remove(0);
         update(
             &mut s,
-            Msg::RunReport {
+            Msg::Nccl(crate::tui::nccl::Msg::Report {
                 id: "old".into(),
                 report: Box::new(report.clone()),
-            },
+            }),
         );
         let end = RunEnd {
             codes: vec![("lab-0".into(), Some(0))],
@@ -732,10 +740,10 @@ mod tests {
         };
         update(
             &mut s,
-            Msg::RunEnded {
+            Msg::Nccl(crate::tui::nccl::Msg::Ended {
                 id: "old".into(),
                 end: Box::new(end.clone()),
-            },
+            }),
         );
         let (id, r, st) = s.nccl.shown.clone().unwrap();
         assert_eq!(
@@ -745,10 +753,10 @@ mod tests {
         // A report for a run no longer shown is dropped.
         update(
             &mut s,
-            Msg::RunReport {
+            Msg::Nccl(crate::tui::nccl::Msg::Report {
                 id: "other".into(),
                 report: Box::new(report),
-            },
+            }),
         );
         assert_eq!(s.nccl.shown.as_ref().unwrap().0, "old");
     }
@@ -759,7 +767,7 @@ mod tests {
     #[test]
     fn a_failed_run_is_a_failure_with_its_cause() {
         let mut s = State::new(Keymap::defaults(), vec![], "dark".into());
-        update(&mut s, Msg::Runs(vec![run("r", 1)]));
+        update(&mut s, Msg::Nccl(crate::tui::nccl::Msg::Runs(vec![run("r", 1)])));
         update(
             &mut s,
             Msg::Key(KeyEvent::new(KeyCode::Char('5'), KeyModifiers::NONE)),
@@ -770,7 +778,7 @@ mod tests {
         );
         // Five rows, then a node dies with NCCL's error (no machine known: `unknown` by busbw).
         let mut report =
-            crate::nccl::parse_text(include_str!("../../tests/fixtures/nccl/h200x2-all_reduce.txt"))
+            crate::nccl::parse_text(include_str!("../../../tests/fixtures/nccl/h200x2-all_reduce.txt"))
                 .remove(0);
         report.rows.truncate(5);
         report.avg_busbw = None;
@@ -778,17 +786,17 @@ mod tests {
         report.devices.clear();
         update(
             &mut s,
-            Msg::RunReport {
+            Msg::Nccl(crate::tui::nccl::Msg::Report {
                 id: "r".into(),
                 report: Box::new(report.clone()),
-            },
+            }),
         );
         let v = s.nccl.verdict("r", &report).unwrap();
         assert_eq!(v.grade, expect::Grade::Unknown, "while it runs: {}", v.reason);
         let cuda = "vm:1486:1497 [0] enqueue.cc:1556 NCCL WARN Cuda failure 700 'an illegal memory access was encountered'";
         update(
             &mut s,
-            Msg::RunEnded {
+            Msg::Nccl(crate::tui::nccl::Msg::Ended {
                 id: "r".into(),
                 end: Box::new(RunEnd {
                     codes: vec![("lab-0".into(), Some(3))],
@@ -798,7 +806,7 @@ mod tests {
                         "lab-0:  .. vm pid 1486: Test failure common.cu:936".into(),
                     ],
                 }),
-            },
+            }),
         );
         let v = s.nccl.verdict("r", &report).unwrap();
         assert_eq!(v.grade, expect::Grade::Fail, "{}", v.reason);
@@ -817,18 +825,18 @@ mod tests {
             ..Default::default()
         };
         entry.conclude(&report, &[Some(3)], Some("NCCL WARN the first one"), 9);
-        update(&mut s, Msg::NcclHistory(vec![entry]));
+        update(&mut s, Msg::Nccl(crate::tui::nccl::Msg::History(vec![entry])));
         assert_eq!(s.nccl.cause("r").as_deref(), Some("NCCL WARN the first one"));
         assert_eq!(s.nccl.verdict("r", &report).unwrap().grade, expect::Grade::Fail);
         // Before its first row: a verdict too, not `no verdict yet`.
-        update(&mut s, Msg::NcclHistory(vec![]));
+        update(&mut s, Msg::Nccl(crate::tui::nccl::Msg::History(vec![])));
         let empty = Report::default();
         update(
             &mut s,
-            Msg::RunReport {
+            Msg::Nccl(crate::tui::nccl::Msg::Report {
                 id: "r".into(),
                 report: Box::new(empty.clone()),
-            },
+            }),
         );
         let v = s.nccl.verdict("r", &empty).unwrap();
         assert_eq!((v.grade, v.cause.as_deref()), (expect::Grade::Fail, Some(want)));
@@ -837,7 +845,14 @@ mod tests {
     #[test]
     fn compare_marks_two_runs_and_the_verdict_falls_back_to_the_rank_list() {
         let mut s = State::new(Keymap::defaults(), vec![], "dark".into());
-        update(&mut s, Msg::Runs(vec![run("a", 1), run("b", 2), run("c", 3)]));
+        update(
+            &mut s,
+            Msg::Nccl(crate::tui::nccl::Msg::Runs(vec![
+                run("a", 1),
+                run("b", 2),
+                run("c", 3),
+            ])),
+        );
         let key = |s: &mut State, c: char| {
             update(s, Msg::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE)));
         };
@@ -851,8 +866,9 @@ mod tests {
             "the first mark drops out"
         );
         assert!(s.nccl.comparison().is_none(), "not in the history yet");
-        let report = crate::nccl::parse_text(include_str!("../../tests/fixtures/nccl/h200x2-all_reduce.txt"))
-            .remove(0);
+        let report =
+            crate::nccl::parse_text(include_str!("../../../tests/fixtures/nccl/h200x2-all_reduce.txt"))
+                .remove(0);
         let entry = |id: &str| {
             let mut e = SavedRun {
                 id: id.into(),
@@ -862,7 +878,10 @@ mod tests {
             e.conclude(&report, &[Some(0)], None, 9);
             e
         };
-        update(&mut s, Msg::NcclHistory(vec![entry("a"), entry("b")]));
+        update(
+            &mut s,
+            Msg::Nccl(crate::tui::nccl::Msg::History(vec![entry("a"), entry("b")])),
+        );
         let (cmp, a, b) = s.nccl.comparison().unwrap();
         assert_eq!(
             (a.id.as_str(), b.id.as_str(), cmp.peak_ratio),
@@ -921,12 +940,12 @@ mod tests {
         );
         assert!(s.nccl.dialog.is_none(), "opens when the fleets are read");
         // No fleets: a word, no dialog.
-        update(&mut s, Msg::NcclRunFleets(Ok(vec![])));
+        update(&mut s, Msg::Nccl(crate::tui::nccl::Msg::RunFleets(Ok(vec![]))));
         assert!(s.nccl.dialog.is_none());
         assert!(s.status.as_ref().unwrap().text.contains("no fleets"));
         // On the fleet selected in the Fleets view.
         s.fleet_selected = Some("mega".into());
-        update(&mut s, Msg::NcclRunFleets(Ok(choices())));
+        update(&mut s, Msg::Nccl(crate::tui::nccl::Msg::RunFleets(Ok(choices()))));
         assert_eq!(crate::tui::update::context(&s), Context::Editor);
         let d = s.nccl.dialog.as_ref().unwrap();
         assert_eq!(d.fleet().unwrap().name, "mega");
@@ -995,14 +1014,20 @@ mod tests {
         assert_eq!(req.spec.env.as_ref(), Some(&want_env));
         assert!(s.nccl.dialog.is_none());
         // Started: the view follows the run.
-        let cmds = update(&mut s, Msg::NcclRunStarted(Ok("nccl-x-1-0001".into())));
+        let cmds = update(
+            &mut s,
+            Msg::Nccl(crate::tui::nccl::Msg::Started(Ok("nccl-x-1-0001".into()))),
+        );
         assert_eq!(
             cmds,
             vec![Command::LoadFleets, Command::FollowRun("nccl-x-1-0001".into())]
         );
         assert_eq!(s.nccl.shown.as_ref().unwrap().2, RunStatus::Following);
         // A failed start says why.
-        update(&mut s, Msg::NcclRunStarted(Err("no route".into())));
+        update(
+            &mut s,
+            Msg::Nccl(crate::tui::nccl::Msg::Started(Err("no route".into()))),
+        );
         assert!(s
             .status
             .as_ref()
@@ -1038,10 +1063,10 @@ mod tests {
         };
         update(
             &mut s,
-            Msg::NcclRunFleets(Ok(vec![
+            Msg::Nccl(crate::tui::nccl::Msg::RunFleets(Ok(vec![
                 gke("mega", "a3-megagpu-8g", GpuDirect::Tcpxo),
                 gke("a3u", "a3-ultragpu-8g", GpuDirect::Rdma),
-            ])),
+            ]))),
         );
         for flavour in [GpuDirect::Tcpxo, GpuDirect::Rdma] {
             let d = s.nccl.dialog.as_ref().unwrap();
@@ -1087,7 +1112,7 @@ mod tests {
     fn run_dialog_refuses_bad_input_and_esc_cancels() {
         let mut s = State::new(Keymap::defaults(), vec![], "dark".into());
         press(&mut s, KeyCode::Char('5'), KeyModifiers::NONE);
-        update(&mut s, Msg::NcclRunFleets(Ok(choices())));
+        update(&mut s, Msg::Nccl(crate::tui::nccl::Msg::RunFleets(Ok(choices()))));
         // -f 1 is refused with the reason, the dialog stays.
         for _ in 0..4 {
             press(&mut s, KeyCode::Tab, KeyModifiers::NONE);
@@ -1154,7 +1179,7 @@ mod tests {
     fn the_first_character_typed_replaces_a_fields_value() {
         let mut s = State::new(Keymap::defaults(), vec![], "dark".into());
         press(&mut s, KeyCode::Char('5'), KeyModifiers::NONE);
-        update(&mut s, Msg::NcclRunFleets(Ok(choices())));
+        update(&mut s, Msg::Nccl(crate::tui::nccl::Msg::RunFleets(Ok(choices()))));
         for _ in 0..6 {
             press(&mut s, KeyCode::Tab, KeyModifiers::NONE);
         }
@@ -1176,7 +1201,7 @@ mod tests {
     fn run_dialog_takes_iterations_warm_up_and_a_data_type_of_the_engine() {
         let mut s = State::new(Keymap::defaults(), vec![], "dark".into());
         press(&mut s, KeyCode::Char('5'), KeyModifiers::NONE);
-        update(&mut s, Msg::NcclRunFleets(Ok(choices())));
+        update(&mut s, Msg::Nccl(crate::tui::nccl::Msg::RunFleets(Ok(choices()))));
         // -n: 0 is refused; 50 goes. Enter moves on to -w.
         for _ in 0..6 {
             press(&mut s, KeyCode::Tab, KeyModifiers::NONE);
@@ -1242,9 +1267,12 @@ mod tests {
             named: Some("lab-1".into()),
             ..Default::default()
         };
-        update(&mut s, Msg::Stragglers(Some(Box::new(r.clone()))));
+        update(
+            &mut s,
+            Msg::Nccl(crate::tui::nccl::Msg::Stragglers(Some(Box::new(r.clone())))),
+        );
         assert_eq!(s.nccl.stragglers, Some(r));
-        update(&mut s, Msg::Stragglers(None));
+        update(&mut s, Msg::Nccl(crate::tui::nccl::Msg::Stragglers(None)));
         assert!(s.nccl.stragglers.is_none());
     }
 }

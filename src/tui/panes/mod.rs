@@ -2,6 +2,13 @@
 //! by `update`, which must tell each pane its size), focus movement, broadcast targets,
 //! and copy mode over a pane's scrollback snapshot.
 
+pub mod msg;
+pub mod update;
+pub mod view;
+
+pub use msg::Msg;
+pub use update::update;
+
 use crate::term::session::PaneState;
 use crate::term::SharedScreen;
 use ratatui::layout::Rect;
@@ -696,10 +703,10 @@ mod flow_tests {
         let mut s = state();
         update(
             &mut s,
-            Msg::PanesOpened {
+            Msg::Panes(crate::tui::panes::Msg::Opened {
                 fleet: "lab".into(),
                 tiles: tiles(n),
-            },
+            }),
         );
         s
     }
@@ -796,10 +803,10 @@ mod flow_tests {
         );
         update(
             &mut s,
-            Msg::PanesOpened {
+            Msg::Panes(crate::tui::panes::Msg::Opened {
                 fleet: "lab".into(),
                 tiles: tiles(4),
-            },
+            }),
         );
         assert_eq!(s.view, View::Panes);
         assert_eq!((s.panes.focus, s.panes.zoom), (2, true));
@@ -836,10 +843,10 @@ mod flow_tests {
         let mut s = state();
         let cmds = update(
             &mut s,
-            Msg::PanesOpened {
+            Msg::Panes(crate::tui::panes::Msg::Opened {
                 fleet: "lab".into(),
                 tiles: tiles(4),
-            },
+            }),
         );
         assert_eq!(s.view, View::Panes);
         // 120x40 terminal: body 120x38, four tiles 2x2 of 60x19, inner 58x17.
@@ -958,9 +965,8 @@ mod flow_tests {
         for id in 100..104 {
             update(
                 &mut s,
-                Msg::Pane(crate::term::session::PaneEvent::State(
-                    id,
-                    PaneState::Exited(Some(0)),
+                Msg::Panes(crate::tui::panes::Msg::Event(
+                    crate::term::session::PaneEvent::State(id, PaneState::Exited(Some(0))),
                 )),
             );
         }
@@ -983,9 +989,8 @@ mod flow_tests {
         // A lost pane is skipped by the broadcast.
         update(
             &mut s,
-            Msg::Pane(crate::term::session::PaneEvent::State(
-                101,
-                PaneState::Lost("x".into()),
+            Msg::Panes(crate::tui::panes::Msg::Event(
+                crate::term::session::PaneEvent::State(101, PaneState::Lost("x".into())),
             )),
         );
         assert_eq!(
@@ -1026,14 +1031,17 @@ mod flow_tests {
         let mut s = state();
         update(
             &mut s,
-            Msg::PanesOpened {
+            Msg::Panes(crate::tui::panes::Msg::Opened {
                 fleet: "lab".into(),
                 tiles: tiles(2),
-            },
+            }),
         );
         assert_eq!(ch(&mut s, '['), vec![Command::SnapshotPane(100)]);
         let lines: Vec<String> = (0..50).map(|i| format!("line {i}")).collect();
-        update(&mut s, Msg::PaneSnapshot { id: 100, lines });
+        update(
+            &mut s,
+            Msg::Panes(crate::tui::panes::Msg::Snapshot { id: 100, lines }),
+        );
         assert_eq!(crate::tui::update::context(&s), Context::Copy);
         ch(&mut s, '/');
         for c in "line 1".chars() {
@@ -1126,10 +1134,10 @@ mod flow_tests {
         s.size = (100, 32);
         update(
             &mut s,
-            Msg::PanesOpened {
+            Msg::Panes(crate::tui::panes::Msg::Opened {
                 fleet: "big".into(),
                 tiles: tiles(64),
-            },
+            }),
         );
         let g = layout(&s);
         assert!(g.pages > 1);

@@ -2,21 +2,21 @@
 //! as `flightdeck doctor` runs it (placement from the Compute API included), its findings
 //! sent to the view as they come.
 
-use super::services::ServiceEvent;
-use super::state::Msg;
 use crate::doctor;
 use crate::paths::Paths;
 use crate::reach::Reach;
 use crate::store::Store;
+use crate::tui::services::ServiceEvent;
+use crate::tui::state::Msg;
 use tokio::sync::mpsc;
 
 pub async fn run(tx: mpsc::Sender<ServiceEvent>, paths: Paths, reach: Reach, fleet: String) {
     let result = examine(&tx, &paths, reach, &fleet).await;
     let _ = tx
-        .send(ServiceEvent::Msg(Msg::DoctorDone {
+        .send(ServiceEvent::Msg(Msg::Doctor(crate::tui::doctor::Msg::Done {
             fleet,
             result: result.map(Box::new),
-        }))
+        })))
         .await;
 }
 
@@ -45,17 +45,19 @@ async fn examine(
         doctor::Asked::default(),
     );
     let _ = tx
-        .send(ServiceEvent::Msg(Msg::DoctorStarted {
+        .send(ServiceEvent::Msg(Msg::Doctor(crate::tui::doctor::Msg::Started {
             fleet: fleet.to_string(),
             nodes: record.nodes.iter().map(|n| n.name.clone()).collect(),
-        }))
+        })))
         .await;
     // Findings are few (one batch per node, a few for the fleet); the final report
     // carries them all should one not fit the queue.
     let on = |e: doctor::run::Event| {
-        let _ = tx.try_send(ServiceEvent::Msg(Msg::Doctor(Box::new(e))));
+        let _ = tx.try_send(ServiceEvent::Msg(Msg::Doctor(crate::tui::doctor::Msg::Event(
+            Box::new(e),
+        ))));
     };
-    let inventory = super::services::inventory_context(paths).with_kube(reach.kube().clone());
+    let inventory = crate::tui::services::inventory_context(paths).with_kube(reach.kube().clone());
     let mut report = doctor::run::examine(reach, fleet, &record.nodes, &ctx, &on).await;
     report.add(doctor::run::placement(&inventory, Some(record), &record.nodes, compact).await);
     report.link_causes();

@@ -2,13 +2,13 @@
 //! fleet` runs (`crate::cloud::lifecycle`), every progress line streamed to the
 //! provisioning log; read a fleet file into the editor and save it back.
 
-use super::fleets::{Confirm, Op};
-use super::services::ServiceEvent;
-use super::state::Msg;
 use crate::cloud::{self, Backend};
 use crate::paths::Paths;
 use crate::reach::Reach;
 use crate::store::Store;
+use crate::tui::fleets::{Confirm, Op};
+use crate::tui::services::ServiceEvent;
+use crate::tui::state::Msg;
 use std::path::Path;
 use tokio::sync::mpsc;
 

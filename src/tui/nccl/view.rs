@@ -791,13 +791,13 @@ mod tests {
         let mut s = State::new(Keymap::defaults(), vec![], "dark".into());
         update(
             &mut s,
-            Msg::Runs(vec![crate::store::RunRecord {
+            Msg::Nccl(crate::tui::nccl::Msg::Runs(vec![crate::store::RunRecord {
                 id: "nccl-all_reduce-1795474251-594d".into(),
                 kind: "nccl".into(),
                 fleet: "lab".into(),
                 started_at: 1_795_474_251,
                 nodes: vec![],
-            }]),
+            }])),
         );
         update(
             &mut s,
@@ -817,13 +817,13 @@ mod tests {
         tail.push("lab-0: \u{1b}]52;c;Zm9v\u{7}".into());
         update(
             &mut s,
-            Msg::RunEnded {
+            Msg::Nccl(crate::tui::nccl::Msg::Ended {
                 id: "nccl-all_reduce-1795474251-594d".into(),
                 end: Box::new(RunEnd {
                     codes: vec![("lab-0".into(), Some(3))],
                     tail,
                 }),
-            },
+            }),
         );
         let t = screen(&s, 160, 48);
         assert!(

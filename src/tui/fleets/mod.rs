@@ -1,6 +1,9 @@
 //! The Fleets and Nodes views' share of `update`: the fleets of the state store, filtered,
 //! with the selection kept by name so a reload does not move it.
 
+pub mod service;
+pub mod view;
+
 use super::action::Action;
 use super::state::{Command, Overlay, State, StatusMessage, View};
 use super::theme::Tone;

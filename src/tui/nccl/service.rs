@@ -4,13 +4,13 @@
 //! and the launch on the nodes, on GKE the test pods; then the record in the state store
 //! and the history with the environment as edited).
 
-use super::nccl::{FleetChoice, RunRequest};
-use super::services::ServiceEvent;
-use super::state::Msg;
 use crate::nccl::launcher::Start;
 use crate::nccl::profile;
 use crate::reach::Reach;
 use crate::store::{FleetRecord, Store};
+use crate::tui::nccl::{FleetChoice, RunRequest};
+use crate::tui::services::ServiceEvent;
+use crate::tui::state::Msg;
 use std::path::{Path, PathBuf};
 use tokio::sync::mpsc;
 
@@ -44,7 +44,11 @@ pub fn choices(dir: &Path) -> Result<Vec<FleetChoice>, String> {
 /// Start the run of the dialog on every node of its fleet; reports its id or why not.
 pub async fn start(tx: mpsc::Sender<ServiceEvent>, dir: PathBuf, reach: Reach, req: RunRequest) {
     let result = start_run(&dir, req, |_| Ok(reach)).await;
-    let _ = tx.send(ServiceEvent::Msg(Msg::NcclRunStarted(result))).await;
+    let _ = tx
+        .send(ServiceEvent::Msg(Msg::Nccl(crate::tui::nccl::Msg::Started(
+            result,
+        ))))
+        .await;
 }
 
 /// Start `req` on every node of its fleet of the state store in `dir`, reached through

@@ -3,6 +3,8 @@
 //! of one machine type and region grouped (expandable), a detail panel, and a fleet-file
 //! editor with live validation that writes into fleets/.
 
+pub mod view;
+
 use super::action::{Action, Context};
 use super::state::{Command, State, StatusMessage, View};
 use super::theme::Tone;

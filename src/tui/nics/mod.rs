@@ -4,6 +4,13 @@
 //! node's NICs, one rail across the nodes, the fleet's totals), the node or rail in it,
 //! a time span, pause (the window stops moving), and how far the lists are scrolled.
 
+pub mod msg;
+pub mod update;
+pub mod view;
+
+pub use msg::Msg;
+pub use update::update;
+
 use super::action::Action;
 use super::state::{Command, State, StatusMessage};
 use super::theme::Tone;
@@ -250,7 +257,7 @@ pub fn refigure(state: &State) {
     let v = &state.nics;
     let columns = v.fleet_memo.1.get();
     if state.view == crate::tui::state::View::Nics && v.mode == Mode::Fleet && columns > 0 {
-        crate::tui::views::nics::fleet_figures(v, &v.shown(state.filter()), columns);
+        crate::tui::nics::view::fleet_figures(v, &v.shown(state.filter()), columns);
     }
 }
 
@@ -373,11 +380,11 @@ mod tests {
         assert!(s.nics.store.node(0).is_some_and(|n| !n.devices().is_empty()));
         update(
             &mut s,
-            Msg::Telemetry(Box::new(TelemetryEvent::Down {
+            Msg::Nics(crate::tui::nics::Msg::Sample(Box::new(TelemetryEvent::Down {
                 node: 0,
                 error: "gone".into(),
                 retry_in: None,
-            })),
+            }))),
         );
         assert_eq!(s.nics.down[0].as_deref(), Some("gone"));
         update(
@@ -425,11 +432,11 @@ mod tests {
                 let arrived_unix_ns = record.t_ns;
                 update(
                     s,
-                    Msg::Telemetry(Box::new(TelemetryEvent::Record {
+                    Msg::Nics(crate::tui::nics::Msg::Sample(Box::new(TelemetryEvent::Record {
                         node,
                         record,
                         arrived_unix_ns,
-                    })),
+                    }))),
                 );
             }
         }
@@ -441,17 +448,20 @@ mod tests {
         let nodes: Vec<String> = (0..3).map(|i| format!("lab-{i}")).collect();
         update(
             &mut s,
-            Msg::TelemetryStarted {
+            Msg::Nics(crate::tui::nics::Msg::Started {
                 fleet: "lab".into(),
                 nodes,
-            },
+            }),
         );
         let mut synth = crate::telemetry::synth::Synth::new(3, &["eth0", "eth1", "eth2", "eth3"], 2, 1000);
         for node in 0..3 {
             let hello = synth.hello(node);
             update(
                 &mut s,
-                Msg::Telemetry(Box::new(TelemetryEvent::Hello { node, hello })),
+                Msg::Nics(crate::tui::nics::Msg::Sample(Box::new(TelemetryEvent::Hello {
+                    node,
+                    hello,
+                }))),
             );
         }
         feed(&mut s, &mut synth, 1, 10);

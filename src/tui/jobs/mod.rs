@@ -2,6 +2,14 @@
 //! the opened job followed on every node: per-node logs (bounded), metrics parsed as
 //! lines arrive, each node's state.
 
+pub mod msg;
+pub mod service;
+pub mod update;
+pub mod view;
+
+pub use msg::Msg;
+pub use update::update;
+
 use super::action::Action;
 use super::state::{Command, State, StatusMessage, View};
 use super::theme::Tone;
@@ -295,10 +303,10 @@ mod tests {
         s.view = View::Jobs;
         update(
             &mut s,
-            Msg::Jobs {
+            Msg::Jobs(crate::tui::jobs::Msg::List {
                 jobs: vec![record("a-1", "a", 1, 2), record("b-2", "b", 2, 3)],
                 now: 10,
-            },
+            }),
         );
         s
     }
@@ -329,11 +337,11 @@ mod tests {
                 .collect();
             update(
                 &mut s,
-                Msg::JobLines {
+                Msg::Jobs(crate::tui::jobs::Msg::Lines {
                     id: "b-2".into(),
                     lines,
                     now: 20,
-                },
+                }),
             );
         }
         let shown = s.jobs.shown.as_ref().unwrap();
@@ -343,11 +351,11 @@ mod tests {
         // Lines for another job are not this one's.
         update(
             &mut s,
-            Msg::JobLines {
+            Msg::Jobs(crate::tui::jobs::Msg::Lines {
                 id: "a-1".into(),
                 lines: vec![(0, "x".into())],
                 now: 21,
-            },
+            }),
         );
         assert_eq!(s.jobs.shown.as_ref().unwrap().seen, [12, 12, 12]);
         key(&mut s, KeyCode::Up);
@@ -356,11 +364,11 @@ mod tests {
         // New lines keep the scrolled view on the same lines.
         update(
             &mut s,
-            Msg::JobLines {
+            Msg::Jobs(crate::tui::jobs::Msg::Lines {
                 id: "b-2".into(),
                 lines: vec![(0, "late".into())],
                 now: 22,
-            },
+            }),
         );
         assert_eq!(s.jobs.shown.as_ref().unwrap().scroll, 3);
         key(&mut s, KeyCode::End);
@@ -374,11 +382,11 @@ mod tests {
         assert_eq!(s.jobs.shown.as_ref().unwrap().node, 2);
         update(
             &mut s,
-            Msg::JobNode {
+            Msg::Jobs(crate::tui::jobs::Msg::Node {
                 id: "b-2".into(),
                 rank: 1,
                 follow: NodeFollow::Exited(Some(137)),
-            },
+            }),
         );
         assert_eq!(
             s.jobs.shown.as_ref().unwrap().follow[1],
@@ -394,11 +402,11 @@ mod tests {
         key(&mut s, KeyCode::Enter);
         update(
             &mut s,
-            Msg::JobLines {
+            Msg::Jobs(crate::tui::jobs::Msg::Lines {
                 id: "b-2".into(),
                 lines: vec![(0, "loading".into()), (0, "NCCL WARN x".into()), (0, "ok".into())],
                 now: 1,
-            },
+            }),
         );
         assert_eq!(log_lines(&s).len(), 3);
         s.filters[View::Jobs.index()] = "warn".into();

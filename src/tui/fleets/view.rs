@@ -1,0 +1,180 @@
+//! The Fleets view: the fleets of the state store, the provisioning log of an apply or
+//! delete, and over both the fleet-file editor when it is open.
+//!
+//! ```text
+//! ┌ Fleets (2) ──────────────────────────────────────────────────┐
+//! │ NAME      BACKEND  NODES  CREATED     FILE                   │
+//! │▌lab       ssh      8      2h ago      /home/op/fleets/lab.yaml│
+//! │ local     local    1      3d ago      …/fleets/local.yaml    │
+//! └──────────────────────────────────────────────────────────────┘
+//! ```
+
+use crate::store::FleetRecord;
+use crate::tui::fleets;
+use crate::tui::state::State;
+use crate::tui::theme::{Theme, Tone};
+use crate::tui::widgets::table::{block, message};
+use ratatui::buffer::Buffer;
+use ratatui::layout::{Constraint, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Paragraph, Row, Table, Widget};
+
+/// The fleets table; below it the provisioning log of the last apply or delete; over
+/// both the fleet-file editor when it is open.
+pub fn render_fleets(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
+    let ops = &state.fleet_ops;
+    if ops.log.is_empty() && ops.running.is_none() {
+        render_table(state, theme, area, buf);
+    } else {
+        let log_h = (area.height / 2).max(area.height.min(5));
+        let [top, bottom] =
+            ratatui::layout::Layout::vertical([Constraint::Min(3), Constraint::Length(log_h)]).areas(area);
+        render_table(state, theme, top, buf);
+        render_log(ops, theme, bottom, buf);
+    }
+    if let Some(e) = &state.offers.editor {
+        crate::tui::offers::view::render_editor(e, theme, area, buf);
+    }
+}
+
+/// The live provisioning log: its last lines, as many as fit.
+pub fn render_log(ops: &fleets::FleetOps, theme: &Theme, area: Rect, buf: &mut Buffer) {
+    let (title, tone) = match (&ops.running, &ops.outcome) {
+        (Some(what), _) => (format!("{what} · running"), Tone::Info),
+        (None, Some(Ok(_))) => ("last apply/delete · done".to_string(), Tone::Pass),
+        (None, Some(Err(_))) => ("last apply/delete · failed".to_string(), Tone::Fail),
+        (None, None) => ("provisioning log".to_string(), Tone::Info),
+    };
+    let b = Block::default()
+        .borders(Borders::ALL)
+        .border_style(theme.border(false))
+        .title(Span::styled(format!(" {title} "), theme.tone(tone)))
+        .style(theme.base());
+    let inner = b.inner(area);
+    b.render(area, buf);
+    // While it runs: a gauge of how far it has got, with the elapsed time.
+    let inner = match (&ops.running, &ops.tally, inner.height >= 3) {
+        (Some(_), Some((done, total, what)), true) => {
+            let [g, rest] =
+                ratatui::layout::Layout::vertical([Constraint::Length(1), Constraint::Min(1)]).areas(inner);
+            let ratio = if *total == 0 {
+                0.0
+            } else {
+                (*done as f64 / *total as f64).clamp(0.0, 1.0)
+            };
+            let since = ops.started.map_or(String::new(), |t| {
+                format!(" · {}", crate::progress::elapsed(t.elapsed()))
+            });
+            ratatui::widgets::Gauge::default()
+                .gauge_style(theme.accent())
+                .ratio(ratio)
+                .label(format!("{done}/{total} {what}{since}"))
+                .render(g, buf);
+            rest
+        }
+        _ => inner,
+    };
+    let rows = usize::from(inner.height);
+    let skip = ops.log.len().saturating_sub(rows);
+    let lines: Vec<Line> = ops
+        .log
+        .iter()
+        .skip(skip)
+        .map(|l| {
+            let t = l.trim_start();
+            let style = if t.starts_with("try ") {
+                theme.accent()
+            } else if l.contains("EXHAUSTED")
+                || l.contains("failed")
+                || l.contains("rolling back")
+                || l.contains("QUOTA")
+            {
+                theme.tone(Tone::Fail)
+            } else if l.contains("ready") || l.contains("deleted") || l.contains("SSH") {
+                theme.tone(Tone::Pass)
+            } else {
+                theme.base()
+            };
+            Line::styled(crate::tui::widgets::shown(l).into_owned(), style)
+        })
+        .collect();
+    Paragraph::new(lines).render(inner, buf);
+}
+
+fn render_table(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
+    let filter = &state.filters[crate::tui::state::View::Fleets.index()];
+    let shown = fleets::visible(state);
+    let b = block(format!("Fleets ({})", shown.len()), filter, theme);
+    if let Some(e) = &state.fleets_error {
+        return message(
+            vec![Line::styled(
+                format!("cannot read the state: {e}"),
+                theme.tone(Tone::Fail),
+            )],
+            b,
+            area,
+            buf,
+        );
+    }
+    if state.fleets.is_empty() {
+        return message(
+            vec![
+                Line::styled("No fleets yet.", theme.title()),
+                Line::raw(""),
+                Line::raw("Apply one here with :apply FILE, or from a shell and press r:"),
+                Line::styled("  flightdeck fleet apply fleets/local.yaml", theme.accent()),
+                Line::styled("  flightdeck fleet apply fleets/ssh-hosts.yaml", theme.accent()),
+            ],
+            b,
+            area,
+            buf,
+        );
+    }
+    let rows: Vec<Row> = shown
+        .iter()
+        .map(|f: &&FleetRecord| {
+            let selected = state.fleet_selected.as_deref() == Some(f.name.as_str());
+            let open = state.panes.fleet.as_deref() == Some(f.name.as_str());
+            let style = if selected { theme.selection() } else { theme.base() };
+            Row::new(vec![
+                format!("{}{}", f.name, if open { " ◆" } else { "" }),
+                f.backend.to_string(),
+                node_count(f),
+                crate::store::format_utc(f.created_at),
+                f.file
+                    .as_ref()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default(),
+            ])
+            .style(style)
+        })
+        .collect();
+    let header = Row::new(vec!["NAME", "BACKEND", "NODES", "CREATED (UTC)", "FILE"]).style(theme.muted());
+    Table::new(
+        rows,
+        [
+            Constraint::Length(22),
+            Constraint::Length(8),
+            Constraint::Length(6),
+            Constraint::Length(16),
+            Constraint::Min(10),
+        ],
+    )
+    .header(header)
+    .block(b)
+    .render(area, buf);
+}
+
+/// `2`, or for cloud fleets with lost nodes `2 ✗1` (the Nodes view says why).
+fn node_count(f: &FleetRecord) -> String {
+    let lost = f
+        .resources
+        .iter()
+        .filter(|r| r.kind == "instance" && r.lost.is_some())
+        .count();
+    if lost == 0 {
+        f.nodes.len().to_string()
+    } else {
+        format!("{} ✗{lost}", f.nodes.len())
+    }
+}

@@ -1,0 +1,17 @@
+//! The Panes view's messages from its sessions.
+
+use super::PaneTile;
+use crate::term::session::PaneEvent;
+
+/// What the pane sessions report.
+#[derive(Debug, Clone)]
+pub enum Msg {
+    /// A fleet's panes are starting (`Command::OpenPanes`).
+    Opened { fleet: String, tiles: Vec<PaneTile> },
+    /// Panes could not be opened.
+    Failed(String),
+    /// Output or a state change of a pane's session.
+    Event(PaneEvent),
+    /// The lines of a pane, for copy mode (`Command::SnapshotPane`).
+    Snapshot { id: usize, lines: Vec<String> },
+}
