@@ -21,17 +21,6 @@ impl StatusLine {
     }
 }
 
-/// `an SSH fleet`, `a GKE fleet`, `a local fleet`: a fleet's family in a sentence.
-pub(crate) fn a_fleet(kind: crate::fleet::BackendKind) -> String {
-    use crate::fleet::BackendKind;
-    match kind {
-        BackendKind::Local => "a local fleet".into(),
-        BackendKind::Ssh => "an SSH fleet".into(),
-        BackendKind::Gcp => "a GCP fleet".into(),
-        BackendKind::Gke => "a GKE fleet".into(),
-    }
-}
-
 /// A runtime for one command's async work.
 pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_multi_thread()
@@ -233,4 +222,32 @@ pub fn load_cockpit(cli: &Cli, paths: &Paths) -> anyhow::Result<(Config, tui::ap
             accept_new_host_keys: cli.accept_new_host_keys,
         },
     ))
+}
+
+/// A usage error: the command line parsed, but a flag's value names nothing (a bad
+/// `--filter`, a `--nodes` that selects no node, an unknown `--theme`). Exit 2, as clap's
+/// own usage errors.
+#[derive(Debug)]
+pub struct Usage(pub String);
+
+impl std::fmt::Display for Usage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Usage {}
+
+/// A [`Usage`] error as an `anyhow::Error`.
+pub fn usage(message: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(Usage(message.into()))
+}
+
+/// The exit code for an error of `cli::run`: 2 for a [`Usage`] error, else 1.
+pub fn exit_code(e: &anyhow::Error) -> std::process::ExitCode {
+    if e.chain().any(|c| c.downcast_ref::<Usage>().is_some()) {
+        std::process::ExitCode::from(2)
+    } else {
+        std::process::ExitCode::FAILURE
+    }
 }

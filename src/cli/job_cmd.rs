@@ -168,7 +168,7 @@ fn dry_run_job(file: &std::path::Path, cli: &Cli, paths: &Paths) -> anyhow::Resu
                 "{}: --dry-run prints the JobSet of a job on a GKE fleet; `{}` is {}",
                 file.display(),
                 target.fleet,
-                super::common::a_fleet(target.backend)
+                target.backend.a_fleet()
             )
         })?,
         None => anyhow::bail!(

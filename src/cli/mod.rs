@@ -34,37 +34,9 @@ pub use args::{
 };
 pub(crate) use common::StatusLine;
 pub use common::{
-    inventory_context, load_cockpit, note_recovery, reach, resolve_fleet, resolve_fleet_kind,
-    resolve_fleet_kind_now, resolve_record, runtime, ssh_setup,
+    exit_code, inventory_context, load_cockpit, note_recovery, reach, resolve_fleet, resolve_fleet_kind,
+    resolve_fleet_kind_now, resolve_record, runtime, ssh_setup, usage, Usage,
 };
-
-/// A usage error: the command line parsed, but a flag's value names nothing (a bad
-/// `--filter`, a `--nodes` that selects no node, an unknown `--theme`). Exit 2, as clap's
-/// own usage errors.
-#[derive(Debug)]
-pub struct Usage(pub String);
-
-impl std::fmt::Display for Usage {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Usage {}
-
-/// A [`Usage`] error as an `anyhow::Error`.
-pub fn usage(message: impl Into<String>) -> anyhow::Error {
-    anyhow::Error::new(Usage(message.into()))
-}
-
-/// The exit code for an error of [`run`]: 2 for a [`Usage`] error, else 1.
-pub fn exit_code(e: &anyhow::Error) -> ExitCode {
-    if e.chain().any(|c| c.downcast_ref::<Usage>().is_some()) {
-        ExitCode::from(2)
-    } else {
-        ExitCode::FAILURE
-    }
-}
 
 /// stdout is a pipe whose reader has gone (`| head` read what it wanted).
 fn stdout_is_broken() -> bool {

@@ -418,7 +418,7 @@ pub fn run(args: &RunArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode>
         Some((_, ranks)) => ranks.clone().map_err(anyhow::Error::msg)?,
         None if args.dry_run => anyhow::bail!(
             "--dry-run prints the Kubernetes objects of a run on a GKE fleet; `{fleet}` is {}",
-            super::common::a_fleet(kind)
+            kind.a_fleet()
         ),
         None if args.nodes.is_empty() => all.clone(),
         None => {

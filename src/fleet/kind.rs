@@ -37,6 +37,16 @@ impl BackendKind {
             BackendKind::Gke => "gke",
         }
     }
+
+    /// `an SSH fleet`, `a GKE fleet`, `a local fleet`: the family in a sentence.
+    pub fn a_fleet(self) -> &'static str {
+        match self {
+            BackendKind::Local => "a local fleet",
+            BackendKind::Ssh => "an SSH fleet",
+            BackendKind::Gcp => "a GCP fleet",
+            BackendKind::Gke => "a GKE fleet",
+        }
+    }
 }
 
 impl std::str::FromStr for BackendKind {

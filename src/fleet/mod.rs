@@ -9,7 +9,7 @@ use crate::node::kube::KubeNode;
 use crate::yaml::{self, YamlError};
 pub use kind::BackendKind;
 pub use resolve::resolve;
-pub use spec::{FleetSpec, Host, Placement, ProxyJump};
+pub use spec::{valid_subdomain, FleetSpec, Host, Placement, ProxyJump};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -1094,21 +1094,8 @@ impl Validator<'_> {
     }
 }
 
-/// `n` nodes `lab-0`.. at `10.0.0.1`.., for tests.
-/// A Kubernetes object name that is a DNS subdomain (RFC 1123): lowercase letters,
-/// digits, `-` and `.`, at most 253, each dot-separated label starting and ending with a
-/// letter or digit (Secrets, service accounts, claims, Networks).
-pub fn valid_subdomain(n: &str) -> bool {
-    let alnum = |c: Option<char>| c.is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
-    !n.is_empty()
-        && n.len() <= 253
-        && n.split('.')
-            .all(|l| alnum(l.chars().next()) && alnum(l.chars().last()))
-        && n.chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '.'))
-}
-
 #[cfg(test)]
+/// `n` nodes `lab-0`.. at `10.0.0.1`.., for tests.
 pub(crate) fn lab_nodes(n: usize) -> Vec<NodeTarget> {
     (0..n)
         .map(|i| NodeTarget {

@@ -190,7 +190,7 @@ impl Topology {
                 .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
             && name.starts_with(|c: char| c.is_ascii_alphanumeric())
             && name.ends_with(|c: char| c.is_ascii_alphanumeric());
-        if !name_ok || (!prefix.is_empty() && !crate::jobs::spec::valid_subdomain(prefix)) {
+        if !name_ok || (!prefix.is_empty() && !valid_subdomain(prefix)) {
             return Err(format!("`{level}` is not a node label key (the topology level, e.g. cloud.google.com/gce-topology-block)"));
         }
         Ok((key, level))
@@ -621,4 +621,17 @@ impl<'de> Deserialize<'de> for RunDuration {
         }
         d.deserialize_any(V)
     }
+}
+
+/// A Kubernetes object name that is a DNS subdomain (RFC 1123): lowercase letters,
+/// digits, `-` and `.`, at most 253, each dot-separated label starting and ending with a
+/// letter or digit (Secrets, service accounts, claims, Networks).
+pub fn valid_subdomain(n: &str) -> bool {
+    let alnum = |c: Option<char>| c.is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+    !n.is_empty()
+        && n.len() <= 253
+        && n.split('.')
+            .all(|l| alnum(l.chars().next()) && alnum(l.chars().last()))
+        && n.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '.'))
 }
