@@ -271,7 +271,7 @@ fn doctor_lists_its_checks_and_names_what_is_wrong_with_its_arguments() {
         text(&out.stderr)
     );
     let out = flightdeck(home.path(), &["doctor", "nosuch", "--only", "xids"]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     assert!(
         text(&out.stderr).contains("--only xids: no such check; did you mean `xid`?"),
         "{}",
