@@ -1305,6 +1305,7 @@ fn plugin_versions_come_from_the_installer_daemonsets() {
     let tmp = tempfile::tempdir().unwrap();
     let d = KubeDouble::start(Options {
         nodes: nodes(),
+        images: images(tmp.path()),
         ..Options::default()
     });
     let home = tmp.path().join("home");
@@ -1351,4 +1352,14 @@ fn plugin_versions_come_from_the_installer_daemonsets() {
         "{o}"
     );
     assert!(!o.contains("GPUDirect tcpx:"), "no TCPX installer: {o}");
+    // Gke review M3: an NCCL test runs the image of the plugin the installer installed
+    // (the gIB diagnostic image of its tag), not the recipe's pinned one.
+    let out = flightdeck(&home, &["nccl", "run", "a3u", "--test", "all_gather", "--json"]);
+    let err = text(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("the cluster's rdma installer runs us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib:v1.0.6: the test pods run us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib-diagnostic:v1.0.6")
+            && err.contains("(us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib-diagnostic:v1.0.6) for run"),
+        "{err}"
+    );
 }

@@ -463,6 +463,17 @@ pub fn head_script(spec: &RunSpec, flavour: GpuDirect, hosts: &[String], gpus: u
     s
 }
 
+/// The test container's image in the run's objects (a JobSet or its pods).
+fn image_of(objects: &[serde_json::Value]) -> Option<String> {
+    let o = objects.first()?;
+    let pod = if o["kind"] == "JobSet" {
+        &o["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    } else {
+        &o["spec"]
+    };
+    pod["containers"][0]["image"].as_str().map(str::to_string)
+}
+
 /// Create the run's test pods ([`run_objects`]: pinned to `nodes`, or a JobSet the
 /// scheduler places) and wait until they all run; the pods as nodes (head first) and
 /// their addresses.
@@ -482,9 +493,25 @@ pub async fn create_pods(
         .and_then(|n| n.kube().cloned())
         .ok_or("not a GKE fleet's nodes")?;
     let client = clients.get(&first.cluster).await?;
-    let api: Api<Pod> = Api::namespaced(client, &first.namespace);
-    let objects = run_objects(fleet, run, nodes, flavour, gpus, at)?;
-    let image = recipe(flavour).image;
+    let api: Api<Pod> = Api::namespaced(client.clone(), &first.namespace);
+    let mut objects = run_objects(fleet, run, nodes, flavour, gpus, at)?;
+    // The plugin the cluster's installer put on the nodes decides the test image.
+    let daemonsets: Api<k8s_openapi::api::apps::v1::DaemonSet> =
+        Api::namespaced(client.clone(), "kube-system");
+    match daemonsets.list(&ListParams::default()).await {
+        Ok(l) => {
+            let installed: Vec<serde_json::Value> = l
+                .items
+                .iter()
+                .filter_map(|d| serde_json::to_value(d).ok())
+                .collect();
+            for note in gke::nccl::follow_installer(&mut objects, flavour, &installed) {
+                progress(note);
+            }
+        }
+        Err(e) => tracing::info!("kube-system DaemonSets: {}", gke::cluster::why(&e)),
+    }
+    let image = image_of(&objects).unwrap_or_else(|| recipe(flavour).image.to_string());
     let (made, ips) = if scheduled(nodes) {
         progress(format!(
             "creating JobSet {} of {} ({image}) for run {run}, placed by the scheduler{}{}",

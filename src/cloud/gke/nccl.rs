@@ -147,6 +147,84 @@ pub fn interfaces(flavour: GpuDirect, networks: Option<&[String]>) -> Result<Opt
     Ok(Some(serde_json::Value::Array(list).to_string()))
 }
 
+/// The plugin image of the cluster's GPUDirect installer for `flavour` (its DaemonSet in
+/// kube-system among `daemonsets`), when it has one.
+pub fn installer_image(flavour: GpuDirect, daemonsets: &[serde_json::Value]) -> Option<String> {
+    let (name, ..) = super::view::INSTALLERS
+        .iter()
+        .find(|(_, f, ..)| *f == flavour.name())?;
+    let ds = daemonsets.iter().find(|d| d["metadata"]["name"] == *name)?;
+    let spec = &ds["spec"]["template"]["spec"];
+    spec["initContainers"]
+        .as_array()
+        .into_iter()
+        .chain(spec["containers"].as_array())
+        .flatten()
+        .filter_map(|c| c["image"].as_str())
+        .find(|i| i.contains("nccl-plugin"))
+        .map(str::to_string)
+}
+
+/// The test pods' image as the cluster's installer decides it (`objects`: the run's
+/// JobSet or pods, changed in place): the plugin the installer put on the nodes must be
+/// the one NCCL in the image was built with (gpudirect-tcpxo/README.md couples them).
+/// TCPX and TCPXO run the installer's own image, as the guides' test pods do; RDMA runs
+/// the gIB diagnostic image of the installer's tag (published with the plugin's
+/// versions). What changed, and what could not follow, as notes for the operator.
+pub fn follow_installer(
+    objects: &mut [serde_json::Value],
+    flavour: GpuDirect,
+    daemonsets: &[serde_json::Value],
+) -> Vec<String> {
+    let r = recipe(flavour);
+    let Some(installed) = installer_image(flavour, daemonsets) else {
+        return vec![];
+    };
+    let tag = |i: &str| i.rsplit_once(':').map(|(_, t)| t.to_string()).unwrap_or_default();
+    let want = match flavour {
+        GpuDirect::Tcpx | GpuDirect::Tcpxo => installed.clone(),
+        GpuDirect::Rdma => match r.image.rsplit_once(':') {
+            Some((repo, _)) if !tag(&installed).is_empty() => format!("{repo}:{}", tag(&installed)),
+            _ => return vec![],
+        },
+        GpuDirect::None => return vec![],
+    };
+    if want == r.image {
+        return vec![];
+    }
+    fn swap(v: &mut serde_json::Value, from: &str, to: &str) {
+        match v {
+            serde_json::Value::Object(m) => {
+                for (k, x) in m.iter_mut() {
+                    if k == "image" && x.as_str() == Some(from) {
+                        *x = to.into();
+                    } else {
+                        swap(x, from, to);
+                    }
+                }
+            }
+            serde_json::Value::Array(a) => a.iter_mut().for_each(|x| swap(x, from, to)),
+            _ => {}
+        }
+    }
+    for o in objects.iter_mut() {
+        swap(o, r.image, &want);
+    }
+    let mut notes = vec![format!(
+        "the cluster's {} installer runs {installed}: the test pods run {want} (not {})",
+        flavour.name(),
+        r.image
+    )];
+    if let Some(x) = &r.rxdm {
+        notes.push(format!(
+            "the RxDM sidecar stays {}: flightdeck knows no RxDM paired with plugin {} (nccl-plugin-gpudirect-tcpxo's README pairs them); if it fails to start, the installer and the RxDM differ",
+            x.image,
+            tag(&installed)
+        ));
+    }
+    notes
+}
+
 pub fn recipe(flavour: GpuDirect) -> Recipe {
     match flavour {
         GpuDirect::Rdma => Recipe {
@@ -289,6 +367,59 @@ pub async fn machine(clients: &Clients, node: &KubeNode) -> Result<(Option<Strin
 
 #[cfg(test)]
 mod tests {
+    /// Gke review M3: the test pods run what the cluster's installer installed, not the
+    /// recipe's pinned tag.
+    #[test]
+    fn test_pods_follow_the_clusters_installer() {
+        let installer = |name: &str, image: &str| {
+            serde_json::json!({"metadata": {"name": name, "namespace": "kube-system"},
+                "spec": {"template": {"spec": {"initContainers": [{"name": "nccl-plugin-installer", "image": image}],
+                    "containers": [{"name": "pause", "image": "gcr.io/google-containers/pause:2.0"}]}}}})
+        };
+        let older = "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev:v1.0.8-1";
+        let ds = [
+            installer("nccl-tcpxo-installer", older),
+            installer(
+                "nccl-rdma-installer",
+                "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib:v1.0.6",
+            ),
+        ];
+        let pod = |image: &str| {
+            serde_json::json!({"spec": {"template": {"spec": {"initContainers": [{"name": "tcpxo-daemon", "image": recipe(GpuDirect::Tcpxo).rxdm.unwrap().image}],
+                "containers": [{"name": "test", "image": image}]}}}})
+        };
+        let mut objects = vec![pod(recipe(GpuDirect::Tcpxo).image)];
+        let notes = follow_installer(&mut objects, GpuDirect::Tcpxo, &ds);
+        let spec = &objects[0]["spec"]["template"]["spec"];
+        assert_eq!(spec["containers"][0]["image"], older);
+        assert_eq!(
+            spec["initContainers"][0]["image"],
+            recipe(GpuDirect::Tcpxo).rxdm.unwrap().image
+        );
+        assert!(notes.len() == 2 && notes[1].contains("v1.0.8-1"), "{notes:?}");
+        // RDMA: the diagnostic image of the installer's tag.
+        let mut objects = vec![pod(recipe(GpuDirect::Rdma).image)];
+        follow_installer(&mut objects, GpuDirect::Rdma, &ds);
+        assert_eq!(
+            objects[0]["spec"]["template"]["spec"]["containers"][0]["image"],
+            "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib-diagnostic:v1.0.6"
+        );
+        // No installer, or the recipe's own: nothing changes.
+        let mut objects = vec![pod(recipe(GpuDirect::Tcpx).image)];
+        assert!(follow_installer(&mut objects, GpuDirect::Tcpx, &ds).is_empty());
+        assert_eq!(
+            objects[0]["spec"]["template"]["spec"]["containers"][0]["image"],
+            recipe(GpuDirect::Tcpx).image
+        );
+        let current = [installer("nccl-tcpxo-installer", recipe(GpuDirect::Tcpxo).image)];
+        assert!(follow_installer(
+            &mut [pod(recipe(GpuDirect::Tcpxo).image)],
+            GpuDirect::Tcpxo,
+            &current
+        )
+        .is_empty());
+    }
+
     use super::*;
 
     /// The interfaces of each flavour as GKE's current manifest gives them
