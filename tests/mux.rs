@@ -271,7 +271,16 @@ fn another_user_is_refused_by_the_socket_and_by_the_holder() {
         err.contains("is served by uid 0, not by you (uid 65534): another user's holder, not used"),
         "{err}"
     );
-    let log = std::fs::read_to_string(state.join("flightdeck.log")).unwrap();
+    // The holder logs the refusal when it has accepted the connection, which may be
+    // after the client, which read the server's uid at connect, has already given up.
+    let mut log = String::new();
+    for _ in 0..100 {
+        log = std::fs::read_to_string(state.join("flightdeck.log")).unwrap();
+        if log.contains("refused uid 65534") {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
     assert!(log.contains("refused uid 65534"), "{log}");
     // The other user's flightdeck did not narrow or write into this state directory.
     assert_eq!(mode(&state), 0o755);
