@@ -76,9 +76,7 @@ pub fn resolve_fleet_kind(
     Vec<crate::fleet::NodeTarget>,
     crate::reach::Reach,
 )> {
-    let r = resolve_record(fleet, paths)?;
-    let reach = reach(&r.nodes, cli, paths);
-    Ok((r.name, r.backend, r.nodes, reach))
+    with_reach(resolve_record(fleet, paths)?, cli, paths)
 }
 
 /// [`resolve_fleet_kind`] with the nodes the cloud has now where they come and go
@@ -97,6 +95,7 @@ pub fn resolve_fleet_kind_now(
 )> {
     let mut r = resolve_record(fleet, paths)?;
     let ctx = inventory_context(paths)?;
+    // The answer is taken out of the borrow of `r` the question holds, then applied.
     let now = match crate::cloud::lifecycle::inventory_for(r.backend).live_nodes(&ctx, &r) {
         Some(ask) => Some(runtime()?.block_on(async {
             tokio::time::timeout(std::time::Duration::from_secs(30), ask)
@@ -105,16 +104,29 @@ pub fn resolve_fleet_kind_now(
         })),
         None => None,
     };
-    if let Some(now) = now {
-        match now {
-            Ok(nodes) => r.nodes = nodes,
-            Err(e) => errln!(
-                "fleet `{}`: its nodes now could not be listed ({e}); using the {} recorded when it was applied",
-                r.name,
-                crate::words::plural(r.nodes.len(), "node")
-            ),
-        }
+    match now {
+        Some(Ok(nodes)) => r.nodes = nodes,
+        Some(Err(e)) => errln!(
+            "fleet `{}`: its nodes now could not be listed ({e}); using the {} recorded when it was applied",
+            r.name,
+            crate::words::plural(r.nodes.len(), "node")
+        ),
+        None => {}
     }
+    with_reach(r, cli, paths)
+}
+
+/// A resolved fleet's name, family and nodes, with how this command reaches them.
+fn with_reach(
+    r: crate::store::FleetRecord,
+    cli: &Cli,
+    paths: &Paths,
+) -> anyhow::Result<(
+    String,
+    crate::fleet::BackendKind,
+    Vec<crate::fleet::NodeTarget>,
+    crate::reach::Reach,
+)> {
     let reach = reach(&r.nodes, cli, paths);
     Ok((r.name, r.backend, r.nodes, reach))
 }

@@ -569,21 +569,9 @@ fn load_kubeconfigs(paths: &[PathBuf], context: &str) -> Result<KubeconfigFile, 
                 } else {
                     first
                 };
-                for c in kc.contexts {
-                    if !m.contexts.iter().any(|x| x.name == c.name) {
-                        m.contexts.push(c);
-                    }
-                }
-                for c in kc.clusters {
-                    if !m.clusters.iter().any(|x| x.name == c.name) {
-                        m.clusters.push(c);
-                    }
-                }
-                for a in kc.auth_infos {
-                    if !m.auth_infos.iter().any(|x| x.name == a.name) {
-                        m.auth_infos.push(a);
-                    }
-                }
+                first_wins(&mut m.contexts, kc.contexts, |c| &c.name);
+                first_wins(&mut m.clusters, kc.clusters, |c| &c.name);
+                first_wins(&mut m.auth_infos, kc.auth_infos, |a| &a.name);
                 (first, m)
             }
         });
@@ -602,6 +590,16 @@ fn load_kubeconfigs(paths: &[PathBuf], context: &str) -> Result<KubeconfigFile, 
         });
     };
     select_context(real, kc, true, context)
+}
+
+/// `from`'s entries added to `into` where `into` has none of that name (kubectl's merge:
+/// the first file's entry of a name wins).
+fn first_wins<T>(into: &mut Vec<T>, from: Vec<T>, name: impl Fn(&T) -> &String) {
+    for x in from {
+        if !into.iter().any(|y| name(y) == name(&x)) {
+            into.push(x);
+        }
+    }
 }
 
 /// The context `context` of `kc` (read from `real`), with its cluster and user only.

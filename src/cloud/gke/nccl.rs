@@ -154,15 +154,7 @@ pub fn installer_image(flavour: GpuDirect, daemonsets: &[serde_json::Value]) -> 
         .iter()
         .find(|(_, f, ..)| *f == flavour.name())?;
     let ds = daemonsets.iter().find(|d| d["metadata"]["name"] == *name)?;
-    let spec = &ds["spec"]["template"]["spec"];
-    spec["initContainers"]
-        .as_array()
-        .into_iter()
-        .chain(spec["containers"].as_array())
-        .flatten()
-        .filter_map(|c| c["image"].as_str())
-        .find(|i| i.contains("nccl-plugin"))
-        .map(str::to_string)
+    super::view::installer_plugin_image(ds).map(str::to_string)
 }
 
 /// The test pods' image as the cluster's installer decides it (`objects`: the run's

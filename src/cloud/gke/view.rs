@@ -606,6 +606,19 @@ impl PluginVersion {
     }
 }
 
+/// The plugin image an installer DaemonSet runs (its `nccl-plugin` container, an init
+/// container in Google's installers).
+pub fn installer_plugin_image(ds: &serde_json::Value) -> Option<&str> {
+    let spec = &ds["spec"]["template"]["spec"];
+    spec["initContainers"]
+        .as_array()
+        .into_iter()
+        .chain(spec["containers"].as_array())
+        .flatten()
+        .filter_map(|c| c["image"].as_str())
+        .find(|i| i.contains("nccl-plugin"))
+}
+
 /// The plugin versions of the installer DaemonSets among `daemonsets` (apps/v1 objects
 /// of kube-system): each one's first image tag, with the RxDM of the manifests' pair
 /// when the tag is theirs. Without any installer: the manifests' current versions.
@@ -615,15 +628,7 @@ pub fn plugin_versions(daemonsets: &[serde_json::Value]) -> Vec<PluginVersion> {
         let Some(ds) = daemonsets.iter().find(|d| d["metadata"]["name"] == name) else {
             continue;
         };
-        let spec = &ds["spec"]["template"]["spec"];
-        let image = spec["initContainers"]
-            .as_array()
-            .into_iter()
-            .chain(spec["containers"].as_array())
-            .flatten()
-            .filter_map(|c| c["image"].as_str())
-            .find(|i| i.contains("nccl-plugin"))
-            .unwrap_or("");
+        let image = installer_plugin_image(ds).unwrap_or("");
         let tag = image.rsplit_once(':').map(|(_, t)| t).unwrap_or("").to_string();
         out.push(PluginVersion {
             flavour: flavour.into(),
