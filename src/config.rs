@@ -218,7 +218,7 @@ mod tests {
         assert_eq!(e.to_string().split(": ").next(), Some("config.yaml:2:1"));
         assert!(e.message.contains("did you mean `log_level`?"), "{e}");
         let e = yaml::from_str::<Config>(Path::new("config.yaml"), "log_level: loud\n").unwrap_err();
-        assert!(e.message.contains("unknown variant `loud`"), "{e}");
+        assert!(e.message.contains("unknown value `loud`"), "{e}");
     }
 
     #[test]

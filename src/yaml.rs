@@ -147,13 +147,80 @@ pub fn convert(file: &Path, e: &serde_yaml::Error) -> YamlError {
         }
         None => (None, None),
     };
-    message.push_str(&hint_suffix(suggestion(&message).as_deref()));
+    let hint = hint_suffix(suggestion(&message).as_deref());
+    let mut message = plain_words(&message);
+    message.push_str(&hint);
     YamlError {
         file: file.to_path_buf(),
         line,
         column,
         message,
     }
+}
+
+/// serde's words said in the operator's: "invalid type: map, expected a string" becomes
+/// "expected a text, found a mapping" (with why a command with `: ` in it is one), "unknown
+/// variant" an "unknown value", and a file of the wrong kind (`type: fleet` where a task is
+/// read) says so. The field path before the message is kept.
+pub fn plain_words(message: &str) -> String {
+    let (path, body) = match message
+        .find(": invalid type: ")
+        .or_else(|| message.find(": unknown variant `"))
+    {
+        Some(p) => (&message[..p + 2], &message[p + 2..]),
+        None => ("", message),
+    };
+    if let Some(rest) = body.strip_prefix("invalid type: ") {
+        let Some((found, expected)) = rest.split_once(", expected ") else {
+            return message.to_string();
+        };
+        let found_words = match found {
+            "map" => "a mapping (`key: value`)".to_string(),
+            "sequence" => "a list".to_string(),
+            "unit value" => "nothing".to_string(),
+            f => {
+                let (kind, value) = f.split_once(' ').unwrap_or((f, ""));
+                match kind {
+                    "string" => format!("the text {value}"),
+                    "integer" | "floating" => format!(
+                        "the number {}",
+                        value.trim_start_matches("point ").trim_matches('`')
+                    ),
+                    "boolean" => value.to_string(),
+                    _ => f.to_string(),
+                }
+            }
+        };
+        let expected_words = match expected {
+            "u8" | "u16" | "u32" | "u64" | "usize" => "a whole number (0 or more)",
+            "i8" | "i16" | "i32" | "i64" | "isize" => "a whole number",
+            "f32" | "f64" => "a number",
+            "a string" => "a text",
+            "a sequence" => "a list",
+            "a boolean" => "`true` or `false`",
+            "a map" => "a mapping (`key: value`)",
+            e => e,
+        };
+        let why = if found == "map" && expected == "a string" {
+            "; a value with `: ` in it reads as a mapping: put it in quotes"
+        } else {
+            ""
+        };
+        return format!("{path}expected {expected_words}, found {found_words}{why}");
+    }
+    if let Some(rest) = body.strip_prefix("unknown variant `") {
+        if let Some((wrong, expected)) = rest.split_once("`, expected `") {
+            let kinds = ["fleet", "task"];
+            let expected = expected.trim_end_matches('`');
+            if path == "type: " && kinds.contains(&wrong) && kinds.contains(&expected) {
+                return format!(
+                    "type: this is a {wrong} file (`type: {wrong}`); a {expected} file (`type: {expected}`) is read here"
+                );
+            }
+        }
+        return format!("{path}unknown value `{rest}");
+    }
+    message.to_string()
 }
 
 /// For serde's "unknown field `x`, expected one of `a`, `b`" (and "unknown variant"),
@@ -388,7 +455,39 @@ mod tests {
     fn wrong_type_names_the_field() {
         let e = from_str::<Doc>(Path::new("b.yaml"), "name: x\ncount: many\n").unwrap_err();
         assert_eq!(e.line, Some(2));
-        assert!(e.message.starts_with("count: invalid type"), "{e}");
+        assert_eq!(
+            e.message,
+            "count: expected a whole number (0 or more), found the text \"many\""
+        );
+    }
+
+    #[test]
+    fn serde_words_become_the_operators() {
+        let p = |m: &str| plain_words(m);
+        assert_eq!(
+            p("commands[0]: invalid type: map, expected a string"),
+            "commands[0]: expected a text, found a mapping (`key: value`); a value with `: ` in it reads as a mapping: put it in quotes"
+        );
+        assert_eq!(
+            p("hosts: invalid type: map, expected a sequence"),
+            "hosts: expected a list, found a mapping (`key: value`)"
+        );
+        assert_eq!(
+            p("x: invalid type: floating point `1.5`, expected u32"),
+            "x: expected a whole number (0 or more), found the number 1.5"
+        );
+        assert_eq!(
+            p("type: unknown variant `fleet`, expected `task`"),
+            "type: this is a fleet file (`type: fleet`); a task file (`type: task`) is read here"
+        );
+        assert_eq!(
+            p("mode: unknown variant `x`, expected one of `a`, `b`"),
+            "mode: unknown value `x`, expected one of `a`, `b`"
+        );
+        assert_eq!(
+            p("unknown field `x`, expected `a`"),
+            "unknown field `x`, expected `a`"
+        );
     }
 
     #[test]

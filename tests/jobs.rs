@@ -239,7 +239,7 @@ fn a_local_job_runs_is_judged_and_stopped() {
     assert_eq!(out.status.code(), Some(1));
     assert!(
         text(&out.stderr).starts_with(&format!(
-            "{}:5:8: nodes: invalid type: string \"two\", expected u32",
+            "{}:5:8: nodes: expected a whole number (0 or more), found the text \"two\"",
             bad.display()
         )),
         "{}",

@@ -1366,7 +1366,7 @@ mod tests {
         );
         let e = errors("type: fleet\nname: a\nbackends: [aws]\n");
         assert!(
-            e[0].contains("unknown variant `aws`, expected one of `local`, `ssh`, `gcp`"),
+            e[0].contains("unknown value `aws`, expected one of `local`, `ssh`, `gcp`"),
             "{}",
             e[0]
         );
@@ -1507,7 +1507,9 @@ mod tests {
         );
         let e = diags(&format!("{base}  allow_exec_plugin: 3\n"));
         assert!(
-            e[0].starts_with(&format!("{at}:6:22: gke.allow_exec_plugin: invalid type")),
+            e[0].starts_with(&format!(
+                "{at}:6:22: gke.allow_exec_plugin: expected true, false, or the plugin"
+            )),
             "{e:?}"
         );
         // Others may write it: refused where it is named.

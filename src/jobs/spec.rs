@@ -1089,13 +1089,18 @@ mod tests {
         let e = errors("type: task\nname: j\nfleet: f\nenv: 5\ncommands: [x]\n");
         assert_eq!(
             e,
-            vec!["job.yaml:4:6: env: invalid type: integer `5`, expected a list of `KEY=VALUE` (or `KEY`) strings, or a mapping of KEY: value"]
+            vec!["job.yaml:4:6: env: expected a list of `KEY=VALUE` (or `KEY`) strings, or a mapping of KEY: value, found the number 5"]
         );
         let e = errors("type: task\nname: j\nfleet: f\nenv:\n  - A=1\n  - [x]\ncommands: [x]\n");
+        assert_eq!(e, vec!["job.yaml:6:5: env[1]: expected a text, found a list"]);
+        // A fleet file given to `job run`, and a command YAML read as a mapping.
+        let e = errors("type: fleet\nname: f\n");
         assert_eq!(
             e,
-            vec!["job.yaml:6:5: env[1]: invalid type: sequence, expected a string"]
+            vec!["job.yaml:1:7: type: this is a fleet file (`type: fleet`); a task file (`type: task`) is read here"]
         );
+        let e = errors("type: task\nname: j\nfleet: f\ncommands:\n  - echo a: b\n");
+        assert!(e[0].ends_with("put it in quotes"), "{e:?}");
         let e = errors("type: task\nname: j\nfleet: f\ncomands: [x]\n");
         assert!(
             e[0].starts_with("job.yaml:4:1: unknown field `comands`, expected one of `type`"),
@@ -1114,7 +1119,7 @@ mod tests {
         );
         assert_eq!(
             errors("type: task\nname: j\nfleet: f\ncommands: [x]\nnccl_profile: tcpz\n")[0],
-            "job.yaml:5:15: nccl_profile: unknown variant `tcpz`, expected one of `auto`, `none`, `tcpx`, `tcpxo`, `rdma`; did you mean `tcpx`?"
+            "job.yaml:5:15: nccl_profile: unknown value `tcpz`, expected one of `auto`, `none`, `tcpx`, `tcpxo`, `rdma`; did you mean `tcpx`?"
         );
         assert_eq!(
             errors("type: task\nname: j\nfleets: [a, b]\ncommands: [x]\n"),
