@@ -5,7 +5,10 @@
 //!    on the backend: `backend *(==|!=) *"` or `kube.is_some()`.
 //! 2. `import_circles_outside_tui_at_most_one`: of the file-level import circles (strongly
 //!    connected components of two or more files, Kosaraju), at most one has a file outside
-//!    `src/tui/`. Components wholly inside `src/tui/` are allowed; a mixed one is outside.
+//!    `src/tui/`, and none lies wholly inside `src/tui/` (issue #29); a mixed one is
+//!    outside.
+//! 3. `the_cockpit_update_is_a_router`: `update::apply` in `src/tui/update.rs` is under 100
+//!    lines (issue #29).
 //!
 //! How the source is read (std only, no parser crate):
 //! * Production code only. Comments (doc comments too) and the contents of string, byte, raw
@@ -593,5 +596,30 @@ fn import_circles_outside_tui_at_most_one() {
     assert!(
         n <= 1,
         "{n} import circles reach outside src/tui/, at most 1 may (issue #26):\n{report}"
+    );
+    assert!(
+        tui.is_empty(),
+        "{} import circles inside src/tui/, none may (issue #29: a feature's mod.rs holds its state, \
+         which the root state holds; what changes the state imports the root):\n{report}",
+        tui.len()
+    );
+}
+
+/// The cockpit's `update::apply` is a router (issue #29): one arm per feature's messages
+/// and the shell's own, each a call or a line or two, well under 100 lines.
+#[test]
+fn the_cockpit_update_is_a_router() {
+    let src = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/tui/update.rs"))
+        .expect("src/tui/update.rs");
+    let start = src.find("\nfn apply(").expect("update.rs has `fn apply(`");
+    let len = src[start + 1..]
+        .lines()
+        .position(|l| l == "}")
+        .expect("apply's closing brace at column 0")
+        + 1;
+    println!("update::apply: {len} lines");
+    assert!(
+        len < 100,
+        "update::apply is {len} lines; a router is well under 100"
     );
 }

@@ -102,7 +102,10 @@ fn fleet_record(name: &str, backend: &str, n: usize) -> flightdeck::store::Fleet
 /// Status messages from outside: failed loads, writes, plans, runs.
 fn messages(s: &mut State) {
     update(s, Msg::ThemeLoaded(Err(evil("theme"))));
-    update(s, Msg::FileWritten(Err(evil("write"))));
+    update(
+        s,
+        Msg::Fleets(flightdeck::tui::fleets::Msg::FileWritten(Err(evil("write")))),
+    );
     update(s, Msg::Panes(flightdeck::tui::panes::Msg::Failed(evil("panes"))));
     update(
         s,
@@ -112,8 +115,14 @@ fn messages(s: &mut State) {
         s,
         Msg::Nccl(flightdeck::tui::nccl::Msg::Started(Err(evil("nccl")))),
     );
-    update(s, Msg::FleetPlanned(Err(evil("plan"))));
-    update(s, Msg::OffersRefreshed(Err(evil("offers"))));
+    update(
+        s,
+        Msg::Fleets(flightdeck::tui::fleets::Msg::Planned(Err(evil("plan")))),
+    );
+    update(
+        s,
+        Msg::Offers(flightdeck::tui::offers::Msg::Refreshed(Err(evil("offers")))),
+    );
 }
 
 #[test]
@@ -121,21 +130,27 @@ fn fleets_nodes_panes_and_questions() {
     let mut s = state();
     update(
         &mut s,
-        Msg::Fleets(Ok(vec![
+        Msg::Fleets(flightdeck::tui::fleets::Msg::Loaded(Ok(vec![
             fleet_record("lab", "ssh", 3),
             fleet_record("a3u", "gke", 0),
-        ])),
+        ]))),
     );
     messages(&mut s);
     keys(&mut s, "2");
-    update(&mut s, Msg::FleetLog(evil("  lab-0: created")));
-    update(&mut s, Msg::FleetLog(evil("failed")));
     update(
         &mut s,
-        Msg::FleetDone {
+        Msg::Fleets(flightdeck::tui::fleets::Msg::Log(evil("  lab-0: created"))),
+    );
+    update(
+        &mut s,
+        Msg::Fleets(flightdeck::tui::fleets::Msg::Log(evil("failed"))),
+    );
+    update(
+        &mut s,
+        Msg::Fleets(flightdeck::tui::fleets::Msg::Done {
             name: "lab".into(),
             result: Err(evil("apply")),
-        },
+        }),
     );
     assert_clean(&s, "Fleets");
     keys(&mut s, "3");
@@ -187,10 +202,10 @@ fn fleets_nodes_panes_and_questions() {
     };
     update(
         &mut s,
-        Msg::GkeSnapshot {
+        Msg::Nodes(flightdeck::tui::nodes::Msg::GkeSnapshot {
             fleet: "a3u".into(),
             result: Ok(Box::new(snap)),
-        },
+        }),
     );
     for k in ["2", "j", "3", "j"] {
         keys(&mut s, k);
@@ -198,10 +213,10 @@ fn fleets_nodes_panes_and_questions() {
     }
     update(
         &mut s,
-        Msg::GkeSnapshot {
+        Msg::Nodes(flightdeck::tui::nodes::Msg::GkeSnapshot {
             fleet: "a3u".into(),
             result: Err(evil("gke")),
-        },
+        }),
     );
     assert_clean(&s, "GKE error");
 
@@ -441,7 +456,12 @@ fn doctor_view() {
 #[test]
 fn jobs_view() {
     let mut s = state();
-    update(&mut s, Msg::Fleets(Ok(vec![fleet_record("tb", "ssh", 2)])));
+    update(
+        &mut s,
+        Msg::Fleets(flightdeck::tui::fleets::Msg::Loaded(Ok(vec![fleet_record(
+            "tb", "ssh", 2,
+        )]))),
+    );
     let job = |id: &str| flightdeck::store::JobRecord {
         id: id.into(),
         name: evil("train"),

@@ -149,10 +149,10 @@ fn panes_state() -> State {
     let mut s = state();
     update(
         &mut s,
-        Msg::Fleets(Ok(vec![
+        Msg::Fleets(flightdeck::tui::fleets::Msg::Loaded(Ok(vec![
             fleet_record("lab", "ssh", 4),
             fleet_record("local", "local", 1),
-        ])),
+        ]))),
     );
     let tiles: Vec<flightdeck::tui::panes::PaneTile> = (0..4)
         .map(|i| {
@@ -563,10 +563,10 @@ fn jobs_state(h200: bool) -> State {
     let mut s = state();
     update(
         &mut s,
-        Msg::Fleets(Ok(vec![
+        Msg::Fleets(flightdeck::tui::fleets::Msg::Loaded(Ok(vec![
             fleet_record("local", "local", 1),
             fleet_record("tb", "ssh", 3),
-        ])),
+        ]))),
     );
     update(
         &mut s,
@@ -662,7 +662,12 @@ fn jobs_view_lists_and_charts() {
 fn jobs_view_shows_kueue_holding_a_gke_job() {
     use flightdeck::cloud::gke::view::{Snapshot, WorkloadRow};
     let mut s = state();
-    update(&mut s, Msg::Fleets(Ok(vec![fleet_record("a3u", "gke", 2)])));
+    update(
+        &mut s,
+        Msg::Fleets(flightdeck::tui::fleets::Msg::Loaded(Ok(vec![fleet_record(
+            "a3u", "gke", 2,
+        )]))),
+    );
     update(
         &mut s,
         Msg::Jobs(flightdeck::tui::jobs::Msg::List {
@@ -691,10 +696,10 @@ fn jobs_view_shows_kueue_holding_a_gke_job() {
     };
     update(
         &mut s,
-        Msg::GkeSnapshot {
+        Msg::Nodes(flightdeck::tui::nodes::Msg::GkeSnapshot {
             fleet: "a3u".into(),
             result: Ok(Box::new(snap)),
-        },
+        }),
     );
     keys(&mut s, "6\n");
     snapshot("jobs_gke_kueue_pending", &s);
@@ -826,7 +831,10 @@ fn nccl_view_judges_against_the_expected_curve_and_compares_two_runs() {
 #[test]
 fn empty_fleets_and_panes_say_what_to_do() {
     let mut s = state();
-    update(&mut s, Msg::Fleets(Ok(vec![])));
+    update(
+        &mut s,
+        Msg::Fleets(flightdeck::tui::fleets::Msg::Loaded(Ok(vec![]))),
+    );
     keys(&mut s, "2");
     let text = format!("{}", draw(&s, &Theme::default_theme(), 80, 24).backend());
     assert!(
@@ -1256,7 +1264,10 @@ fn gcp_fleet_in_the_fleets_and_nodes_views() {
         ..ResourceRecord::new("placement_policy", "mega-placement", "created")
     });
     let mut s = state();
-    update(&mut s, Msg::Fleets(Ok(vec![rec])));
+    update(
+        &mut s,
+        Msg::Fleets(flightdeck::tui::fleets::Msg::Loaded(Ok(vec![rec]))),
+    );
     keys(&mut s, "2");
     snapshot("gcp_fleets", &s);
     keys(&mut s, "3");
@@ -1277,7 +1288,10 @@ fn gke_fleet_pools_nodes_and_kueue_in_the_nodes_view() {
         a.user = None;
     }
     let mut s = state();
-    update(&mut s, Msg::Fleets(Ok(vec![rec])));
+    update(
+        &mut s,
+        Msg::Fleets(flightdeck::tui::fleets::Msg::Loaded(Ok(vec![rec]))),
+    );
     let snap = Snapshot {
         cluster: "context gke_proj_us-central1_a3u".into(),
         pools: vec![PoolRow {
@@ -1336,10 +1350,10 @@ fn gke_fleet_pools_nodes_and_kueue_in_the_nodes_view() {
     };
     update(
         &mut s,
-        Msg::GkeSnapshot {
+        Msg::Nodes(flightdeck::tui::nodes::Msg::GkeSnapshot {
             fleet: "a3u".into(),
             result: Ok(Box::new(snap)),
-        },
+        }),
     );
     keys(&mut s, "2");
     keys(&mut s, "3");
@@ -1392,16 +1406,21 @@ fn mega_plan() -> flightdeck::cloud::Plan {
 fn fleet_apply_confirmation_provisioning_log_and_delete_confirmation() {
     use flightdeck::tui::fleets::{Confirm, Op};
     let mut s = state();
-    update(&mut s, Msg::Fleets(Ok(vec![fleet_record("lab", "ssh", 2)])));
+    update(
+        &mut s,
+        Msg::Fleets(flightdeck::tui::fleets::Msg::Loaded(Ok(vec![fleet_record(
+            "lab", "ssh", 2,
+        )]))),
+    );
     keys(&mut s, "2");
     update(
         &mut s,
-        Msg::FleetPlanned(Ok(Box::new(Confirm {
+        Msg::Fleets(flightdeck::tui::fleets::Msg::Planned(Ok(Box::new(Confirm {
             op: Op::Apply {
                 file: "fleets/mega.yaml".into(),
             },
             plan: mega_plan(),
-        }))),
+        })))),
     );
     snapshot("fleet_apply_confirm", &s);
     keys(&mut s, "y");
@@ -1416,12 +1435,17 @@ fn fleet_apply_confirmation_provisioning_log_and_delete_confirmation() {
         "  instance mega-1: created",
         "  mega-0: RUNNING at 34.1.2.3, waiting for SSH",
     ] {
-        update(&mut s, Msg::FleetLog(line.into()));
+        update(
+            &mut s,
+            Msg::Fleets(flightdeck::tui::fleets::Msg::Log(line.into())),
+        );
     }
     // How far it has got: a gauge over the log (the tally is not a log line).
     update(
         &mut s,
-        Msg::FleetLog(flightdeck::progress::tally(1, 2, "nodes up")),
+        Msg::Fleets(flightdeck::tui::fleets::Msg::Log(flightdeck::progress::tally(
+            1, 2, "nodes up",
+        ))),
     );
     let text = screen80(&s).join("\n");
     assert!(text.contains("1/2 nodes up · 0:0"), "{text}");
@@ -1431,10 +1455,10 @@ fn fleet_apply_confirmation_provisioning_log_and_delete_confirmation() {
     snapshot("fleet_provisioning_log", &s);
     update(
         &mut s,
-        Msg::FleetDone {
+        Msg::Fleets(flightdeck::tui::fleets::Msg::Done {
             name: "lab".into(),
             result: Ok("fleet `lab`: 2 nodes ready; Enter opens their panes".into()),
-        },
+        }),
     );
     keys(&mut s, "D");
     snapshot("fleet_delete_confirm", &s);
@@ -1445,7 +1469,12 @@ fn fleet_apply_confirmation_provisioning_log_and_delete_confirmation() {
 #[test]
 fn gke_fleet_delete_confirmation_names_its_backend() {
     let mut s = state();
-    update(&mut s, Msg::Fleets(Ok(vec![fleet_record("b200", "gke", 2)])));
+    update(
+        &mut s,
+        Msg::Fleets(flightdeck::tui::fleets::Msg::Loaded(Ok(vec![fleet_record(
+            "b200", "gke", 2,
+        )]))),
+    );
     keys(&mut s, "2");
     keys(&mut s, "D");
     let text = screen80(&s).join("\n");

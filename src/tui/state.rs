@@ -8,82 +8,7 @@ use crate::store::FleetRecord;
 use crossterm::event::KeyEvent;
 use tui_textarea::TextArea;
 
-/// The cockpit's views, in tab order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum View {
-    Offers,
-    Fleets,
-    Nodes,
-    Panes,
-    Nccl,
-    Jobs,
-    Nics,
-    Doctor,
-}
-
-impl View {
-    pub const ALL: [View; 8] = [
-        View::Offers,
-        View::Fleets,
-        View::Nodes,
-        View::Panes,
-        View::Nccl,
-        View::Jobs,
-        View::Nics,
-        View::Doctor,
-    ];
-
-    pub fn index(self) -> usize {
-        View::ALL
-            .iter()
-            .position(|v| *v == self)
-            .expect("every view is in ALL")
-    }
-
-    pub fn title(self) -> &'static str {
-        match self {
-            View::Offers => "Offers",
-            View::Fleets => "Fleets",
-            View::Nodes => "Nodes",
-            View::Panes => "Panes",
-            View::Nccl => "NCCL",
-            View::Jobs => "Jobs",
-            View::Nics => "NICs",
-            View::Doctor => "Doctor",
-        }
-    }
-
-    /// The palette command that opens this view.
-    pub fn command(self) -> &'static str {
-        match self {
-            View::Offers => "offers",
-            View::Fleets => "fleets",
-            View::Nodes => "nodes",
-            View::Panes => "panes",
-            View::Nccl => "nccl",
-            View::Jobs => "jobs",
-            View::Nics => "nics",
-            View::Doctor => "doctor",
-        }
-    }
-
-    pub fn from_command(name: &str) -> Option<View> {
-        View::ALL.into_iter().find(|v| v.command() == name)
-    }
-
-    /// Whether the view is built around a table that `/` filters.
-    pub fn has_table(self) -> bool {
-        !matches!(self, View::Panes)
-    }
-
-    pub fn next(self) -> View {
-        View::ALL[(self.index() + 1) % View::ALL.len()]
-    }
-
-    pub fn prev(self) -> View {
-        View::ALL[(self.index() + View::ALL.len() - 1) % View::ALL.len()]
-    }
-}
+pub use super::shell::view::View;
 
 /// A one-line message in the status bar.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -189,9 +114,6 @@ pub struct State {
     pub fleets_error: Option<String>,
     /// The selected fleet in the Fleets view (kept by name across reloads).
     pub fleet_selected: Option<String>,
-    /// The selected node in the Nodes view (by name), and whether its details show.
-    pub node_selected: Option<String>,
-    pub node_detail: bool,
     /// A node whose pane should get the focus (zoomed) once the panes open.
     pub focus_node: Option<String>,
     /// Whether ctrl-z can hand the terminal back to a shell (job control): false when
@@ -200,13 +122,14 @@ pub struct State {
     pub panes: Panes,
     /// Apply and delete from the Fleets view: the provisioning log.
     pub fleet_ops: super::fleets::FleetOps,
+    /// The fleet-file editor, open over the Offers or Fleets view.
+    pub editor: Option<super::fleets::editor::FleetEditor>,
     pub offers: super::offers::OffersView,
+    pub nodes: super::nodes::NodesView,
     pub nccl: super::nccl::NcclView,
     pub nics: super::nics::NicsView,
     pub doctor: super::doctor::DoctorView,
     pub jobs: super::jobs::JobsView,
-    /// Each GKE fleet's last snapshot (pools, nodes, Kueue), or why it could not be read.
-    pub gke: std::collections::BTreeMap<String, Result<Box<crate::cloud::gke::view::Snapshot>, String>>,
     /// Questions waiting for the overlay (host keys, passphrases), oldest first.
     pub questions: std::collections::VecDeque<Overlay>,
     /// Every status message of the session, oldest first (the last [`MESSAGES_KEPT`]).
@@ -243,14 +166,13 @@ impl State {
             nics: Default::default(),
             doctor: Default::default(),
             jobs: Default::default(),
-            gke: Default::default(),
+            nodes: Default::default(),
+            editor: None,
             offers: super::offers::OffersView::new(std::sync::Arc::new(
                 crate::catalog::Catalog::embedded().clone(),
             )),
             questions: Default::default(),
             messages: Default::default(),
-            node_selected: None,
-            node_detail: false,
             focus_node: None,
             job_control: true,
         }
@@ -273,8 +195,13 @@ pub enum Msg {
     Resumed,
     /// A `Command::LoadTheme` finished.
     ThemeLoaded(Result<String, String>),
-    /// The fleets of the state store (`Command::LoadFleets`).
-    Fleets(Result<Vec<FleetRecord>, String>),
+    /// The Fleets view's services: the fleets of the state store, plans, applies and
+    /// deletes, files opened for the editor.
+    Fleets(super::fleets::Msg),
+    /// The Offers view's services (a live refresh of the catalog).
+    Offers(super::offers::Msg),
+    /// The Nodes view's services (GKE snapshots).
+    Nodes(super::nodes::Msg),
     /// The Panes view's sessions (`Command::OpenPanes`, `Command::SnapshotPane`).
     Panes(super::panes::Msg),
     HostKeyQuestion {
@@ -286,17 +213,8 @@ pub enum Msg {
         id: u64,
         key: String,
     },
-    /// A `Command::WriteFile` finished: the path written, or why not.
-    FileWritten(Result<String, String>),
     /// The state file changed on disk (a job or run started from the command line).
     StateChanged,
-    /// A GKE fleet's node pools, nodes and Kueue workloads now (or why not).
-    GkeSnapshot {
-        fleet: String,
-        result: Result<Box<crate::cloud::gke::view::Snapshot>, String>,
-    },
-    /// A live refresh of the offers catalog finished: the catalog and a one-line report.
-    OffersRefreshed(Result<(Box<crate::catalog::Catalog>, String), String>),
     /// The doctor's service (`Command::RunDoctor`).
     Doctor(super::doctor::Msg),
     /// The NICs view's samplers.
@@ -305,17 +223,6 @@ pub enum Msg {
     Nccl(super::nccl::Msg),
     /// The Jobs view's services: the job list, a followed job's lines, runs and stops.
     Jobs(super::jobs::Msg),
-    /// A `Command::PlanFleet` finished: the confirmation to show, or why there is none.
-    FleetPlanned(Result<Box<super::fleets::Confirm>, String>),
-    /// A line of the running apply or delete (zone tried, stockout, rollback, SSH wait).
-    FleetLog(String),
-    /// The apply or delete of fleet `name` ended: a summary, or why it failed.
-    FleetDone {
-        name: String,
-        result: Result<String, String>,
-    },
-    /// A `Command::EditFile` read the file: its path and text, or why not.
-    FileOpened(Result<(String, String), String>),
 }
 
 /// A string that is never printed by Debug (passphrases).
@@ -384,9 +291,9 @@ pub enum Command {
     CancelFleetOp,
     /// Start the job of a job file.
     RunJob(String),
-    /// Plan the apply of a fleet file (answered by `Msg::FleetPlanned`).
+    /// Plan the apply of a fleet file (answered by `fleets::Msg::Planned`).
     PlanFleet(String),
-    /// Apply a fleet file, streaming its progress (`Msg::FleetLog`, `Msg::FleetDone`).
+    /// Apply a fleet file, streaming its progress (`fleets::Msg::Log`, `fleets::Msg::Done`).
     ApplyFleet(String),
     /// Delete a recorded fleet, streaming its progress.
     DeleteFleet(String),

@@ -45,7 +45,7 @@ pub fn act(state: &mut State, action: Action) -> Option<Vec<Command>> {
 
 /// Run the doctor on the current fleet.
 fn start(state: &mut State) -> Vec<Command> {
-    let Some(fleet) = crate::tui::fleets::current(state).map(|f| f.name.clone()) else {
+    let Some(fleet) = crate::tui::shell::fleet::current(state).map(|f| f.name.clone()) else {
         state.status = Some(StatusMessage {
             text: "no fleet: select one in Fleets (2) first".into(),
             tone: Tone::Warn,

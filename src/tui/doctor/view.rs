@@ -64,7 +64,7 @@ pub fn render(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
     let inner = block.inner(area);
     block.render(area, buf);
     let Some(fleet) = v.fleet.as_deref() else {
-        let hint = match crate::tui::fleets::current(state) {
+        let hint = match crate::tui::shell::fleet::current(state) {
             Some(f) => format!(
                 "r examines every node of {} ({}).",
                 f.name,

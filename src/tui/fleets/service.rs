@@ -48,7 +48,11 @@ fn forwarder(tx: &mpsc::Sender<ServiceEvent>) -> mpsc::UnboundedSender<String> {
     let tx = tx.clone();
     tokio::spawn(async move {
         while let Some(line) = lrx.recv().await {
-            if tx.send(ServiceEvent::Msg(Msg::FleetLog(line))).await.is_err() {
+            if tx
+                .send(ServiceEvent::Msg(Msg::Fleets(super::Msg::Log(line))))
+                .await
+                .is_err()
+            {
                 return;
             }
         }
@@ -116,7 +120,7 @@ pub async fn delete(
 pub fn spawn_plan(tx: mpsc::Sender<ServiceEvent>, paths: Paths, reach: Reach, file: String) {
     tokio::task::spawn_blocking(move || {
         let result = plan(&paths, &reach, &file).map(Box::new);
-        let _ = tx.blocking_send(ServiceEvent::Msg(Msg::FleetPlanned(result)));
+        let _ = tx.blocking_send(ServiceEvent::Msg(Msg::Fleets(super::Msg::Planned(result))));
     });
 }
 
@@ -132,7 +136,9 @@ pub fn spawn_apply(
         let (name, result) = apply(paths, reach, file, lines, cancel).await;
         // The log's last lines are in the forwarder's queue: let them go first.
         tokio::task::yield_now().await;
-        let _ = tx.send(ServiceEvent::Msg(Msg::FleetDone { name, result })).await;
+        let _ = tx
+            .send(ServiceEvent::Msg(Msg::Fleets(super::Msg::Done { name, result })))
+            .await;
     });
 }
 
@@ -141,7 +147,9 @@ pub fn spawn_delete(tx: mpsc::Sender<ServiceEvent>, paths: Paths, reach: Reach, 
     tokio::spawn(async move {
         let result = delete(paths, reach, name.clone(), lines).await;
         tokio::task::yield_now().await;
-        let _ = tx.send(ServiceEvent::Msg(Msg::FleetDone { name, result })).await;
+        let _ = tx
+            .send(ServiceEvent::Msg(Msg::Fleets(super::Msg::Done { name, result })))
+            .await;
     });
 }
 
@@ -151,7 +159,7 @@ pub fn spawn_edit(tx: mpsc::Sender<ServiceEvent>, path: String) {
         let result = std::fs::read_to_string(&path)
             .map(|text| (path.clone(), text))
             .map_err(|e| format!("{path}: {e}"));
-        let _ = tx.blocking_send(ServiceEvent::Msg(Msg::FileOpened(result)));
+        let _ = tx.blocking_send(ServiceEvent::Msg(Msg::Fleets(super::Msg::FileOpened(result))));
     });
 }
 
@@ -173,7 +181,7 @@ pub fn save(path: &Path, text: &str, original: &str) -> Result<(), String> {
 pub fn spawn_save(tx: mpsc::Sender<ServiceEvent>, path: String, text: String, original: String) {
     tokio::task::spawn_blocking(move || {
         let result = save(Path::new(&path), &text, &original).map(|()| path);
-        let _ = tx.blocking_send(ServiceEvent::Msg(Msg::FileWritten(result)));
+        let _ = tx.blocking_send(ServiceEvent::Msg(Msg::Fleets(super::Msg::FileWritten(result))));
     });
 }
 

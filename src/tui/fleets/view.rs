@@ -32,7 +32,7 @@ pub fn render_fleets(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer)
         render_table(state, theme, top, buf);
         render_log(ops, theme, bottom, buf);
     }
-    if let Some(e) = &state.offers.editor {
+    if let Some(e) = &state.editor {
         crate::tui::offers::view::render_editor(e, theme, area, buf);
     }
 }

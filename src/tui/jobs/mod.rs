@@ -1,18 +1,17 @@
-//! The Jobs view's state and its share of `update`: the jobs of the state store, and
+//! The Jobs view's state (its actions are act.rs, its messages update.rs): the jobs of the state store, and
 //! the opened job followed on every node: per-node logs (bounded), metrics parsed as
 //! lines arrive, each node's state.
 
+pub mod act;
 pub mod msg;
 pub mod service;
 pub mod update;
 pub mod view;
 
+pub use act::{act, log_lines, visible};
 pub use msg::Msg;
 pub use update::update;
 
-use super::action::Action;
-use super::state::{Command, State, StatusMessage, View};
-use super::theme::Tone;
 use crate::jobs::{metrics, JobMetrics};
 use crate::store::JobRecord;
 use std::collections::VecDeque;
@@ -121,148 +120,13 @@ impl JobsView {
     }
 }
 
-/// The jobs the view's filter lets through (name, id or fleet), newest first.
-pub fn visible(state: &State) -> Vec<&JobRecord> {
-    let f = state.filters[View::Jobs.index()].to_lowercase();
-    state
-        .jobs
-        .jobs
-        .iter()
-        .filter(|j| {
-            f.is_empty()
-                || j.name.to_lowercase().contains(&f)
-                || j.id.to_lowercase().contains(&f)
-                || j.fleet.to_lowercase().contains(&f)
-        })
-        .collect()
-}
-
-/// The opened job's log lines of its shown node that match the filter (all without one),
-/// oldest first.
-pub fn log_lines(state: &State) -> Vec<&str> {
-    let Some(shown) = &state.jobs.shown else {
-        return vec![];
-    };
-    let f = state.filters[View::Jobs.index()].to_lowercase();
-    shown
-        .logs
-        .get(shown.node)
-        .map(|l| {
-            l.iter()
-                .filter(|t| f.is_empty() || t.to_lowercase().contains(&f))
-                .map(String::as_str)
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// Global-context actions in the Jobs view. `None`: not a Jobs action.
-pub fn act(state: &mut State, action: Action) -> Option<Vec<Command>> {
-    if action != Action::JobStop {
-        state.jobs.stop_armed = None;
-    }
-    let page = usize::from(state.size.1.saturating_sub(8)).max(1);
-    if state.jobs.shown.is_some() {
-        let lines = log_lines(state).len();
-        let shown = state.jobs.shown.as_mut().expect("checked");
-        let nodes = shown.logs.len();
-        match action {
-            Action::Up => shown.scroll = (shown.scroll + 1).min(lines.saturating_sub(1)),
-            Action::Down => shown.scroll = shown.scroll.saturating_sub(1),
-            Action::PageUp => shown.scroll = (shown.scroll + page).min(lines.saturating_sub(1)),
-            Action::PageDown => shown.scroll = shown.scroll.saturating_sub(page),
-            Action::Top => shown.scroll = lines.saturating_sub(1),
-            Action::Bottom => shown.scroll = 0,
-            // h / l, and n / N as in the NICs view: the previous and next node.
-            Action::Left | Action::PrevItem if nodes > 0 => {
-                shown.node = (shown.node + nodes - 1) % nodes;
-                shown.scroll = 0;
-            }
-            Action::Right | Action::NextItem if nodes > 0 => {
-                shown.node = (shown.node + 1) % nodes;
-                shown.scroll = 0;
-            }
-            Action::NicsMode => shown.wrap = !shown.wrap,
-            Action::Close => {
-                state.jobs.shown = None;
-                return Some(vec![Command::UnfollowJob]);
-            }
-            Action::JobStop => {
-                let id = shown.id.clone();
-                return Some(arm_or_stop(state, id));
-            }
-            Action::Reload => return Some(vec![Command::LoadFleets]),
-            _ => return None,
-        }
-        return Some(vec![]);
-    }
-    let list: Vec<String> = visible(state).iter().map(|j| j.id.clone()).collect();
-    if list.is_empty() && action != Action::Reload {
-        return None;
-    }
-    let refs: Vec<&JobRecord> = visible(state);
-    let at = state.jobs.at(&refs);
-    let last = list.len().saturating_sub(1);
-    let pick = |i: usize| list.get(i).cloned();
-    match action {
-        Action::Up => state.jobs.selected = pick(at.map_or(0, |i| i.saturating_sub(1))),
-        Action::Down => state.jobs.selected = pick(at.map_or(0, |i| (i + 1).min(last))),
-        Action::Top => state.jobs.selected = pick(0),
-        Action::Bottom => state.jobs.selected = pick(last),
-        Action::Select => {
-            let id = state.jobs.selected.clone()?;
-            let record = state.jobs.record(&id)?;
-            state.jobs.shown = Some(ShownJob::new(record));
-            return Some(vec![Command::FollowJob(id)]);
-        }
-        Action::JobStop => {
-            let id = state.jobs.selected.clone()?;
-            return Some(arm_or_stop(state, id));
-        }
-        Action::Reload => return Some(vec![Command::LoadFleets]),
-        _ => return None,
-    }
-    Some(vec![])
-}
-
-/// The first `x` asks, the second stops.
-fn arm_or_stop(state: &mut State, id: String) -> Vec<Command> {
-    let name = state.jobs.record(&id).map_or(id.clone(), |j| j.name.clone());
-    let finished = state.jobs.record(&id).is_some_and(JobRecord::finished);
-    if finished {
-        state.status = Some(StatusMessage {
-            text: format!("job {name} has ended on every node"),
-            tone: Tone::Info,
-        });
-        return vec![];
-    }
-    if state.jobs.stop_armed.as_deref() == Some(id.as_str()) {
-        state.jobs.stop_armed = None;
-        state.status = Some(StatusMessage {
-            text: format!("stopping job {name} on every node…"),
-            tone: Tone::Warn,
-        });
-        return vec![Command::StopJob(id)];
-    }
-    let key = state
-        .keymap
-        .chords(super::action::Context::Global, Action::JobStop)
-        .first()
-        .map_or("x".to_string(), |c| c.to_string());
-    state.status = Some(StatusMessage {
-        text: format!("stop job {name} on every node (TERM, then KILL)? press {key} again"),
-        tone: Tone::Warn,
-    });
-    state.jobs.stop_armed = Some(id);
-    vec![]
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::store::RunNode;
     use crate::tui::keymap::Keymap;
     use crate::tui::state::Msg;
+    use crate::tui::state::{Command, State, View};
     use crate::tui::update::update;
     use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 

@@ -180,7 +180,7 @@ fn render_job(state: &State, shown: &ShownJob, theme: &Theme, area: Rect, buf: &
     // A GKE job: what Kueue says of its workload (held, admitted), from the fleet's
     // last snapshot.
     let kueue = record.and_then(|r| {
-        let snap = state.gke.get(&r.fleet)?.as_ref().ok()?;
+        let snap = state.nodes.gke.get(&r.fleet)?.as_ref().ok()?;
         let owner = format!("JobSet/{}", crate::cloud::gke::jobs::jobset_name(&r.id));
         snap.workloads
             .iter()
@@ -189,7 +189,7 @@ fn render_job(state: &State, shown: &ShownJob, theme: &Theme, area: Rect, buf: &
     // Its ranks that wait, with why and the latest events (at most 3 lines).
     let waits: Vec<String> = record
         .and_then(|r| {
-            let snap = state.gke.get(&r.fleet)?.as_ref().ok()?;
+            let snap = state.nodes.gke.get(&r.fleet)?.as_ref().ok()?;
             let job = crate::cloud::gke::object_name(&r.id, 63);
             Some(
                 snap.waiting

@@ -13,7 +13,6 @@
 
 use crate::cloud::inventory;
 use crate::store::FleetRecord;
-use crate::tui::fleets;
 use crate::tui::state::State;
 use crate::tui::theme::{Theme, Tone};
 use crate::tui::widgets::table::{block, message, page_of};
@@ -24,7 +23,7 @@ use ratatui::widgets::{Block, Borders, Paragraph, Row, Table, Widget};
 
 pub fn render_nodes(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
     let filter = state.filters[crate::tui::state::View::Nodes.index()].to_lowercase();
-    let Some(fleet) = fleets::current(state) else {
+    let Some(fleet) = crate::tui::shell::fleet::current(state) else {
         let b = block("Nodes".into(), &filter, theme);
         return message(
             vec![Line::raw(
@@ -37,11 +36,12 @@ pub fn render_nodes(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) 
     };
     // The selected node (the first listed until one is picked), and its details below.
     let selected = state
-        .node_selected
+        .nodes
+        .selected
         .clone()
-        .filter(|s| fleets::listed_nodes(state).contains(s))
-        .or_else(|| fleets::listed_nodes(state).into_iter().next());
-    let area = match (&selected, state.node_detail && area.height >= 12) {
+        .filter(|s| crate::tui::nodes::listed_nodes(state).contains(s))
+        .or_else(|| crate::tui::nodes::listed_nodes(state).into_iter().next());
+    let area = match (&selected, state.nodes.detail && area.height >= 12) {
         (Some(name), true) => {
             let [table, detail] = Layout::vertical([Constraint::Min(5), Constraint::Length(9)]).areas(area);
             render_node_detail(state, fleet, name, theme, detail, buf);
@@ -49,7 +49,7 @@ pub fn render_nodes(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) 
         }
         _ => area,
     };
-    let view = crate::cloud::inventory_for(fleet.backend).nodes(fleet, state.gke.get(&fleet.name));
+    let view = crate::cloud::inventory_for(fleet.backend).nodes(fleet, state.nodes.gke.get(&fleet.name));
     let mut parts = vec![];
     if let Some(t) = &view.above {
         parts.push(Constraint::Length(t.height));

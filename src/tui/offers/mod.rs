@@ -1,18 +1,18 @@
-//! The Offers view's state and its share of `update`: the catalog filtered by the view's
+//! The Offers view's state (its share of `update` is update.rs): the catalog filtered by the view's
 //! query (the `/` filter, in the catalog's query language), sorted by any column, zones
-//! of one machine type and region grouped (expandable), a detail panel, and a fleet-file
-//! editor with live validation that writes into fleets/.
+//! of one machine type and region grouped (expandable), a detail panel; `w` opens the
+//! fleet-file editor (`fleets::editor`) on a fleet file for the selected offer.
 
+pub mod msg;
+pub mod update;
 pub mod view;
 
-use super::action::{Action, Context};
-use super::state::{Command, State, StatusMessage, View};
-use super::theme::Tone;
+pub use msg::Msg;
+pub use update::{act, sync_filter, update};
+
 use crate::catalog::{group_zones, Catalog, Direction, Field, Offer, Pricing, QueryError, ZoneGroup};
-use crossterm::event::KeyEvent;
 use std::collections::HashSet;
 use std::sync::Arc;
-use tui_textarea::TextArea;
 
 /// The sortable columns, in the order `s` cycles through them (and the table shows them).
 pub const COLUMNS: [Field; 12] = [
@@ -38,29 +38,6 @@ pub enum OfferRow {
     Member { group: usize, offer: usize },
 }
 
-/// Writing a fleet file for an offer: YAML in an editor, validated as it is typed.
-#[derive(Debug, Clone)]
-pub struct FleetEditor {
-    pub input: TextArea<'static>,
-    /// Where it will be written (relative to the working directory).
-    pub path: String,
-    /// The first problem with the text, or None when it validates.
-    pub problem: Option<String>,
-    /// An existing file opened for editing: its text as read. Saving writes over the file
-    /// only while it still holds this text on disk (else it is refused). None: a new file,
-    /// never written over an existing one.
-    pub original: Option<String>,
-    /// The text when the editor opened, to tell whether anything changed.
-    pub opened_with: String,
-}
-
-impl FleetEditor {
-    /// The text differs from what the editor opened with.
-    pub fn changed(&self) -> bool {
-        self.input.lines().join("\n").trim_end() != self.opened_with.trim_end()
-    }
-}
-
 #[derive(Debug, Clone)]
 pub struct OffersView {
     pub catalog: Arc<Catalog>,
@@ -80,7 +57,6 @@ pub struct OffersView {
     /// Offers left out only because a compared price was unknown.
     pub dropped_unknown: usize,
     pub detail: bool,
-    pub editor: Option<FleetEditor>,
 }
 
 impl OffersView {
@@ -98,7 +74,6 @@ impl OffersView {
             applied: String::new(),
             dropped_unknown: 0,
             detail: false,
-            editor: None,
         };
         v.apply("");
         v
@@ -220,181 +195,15 @@ pub fn fleet_yaml(offer: &Offer, pricing: Pricing) -> (String, String) {
     (name, text)
 }
 
-fn validate(editor: &mut FleetEditor) {
-    let text = editor.input.lines().join("\n");
-    editor.problem = match crate::fleet::parse(std::path::Path::new(&editor.path), &text) {
-        Ok(_) => None,
-        Err(d) => d
-            .into_iter()
-            .find(|d| d.severity == crate::fleet::Severity::Error)
-            .map(|d| d.to_string()),
-    };
-}
-
-/// Global-context actions while the Offers view is shown. `None`: not an offers action.
-pub fn act(state: &mut State, action: Action) -> Option<Vec<Command>> {
-    let page = usize::from(state.size.1.saturating_sub(6)).max(1);
-    let filter = state.filters[View::Offers.index()].clone();
-    let v = &mut state.offers;
-    let at = v.selected_row().unwrap_or(0);
-    let last = v.rows.len().saturating_sub(1);
-    match action {
-        Action::Up => v.select_row(at.saturating_sub(1)),
-        Action::Down => v.select_row((at + 1).min(last)),
-        Action::PageUp => v.select_row(at.saturating_sub(page)),
-        Action::PageDown => v.select_row((at + page).min(last)),
-        Action::Top => v.select_row(0),
-        Action::Bottom => v.select_row(last),
-        Action::Select => {
-            let Some(row) = v.rows.get(at).copied() else {
-                return Some(vec![]);
-            };
-            let group = match row {
-                OfferRow::Group { group } | OfferRow::Member { group, .. } => group,
-            };
-            if v.groups[group].len() > 1 {
-                let key = v.catalog.offers()[v.groups[group].first()].id.clone();
-                if !v.expanded.remove(&key) {
-                    v.expanded.insert(key);
-                }
-                v.rebuild();
-            } else {
-                v.detail = !v.detail;
-            }
-        }
-        Action::Detail => v.detail = !v.detail,
-        Action::Sort => {
-            let i = COLUMNS
-                .iter()
-                .position(|f| *f == v.sort)
-                .map_or(0, |i| (i + 1) % COLUMNS.len());
-            v.sort = COLUMNS[i];
-            v.apply(&filter);
-        }
-        Action::SortReverse => {
-            v.dir = v.dir.reversed();
-            v.apply(&filter);
-        }
-        Action::Pricing => {
-            let i = Pricing::ALL
-                .iter()
-                .position(|p| *p == v.pricing)
-                .map_or(0, |i| (i + 1) % Pricing::ALL.len());
-            v.pricing = Pricing::ALL[i];
-            // Sorting by a price follows the pricing.
-            if matches!(v.sort, Field::OnDemand | Field::Spot | Field::Flex) {
-                v.sort = match v.pricing {
-                    Pricing::OnDemand => Field::OnDemand,
-                    Pricing::Spot => Field::Spot,
-                    Pricing::Flex => Field::Flex,
-                };
-            }
-            v.apply(&filter);
-        }
-        Action::WriteFleet => {
-            let Some(offer) = v.selected_offer() else {
-                return Some(vec![]);
-            };
-            let (name, text) = fleet_yaml(offer, v.pricing);
-            let mut input = TextArea::new(text.lines().map(str::to_string).collect());
-            input.move_cursor(tui_textarea::CursorMove::Top);
-            let mut editor = FleetEditor {
-                input,
-                path: format!("fleets/{name}.yaml"),
-                problem: None,
-                original: None,
-                opened_with: text.clone(),
-            };
-            validate(&mut editor);
-            v.editor = Some(editor);
-        }
-        Action::Reload => {
-            state.status = Some(StatusMessage {
-                text: "refreshing prices from Google's APIs (Cloud Billing Catalog, Compute Engine)…".into(),
-                tone: Tone::Info,
-            });
-            return Some(vec![Command::RefreshOffers]);
-        }
-        _ => return None,
-    }
-    Some(vec![])
-}
-
-/// Open an existing fleet file in the editor (the Fleets view's `e`).
-pub fn open_editor(state: &mut State, path: String, text: String) {
-    let mut input = TextArea::new(text.lines().map(str::to_string).collect());
-    input.move_cursor(tui_textarea::CursorMove::Top);
-    let mut editor = FleetEditor {
-        input,
-        path,
-        problem: None,
-        opened_with: text.clone(),
-        original: Some(text),
-    };
-    validate(&mut editor);
-    state.offers.editor = Some(editor);
-}
-
-/// A key in the fleet-file editor: esc closes, ctrl-s writes, the rest edits.
-pub fn editor_key(state: &mut State, key: KeyEvent) -> Vec<Command> {
-    state.dirty = true;
-    let action = state.keymap.lookup(Context::Editor, &key);
-    let Some(editor) = state.offers.editor.as_mut() else {
-        return vec![];
-    };
-    match action {
-        Some(Action::Close) => {
-            if editor.changed() {
-                state.overlay = crate::tui::state::Overlay::Ask(crate::tui::state::Ask {
-                    what: crate::tui::state::AskFor::DiscardEdits,
-                    title: format!("Discard changes to {}?", editor.path),
-                    lines: vec!["The editor has changes that are not written (ctrl-s writes them).".into()],
-                });
-            } else {
-                state.offers.editor = None;
-            }
-            vec![]
-        }
-        Some(Action::Confirm) => {
-            validate(editor);
-            if let Some(p) = &editor.problem {
-                state.status = Some(StatusMessage {
-                    text: format!("not written: {p}"),
-                    tone: Tone::Fail,
-                });
-                return vec![];
-            }
-            let text = editor.input.lines().join("\n") + "\n";
-            let path = editor.path.clone();
-            let original = editor.original.clone();
-            state.offers.editor = None;
-            match original {
-                None => vec![Command::WriteFile { path, text }],
-                Some(original) => vec![Command::SaveFile { path, text, original }],
-            }
-        }
-        _ => {
-            if editor.input.input(key) {
-                validate(editor);
-            }
-            vec![]
-        }
-    }
-}
-
-/// Keep the view in step with its filter text (called when the filter changes).
-pub fn sync_filter(state: &mut State) {
-    let text = state.filters[View::Offers.index()].clone();
-    state.offers.apply(&text);
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::tui::keymap::Keymap;
+    use crate::tui::state::{Command, State};
     use crate::tui::state::{Msg, Overlay};
+    use crate::tui::theme::Tone;
     use crate::tui::update::update;
-    use crossterm::event::{KeyCode, KeyModifiers};
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
     fn state() -> State {
         let mut s = State::new(Keymap::defaults(), vec![], "dark".into());
@@ -539,9 +348,9 @@ mod tests {
         let mut s = state();
         let esc = |s: &mut State| update(s, Msg::Key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE)));
         keys(&mut s, "w");
-        assert!(s.offers.editor.is_some());
+        assert!(s.editor.is_some());
         esc(&mut s);
-        assert!(s.offers.editor.is_none(), "nothing changed: closed at once");
+        assert!(s.editor.is_none(), "nothing changed: closed at once");
         keys(&mut s, "wx");
         esc(&mut s);
         let Overlay::Ask(a) = &s.overlay else {
@@ -550,11 +359,11 @@ mod tests {
         assert_eq!(a.what, crate::tui::state::AskFor::DiscardEdits);
         keys(&mut s, "n");
         assert!(matches!(s.overlay, Overlay::None));
-        let editor = s.offers.editor.as_ref().expect("kept");
+        let editor = s.editor.as_ref().expect("kept");
         assert!(editor.input.lines()[0].starts_with('x'), "the change is kept");
         esc(&mut s);
         keys(&mut s, "y");
-        assert!(s.offers.editor.is_none());
+        assert!(s.editor.is_none());
     }
 
     #[test]
@@ -609,7 +418,10 @@ mod tests {
         let mut s = state();
         keys(&mut s, "/gpu=H200\n");
         assert_eq!(keys(&mut s, "r"), vec![Command::RefreshOffers]);
-        update(&mut s, Msg::OffersRefreshed(Err("no credentials".into())));
+        update(
+            &mut s,
+            Msg::Offers(super::Msg::Refreshed(Err("no credentials".into()))),
+        );
         assert!(s
             .status
             .as_ref()
@@ -620,7 +432,7 @@ mod tests {
         let live = Catalog::parse(crate::catalog::EMBEDDED_DATA).unwrap();
         update(
             &mut s,
-            Msg::OffersRefreshed(Ok((Box::new(live), "13 offers".into()))),
+            Msg::Offers(super::Msg::Refreshed(Ok((Box::new(live), "13 offers".into())))),
         );
         assert_eq!(
             s.offers.rows.len(),
@@ -635,7 +447,7 @@ mod tests {
         let mut s = state();
         keys(&mut s, "/gpu=H200 zone=us-central1-b\n");
         keys(&mut s, "w");
-        let e = s.offers.editor.as_ref().expect("editor open");
+        let e = s.editor.as_ref().expect("editor open");
         assert_eq!(e.path, "fleets/h200x8-us-central1-b.yaml");
         assert_eq!(e.problem, None, "the generated file validates");
         assert!(e
@@ -653,14 +465,7 @@ mod tests {
             };
             update(&mut s, Msg::Key(KeyEvent::new(code, KeyModifiers::NONE)));
         }
-        let problem = s
-            .offers
-            .editor
-            .as_ref()
-            .unwrap()
-            .problem
-            .clone()
-            .expect("invalid now");
+        let problem = s.editor.as_ref().unwrap().problem.clone().expect("invalid now");
         assert!(problem.contains(":2:1: unknown field `bogus`"), "{problem}");
         let save = KeyEvent::new(KeyCode::Char('s'), KeyModifiers::CONTROL);
         assert!(
@@ -673,7 +478,7 @@ mod tests {
         for _ in 0..12 {
             update(&mut s, Msg::Key(undo));
         }
-        assert_eq!(s.offers.editor.as_ref().unwrap().problem, None);
+        assert_eq!(s.editor.as_ref().unwrap().problem, None);
         let cmds = update(&mut s, Msg::Key(save));
         match &cmds[..] {
             [Command::WriteFile { path, text }] => {

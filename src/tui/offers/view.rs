@@ -163,7 +163,7 @@ pub fn render(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
     if let (Some(d), Some(o)) = (detail_area, v.selected_offer()) {
         render_detail(o, v.pricing, theme, d, buf);
     }
-    if let Some(e) = &v.editor {
+    if let Some(e) = &state.editor {
         render_editor(e, theme, area, buf);
     }
 }
@@ -398,7 +398,12 @@ fn render_detail(o: &Offer, pricing: Pricing, theme: &Theme, area: Rect, buf: &m
         .render(area, buf);
 }
 
-pub fn render_editor(e: &crate::tui::offers::FleetEditor, theme: &Theme, area: Rect, buf: &mut Buffer) {
+pub fn render_editor(
+    e: &crate::tui::fleets::editor::FleetEditor,
+    theme: &Theme,
+    area: Rect,
+    buf: &mut Buffer,
+) {
     let r = centered(
         area,
         area.width.saturating_sub(4).clamp(area.width.min(20), 100),

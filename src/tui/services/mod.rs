@@ -2,6 +2,10 @@
 //! tasks. Pane sessions (one task per node), the state store, the SSH pool with a
 //! prompter that asks through the cockpit. Results come back as messages.
 
+mod event;
+
+pub use event::{inventory_context, ServiceEvent};
+
 use super::panes::PaneTile;
 use super::state::{Command, Msg};
 use crate::fleet::BackendKind;
@@ -18,13 +22,6 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::{mpsc, oneshot};
-
-/// What services report to the event loop.
-pub enum ServiceEvent {
-    Msg(Msg),
-    /// The fleet record to open panes on was read from the store.
-    OpenPanes(FleetRecord),
-}
 
 enum Answer {
     HostKey(bool),
@@ -276,7 +273,9 @@ impl Services {
                     let result = write_new(Path::new(&path), &text)
                         .map(|()| path.clone())
                         .map_err(|e| format!("{path}: {e}"));
-                    let _ = tx.blocking_send(ServiceEvent::Msg(Msg::FileWritten(result)));
+                    let _ = tx.blocking_send(ServiceEvent::Msg(Msg::Fleets(
+                        super::fleets::Msg::FileWritten(result),
+                    )));
                 });
             }
             Command::FollowRun(id) => self.follow_run(id),
@@ -291,7 +290,11 @@ impl Services {
                         .await
                         .map(|r| (Box::new(r.catalog), r.report.to_string()))
                         .map_err(|e| e.to_string());
-                    let _ = tx.send(ServiceEvent::Msg(Msg::OffersRefreshed(result))).await;
+                    let _ = tx
+                        .send(ServiceEvent::Msg(Msg::Offers(super::offers::Msg::Refreshed(
+                            result,
+                        ))))
+                        .await;
                 });
             }
             Command::StartTelemetry(fleet) => self.start_telemetry(fleet),
@@ -469,7 +472,7 @@ impl Services {
             let runs = loaded.as_ref().map(|(s, _)| s.runs.clone()).unwrap_or_default();
             let jobs = loaded.as_ref().map(|(s, _)| s.jobs.clone()).unwrap_or_default();
             let result = loaded.map(|(s, _)| s.fleets).map_err(|e| e.to_string());
-            let _ = tx.blocking_send(ServiceEvent::Msg(Msg::Fleets(result)));
+            let _ = tx.blocking_send(ServiceEvent::Msg(Msg::Fleets(super::fleets::Msg::Loaded(result))));
             let _ = tx.blocking_send(ServiceEvent::Msg(Msg::Nccl(crate::tui::nccl::Msg::Runs(runs))));
             let now = crate::store::now_unix();
             let unfinished = jobs.iter().any(|j| !j.finished());
@@ -651,16 +654,6 @@ impl Drop for Services {
     }
 }
 
-/// What the inventories read, with the config as it is now (it may change while the
-/// cockpit runs).
-pub fn inventory_context(paths: &Paths) -> crate::cloud::inventory::Context {
-    crate::cloud::inventory::Context {
-        state_dir: paths.state_dir.clone(),
-        gcp: crate::config::Config::load(paths).ok().and_then(|c| c.gcp),
-        kube: Default::default(),
-    }
-}
-
 /// One look of `inventory` at its fleets: what changed in the state is shown again (a
 /// preempted GCP node), what was seen goes to the views (a GKE cluster's snapshot).
 /// Failures go to the log; the views keep what they have.
@@ -682,11 +675,13 @@ async fn upkeep(
             Upkept::StateChanged => {
                 let dir = ctx.state_dir.clone();
                 match tokio::task::spawn_blocking(move || Store::new(&dir).load()).await {
-                    Ok(Ok((s, _))) => Msg::Fleets(Ok(s.fleets)),
+                    Ok(Ok((s, _))) => Msg::Fleets(super::fleets::Msg::Loaded(Ok(s.fleets))),
                     _ => continue,
                 }
             }
-            Upkept::Seen { fleet, seen } => Msg::GkeSnapshot { fleet, result: seen },
+            Upkept::Seen { fleet, seen } => {
+                Msg::Nodes(super::nodes::Msg::GkeSnapshot { fleet, result: seen })
+            }
         };
         if tx.send(ServiceEvent::Msg(msg)).await.is_err() {
             return;

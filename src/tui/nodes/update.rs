@@ -1,0 +1,85 @@
+//! The Nodes view's share of `update`: its actions and its messages.
+
+use super::Msg;
+use crate::tui::action::Action;
+use crate::tui::state::{Command, State, View};
+
+/// A message of the Nodes view's services.
+pub fn update(state: &mut State, msg: Msg) -> Vec<Command> {
+    match msg {
+        Msg::GkeSnapshot { fleet, result } => {
+            let shown = state.view == View::Nodes
+                && crate::tui::shell::fleet::current(state).is_some_and(|f| f.name == fleet);
+            state.nodes.gke.insert(fleet, result);
+            state.dirty |= shown;
+            vec![]
+        }
+    }
+}
+
+/// Actions in the Nodes view: move the selection, Enter opens the fleet's panes with the
+/// selected node's zoomed, `d` shows its details. `None`: not a Nodes action.
+pub fn act(state: &mut State, action: Action) -> Option<Vec<Command>> {
+    let names = listed_nodes(state);
+    // Nothing picked yet: the first node is the one shown selected.
+    let at = state
+        .nodes
+        .selected
+        .as_ref()
+        .and_then(|s| names.iter().position(|n| n == s))
+        .or((!names.is_empty()).then_some(0));
+    let last = names.len().saturating_sub(1);
+    let pick = |i: usize| names.get(i).cloned();
+    match action {
+        Action::Up => state.nodes.selected = pick(at.map_or(0, |i| i.saturating_sub(1))),
+        Action::Down => state.nodes.selected = pick(at.map_or(0, |i| (i + 1).min(last))),
+        Action::Top => state.nodes.selected = pick(0),
+        Action::Bottom => state.nodes.selected = pick(last),
+        Action::PageUp | Action::PageDown => {
+            // A screenful of the table: the body less borders, header (and details).
+            let body = crate::tui::panes::body(state.size).height;
+            let per = usize::from(body.saturating_sub(if state.nodes.detail { 12 } else { 3 })).max(1);
+            let at = at.unwrap_or(0);
+            state.nodes.selected = pick(if action == Action::PageDown {
+                (at + per).min(last)
+            } else {
+                at.saturating_sub(per)
+            });
+        }
+        Action::Detail => state.nodes.detail = !state.nodes.detail,
+        Action::Select => {
+            let node = at.and_then(pick).or_else(|| pick(0));
+            let fleet = crate::tui::shell::fleet::current(state).map(|f| f.name.clone());
+            let (Some(node), Some(fleet)) = (node, fleet) else {
+                return Some(vec![]);
+            };
+            // Panes already open on this fleet: focus the node's, zoomed.
+            if state.panes.fleet.as_deref() == Some(fleet.as_str()) {
+                if let Some(i) = state.panes.tiles.iter().position(|t| t.node == node) {
+                    state.panes.focus = i;
+                    state.panes.zoom = true;
+                    state.view = View::Panes;
+                    return Some(crate::tui::panes::sync_sizes(state));
+                }
+            }
+            state.focus_node = Some(node);
+            return Some(vec![Command::OpenPanes(fleet)]);
+        }
+        _ => return None,
+    }
+    Some(vec![])
+}
+
+/// The Nodes view of the current fleet, as its family's inventory lays it out (with the
+/// last snapshot of a GKE cluster).
+pub fn node_view(state: &State) -> Option<crate::cloud::inventory::NodeView> {
+    let fleet = crate::tui::shell::fleet::current(state)?;
+    Some(crate::cloud::inventory_for(fleet.backend).nodes(fleet, state.nodes.gke.get(&fleet.name)))
+}
+
+/// The names of the current fleet's nodes the Nodes view lists (its filter applied), in
+/// its order: the instances of a GCP fleet, else the fleet's nodes.
+pub fn listed_nodes(state: &State) -> Vec<String> {
+    let filter = state.filters[View::Nodes.index()].to_lowercase();
+    node_view(state).map(|v| v.listed(&filter)).unwrap_or_default()
+}
