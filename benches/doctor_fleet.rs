@@ -48,6 +48,16 @@ fn bench(n: usize) {
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
             panic!("{e}: {}", String::from_utf8_lossy(&out.stderr));
         });
+        eprintln!("{n} nodes, run {run}: {:.1} s", took.as_secs_f64());
+        // Where the time went, as the doctor logged it (node phase, probe sessions, probes),
+        // the node script's sections summed up over the nodes.
+        let lines = phases(home.path());
+        for line in lines.iter().filter(|l| !l.starts_with("doctor: script on ")) {
+            eprintln!("    {line}");
+        }
+        for line in script_summary(&lines) {
+            eprintln!("    {line}");
+        }
         let findings = v["findings"].as_array().unwrap();
         let gpus = findings
             .iter()
@@ -79,15 +89,10 @@ fn bench(n: usize) {
             "every pair probed: {probes} probes, {bad:#?}"
         );
         eprintln!(
-            "{n} nodes, run {run}: {:.1} s, {} findings, {} problems besides the TCP buffers",
-            took.as_secs_f64(),
+            "    {} findings, {} problems besides the TCP buffers",
             findings.len(),
             bad.len()
         );
-        // Where the time went, as the doctor logged it (node phase, probe sessions, probes).
-        for line in phases(home.path()) {
-            eprintln!("    {line}");
-        }
         found = if bad.is_empty() {
             "no problem".to_string()
         } else {
@@ -126,6 +131,67 @@ fn bench(n: usize) {
         times[0].as_secs_f64(),
         times[2].as_secs_f64()
     );
+}
+
+/// The node script's time per section over the nodes (the doctor's `doctor: script on
+/// NODE: first line A ms, done B ms after the start; on the node C ms: SECTION MS, ...`
+/// lines): median and max of each, in the order the sections ran.
+fn script_summary(lines: &[String]) -> Vec<String> {
+    let mut order: Vec<String> = vec![];
+    let mut by: std::collections::BTreeMap<String, Vec<u64>> = Default::default();
+    let mut add = |name: &str, v: u64| {
+        if !by.contains_key(name) {
+            order.push(name.to_string());
+        }
+        by.entry(name.to_string()).or_default().push(v);
+    };
+    let num = |t: &str| t.trim().split(' ').next()?.parse::<u64>().ok();
+    for l in lines {
+        let Some(rest) = l.strip_prefix("doctor: script on ") else {
+            continue;
+        };
+        let Some((_, rest)) = rest.split_once(": first line ") else {
+            continue;
+        };
+        let Some((first, rest)) = rest.split_once(", done ") else {
+            continue;
+        };
+        let Some((done, rest)) = rest.split_once(" after the start; on the node ") else {
+            continue;
+        };
+        let Some((whole, sections)) = rest.split_once(" ms: ") else {
+            continue;
+        };
+        for (name, v) in [("first line", first), ("done", done), ("on the node", whole)] {
+            if let Some(v) = num(v) {
+                add(name, v);
+            }
+        }
+        for sec in sections.split(", ") {
+            if let Some((name, v)) = sec.rsplit_once(' ') {
+                if let Ok(v) = v.parse() {
+                    add(name, v);
+                }
+            }
+        }
+    }
+    if order.is_empty() {
+        return vec![];
+    }
+    let mut out = vec![format!(
+        "node script over {} nodes, ms (median/max): ",
+        by.get("done").map_or(0, Vec::len)
+    )];
+    let cells: Vec<String> = order
+        .iter()
+        .map(|name| {
+            let v = by.get_mut(name).unwrap();
+            v.sort();
+            format!("{name} {}/{}", v[v.len() / 2], v[v.len() - 1])
+        })
+        .collect();
+    out[0].push_str(&cells.join(", "));
+    out
 }
 
 /// The doctor's lines about its phases in the state dir's log, since the last call (the

@@ -605,6 +605,44 @@ fn a_loss_that_does_not_last_is_probed_again_and_not_named() {
     );
 }
 
+/// A loss that lasts while the node scripts run (as this machine's bridge drops probes
+/// while 64 nodes' scripts share its cores) and ends with them: node 1 drops a fifth of
+/// its ICMP on eth1 until its kernel log (12 s) has been read. The first look suspects it;
+/// the second look waits for every node's script to end, finds it clean, and names
+/// nothing. (A second look that ran as soon as the first look ended, while the scripts
+/// still ran, named it.)
+#[test]
+fn a_loss_while_the_node_scripts_run_is_not_named() {
+    let _probing = PROBING.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(tb) = Testbed::new_machines(4, 1) else {
+        return;
+    };
+    for n in &tb.nodes {
+        n.add_gpu_double();
+    }
+    plant_drop(&tb, 1, "eth1", 200, "fdload");
+    tb.nodes[1].double_after("dmesg", 12, "nft delete table inet fdload");
+    let home = tempfile::tempdir().unwrap();
+    tb.apply_fleet(home.path(), "lab");
+    let (code, v, err, took) = doctor(home.path(), &[]);
+    eprintln!("4 nodes, a loss while the scripts run: {took:?}");
+    let p = problems(&v);
+    let rest: Vec<_> = p.iter().filter(|(_, c, _, _)| c != "sysctl").collect();
+    assert!(rest.is_empty(), "{rest:#?}\n{err}");
+    assert_eq!(code, Some(0), "{p:#?}\n{err}");
+    let pass: Vec<&str> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["check"] == "reach" && f["outcome"] == "pass")
+        .map(|f| f["what"].as_str().unwrap())
+        .collect();
+    assert!(
+        pass.iter().any(|w| w.contains("cleared when probed again alone")),
+        "the first look suspected it: {pass:?}"
+    );
+}
+
 #[test]
 fn sixteen_one_nic_nodes_with_four_faults_each_named_as_its_cause() {
     let _probing = PROBING.lock().unwrap_or_else(|p| p.into_inner());

@@ -30,7 +30,8 @@ pub struct GpuProcess {
 }
 
 /// The `procs` section: `app UUID, PID, MEM MiB` lines of `--query-compute-apps`, `ps PID
-/// SID USER ETIMES ARGS` lines, `env PID FLIGHTDECK_JOB_ID=ID` and `fd DIR LEADER` lines
+/// SID USER ETIMES ARGS` lines, `env PID FLIGHTDECK_JOB_ID=ID` (or `FLIGHTDECK_RUN_ID=ID`,
+/// an NCCL run's rank) and `fd DIR LEADER` lines
 /// (flightdeck's detached work still running: `~/.flightdeck/jobs/ID/RANK` or
 /// `~/.flightdeck/runs/ID`, its session leader).
 pub fn parse_procs(text: &str) -> Vec<GpuProcess> {
@@ -71,8 +72,14 @@ pub fn parse_procs(text: &str) -> Vec<GpuProcess> {
             }
             "env" => {
                 if let Some((pid, kv)) = rest.split_once(' ') {
-                    if let (Ok(pid), Some(id)) = (pid.parse(), kv.strip_prefix("FLIGHTDECK_JOB_ID=")) {
-                        env.insert(pid, format!("job {id}"));
+                    let owner = match kv.split_once('=') {
+                        Some(("FLIGHTDECK_JOB_ID", id)) => format!("job {id}"),
+                        // An NCCL run's rank (src/nccl/runner.rs `launch_command`).
+                        Some(("FLIGHTDECK_RUN_ID", id)) => format!("run {id}"),
+                        _ => continue,
+                    };
+                    if let Ok(pid) = pid.parse() {
+                        env.entry(pid).or_insert(owner);
                     }
                 }
             }

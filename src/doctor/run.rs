@@ -71,6 +71,8 @@ pub async fn examine(
         .map(|_| Some(script::Reader::default()))
         .collect();
     let mut arrived: Vec<Option<i128>> = vec![None; nodes.len()];
+    // When each node's first line came, in ms from the start (its login and shell).
+    let mut first_ms: Vec<Option<u128>> = vec![None; nodes.len()];
     let mut facts: Vec<Option<Facts>> = vec![None; nodes.len()];
     let mut done = 0;
     let wants_reach = ctx.wants("reach");
@@ -81,6 +83,9 @@ pub async fn examine(
     // checks do. `ready[k]`: node k's facts for the probes (None: not a prober), once known.
     let mut ready: Vec<Option<Option<Facts>>> = vec![None; nodes.len()];
     let (ready_tx, ready_rx) = tokio::sync::oneshot::channel::<Vec<(usize, Facts, Option<i128>)>>();
+    // Once every node's script has ended: the second look at suspects waits for it, so it
+    // probes a fleet whose nodes run nothing of the doctor's but its pings.
+    let (quiet_tx, quiet_rx) = tokio::sync::watch::channel(false);
     let mut ready_tx = Some(ready_tx);
     let send_ready = |ready: &mut Vec<Option<Option<Facts>>>,
                       arrived: &[Option<i128>],
@@ -112,6 +117,7 @@ pub async fn examine(
                     let Some(k) = pos(node) else { continue };
                     if arrived[k].is_none() {
                         arrived[k] = Some(now_ns());
+                        first_ms[k] = Some(start.elapsed().as_millis());
                         if wants_reach {
                             held.hold(&reach, &nodes[k]);
                         }
@@ -128,6 +134,20 @@ pub async fn examine(
                 Chunk::Done { node, result } => {
                     let Some(k) = pos(node) else { continue };
                     let Some(reader) = readers[k].take() else { continue };
+                    // Where the node's time went: its first line, each section on the
+                    // node (the bench sums these up), its end.
+                    let (each, whole) = reader.timing();
+                    tracing::info!(
+                        "doctor: script on {}: first line {} ms, done {} ms after the start; on the node {} ms: {}",
+                        nodes[k].name,
+                        first_ms[k].map_or("-".to_string(), |m| m.to_string()),
+                        start.elapsed().as_millis(),
+                        whole.map_or("-".to_string(), |m| m.to_string()),
+                        each.iter()
+                            .map(|(n, ms)| format!("{n} {ms}"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    );
                     let full = reader.full();
                     let (sections, cuts) = reader.finish();
                     let findings = if full {
@@ -180,6 +200,7 @@ pub async fn examine(
             *r = Some(None);
         }
         send_ready(&mut ready, &arrived, &mut ready_tx);
+        let _ = quiet_tx.send(true);
         tracing::info!(
             "doctor: node phase of {} nodes in {} ms",
             nodes.len(),
@@ -219,7 +240,7 @@ pub async fn examine(
                 )
             })
             .collect();
-        let found = reach_matrix(reach.clone(), ctx, nodes, &seen, on).await;
+        let found = reach_matrix(reach.clone(), ctx, nodes, &seen, quiet_rx, on).await;
         tracing::info!("doctor: probes in {} ms", t.elapsed().as_millis());
         Some(found)
     };
@@ -239,12 +260,16 @@ pub async fn examine(
 /// of a pair probing each other; then whatever [`net::analyse`] suspects is probed again
 /// alone (the suspects' pairs only, on a quiet fleet), and only what that second look
 /// confirms is named. A node without `ping` probes nothing (its peers still probe it) and
-/// is said not checked.
+/// is said not checked. The second look waits for `quiet` (every node's script ended) and
+/// probes, beside the suspects, a few control pairs that the first look found clean: what
+/// they lose and how slow they are at that moment is the measure of the suspects (on
+/// nodes that share their cores, a burst of load drops and delays probes everywhere).
 async fn reach_matrix(
     reach: Reach,
     ctx: &Context,
     nodes: &[NodeTarget],
     seen: &[(usize, Seen<'_>)],
+    mut quiet: tokio::sync::watch::Receiver<bool>,
     on: &(dyn Fn(Event) + Send + Sync),
 ) -> Vec<Finding> {
     let skip = |what: &str| vec![Finding::fleet("reach", Outcome::Skip, what)];
@@ -341,15 +366,103 @@ async fn reach_matrix(
     }
     again.sort();
     again.dedup();
+    for n in &suspects {
+        tracing::info!(
+            "doctor: first look suspects {} {} on {}: {}",
+            n.trouble.as_str(),
+            pair_name(&names, n.a, n.b),
+            n.nic,
+            n.evidence
+        );
+    }
+    // Control pairs: pairs of the first look between nodes the second look does not
+    // probe otherwise, clean then (every probe answered), up to CONTROLS a NIC.
+    let busy: std::collections::BTreeSet<usize> = again.iter().flat_map(|&(a, b, _)| [a, b]).collect();
+    let mut used = busy.clone();
+    let mut controls: Vec<(usize, usize, Option<&str>)> = vec![];
+    for nic in rails.iter().copied() {
+        if !suspects.iter().any(|n| n.nic == nic) {
+            continue;
+        }
+        let mut taken = 0;
+        for p in probes
+            .iter()
+            .filter(|p| p.nic == nic && p.sent > 0 && p.received >= p.sent)
+        {
+            if taken == CONTROLS {
+                break;
+            }
+            let (a, b) = (p.from.min(p.to), p.from.max(p.to));
+            // Both ways clean.
+            let back = probes.iter().any(|q| {
+                q.nic == nic && q.from == p.to && q.to == p.from && q.sent > 0 && q.received >= q.sent
+            });
+            if !back || used.contains(&a) || used.contains(&b) {
+                continue;
+            }
+            used.insert(a);
+            used.insert(b);
+            controls.push((a, b, Some(nic)));
+            taken += 1;
+        }
+    }
     let recount = 200;
     on(Event::Progress(format!(
         "reachability: {} suspected, probed again alone",
         crate::words::plural(suspects.len(), "problem")
     )));
-    tracing::info!("doctor: {} suspected, probed again", suspects.len());
-    let (second, mut skipped2) = net.probe(reach, &[again], recount).await;
+    let waited = Instant::now();
+    let _ = tokio::time::timeout(NODE_LIMIT, quiet.wait_for(|q| *q)).await;
+    tracing::info!(
+        "doctor: {} suspected, probed again ({} pairs, {} control pairs) after waiting {} ms for the node scripts to end",
+        suspects.len(),
+        again.len(),
+        controls.len(),
+        waited.elapsed().as_millis()
+    );
+    let mut round = again.clone();
+    round.extend(controls.iter().copied());
+    let (second, mut skipped2) = net.probe(reach, &[round], recount).await;
     skipped.append(&mut skipped2);
-    let (confirmed, _) = net::analyse_with(&second, &net::baselines(&probes));
+    let control_probes: Vec<net::Probe> = second
+        .iter()
+        .filter(|p| {
+            controls
+                .iter()
+                .any(|&(a, b, _)| (p.from, p.to) == (a, b) || (p.from, p.to) == (b, a))
+        })
+        .cloned()
+        .collect();
+    for line in pair_lines(&names, &second, |a, b| {
+        if controls.iter().any(|&(x, y, _)| (x, y) == (a.min(b), a.max(b))) {
+            "control"
+        } else {
+            "suspect"
+        }
+    }) {
+        tracing::info!("doctor: second look: {line}");
+    }
+    // Slow by the first look's baseline, or the controls' now where they are slower.
+    let mut base = net::baselines(&probes);
+    for (nic, b) in net::baselines(&control_probes) {
+        let e = base.entry(nic).or_insert(b);
+        *e = e.max(b);
+    }
+    let (confirmed, _) = net::analyse_with(&second, &base);
+    // Only a suspect can be confirmed: a control pair is the measure, not the matter.
+    let confirmed: Vec<net::Named> = confirmed
+        .into_iter()
+        .filter(|n| [Some(n.a), n.b].into_iter().flatten().any(|x| busy.contains(&x)))
+        .collect();
+    for n in &confirmed {
+        tracing::info!(
+            "doctor: second look confirms {} {} on {}: {}",
+            n.trouble.as_str(),
+            pair_name(&names, n.a, n.b),
+            n.nic,
+            n.evidence
+        );
+    }
     let cleared = suspects.len().saturating_sub(confirmed.len());
     let mut evidence = second.clone();
     evidence.extend(probes.iter().cloned());
@@ -362,6 +475,45 @@ async fn reach_matrix(
     ));
     found.append(&mut skipped);
     found
+}
+
+/// How many clean pairs of the first look the second look probes a NIC, as its measure.
+const CONTROLS: usize = 3;
+
+/// `a`, or `a-b`, by name.
+fn pair_name(names: &[String], a: usize, b: Option<usize>) -> String {
+    let n = |k: usize| names.get(k).map_or("?", String::as_str);
+    match b {
+        Some(b) => format!("{}-{}", n(a), n(b)),
+        None => n(a).to_string(),
+    }
+}
+
+/// Each pair's probes on each NIC, both ways together, for the log: `KIND a-b NIC: lost
+/// of sent, round trip up to X ms`.
+fn pair_lines(
+    names: &[String],
+    probes: &[net::Probe],
+    kind: impl Fn(usize, usize) -> &'static str,
+) -> Vec<String> {
+    let mut by: std::collections::BTreeMap<(usize, usize, &str), (u64, u64, f64)> = Default::default();
+    for p in probes {
+        let e = by
+            .entry((p.from.min(p.to), p.from.max(p.to), p.nic.as_str()))
+            .or_default();
+        e.0 += u64::from(p.sent.saturating_sub(p.received));
+        e.1 += u64::from(p.sent);
+        e.2 = e.2.max(p.avg_ms.unwrap_or(0.0));
+    }
+    by.into_iter()
+        .map(|((a, b, nic), (lost, sent, rtt))| {
+            format!(
+                "{} {} {nic}: {lost} of {sent} lost, round trip up to {rtt:.3} ms",
+                kind(a, b),
+                pair_name(names, a, Some(b))
+            )
+        })
+        .collect()
 }
 
 /// The finding of a node whose reach was not checked: `ping` missing.
@@ -498,7 +650,15 @@ impl Net<'_> {
                 );
             }
             if code == exec::UNREACHABLE {
+                tracing::info!("doctor: {}'s probe session did not open", seen[a].1.node);
                 continue;
+            }
+            if code != 0 {
+                tracing::info!(
+                    "doctor: {}'s probe session ended with {code} after {} bytes",
+                    seen[a].1.node,
+                    stdout.len()
+                );
             }
             for (id, nic, sent, received, avg_ms, error) in net::parse_probes(&stdout) {
                 let Some(&b) = ids[a].get(id) else { continue };

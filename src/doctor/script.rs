@@ -21,15 +21,30 @@ pub const SECTION_CAP: usize = 256 * 1024;
 /// and floods).
 pub const NODE_CAP: u64 = 4 * 1024 * 1024;
 
+/// The kernel settings the `sysctl` section reads.
+const SYSCTLS: [&str; 5] = [
+    "net.core.rmem_max",
+    "net.core.wmem_max",
+    "net.ipv4.tcp_rmem",
+    "net.ipv4.tcp_wmem",
+    "net.ipv4.tcp_mtu_probing",
+];
+
 /// The script for a node; `preflight` is the GPUDirect flavour's pre-flight script (its
 /// output becomes the `gpudirect` section) when the fleet has one.
 pub fn script(preflight: Option<&str>) -> String {
     let mut s = String::from("#!/bin/sh\n# flightdeck doctor: what this node looks like (reads only)\n");
-    let _ = writeln!(s, "b() {{ echo \"{MARK} begin $1\"; }}");
-    let _ = writeln!(s, "e() {{ echo \"{MARK} end $1 $2\"; }}");
+    // Every mark carries the node's uptime (`/proc/uptime`, read by the shell itself: no
+    // process started), so where the script's time goes is known per section
+    // ([`Reader::timing`]); `-` where there is no /proc.
+    let _ = writeln!(s, "t() {{ u=-; {{ read -r u _ </proc/uptime; }} 2>/dev/null; }}");
+    let _ = writeln!(s, "b() {{ t; echo \"{MARK} begin $1 $u\"; }}");
+    let _ = writeln!(s, "e() {{ t; echo \"{MARK} end $1 $2 $u\"; }}");
     // Each section's output is cut at the cap on the node (its command then stops on
     // SIGPIPE), and `after` says where a section's output ended, cut or not: a section
-    // without its `end` before its `after` was cut.
+    // without its `end` before its `after` was cut. Sections that only print what the
+    // shell or one `awk` reads from /proc and /sys, a few lines, are not piped (a pipe is
+    // a subshell and a `head` per section, which on nodes that share cores add up).
     let _ = writeln!(
         s,
         "cap() {{ if command -v head >/dev/null 2>&1; then head -c {}; else cat; fi; }}",
@@ -39,31 +54,38 @@ pub fn script(preflight: Option<&str>) -> String {
     let section = |s: &mut String, name: &str, body: &str| {
         let _ = writeln!(s, "b {name}; {{ {body}\n}} 2>&1 | cap; a {name}");
     };
+    let small = |s: &mut String, name: &str, body: &str| {
+        let _ = writeln!(s, "b {name}; {{ {body}\n}} 2>&1 </dev/null; a {name}");
+    };
     // The time first: the clock offset is judged by when this line arrives.
     s.push_str("b time; date +%s%N; e time 0\n");
     s.push_str(
         "PATH=\"$PATH:/var/lib/nvidia/bin:/usr/local/nvidia/bin:/home/kubernetes/bin/nvidia/bin:/usr/sbin:/sbin\"\n",
     );
+    // The OS's ids and name, read once (the tools' install command and `versions` use them).
+    s.push_str("ID= ID_LIKE= PRETTY_NAME=; [ -r /etc/os-release ] && . /etc/os-release\n");
     // What the reachability probes need comes first (the tools, the NICs, their
     // addresses and routes, the RDMA ports, NCCL's settings), then `net-ready`: the probe
     // rounds start once every node is past it, while the slower checks (nvidia-smi, the
     // kernel log, the versions) still run ([`super::run::examine`]).
     // The tools the fleet checks run on the node (a check whose tool is missing is not
     // run, and says so), and the OS's ids for the command that installs them.
-    section(
+    small(
         &mut s,
         "tools",
-        "for t in ping timeout ps; do if command -v $t >/dev/null 2>&1; then echo \"$t yes\"; else echo \"$t no\"; fi; done; \
-         [ -r /etc/os-release ] && . /etc/os-release && echo \"osid ${ID:-} ${ID_LIKE:-}\"; e tools 0;",
+        "for x in ping timeout ps; do if command -v $x >/dev/null 2>&1; then echo \"$x yes\"; else echo \"$x no\"; fi; done; \
+         [ -r /etc/os-release ] && echo \"osid ${ID:-} ${ID_LIKE:-}\"; e tools 0;",
     );
     // NICs: name, state, MTU, speed, NUMA node of its device, and `bridge` for a bridge
-    // (whatever its name: a bridge is never a data NIC).
+    // (whatever its name: a bridge is never a data NIC). Read by the shell (`read`: no
+    // process a file); a file it cannot read (a virtual NIC's speed) is `-`.
     section(
         &mut s,
         "nics",
-        "for d in /sys/class/net/*; do n=${d##*/}; k=-; [ -d $d/bridge ] && k=bridge; \
-         printf '%s %s %s %s %s %s\\n' \"$n\" \"$(cat $d/operstate 2>/dev/null || echo -)\" \"$(cat $d/mtu 2>/dev/null || echo -)\" \
-         \"$(cat $d/speed 2>/dev/null || echo -)\" \"$(cat $d/device/numa_node 2>/dev/null || echo -)\" $k; done; e nics 0;",
+        "for d in /sys/class/net/*; do [ -e \"$d\" ] || continue; n=${d##*/}; k=-; [ -d \"$d/bridge\" ] && k=bridge; \
+         { read -r o <\"$d/operstate\"; } 2>/dev/null || o=-; { read -r m <\"$d/mtu\"; } 2>/dev/null || m=-; \
+         { read -r sp <\"$d/speed\"; } 2>/dev/null || sp=-; { read -r nu <\"$d/device/numa_node\"; } 2>/dev/null || nu=-; \
+         printf '%s %s %s %s %s %s\\n' \"$n\" \"${o:--}\" \"${m:--}\" \"${sp:--}\" \"${nu:--}\" $k; done; e nics 0;",
     );
     section(&mut s, "addrs", "ip -o -4 addr show 2>&1; e addrs $?;");
     section(&mut s, "route", "ip route show default 2>&1; e route $?;");
@@ -74,28 +96,67 @@ pub fn script(preflight: Option<&str>) -> String {
         "routes",
         "ip -o -4 route show table all 2>&1; e routes $?;",
     );
-    // RDMA ports: device, port, state, physical state, netdev, NUMA node.
+    // RDMA ports: device, port, state, physical state, netdev, NUMA node (read by the
+    // shell: no process a port).
     section(
         &mut s,
         "rdma",
         "for p in /sys/class/infiniband/*/ports/*; do [ -e \"$p/state\" ] || continue; \
-         dev=$(basename \"$(dirname \"$(dirname \"$p\")\")\"); \
-         printf '%s %s %s %s %s %s\\n' \"$dev\" \"${p##*/}\" \"$(cat $p/state | tr -d ' ')\" \"$(cat $p/phys_state | tr -d ' ')\" \
-         \"$(ls /sys/class/infiniband/$dev/device/net 2>/dev/null | head -n 1)\" \"$(cat /sys/class/infiniband/$dev/device/numa_node 2>/dev/null || echo -)\"; done; \
-         echo \"devices $(ls /sys/class/infiniband 2>/dev/null | wc -l)\"; e rdma 0;",
+         d=${p%/ports/*}; st=; ph=; nd=; nu=-; \
+         { read -r st <\"$p/state\"; read -r ph <\"$p/phys_state\"; } 2>/dev/null; \
+         case $st in *' '*) st=\"${st%% *}${st#* }\";; esac; case $ph in *' '*) ph=\"${ph%% *}${ph#* }\";; esac; \
+         for x in \"$d\"/device/net/*; do [ -e \"$x\" ] && nd=${x##*/}; break; done; \
+         { read -r nu <\"$d/device/numa_node\"; } 2>/dev/null; \
+         printf '%s %s %s %s %s %s\\n' \"${d##*/}\" \"${p##*/}\" \"$st\" \"$ph\" \"$nd\" \"$nu\"; done; \
+         set -- /sys/class/infiniband/*; [ -e \"$1\" ] || shift $#; echo \"devices $#\"; e rdma 0;",
     );
     section(
         &mut s,
         "nccl-env",
-        "env | grep '^NCCL_' | sed 's/^/env /'; for f in /etc/nccl.conf \"$HOME/.nccl.conf\"; do \
-         [ -r \"$f\" ] && sed \"s|^|$f |\" \"$f\"; done; e nccl-env 0;",
+        "set --; for f in /etc/nccl.conf \"$HOME/.nccl.conf\"; do [ -r \"$f\" ] && set -- \"$@\" \"$f\"; done; \
+         awk 'BEGIN { for (k in ENVIRON) if (k ~ /^NCCL_/) print \"env \" k \"=\" ENVIRON[k] } { print FILENAME \" \" $0 }' \"$@\" </dev/null; e nccl-env 0;",
     );
     s.push_str("b net-ready; e net-ready 0\n");
-    section(
+    // The kernel's TCP buffer and MTU probing settings, one awk (not the shell's `read`:
+    // dash reads a byte at a time, and a /proc/sys number ends at the first byte).
+    small(
         &mut s,
         "sysctl",
-        "for k in net.core.rmem_max net.core.wmem_max net.ipv4.tcp_rmem net.ipv4.tcp_wmem net.ipv4.tcp_mtu_probing; do \
-         printf '%s = %s\\n' \"$k\" \"$(cat /proc/sys/$(echo $k | tr . /) 2>/dev/null)\"; done; e sysctl 0;",
+        &format!(
+            "awk 'BEGIN {{ n = split(\"{}\", k, \" \"); for (i = 1; i <= n; i++) {{ f = \"/proc/sys/\" k[i]; gsub(/\\./, \"/\", f); \
+             v = \"\"; if ((getline v < f) <= 0) v = \"\"; close(f); print k[i] \" = \" v }} }}'; e sysctl 0;",
+            SYSCTLS.join(" ")
+        ),
+    );
+    // Versions: the NCCL libraries the loader finds and the ones GPUDirect installs, their
+    // versions (from the file name, else the version string inside), and the plugins.
+    // The pip wheel's (`nvidia-nccl-cu*`: nvidia/nccl/lib in a site-packages) is looked
+    // for in the python3 on PATH's prefix (a venv, conda) and the system's, by name: no
+    // python is started.
+    section(
+        &mut s,
+        "versions",
+        "kr=; { read -r kr </proc/sys/kernel/osrelease; } 2>/dev/null || kr=$(uname -r); echo \"kernel $kr\"; \
+         [ -r /etc/os-release ] && echo \"os $PRETTY_NAME\"; \
+         py=$(command -v python3 2>/dev/null); py=${py%/bin/python3}; \
+         set --; for f in $(ldconfig -p 2>/dev/null | awk '/libnccl\\.so/ {print $NF}') /var/lib/tcpx/lib64/libnccl.so.2 /var/lib/tcpxo/lib64/libnccl.so.2 \
+         /usr/local/gib/lib64/libnccl.so.2 ${py:+$py/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2} \
+         /usr/local/lib/python3*/dist-packages/nvidia/nccl/lib/libnccl.so.2 /usr/lib/python3/dist-packages/nvidia/nccl/lib/libnccl.so.2 \
+         \"$HOME\"/.local/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2; do [ -e \"$f\" ] || continue; r=$(readlink -f \"$f\"); \
+         case \" $* \" in *\" $r \"*) continue;; esac; set -- \"$@\" \"$r\"; \
+         v=${r##*libnccl.so.}; case \"$v\" in *.*.*) ;; *) v=$(grep -a -o -m 1 -E '[0-9]+\\.[0-9]+\\.[0-9]+\\+cuda[0-9]+\\.[0-9]+' \"$r\" | head -n 1);; esac; \
+         echo \"nccl $r ${v:-unknown}\"; done; \
+         for f in /var/lib/tcpx/lib64/libnccl-net.so /var/lib/tcpxo/lib64/libnccl-net.so /usr/local/gib/lib64/libnccl-net.so; do \
+         [ -e \"$f\" ] && echo \"plugin $f $(sha256sum < \"$f\" | cut -c1-12)\"; done; e versions 0;",
+    );
+    // The kernel log since boot: dmesg (as root or where dmesg_restrict is off), sudo, or
+    // the journal; only the NVIDIA driver's lines travel (the last 64, one awk).
+    section(
+        &mut s,
+        "xid",
+        "k=$(dmesg 2>/dev/null) || k=$(sudo -n dmesg 2>/dev/null) || k=$(journalctl -k -b -q --no-pager 2>/dev/null) || k=''; \
+         if [ -z \"$k\" ]; then echo 'kernel log: not readable (dmesg, sudo -n dmesg and journalctl -k all failed)'; e xid 1; \
+         else printf '%s\\n' \"$k\" | awk '/NVRM: Xid|fallen off the bus/ { l[n++ % 64] = $0 } END { for (i = (n > 64 ? n - 64 : 0); i < n; i++) print l[i % 64] }'; e xid 0; fi;",
     );
     s.push_str("if command -v nvidia-smi >/dev/null 2>&1; then\n");
     section(&mut s, "smi", "nvidia-smi 2>&1; e smi $?;");
@@ -126,36 +187,13 @@ pub fn script(preflight: Option<&str>) -> String {
              printf '%s\\n' \"$q\" | grep -v '^ *$' | sed 's/^/app /'; \
              for p in $(printf '%s\\n' \"$q\" | cut -s -d, -f2); do case $p in *[!0-9]*|'') continue;; esac; \
              ps -o pid=,sid=,user=,etimes=,args= -p $p 2>/dev/null | sed 's/^ */ps /'; \
-             j=$(tr '\\0' '\\n' < /proc/$p/environ 2>/dev/null | grep -m 1 '^FLIGHTDECK_JOB_ID='); [ -n \"$j\" ] && echo \"env $p $j\"; done; \
+             tr '\\0' '\\n' < /proc/$p/environ 2>/dev/null | awk -v p=$p '/^FLIGHTDECK_(JOB|RUN)_ID=/ {{ print \"env \" p \" \" $0 }}'; done; \
              for f in \"$HOME\"/.flightdeck/jobs/*/*/pid \"$HOME\"/.flightdeck/runs/*/pid; do [ -f \"$f\" ] && [ ! -f \"${{f%/pid}}/exit_code\" ] && echo \"fd ${{f%/pid}} $(cat \"$f\")\"; done; \
              e procs 0; else printf '%s\\n' \"$q\"; e procs 1; fi;",
             super::gpu::APPS_FIELDS
         ),
     );
     s.push_str("else b smi; echo 'nvidia-smi: not found'; e smi 127; fi\n");
-    // The kernel log since boot: dmesg (as root or where dmesg_restrict is off), sudo, or
-    // the journal; only the NVIDIA driver's lines travel.
-    section(
-        &mut s,
-        "xid",
-        "k=$(dmesg 2>/dev/null) || k=$(sudo -n dmesg 2>/dev/null) || k=$(journalctl -k -b -q --no-pager 2>/dev/null) || k=''; \
-         if [ -z \"$k\" ]; then echo 'kernel log: not readable (dmesg, sudo -n dmesg and journalctl -k all failed)'; e xid 1; \
-         else printf '%s\\n' \"$k\" | grep -E 'NVRM: Xid|fallen off the bus' | tail -n 64; e xid 0; fi;",
-    );
-    // Versions: the NCCL libraries the loader finds and the ones GPUDirect installs, their
-    // versions (from the file name, else the version string inside), and the plugins.
-    section(
-        &mut s,
-        "versions",
-        "echo \"kernel $(uname -r)\"; [ -r /etc/os-release ] && . /etc/os-release && echo \"os $PRETTY_NAME\"; \
-         py=$(python3 -c \"import importlib.util as u; s=u.find_spec('nvidia.nccl'); print(list(s.submodule_search_locations)[0])\" 2>/dev/null); \
-         for f in $(ldconfig -p 2>/dev/null | awk '/libnccl\\.so/ {print $NF}') /var/lib/tcpx/lib64/libnccl.so.2 /var/lib/tcpxo/lib64/libnccl.so.2 \
-         /usr/local/gib/lib64/libnccl.so.2 ${py:+$py/lib/libnccl.so.2}; do [ -e \"$f\" ] || continue; r=$(readlink -f \"$f\"); \
-         v=${r##*libnccl.so.}; case \"$v\" in *.*.*) ;; *) v=$(grep -a -o -m 1 -E '[0-9]+\\.[0-9]+\\.[0-9]+\\+cuda[0-9]+\\.[0-9]+' \"$r\" | head -n 1);; esac; \
-         echo \"nccl $r ${v:-unknown}\"; done; \
-         for f in /var/lib/tcpx/lib64/libnccl-net.so /var/lib/tcpxo/lib64/libnccl-net.so /usr/local/gib/lib64/libnccl-net.so; do \
-         [ -e \"$f\" ] && echo \"plugin $f $(sha256sum < \"$f\" | cut -c1-12)\"; done; e versions 0;",
-    );
     if let Some(p) = preflight {
         // The pre-flight's own checks, as the NCCL runs' pre-flight makes them.
         section(&mut s, "gpudirect", &format!("\n{p}\ne gpudirect 0;"));
@@ -241,12 +279,36 @@ pub struct Reader {
     cuts: Cuts,
     /// Bytes of output read so far.
     read: u64,
+    /// The node's uptime at each section's begin, and each ended section's (name, begin,
+    /// end), in seconds, as the marks carry them.
+    begun: Option<(String, f64)>,
+    times: Vec<(String, f64, f64)>,
 }
 
 impl Reader {
     /// Whether the node's output passed [`NODE_CAP`] (nothing more is kept).
     pub fn full(&self) -> bool {
         self.read > NODE_CAP
+    }
+
+    /// Where the node script's time went: each section's time on the node (from its
+    /// begin to its end, in ms, by the node's uptime at 10 ms resolution) in the order
+    /// they ran, and the whole script's (from the first mark to the last end).
+    pub fn timing(&self) -> (Vec<(String, u64)>, Option<u64>) {
+        let ms = |s: f64| (s * 1000.0).round().max(0.0) as u64;
+        let each = self
+            .times
+            .iter()
+            .map(|(n, b, e)| (n.clone(), ms(e - b)))
+            .collect();
+        let whole = match (
+            self.times.first(),
+            self.times.iter().map(|t| t.2).reduce(f64::max),
+        ) {
+            (Some(first), Some(last)) => Some(ms(last - first.1)),
+            _ => None,
+        };
+        (each, whole)
     }
 
     /// Whether section `name` has ended (its `end` read).
@@ -294,10 +356,16 @@ impl Reader {
                 (Some("begin"), Some(name)) => {
                     self.close(-1);
                     self.current = Some((name.to_string(), String::new()));
+                    self.begun = p.next().and_then(uptime).map(|t| (name.to_string(), t));
                 }
                 (Some("end"), Some(name)) => {
                     let code = p.next().and_then(|c| c.parse().ok()).unwrap_or(-1);
                     let same = self.current.as_ref().is_some_and(|(n, _)| n == name);
+                    if let (Some((begun, at)), Some(end)) = (&self.begun, p.next().and_then(uptime)) {
+                        if begun == name && self.times.len() < 64 {
+                            self.times.push((name.to_string(), *at, end));
+                        }
+                    }
                     self.close(if same { code } else { -1 });
                 }
                 // Its output ended before its `end`: the node script's cap cut it.
@@ -337,6 +405,14 @@ impl Reader {
         }
         (Sections(self.map), self.cuts)
     }
+}
+
+/// A mark's uptime (`/proc/uptime`'s first number, seconds): a plain decimal, else none.
+fn uptime(t: &str) -> Option<f64> {
+    if t.is_empty() || t.len() > 24 || !t.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+        return None;
+    }
+    t.parse().ok().filter(|v: &f64| v.is_finite())
 }
 
 /// The most lines of `topo -m` read, and the longest: a real matrix of an 8-GPU node
@@ -419,6 +495,110 @@ mod tests {
             .unwrap();
         let out = child.wait_with_output().unwrap();
         (String::from_utf8_lossy(&out.stdout).into_owned(), t.elapsed())
+    }
+
+    #[test]
+    fn each_section_is_timed_on_the_node() {
+        let out = crate::bootstrap::tests::sh_stdin(&script(None));
+        let mut r = Reader::default();
+        r.push(&String::from_utf8_lossy(&out.stdout));
+        let (each, whole) = r.timing();
+        let names: Vec<&str> = each.iter().map(|(n, _)| n.as_str()).collect();
+        for name in [
+            "time",
+            "tools",
+            "nics",
+            "addrs",
+            "rdma",
+            "nccl-env",
+            "net-ready",
+            "sysctl",
+            "versions",
+            "xid",
+        ] {
+            assert!(names.contains(&name), "{name} not timed: {names:?}");
+        }
+        let sum: u64 = each.iter().map(|(_, ms)| ms).sum();
+        assert!(
+            whole.unwrap() >= sum.saturating_sub(each.len() as u64 * 10),
+            "{whole:?} {each:?}"
+        );
+        // Marks without times (an older script, a node without /proc) time nothing.
+        let mut r = Reader::default();
+        r.push("@@fd-doctor begin a\nx\n@@fd-doctor end a 0\n@@fd-doctor begin b -\n@@fd-doctor end b 0 -\n");
+        assert_eq!(r.timing(), (vec![], None));
+        let mut r = Reader::default();
+        r.push("@@fd-doctor begin a 100.25\n@@fd-doctor end a 0 100.75\n@@fd-doctor begin b 101.00\n@@fd-doctor end b 0 103.5\n");
+        assert_eq!(
+            r.timing(),
+            (vec![("a".into(), 500), ("b".into(), 2500)], Some(3250))
+        );
+        let (s, _) = r.finish();
+        assert_eq!(s.status("b"), Some(0));
+    }
+
+    /// The pip wheel's NCCL (`nvidia-nccl-cu12`) is found by its path in the python3 on
+    /// PATH's prefix, without starting python (a python3 here records being run).
+    #[test]
+    fn versions_find_the_wheels_nccl_without_python() {
+        use std::os::unix::fs::PermissionsExt;
+        let venv = tempfile::tempdir().unwrap();
+        let bin = venv.path().join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        let ran = venv.path().join("python-ran");
+        let py = bin.join("python3");
+        std::fs::write(&py, format!("#!/bin/sh\n: > '{}'\nexit 1\n", ran.display())).unwrap();
+        std::fs::set_permissions(&py, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let lib = venv.path().join("lib/python3.12/site-packages/nvidia/nccl/lib");
+        std::fs::create_dir_all(&lib).unwrap();
+        std::fs::write(
+            lib.join("libnccl.so.2"),
+            b"\x7fELF junk NCCL version 2.21.5+cuda12.4 more",
+        )
+        .unwrap();
+        let (out, _) = run_with(&bin);
+        let s = parse(&out);
+        let want = format!("nccl {} 2.21.5+cuda12.4", lib.join("libnccl.so.2").display());
+        assert!(
+            s.get("versions").unwrap().lines().any(|l| l == want),
+            "{want} not in {:?}",
+            s.get("versions")
+        );
+        assert!(!ran.exists(), "python3 was run");
+    }
+
+    /// A GPU process with an NCCL run's id in its environment (a rank mpirun started on
+    /// this node: no session of a run here) is the run's.
+    #[test]
+    fn a_rank_of_a_run_is_known_by_its_environment() {
+        use std::os::unix::fs::PermissionsExt;
+        let mut rank = std::process::Command::new("sleep")
+            .arg("30")
+            .env("FLIGHTDECK_RUN_ID", "nccl-all_reduce-1-abcd")
+            .spawn()
+            .unwrap();
+        let bin = tempfile::tempdir().unwrap();
+        let smi = bin.path().join("nvidia-smi");
+        std::fs::write(
+            &smi,
+            format!(
+                "#!/bin/sh\ncase \"$1\" in --query-compute-apps=*) echo 'GPU-1, {}, 1024 MiB';; *) echo \"$*\";; esac\n",
+                rank.id()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&smi, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let (out, _) = run_with(bin.path());
+        rank.kill().unwrap();
+        rank.wait().unwrap();
+        let s = parse(&out);
+        let procs = super::super::gpu::parse_procs(s.get("procs").unwrap());
+        assert_eq!(procs.len(), 1, "{:?}", s.get("procs"));
+        assert_eq!(
+            procs[0].owner.as_deref(),
+            Some("run nccl-all_reduce-1-abcd"),
+            "{procs:?}"
+        );
     }
 
     #[test]

@@ -577,7 +577,7 @@ pub fn mpirun_script(spec: &RunSpec, hosts: &[MpiHost], mpirun: &str) -> String 
     );
     let _ = writeln!(
         s,
-        "exec $FD_IN \"$MPIRUN\" $ROOT ${{FD_AGENT:+--launch-agent \"$FD_AGENT\"}} --tag-output --hostfile hostfile -np $(({n} * GPUS)) --map-by ppr:\"$GPUS\":node --bind-to none {pin} {x} ${{LD_LIBRARY_PATH:+-x LD_LIBRARY_PATH}} $XS \"$BIN\" -b {b} -e {e} -f {f} -g 1 -n {it} -w {w} -d {d}",
+        "exec $FD_IN \"$MPIRUN\" $ROOT ${{FD_AGENT:+--launch-agent \"$FD_AGENT\"}} --tag-output --hostfile hostfile -np $(({n} * GPUS)) --map-by ppr:\"$GPUS\":node --bind-to none {pin} {x} ${{LD_LIBRARY_PATH:+-x LD_LIBRARY_PATH}} ${{FLIGHTDECK_RUN_ID:+-x FLIGHTDECK_RUN_ID}} $XS \"$BIN\" -b {b} -e {e} -f {f} -g 1 -n {it} -w {w} -d {d}",
         n = hosts.len(),
         pin = mpi_pinning(&env),
         x = xs.iter().map(|k| format!("-x {k}")).collect::<Vec<_>>().join(" "),
@@ -596,6 +596,19 @@ pub fn mpirun_script(spec: &RunSpec, hosts: &[MpiHost], mpirun: &str) -> String 
 /// engine the script first writes the embedded benchmark next to itself. The script goes
 /// on the command's stdin.
 pub fn launch_command(id: &str, script: &str, with_torch_bench: bool) -> detach::WithInput {
+    // Every rank's environment carries the run's id (mpirun passes it on: `-x`), so the
+    // doctor's `procs` knows a rank on any node as this run's.
+    let id_line = format!(
+        "{}\n",
+        crate::shellenv::export(RUN_ID_VAR, crate::shellenv::Value::Literal(id))
+    );
+    let script = match script
+        .split_once('\n')
+        .filter(|(first, _)| first.starts_with("#!"))
+    {
+        Some((shebang, rest)) => format!("{shebang}\n{id_line}{rest}"),
+        None => format!("{id_line}{script}"),
+    };
     let script = if with_torch_bench {
         let bench = format!("cat > torch_bench.py {}", detach::heredoc("BENCH", TORCH_BENCH));
         match script
@@ -622,6 +635,9 @@ pub fn follow_command(id: &str) -> String {
 pub fn stop_command(id: &str, grace_s: u32) -> String {
     detach::stop_command(&run_dir(id), grace_s)
 }
+
+/// The variable that carries a run's id to its ranks ([`launch_command`]).
+pub const RUN_ID_VAR: &str = "FLIGHTDECK_RUN_ID";
 
 /// A run id: `nccl-<collective>-<unix seconds>-<4 hex digits>`, the digits from the
 /// clock's nanoseconds and the process id so two runs in one second differ.
@@ -932,6 +948,23 @@ mod tests {
         );
     }
 
+    /// The run's id is in every rank's environment: the launched script exports it (the
+    /// doctor's `procs` tells the run's ranks by it), mpirun passes it on.
+    #[test]
+    fn the_launched_script_exports_the_run_id() {
+        for torch in [false, true] {
+            let (_, input) =
+                launch_command("nccl-all_reduce-1-abcd", "#!/usr/bin/env bash\necho hi\n", torch);
+            let text = String::from_utf8_lossy(&input);
+            assert!(
+                text.lines()
+                    .any(|l| l == "export FLIGHTDECK_RUN_ID='nccl-all_reduce-1-abcd'")
+                    && text.contains("#!/usr/bin/env bash\n"),
+                "{text}"
+            );
+        }
+    }
+
     #[test]
     fn mpirun_script_builds_the_hostfile_and_passes_the_profile() {
         let mut sp = spec(Engine::NcclTests);
@@ -968,6 +1001,7 @@ mod tests {
             .env("HOME", dir.path())
             .env("NCCL_DEBUG", "INFO")
             .env("LD_LIBRARY_PATH", "/opt/nccl/lib")
+            .env(RUN_ID_VAR, "nccl-all_reduce-1-abcd")
             .output()
             .unwrap();
         let text = String::from_utf8_lossy(&out.stdout);
@@ -991,6 +1025,7 @@ mod tests {
             "-x LD_LIBRARY_PATH",
             "-x NCCL_DEBUG",
             "-x NCCL_NET",
+            "-x FLIGHTDECK_RUN_ID",
         ] {
             assert!(args.contains(x), "{x}: {args}");
         }

@@ -5,7 +5,8 @@
 //! ```text
 //!  test process (root ns) ── 10.88.255.(4k+1)/30 ═ .(4k+2) ── bastion ns (sshd)
 //!                                                               │ 10.88.0.254
-//!           switch ns:  br0 (control 10.88.0.0/24)  br1..brK (rail r: 10.88.r.0/24)
+//!           switch ns:  br0 (control 10.88.0.0/24)  br1..brK (rail r: 10.88.r.0/24; past
+//!                                                     253 nodes a /22 each, [`data_addr`])
 //!                          │                          │
 //!  node i ns (sshd):  eth0 10.88.0.(i+1)      ethr 10.88.r.(i+1)
 //! ```
@@ -111,6 +112,18 @@ fn new_host_key(key: &Path) -> Result<String, String> {
     ])
 }
 
+/// Node `i`'s address on rail `r` of a testbed of `n` nodes, with its prefix: 10.88.r.(i+1)/24
+/// up to 253 nodes; past them each rail is a /22 of its own in 10.88.200.0/21 and up
+/// (rail r: 10.88.(200 + 4(r-1)).0/22, node i its (i+1)th address), clear of the control
+/// network's 10.88.0.0/24 and 10.88.100-103.0/24 and the bastions' 10.88.255.0/24.
+fn data_addr(n: usize, r: usize, i: usize) -> String {
+    if n <= 253 {
+        return format!("10.88.{r}.{}/24", i + 1);
+    }
+    let at = i + 1;
+    format!("10.88.{}.{}/22", 200 + 4 * (r - 1) + at / 256, at % 256)
+}
+
 /// Node `i`'s control address: 10.88.0.(i+1) for the first 253 nodes, then 10.88.100.x,
 /// 10.88.101.x...
 fn control_addr(i: usize) -> String {
@@ -202,7 +215,7 @@ impl Testbed {
     }
 
     fn build(n: usize, k: usize, private_homes: bool, machines: bool) -> Result<Testbed, String> {
-        assert!(n <= 4 * 253 && k <= 8 && (n <= 253 || k == 0), "testbed size");
+        assert!(n <= 4 * 253 && k <= 8, "testbed size");
         if unsafe_geteuid() != 0 {
             return Err("not running as root".into());
         }
@@ -360,15 +373,16 @@ impl Testbed {
             )?;
             let mut data = vec![];
             for r in 1..=k {
-                let a = format!("10.88.{r}.{}", i + 1);
+                let a = data_addr(n, r, i);
                 Self::attach(
                     &switch,
                     &ns,
                     &format!("eth{r}"),
                     &format!("d{i}r{r}"),
                     &format!("br{r}"),
-                    &format!("{a}/24"),
+                    &a,
                 )?;
+                let a = a.split('/').next().unwrap().to_string();
                 data.push(a);
             }
             tb.nodes.push(TbNode {
@@ -681,6 +695,17 @@ impl TbNode {
             ),
         )
         .unwrap();
+    }
+
+    /// The node's double of `name` ([`TbNode::add_gpu_double`]) made to wait `secs`, then
+    /// run `then` (a shell command, as root on the node), before it answers: a fault or
+    /// a load that lasts as long as the node's script does.
+    pub fn double_after(&self, name: &str, secs: u32, then: &str) {
+        let root = self.root.as_ref().expect("a machine node");
+        let bin = root.join("usr/local/bin").join(name);
+        let text = std::fs::read_to_string(&bin).expect("the double installed");
+        let (shebang, rest) = text.split_once('\n').expect("a script");
+        std::fs::write(&bin, format!("{shebang}\nsleep {secs}\n{then}\n{rest}")).unwrap();
     }
 
     /// Lines the node's kernel log shows (through the dmesg double).
