@@ -411,7 +411,7 @@ fn on_key(state: &mut State, key: KeyEvent) -> Vec<Command> {
 pub fn act(state: &mut State, action: Action) -> Vec<Command> {
     let help_page = usize::from(state.size.1.saturating_sub(4)).max(1);
     let scrollable = match &state.overlay {
-        Overlay::Help { .. } => Some(help::lines(&state.keymap).len()),
+        Overlay::Help { .. } => Some(help::max_scroll(&state.keymap, state.view, state.size) + 1),
         Overlay::Messages { .. } => Some(state.messages.len()),
         _ => None,
     };
@@ -723,7 +723,11 @@ pub fn completions(state: &State, typed: &str) -> Vec<Candidate> {
                 (
                     format!("open {}", f.name),
                     f.name.clone(),
-                    format!("{} fleet, {} nodes", f.backend, f.nodes.len()),
+                    format!(
+                        "{} fleet, {}",
+                        f.backend,
+                        crate::words::plural(f.nodes.len(), "node")
+                    ),
                 )
             }),
             arg.trim(),
@@ -1095,14 +1099,20 @@ mod tests {
         assert!(matches!(s.overlay, Overlay::Help { scroll: 0 }));
         ch(&mut s, 'j');
         ch(&mut s, 'G');
-        let max = help::lines(&s.keymap).len() - 1;
+        let max = help::max_scroll(&s.keymap, s.view, s.size);
+        assert!(max > 0, "the help is longer than 80x24");
         assert!(matches!(s.overlay, Overlay::Help { scroll } if scroll == max));
         ch(&mut s, '1');
         assert_eq!(s.view, View::Offers, "view keys do nothing under help");
         press(&mut s, KeyCode::Esc);
         assert!(matches!(s.overlay, Overlay::None));
         ch(&mut s, '?');
-        assert_eq!(ch(&mut s, 'q'), vec![Command::Quit], "q quits from help too");
+        assert_eq!(
+            ch(&mut s, 'q'),
+            vec![],
+            "q closes the help (as in htop and lazygit)"
+        );
+        assert!(matches!(s.overlay, Overlay::None));
     }
 
     #[test]

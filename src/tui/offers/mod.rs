@@ -6,7 +6,7 @@
 pub mod view;
 
 use super::action::{Action, Context};
-use super::state::{Command, State, StatusMessage, View};
+use super::state::{Command, Overlay, State, StatusMessage, View};
 use super::theme::Tone;
 use crate::catalog::{group_zones, Catalog, Direction, Field, Offer, Pricing, QueryError, ZoneGroup};
 use crossterm::event::KeyEvent;
@@ -102,6 +102,20 @@ impl OffersView {
         };
         v.apply("");
         v
+    }
+
+    /// The filter being typed: `text`'s rows, or while it has an error the rows of
+    /// `in_force` (the filter applied before the entry opened), shown dimmed with the
+    /// error, never those of a valid prefix of what is being typed.
+    pub fn preview(&mut self, text: &str, in_force: &str) {
+        if let Err(e) = self.catalog.query(text) {
+            if self.applied != in_force.trim() {
+                self.apply(in_force);
+            }
+            self.error = Some(e);
+            return;
+        }
+        self.apply(text);
     }
 
     /// Re-run the query; on a bad query keep the last good rows and show the error.
@@ -385,7 +399,10 @@ pub fn editor_key(state: &mut State, key: KeyEvent) -> Vec<Command> {
 /// Keep the view in step with its filter text (called when the filter changes).
 pub fn sync_filter(state: &mut State) {
     let text = state.filters[View::Offers.index()].clone();
-    state.offers.apply(&text);
+    match &state.overlay {
+        Overlay::Filter(f) => state.offers.preview(&text, &f.previous),
+        _ => state.offers.apply(&text),
+    }
 }
 
 #[cfg(test)]
@@ -469,11 +486,10 @@ mod tests {
         let e = s.offers.error.clone().expect("H1OO is no GPU");
         assert!(e.message.contains("did you mean H100?"), "{}", e.message);
         assert!(matches!(s.overlay, Overlay::Filter(_)), "Enter does not close it");
-        // What shows is the last query typed that had no error (`gpu`, a bare word, on
-        // the way), and the title names that one.
-        assert_eq!(s.offers.applied, "gpu");
-        let mut fresh = OffersView::new(s.offers.catalog.clone());
-        fresh.apply("gpu");
+        // What shows is the filter in force when the entry opened (none; the view dims
+        // it), not a valid prefix of what is typed (`gpu`, a bare word, on the way).
+        assert_eq!(s.offers.applied, "");
+        let fresh = OffersView::new(s.offers.catalog.clone());
         assert_eq!(s.offers.rows, fresh.rows);
         // Fixed, it applies and Enter closes the entry.
         for _ in 0..2 {
