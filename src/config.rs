@@ -14,6 +14,9 @@ use std::path::Path;
 pub struct Config {
     /// Theme name: embedded (dark, light, high-contrast, colorblind) or a user theme.
     pub theme: Option<String>,
+    /// How many colours the terminal shows (`truecolor`, `256`, `16`); unset: guessed
+    /// from `COLORTERM` and `TERM`.
+    pub color_depth: Option<ColorDepth>,
     /// Log level for the log file: error, warn, info, debug or trace.
     pub log_level: Option<LogLevel>,
     /// Key binding overrides per context: the cockpit's keymap reads and checks them
@@ -30,6 +33,53 @@ pub struct Config {
     pub mux: MuxMode,
     /// How long a background holder stays without a command before it exits.
     pub mux_persist: Option<Span>,
+}
+
+/// How many colours the terminal shows (the cockpit's theme maps its colours down to it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ColorDepth {
+    /// 24-bit colour: `#rrggbb` as written.
+    TrueColor,
+    /// The xterm 256-colour palette.
+    Ansi256,
+    /// The 16 ANSI colours (the terminal's own palette).
+    Ansi16,
+}
+
+impl std::str::FromStr for ColorDepth {
+    type Err = String;
+    fn from_str(s: &str) -> Result<ColorDepth, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "truecolor" | "24bit" | "24" => Ok(ColorDepth::TrueColor),
+            "256" => Ok(ColorDepth::Ansi256),
+            "16" => Ok(ColorDepth::Ansi16),
+            _ => Err(format!(
+                "`{s}` is not a colour depth; expected truecolor (or 24bit), 256 or 16"
+            )),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for ColorDepth {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = ColorDepth;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a colour depth: truecolor, 256 or 16")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<ColorDepth, E> {
+                v.parse().map_err(E::custom)
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<ColorDepth, E> {
+                v.to_string().parse().map_err(E::custom)
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<ColorDepth, E> {
+                v.to_string().parse().map_err(E::custom)
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
@@ -143,6 +193,11 @@ pub fn default_text(bindings: &str) -> String {
          # turns any theme monochrome.\n\
          # theme: dark\n\
          \n\
+         # How many colours the terminal shows: truecolor (24bit), 256 or 16. Unset, it is\n\
+         # guessed: COLORTERM=truecolor or 24bit gives truecolor, a TERM with 256color\n\
+         # gives 256, anything else 16.\n\
+         # color_depth: truecolor\n\
+         \n\
          # Level of the log file in the state dir (error, warn, info, debug, trace).\n\
          # --log-level overrides it.\n\
          # log_level: info\n\
@@ -190,6 +245,7 @@ mod tests {
             .filter_map(|l| l.strip_prefix("# "))
             .filter(|l| {
                 l.starts_with("theme:")
+                    || l.starts_with("color_depth:")
                     || l.starts_with("log_level:")
                     || l.starts_with("gcp:")
                     || l.starts_with("keys:")
@@ -200,6 +256,7 @@ mod tests {
         let cfg: Config = yaml::from_str(Path::new("default.yaml"), &uncommented)
             .unwrap_or_else(|e| panic!("{e}\n{uncommented}"));
         assert_eq!(cfg.theme.as_deref(), Some("dark"));
+        assert_eq!(cfg.color_depth, Some(ColorDepth::TrueColor));
         assert_eq!(cfg.log_level, Some(LogLevel::Info));
         assert!(cfg.keys.is_some());
         assert_eq!(
@@ -219,6 +276,24 @@ mod tests {
         assert!(e.message.contains("did you mean `log_level`?"), "{e}");
         let e = yaml::from_str::<Config>(Path::new("config.yaml"), "log_level: loud\n").unwrap_err();
         assert!(e.message.contains("unknown value `loud`"), "{e}");
+    }
+
+    #[test]
+    fn color_depth_takes_names_and_numbers() {
+        for (text, depth) in [
+            ("color_depth: 256\n", ColorDepth::Ansi256),
+            ("color_depth: '16'\n", ColorDepth::Ansi16),
+            ("color_depth: 24bit\n", ColorDepth::TrueColor),
+            ("color_depth: truecolor\n", ColorDepth::TrueColor),
+        ] {
+            let cfg: Config = yaml::from_str(Path::new("config.yaml"), text).unwrap();
+            assert_eq!(cfg.color_depth, Some(depth), "{text}");
+        }
+        let e = yaml::from_str::<Config>(Path::new("config.yaml"), "color_depth: 88\n").unwrap_err();
+        assert!(
+            e.message.contains("expected truecolor (or 24bit), 256 or 16"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -10,6 +10,22 @@ pub fn plural(n: usize, word: &str) -> String {
     }
 }
 
+/// `word` with its indefinite article, as it is read aloud: `an ssh fleet`, `a gcp
+/// fleet`, `an apply` (an initialism whose first letter sounds like a vowel takes `an`).
+pub fn a(word: &str) -> String {
+    let lower = word.to_ascii_lowercase();
+    let first = lower.chars().next().unwrap_or('x');
+    // Letters read as a vowel sound when spelt out (ef, aitch, el, em, en, ar, ess, ex).
+    let initialism = ["ssh", "http", "nfs", "mpi", "nic", "rdma", "ssd", "lb"]
+        .iter()
+        .any(|i| lower == *i || lower.starts_with(&format!("{i} ")));
+    if "aeiou".contains(first) || (initialism && "fhlmnrsx".contains(first)) {
+        format!("an {word}")
+    } else {
+        format!("a {word}")
+    }
+}
+
 /// Compress node names for display, as pdsh's dshbak does: `lab-0 lab-1 lab-2 lab-4`
 /// becomes `lab-[0-2,4]`. Names without a numeric suffix are listed as they are.
 pub fn compress_names(names: &[String]) -> String {
@@ -68,6 +84,15 @@ pub fn compress_names(names: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn articles_follow_the_sound() {
+        assert_eq!(a("ssh fleet"), "an ssh fleet");
+        assert_eq!(a("gcp fleet"), "a gcp fleet");
+        assert_eq!(a("gke fleet"), "a gke fleet");
+        assert_eq!(a("local fleet"), "a local fleet");
+        assert_eq!(a("apply"), "an apply");
+    }
 
     #[test]
     fn one_is_singular() {

@@ -336,7 +336,7 @@ fn offers_mark_doubtful_prices_and_show_the_sorted_column() {
 }
 
 /// A bad Offers filter at 80x24: the caret under the typed text, the error with its
-/// did-you-mean, the title naming the query the rows answer.
+/// did-you-mean, the title naming the query the rows answer (the one in force).
 #[test]
 fn offers_bad_filter_shows_its_caret() {
     let mut s = state();
@@ -348,7 +348,14 @@ fn offers_bad_filter_shows_its_caret() {
         "     ^^^^ unknown GPU `H1OO`; did you mean H100?",
         "the caret under H1OO"
     );
-    assert!(text[1].contains("· gpu "), "the applied query: {}", text[1]);
+    // The rows are those of the filter in force before the entry opened (none: all
+    // 911 offers), not of `gpu`, a valid prefix of what is typed.
+    assert!(
+        text[1].contains("Offers · 911 ·"),
+        "the filter in force: {}",
+        text[1]
+    );
+    assert!(!text[1].contains("· gpu "), "no prefix applied: {}", text[1]);
     assert!(!text[1].contains("H1OO"), "{}", text[1]);
     snapshot("offers_bad_filter_h1oo", &s);
 }
@@ -1208,6 +1215,7 @@ fn every_widget_survives_tiny_sizes() {
                     area,
                     help::HelpOverlay {
                         keymap: &km,
+                        view: flightdeck::tui::state::View::Nics,
                         scroll: 10_000,
                         theme,
                     },
@@ -1697,4 +1705,167 @@ fn nics_view_says_which_flag_follows_from_which() {
         bottom.contains("! lab-1 eth2 tx: 800 Mbit/s under half its peers, starving lab-0 eth2 rx "),
         "{bottom}"
     );
+}
+
+/// The rows of `s`'s screen at `w`x`h` as text.
+fn screen_at(s: &State, w: u16, h: u16) -> Vec<String> {
+    let t = draw(s, &Theme::default_theme(), w, h);
+    (0..h)
+        .map(|y| (0..w).map(|x| t.backend().buffer()[(x, y)].symbol()).collect())
+        .collect()
+}
+
+const LONG_FLEET: &str = "research-h200-us-central1-a-spot-fleet01";
+
+/// Column widths use free space and names keep their distinguishing end: a 40-character
+/// fleet name whole at 160x48 and its end at 80x24, its nodes told apart by their index,
+/// NCCL run ids that differ only in their last character, and a job's four exit codes.
+#[test]
+fn long_names_and_near_identical_ids_keep_their_distinguishing_part() {
+    assert_eq!(LONG_FLEET.len(), 40);
+    let mut s = state();
+    let mut long = fleet_record(LONG_FLEET, "ssh", 2);
+    if let flightdeck::fleet::Address::Ssh(a) = &mut long.nodes[0].address {
+        a.host = "a3mega-training-node-0123456789.us-central1-a.c.my-research-project.internal".into();
+    }
+    update(
+        &mut s,
+        Msg::Fleets(Ok(vec![long, fleet_record("local", "local", 1)])),
+    );
+    keys(&mut s, "2");
+    let wide = screen_at(&s, 160, 48);
+    assert!(wide.iter().any(|l| l.contains(LONG_FLEET)), "{wide:#?}");
+    let narrow = screen_at(&s, 80, 24);
+    let row = narrow
+        .iter()
+        .find(|l| l.contains("spot-fleet01 "))
+        .unwrap_or_else(|| panic!("the name's end at 80 columns: {narrow:#?}"));
+    assert!(row.contains('…') && row.contains("ssh"), "{row}");
+    // Nodes: both nodes' names keep their index.
+    keys(&mut s, "3");
+    for (w, h) in SIZES {
+        let screen = screen_at(&s, w, h);
+        for i in 0..2 {
+            assert!(
+                screen.iter().any(|l| l.contains(&format!("fleet01-{i} "))),
+                "node {i} at {w}x{h}: {screen:#?}"
+            );
+        }
+    }
+    // The node's detail panel wraps its SSH target rather than cutting it.
+    keys(&mut s, "d");
+    let screen = screen80(&s).join("\n");
+    assert!(screen.contains("internal"), "the whole SSH target: {screen}");
+    keys(&mut s, "d");
+    // NCCL: two ids alike but for the last character stay apart at both sizes.
+    let run = |id: &str| flightdeck::store::RunRecord {
+        id: id.into(),
+        kind: "nccl".into(),
+        fleet: LONG_FLEET.into(),
+        started_at: 1_795_316_959,
+        nodes: vec![],
+    };
+    update(
+        &mut s,
+        Msg::Nccl(flightdeck::tui::nccl::Msg::Runs(vec![
+            run("nccl-all_reduce-1795316959-49e2"),
+            run("nccl-all_reduce-1795316959-49e3"),
+        ])),
+    );
+    keys(&mut s, "5");
+    for (w, h) in [(160, 48)] {
+        let screen = screen_at(&s, w, h);
+        for id in ["59-49e2", "59-49e3"] {
+            assert!(
+                screen.iter().any(|l| l.contains(id)),
+                "{id} at {w}x{h}: {screen:#?}"
+            );
+        }
+    }
+    // Jobs: the exit codes are never cut while the id has room to give.
+    update(
+        &mut s,
+        Msg::Jobs(flightdeck::tui::jobs::Msg::List {
+            jobs: vec![job_record(
+                "train-long-name-1795323800-3c4d",
+                "train-long-name",
+                LONG_FLEET,
+                1_795_323_800,
+                &[Some(255), Some(143), Some(255), Some(143)],
+            )],
+            now: 1_795_323_900,
+        }),
+    );
+    keys(&mut s, "6");
+    for (w, h) in SIZES {
+        let screen = screen_at(&s, w, h);
+        assert!(
+            screen.iter().any(|l| l.contains("255,143,255,143")),
+            "exit codes at {w}x{h}: {screen:#?}"
+        );
+    }
+}
+
+/// Pane titles at 80 columns keep the node's index and the pane's state (the common
+/// start of the names goes), and under NO_COLOR the focused pane is marked in its title.
+#[test]
+fn pane_titles_keep_index_and_state_and_mark_focus_without_colour() {
+    use flightdeck::term::session::PaneState;
+    let mut s = state();
+    update(&mut s, Msg::Fleets(Ok(vec![fleet_record(LONG_FLEET, "ssh", 4)])));
+    let tiles: Vec<flightdeck::tui::panes::PaneTile> = (0..4)
+        .map(|i| flightdeck::tui::panes::PaneTile {
+            id: i,
+            node: format!("{LONG_FLEET}-{i}"),
+            host: format!("10.88.0.{}", i + 1),
+            state: if i == 1 {
+                PaneState::Exited(Some(0))
+            } else {
+                PaneState::Connected
+            },
+            marked: false,
+            screen: flightdeck::term::new_screen(24, 80),
+            size: (40, 12),
+        })
+        .collect();
+    update(
+        &mut s,
+        Msg::Panes(flightdeck::tui::panes::Msg::Opened {
+            fleet: LONG_FLEET.into(),
+            tiles,
+        }),
+    );
+    keys(&mut s, "4");
+    update(&mut s, Msg::Resize(80, 24));
+    let screen = screen_at(&s, 80, 24).join("\n");
+    for i in 0..4 {
+        assert!(screen.contains(&format!("fleet01-{i} ")), "index {i}: {screen}");
+    }
+    assert!(screen.contains("✖ exited 0"), "{screen}");
+    let dir = tempfile::tempdir().unwrap();
+    let paths = flightdeck::paths::Paths {
+        config_dir: dir.path().into(),
+        state_dir: dir.path().join("s"),
+    };
+    let mono = Theme::load("dark", &paths, true).unwrap();
+    let t = draw(&s, &mono, 80, 24);
+    let text = format!("{}", t.backend());
+    assert_eq!(text.matches('▶').count(), 1, "one focused pane marked: {text}");
+}
+
+/// At 80x24 a Spot filter shows the SPOT column, and the two notes of the bottom border
+/// both read whole.
+#[test]
+fn offers_spot_filter_shows_spot_prices_and_both_notes_at_80() {
+    let mut s = state();
+    keys(&mut s, "/gpu=H200 spot<40\n");
+    let screen = screen80(&s);
+    let header = screen.iter().find(|l| l.contains("MACHINE")).unwrap();
+    assert!(header.contains("SPOT"), "{screen:#?}");
+    let bottom = screen.iter().find(|l| l.starts_with('└')).unwrap();
+    assert!(
+        bottom.contains("offers left out: their price is unknown"),
+        "{bottom}"
+    );
+    assert!(bottom.contains("d tells why"), "{bottom}");
 }

@@ -317,6 +317,19 @@ pub struct Filtered {
 }
 
 impl Query {
+    /// The fields the query's terms compare (a bare word names none), in query order.
+    pub fn fields(&self) -> Vec<Field> {
+        let mut out = Vec::new();
+        for t in &self.terms {
+            if let Cond::Text { field, .. } | Cond::Number { field, .. } = t.cond {
+                if !out.contains(&field) {
+                    out.push(field);
+                }
+            }
+        }
+        out
+    }
+
     /// Parse a query; the error points at the first bad term.
     pub fn parse(text: &str) -> Result<Query, QueryError> {
         let mut q = Query::default();

@@ -216,6 +216,7 @@ pub fn load_cockpit(cli: &Cli, paths: &Paths) -> anyhow::Result<(Config, tui::ap
         .clone()
         .or_else(|| config.theme.clone())
         .unwrap_or_else(|| tui::theme::DEFAULT_THEME.to_string());
+    tui::theme::ColorDepth::set_configured(config.color_depth);
     let theme = tui::theme::Theme::load(&theme_name, paths, monochrome)?;
     let keymap = tui::keymap::Keymap::with_overrides(&tui::keymap::load_overrides(&paths.config_file())?);
     let mut state = tui::state::State::new(keymap, tui::theme::Theme::available(paths), theme_name);

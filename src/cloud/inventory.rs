@@ -307,8 +307,9 @@ pub trait Inventory: Send + Sync {
         let _ = ctx;
         Box::pin(async move {
             Err(format!(
-                "fleet `{}` is a {} fleet; status asks the cloud, for GCP and GKE fleets",
-                record.name, record.backend
+                "fleet `{}` is {}; status asks the cloud, for GCP and GKE fleets",
+                record.name,
+                crate::words::a(&format!("{} fleet", record.backend))
             ))
         })
     }

@@ -54,10 +54,12 @@ impl Backend for SshHosts {
             if failures.is_empty() {
                 Ok(nodes)
             } else {
+                // "Not reached", not "unreachable": a refused host key or a failed
+                // login is no network fault; each node's line says which.
                 Err(format!(
-                    "{} of {} nodes unreachable:\n  {}",
+                    "{} of {} not reached:\n  {}",
                     failures.len(),
-                    nodes.len(),
+                    crate::words::plural(nodes.len(), "node"),
                     failures.join("\n  ")
                 ))
             }

@@ -249,14 +249,18 @@ fn default_table() -> Vec<(Context, Action, Vec<Chord>)> {
         (Global, PageDown, vec![k(KeyCode::PageDown), Chord::ctrl('f')]),
         (Global, Quit, vec![p('q'), Chord::ctrl('c')]),
         (Global, Suspend, vec![Chord::ctrl('z')]),
-        (HELP, Close, vec![k(KeyCode::Esc), p('?'), k(KeyCode::F(1))]),
+        (
+            HELP,
+            Close,
+            vec![k(KeyCode::Esc), p('q'), p('?'), k(KeyCode::F(1))],
+        ),
         (HELP, Up, vec![k(KeyCode::Up), p('k')]),
         (HELP, Down, vec![k(KeyCode::Down), p('j')]),
         (HELP, Top, vec![k(KeyCode::Home), p('g')]),
         (HELP, Bottom, vec![k(KeyCode::End), p('G')]),
         (HELP, PageUp, vec![k(KeyCode::PageUp), Chord::ctrl('b')]),
         (HELP, PageDown, vec![k(KeyCode::PageDown), Chord::ctrl('f')]),
-        (HELP, Quit, vec![p('q'), Chord::ctrl('c')]),
+        (HELP, Quit, vec![Chord::ctrl('c')]),
         (Input, Close, vec![k(KeyCode::Esc), Chord::ctrl('c')]),
         (Input, Confirm, vec![k(KeyCode::Enter)]),
         (Input, Complete, vec![k(KeyCode::Tab)]),
@@ -744,10 +748,14 @@ mod tests {
         assert_eq!(g('x'), Some(Action::Quit));
         assert_eq!(g('q'), None, "quit's default chord is replaced");
         assert_eq!(km.chords(Context::Global, Action::Quit), &[Chord::plain('x')]);
-        // ctrl-c stays only where not overridden: help context still quits on q.
+        // Other contexts keep their keys: the help still quits on ctrl-c, and q closes it.
+        assert_eq!(
+            km.lookup(Context::Help, &ev(KeyCode::Char('c'), KeyModifiers::CONTROL)),
+            Some(Action::Quit)
+        );
         assert_eq!(
             km.lookup(Context::Help, &ev(KeyCode::Char('q'), KeyModifiers::NONE)),
-            Some(Action::Quit)
+            Some(Action::Close)
         );
     }
 

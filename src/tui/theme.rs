@@ -4,7 +4,15 @@
 //! file is an error naming the file, line and key, never a silent fallback.
 //!
 //! `NO_COLOR` (set and non-empty) turns every theme monochrome: no colours at all, the
-//! selection and the active tab in reverse video, titles and key hints in bold.
+//! selection and the active tab in reverse video, titles and key hints in bold, and the
+//! focused pane marked in its title ([`Theme::focus_marker`]).
+//!
+//! Colour depth ([`ColorDepth`]): `COLORTERM=truecolor`/`24bit` gets the theme's colours
+//! as written; else `TERM` naming `256color` gets them mapped to the 256-colour palette;
+//! else the 16 ANSI colours. The config file's `color_depth` overrides the guess. A theme
+//! whose `selection_fg` and `selection_bg` are both `reset` selects by reverse video, and
+//! so does every theme at 16 colours: tone colours (a failed run in red) stay readable
+//! on the selected row.
 
 use crate::paths::Paths;
 use crate::yaml::{self, YamlError};
@@ -145,11 +153,202 @@ impl<'de> Deserialize<'de> for ThemeColor {
     }
 }
 
+pub use crate::config::ColorDepth;
+
+/// The config file's `color_depth` (set once at startup), which wins over the guess
+/// from the environment.
+static DEPTH_SETTING: std::sync::OnceLock<ColorDepth> = std::sync::OnceLock::new();
+
+impl ColorDepth {
+    /// The depth `COLORTERM` and `TERM` name: `truecolor`/`24bit` in `COLORTERM` is
+    /// 24-bit, `256color` in `TERM` is 256 colours, anything else 16 (what every colour
+    /// terminal shows).
+    pub fn detect(colorterm: Option<&str>, term: Option<&str>) -> ColorDepth {
+        let ct = colorterm.unwrap_or("").to_ascii_lowercase();
+        if ct == "truecolor" || ct == "24bit" {
+            ColorDepth::TrueColor
+        } else if term.unwrap_or("").to_ascii_lowercase().contains("256color") {
+            ColorDepth::Ansi256
+        } else {
+            ColorDepth::Ansi16
+        }
+    }
+
+    /// The config file's setting, kept for every theme loaded later (`:theme`).
+    pub fn set_configured(depth: Option<ColorDepth>) {
+        if let Some(d) = depth {
+            let _ = DEPTH_SETTING.set(d);
+        }
+    }
+
+    /// The depth in use: the config file's `color_depth`, else the environment's.
+    pub fn current() -> ColorDepth {
+        if let Some(d) = DEPTH_SETTING.get() {
+            return *d;
+        }
+        let var = |k: &str| std::env::var(k).ok();
+        ColorDepth::detect(var("COLORTERM").as_deref(), var("TERM").as_deref())
+    }
+
+    /// `c` as this depth can show it: RGB to the nearest palette entry, a 256-palette
+    /// index to the nearest of the 16 at 16 colours; names and `reset` unchanged.
+    pub fn map(self, c: Color) -> Color {
+        match (self, c) {
+            (ColorDepth::TrueColor, _) => c,
+            (ColorDepth::Ansi256, Color::Rgb(r, g, b)) => Color::Indexed(nearest_256(r, g, b)),
+            (ColorDepth::Ansi256, _) => c,
+            (ColorDepth::Ansi16, Color::Rgb(r, g, b)) => nearest_16(r, g, b),
+            (ColorDepth::Ansi16, Color::Indexed(i)) if i >= 16 => {
+                let (r, g, b) = palette_rgb(i);
+                nearest_16(r, g, b)
+            }
+            (ColorDepth::Ansi16, Color::Indexed(i)) => ANSI16[usize::from(i)].0,
+            (ColorDepth::Ansi16, _) => c,
+        }
+    }
+}
+
+/// The 16 ANSI colours with xterm's default RGB values (xterm's `256colres.h`/
+/// `XTerm-col.ad`), by index.
+const ANSI16: [(Color, (u8, u8, u8)); 16] = [
+    (Color::Black, (0, 0, 0)),
+    (Color::Red, (205, 0, 0)),
+    (Color::Green, (0, 205, 0)),
+    (Color::Yellow, (205, 205, 0)),
+    (Color::Blue, (0, 0, 238)),
+    (Color::Magenta, (205, 0, 205)),
+    (Color::Cyan, (0, 205, 205)),
+    (Color::Gray, (229, 229, 229)),
+    (Color::DarkGray, (127, 127, 127)),
+    (Color::LightRed, (255, 0, 0)),
+    (Color::LightGreen, (0, 255, 0)),
+    (Color::LightYellow, (255, 255, 0)),
+    (Color::LightBlue, (92, 92, 255)),
+    (Color::LightMagenta, (255, 0, 255)),
+    (Color::LightCyan, (0, 255, 255)),
+    (Color::White, (255, 255, 255)),
+];
+
+/// The levels of the 6x6x6 colour cube of the 256-colour palette.
+const CUBE: [u8; 6] = [0, 95, 135, 175, 215, 255];
+
+/// The RGB of palette entry `i` (xterm's 256-colour palette).
+fn palette_rgb(i: u8) -> (u8, u8, u8) {
+    match i {
+        0..=15 => ANSI16[usize::from(i)].1,
+        16..=231 => {
+            let n = i - 16;
+            (
+                CUBE[usize::from(n / 36)],
+                CUBE[usize::from(n / 6 % 6)],
+                CUBE[usize::from(n % 6)],
+            )
+        }
+        _ => {
+            let v = 8 + 10 * (i - 232);
+            (v, v, v)
+        }
+    }
+}
+
+/// The RGB a colour shows as (names as xterm's defaults); `None` for `reset`.
+pub fn rgb_of(c: Color) -> Option<(u8, u8, u8)> {
+    match c {
+        Color::Rgb(r, g, b) => Some((r, g, b)),
+        Color::Indexed(i) => Some(palette_rgb(i)),
+        Color::Reset => None,
+        named => ANSI16.iter().find(|(n, _)| *n == named).map(|(_, rgb)| *rgb),
+    }
+}
+
+fn distance(a: (u8, u8, u8), b: (u8, u8, u8)) -> i32 {
+    // Weighted RGB distance (red and blue weighted by the mean red, "redmean").
+    let rm = (i32::from(a.0) + i32::from(b.0)) / 2;
+    let (dr, dg, db) = (
+        i32::from(a.0) - i32::from(b.0),
+        i32::from(a.1) - i32::from(b.1),
+        i32::from(a.2) - i32::from(b.2),
+    );
+    (((512 + rm) * dr * dr) >> 8) + 4 * dg * dg + (((767 - rm) * db * db) >> 8)
+}
+
+/// The nearest entry of the cube and grey ramp (16..=255; the first 16 vary by terminal).
+fn nearest_256(r: u8, g: u8, b: u8) -> u8 {
+    (16..=255u8)
+        .min_by_key(|&i| distance((r, g, b), palette_rgb(i)))
+        .expect("a non-empty range")
+}
+
+/// The nearest of the 16 ANSI colours by hue and lightness (RGB distance to xterm's
+/// saturated defaults would send soft theme colours to grey): greys (low saturation)
+/// to black, dark gray, gray or white by lightness; other colours to the hue's colour,
+/// its light variant when light.
+fn nearest_16(r: u8, g: u8, b: u8) -> Color {
+    let [rf, gf, bf] = [r, g, b].map(|c| f64::from(c) / 255.0);
+    let (max, min) = (rf.max(gf).max(bf), rf.min(gf).min(bf));
+    let (l, c) = ((max + min) / 2.0, max - min);
+    let s = if c == 0.0 {
+        0.0
+    } else {
+        c / (1.0 - (2.0 * l - 1.0).abs())
+    };
+    if s < 0.25 || c < 0.1 {
+        let avg = (u16::from(r) + u16::from(g) + u16::from(b)) / 3;
+        return match avg {
+            0..=47 => Color::Black,
+            48..=159 => Color::DarkGray,
+            160..=234 => Color::Gray,
+            _ => Color::White,
+        };
+    }
+    let h = if max == rf {
+        60.0 * ((gf - bf) / c).rem_euclid(6.0)
+    } else if max == gf {
+        60.0 * ((bf - rf) / c + 2.0)
+    } else {
+        60.0 * ((rf - gf) / c + 4.0)
+    };
+    const HUES: [(Color, Color); 6] = [
+        (Color::Red, Color::LightRed),
+        (Color::Yellow, Color::LightYellow),
+        (Color::Green, Color::LightGreen),
+        (Color::Cyan, Color::LightCyan),
+        (Color::Blue, Color::LightBlue),
+        (Color::Magenta, Color::LightMagenta),
+    ];
+    // Sectors of 60 degrees centred on each hue.
+    let (dark, light) = HUES[((h + 30.0) / 60.0) as usize % 6];
+    if l > 0.55 {
+        light
+    } else {
+        dark
+    }
+}
+
+/// WCAG 2 contrast ratio of two colours (1 to 21).
+pub fn contrast(a: (u8, u8, u8), b: (u8, u8, u8)) -> f64 {
+    fn lum((r, g, b): (u8, u8, u8)) -> f64 {
+        let lin = |c: u8| {
+            let c = f64::from(c) / 255.0;
+            if c <= 0.04045 {
+                c / 12.92
+            } else {
+                ((c + 0.055) / 1.055).powf(2.4)
+            }
+        };
+        0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b)
+    }
+    let (x, y) = (lum(a), lum(b));
+    (x.max(y) + 0.05) / (x.min(y) + 0.05)
+}
+
 /// A resolved theme: semantic styles for the views to use.
 #[derive(Debug, Clone)]
 pub struct Theme {
     pub name: String,
     pub monochrome: bool,
+    /// How many colours the terminal shows; colours are mapped down to it.
+    pub depth: ColorDepth,
     roles: Option<ThemeFile>,
 }
 
@@ -180,6 +379,7 @@ impl Theme {
         Ok(Theme {
             name: name.to_string(),
             monochrome: false,
+            depth: ColorDepth::TrueColor,
             roles: Some(roles),
         })
     }
@@ -236,6 +436,7 @@ impl Theme {
             });
         };
         theme.monochrome = monochrome;
+        theme.depth = ColorDepth::current();
         Ok(theme)
     }
 
@@ -256,9 +457,20 @@ impl Theme {
         }
     }
 
+    /// A theme colour as the terminal can show it.
+    fn c(&self, c: ThemeColor) -> Color {
+        self.depth.map(c.0)
+    }
+
+    /// The same theme at another colour depth.
+    pub fn with_depth(mut self, depth: ColorDepth) -> Theme {
+        self.depth = depth;
+        self
+    }
+
     fn fg_style(&self, pick: impl Fn(&ThemeFile) -> ThemeColor, mono: Style) -> Style {
         match self.roles() {
-            Some(r) => Style::new().fg(pick(r).0),
+            Some(r) => Style::new().fg(self.c(pick(r))),
             None => mono,
         }
     }
@@ -266,8 +478,18 @@ impl Theme {
     /// The base text style (and background of the whole screen).
     pub fn base(&self) -> Style {
         match self.roles() {
-            Some(r) => Style::new().fg(r.fg.0).bg(r.bg.0),
+            Some(r) => Style::new().fg(self.c(r.fg)).bg(self.c(r.bg)),
             None => Style::new(),
+        }
+    }
+
+    /// What marks the focused pane in its title: a `▶` where colour cannot (`NO_COLOR`,
+    /// where a bold border looks like any other in many terminals), nothing else.
+    pub fn focus_marker(&self) -> &'static str {
+        if self.monochrome {
+            "▶ "
+        } else {
+            ""
         }
     }
 
@@ -286,8 +508,8 @@ impl Theme {
 
     pub fn border(&self, focused: bool) -> Style {
         match (self.roles(), focused) {
-            (Some(r), true) => Style::new().fg(r.border_focused.0),
-            (Some(r), false) => Style::new().fg(r.border.0),
+            (Some(r), true) => Style::new().fg(self.c(r.border_focused)),
+            (Some(r), false) => Style::new().fg(self.c(r.border)),
             (None, true) => Style::new().add_modifier(Modifier::BOLD),
             (None, false) => Style::new(),
         }
@@ -296,25 +518,32 @@ impl Theme {
     pub fn tab(&self, active: bool) -> Style {
         match (self.roles(), active) {
             (Some(r), true) => Style::new()
-                .fg(r.tab_active_fg.0)
-                .bg(r.tab_active_bg.0)
+                .fg(self.c(r.tab_active_fg))
+                .bg(self.c(r.tab_active_bg))
                 .add_modifier(Modifier::BOLD),
-            (Some(r), false) => Style::new().fg(r.tab.0),
+            (Some(r), false) => Style::new().fg(self.c(r.tab)),
             (None, true) => Style::new().add_modifier(Modifier::REVERSED | Modifier::BOLD),
             (None, false) => Style::new(),
         }
     }
 
+    /// The selected row. A bar of the theme's selection colours, chosen so that every
+    /// tone and the accent stay readable on it (at least 3:1, tested); reverse video
+    /// where the theme asks for it (both selection roles `reset`), without colour, and at
+    /// 16 colours (where a dark bar maps to black or a tone's own colour).
     pub fn selection(&self) -> Style {
+        let reverse = Style::new().add_modifier(Modifier::REVERSED);
         match self.roles() {
-            Some(r) => Style::new().fg(r.selection_fg.0).bg(r.selection_bg.0),
-            None => Style::new().add_modifier(Modifier::REVERSED),
+            Some(r) if r.selection_fg.0 == Color::Reset && r.selection_bg.0 == Color::Reset => reverse,
+            Some(_) if self.depth == ColorDepth::Ansi16 => reverse,
+            Some(r) => Style::new().fg(self.c(r.selection_fg)).bg(self.c(r.selection_bg)),
+            None => reverse,
         }
     }
 
     pub fn status_bar(&self) -> Style {
         match self.roles() {
-            Some(r) => Style::new().fg(r.status_fg.0).bg(r.status_bg.0),
+            Some(r) => Style::new().fg(self.c(r.status_fg)).bg(self.c(r.status_bg)),
             None => Style::new(),
         }
     }
@@ -351,7 +580,7 @@ impl Theme {
     /// The colour of NIC `i`'s series (cycled).
     pub fn nic(&self, i: usize) -> Style {
         match self.roles() {
-            Some(r) => Style::new().fg(r.nic[i % r.nic.len()].0),
+            Some(r) => Style::new().fg(self.c(r.nic[i % r.nic.len()])),
             None => Style::new(),
         }
     }
@@ -486,8 +715,124 @@ mod tests {
             let t = Theme::embedded(name).unwrap().unwrap();
             assert_ne!(t.rx().fg, t.tx().fg, "{name}: rx/tx");
             assert_ne!(t.tone(Tone::Pass).fg, t.tone(Tone::Fail).fg, "{name}: pass/fail");
-            assert_ne!(t.selection().bg, t.base().bg, "{name}: selection visible");
+            assert!(
+                t.selection().add_modifier.contains(Modifier::REVERSED) || t.selection().bg != t.base().bg,
+                "{name}: selection visible"
+            );
         }
+    }
+
+    #[test]
+    fn colour_depth_follows_colorterm_then_term() {
+        use ColorDepth::*;
+        assert_eq!(ColorDepth::detect(Some("truecolor"), Some("xterm")), TrueColor);
+        assert_eq!(ColorDepth::detect(Some("24bit"), None), TrueColor);
+        assert_eq!(ColorDepth::detect(None, Some("xterm-256color")), Ansi256);
+        assert_eq!(ColorDepth::detect(Some(""), Some("screen-256color")), Ansi256);
+        assert_eq!(ColorDepth::detect(None, Some("xterm")), Ansi16);
+        assert_eq!(ColorDepth::detect(None, Some("linux")), Ansi16);
+        assert_eq!(ColorDepth::detect(None, None), Ansi16);
+    }
+
+    #[test]
+    fn colours_map_down_to_the_depth() {
+        use ColorDepth::*;
+        let rgb = Color::Rgb(0xe0, 0x6c, 0x75);
+        assert_eq!(TrueColor.map(rgb), rgb);
+        // The 256 palette: cube entries and the grey ramp, exact where they match.
+        assert_eq!(Ansi256.map(Color::Rgb(255, 0, 0)), Color::Indexed(196));
+        assert_eq!(Ansi256.map(Color::Rgb(0x3a, 0x3a, 0x3a)), Color::Indexed(237));
+        assert_eq!(Ansi256.map(Color::Rgb(95, 135, 175)), Color::Indexed(67));
+        // 16 colours: hues to their ANSI colour, greys to greys.
+        assert_eq!(Ansi16.map(rgb), Color::LightRed);
+        assert_eq!(Ansi16.map(Color::Rgb(0x98, 0xc3, 0x79)), Color::LightGreen);
+        assert_eq!(Ansi16.map(Color::Rgb(0x61, 0xaf, 0xef)), Color::LightCyan);
+        assert_eq!(Ansi16.map(Color::Rgb(0x05, 0x50, 0xae)), Color::Blue);
+        assert_eq!(Ansi16.map(Color::Rgb(0xcf, 0x22, 0x2e)), Color::Red);
+        assert_eq!(Ansi16.map(Color::Rgb(0xe5, 0xc0, 0x7b)), Color::LightYellow);
+        assert_eq!(Ansi16.map(Color::Rgb(0xc5, 0xcd, 0xd9)), Color::Gray);
+        assert_eq!(Ansi16.map(Color::Rgb(0x6c, 0x7a, 0x89)), Color::DarkGray);
+        assert_eq!(Ansi16.map(Color::Rgb(0x26, 0x2b, 0x35)), Color::Black);
+        assert_eq!(Ansi16.map(Color::Indexed(196)), Color::Red);
+        assert_eq!(Ansi16.map(Color::Indexed(1)), Color::Red);
+        assert_eq!(Ansi16.map(Color::Reset), Color::Reset);
+        assert_eq!(Ansi16.map(Color::Yellow), Color::Yellow);
+        // Every style of every theme, at each depth, uses only colours that depth has.
+        for (name, _) in EMBEDDED {
+            for depth in [Ansi256, Ansi16] {
+                let t = Theme::embedded(name).unwrap().unwrap().with_depth(depth);
+                let mut styles = vec![
+                    t.base(),
+                    t.muted(),
+                    t.accent(),
+                    t.title(),
+                    t.border(true),
+                    t.border(false),
+                    t.tab(true),
+                    t.tab(false),
+                    t.selection(),
+                    t.status_bar(),
+                    t.key_hint(),
+                    t.rx(),
+                    t.tx(),
+                    t.expected(),
+                ];
+                styles.extend([Tone::Info, Tone::Pass, Tone::Warn, Tone::Fail].map(|x| t.tone(x)));
+                styles.extend((0..8).map(|i| t.nic(i)));
+                for c in styles.iter().flat_map(|s| [s.fg, s.bg]).flatten() {
+                    let ok = match (depth, c) {
+                        (_, Color::Rgb(..)) => false,
+                        (Ansi16, Color::Indexed(_)) => false,
+                        _ => true,
+                    };
+                    assert!(ok, "{name} at {depth:?}: {c:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn every_tone_is_readable_on_the_selection() {
+        for (name, _) in EMBEDDED {
+            for depth in [ColorDepth::TrueColor, ColorDepth::Ansi256, ColorDepth::Ansi16] {
+                let t = Theme::embedded(name).unwrap().unwrap().with_depth(depth);
+                let sel = t.selection();
+                if sel.add_modifier.contains(Modifier::REVERSED) {
+                    // Reverse video swaps a cell's own colours: as readable as unselected.
+                    assert_eq!((sel.fg, sel.bg), (None, None), "{name} at {depth:?}");
+                    continue;
+                }
+                let bar = rgb_of(sel.bg.expect("a selection bar has a background")).unwrap();
+                let text = rgb_of(sel.fg.expect("and a foreground")).unwrap();
+                let c = contrast(text, bar);
+                assert!(c >= 4.5, "{name} at {depth:?}: selected text {c:.1}:1");
+                let mut on_bar = vec![("accent", t.accent())];
+                for (n, tone) in [
+                    ("info", Tone::Info),
+                    ("pass", Tone::Pass),
+                    ("warn", Tone::Warn),
+                    ("fail", Tone::Fail),
+                ] {
+                    on_bar.push((n, t.tone(tone)));
+                }
+                for (what, style) in on_bar {
+                    let fg = rgb_of(style.fg.unwrap()).unwrap();
+                    let c = contrast(fg, bar);
+                    assert!(c >= 3.0, "{name} at {depth:?}: {what} on the selection {c:.1}:1");
+                }
+            }
+        }
+        // The check can fail: the old dark bar made a failed run red on green.
+        let c = contrast((0xe0, 0x6c, 0x75), (0x98, 0xc3, 0x79));
+        assert!(c < 3.0, "{c}");
+    }
+
+    #[test]
+    fn no_color_marks_focus_with_text() {
+        let dir = tempfile::tempdir().unwrap();
+        let mono = Theme::load("dark", &paths_in(dir.path()), true).unwrap();
+        assert_eq!(mono.focus_marker(), "▶ ");
+        assert_eq!(Theme::default_theme().focus_marker(), "");
     }
 
     /// Simulated colour-vision deficiency (Machado et al. 2009, severity 1) in linear

@@ -144,6 +144,12 @@ impl Tmux {
         self.tmux(&["capture-pane", "-p", "-J", "-t", "fd"])
     }
 
+    /// The screen with its colour and attribute escapes (`capture-pane -e`), as tmux
+    /// keeps them: what the program sent, not what a terminal made of it.
+    pub fn screen_escapes(&self) -> String {
+        self.tmux(&["capture-pane", "-p", "-e", "-t", "fd"])
+    }
+
     /// Set a tmux server option.
     pub fn set_option(&self, name: &str, value: &str) {
         self.tmux(&["set-option", "-s", name, value]);

@@ -184,8 +184,8 @@ impl Target {
     ) -> Result<(Target, Vec<NodeTarget>), String> {
         if record.backend != BackendKind::Gke {
             return Err(format!(
-                "`:open {name} SELECTOR` picks pods: fleet `{name}` is a {} fleet",
-                record.backend,
+                "`:open {name} SELECTOR` picks pods: fleet `{name}` is {}",
+                crate::words::a(&format!("{} fleet", record.backend)),
                 name = record.name
             ));
         }

@@ -13,11 +13,11 @@ use crate::store::FleetRecord;
 use crate::tui::fleets;
 use crate::tui::state::State;
 use crate::tui::theme::{Theme, Tone};
-use crate::tui::widgets::table::{block, message};
+use crate::tui::widgets::table::{block, message, table, Col, Cut};
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Paragraph, Row, Table, Widget};
+use ratatui::widgets::{Block, Borders, Paragraph, Widget};
 
 /// The fleets table; below it the provisioning log of the last apply or delete; over
 /// both the fleet-file editor when it is open.
@@ -130,13 +130,13 @@ fn render_table(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
             buf,
         );
     }
-    let rows: Vec<Row> = shown
+    let rows: Vec<(Vec<String>, ratatui::style::Style)> = shown
         .iter()
         .map(|f: &&FleetRecord| {
             let selected = state.fleet_selected.as_deref() == Some(f.name.as_str());
             let open = state.panes.fleet.as_deref() == Some(f.name.as_str());
             let style = if selected { theme.selection() } else { theme.base() };
-            Row::new(vec![
+            let cells = vec![
                 format!("{}{}", f.name, if open { " ◆" } else { "" }),
                 f.backend.to_string(),
                 node_count(f),
@@ -145,24 +145,25 @@ fn render_table(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
                     .as_ref()
                     .map(|p| p.display().to_string())
                     .unwrap_or_default(),
-            ])
-            .style(style)
+            ];
+            (cells, style)
         })
         .collect();
-    let header = Row::new(vec!["NAME", "BACKEND", "NODES", "CREATED (UTC)", "FILE"]).style(theme.muted());
-    Table::new(
-        rows,
-        [
-            Constraint::Length(22),
-            Constraint::Length(8),
-            Constraint::Length(6),
-            Constraint::Length(16),
-            Constraint::Min(10),
-        ],
-    )
-    .header(header)
-    .block(b)
-    .render(area, buf);
+    // Names grow first and keep their end; the file takes what is left, cut at its start
+    // (its name is at the end of the path).
+    let cols = [
+        Col::name("NAME"),
+        Col::whole("BACKEND"),
+        Col::whole("NODES"),
+        Col::whole("CREATED (UTC)"),
+        Col {
+            cut: Cut::Start,
+            ..Col::text("FILE", 10)
+        },
+    ];
+    table(&cols, rows, b.inner(area).width, theme.muted())
+        .block(b)
+        .render(area, buf);
 }
 
 /// `2`, or for cloud fleets with lost nodes `2 ✗1` (the Nodes view says why).

@@ -17,6 +17,7 @@ use crate::store;
 use crate::tui::jobs::{log_lines, visible, NodeFollow, ShownJob};
 use crate::tui::state::State;
 use crate::tui::theme::{Theme, Tone};
+use crate::tui::widgets::table::{self, Col};
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::Style;
@@ -74,48 +75,63 @@ fn render_list(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
         .render(area, buf);
         return;
     }
-    let header = Row::new(["NAME", "ID", "FLEET", "STATE", "NODES", "DURATION", "EXIT"]).style(theme.title());
-    // What the ID column gets: the table's width less the fixed columns and gaps.
-    let id_width = usize::from(area.width.saturating_sub(2))
-        .saturating_sub(16 + 10 + 9 + 5 + 9 + 12 + 6)
-        .max(6);
-    let rows: Vec<Row> = jobs
+    // Names and ids grow first and keep their end; state, nodes, duration and the exit
+    // codes are never cut.
+    let cols = [
+        Col::name("NAME"),
+        Col::name("ID"),
+        Col::name("FLEET").grow(1),
+        Col::whole("STATE"),
+        Col::whole("NODES"),
+        Col::whole("DURATION"),
+        Col::whole("EXIT"),
+    ];
+    let header = Row::new(cols.map(|c| c.header)).style(theme.title());
+    let texts: Vec<Vec<String>> = jobs
         .iter()
         .map(|j| {
-            let word = crate::jobs::state_word(j);
-            let sel = state.jobs.selected.as_deref() == Some(j.id.as_str());
             let codes = j
                 .nodes
                 .iter()
                 .map(|n| n.exit_code.map_or("-".into(), |c| c.to_string()))
                 .collect::<Vec<_>>()
                 .join(",");
-            // The id's own part (its start is the name, in the first column), with an
-            // ellipsis where the column cuts it.
             let id = j.id.strip_prefix(&format!("{}-", j.name)).unwrap_or(&j.id);
+            vec![
+                j.name.clone(),
+                id.to_string(),
+                j.fleet.clone(),
+                crate::jobs::state_word(j).to_string(),
+                j.nodes.len().to_string(),
+                hms(duration(j, state.jobs.now)),
+                codes,
+            ]
+        })
+        .collect();
+    let widths = table::widths(&cols, &texts, area.width.saturating_sub(2));
+    let fit = |i: usize, t: &str| table::fit(t, usize::from(widths[i]), cols[i].cut);
+    let rows: Vec<Row> = jobs
+        .iter()
+        .zip(&texts)
+        .map(|(j, t)| {
+            let word = crate::jobs::state_word(j);
+            let sel = state.jobs.selected.as_deref() == Some(j.id.as_str());
             Row::new(vec![
-                Line::raw(crate::tui::widgets::truncate(&j.name, 16)),
-                Line::raw(crate::tui::widgets::truncate(id, id_width)),
-                Line::raw(j.fleet.clone()),
+                Line::raw(fit(0, &t[0])),
+                // The id's own part (its start is the name, in the first column).
+                Line::raw(fit(1, &t[1])),
+                Line::raw(fit(2, &t[2])),
                 Line::styled(word, theme.tone(state_tone(word))),
-                Line::raw(j.nodes.len().to_string()),
-                Line::raw(hms(duration(j, state.jobs.now))),
-                Line::raw(codes),
+                Line::raw(t[4].clone()),
+                Line::raw(t[5].clone()),
+                Line::raw(t[6].clone()),
             ])
             .style(if sel { theme.selection() } else { theme.base() })
         })
         .collect();
     Table::new(
         rows,
-        [
-            Constraint::Length(16),
-            Constraint::Min(12),
-            Constraint::Length(10),
-            Constraint::Length(9),
-            Constraint::Length(5),
-            Constraint::Length(9),
-            Constraint::Length(12),
-        ],
+        widths.iter().map(|w| Constraint::Length(*w)).collect::<Vec<_>>(),
     )
     .header(header)
     .block(block)

@@ -25,6 +25,7 @@ use crate::tui::nccl::{visible, Field, RunDialog, RunStatus};
 use crate::tui::state::State;
 use crate::tui::theme::{Theme, Tone};
 use crate::tui::widgets::centered;
+use crate::tui::widgets::table::{self, Col, Cut};
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
@@ -63,7 +64,7 @@ pub fn render(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
     let runs = visible(state);
     // Below 40 columns the list keeps the run, its state and verdict; the fleet goes.
     let narrow = list.width < 40;
-    let rows: Vec<Row> = runs
+    let cells: Vec<(&'static str, String, String, Span, Span, bool)> = runs
         .iter()
         .map(|r| {
             let sel = state.nccl.selected.as_deref() == Some(r.id.as_str());
@@ -102,12 +103,43 @@ pub fn render(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
             } else {
                 r.id.trim_start_matches("nccl-").to_string()
             };
+            (mark, name, r.fleet.clone(), status, verdict, sel)
+        })
+        .collect();
+    // Run ids grow first and keep their end (ids differ in their last characters); the
+    // fleet takes what is left; state and verdict are never cut. (The list has no header.)
+    let cols: Vec<Col> = if narrow {
+        vec![Col::name(""), Col::whole(""), Col::whole("")]
+    } else {
+        vec![
+            Col::name(""),
+            Col::name("").grow(1),
+            Col::whole(""),
+            Col::whole(""),
+        ]
+    };
+    let texts: Vec<Vec<String>> = cells
+        .iter()
+        .map(|(mark, name, fleet, status, verdict, _)| {
+            let mut t = vec![format!("{mark}{name}")];
+            if !narrow {
+                t.push(fleet.clone());
+            }
+            t.extend([status.content.to_string(), verdict.content.to_string()]);
+            t
+        })
+        .collect();
+    let widths = table::widths(&cols, &texts, list.width.saturating_sub(2));
+    let rows: Vec<Row> = cells
+        .into_iter()
+        .map(|(mark, name, fleet, status, verdict, sel)| {
+            let name_w = usize::from(widths[0]).saturating_sub(mark.chars().count());
             let mut cells = vec![Line::from(vec![
                 Span::styled(mark, theme.accent()),
-                Span::raw(name),
+                Span::raw(table::fit(&name, name_w, Cut::Start)),
             ])];
             if !narrow {
-                cells.push(Line::raw(r.fleet.clone()));
+                cells.push(Line::raw(table::fit(&fleet, usize::from(widths[1]), Cut::Start)));
             }
             cells.push(Line::from(status));
             cells.push(Line::from(verdict));
@@ -142,16 +174,7 @@ pub fn render(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
         .block(block)
         .render(list, buf);
     } else {
-        let widths: Vec<Constraint> = if narrow {
-            vec![Constraint::Min(16), Constraint::Length(8), Constraint::Length(4)]
-        } else {
-            vec![
-                Constraint::Min(12),
-                Constraint::Length(8),
-                Constraint::Length(8),
-                Constraint::Length(7),
-            ]
-        };
+        let widths: Vec<Constraint> = widths.iter().map(|w| Constraint::Length(*w)).collect();
         Table::new(rows, widths).block(block).render(list, buf);
     }
     match state.nccl.comparison() {

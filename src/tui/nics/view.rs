@@ -146,7 +146,7 @@ pub fn render(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
         m => m.label().to_string(),
     };
     let count = if c.shown.len() == n {
-        format!("{n} nodes")
+        crate::words::plural(n, "node")
     } else {
         format!("{} of {n} nodes match", c.shown.len())
     };
@@ -549,7 +549,7 @@ fn render_rail(c: &Ctx, area: Rect, buf: &mut Buffer) {
                 },
             ),
             word,
-            Span::raw(format!(" · {n} nodes ")),
+            Span::raw(format!(" · {} ", crate::words::plural(n, "node"))),
         ]);
         RateChart {
             title,
@@ -729,7 +729,7 @@ fn render_fleet(c: &Ctx, area: Rect, buf: &mut Buffer) {
     let title = Line::from(vec![
         Span::styled(
             if up == n {
-                format!(" fleet total of {n} nodes ")
+                format!(" fleet total of {} ", crate::words::plural(n, "node"))
             } else {
                 format!(" fleet total of {up}/{n} nodes (down: {}) ", n - up)
             },

@@ -15,11 +15,11 @@ use crate::cloud::inventory;
 use crate::store::FleetRecord;
 use crate::tui::state::State;
 use crate::tui::theme::{Theme, Tone};
-use crate::tui::widgets::table::{block, message, page_of};
+use crate::tui::widgets::table::{self, block, message, page_of, Col};
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Paragraph, Row, Table, Widget};
+use ratatui::widgets::{Block, Borders, Paragraph, Row, Table, Widget, Wrap};
 
 pub fn render_nodes(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
     let filter = state.filters[crate::tui::state::View::Nodes.index()].to_lowercase();
@@ -124,13 +124,43 @@ fn draw_table(
         None => (0..listed.len(), String::new()),
     };
     // Only the rows on screen are drawn (a fleet has up to 1024 nodes).
-    let drawn: Vec<Row> = listed[page]
+    let spans: Vec<Vec<Span>> = listed[page.clone()]
         .iter()
         .map(|r| {
+            r.cells
+                .iter()
+                .map(|c| cell(state, c, r.node.as_deref(), theme))
+                .collect()
+        })
+        .collect();
+    // The node's name grows first and keeps its end (`…fleet1-0`); the rest at least
+    // their usual width, then what is left.
+    let cols: Vec<Col> = t
+        .columns
+        .iter()
+        .enumerate()
+        .map(|(i, (name, w))| match i {
+            0 => Col {
+                min: *w,
+                ..Col::name(*name)
+            },
+            _ => Col::text(*name, *w),
+        })
+        .collect();
+    let texts: Vec<Vec<String>> = spans
+        .iter()
+        .map(|r| r.iter().map(|s| s.content.to_string()).collect())
+        .collect();
+    let widths = table::widths(&cols, &texts, area.width.saturating_sub(2));
+    let drawn: Vec<Row> = listed[page]
+        .iter()
+        .zip(spans)
+        .map(|(r, cells)| {
             let row = Row::new(
-                r.cells
-                    .iter()
-                    .map(|c| cell(state, c, r.node.as_deref(), theme))
+                cells
+                    .into_iter()
+                    .zip(cols.iter().zip(&widths))
+                    .map(|(s, (c, w))| Span::styled(table::fit(&s.content, usize::from(*w), c.cut), s.style))
                     .collect::<Vec<_>>(),
             );
             match (&r.node, nodes) {
@@ -140,19 +170,7 @@ fn draw_table(
             }
         })
         .collect();
-    let last = t.columns.len().saturating_sub(1);
-    let widths: Vec<Constraint> = t
-        .columns
-        .iter()
-        .enumerate()
-        .map(|(i, (_, w))| {
-            if i == last {
-                Constraint::Min(*w)
-            } else {
-                Constraint::Length(*w)
-            }
-        })
-        .collect();
+    let widths: Vec<Constraint> = widths.iter().map(|w| Constraint::Length(*w)).collect();
     let header: Vec<&str> = t.columns.iter().map(|(name, _)| *name).collect();
     Table::new(drawn, widths)
         .header(Row::new(header).style(theme.muted()))
@@ -255,5 +273,7 @@ fn render_node_detail(
                 .title(Span::styled(format!(" {name} "), theme.title()))
                 .style(theme.base()),
         )
+        // A long SSH target or NIC list wraps rather than being cut at the edge.
+        .wrap(Wrap { trim: false })
         .render(area, buf);
 }

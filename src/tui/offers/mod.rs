@@ -79,6 +79,20 @@ impl OffersView {
         v
     }
 
+    /// The filter being typed: `text`'s rows, or while it has an error the rows of
+    /// `in_force` (the filter applied before the entry opened), shown dimmed with the
+    /// error, never those of a valid prefix of what is being typed.
+    pub fn preview(&mut self, text: &str, in_force: &str) {
+        if let Err(e) = self.catalog.query(text) {
+            if self.applied != in_force.trim() {
+                self.apply(in_force);
+            }
+            self.error = Some(e);
+            return;
+        }
+        self.apply(text);
+    }
+
     /// Re-run the query; on a bad query keep the last good rows and show the error.
     pub fn apply(&mut self, text: &str) {
         let q = match self.catalog.query(text) {
@@ -278,11 +292,10 @@ mod tests {
         let e = s.offers.error.clone().expect("H1OO is no GPU");
         assert!(e.message.contains("did you mean H100?"), "{}", e.message);
         assert!(matches!(s.overlay, Overlay::Filter(_)), "Enter does not close it");
-        // What shows is the last query typed that had no error (`gpu`, a bare word, on
-        // the way), and the title names that one.
-        assert_eq!(s.offers.applied, "gpu");
-        let mut fresh = OffersView::new(s.offers.catalog.clone());
-        fresh.apply("gpu");
+        // What shows is the filter in force when the entry opened (none; the view dims
+        // it), not a valid prefix of what is typed (`gpu`, a bare word, on the way).
+        assert_eq!(s.offers.applied, "");
+        let fresh = OffersView::new(s.offers.catalog.clone());
         assert_eq!(s.offers.rows, fresh.rows);
         // Fixed, it applies and Enter closes the entry.
         for _ in 0..2 {

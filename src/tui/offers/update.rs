@@ -5,7 +5,7 @@ use super::{fleet_yaml, Msg, OfferRow, COLUMNS};
 use crate::catalog::{Field, Pricing};
 use crate::tui::action::Action;
 use crate::tui::fleets::editor::FleetEditor;
-use crate::tui::state::{Command, State, StatusMessage, View};
+use crate::tui::state::{Command, Overlay, State, StatusMessage, View};
 use crate::tui::theme::Tone;
 
 /// A message of the offers' services.
@@ -114,5 +114,8 @@ pub fn act(state: &mut State, action: Action) -> Option<Vec<Command>> {
 /// Keep the view in step with its filter text (called when the filter changes).
 pub fn sync_filter(state: &mut State) {
     let text = state.filters[View::Offers.index()].clone();
-    state.offers.apply(&text);
+    match &state.overlay {
+        Overlay::Filter(f) => state.offers.preview(&text, &f.previous),
+        _ => state.offers.apply(&text),
+    }
 }

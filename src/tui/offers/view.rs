@@ -105,18 +105,42 @@ fn doubtful(f: Field, o: &Offer, pricing: Pricing) -> bool {
     }
 }
 
-/// The columns that fit in `w` cells, most important first kept; the column sorted by
-/// is always among them.
-fn columns(w: u16, pricing: Pricing, sort: Field) -> Vec<Field> {
-    let price = match pricing {
+/// The price column of `pricing`.
+fn price_column(pricing: Pricing) -> Field {
+    match pricing {
         Pricing::OnDemand => Field::OnDemand,
         Pricing::Spot => Field::Spot,
         Pricing::Flex => Field::Flex,
+    }
+}
+
+/// The columns the applied filter compares (`spot<40`: SPOT; `price<5`: the pricing's
+/// column), shown whatever the width so that the rows visibly meet the filter.
+fn filtered_columns(v: &OffersView) -> Vec<Field> {
+    let Ok(q) = v.catalog.query(&v.applied) else {
+        return vec![];
     };
+    q.fields()
+        .into_iter()
+        .map(|f| {
+            if f == Field::Price {
+                price_column(v.pricing)
+            } else {
+                f
+            }
+        })
+        .filter(|f| !header(*f).is_empty())
+        .collect()
+}
+
+/// The columns that fit in `w` cells, most important first kept; the column sorted by
+/// and the columns the filter compares are always among them.
+fn columns(w: u16, pricing: Pricing, sort: Field, filtered: &[Field]) -> Vec<Field> {
+    let price = price_column(pricing);
     // Dropped right to left by priority when narrow.
-    let priority = [
-        Field::Machine,
-        sort,
+    let mut priority = vec![Field::Machine, sort];
+    priority.extend(filtered.iter().copied());
+    priority.extend([
         Field::Zone,
         price,
         Field::GpuPrice,
@@ -129,7 +153,7 @@ fn columns(w: u16, pricing: Pricing, sort: Field) -> Vec<Field> {
         Field::Vcpus,
         Field::Ram,
         Field::Flex,
-    ];
+    ]);
     let mut keep: Vec<Field> = vec![];
     let mut used = 1u16;
     for f in priority {
@@ -206,14 +230,41 @@ fn render_table(v: &OffersView, theme: &Theme, area: Rect, buf: &mut Buffer) {
             format!(" bad filter at column {}: {} ", e.column + 1, e.message),
             theme.tone(Tone::Fail),
         ));
-    } else if v.dropped_unknown > 0 {
-        block = block.title_bottom(Line::styled(
-            format!(" {} offers left out: their price is unknown ", v.dropped_unknown),
-            theme.tone(Tone::Warn),
-        ));
     }
     let inner_w = area.width.saturating_sub(2);
-    let cols = columns(inner_w, v.pricing, v.sort);
+    let filtered = filtered_columns(v);
+    let cols = columns(inner_w, v.pricing, v.sort, &filtered);
+    // While the typed filter has an error, the rows are the filter in force's: dimmed.
+    let stale = v.error.is_some();
+    // Free space goes to the machine type first (`a3-ultragpu-8g-nolssd` whole), then
+    // the zone.
+    let longest = |f: Field| {
+        v.rows
+            .iter()
+            .map(|r| {
+                let o = v.row_offer(*r);
+                match f {
+                    Field::Machine => o.machine_type.chars().count(),
+                    _ => o.zone.chars().count() + 4,
+                }
+            })
+            .max()
+            .unwrap_or(0)
+    };
+    let used: u16 = cols.iter().map(|f| width(*f) + 1).sum();
+    let mut free = inner_w.saturating_sub(used);
+    let mut grown = std::collections::HashMap::new();
+    for f in [Field::Machine, Field::Zone] {
+        if cols.contains(&f) {
+            let want = u16::try_from(longest(f))
+                .unwrap_or(u16::MAX)
+                .saturating_sub(width(f));
+            let give = want.min(free);
+            free -= give;
+            grown.insert(f, width(f) + give);
+        }
+    }
+    let cw = |f: Field| grown.get(&f).copied().unwrap_or_else(|| width(f));
     let mut marked = false;
     let selected = v.selected_row();
     // Only the rows around the selection are built (thousands of rows, one screen).
@@ -247,6 +298,11 @@ fn render_table(v: &OffersView, theme: &Theme, area: Rect, buf: &mut Buffer) {
             } else {
                 theme.base()
             };
+            let style = if stale {
+                style.patch(theme.muted()).add_modifier(Modifier::DIM)
+            } else {
+                style
+            };
             let cells: Vec<Cell> = cols
                 .iter()
                 .map(|f| {
@@ -259,9 +315,9 @@ fn render_table(v: &OffersView, theme: &Theme, area: Rect, buf: &mut Buffer) {
                     let doubt = doubtful(*f, o, v.pricing);
                     let text = if doubt { format!("{text}!") } else { text };
                     marked |= doubt;
-                    let text = truncate(&text, usize::from(width(*f)));
+                    let text = truncate(&text, usize::from(cw(*f)));
                     let text = if numeric(*f) {
-                        format!("{text:>w$}", w = usize::from(width(*f)))
+                        format!("{text:>w$}", w = usize::from(cw(*f)))
                     } else {
                         text
                     };
@@ -276,34 +332,40 @@ fn render_table(v: &OffersView, theme: &Theme, area: Rect, buf: &mut Buffer) {
             Row::new(cells).style(style)
         })
         .collect();
-    if marked && v.error.is_none() {
-        block = block.title_bottom(
-            Line::styled(
-                " ! a price the catalog doubts: d tells why ",
-                theme.tone(Tone::Warn),
-            )
-            .right_aligned(),
-        );
+    if v.error.is_none() {
+        let (left, right) = footer_notes(v.dropped_unknown, marked, usize::from(area.width));
+        if let Some(l) = left {
+            block = block.title_bottom(Line::styled(l, theme.tone(Tone::Warn)));
+        }
+        if let Some(r) = right {
+            block = block.title_bottom(Line::styled(r, theme.tone(Tone::Warn)).right_aligned());
+        }
     }
     let head = Row::new(
         cols.iter()
             .map(|f| {
                 let h = header(*f);
                 let text = if numeric(*f) {
-                    format!("{h:>w$}", w = usize::from(width(*f)))
+                    format!("{h:>w$}", w = usize::from(cw(*f)))
                 } else {
                     h.to_string()
                 };
+                // The sorted column in bold, the filtered ones underlined.
                 let style = if *f == v.sort {
                     theme.accent().add_modifier(Modifier::BOLD)
                 } else {
                     theme.muted()
                 };
+                let style = if filtered.contains(f) {
+                    style.add_modifier(Modifier::UNDERLINED)
+                } else {
+                    style
+                };
                 Cell::from(text).style(style)
             })
             .collect::<Vec<_>>(),
     );
-    let widths: Vec<Constraint> = cols.iter().map(|f| Constraint::Length(width(*f))).collect();
+    let widths: Vec<Constraint> = cols.iter().map(|f| Constraint::Length(cw(*f))).collect();
     if v.rows.is_empty() {
         let msg = if v.error.is_some() {
             ""
@@ -316,6 +378,43 @@ fn render_table(v: &OffersView, theme: &Theme, area: Rect, buf: &mut Buffer) {
         .header(head)
         .block(block)
         .render(area, buf);
+}
+
+/// The bottom border's two notes for a table `width` wide: `left` out offers and the
+/// `!` legend, shortened (the long forms first) so that they never overlap; the legend
+/// goes last when even the short forms do not fit.
+fn footer_notes(left_out: usize, marked: bool, width: usize) -> (Option<String>, Option<String>) {
+    let lefts = [
+        format!(" {left_out} offers left out: their price is unknown "),
+        format!(" {left_out} left out: price unknown "),
+        format!(" {left_out} left out "),
+    ];
+    let rights = [
+        " ! a price the catalog doubts: d tells why ",
+        " ! doubtful price: d tells why ",
+        " ! d: why ",
+    ];
+    // Two corners and one border cell between the notes.
+    let room = width.saturating_sub(3);
+    let len = |s: &str| s.chars().count();
+    match (left_out > 0, marked) {
+        (false, false) => (None, None),
+        (true, false) => (lefts.iter().find(|l| len(l) <= room + 1).cloned(), None),
+        (false, true) => (
+            None,
+            rights.iter().find(|r| len(r) <= room + 1).map(|r| r.to_string()),
+        ),
+        (true, true) => {
+            for l in &lefts {
+                for r in &rights {
+                    if len(l) + len(r) <= room {
+                        return (Some(l.clone()), Some(r.to_string()));
+                    }
+                }
+            }
+            (lefts.iter().find(|l| len(l) <= room + 1).cloned(), None)
+        }
+    }
 }
 
 fn render_detail(o: &Offer, pricing: Pricing, theme: &Theme, area: Rect, buf: &mut Buffer) {

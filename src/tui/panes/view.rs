@@ -38,6 +38,17 @@ fn marker(s: &PaneState) -> &'static str {
     }
 }
 
+/// A pane title's node name in `room` cells less `rest` (the marks and the state beside
+/// it): whole when it fits, else its end (`…fleet1-0`: the index and the state stay, the
+/// common start of the fleet's node names goes).
+fn title_name(node: &str, room: usize, rest: usize) -> String {
+    crate::tui::widgets::table::fit(
+        node,
+        room.saturating_sub(rest).max(8),
+        crate::tui::widgets::table::Cut::Start,
+    )
+}
+
 /// Draw the panes into `area` (the body); returns the cursor position for insert mode.
 pub fn render(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) -> Option<(u16, u16)> {
     let p = &state.panes;
@@ -71,20 +82,24 @@ pub fn render(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) -> Opt
         let tile = &p.tiles[idx];
         let focused = idx == p.focus;
         let targeted = (p.insert || broadcasting) && targets.contains(&tile.id);
+        let state_text = format!(
+            "{} {} ",
+            marker(&tile.state),
+            crate::tui::widgets::shown(&tile.state.label())
+        );
+        let focus = if focused { theme.focus_marker() } else { "" };
+        let node = title_name(
+            &crate::tui::widgets::shown(&tile.node),
+            usize::from(rect.width.saturating_sub(2)),
+            1 + focus.chars().count() + 1 + state_text.chars().count(),
+        );
         let mut title = vec![
             Span::styled(if tile.marked { "+" } else { " " }, theme.accent()),
             Span::styled(
-                format!("{} ", crate::tui::widgets::shown(&tile.node)),
+                format!("{focus}{node} "),
                 if focused { theme.title() } else { theme.base() },
             ),
-            Span::styled(
-                format!(
-                    "{} {} ",
-                    marker(&tile.state),
-                    crate::tui::widgets::shown(&tile.state.label())
-                ),
-                theme.tone(tone(&tile.state)),
-            ),
+            Span::styled(state_text, theme.tone(tone(&tile.state))),
         ];
         // Every pane keys go to says so while broadcasting, and how many others get them
         // unseen.

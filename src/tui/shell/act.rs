@@ -14,7 +14,7 @@ use tui_textarea::TextArea;
 pub fn act(state: &mut State, action: Action) -> Vec<Command> {
     let help_page = usize::from(state.size.1.saturating_sub(4)).max(1);
     let scrollable = match &state.overlay {
-        Overlay::Help { .. } => Some(help::lines(&state.keymap).len()),
+        Overlay::Help { .. } => Some(help::max_scroll(&state.keymap, state.view, state.size) + 1),
         Overlay::Messages { .. } => Some(state.messages.len()),
         _ => None,
     };

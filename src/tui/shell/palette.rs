@@ -50,7 +50,11 @@ pub fn completions(state: &State, typed: &str) -> Vec<Candidate> {
                 (
                     format!("open {}", f.name),
                     f.name.clone(),
-                    format!("{} fleet, {} nodes", f.backend, f.nodes.len()),
+                    format!(
+                        "{} fleet, {}",
+                        f.backend,
+                        crate::words::plural(f.nodes.len(), "node")
+                    ),
                 )
             }),
             arg.trim(),

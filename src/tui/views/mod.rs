@@ -126,6 +126,7 @@ fn render_views(
     match &state.overlay {
         Overlay::Help { scroll } => super::help::view::HelpOverlay {
             keymap: &state.keymap,
+            view: state.view,
             scroll: *scroll,
             theme,
         }
@@ -153,7 +154,7 @@ fn status_left(state: &State) -> String {
     if state.view == View::Panes {
         let p = &state.panes;
         if let Some(f) = &p.fleet {
-            s = format!("Panes {f} ({} nodes)", p.tiles.len());
+            s = format!("Panes {f} ({})", crate::words::plural(p.tiles.len(), "node"));
         }
         if p.copy.is_some() {
             s.push_str("  COPY");

@@ -49,12 +49,13 @@ impl Widget for StatusBar<'_> {
         {
             hints.clear();
         }
-        // A message may carry what a node or an API said: shown, never acted on.
+        // A message may carry what a node or an API said: shown, never acted on. Its
+        // lines read as one (`fleet `local`; follow it with …`, not `local`follow`).
         let (text, style) = match self.message {
-            Some(m) => (super::shown(&m.text), self.theme.tone(m.tone)),
-            None => (super::shown(&self.left), self.theme.status_bar()),
+            Some(m) => (one_line(&m.text), self.theme.tone(m.tone)),
+            None => (one_line(&self.left), self.theme.status_bar()),
         };
-        let text = text.as_ref();
+        let text = text.as_str();
         // Hints give way before the message (or the view's own line), up to half the bar.
         let left_min = (text.chars().count() + 2).clamp(12.min(width / 2), width / 2);
         while !hints.is_empty() && hint_width(&hints) + left_min > width {
@@ -83,6 +84,17 @@ impl Widget for StatusBar<'_> {
     }
 }
 
+/// A message's lines joined into one for the bar (`; ` between them, the indents gone),
+/// each made safe to show.
+fn one_line(text: &str) -> String {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(|l| super::shown(l).into_owned())
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 /// `text` in `width` characters: whole when it fits, else its start and its end around
 /// an ellipsis (the end of a message often holds what to do: a did-you-mean, a fix);
 /// `M` shows it whole.
@@ -103,6 +115,15 @@ fn middle_cut(text: &str, width: usize) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_messages_lines_are_joined_with_a_separator() {
+        let m = "job j1 (`train`) is still running on fleet `local`\n  node 0: running\nfollow it with `flightdeck job logs j1`";
+        assert_eq!(
+            super::one_line(m),
+            "job j1 (`train`) is still running on fleet `local`; node 0: running; follow it with `flightdeck job logs j1`"
+        );
+    }
+
     #[test]
     fn a_long_message_keeps_its_start_and_its_end() {
         let m = "fleets/lab.yaml:5:7: ssh_config.hosts[0]: unknown field `usr`, expected one of `hostname`, `user`; did you mean `user`?";
