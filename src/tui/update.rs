@@ -236,6 +236,11 @@ fn mouse(state: &mut State, m: crossterm::event::MouseEvent) -> Vec<Command> {
     let scrollable = matches!(state.overlay, Overlay::Help { .. } | Overlay::Messages { .. });
     match m.kind {
         MouseEventKind::ScrollUp | MouseEventKind::ScrollDown
+            if state.view == View::Panes && matches!(state.overlay, Overlay::None) =>
+        {
+            panes::wheel(state, m.column, m.row, m.kind == MouseEventKind::ScrollUp)
+        }
+        MouseEventKind::ScrollUp | MouseEventKind::ScrollDown
             if scrollable
                 || (matches!(state.overlay, Overlay::None) && context(state) == Context::Global) =>
         {
@@ -317,8 +322,7 @@ fn answer_ask(state: &mut State, action: Action) -> Vec<Command> {
 fn quit(state: &mut State) -> Vec<Command> {
     let open: Vec<&str> = state
         .panes
-        .tiles
-        .iter()
+        .all_tiles()
         .filter(|t| matches!(t.state, crate::term::session::PaneState::Connected))
         .map(|t| t.node.as_str())
         .collect();
