@@ -1730,7 +1730,10 @@ fn long_names_and_near_identical_ids_keep_their_distinguishing_part() {
     }
     update(
         &mut s,
-        Msg::Fleets(Ok(vec![long, fleet_record("local", "local", 1)])),
+        Msg::Fleets(flightdeck::tui::fleets::Msg::Loaded(Ok(vec![
+            long,
+            fleet_record("local", "local", 1),
+        ]))),
     );
     keys(&mut s, "2");
     let wide = screen_at(&s, 160, 48);
@@ -1812,7 +1815,12 @@ fn long_names_and_near_identical_ids_keep_their_distinguishing_part() {
 fn pane_titles_keep_index_and_state_and_mark_focus_without_colour() {
     use flightdeck::term::session::PaneState;
     let mut s = state();
-    update(&mut s, Msg::Fleets(Ok(vec![fleet_record(LONG_FLEET, "ssh", 4)])));
+    update(
+        &mut s,
+        Msg::Fleets(flightdeck::tui::fleets::Msg::Loaded(Ok(vec![fleet_record(
+            LONG_FLEET, "ssh", 4,
+        )]))),
+    );
     let tiles: Vec<flightdeck::tui::panes::PaneTile> = (0..4)
         .map(|i| flightdeck::tui::panes::PaneTile {
             id: i,
@@ -1868,4 +1876,109 @@ fn offers_spot_filter_shows_spot_prices_and_both_notes_at_80() {
         "{bottom}"
     );
     assert!(bottom.contains("d tells why"), "{bottom}");
+}
+
+/// A GCP plan as `fleets/a3-mega-tcpxo.yaml` makes it: nine networks, ten firewalls, nine
+/// subnetworks, a placement policy and two Spot instances, with the notes.
+fn a3_mega_plan() -> flightdeck::cloud::Plan {
+    use flightdeck::cloud::Change;
+    let mut plan = mega_plan();
+    let global = |kind: &'static str, name: String| Change {
+        action: "create",
+        kind,
+        name,
+        place: "global".into(),
+        cloud: None,
+    };
+    let mut changes = vec![global("network", "a3-mega-net".into())];
+    changes.extend((1..=8).map(|i| global("network", format!("a3-mega-data-{i}"))));
+    changes.push(global("firewall", "a3-mega-net-ssh".into()));
+    changes.push(global("firewall", "a3-mega-net-internal".into()));
+    changes.extend((1..=8).map(|i| global("firewall", format!("a3-mega-data-{i}-internal"))));
+    changes.extend((0..=8).map(|i| Change {
+        place: "us-east4".into(),
+        ..global("subnetwork", format!("a3-mega-sub-{i}"))
+    }));
+    changes.extend(plan.changes.drain(..).map(|mut c| {
+        if c.kind == "instance" {
+            c.name = c.name.replace("mega-", "a3-mega-");
+        }
+        c
+    }));
+    plan.changes = changes;
+    plan.notes = vec![
+        "no GCP project found: this plan writes `PROJECT` where the project goes; apply needs one (gcp.project_id in the config, GOOGLE_CLOUD_PROJECT, or `gcloud config set project`)".into(),
+        "VM service account: the project's Compute Engine default service account, cloud-platform scope (gcp.vm_service_account names another): the GPUDirect bootstrap pulls from Artifact Registry with it".into(),
+    ];
+    plan
+}
+
+/// Issue 29 (UX walk ranked 1): at 80x24 the apply confirmation of a 31-resource GCP
+/// plan shows what costs money (the instances, their machine type and Spot model, the
+/// total, the notes) and counts the rest per kind, above the keys; nothing is cut.
+#[test]
+fn apply_confirmation_at_80x24_shows_the_money_and_counts_the_rest() {
+    use flightdeck::tui::fleets::{Confirm, Op};
+    let mut s = state();
+    keys(&mut s, "2");
+    update(
+        &mut s,
+        Msg::Fleets(flightdeck::tui::fleets::Msg::Planned(Ok(Box::new(Confirm {
+            op: Op::Apply {
+                file: "fleets/a3-mega-tcpxo.yaml".into(),
+            },
+            plan: a3_mega_plan(),
+        })))),
+    );
+    let text = screen80(&s).join("\n");
+    for want in [
+        "instance         a3-mega-0",
+        "instance         a3-mega-1",
+        "a3-megagpu-8g",
+        "SPOT",
+        "total $33.20/h",
+        "note: no GCP project found",
+        "create  9 networks, 10 firewalls, 9 subnetworks, 1 placement policy",
+        "y go ahead",
+    ] {
+        assert!(
+            text.contains(want),
+            "{want:?} is not on the 80x24 screen:\n{text}"
+        );
+    }
+    assert!(!text.contains("not shown"), "everything fits counted:\n{text}");
+    // The money comes before the counted resources.
+    let at = |w: &str| text.find(w).unwrap();
+    assert!(at("a3-mega-0") < at("total $33.20/h"));
+    assert!(at("total $33.20/h") < at("9 networks"));
+    // At 160x48 every resource has its own line.
+    let big = draw(&s, &Theme::default_theme(), 160, 48);
+    let big: String = (0..48)
+        .map(|y| {
+            (0..160)
+                .map(|x| big.backend().buffer()[(x, y)].symbol())
+                .collect::<String>()
+                + "\n"
+        })
+        .collect();
+    assert!(big.contains("a3-mega-data-8-internal"), "{big}");
+    assert!(big.contains("total $33.20/h"), "{big}");
+    // Smaller still, what does not fit is said to be cut, above the keys.
+    let small = draw(&s, &Theme::default_theme(), 80, 14);
+    let small: String = (0..14)
+        .map(|y| {
+            (0..80)
+                .map(|x| small.backend().buffer()[(x, y)].symbol())
+                .collect::<String>()
+                + "\n"
+        })
+        .collect();
+    assert!(
+        small.contains("of the plan not shown: a taller terminal"),
+        "{small}"
+    );
+    assert!(
+        small.contains("total $33.20/h") && small.contains("y go ahead"),
+        "{small}"
+    );
 }

@@ -20,11 +20,28 @@ pub const SCROLLBACK: usize = 10_000;
 /// kept here instead: output bytes, escape sequences stripped, carriage returns and
 /// backspaces applied, nothing logged while a full-screen program holds the alternate
 /// screen. Bounded to [`SCROLLBACK`] lines.
+///
+/// vt100 does not reflow on resize (a narrower screen cuts its rows, a wider one keeps
+/// them cut), so the normal screen's output is also kept as bytes, bounded to
+/// [`REPLAY`], and a resize replays them into a parser of the new size: the lines wrap
+/// to the new width as they did when printed, as tmux and terminal emulators reflow. A
+/// full-screen program's alternate screen is not logged: it is resized as it is and
+/// redraws itself on SIGWINCH; the normal screen under it is rebuilt when it ends.
 pub struct PaneTerm {
     parser: vt100::Parser,
     log: LineLog,
     log_parser: vte::Parser,
+    /// The normal screen's output bytes, the newest [`REPLAY`] of them (from a line start).
+    raw: Vec<u8>,
+    /// Where the newest escape sequence began in `raw`: entering the alternate screen
+    /// takes its sequence out again.
+    esc_at: usize,
+    /// Resized while the alternate screen was shown: rebuild the normal one when it ends.
+    reflow_due: bool,
 }
+
+/// The normal screen's output kept for reflowing it on resize (bytes).
+pub const REPLAY: usize = 256 * 1024;
 
 /// A pane's terminal, written by its session task, read-locked only while drawing.
 pub type SharedScreen = Arc<RwLock<PaneTerm>>;
@@ -39,43 +56,86 @@ impl PaneTerm {
             parser: vt100::Parser::new(rows.max(1), cols.max(1), 0),
             log: LineLog::default(),
             log_parser: vte::Parser::new(),
+            raw: vec![],
+            esc_at: 0,
+            reflow_due: false,
         }
     }
 
     pub fn process(&mut self, bytes: &[u8]) {
         self.parser.process(bytes);
         for &b in bytes {
+            let was = self.log.alternate;
+            if b == 0x1b {
+                self.esc_at = self.raw.len();
+            }
             self.log_parser.advance(&mut self.log, b);
+            match (was, self.log.alternate) {
+                (false, false) => self.raw.push(b),
+                (false, true) => self.raw.truncate(self.esc_at),
+                _ => {}
+            }
         }
+        if self.raw.len() > 2 * REPLAY {
+            // Keep the newest REPLAY bytes, from the start of a line.
+            let from = self.raw.len() - REPLAY;
+            let from = self.raw[from..]
+                .iter()
+                .position(|&b| b == b'\n')
+                .map_or(from, |i| from + i + 1);
+            self.raw.drain(..from);
+            self.esc_at = 0;
+        }
+        if self.reflow_due && !self.log.alternate {
+            self.reflow_due = false;
+            let (rows, cols) = self.parser.screen().size();
+            self.rebuild(rows, cols);
+        }
+    }
+
+    /// A new parser of `rows` x `cols` that has seen the normal screen's kept output,
+    /// with the input modes (application cursor, bracketed paste, mouse) of the old one.
+    fn rebuild(&mut self, rows: u16, cols: u16) {
+        let modes = self.parser.screen().input_mode_formatted();
+        let mut parser = vt100::Parser::new(rows, cols, 0);
+        parser.process(&self.raw);
+        parser.process(&modes);
+        self.parser = parser;
     }
 
     pub fn screen(&self) -> &vt100::Screen {
         self.parser.screen()
     }
 
-    /// Resize the screen. Shrinking keeps the bottom of the normal screen, as tmux does:
-    /// when the cursor's row would fall outside, the screen scrolls up first (the lines
-    /// it pushes out stay in the scrollback log), so the newest output and the prompt
-    /// stay in view. A full-screen program's screen is left to redraw itself.
+    /// Resize the screen. The normal screen is rebuilt at the new size from its kept
+    /// output (reflowed: the lines wrap to the new width, a taller screen shows older
+    /// lines again, and the bottom, where the cursor is, stays in view, as in tmux). A
+    /// full-screen program's screen is resized as it is and left to redraw itself.
     pub fn set_size(&mut self, rows: u16, cols: u16) {
         let (rows, cols) = (rows.max(1), cols.max(1));
-        let screen = self.parser.screen();
-        let (old_rows, _) = screen.size();
-        let (row, col) = screen.cursor_position();
-        if rows < old_rows && row >= rows && !screen.alternate_screen() {
-            let up = row + 1 - rows;
-            // To the last row, `up` line feeds (each scrolls the screen by one), then
-            // back to where the cursor was, `up` rows higher. The screen only: the log
-            // already holds these lines.
-            let moves = format!(
-                "\x1b[{old_rows};1H{}\x1b[{};{}H",
-                "\n".repeat(usize::from(up)),
-                row + 1 - up,
-                col + 1
-            );
-            self.parser.process(moves.as_bytes());
+        if self.parser.screen().size() == (rows, cols) {
+            return;
         }
-        self.parser.set_size(rows, cols);
+        if self.log.alternate {
+            self.parser.set_size(rows, cols);
+            self.reflow_due = true;
+        } else {
+            self.rebuild(rows, cols);
+        }
+    }
+
+    /// The rows of the scrollback view `offset` rows above the bottom, `height` of them:
+    /// the pane's lines (as copy mode has them) wrapped to `width`, and how many rows
+    /// they make in all. For the wheel over a pane.
+    pub fn scrolled_rows(&self, width: u16, height: u16, offset: usize) -> (Vec<String>, usize) {
+        let lines = self.lines();
+        let width = usize::from(width.max(1));
+        let mut rows: Vec<String> = lines.iter().flat_map(|l| wrap_chars(l, width)).collect();
+        let total = rows.len();
+        let end = total.saturating_sub(offset);
+        let start = end.saturating_sub(usize::from(height));
+        rows.truncate(end);
+        (rows.split_off(start), total)
     }
 
     /// Every line of the pane for copy mode: the scrollback log and the line being
@@ -95,6 +155,15 @@ impl PaneTerm {
         }
         out
     }
+}
+
+/// `line` in rows of `width` characters (tabs as four spaces); an empty line is one row.
+pub fn wrap_chars(line: &str, width: usize) -> Vec<String> {
+    let chars: Vec<char> = line.replace('\t', "    ").chars().collect();
+    if chars.is_empty() {
+        return vec![String::new()];
+    }
+    chars.chunks(width.max(1)).map(|c| c.iter().collect()).collect()
 }
 
 /// The plain-text log of a byte stream (a vte performer).
@@ -310,9 +379,11 @@ mod tests {
             (7, 2),
             "the cursor after the prompt"
         );
-        // Growing again keeps them where they are; the log has every line once.
+        // Growing again pulls the lines above back into view, as tmux does; the log has
+        // every line once.
         t.set_size(24, 80);
-        assert_eq!(t.screen().rows(0, 80).next().unwrap(), "9");
+        assert_eq!(t.screen().rows(0, 80).next().unwrap(), "1");
+        assert_eq!(t.screen().cursor_position(), (15, 2));
         let log = t.lines();
         assert_eq!(log.iter().filter(|l| *l == "9").count(), 1, "{log:?}");
         // Output that fits stays put: a shrink above the cursor changes nothing.
@@ -326,6 +397,80 @@ mod tests {
     }
 
     use super::*;
+
+    /// Issue 29 (UX walk ranked 6): a 150-character line printed at 160 columns, the pane
+    /// narrowed to 80 and widened again: the whole line both times, wrapped then whole.
+    #[test]
+    fn resizing_reflows_the_normal_screen() {
+        let mut t = PaneTerm::new(46, 158);
+        let line: String = (0..150).map(|i| char::from(b'a' + (i % 26) as u8)).collect();
+        t.process(format!("$ echo long\r\n\x1b[32m{line}\x1b[0m\r\n$ ").as_bytes());
+        t.set_size(22, 78);
+        let rows: Vec<String> = t.screen().rows(0, 78).collect();
+        assert_eq!(rows[1], line[..78], "{rows:?}");
+        assert_eq!(rows[2], line[78..], "the rest on the next row, not cut");
+        assert_eq!(rows[3], "$ ");
+        assert_eq!(t.screen().cursor_position(), (3, 2));
+        assert_eq!(
+            t.screen().cell(1, 0).unwrap().fgcolor(),
+            vt100::Color::Idx(2),
+            "colours kept"
+        );
+        t.set_size(46, 158);
+        let rows: Vec<String> = t.screen().rows(0, 158).collect();
+        assert_eq!(rows[1], line, "whole again at the wider size");
+        assert_eq!(rows[2], "$ ");
+        // More lines than a small screen holds: the bottom stays, growing brings the
+        // top back.
+        let mut t = PaneTerm::new(10, 40);
+        for i in 0..30 {
+            t.process(format!("row-{i}\r\n").as_bytes());
+        }
+        t.set_size(5, 40);
+        assert_eq!(t.screen().rows(0, 40).next().unwrap(), "row-26");
+        t.set_size(10, 40);
+        assert_eq!(t.screen().rows(0, 40).next().unwrap(), "row-21");
+        // The input modes a program set survive the rebuild.
+        t.process(b"\x1b[?1h\x1b[?2004h");
+        t.set_size(8, 30);
+        assert!(t.screen().application_cursor() && t.screen().bracketed_paste());
+    }
+
+    /// A full-screen program's screen is resized as it is (it redraws itself); the
+    /// normal screen under it is reflowed when it ends, and its output is not replayed.
+    #[test]
+    fn the_alternate_screen_is_left_to_its_program_and_the_normal_one_reflowed_after() {
+        let mut t = PaneTerm::new(10, 60);
+        let line = "x".repeat(55);
+        t.process(format!("{line}\r\n$ vim\r\n").as_bytes());
+        t.process(b"\x1b[?1049h\x1b[Hvim screen");
+        t.set_size(10, 30);
+        assert!(t.screen().alternate_screen());
+        assert_eq!(t.screen().rows(0, 30).next().unwrap(), "vim screen");
+        t.process(b"\x1b[?1049l$ ");
+        let rows: Vec<String> = t.screen().rows(0, 30).collect();
+        assert_eq!(rows[0], "x".repeat(30));
+        assert_eq!(rows[1], "x".repeat(25));
+        assert_eq!(rows[2], "$ vim");
+        assert!(!rows.iter().any(|r| r.contains("vim screen")), "{rows:?}");
+        assert!(
+            !t.raw.windows(4).any(|w| w == b"1049"),
+            "no alternate screen kept"
+        );
+    }
+
+    #[test]
+    fn the_scrollback_view_wraps_lines_to_the_pane() {
+        let mut t = PaneTerm::new(4, 10);
+        for i in 0..6 {
+            t.process(format!("{i}-{}\r\n", "y".repeat(12)).as_bytes());
+        }
+        let (rows, total) = t.scrolled_rows(10, 3, 0);
+        assert_eq!(total, 12, "six lines of 14 characters, two rows each");
+        assert_eq!(rows, ["yyyy", "5-yyyyyyyy", "yyyy"]);
+        let (rows, _) = t.scrolled_rows(10, 3, 10);
+        assert_eq!(rows, ["0-yyyyyyyy", "yyyy"]);
+    }
 
     fn k(code: KeyCode, m: KeyModifiers) -> Vec<u8> {
         key_to_bytes(&KeyEvent::new(code, m), false)

@@ -150,6 +150,12 @@ impl Tmux {
         self.tmux(&["capture-pane", "-p", "-e", "-t", "fd"])
     }
 
+    /// Resize the terminal flightdeck runs in to `width` x `height`.
+    pub fn resize(&self, width: u16, height: u16) {
+        let (w, h) = (width.to_string(), height.to_string());
+        self.tmux(&["resize-window", "-t", "fd", "-x", &w, "-y", &h]);
+    }
+
     /// Set a tmux server option.
     pub fn set_option(&self, name: &str, value: &str) {
         self.tmux(&["set-option", "-s", name, value]);

@@ -134,7 +134,7 @@ fn render_table(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
         .iter()
         .map(|f: &&FleetRecord| {
             let selected = state.fleet_selected.as_deref() == Some(f.name.as_str());
-            let open = state.panes.fleet.as_deref() == Some(f.name.as_str());
+            let open = state.panes.is_open(&f.name);
             let style = if selected { theme.selection() } else { theme.base() };
             let cells = vec![
                 format!("{}{}", f.name, if open { " ◆" } else { "" }),

@@ -68,6 +68,62 @@ pub fn sync_sizes(state: &mut State) -> Vec<Command> {
     out
 }
 
+/// Rows a notch of the wheel scrolls, as in tmux and most terminals.
+pub const WHEEL_ROWS: usize = 3;
+
+/// The wheel over the Panes view, as tmux's `WheelUpPane`: the pane under the pointer
+/// scrolls into its scrollback (its lines wrapped to the pane), [`WHEEL_ROWS`] a notch,
+/// and is live again when scrolled back to the bottom; the focus stays where it is. In
+/// copy mode over its pane the cursor moves; a full-screen program gets arrow keys (as
+/// xterm's alternate scroll). Over no pane the wheel does nothing.
+pub fn wheel(state: &mut State, column: u16, row: u16, up: bool) -> Vec<Command> {
+    let g = layout(state);
+    let hit = g
+        .cells
+        .iter()
+        .find(|(_, r)| column >= r.x && column < r.right() && row >= r.y && row < r.bottom());
+    let Some(&(idx, rect)) = hit else {
+        return vec![];
+    };
+    state.dirty = true;
+    let p = &mut state.panes;
+    let id = p.tiles[idx].id;
+    if let Some(c) = p.copy.as_mut().filter(|c| c.pane == id) {
+        let last = c.lines.len().saturating_sub(1);
+        c.cursor = if up {
+            c.cursor.saturating_sub(WHEEL_ROWS)
+        } else {
+            (c.cursor + WHEEL_ROWS).min(last)
+        };
+        return vec![];
+    }
+    let area = inner(rect);
+    let (alternate, app_cursor, total) = {
+        let term = p.tiles[idx].screen.read().unwrap_or_else(|e| e.into_inner());
+        let screen = term.screen();
+        let total = term.scrolled_rows(area.width, area.height, 0).1;
+        (screen.alternate_screen(), screen.application_cursor(), total)
+    };
+    if alternate {
+        let key = KeyEvent::new(if up { KeyCode::Up } else { KeyCode::Down }, KeyModifiers::NONE);
+        let bytes = crate::term::key_to_bytes(&key, app_cursor).repeat(WHEEL_ROWS);
+        return vec![Command::PaneInput { ids: vec![id], bytes }];
+    }
+    let max = total.saturating_sub(usize::from(area.height));
+    let now = p.scrolled.get(&id).copied().unwrap_or(0);
+    let next = if up {
+        (now + WHEEL_ROWS).min(max)
+    } else {
+        now.saturating_sub(WHEEL_ROWS)
+    };
+    if next == 0 {
+        p.scrolled.remove(&id);
+    } else {
+        p.scrolled.insert(id, next);
+    }
+    vec![]
+}
+
 /// Global-context actions while the Panes view is shown. `None`: not a panes action.
 pub fn act(state: &mut State, action: Action) -> Option<Vec<Command>> {
     if state.panes.tiles.is_empty() {
@@ -204,6 +260,10 @@ pub fn key(state: &mut State, key: KeyEvent) -> Vec<Command> {
     let ids = p.targets();
     if ids.is_empty() {
         return vec![];
+    }
+    // Typing into a scrolled pane shows its bottom again, as a terminal does.
+    for id in &ids {
+        state.panes.scrolled.remove(id);
     }
     vec![Command::PaneInput { ids, bytes }]
 }

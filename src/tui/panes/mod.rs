@@ -7,7 +7,7 @@ pub mod msg;
 pub mod update;
 pub mod view;
 
-pub use act::{act, body, copy_key, key, layout, paste, sync_sizes};
+pub use act::{act, body, copy_key, key, layout, paste, sync_sizes, wheel};
 pub use msg::Msg;
 pub use update::update;
 
@@ -141,6 +141,11 @@ pub struct Panes {
     pub insert: bool,
     pub page: usize,
     pub copy: Option<CopyMode>,
+    /// Other fleets' panes, their shells still running: opening another fleet's panes
+    /// puts the shown ones here, and opening them again brings them back as they were.
+    pub background: Vec<Panes>,
+    /// Panes the wheel scrolled into their scrollback: pane id → rows above the bottom.
+    pub scrolled: std::collections::HashMap<usize, usize>,
 }
 
 /// Where each tile goes: `(index into tiles, its rectangle)` for the tiles on the current
@@ -226,6 +231,80 @@ pub fn inner(r: Rect) -> Rect {
 }
 
 impl Panes {
+    /// Every pane: the shown fleet's, then the background's.
+    pub fn all_tiles(&self) -> impl Iterator<Item = &PaneTile> {
+        self.tiles
+            .iter()
+            .chain(self.background.iter().flat_map(|b| b.tiles.iter()))
+    }
+
+    /// The pane `id`, shown or in the background.
+    pub fn tile_mut(&mut self, id: usize) -> Option<&mut PaneTile> {
+        self.tiles
+            .iter_mut()
+            .chain(self.background.iter_mut().flat_map(|b| b.tiles.iter_mut()))
+            .find(|t| t.id == id)
+    }
+
+    /// Whether `fleet`'s panes are open, shown or in the background.
+    pub fn is_open(&self, fleet: &str) -> bool {
+        self.fleet.as_deref() == Some(fleet)
+            || self.background.iter().any(|b| b.fleet.as_deref() == Some(fleet))
+    }
+
+    /// Put the shown panes (when any) in the background, out of typing and copy mode.
+    fn park(&mut self) {
+        let mut background = std::mem::take(&mut self.background);
+        let shown = std::mem::take(self);
+        if !shown.tiles.is_empty() {
+            background.push(Panes {
+                insert: false,
+                copy: None,
+                ..shown
+            });
+        }
+        self.background = background;
+    }
+
+    /// Show newly opened panes of `fleet`; the shown ones of another fleet go to the
+    /// background, an older set of the same fleet's (whose sessions ended) is dropped.
+    pub fn open(&mut self, fleet: String, tiles: Vec<PaneTile>, focus: Option<usize>) {
+        if self.fleet.as_deref() == Some(fleet.as_str()) {
+            self.tiles.clear();
+        }
+        self.park();
+        let mut background = std::mem::take(&mut self.background);
+        background.retain(|b| b.fleet.as_deref() != Some(fleet.as_str()));
+        *self = Panes {
+            fleet: Some(fleet),
+            tiles,
+            focus: focus.unwrap_or(0),
+            zoom: focus.is_some(),
+            background,
+            ..Default::default()
+        };
+    }
+
+    /// Show `fleet`'s panes from the background, as they were; the shown ones go there.
+    /// False when `fleet` has none open.
+    pub fn bring_forward(&mut self, fleet: &str) -> bool {
+        if self.fleet.as_deref() == Some(fleet) {
+            return true;
+        }
+        let Some(i) = self
+            .background
+            .iter()
+            .position(|b| b.fleet.as_deref() == Some(fleet))
+        else {
+            return false;
+        };
+        let shown = self.background.remove(i);
+        self.park();
+        let background = std::mem::take(&mut self.background);
+        *self = Panes { background, ..shown };
+        true
+    }
+
     /// The panes keys go to: with broadcast, all or the marked ones (the focused one when
     /// none is marked); else the focused one.
     pub fn targets(&self) -> Vec<usize> {
@@ -852,6 +931,141 @@ mod flow_tests {
             }]
         );
         assert!(!format!("{answer:?}").contains("s3cret"), "never in Debug output");
+    }
+
+    /// Issue 29 (UX walk ranked 4): another fleet's panes put these in the background,
+    /// shells running; opening them again shows the same ones, marks and states kept.
+    #[test]
+    fn another_fleets_panes_keep_these_in_the_background() {
+        let mut s = with_panes(4);
+        let screen = s.panes.tiles[0].screen.clone();
+        ch(&mut s, 'm');
+        let ops: Vec<PaneTile> = tiles(2)
+            .into_iter()
+            .map(|t| PaneTile {
+                id: t.id + 100,
+                node: t.node.replace("lab", "ops"),
+                ..t
+            })
+            .collect();
+        update(
+            &mut s,
+            Msg::Panes(crate::tui::panes::Msg::Opened {
+                fleet: "ops".into(),
+                tiles: ops,
+            }),
+        );
+        assert_eq!(s.panes.fleet.as_deref(), Some("ops"));
+        assert_eq!(s.panes.tiles.len(), 2);
+        assert_eq!(s.panes.background.len(), 1);
+        assert!(s.panes.is_open("lab") && s.panes.is_open("ops"));
+        assert!(
+            s.status
+                .as_ref()
+                .is_some_and(|m| m.text.starts_with("lab's 4 panes go on in the background")),
+            "{:?}",
+            s.status
+        );
+        // A background pane's state changes are kept.
+        update(
+            &mut s,
+            Msg::Panes(crate::tui::panes::Msg::Event(
+                crate::term::session::PaneEvent::State(101, PaneState::Lost("x".into())),
+            )),
+        );
+        // q counts every open shell, shown or not.
+        ch(&mut s, 'q');
+        let Overlay::Ask(a) = &s.overlay else {
+            panic!("quit did not ask")
+        };
+        assert!(a.lines[0].starts_with("5 shells open in panes"), "{:?}", a.lines);
+        ch(&mut s, 'n');
+        // Back to lab: the same panes, not new ones.
+        let cmds = update(
+            &mut s,
+            Msg::Panes(crate::tui::panes::Msg::Shown { fleet: "lab".into() }),
+        );
+        assert!(
+            cmds.iter().all(|c| matches!(c, Command::PaneResize { .. })),
+            "{cmds:?}"
+        );
+        assert_eq!(s.panes.fleet.as_deref(), Some("lab"));
+        assert_eq!(
+            s.panes.tiles.iter().map(|t| t.id).collect::<Vec<_>>(),
+            vec![100, 101, 102, 103]
+        );
+        assert!(std::sync::Arc::ptr_eq(&s.panes.tiles[0].screen, &screen));
+        assert!(s.panes.tiles[0].marked);
+        assert_eq!(s.panes.tiles[1].state, PaneState::Lost("x".into()));
+        assert_eq!(s.panes.background[0].fleet.as_deref(), Some("ops"));
+        assert_eq!(s.view, View::Panes);
+        // Reopened with new sessions (a pod selector): the old set of lab goes.
+        update(
+            &mut s,
+            Msg::Panes(crate::tui::panes::Msg::Opened {
+                fleet: "lab".into(),
+                tiles: tiles(1),
+            }),
+        );
+        assert_eq!(s.panes.tiles.len(), 1);
+        assert_eq!(s.panes.background.len(), 1, "ops only");
+    }
+
+    /// Issue 29 (UX walk ranked 8): the wheel over a pane scrolls its scrollback, three
+    /// rows a notch, and leaves it at the bottom; the focus stays.
+    #[test]
+    fn the_wheel_scrolls_the_pane_under_the_pointer() {
+        use crossterm::event::{MouseEvent, MouseEventKind};
+        let mut s = with_panes(4);
+        let history: String = (1..=100).map(|i| format!("line {i}\r\n")).collect();
+        s.panes.tiles[3]
+            .screen
+            .write()
+            .unwrap()
+            .process(history.as_bytes());
+        let r = layout(&s).cells[3].1;
+        let wheel = |s: &mut State, kind, row| {
+            update(
+                s,
+                Msg::Mouse(MouseEvent {
+                    kind,
+                    column: r.x + r.width / 2,
+                    row,
+                    modifiers: KeyModifiers::NONE,
+                }),
+            )
+        };
+        let mid = r.y + r.height / 2;
+        assert!(wheel(&mut s, MouseEventKind::ScrollUp, mid).is_empty());
+        assert_eq!(s.panes.focus, 0, "the focus stays");
+        assert_eq!(s.panes.scrolled.get(&103), Some(&3));
+        wheel(&mut s, MouseEventKind::ScrollUp, mid);
+        assert_eq!(s.panes.scrolled.get(&103), Some(&6));
+        // The drawn pane shows the older lines and where it is.
+        let theme = crate::tui::theme::Theme::default_theme();
+        let mut buf = ratatui::buffer::Buffer::empty(Rect::new(0, 0, 120, 40));
+        super::view::render(&s, &theme, body(s.size), &mut buf);
+        let text: String = (r.y..r.bottom())
+            .map(|y| (r.x..r.right()).map(|x| buf[(x, y)].symbol()).collect::<String>() + "\n")
+            .collect();
+        assert!(text.contains("[6/"), "{text}");
+        assert!(text.contains("line 94") && !text.contains("line 100"), "{text}");
+        // Down to the bottom: live again.
+        wheel(&mut s, MouseEventKind::ScrollDown, mid);
+        wheel(&mut s, MouseEventKind::ScrollDown, mid);
+        assert!(s.panes.scrolled.is_empty());
+        assert_eq!(s.panes.focus, 0);
+        // Typing into a scrolled pane shows its bottom.
+        wheel(&mut s, MouseEventKind::ScrollUp, mid);
+        s.panes.focus = 3;
+        ch(&mut s, 'i');
+        ch(&mut s, 'x');
+        assert!(s.panes.scrolled.is_empty());
+        // Over the tab bar the wheel moves nothing.
+        press(&mut s, KeyCode::Char(']'), KeyModifiers::CONTROL);
+        s.panes.focus = 0;
+        wheel(&mut s, MouseEventKind::ScrollDown, 0);
+        assert_eq!((s.panes.focus, s.panes.scrolled.len()), (0, 0));
     }
 
     #[test]

@@ -8,6 +8,9 @@ use crate::term::session::PaneEvent;
 pub enum Msg {
     /// A fleet's panes are starting (`Command::OpenPanes`).
     Opened { fleet: String, tiles: Vec<PaneTile> },
+    /// A fleet whose panes are open already (shown or in the background) is to be shown:
+    /// the same shells, as they were (`Command::OpenPanes`).
+    Shown { fleet: String },
     /// Panes could not be opened.
     Failed(String),
     /// Output or a state change of a pane's session.

@@ -135,6 +135,10 @@ pub fn render(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) -> Opt
             continue;
         }
         let term = tile.screen.read().unwrap_or_else(|e| e.into_inner());
+        if let Some(&offset) = p.scrolled.get(&tile.id) {
+            render_scrolled(&term, offset, theme, inner, buf);
+            continue;
+        }
         let at = crate::term::render_screen(term.screen(), inner, buf, theme.monochrome);
         if focused && p.insert {
             cursor = at;
@@ -155,20 +159,64 @@ pub fn render(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) -> Opt
     cursor
 }
 
+/// A pane the wheel scrolled: its lines wrapped to the pane, `offset` rows above the
+/// bottom, and where it is at the top right, as tmux's `[12/340]`.
+fn render_scrolled(term: &crate::term::PaneTerm, offset: usize, theme: &Theme, area: Rect, buf: &mut Buffer) {
+    if area.is_empty() {
+        return;
+    }
+    let (rows, total) = term.scrolled_rows(area.width, area.height, offset);
+    // Fewer rows than the pane: they sit at the top, as the screen's do.
+    for (i, r) in rows.iter().enumerate() {
+        buf.set_string(area.x, area.y + i as u16, r, theme.base());
+    }
+    let at = format!("[{offset}/{}]", total.saturating_sub(usize::from(area.height)));
+    let w = at.chars().count() as u16;
+    if area.width > w {
+        buf.set_string(area.right() - w, area.y, at, theme.selection());
+    }
+}
+
 fn render_copy(c: &CopyMode, theme: &Theme, area: Rect, buf: &mut Buffer) {
     if area.is_empty() {
         return;
     }
     let h = usize::from(area.height.saturating_sub(1)).max(1);
-    // Keep the cursor line in view, near the bottom like a terminal.
-    let first = c.cursor.saturating_sub(h.saturating_sub(1));
+    let width = usize::from(area.width);
+    // Long lines wrap over several rows (never cut); the cursor's line stays in view,
+    // near the bottom like a terminal.
+    let wrapped = |i: usize| crate::term::wrap_chars(&c.lines[i], width);
+    let mut first = c.cursor.min(c.lines.len().saturating_sub(1));
+    let mut used = if c.lines.is_empty() {
+        0
+    } else {
+        wrapped(first).len()
+    };
+    while first > 0 {
+        let more = wrapped(first - 1).len();
+        if used + more > h {
+            break;
+        }
+        used += more;
+        first -= 1;
+    }
     let sel = c.selection();
     let needle = c
         .search
         .as_ref()
         .map(|s| s.to_lowercase())
         .filter(|s| !s.is_empty());
-    for (row, i) in (first..c.lines.len()).take(h).enumerate() {
+    let mut row = 0usize;
+    // The cursor's line alone may be taller than the pane: its end is what shows.
+    let skip = if c.lines.is_empty() {
+        0
+    } else {
+        wrapped(first).len().saturating_sub(h)
+    };
+    for i in first..c.lines.len() {
+        if row >= h {
+            break;
+        }
         let line = &c.lines[i];
         let style = if i == c.cursor {
             theme.selection()
@@ -179,10 +227,17 @@ fn render_copy(c: &CopyMode, theme: &Theme, area: Rect, buf: &mut Buffer) {
         } else {
             theme.base()
         };
-        let text = crate::tui::widgets::truncate(&line.replace('\t', "    "), usize::from(area.width));
-        let r = Rect::new(area.x, area.y + row as u16, area.width, 1);
-        buf.set_style(r, style);
-        buf.set_string(r.x, r.y, text, style);
+        let parts = wrapped(i);
+        let from = if i == first { skip } else { 0 };
+        for part in &parts[from..] {
+            if row >= h {
+                break;
+            }
+            let r = Rect::new(area.x, area.y + row as u16, area.width, 1);
+            buf.set_style(r, style);
+            buf.set_string(r.x, r.y, part, style);
+            row += 1;
+        }
     }
     let status = match &c.typing {
         Some(t) => format!("/{t}"),

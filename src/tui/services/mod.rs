@@ -92,6 +92,8 @@ pub struct Services {
     /// flightdeck commands) and its Kubernetes clients.
     reach: Reach,
     panes: HashMap<usize, (PaneHandle, SharedScreen)>,
+    /// The pane ids of each fleet whose panes are open (shown or in the background).
+    pane_fleets: HashMap<String, Vec<usize>>,
     pane_events: mpsc::Sender<PaneEvent>,
     next_pane: usize,
     /// The task following an NCCL run, if any.
@@ -176,6 +178,7 @@ impl Services {
             prompter,
             reach,
             panes: HashMap::new(),
+            pane_fleets: HashMap::new(),
             pane_events,
             next_pane: 0,
             follow: None,
@@ -220,6 +223,14 @@ impl Services {
                     };
                     let _ = tx.send(event).await;
                 });
+            }
+            // Open already (shown or in the background): the same shells again.
+            Command::OpenPanes(name) if self.pane_fleets.contains_key(&name) => {
+                let _ = self
+                    .tx
+                    .try_send(ServiceEvent::Msg(Msg::Panes(crate::tui::panes::Msg::Shown {
+                        fleet: name,
+                    })));
             }
             Command::OpenPanes(name) => {
                 let (tx, dir) = (self.tx.clone(), self.paths.state_dir.clone());
@@ -569,14 +580,20 @@ impl Services {
     }
 
     fn close_panes(&mut self) {
+        self.pane_fleets.clear();
         for (_, (h, _)) in self.panes.drain() {
             let _ = h.input.try_send(PaneInput::Close);
         }
     }
 
-    /// Start a session per node of `record`; returns the tiles for the view.
+    /// Start a session per node of `record`; returns the tiles for the view. Other
+    /// fleets' panes go on in the background; an older set of this fleet's ends.
     pub fn open_panes(&mut self, record: &FleetRecord) -> Result<Vec<PaneTile>, String> {
-        self.close_panes();
+        for id in self.pane_fleets.remove(&record.name).unwrap_or_default() {
+            if let Some((h, _)) = self.panes.remove(&id) {
+                let _ = h.input.try_send(PaneInput::Close);
+            }
+        }
         let mut tiles = vec![];
         for node in &record.nodes {
             let id = self.next_pane;
@@ -600,6 +617,8 @@ impl Services {
                 size: (80, 24),
             });
         }
+        self.pane_fleets
+            .insert(record.name.clone(), tiles.iter().map(|t| t.id).collect());
         tracing::info!(fleet = %record.name, nodes = tiles.len(), "panes opened");
         Ok(tiles)
     }

@@ -55,6 +55,11 @@ pub fn mouse(state: &mut State, m: crossterm::event::MouseEvent) -> Vec<Command>
     let scrollable = matches!(state.overlay, Overlay::Help { .. } | Overlay::Messages { .. });
     match m.kind {
         MouseEventKind::ScrollUp | MouseEventKind::ScrollDown
+            if state.view == View::Panes && matches!(state.overlay, Overlay::None) =>
+        {
+            panes::wheel(state, m.column, m.row, m.kind == MouseEventKind::ScrollUp)
+        }
+        MouseEventKind::ScrollUp | MouseEventKind::ScrollDown
             if scrollable
                 || (matches!(state.overlay, Overlay::None) && overlay::context(state) == Context::Global) =>
         {

@@ -99,8 +99,7 @@ pub fn answer_ask(state: &mut State, action: Action) -> Vec<Command> {
 pub fn quit(state: &mut State) -> Vec<Command> {
     let open: Vec<&str> = state
         .panes
-        .tiles
-        .iter()
+        .all_tiles()
         .filter(|t| matches!(t.state, crate::term::session::PaneState::Connected))
         .map(|t| t.node.as_str())
         .collect();

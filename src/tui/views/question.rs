@@ -117,9 +117,14 @@ pub fn passphrase(key: &str, input: &TextArea<'static>, theme: &Theme, area: Rec
     }
 }
 
-/// Apply or delete a fleet? Each resource of the plan with where it goes, its machine
-/// type, NICs, provisioning model and price per hour, the total, and the keys of the
-/// confirmation context (y / n, or the user's).
+/// Apply or delete a fleet? What costs money first: the resources with a machine type
+/// (instances) with their zone, NICs, provisioning model and price, then the total, where
+/// apply tries next and the notes; then the other resources, one line each when the
+/// dialog has the rows, else counted per kind (`create 9 networks, 10 firewalls`), then
+/// with the fallbacks shortened and the same instances counted; then the keys of the
+/// confirmation context (y / n, or the user's). Whatever still does not
+/// fit is said to be cut, on the line above the keys, so `y` is never pressed over lines
+/// the operator could not see without knowing it.
 pub fn fleet_confirm(
     c: &crate::tui::fleets::Confirm,
     keymap: &Keymap,
@@ -127,31 +132,39 @@ pub fn fleet_confirm(
     area: Rect,
     buf: &mut Buffer,
 ) {
+    use crate::tui::theme::Tone;
     let price = |p: Option<f64>| p.map_or_else(|| "$?/h".to_string(), |v| format!("${v:.2}/h"));
     use crate::tui::fleets::Op;
     let (title, question) = match &c.op {
         Op::Apply { file } => (format!("Apply {}", c.plan.fleet), format!("from {file}")),
         Op::Delete { name } => (format!("Delete {name}"), "everything below goes".to_string()),
     };
-    let mut lines = vec![Line::styled(
+    let w = area.width.saturating_sub(2).clamp(area.width.min(20), 130);
+    let inner_w = usize::from(w.saturating_sub(2)).max(20);
+    let tone = |action: &str| {
+        if action == "delete" {
+            theme.tone(Tone::Fail)
+        } else {
+            theme.tone(Tone::Pass)
+        }
+    };
+    let mut top = vec![Line::styled(
         format!("{} backend · {question}", c.plan.backend),
         theme.muted(),
     )];
     let shown: Vec<&crate::cloud::Change> = c.plan.changes.iter().filter(|ch| ch.action != "keep").collect();
     if shown.is_empty() {
-        lines.push(Line::raw("nothing to change: the fleet is as the file says"));
+        top.push(Line::raw("nothing to change: the fleet is as the file says"));
     }
+    let (priced, others): (Vec<&crate::cloud::Change>, Vec<&crate::cloud::Change>) = shown
+        .iter()
+        .partition(|ch| ch.cloud.as_ref().is_some_and(|d| d.machine_type.is_some()));
     // Narrow screens put each resource's machine, NICs, model and price on a second line.
     let wide = area.width >= 110;
-    for ch in &shown {
+    let item = |ch: &crate::cloud::Change| -> Vec<Line<'static>> {
         let d = ch.cloud.clone().unwrap_or_default();
-        let tone = if ch.action == "delete" {
-            theme.tone(crate::tui::theme::Tone::Fail)
-        } else {
-            theme.tone(crate::tui::theme::Tone::Pass)
-        };
         let mut cols = vec![
-            Span::styled(format!("{:<7}", ch.action), tone),
+            Span::styled(format!("{:<7}", ch.action), tone(ch.action)),
             Span::raw(format!("{:<17}{:<22} {:<14}", ch.kind, ch.name, ch.place)),
         ];
         let detail = d.machine_type.as_ref().map(|m| {
@@ -166,42 +179,94 @@ pub fn fleet_confirm(
         match detail {
             Some(text) if wide => {
                 cols.push(Span::raw(format!(" {text}")));
-                lines.push(Line::from(cols));
+                vec![Line::from(cols)]
             }
-            Some(text) => {
-                lines.push(Line::from(cols));
-                lines.push(Line::styled(format!("         {text}"), theme.muted()));
-            }
-            None => lines.push(Line::from(cols)),
+            Some(text) => vec![
+                Line::from(cols),
+                Line::styled(format!("         {text}"), theme.muted()),
+            ],
+            None => vec![Line::from(cols)],
+        }
+    };
+    let instances: Vec<Line> = priced.iter().flat_map(|ch| item(ch)).collect();
+    // The same machine in the same place at the same price, counted: `create 64
+    // instances us-east4-a` over `a3-megagpu-8g 1+8 GVNIC SPOT $16.60/h each`.
+    let mut same: Vec<(&crate::cloud::Change, usize)> = vec![];
+    for ch in &priced {
+        let key = |c: &crate::cloud::Change| (c.action, c.kind, c.place.clone(), c.cloud.clone());
+        match same.iter_mut().find(|(c, _)| key(c) == key(ch)) {
+            Some((_, n)) => *n += 1,
+            None => same.push((ch, 1)),
         }
     }
+    let grouped: Vec<Line> = same
+        .iter()
+        .flat_map(|(ch, n)| {
+            let d = ch.cloud.clone().unwrap_or_default();
+            vec![
+                Line::from(vec![
+                    Span::styled(format!("{:<7} ", ch.action), tone(ch.action)),
+                    Span::raw(format!("{} in {}", kind_count(*n, ch.kind), ch.place)),
+                ]),
+                Line::styled(
+                    format!(
+                        "         {} {} {} {} each",
+                        d.machine_type.as_deref().unwrap_or(""),
+                        d.nics.as_ref().map(|n| n.layout.as_str()).unwrap_or(""),
+                        d.provisioning_model.as_deref().unwrap_or(""),
+                        price(d.hourly_usd)
+                    ),
+                    theme.muted(),
+                ),
+            ]
+        })
+        .collect();
+    let total: Vec<Line> = c
+        .plan
+        .hourly_usd
+        .map(|t| Line::styled(format!("total {}", price(t)), theme.accent()))
+        .into_iter()
+        .collect();
+    // Fallbacks and notes are sentences: wrapped to the overlay's inner width, never cut.
+    let muted = |text: &str| -> Vec<Line> {
+        wrap_words(text, inner_w)
+            .into_iter()
+            .map(|l| Line::styled(l, theme.muted()))
+            .collect()
+    };
+    let fb = &c.plan.fallbacks;
+    let (fallbacks, fallbacks_short) = match fb.len() {
+        0 => (vec![], vec![]),
+        n => (
+            muted(&format!("if out of capacity, then: {}", fb.join(", "))),
+            muted(&format!(
+                "if out of capacity: {}, first {}",
+                crate::words::plural(n, "more place"),
+                fb[0]
+            )),
+        ),
+    };
+    let notes: Vec<Line> = c
+        .plan
+        .notes
+        .iter()
+        .flat_map(|n| muted(&format!("note: {n}")))
+        .collect();
     let kept = c.plan.changes.len() - shown.len();
-    if kept > 0 {
-        lines.push(Line::styled(format!("{kept} kept as they are"), theme.muted()));
-    }
-    if let Some(total) = c.plan.hourly_usd {
-        lines.push(Line::styled(format!("total {}", price(total)), theme.accent()));
-    }
-    if !c.plan.fallbacks.is_empty() {
-        lines.push(Line::styled(
-            format!("if out of capacity, then: {}", c.plan.fallbacks.join(", ")),
-            theme.muted(),
-        ));
-    }
-    // Notes are sentences: wrapped to the overlay's inner width, never cut.
-    let inner_w = usize::from(
-        area.width
-            .saturating_sub(2)
-            .clamp(area.width.min(20), 130)
-            .saturating_sub(2),
-    )
-    .max(20);
-    for n in &c.plan.notes {
-        for l in wrap_words(&format!("note: {n}"), inner_w) {
-            lines.push(Line::styled(l, theme.muted()));
-        }
-    }
-    lines.push(Line::raw(""));
+    let kept_line = (kept > 0).then(|| Line::styled(format!("{kept} kept as they are"), theme.muted()));
+    let full: Vec<Line> = others
+        .iter()
+        .flat_map(|ch| item(ch))
+        .chain(kept_line.clone())
+        .collect();
+    let collapsed: Vec<Line> = counted(&others, inner_w)
+        .into_iter()
+        .map(|(action, text)| match action {
+            Some(a) => Line::from(vec![Span::styled(format!("{a:<7} "), tone(a)), Span::raw(text)]),
+            None => Line::raw(format!("        {text}")),
+        })
+        .chain(kept_line)
+        .collect();
     let mut keys = vec![];
     for (action, what) in [(Action::Confirm, " go ahead   "), (Action::Close, " cancel")] {
         for (i, chord) in keymap.chords(Context::Confirmation, action).iter().enumerate() {
@@ -212,15 +277,135 @@ pub fn fleet_confirm(
         }
         keys.push(Span::raw(what));
     }
+    // The rows inside the frame; the blank line and the keys always have theirs.
+    let room = usize::from(area.height.saturating_sub(2));
+    let body_room = room.saturating_sub(2);
+    // Whole when it fits; else the other resources counted per kind, then the
+    // fallbacks shortened, then the same instances counted.
+    let mut body: Vec<Line> = vec![];
+    for (count_rest, short_fallbacks, count_instances) in [
+        (false, false, false),
+        (true, false, false),
+        (true, true, false),
+        (true, true, true),
+    ] {
+        body = top
+            .iter()
+            .chain(if count_instances { &grouped } else { &instances })
+            .chain(&total)
+            .chain(if short_fallbacks {
+                &fallbacks_short
+            } else {
+                &fallbacks
+            })
+            .chain(&notes)
+            .chain(if count_rest { &collapsed } else { &full })
+            .cloned()
+            .collect();
+        if body.len() <= body_room {
+            break;
+        }
+    }
+    if body.len() > body_room {
+        // Even so it does not fit: the end goes, and the cut is said where the eye is
+        // before `y`.
+        let cut = body.len() + 1 - body_room;
+        body.truncate(body.len().saturating_sub(cut));
+        body.push(Line::styled(
+            format!(
+                "↓ {} of the plan not shown: a taller terminal shows them",
+                crate::words::plural(cut, "line")
+            ),
+            theme.tone(Tone::Warn),
+        ));
+    }
+    let mut lines = body;
+    lines.push(Line::raw(""));
     lines.push(Line::from(keys));
     let h = (lines.len() as u16 + 2).min(area.height);
-    let w = area.width.saturating_sub(2).clamp(area.width.min(20), 130);
     let inner = frame_sized(&title, theme, area, buf, w, h);
     Paragraph::new(lines).render(inner, buf);
 }
 
+/// Resources counted per action and kind, in the plan's order: `(Some("create"), "9
+/// networks, 10 firewalls, 9 subnetworks")`, wrapped to `width` (continuations with
+/// `None`).
+fn counted(changes: &[&crate::cloud::Change], width: usize) -> Vec<(Option<&'static str>, String)> {
+    let mut groups: Vec<(&'static str, Vec<(&'static str, usize)>)> = vec![];
+    for ch in changes {
+        let at = match groups.iter().position(|(a, _)| *a == ch.action) {
+            Some(i) => i,
+            None => {
+                groups.push((ch.action, vec![]));
+                groups.len() - 1
+            }
+        };
+        let kinds = &mut groups[at].1;
+        match kinds.iter_mut().find(|(k, _)| *k == ch.kind) {
+            Some((_, n)) => *n += 1,
+            None => kinds.push((ch.kind, 1)),
+        }
+    }
+    let mut out = vec![];
+    for (action, kinds) in groups {
+        let text = kinds
+            .iter()
+            .map(|(kind, n)| kind_count(*n, kind))
+            .collect::<Vec<_>>()
+            .join(", ");
+        for (i, l) in wrap_words(&text, width.saturating_sub(8).max(10))
+            .into_iter()
+            .enumerate()
+        {
+            out.push(((i == 0).then_some(action), l));
+        }
+    }
+    out
+}
+
+/// `9 networks`, `1 placement policy`, `2 placement policies`.
+fn kind_count(n: usize, kind: &str) -> String {
+    let word = kind.replace('_', " ");
+    match (n, word.strip_suffix('y')) {
+        (1, _) => format!("1 {word}"),
+        (_, Some(stem)) => format!("{n} {stem}ies"),
+        _ => format!("{n} {word}s"),
+    }
+}
+
 #[cfg(test)]
 mod wrap_tests {
+    #[test]
+    fn resources_are_counted_per_action_and_kind() {
+        use crate::cloud::Change;
+        let change = |action, kind, name: &str| Change {
+            action,
+            kind,
+            name: name.into(),
+            place: "global".into(),
+            cloud: None,
+        };
+        let plan = [
+            change("create", "network", "a"),
+            change("create", "firewall", "a-ssh"),
+            change("create", "network", "b"),
+            change("create", "placement_policy", "p"),
+            change("delete", "subnetwork", "old"),
+        ];
+        let refs: Vec<&Change> = plan.iter().collect();
+        assert_eq!(
+            super::counted(&refs, 80),
+            vec![
+                (
+                    Some("create"),
+                    "2 networks, 1 firewall, 1 placement policy".to_string()
+                ),
+                (Some("delete"), "1 subnetwork".to_string()),
+            ]
+        );
+        assert_eq!(super::kind_count(2, "placement_policy"), "2 placement policies");
+    }
+
     #[test]
     fn words_wrap_within_the_width() {
         assert_eq!(
