@@ -37,7 +37,8 @@ pub const PALETTE_COMMANDS: &[(&str, &str, &str)] = &[
 /// into the message history (`M`), where a long one can be read whole.
 pub fn update(state: &mut State, msg: Msg) -> Vec<Command> {
     let before = state.status.clone();
-    let commands = apply(state, msg);
+    let mut commands = apply(state, msg);
+    commands.extend(jobs::poll(state));
     if state.status != before {
         if let Some(s) = &state.status {
             if state.messages.len() == super::state::MESSAGES_KEPT {

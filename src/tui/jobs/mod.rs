@@ -42,6 +42,9 @@ pub struct ShownJob {
     pub node: usize,
     /// Lines scrolled up from the newest (0: following the tail).
     pub scroll: usize,
+    /// Read from the top (`g`): the index of the first line shown, among the lines the
+    /// filter lets through; `None`: anchored at the newest (`scroll`).
+    pub top: Option<usize>,
     /// Long lines wrap (`v`) instead of being cut at the edge.
     pub wrap: bool,
 }
@@ -62,6 +65,7 @@ impl ShownJob {
             metrics: JobMetrics::new(patterns, record.flops_per_token, record.peak_tflops),
             node: 0,
             scroll: 0,
+            top: None,
             wrap: true,
         }
     }
@@ -74,6 +78,10 @@ impl ShownJob {
         self.metrics.push_line(rank, &text);
         if log.len() == LOG_LINES {
             log.pop_front();
+            if rank == self.node {
+                // Read from the top: the same lines stay at the top.
+                self.top = self.top.map(|t| t.saturating_sub(1));
+            }
         }
         log.push_back(text);
         self.seen[rank] += 1;
@@ -94,6 +102,8 @@ pub struct JobsView {
     pub stop_armed: Option<String>,
     /// Unix seconds, as of the last report (durations of running jobs).
     pub now: u64,
+    /// A `Command::PollJobs` is under way.
+    pub polling: bool,
 }
 
 impl JobsView {
@@ -119,6 +129,19 @@ impl JobsView {
             .as_ref()
             .and_then(|s| list.iter().position(|j| &j.id == s))
     }
+}
+
+/// While the Jobs view is up and a job of the list runs: the next poll of the running
+/// jobs' nodes (`Command::PollJobs`, a few seconds from now), unless one is under way.
+/// Nothing while no job runs or the view is elsewhere; coming back to it polls again.
+/// Called after every message ([`crate::tui::update::update`]).
+pub fn poll(state: &mut State) -> Vec<Command> {
+    let running = state.jobs.jobs.iter().any(|j| !j.finished());
+    if state.view != View::Jobs || state.jobs.polling || !running {
+        return vec![];
+    }
+    state.jobs.polling = true;
+    vec![Command::PollJobs]
 }
 
 /// The jobs the view's filter lets through (name, id or fleet), newest first.
@@ -166,32 +189,44 @@ pub fn act(state: &mut State, action: Action) -> Option<Vec<Command>> {
         let lines = log_lines(state).len();
         let shown = state.jobs.shown.as_mut().expect("checked");
         let nodes = shown.logs.len();
-        match action {
-            Action::Up => shown.scroll = (shown.scroll + 1).min(lines.saturating_sub(1)),
-            Action::Down => shown.scroll = shown.scroll.saturating_sub(1),
-            Action::PageUp => shown.scroll = (shown.scroll + page).min(lines.saturating_sub(1)),
-            Action::PageDown => shown.scroll = shown.scroll.saturating_sub(page),
-            Action::Top => shown.scroll = lines.saturating_sub(1),
-            Action::Bottom => shown.scroll = 0,
+        let last = lines.saturating_sub(1);
+        match (action, shown.top) {
+            // Read from the top (after `g`, as in less): lines move under a fixed top.
+            (Action::Up, Some(t)) => shown.top = Some(t.saturating_sub(1)),
+            (Action::Down, Some(t)) => shown.top = Some((t + 1).min(last)),
+            (Action::PageUp, Some(t)) => shown.top = Some(t.saturating_sub(page)),
+            (Action::PageDown, Some(t)) => shown.top = Some((t + page).min(last)),
+            (Action::Up, None) => shown.scroll = (shown.scroll + 1).min(last),
+            (Action::Down, None) => shown.scroll = shown.scroll.saturating_sub(1),
+            (Action::PageUp, None) => shown.scroll = (shown.scroll + page).min(last),
+            (Action::PageDown, None) => shown.scroll = shown.scroll.saturating_sub(page),
+            // `g`: the first screenful; `G`: the end, following.
+            (Action::Top, _) => shown.top = Some(0),
+            (Action::Bottom, _) => {
+                shown.top = None;
+                shown.scroll = 0;
+            }
             // h / l, and n / N as in the NICs view: the previous and next node.
-            Action::Left | Action::PrevItem if nodes > 0 => {
+            (Action::Left | Action::PrevItem, _) if nodes > 0 => {
                 shown.node = (shown.node + nodes - 1) % nodes;
                 shown.scroll = 0;
+                shown.top = None;
             }
-            Action::Right | Action::NextItem if nodes > 0 => {
+            (Action::Right | Action::NextItem, _) if nodes > 0 => {
                 shown.node = (shown.node + 1) % nodes;
                 shown.scroll = 0;
+                shown.top = None;
             }
-            Action::NicsMode => shown.wrap = !shown.wrap,
-            Action::Close => {
+            (Action::NicsMode, _) => shown.wrap = !shown.wrap,
+            (Action::Close, _) => {
                 state.jobs.shown = None;
                 return Some(vec![Command::UnfollowJob]);
             }
-            Action::JobStop => {
+            (Action::JobStop, _) => {
                 let id = shown.id.clone();
                 return Some(arm_or_stop(state, id));
             }
-            Action::Reload => return Some(vec![Command::LoadFleets]),
+            (Action::Reload, _) => return Some(vec![Command::LoadFleets]),
             _ => return None,
         }
         return Some(vec![]);
@@ -282,6 +317,8 @@ mod tests {
                     log: String::new(),
                     exit_code: None,
                     pod: None,
+                    started_at: None,
+                    ended_at: None,
                 })
                 .collect(),
             metrics: vec![],
@@ -437,5 +474,60 @@ mod tests {
         key(&mut s, KeyCode::Char('x'));
         key(&mut s, KeyCode::Down);
         assert!(key(&mut s, KeyCode::Char('x')).is_empty());
+    }
+
+    fn screen(s: &State, w: u16, h: u16) -> String {
+        use ratatui::buffer::Buffer;
+        use ratatui::layout::Rect;
+        let area = Rect::new(0, 0, w, h);
+        let mut buf = Buffer::empty(area);
+        view::render(s, &crate::tui::theme::Theme::default_theme(), area, &mut buf);
+        (0..h)
+            .map(|y| (0..w).map(|x| buf[(x, y)].symbol()).collect::<String>())
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    /// Ranked defect 14: `g` shows the first screenful of the log (not its first line
+    /// over an empty panel), `j` moves down from there, `G` the end again, following.
+    #[test]
+    fn g_shows_the_first_screenful_and_capital_g_the_end() {
+        let mut s = state();
+        s.size = (80, 24);
+        key(&mut s, KeyCode::Enter);
+        let lines = (1..=200).map(|i| (0, format!("line {i:03}"))).collect();
+        update(
+            &mut s,
+            Msg::Jobs(crate::tui::jobs::Msg::Lines {
+                id: "b-2".into(),
+                lines,
+                now: 20,
+            }),
+        );
+        let tail = screen(&s, 80, 22);
+        assert!(tail.contains("line 200") && !tail.contains("line 001"), "{tail}");
+        key(&mut s, KeyCode::Char('g'));
+        let top = screen(&s, 80, 22);
+        let shown: Vec<&str> = top.matches("line 0").collect();
+        assert!(top.contains("line 001") && top.contains("line 002"), "{top}");
+        assert!(shown.len() >= 5, "a screenful, not one line: {top}");
+        assert!(!top.contains("line 200"), "{top}");
+        key(&mut s, KeyCode::Char('j'));
+        let down = screen(&s, 80, 22);
+        assert!(!down.contains("line 001") && down.contains("line 002"), "{down}");
+        // New lines keep the top where it is.
+        update(
+            &mut s,
+            Msg::Jobs(crate::tui::jobs::Msg::Lines {
+                id: "b-2".into(),
+                lines: vec![(0, "line 201".into())],
+                now: 21,
+            }),
+        );
+        assert!(screen(&s, 80, 22).contains("line 002"));
+        key(&mut s, KeyCode::Char('G'));
+        let end = screen(&s, 80, 22);
+        assert!(end.contains("line 201") && !end.contains("line 002"), "{end}");
+        assert_eq!(s.jobs.shown.as_ref().unwrap().scroll, 0);
     }
 }
