@@ -22,6 +22,13 @@ pub struct Refreshed {
     pub ended: bool,
 }
 
+/// A fleet's name, its runner and its unfinished jobs with their nodes.
+type FleetJobs<'a> = (
+    String,
+    Arc<dyn JobRunner>,
+    Vec<(&'a crate::store::JobRecord, Vec<JobNode>)>,
+);
+
 /// Ask the nodes of every unfinished job of `jobs` how they are, and record the exit
 /// codes of the nodes whose run ended ([`Status::Exited`], or [`Status::Vanished`] as
 /// unreachable); a node still being uploaded to or launched ([`Status::Starting`]) is
@@ -38,11 +45,7 @@ pub async fn refresh(
 ) -> Refreshed {
     let mut out = Refreshed::default();
     // The unfinished jobs per fleet: each fleet's runner asks for all of them at once.
-    let mut fleets: Vec<(
-        String,
-        Arc<dyn JobRunner>,
-        Vec<(&crate::store::JobRecord, Vec<JobNode>)>,
-    )> = vec![];
+    let mut fleets: Vec<FleetJobs> = vec![];
     for j in jobs.iter().filter(|j| !j.finished()) {
         match nodes_of(j) {
             Ok((runner, nodes)) => match fleets.iter_mut().find(|(f, _, _)| *f == j.fleet) {
