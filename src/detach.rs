@@ -84,7 +84,9 @@ pub fn upload_command(dir: &str, path: &str, bytes: &[u8], mode: u32) -> WithInp
 }
 
 /// The command that starts `script` detached in `dir` (created if needed; refused if
-/// it already holds a started run) and prints `started PID`. The script runs under bash
+/// it already holds a started run) and prints `started PID`. The node's clock times of
+/// the start and the end go to `started_at` and `ended_at` (unix seconds), so a run's
+/// duration is the node's, whenever flightdeck looks. The script runs under bash
 /// (the profiles it may source are bash; [`crate::shellenv`]). The script travels on stdin,
 /// so it never shows in the node's process list, and is written with mode 0700; new
 /// files are private (umask 077): a job's environment may hold tokens.
@@ -101,7 +103,7 @@ pub fn launch_command(dir: &str, script: &str) -> WithInput {
          mkdir claim 2>/dev/null || {{ echo \"flightdeck: stopped before it started\" >&2; exit 1; }}\n\
          cat > run.sh\n\
          chmod 700 run.sh\n\
-         setsid sh -c 'trap true TERM INT HUP; echo $$ > pid.tmp; mv pid.tmp pid; if command -v bash >/dev/null 2>&1; then bash ./run.sh; else echo \"flightdeck: bash not found on this node (flightdeck runs its node scripts under bash)\"; (exit 127); fi > out.log 2>&1; echo $? > exit_code.tmp; mv exit_code.tmp exit_code' < /dev/null > /dev/null 2>&1 &\n\
+         setsid sh -c 'trap true TERM INT HUP; echo $$ > pid.tmp; mv pid.tmp pid; date +%s > started_at; if command -v bash >/dev/null 2>&1; then bash ./run.sh; else echo \"flightdeck: bash not found on this node (flightdeck runs its node scripts under bash)\"; (exit 127); fi > out.log 2>&1; c=$?; date +%s > ended_at; echo $c > exit_code.tmp; mv exit_code.tmp exit_code' < /dev/null > /dev/null 2>&1 &\n\
          i=0; while [ ! -f pid ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done\n\
          echo \"started $(cat pid)\"\n"
     );
@@ -119,7 +121,7 @@ pub fn follow_command(dir: &str, from: usize) -> String {
          touch out.log\n\
          if [ -f exit_code ]; then tail -n +{from} out.log; else tail -n +{from} -F --pid=\"$(cat pid)\" out.log 2>/dev/null; fi\n\
          i=0; while [ ! -f exit_code ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done\n\
-         echo \"{EXIT_MARKER} $(cat exit_code 2>/dev/null || echo ?)\"\n"
+         echo \"{EXIT_MARKER} $(cat exit_code 2>/dev/null || echo ?) $(cat started_at 2>/dev/null || echo -) $(cat ended_at 2>/dev/null || date -r exit_code +%s 2>/dev/null || echo -)\"\n"
     )
 }
 
@@ -132,6 +134,11 @@ pub fn tail_command(dir: &str, lines: Option<usize>) -> String {
     }
 }
 
+/// The line of work that ended: `exited CODE STARTED ENDED`, the times the node's (unix
+/// seconds, `-` when unknown: stopped before it started, or started by an older
+/// flightdeck; the end is then when the exit code was written).
+const EXITED: &str = "echo \"exited $(cat exit_code) $(cat started_at 2>/dev/null || echo -) $(cat ended_at 2>/dev/null || date -r exit_code +%s 2>/dev/null || echo -)\"";
+
 /// What [`status_command`] found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Status {
@@ -140,6 +147,9 @@ pub enum Status {
     },
     Exited {
         code: i32,
+        /// When it started and ended, by the node's clock (unix seconds), where known.
+        started: Option<u64>,
+        ended: Option<u64>,
     },
     /// The directory is there without a pid yet, and something in it changed within
     /// [`STARTING_MAX_MIN`] minutes: the work is being uploaded or launched.
@@ -161,7 +171,7 @@ pub fn status_command(dir: &str) -> String {
     let d = dir_word(dir);
     format!(
         "cd {d} 2>/dev/null || {{ echo missing; exit 0; }}\n\
-         if [ -f exit_code ]; then echo \"exited $(cat exit_code)\"; \
+         if [ -f exit_code ]; then {EXITED}; \
          elif [ -f pid ] && kill -0 \"$(cat pid)\" 2>/dev/null; then echo \"running $(cat pid)\"; \
          elif [ ! -f pid ] && [ -n \"$(find . -mmin -{STARTING_MAX_MIN} 2>/dev/null | head -n 1)\" ]; then echo starting; \
          else echo vanished; fi\n"
@@ -173,7 +183,11 @@ pub fn parse_status(line: &str) -> Option<Status> {
     let mut w = line.split_whitespace();
     match (w.next()?, w.next()) {
         ("running", Some(p)) => p.parse().ok().map(|pid| Status::Running { pid }),
-        ("exited", Some(c)) => c.parse().ok().map(|code| Status::Exited { code }),
+        ("exited", Some(c)) => {
+            let mut time = || w.next().and_then(|t| t.parse::<u64>().ok());
+            let (started, ended) = (time(), time());
+            c.parse().ok().map(|code| Status::Exited { code, started, ended })
+        }
         ("starting", None) => Some(Status::Starting),
         ("vanished", None) => Some(Status::Vanished),
         ("missing", None) => Some(Status::Missing),
@@ -233,7 +247,7 @@ fn claim_or_wait() -> String {
 /// TERM to a started work's group and descendants, KILL after `grace_s`.
 fn stop_started(grace_s: u32) -> String {
     format!(
-        "[ -f pid ] || {{ echo \"exited $(cat exit_code)\"; exit 0; }}\n\
+        "[ -f pid ] || {{ {EXITED}; exit 0; }}\n\
          P=$(cat pid)\n\
          desc() {{ for c in $(pgrep -P \"$1\" 2>/dev/null); do echo \"$c\"; desc \"$c\"; done; }}\n\
          if [ ! -f exit_code ]; then\n\
@@ -244,16 +258,38 @@ fn stop_started(grace_s: u32) -> String {
            if [ ! -f exit_code ]; then kill -KILL -\"$P\" $D 2>/dev/null; sleep 0.2; [ -f exit_code ] || echo {KILLED} > exit_code; \
            else kill -KILL $D 2>/dev/null; fi\n\
          fi\n\
-         echo \"exited $(cat exit_code)\"\n",
+         {EXITED}\n",
         n = grace_s.max(1) * 10
     )
 }
 
-/// Parse the [`EXIT_MARKER`] line of a follow: `Some(Some(code))`, `Some(None)` when
-/// the code is unknown, `None` for any other line.
-pub fn exit_marker(line: &str) -> Option<Option<i32>> {
-    line.strip_prefix(EXIT_MARKER)
-        .map(|rest| rest.trim().parse().ok())
+/// How a followed work ended, from the [`EXIT_MARKER`] line: its code (`None` when it
+/// could not be read) and when it started and ended by the node's clock, where known.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Exit {
+    pub code: Option<i32>,
+    pub started: Option<u64>,
+    pub ended: Option<u64>,
+}
+
+/// Parse the [`EXIT_MARKER`] line of a follow (`None` for any other line).
+pub fn exit_marker(line: &str) -> Option<Exit> {
+    let mut w = line.strip_prefix(EXIT_MARKER)?.split_whitespace();
+    let code = w.next().and_then(|c| c.parse().ok());
+    let mut time = || w.next().and_then(|t| t.parse::<u64>().ok());
+    let (started, ended) = (time(), time());
+    Some(Exit { code, started, ended })
+}
+
+impl Status {
+    /// Ended with `code`, its times unknown.
+    pub fn exited(code: i32) -> Status {
+        Status::Exited {
+            code,
+            started: None,
+            ended: None,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -286,16 +322,37 @@ mod tests {
     #[test]
     fn statuses_parse() {
         assert_eq!(parse_status("running 42"), Some(Status::Running { pid: 42 }));
-        assert_eq!(parse_status("exited 0"), Some(Status::Exited { code: 0 }));
-        assert_eq!(parse_status("exited 143\n"), Some(Status::Exited { code: 143 }));
+        assert_eq!(parse_status("exited 0"), Some(Status::exited(0)));
+        assert_eq!(parse_status("exited 143\n"), Some(Status::exited(143)));
+        assert_eq!(
+            parse_status("exited 3 1795620600 1795620601"),
+            Some(Status::Exited {
+                code: 3,
+                started: Some(1795620600),
+                ended: Some(1795620601)
+            })
+        );
+        assert_eq!(
+            parse_status("exited 137 - 1795620601").map(|s| s == Status::exited(137)),
+            Some(false)
+        );
         assert_eq!(parse_status("vanished"), Some(Status::Vanished));
         assert_eq!(parse_status("starting"), Some(Status::Starting));
         assert_eq!(parse_status("starting 12"), None);
         assert_eq!(parse_status("missing"), Some(Status::Missing));
         assert_eq!(parse_status("exited ?"), None);
         assert_eq!(parse_status(""), None);
-        assert_eq!(exit_marker("__flightdeck_exit__ 3"), Some(Some(3)));
-        assert_eq!(exit_marker("__flightdeck_exit__ ?"), Some(None));
+        let exit = |code, started, ended| Some(Exit { code, started, ended });
+        assert_eq!(exit_marker("__flightdeck_exit__ 3"), exit(Some(3), None, None));
+        assert_eq!(exit_marker("__flightdeck_exit__ ?"), exit(None, None, None));
+        assert_eq!(
+            exit_marker("__flightdeck_exit__ 3 1795620600 1795620601"),
+            exit(Some(3), Some(1795620600), Some(1795620601))
+        );
+        assert_eq!(
+            exit_marker("__flightdeck_exit__ 143 - 1795620601"),
+            exit(Some(143), None, Some(1795620601))
+        );
         assert_eq!(exit_marker("Step: 1"), None);
     }
 
@@ -487,13 +544,30 @@ mod tests {
         let out = sh_in(&launch, home.path());
         assert!(out.starts_with("started "), "{out}");
         let followed = sh(&follow_command(dir, 1), home.path());
-        assert_eq!(followed, format!("one\ntwo\n{EXIT_MARKER} 3\n"));
+        let (lines, marker) = followed.rsplit_once(EXIT_MARKER).expect("a marker");
+        assert_eq!(lines, "one\ntwo\n");
+        // The node's times of the start and the end come with the code: it ran at once.
+        let now = crate::store::now_unix();
+        let exit = exit_marker(&format!("{EXIT_MARKER}{marker}")).expect("the marker parses");
+        assert_eq!(exit.code, Some(3), "{followed}");
+        let (started, ended) = (exit.started.expect("a start"), exit.ended.expect("an end"));
+        assert!(
+            started <= ended && ended - started <= 1 && now.abs_diff(ended) < 30,
+            "{followed}"
+        );
         // From line 2: only what was not seen yet.
         let followed = sh(&follow_command(dir, 2), home.path());
-        assert_eq!(followed, format!("two\n{EXIT_MARKER} 3\n"));
+        assert!(
+            followed.starts_with(&format!("two\n{EXIT_MARKER} 3 ")),
+            "{followed}"
+        );
         assert_eq!(
             parse_status(&sh(&status_command(dir), home.path())),
-            Some(Status::Exited { code: 3 })
+            Some(Status::Exited {
+                code: 3,
+                started: Some(started),
+                ended: Some(ended)
+            })
         );
         // A directory holding a run is never reused.
         let again = sh_in(&launch_command(dir, "true\n"), home.path());
@@ -535,13 +609,25 @@ mod tests {
             sh(&stop_command(dir, 1), home.path()).trim(),
             format!("exited {STOPPED}")
         );
+        let never = parse_status(&sh(&status_command(dir), home.path()));
+        assert!(
+            matches!(
+                never,
+                Some(Status::Exited {
+                    code: STOPPED,
+                    started: None,
+                    ended: Some(_)
+                })
+            ),
+            "never started, ended when the stop wrote its code: {never:?}"
+        );
         let late = sh_in(&launch_command(dir, "echo ran > ran\n"), home.path());
         assert!(!late.starts_with("started"), "{late}");
         assert!(!home.path().join(dir).join("ran").exists());
-        assert_eq!(
+        assert!(matches!(
             parse_status(&sh(&status_command(dir), home.path())),
-            Some(Status::Exited { code: STOPPED })
-        );
+            Some(Status::Exited { code: STOPPED, .. })
+        ));
 
         // A long run, stopped: TERM reaches it, the code is 143.
         let dir = "jobs/t/1";
@@ -549,7 +635,17 @@ mod tests {
         let st = parse_status(&sh(&status_command(dir), home.path()));
         assert!(matches!(st, Some(Status::Running { .. })), "{st:?}");
         let stopped = sh(&stop_command(dir, 5), home.path());
-        assert_eq!(stopped.trim(), "exited 143");
+        assert!(
+            matches!(
+                parse_status(stopped.trim()),
+                Some(Status::Exited {
+                    code: 143,
+                    started: Some(_),
+                    ended: Some(_)
+                })
+            ),
+            "{stopped}"
+        );
 
         // A run that ignores TERM is killed after the grace period and recorded as 137,
         // its child too.
@@ -565,7 +661,17 @@ mod tests {
             .parse()
             .unwrap();
         let stopped = sh(&stop_command(dir, 1), home.path());
-        assert_eq!(stopped.trim(), format!("exited {KILLED}"));
+        assert!(
+            matches!(
+                parse_status(stopped.trim()),
+                Some(Status::Exited {
+                    code: KILLED,
+                    ended: Some(_),
+                    ..
+                })
+            ),
+            "{stopped}"
+        );
         // Gone, or a zombie waiting for init to reap it.
         std::thread::sleep(std::time::Duration::from_millis(200));
         let stat = std::fs::read_to_string(format!("/proc/{child}/stat")).unwrap_or_default();

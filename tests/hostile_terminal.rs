@@ -292,6 +292,8 @@ fn nccl_view() {
             log: evil("~/x"),
             exit_code: code,
             pod: Some(evil("pod")),
+            started_at: None,
+            ended_at: None,
         }],
     };
     let (a, b) = (evil("nccl-a"), evil("nccl-b"));
@@ -477,6 +479,8 @@ fn jobs_view() {
                 log: evil("~/log"),
                 exit_code: None,
                 pod: Some(evil("pod")),
+                started_at: None,
+                ended_at: None,
             })
             .collect(),
         metrics: vec![],

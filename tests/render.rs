@@ -276,6 +276,8 @@ fn nccl_state() -> State {
             log: "~/x".into(),
             exit_code: code,
             pod: None,
+            started_at: None,
+            ended_at: None,
         }],
     };
     update(
@@ -387,6 +389,8 @@ fn nccl_view_shows_a_failed_run() {
                     log: "~/x".into(),
                     exit_code: Some(127),
                     pod: None,
+                    started_at: None,
+                    ended_at: None,
                 }],
             },
         ])),
@@ -552,6 +556,8 @@ fn job_record(
                 log: format!("~/.flightdeck/jobs/{id}/{i}/out.log"),
                 exit_code: *c,
                 pod: None,
+                started_at: None,
+                ended_at: None,
             })
             .collect(),
         metrics: vec![],

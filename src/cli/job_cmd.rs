@@ -351,6 +351,8 @@ fn follow_and_report(
     let width = nodes.iter().map(|n| n.target.name.len()).max().unwrap_or(0);
     let mut m = metrics_for(record);
     let mut codes: BTreeMap<usize, Option<i32>> = BTreeMap::new();
+    // Each node's start and end by its clock, from its wrapper.
+    let mut times: BTreeMap<usize, (Option<u64>, Option<u64>)> = BTreeMap::new();
     let mut lost: Vec<(usize, String)> = vec![];
     let stopping = Arc::new(AtomicBool::new(false));
     rt.block_on(async {
@@ -374,9 +376,15 @@ fn follow_and_report(
                         break;
                     }
                 }
-                FollowEvent::Exit { rank, code } => {
+                FollowEvent::Exit {
+                    rank,
+                    code,
+                    started,
+                    ended,
+                } => {
                     let _ = stdout.flush();
                     codes.insert(rank, code);
+                    times.insert(rank, (started, ended));
                     if code != Some(0) {
                         errln!(
                             "job {}: {} exited with {}",
@@ -405,7 +413,10 @@ fn follow_and_report(
     });
     let found: Vec<(usize, Result<Status, String>)> = codes
         .iter()
-        .filter_map(|(r, c)| c.map(|code| (*r, Ok(Status::Exited { code }))))
+        .filter_map(|(r, c)| {
+            let (started, ended) = times.get(r).copied().unwrap_or_default();
+            c.map(|code| (*r, Ok(Status::Exited { code, started, ended })))
+        })
         .collect();
     record_codes(paths, &record.id, &found, stopping.load(Ordering::SeqCst))?;
     if summary {
@@ -459,10 +470,9 @@ fn refresh(paths: &Paths, cli: &Cli, rt: &tokio::runtime::Runtime) -> anyhow::Re
     Ok(found.notes)
 }
 
+/// How long the job ran ([`crate::jobs::duration`], the cockpit's too).
 fn duration(j: &JobRecord) -> u64 {
-    j.ended_at
-        .unwrap_or_else(store::now_unix)
-        .saturating_sub(j.started_at)
+    crate::jobs::duration(j, store::now_unix())
 }
 
 fn hms(s: u64) -> String {
@@ -708,7 +718,7 @@ fn stop(name: &str, grace: Option<u32>, cli: &Cli, paths: &Paths) -> anyhow::Res
     for (rank, r) in &res {
         let name = &nodes[*rank].target.name;
         match r {
-            Ok(Status::Exited { code }) => outln!("{name}: exited {code}"),
+            Ok(Status::Exited { code, .. }) => outln!("{name}: exited {code}"),
             Ok(Status::Missing) => outln!("{name}: no such job on the node"),
             Ok(Status::Vanished) => outln!("{name}: gone without an exit code"),
             Ok(Status::Starting) => {

@@ -78,6 +78,10 @@ impl JobRunner for Detached {
         Box::pin(status(self.reach.clone(), id, nodes))
     }
 
+    fn statuses<'a>(&'a self, jobs: &'a [(String, Vec<JobNode>)]) -> BoxFuture<'a, Vec<PerRank<Status>>> {
+        Box::pin(statuses(self.reach.clone(), jobs))
+    }
+
     fn stop<'a>(&'a self, id: &'a str, nodes: &'a [JobNode], grace_s: u32) -> BoxFuture<'a, PerRank<Status>> {
         Box::pin(stop(self.reach.clone(), id, nodes, grace_s))
     }
@@ -242,9 +246,14 @@ pub async fn follow(reach: Reach, id: String, nodes: Vec<(JobNode, usize)>, tx: 
             Event::Line { node, text, .. } => {
                 let rank = rank_of(node);
                 let ev = match detach::exit_marker(&text) {
-                    Some(code) => {
+                    Some(exit) => {
                         ended.push(rank);
-                        FollowEvent::Exit { rank, code }
+                        FollowEvent::Exit {
+                            rank,
+                            code: exit.code,
+                            started: exit.started,
+                            ended: exit.ended,
+                        }
                     }
                     None => FollowEvent::Line { rank, text },
                 };
@@ -293,6 +302,65 @@ pub async fn status(reach: Reach, id: &str, nodes: &[JobNode]) -> Vec<(usize, Re
         detach::parse_status(out.trim()).ok_or_else(|| fail_text(code, &out, &err))
     })
     .await
+}
+
+/// The line that starts the answer for the `i`th job of a [`statuses`] command.
+const JOB_MARK: &str = "__flightdeck_job__";
+
+/// Each job's [`status`], asking every node once for all the jobs it runs: one command
+/// per node, answering a marked block per job directory.
+pub async fn statuses(reach: Reach, jobs: &[(String, Vec<JobNode>)]) -> Vec<PerRank<Status>> {
+    // Per node (by index): its target and the (job, rank) pairs it runs.
+    let mut per_node: Vec<(NodeTarget, Vec<(usize, usize)>)> = vec![];
+    for (j, (_, nodes)) in jobs.iter().enumerate() {
+        for n in nodes {
+            match per_node.iter_mut().find(|(t, _)| t.index == n.target.index) {
+                Some((_, asks)) => asks.push((j, n.rank)),
+                None => per_node.push((n.target.clone(), vec![(j, n.rank)])),
+            }
+        }
+    }
+    let cmds: Vec<(NodeTarget, String)> = per_node
+        .iter()
+        .map(|(t, asks)| {
+            let blocks: Vec<String> = asks
+                .iter()
+                .enumerate()
+                .map(|(i, (j, rank))| {
+                    format!(
+                        "echo {JOB_MARK} {i}\n( {} )",
+                        detach::status_command(&job_dir(&jobs[*j].0, *rank)).trim_end()
+                    )
+                })
+                .collect();
+            (t.clone(), blocks.join("\n"))
+        })
+        .collect();
+    let res = exec::collect(reach, cmds).await;
+    let mut out: Vec<PerRank<Status>> = jobs.iter().map(|_| vec![]).collect();
+    for ((_, asks), (code, stdout, err)) in per_node.iter().zip(res) {
+        let mut answers: Vec<Option<Status>> = vec![None; asks.len()];
+        let mut at: Option<usize> = None;
+        for line in stdout.lines() {
+            if let Some(i) = line
+                .strip_prefix(JOB_MARK)
+                .and_then(|r| r.trim().parse::<usize>().ok())
+            {
+                at = Some(i);
+            } else if let (Some(i), Some(st)) = (at.take(), detach::parse_status(line.trim())) {
+                if let Some(a) = answers.get_mut(i) {
+                    *a = Some(st);
+                }
+            }
+        }
+        for ((j, rank), answer) in asks.iter().zip(answers) {
+            out[*j].push((*rank, answer.ok_or_else(|| fail_text(code, &stdout, &err))));
+        }
+    }
+    for (r, (_, nodes)) in out.iter_mut().zip(jobs) {
+        r.sort_by_key(|(rank, _)| nodes.iter().position(|n| n.rank == *rank));
+    }
+    out
 }
 
 /// The status a stop or fence ends with: its last line.

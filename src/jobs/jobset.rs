@@ -706,13 +706,11 @@ fn container_state(p: &Pod) -> Status {
         .and_then(|s| s.container_statuses.as_ref())
         .and_then(|c| c.iter().find(|c| c.name == CONTAINER));
     match cs.and_then(|c| c.state.as_ref()) {
-        Some(s) if s.terminated.is_some() => Status::Exited {
-            code: s.terminated.as_ref().map_or(0, |t| t.exit_code),
-        },
+        Some(s) if s.terminated.is_some() => Status::exited(s.terminated.as_ref().map_or(0, |t| t.exit_code)),
         Some(s) if s.running.is_some() => Status::Running { pid: 0 },
         _ => match p.status.as_ref().and_then(|s| s.phase.as_deref()) {
-            Some("Succeeded") => Status::Exited { code: 0 },
-            Some("Failed") => Status::Exited { code: 1 },
+            Some("Succeeded") => Status::exited(0),
+            Some("Failed") => Status::exited(1),
             _ => Status::Starting,
         },
     }
@@ -751,9 +749,9 @@ pub async fn stop(clients: &Clients, id: &str, nodes: &[JobNode]) -> Vec<(usize,
         .map(|(r, s)| {
             let s = match (&res, s) {
                 (Err(e), _) => Err(e.clone()),
-                (Ok(()), Ok(Status::Exited { code })) => Ok(Status::Exited { code }),
+                (Ok(()), Ok(st @ Status::Exited { .. })) => Ok(st),
                 // Stopped: 143, as TERM ends a process.
-                (Ok(()), _) => Ok(Status::Exited { code: 143 }),
+                (Ok(()), _) => Ok(Status::exited(143)),
             };
             (r, s)
         })
@@ -908,11 +906,13 @@ async fn follow_rank(
         }
         // The stream ended: the container did, or the connection dropped.
         let now = api.get(&name).await.map_err(|e| gke::cluster::why(&e))?;
-        if let Status::Exited { code } = container_state(&now) {
+        if let Status::Exited { code, started, ended } = container_state(&now) {
             let _ = tx
                 .send(FollowEvent::Exit {
                     rank,
                     code: Some(code),
+                    started,
+                    ended,
                 })
                 .await;
             return Ok(());

@@ -155,9 +155,9 @@ fn is_expression(v: &str) -> bool {
 pub fn node_script(job: &Job, id: &str, nodes: &[NodeTarget], rank: usize, profile: &[String]) -> String {
     use crate::shellenv::{export, Value};
     let mut s = format!(
-        "{}\n# written by flightdeck: node {rank} of {} nodes of job {} ({id})\n{}",
+        "{}\n# written by flightdeck: node {rank} of {} of job {} ({id})\n{}",
         crate::shellenv::SHEBANG,
-        nodes.len(),
+        crate::words::plural(nodes.len(), "node"),
         job.name,
         crate::shellenv::HEADER,
     );

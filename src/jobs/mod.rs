@@ -62,3 +62,19 @@ pub fn state_word(j: &crate::store::JobRecord) -> &'static str {
         "failed"
     }
 }
+
+/// How long job `j` ran, in seconds. Once it ended: by its nodes' clocks, the latest end
+/// less the earliest start their wrappers wrote (so neither the launch nor the moment
+/// flightdeck looked counts), else its record's end less its start. While it runs: `now`
+/// less its start.
+pub fn duration(j: &crate::store::JobRecord, now: u64) -> u64 {
+    let Some(ended) = j.ended_at.filter(|_| j.finished()) else {
+        return now.max(j.started_at).saturating_sub(j.started_at);
+    };
+    let start = j.nodes.iter().filter_map(|n| n.started_at).min();
+    let end = j.nodes.iter().filter_map(|n| n.ended_at).max();
+    match (start, end) {
+        (Some(s), Some(e)) if e >= s => e - s,
+        _ => ended.saturating_sub(j.started_at),
+    }
+}

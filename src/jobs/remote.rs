@@ -22,6 +22,13 @@ pub struct Refreshed {
     pub ended: bool,
 }
 
+/// A fleet's name, its runner and its unfinished jobs with their nodes.
+type FleetJobs<'a> = (
+    String,
+    Arc<dyn JobRunner>,
+    Vec<(&'a crate::store::JobRecord, Vec<JobNode>)>,
+);
+
 /// Ask the nodes of every unfinished job of `jobs` how they are, and record the exit
 /// codes of the nodes whose run ended ([`Status::Exited`], or [`Status::Vanished`] as
 /// unreachable); a node still being uploaded to or launched ([`Status::Starting`]) is
@@ -29,22 +36,34 @@ pub struct Refreshed {
 /// yet, or the node was replaced) is noted, not recorded: a job being launched has no
 /// directory yet. `nodes_of` gives a job's runner ([`super::runner_for`] of its fleet's
 /// family) and nodes: `flightdeck job` through its fleet resolution and host-key
-/// prompter, the cockpit through its connection pool.
+/// prompter, the cockpit through its connection pool. The jobs of one fleet are asked
+/// together ([`JobRunner::statuses`]: one round per fleet, not one per job).
 pub async fn refresh(
     store: &crate::store::Store,
     jobs: &[crate::store::JobRecord],
     mut nodes_of: impl FnMut(&crate::store::JobRecord) -> Result<(Arc<dyn JobRunner>, Vec<JobNode>), String>,
 ) -> Refreshed {
     let mut out = Refreshed::default();
+    // The unfinished jobs per fleet: each fleet's runner asks for all of them at once.
+    let mut fleets: Vec<FleetJobs> = vec![];
     for j in jobs.iter().filter(|j| !j.finished()) {
-        let (runner, nodes) = match nodes_of(j) {
-            Ok(x) => x,
-            Err(e) => {
-                out.notes.push((j.id.clone(), e));
-                continue;
-            }
-        };
-        let mut found = runner.status(&j.id, &nodes).await;
+        match nodes_of(j) {
+            Ok((runner, nodes)) => match fleets.iter_mut().find(|(f, _, _)| *f == j.fleet) {
+                Some((_, _, js)) => js.push((j, nodes)),
+                None => fleets.push((j.fleet.clone(), runner, vec![(j, nodes)])),
+            },
+            Err(e) => out.notes.push((j.id.clone(), e)),
+        }
+    }
+    let mut asked = vec![];
+    for (_, runner, js) in fleets {
+        let ids: Vec<(String, Vec<JobNode>)> = js.iter().map(|(j, n)| (j.id.clone(), n.clone())).collect();
+        let found = runner.statuses(&ids).await;
+        for ((j, nodes), found) in js.into_iter().zip(found) {
+            asked.push((j, runner.clone(), nodes, found));
+        }
+    }
+    for (j, runner, nodes, mut found) in asked {
         let name = |rank: usize| nodes.get(rank).map_or("?", |n| n.target.name.as_str());
         // The flightdeck that launched it is gone: a node still "starting" never will. A
         // start it sent may still be under way on a node, though: fence and stop every
@@ -68,7 +87,7 @@ pub async fn refresh(
                     let was_starting = before.iter().any(|(r, s)| *r == rank && *s);
                     match res {
                         // Stopped before it began: it never started.
-                        Ok(Status::Exited { code }) if was_starting && code == detach::STOPPED => {
+                        Ok(Status::Exited { code, .. }) if was_starting && code == detach::STOPPED => {
                             (rank, Ok(Status::Missing))
                         }
                         other => (rank, other),
@@ -271,6 +290,8 @@ pub async fn start(
                 log: format!("~/{}/out.log", job_dir(&id, n.rank)),
                 exit_code: None,
                 pod: None,
+                started_at: None,
+                ended_at: None,
             })
             .collect(),
         metrics: job.spec.metrics.clone().unwrap_or_default(),
@@ -342,12 +363,7 @@ pub async fn start(
         let mut found = runner.stop(&id, &up, 2).await;
         for (r, res) in &started {
             if res.is_err() {
-                found.push((
-                    *r,
-                    Ok(Status::Exited {
-                        code: exec::UNREACHABLE,
-                    }),
-                ));
+                found.push((*r, Ok(Status::exited(exec::UNREACHABLE))));
             }
         }
         let _ = record_codes(store, &id, &found, true);
@@ -386,7 +402,11 @@ pub fn record_codes(
             for (rank, res) in found {
                 if let (Some(n), Ok(st)) = (j.nodes.get_mut(*rank), res) {
                     match st {
-                        Status::Exited { code } => n.exit_code = Some(*code),
+                        Status::Exited { code, started, ended } => {
+                            n.exit_code = Some(*code);
+                            n.started_at = n.started_at.or(*started);
+                            n.ended_at = n.ended_at.or(*ended);
+                        }
                         Status::Vanished | Status::Missing => {
                             n.exit_code = n.exit_code.or(Some(exec::UNREACHABLE))
                         }
@@ -396,7 +416,14 @@ pub fn record_codes(
             }
             j.stopped |= stopped;
             if j.finished() && j.ended_at.is_none() {
-                j.ended_at = Some(crate::store::now_unix());
+                // When the last node ended, by the nodes' clocks where they said (not
+                // after the job started, not in the future), else now.
+                let now = crate::store::now_unix();
+                let last = j.nodes.iter().map(|n| n.ended_at).collect::<Option<Vec<u64>>>();
+                j.ended_at = Some(
+                    last.and_then(|l| l.into_iter().max())
+                        .map_or(now, |e| e.clamp(j.started_at, now.max(j.started_at))),
+                );
             }
         }
     })?;

@@ -24,8 +24,14 @@ pub struct JobNode {
 pub enum FollowEvent {
     /// A line of a node's output, in order.
     Line { rank: usize, text: String },
-    /// The node's process group ended (`None`: the code could not be read).
-    Exit { rank: usize, code: Option<i32> },
+    /// The node's process group ended (`None`: the code could not be read), and when it
+    /// started and ended by the node's clock (unix seconds), where known.
+    Exit {
+        rank: usize,
+        code: Option<i32>,
+        started: Option<u64>,
+        ended: Option<u64>,
+    },
     /// The connection to the node ended before the job did; following it again resumes.
     Lost { rank: usize, error: String },
 }
@@ -94,6 +100,20 @@ pub trait JobRunner: Send + Sync {
 
     /// Each rank's [`Status`].
     fn status<'a>(&'a self, id: &'a str, nodes: &'a [JobNode]) -> BoxFuture<'a, PerRank<Status>>;
+
+    /// [`JobRunner::status`] of several jobs of one fleet at once (`jobs`: each job's id
+    /// and nodes), in their order: a runner that can ask each node once for all of them
+    /// does (a poll costs one round per fleet, not one per job); this default asks job by
+    /// job.
+    fn statuses<'a>(&'a self, jobs: &'a [(String, Vec<JobNode>)]) -> BoxFuture<'a, Vec<PerRank<Status>>> {
+        Box::pin(async move {
+            let mut out = vec![];
+            for (id, nodes) in jobs {
+                out.push(self.status(id, nodes).await);
+            }
+            out
+        })
+    }
 
     /// Stop the job on `nodes` (TERM, then KILL after `grace_s`); the status each ends with.
     fn stop<'a>(&'a self, id: &'a str, nodes: &'a [JobNode], grace_s: u32) -> BoxFuture<'a, PerRank<Status>>;

@@ -335,6 +335,51 @@ pub fn judge_ended(
     verdict
 }
 
+/// What a run flightdeck made is judged by besides its output: what it launched.
+#[derive(Debug, Clone, Copy)]
+pub struct Launched<'a> {
+    /// The machine type of its nodes (`None`: unknown; nccl-tests' rank list may say).
+    pub machine_type: Option<&'a str>,
+    /// How many nodes it ran on.
+    pub nodes: Option<u32>,
+    /// The GPUDirect profile it ran with.
+    pub profile: GpuDirect,
+    /// The collective flightdeck started (`all_reduce`): used when the output does not
+    /// name one (a run that died before nccl-tests' banner, or a banner cut off).
+    pub collective: Option<&'a str>,
+}
+
+/// How a run ended: each node's exit code (`None` when none came back) and the line of
+/// its output that says why it failed ([`super::remote::failure_cause`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Ended<'a> {
+    pub codes: &'a [Option<i32>],
+    pub cause: Option<&'a str>,
+}
+
+/// The verdict of a run flightdeck launched, the one rule of `nccl run`, `nccl attach`,
+/// the history and the cockpit: busbw and transport ([`judge_run`]) against what it
+/// launched (its collective when the output names none), then how it ended
+/// ([`judge_ended`], once it has: `ended`).
+pub fn verdict_of(report: &Report, launched: &Launched, ended: Option<Ended>) -> Verdict {
+    let named;
+    let report = match (&report.collective, launched.collective) {
+        (None, Some(c)) => {
+            named = Report {
+                collective: Some(c.to_string()),
+                ..report.clone()
+            };
+            &named
+        }
+        _ => report,
+    };
+    let v = judge_run(report, launched.machine_type, launched.nodes, launched.profile);
+    match ended {
+        Some(e) => judge_ended(v, report, e.codes, e.cause),
+        None => v,
+    }
+}
+
 /// Judge `report` as a run on `nodes` nodes of `machine_type`, by its busbw alone (no
 /// profile: see [`judge_run`]).
 pub fn judge(report: &Report, machine_type: Option<&str>, nodes: Option<u32>) -> Verdict {
@@ -685,5 +730,52 @@ mod tests {
         let lost = judge_ended(judge(&cut, None, None), &cut, &[None], None);
         assert_eq!(lost.grade, Grade::Fail);
         assert!(lost.reason.contains("no exit code came back"), "{}", lost.reason);
+    }
+
+    /// The one verdict of CLI and cockpit: an output that does not name its collective
+    /// is judged as the collective flightdeck launched; a node's non-zero exit after rows
+    /// is FAIL (the run did not finish) with its cause.
+    #[test]
+    fn a_launched_run_is_judged_as_what_was_launched() {
+        let mut run = fixture("h200x2-all_reduce.txt");
+        run.collective = None;
+        let launched = Launched {
+            machine_type: Some("2xH200"),
+            nodes: Some(1),
+            profile: GpuDirect::None,
+            collective: None,
+        };
+        assert_eq!(verdict_of(&run, &launched, None).grade, Grade::Unknown);
+        let launched = Launched {
+            collective: Some("all_reduce"),
+            ..launched
+        };
+        let v = verdict_of(&run, &launched, None);
+        assert_eq!(v.grade, Grade::Pass, "{}", v.reason);
+        // The output's own name wins over what was launched.
+        let mut named = run.clone();
+        named.collective = Some("all_reduce".into());
+        let other = Launched {
+            collective: Some("all_gather"),
+            ..launched
+        };
+        assert_eq!(verdict_of(&named, &other, None), v);
+        run.rows.truncate(4);
+        run.avg_busbw = None;
+        run.concluded = false;
+        let cause = "vm: Test NCCL failure common.cu:1005 'unhandled system error'";
+        let failed = verdict_of(
+            &run,
+            &launched,
+            Some(Ended {
+                codes: &[Some(3)],
+                cause: Some(cause),
+            }),
+        );
+        assert_eq!(failed.grade, Grade::Fail);
+        assert_eq!(
+            failed.reason,
+            format!("the run did not finish: a node ended with exit 3 after 4 rows; cause: {cause}")
+        );
     }
 }

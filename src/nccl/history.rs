@@ -94,8 +94,8 @@ impl SavedRun {
     /// Conclude the entry of an ended run: its figures, the exit codes (`codes` of the
     /// nodes that ran a script, in node order; the others, mpirun's, share the first's),
     /// the machine type from nccl-tests' rank list when nothing named it, the verdict
-    /// (busbw and the transport against the run's profile, [`super::expect::judge_run`];
-    /// a node that did not finish fails it with `cause`, [`super::expect::judge_ended`]).
+    /// ([`super::expect::verdict_of`]: busbw and the transport against the run's profile,
+    /// the collective it was launched as; a node that did not finish fails it with `cause`).
     pub fn conclude(&mut self, report: &Report, codes: &[Option<i32>], cause: Option<&str>, now: u64) {
         self.set_report(report);
         self.ended_at = Some(now);
@@ -109,9 +109,21 @@ impl SavedRun {
                 self.machine_type_from = Some("nccl-tests rank list".into());
             }
         }
-        let nodes = u32::try_from(self.nodes.len()).ok().filter(|n| *n > 0);
-        let verdict = super::expect::judge_run(report, self.machine_type.as_deref(), nodes, self.profile());
-        self.verdict = Some(super::expect::judge_ended(verdict, report, codes, cause));
+        self.verdict = Some(super::expect::verdict_of(
+            report,
+            &self.launched(),
+            Some(super::expect::Ended { codes, cause }),
+        ));
+    }
+
+    /// What the run was launched as, for its verdict ([`super::expect::verdict_of`]).
+    pub fn launched(&self) -> super::expect::Launched<'_> {
+        super::expect::Launched {
+            machine_type: self.machine_type.as_deref(),
+            nodes: u32::try_from(self.nodes.len()).ok().filter(|n| *n > 0),
+            profile: self.profile(),
+            collective: Some(self.spec.collective.as_str()).filter(|c| !c.is_empty()),
+        }
     }
 
     /// The GPUDirect profile the run was made with (`none` when the entry names none).

@@ -6,7 +6,7 @@
 //! reading).
 
 use super::history::{self, SavedRun, SavedSpec};
-use super::runner::{self, human_size, RunSpec, EXIT_MARKER};
+use super::runner::{self, human_size, RunSpec};
 use super::{Parser, Report, Row};
 use crate::exec::{self, Event};
 use crate::fleet::NodeTarget;
@@ -83,6 +83,8 @@ pub fn record_run(
                 log: format!("~/{}/out.log", runner::run_dir(id)),
                 exit_code: None,
                 pod: n.kube().and_then(|k| k.pod.clone()),
+                started_at: None,
+                ended_at: None,
             })
             .collect(),
     };
@@ -188,9 +190,9 @@ pub async fn follow_core(
         let Event::Line { node, text, .. } = e else {
             continue;
         };
-        if let Some(code) = text.strip_prefix(EXIT_MARKER) {
+        if let Some(exit) = crate::detach::exit_marker(&text) {
             if let Some(c) = f.codes.iter_mut().find(|(n, _)| *n == node) {
-                c.1 = code.trim().parse().ok();
+                c.1 = exit.code;
             }
             continue;
         }

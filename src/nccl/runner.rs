@@ -30,7 +30,7 @@ pub const COLLECTIVES: &[&str] = &[
     "sendrecv",
 ];
 
-/// The marker line a follow command ends with: `__flightdeck_exit__ <code or ?>`.
+/// The marker line a follow command ends with: `__flightdeck_exit__ <code or ?> <start> <end>` ([`crate::detach::exit_marker`]).
 pub use crate::detach::EXIT_MARKER;
 
 /// The torch.distributed benchmark, copied to the nodes by the launch script.
@@ -883,7 +883,12 @@ mod tests {
         ));
         assert!(started.starts_with("started "), "{started}");
         let followed = sh(&follow_command("t1"));
-        assert_eq!(followed, format!("one\ntwo\n{EXIT_MARKER} 3\n"));
+        assert!(
+            followed.starts_with(&format!("one\ntwo\n{EXIT_MARKER} 3 ")),
+            "{followed}"
+        );
+        let marker = followed.lines().last().and_then(crate::detach::exit_marker);
+        assert_eq!(marker.map(|m| m.code), Some(Some(3)), "{followed}");
         // Re-attaching after the end shows it all again.
         assert_eq!(sh(&follow_command("t1")), followed);
         assert!(home.path().join(".flightdeck/runs/t1/torch_bench.py").exists());
@@ -896,7 +901,8 @@ mod tests {
         sh_in(&launch_command("t2", "sleep 30 & wait\n", false));
         sh(&stop_command("t2", 1));
         let f = sh(&follow_command("t2"));
-        assert!(f.ends_with(&format!("{EXIT_MARKER} 143\n")), "{f}");
+        let marker = f.lines().last().and_then(crate::detach::exit_marker);
+        assert_eq!(marker.map(|m| m.code), Some(Some(143)), "{f}");
     }
 
     #[test]

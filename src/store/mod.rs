@@ -178,6 +178,12 @@ pub struct RunNode {
     /// On a GKE fleet: the pod it runs in (an NCCL test pod), not the node's debug pod.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pod: Option<String>,
+    /// When its run started and ended by the node's clock (unix seconds), as the job's
+    /// wrapper on the node wrote them; `None` where unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_at: Option<u64>,
 }
 
 /// A training job started on a fleet's nodes. Its environment is not kept here (it may

@@ -287,6 +287,9 @@ pub enum Command {
     UnfollowJob,
     /// Stop a job on every node.
     StopJob(String),
+    /// In a few seconds, ask the nodes of the running jobs how they are (one round per
+    /// fleet) and report the jobs again (`jobs::Msg::Polled`).
+    PollJobs,
     /// Cancel the running fleet apply (its provisioner rolls back what it made).
     CancelFleetOp,
     /// Start the job of a job file.

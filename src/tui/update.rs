@@ -17,7 +17,8 @@ pub use super::shell::palette::{completions, PALETTE_COMMANDS};
 /// into the message history (`M`), where a long one can be read whole.
 pub fn update(state: &mut State, msg: Msg) -> Vec<Command> {
     let before = state.status.clone();
-    let commands = apply(state, msg);
+    let mut commands = apply(state, msg);
+    commands.extend(jobs::poll(state));
     status::keep(state, before);
     commands
 }

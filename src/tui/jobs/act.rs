@@ -8,6 +8,19 @@ use crate::tui::action::Action;
 use crate::tui::state::{Command, State, StatusMessage, View};
 use crate::tui::theme::Tone;
 
+/// While the Jobs view is up and a job of the list runs: the next poll of the running
+/// jobs' nodes (`Command::PollJobs`, a few seconds from now), unless one is under way.
+/// Nothing while no job runs or the view is elsewhere; coming back to it polls again.
+/// Called after every message ([`crate::tui::update::update`]).
+pub fn poll(state: &mut State) -> Vec<Command> {
+    let running = state.jobs.jobs.iter().any(|j| !j.finished());
+    if state.view != View::Jobs || state.jobs.polling || !running {
+        return vec![];
+    }
+    state.jobs.polling = true;
+    vec![Command::PollJobs]
+}
+
 /// The jobs the view's filter lets through (name, id or fleet), newest first.
 pub fn visible(state: &State) -> Vec<&JobRecord> {
     let f = state.filters[View::Jobs.index()].to_lowercase();
@@ -53,32 +66,44 @@ pub fn act(state: &mut State, action: Action) -> Option<Vec<Command>> {
         let lines = log_lines(state).len();
         let shown = state.jobs.shown.as_mut().expect("checked");
         let nodes = shown.logs.len();
-        match action {
-            Action::Up => shown.scroll = (shown.scroll + 1).min(lines.saturating_sub(1)),
-            Action::Down => shown.scroll = shown.scroll.saturating_sub(1),
-            Action::PageUp => shown.scroll = (shown.scroll + page).min(lines.saturating_sub(1)),
-            Action::PageDown => shown.scroll = shown.scroll.saturating_sub(page),
-            Action::Top => shown.scroll = lines.saturating_sub(1),
-            Action::Bottom => shown.scroll = 0,
+        let last = lines.saturating_sub(1);
+        match (action, shown.top) {
+            // Read from the top (after `g`, as in less): lines move under a fixed top.
+            (Action::Up, Some(t)) => shown.top = Some(t.saturating_sub(1)),
+            (Action::Down, Some(t)) => shown.top = Some((t + 1).min(last)),
+            (Action::PageUp, Some(t)) => shown.top = Some(t.saturating_sub(page)),
+            (Action::PageDown, Some(t)) => shown.top = Some((t + page).min(last)),
+            (Action::Up, None) => shown.scroll = (shown.scroll + 1).min(last),
+            (Action::Down, None) => shown.scroll = shown.scroll.saturating_sub(1),
+            (Action::PageUp, None) => shown.scroll = (shown.scroll + page).min(last),
+            (Action::PageDown, None) => shown.scroll = shown.scroll.saturating_sub(page),
+            // `g`: the first screenful; `G`: the end, following.
+            (Action::Top, _) => shown.top = Some(0),
+            (Action::Bottom, _) => {
+                shown.top = None;
+                shown.scroll = 0;
+            }
             // h / l, and n / N as in the NICs view: the previous and next node.
-            Action::Left | Action::PrevItem if nodes > 0 => {
+            (Action::Left | Action::PrevItem, _) if nodes > 0 => {
                 shown.node = (shown.node + nodes - 1) % nodes;
                 shown.scroll = 0;
+                shown.top = None;
             }
-            Action::Right | Action::NextItem if nodes > 0 => {
+            (Action::Right | Action::NextItem, _) if nodes > 0 => {
                 shown.node = (shown.node + 1) % nodes;
                 shown.scroll = 0;
+                shown.top = None;
             }
-            Action::NicsMode => shown.wrap = !shown.wrap,
-            Action::Close => {
+            (Action::NicsMode, _) => shown.wrap = !shown.wrap,
+            (Action::Close, _) => {
                 state.jobs.shown = None;
                 return Some(vec![Command::UnfollowJob]);
             }
-            Action::JobStop => {
+            (Action::JobStop, _) => {
                 let id = shown.id.clone();
                 return Some(arm_or_stop(state, id));
             }
-            Action::Reload => return Some(vec![Command::LoadFleets]),
+            (Action::Reload, _) => return Some(vec![Command::LoadFleets]),
             _ => return None,
         }
         return Some(vec![]);

@@ -8,7 +8,7 @@ pub mod service;
 pub mod update;
 pub mod view;
 
-pub use act::{act, log_lines, visible};
+pub use act::{act, log_lines, poll, visible};
 pub use msg::Msg;
 pub use update::update;
 
@@ -41,6 +41,9 @@ pub struct ShownJob {
     pub node: usize,
     /// Lines scrolled up from the newest (0: following the tail).
     pub scroll: usize,
+    /// Read from the top (`g`): the index of the first line shown, among the lines the
+    /// filter lets through; `None`: anchored at the newest (`scroll`).
+    pub top: Option<usize>,
     /// Long lines wrap (`v`) instead of being cut at the edge.
     pub wrap: bool,
 }
@@ -61,6 +64,7 @@ impl ShownJob {
             metrics: JobMetrics::new(patterns, record.flops_per_token, record.peak_tflops),
             node: 0,
             scroll: 0,
+            top: None,
             wrap: true,
         }
     }
@@ -73,6 +77,10 @@ impl ShownJob {
         self.metrics.push_line(rank, &text);
         if log.len() == LOG_LINES {
             log.pop_front();
+            if rank == self.node {
+                // Read from the top: the same lines stay at the top.
+                self.top = self.top.map(|t| t.saturating_sub(1));
+            }
         }
         log.push_back(text);
         self.seen[rank] += 1;
@@ -93,6 +101,8 @@ pub struct JobsView {
     pub stop_armed: Option<String>,
     /// Unix seconds, as of the last report (durations of running jobs).
     pub now: u64,
+    /// A `Command::PollJobs` is under way.
+    pub polling: bool,
 }
 
 impl JobsView {
@@ -146,6 +156,8 @@ mod tests {
                     log: String::new(),
                     exit_code: None,
                     pod: None,
+                    started_at: None,
+                    ended_at: None,
                 })
                 .collect(),
             metrics: vec![],
@@ -301,5 +313,60 @@ mod tests {
         key(&mut s, KeyCode::Char('x'));
         key(&mut s, KeyCode::Down);
         assert!(key(&mut s, KeyCode::Char('x')).is_empty());
+    }
+
+    fn screen(s: &State, w: u16, h: u16) -> String {
+        use ratatui::buffer::Buffer;
+        use ratatui::layout::Rect;
+        let area = Rect::new(0, 0, w, h);
+        let mut buf = Buffer::empty(area);
+        view::render(s, &crate::tui::theme::Theme::default_theme(), area, &mut buf);
+        (0..h)
+            .map(|y| (0..w).map(|x| buf[(x, y)].symbol()).collect::<String>())
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    /// Ranked defect 14: `g` shows the first screenful of the log (not its first line
+    /// over an empty panel), `j` moves down from there, `G` the end again, following.
+    #[test]
+    fn g_shows_the_first_screenful_and_capital_g_the_end() {
+        let mut s = state();
+        s.size = (80, 24);
+        key(&mut s, KeyCode::Enter);
+        let lines = (1..=200).map(|i| (0, format!("line {i:03}"))).collect();
+        update(
+            &mut s,
+            Msg::Jobs(crate::tui::jobs::Msg::Lines {
+                id: "b-2".into(),
+                lines,
+                now: 20,
+            }),
+        );
+        let tail = screen(&s, 80, 22);
+        assert!(tail.contains("line 200") && !tail.contains("line 001"), "{tail}");
+        key(&mut s, KeyCode::Char('g'));
+        let top = screen(&s, 80, 22);
+        let shown: Vec<&str> = top.matches("line 0").collect();
+        assert!(top.contains("line 001") && top.contains("line 002"), "{top}");
+        assert!(shown.len() >= 5, "a screenful, not one line: {top}");
+        assert!(!top.contains("line 200"), "{top}");
+        key(&mut s, KeyCode::Char('j'));
+        let down = screen(&s, 80, 22);
+        assert!(!down.contains("line 001") && down.contains("line 002"), "{down}");
+        // New lines keep the top where it is.
+        update(
+            &mut s,
+            Msg::Jobs(crate::tui::jobs::Msg::Lines {
+                id: "b-2".into(),
+                lines: vec![(0, "line 201".into())],
+                now: 21,
+            }),
+        );
+        assert!(screen(&s, 80, 22).contains("line 002"));
+        key(&mut s, KeyCode::Char('G'));
+        let end = screen(&s, 80, 22);
+        assert!(end.contains("line 201") && !end.contains("line 002"), "{end}");
+        assert_eq!(s.jobs.shown.as_ref().unwrap().scroll, 0);
     }
 }

@@ -8,6 +8,12 @@ pub enum Msg {
         jobs: Vec<crate::store::JobRecord>,
         now: u64,
     },
+    /// A `Command::PollJobs` finished: the jobs of the state store after asking the
+    /// nodes of the running ones (`None`: the state could not be read), and the time.
+    Polled {
+        jobs: Option<Vec<crate::store::JobRecord>>,
+        now: u64,
+    },
     /// Lines of the followed job's nodes, in order per node: (rank, line).
     Lines {
         id: String,

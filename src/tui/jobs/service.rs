@@ -147,11 +147,21 @@ pub async fn follow(tx: mpsc::Sender<ServiceEvent>, dir: PathBuf, reach: Reach, 
                         .await;
                     }
                     match other {
-                        FollowEvent::Exit { rank, code } => {
+                        FollowEvent::Exit {
+                            rank,
+                            code,
+                            started,
+                            ended: at,
+                        } => {
                             ended[rank] = true;
                             backoff = Duration::from_secs(1);
                             if let Some(code) = code {
-                                let found = vec![(rank, Ok(crate::detach::Status::Exited { code }))];
+                                let st = crate::detach::Status::Exited {
+                                    code,
+                                    started,
+                                    ended: at,
+                                };
+                                let found = vec![(rank, Ok(st))];
                                 let _ = remote::record_codes_async(&store, &id, found, false).await;
                             }
                             let _ = send(
@@ -236,7 +246,7 @@ pub async fn stop(tx: mpsc::Sender<ServiceEvent>, dir: PathBuf, reach: Reach, id
                 .map(|(rank, r)| {
                     let name = &nodes[*rank].target.name;
                     match r {
-                        Ok(crate::detach::Status::Exited { code }) => format!("{name} exited {code}"),
+                        Ok(crate::detach::Status::Exited { code, .. }) => format!("{name} exited {code}"),
                         Ok(st) => format!("{name} {st:?}"),
                         Err(e) => format!("{name}: {e}"),
                     }
@@ -309,4 +319,40 @@ pub async fn refresh(tx: mpsc::Sender<ServiceEvent>, dir: PathBuf, reach: Reach)
             .await;
         }
     }
+}
+
+/// How often the jobs are asked while the Jobs view shows running ones.
+pub const POLL: Duration = Duration::from_secs(3);
+
+/// After [`POLL`], ask the nodes of every unfinished job how it is (one round per fleet,
+/// [`remote::refresh`]), record what ended, and report the jobs again, also when nothing
+/// changed (the view then asks for the next poll while it shows running jobs).
+pub async fn poll(tx: mpsc::Sender<ServiceEvent>, dir: PathBuf, reach: Reach) {
+    tokio::time::sleep(POLL).await;
+    let jobs = match load(dir.clone()).await {
+        Ok(state) => {
+            let found =
+                remote::refresh(&Store::new(&dir), &state.jobs, |j| runner_of(&state, j, &reach)).await;
+            for (id, note) in &found.notes {
+                tracing::debug!(job = %id, "{note}");
+            }
+            if found.ended {
+                load(dir).await.map(|s| s.jobs).ok()
+            } else {
+                Some(state.jobs)
+            }
+        }
+        Err(e) => {
+            tracing::debug!("jobs poll: {e}");
+            None
+        }
+    };
+    let _ = send(
+        &tx,
+        Msg::Jobs(crate::tui::jobs::Msg::Polled {
+            jobs,
+            now: store::now_unix(),
+        }),
+    )
+    .await;
 }

@@ -13,6 +13,17 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Command> {
             state.dirty |= state.view == View::Jobs && state.jobs.jobs != before;
             vec![]
         }
+        Msg::Polled { jobs, now } => {
+            state.jobs.polling = false;
+            let before = (state.jobs.jobs.clone(), state.jobs.now);
+            match jobs {
+                Some(jobs) => state.jobs.set_jobs(jobs, now),
+                None => state.jobs.now = state.jobs.now.max(now),
+            }
+            // The running jobs' durations move with the clock.
+            state.dirty |= state.view == View::Jobs && (state.jobs.jobs.clone(), state.jobs.now) != before;
+            vec![]
+        }
         Msg::Lines { id, lines, now } => {
             state.jobs.now = state.jobs.now.max(now);
             if let Some(shown) = state.jobs.shown.as_mut().filter(|s| s.id == id) {

@@ -41,10 +41,9 @@ fn hms(s: u64) -> String {
     format!("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
 }
 
+/// How long the job ran ([`crate::jobs::duration`], `job list`'s too).
 fn duration(j: &store::JobRecord, now: u64) -> u64 {
-    j.ended_at
-        .unwrap_or(now.max(j.started_at))
-        .saturating_sub(j.started_at)
+    crate::jobs::duration(j, now)
 }
 
 fn state_tone(word: &str) -> Tone {
@@ -356,8 +355,17 @@ fn render_log(state: &State, shown: &ShownJob, name: &str, theme: &Theme, area: 
             theme.accent(),
         ));
     }
-    if shown.scroll > 0 {
-        title.push(Span::styled(format!("↑{} ", shown.scroll), theme.muted()));
+    match shown.top {
+        Some(t) => title.push(Span::styled(
+            format!(
+                "from line {} of {} (G: the end) ",
+                (t + 1).min(lines.len()),
+                lines.len()
+            ),
+            theme.muted(),
+        )),
+        None if shown.scroll > 0 => title.push(Span::styled(format!("↑{} ", shown.scroll), theme.muted())),
+        None => {}
     }
     if !shown.wrap {
         title.push(Span::styled("cut at the edge (v wraps) ", theme.muted()));
@@ -370,7 +378,32 @@ fn render_log(state: &State, shown: &ShownJob, name: &str, theme: &Theme, area: 
     let inner = block.inner(area);
     block.render(area, buf);
     let h = usize::from(inner.height);
-    let end = lines.len().saturating_sub(shown.scroll);
+    let w = usize::from(inner.width);
+    // Read from the top (`g`): a screenful from line `top` on, unless what is left from
+    // there fills less than the screen (then the last screenful, as less shows the end).
+    if let Some(top) = shown.top {
+        let mut rows: Vec<String> = vec![];
+        for l in lines.iter().skip(top) {
+            if rows.len() >= h {
+                break;
+            }
+            if shown.wrap {
+                rows.extend(crate::tui::widgets::hard_wrap(l, w));
+            } else {
+                rows.push(l.to_string());
+            }
+        }
+        if rows.len() >= h || top == 0 {
+            rows.truncate(h);
+            Paragraph::new(rows.into_iter().map(Line::raw).collect::<Vec<_>>()).render(inner, buf);
+            return;
+        }
+    }
+    let end = if shown.top.is_some() {
+        lines.len()
+    } else {
+        lines.len().saturating_sub(shown.scroll)
+    };
     if !shown.wrap {
         let start = end.saturating_sub(h);
         let text: Vec<Line> = lines[start..end]
@@ -382,7 +415,6 @@ fn render_log(state: &State, shown: &ShownJob, name: &str, theme: &Theme, area: 
     }
     // Wrapped at the edge (as a terminal or less does): the rows of the lines up to
     // `end`, the newest at the bottom; the oldest of them may show only its end.
-    let w = usize::from(inner.width);
     let mut rows: Vec<String> = vec![];
     for l in lines[..end].iter().rev() {
         if rows.len() >= h {

@@ -458,26 +458,39 @@ impl NcclView {
             })
     }
 
-    /// The verdict of run `id` on its report so far: the same as the history's
-    /// ([`expect::judge_run`] with the run's profile, then [`expect::judge_ended`] once
-    /// it ended), so a run a node did not finish is a failure with its cause. `None`
-    /// while it runs without a row.
+    /// The verdict of run `id` on its report so far, by the one rule of the CLI and the
+    /// history ([`expect::verdict_of`]: the run's profile and the collective it was
+    /// launched as; once it ended, a node that did not finish fails it with its cause).
+    /// A run the history has concluded shows the history's verdict, the one `nccl run`
+    /// and `nccl attach` print. `None` while it runs without a row.
     pub fn verdict(&self, id: &str, report: &Report) -> Option<Verdict> {
+        let saved = self.saved(id);
+        if let Some(v) = saved
+            .filter(|s| s.ended_at.is_some())
+            .and_then(|s| s.verdict.clone())
+        {
+            return Some(v);
+        }
         let end = self.end(id);
         if report.rows.is_empty() && end.is_none() {
             return None;
         }
         let m = self.machine(id, report);
-        let nodes = m.as_ref().and_then(|(_, n)| *n);
-        let profile = self.saved(id).map_or(GpuDirect::None, SavedRun::profile);
-        let v = expect::judge_run(report, m.as_ref().map(|(m, _)| m.as_str()), nodes, profile);
-        Some(match end {
-            Some(end) => {
-                let codes: Vec<Option<i32>> = end.codes.iter().map(|(_, c)| *c).collect();
-                expect::judge_ended(v, report, &codes, self.cause(id).as_deref())
-            }
-            None => v,
-        })
+        let launched = expect::Launched {
+            machine_type: m.as_ref().map(|(m, _)| m.as_str()),
+            nodes: m.as_ref().and_then(|(_, n)| *n),
+            profile: saved.map_or(GpuDirect::None, SavedRun::profile),
+            collective: saved
+                .map(|s| s.spec.collective.as_str())
+                .filter(|c| !c.is_empty()),
+        };
+        let codes: Vec<Option<i32>> = end.map_or(vec![], |e| e.codes.iter().map(|(_, c)| *c).collect());
+        let cause = self.cause(id);
+        let ended = end.map(|_| expect::Ended {
+            codes: &codes,
+            cause: cause.as_deref(),
+        });
+        Some(expect::verdict_of(report, &launched, ended))
     }
 
     /// The two marked runs side by side, when both are in the history.

@@ -25,6 +25,7 @@ use crate::tui::nccl::{visible, Field, RunDialog, RunStatus};
 use crate::tui::state::State;
 use crate::tui::theme::{Theme, Tone};
 use crate::tui::widgets::centered;
+use crate::tui::widgets::rate_chart::tick;
 use crate::tui::widgets::table::{self, Col, Cut};
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -423,6 +424,18 @@ fn curve(rows: impl Iterator<Item = (u64, Option<f64>)>) -> Vec<(f64, f64)> {
 /// One curve of a chart: its legend name, style and `(log2 size, busbw)` points.
 type Series = (String, Style, Vec<(f64, f64)>);
 
+/// The top of a busbw axis: a round number (1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6 or 8 times a
+/// power of ten) some room above `peak`, 1 GB/s at least; its half is round too.
+fn busbw_top(peak: f64) -> f64 {
+    let want = (peak * 1.05).max(1.0);
+    let e = 10f64.powf(want.log10().floor());
+    [1.0, 1.2, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0]
+        .into_iter()
+        .map(|m| m * e)
+        .find(|t| *t >= want * (1.0 - 1e-9))
+        .unwrap_or(10.0 * e)
+}
+
 /// A busbw chart over message size (log2 x axis).
 fn busbw_chart(theme: &Theme, series: &[Series], area: Rect, buf: &mut Buffer) {
     let all = || series.iter().flat_map(|s| s.2.iter());
@@ -432,7 +445,8 @@ fn busbw_chart(theme: &Theme, series: &[Series], area: Rect, buf: &mut Buffer) {
         return;
     }
     let x1 = x1.max(x0 + 1.0);
-    let ymax = all().map(|p| p.1).fold(0.0f64, f64::max).max(1.0) * 1.1;
+    // Ticks at 0, half and a round top above the highest point, each with its unit.
+    let ymax = busbw_top(all().map(|p| p.1).fold(0.0f64, f64::max));
     let datasets: Vec<Dataset> = series
         .iter()
         .map(|(name, style, points)| {
@@ -454,22 +468,20 @@ fn busbw_chart(theme: &Theme, series: &[Series], area: Rect, buf: &mut Buffer) {
             Line::raw(size_label(x1)),
         ]))
         .y_axis(
-            Axis::default()
-                .bounds([0.0, ymax])
-                .style(theme.muted())
-                .labels(vec![
-                    Line::raw("0"),
-                    Line::raw(format!("{:.0}", ymax / 2.0)),
-                    Line::raw(format!("{:.0} GB/s", ymax)),
-                ]),
+            Axis::default().bounds([0.0, ymax]).style(theme.muted()).labels(
+                [0.0, ymax / 2.0, ymax]
+                    .map(|v| Line::raw(format!("{} GB/s", tick(v))))
+                    .to_vec(),
+            ),
         )
         .render(area, buf);
 }
 
-/// A run that ended without rows: how each node ended, why (its cause) and what it
-/// printed last.
+/// A run that ended without rows, or failed after some: how each node ended, why (its
+/// cause) and what it printed last. `rows`: the result rows it printed.
 fn render_end(
     end: &crate::tui::nccl::RunEnd,
+    rows: usize,
     cause: Option<&str>,
     theme: &Theme,
     area: Rect,
@@ -481,8 +493,15 @@ fn render_end(
             "The run ended without a result row (exit 0).",
             theme.tone(Tone::Warn),
         ),
-        Some(c) => Line::styled(
+        Some(c) if rows == 0 => Line::styled(
             format!("The run failed before its first result row: exit {c}."),
+            theme.tone(Tone::Fail),
+        ),
+        Some(c) => Line::styled(
+            format!(
+                "The run failed after {}: exit {c}.",
+                crate::words::plural(rows, "result row")
+            ),
             theme.tone(Tone::Fail),
         ),
         None => Line::styled("The run ended; no node reported.", theme.tone(Tone::Warn)),
@@ -554,8 +573,10 @@ fn render_run(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
         Span::styled(format!("· {st} "), theme.tone(tone)),
         Span::styled(
             format!(
-                "· {} ranks · NCCL {} ",
-                report.ranks().map_or("?".into(), |r| r.to_string()),
+                "· {} · NCCL {} ",
+                report
+                    .ranks()
+                    .map_or("? ranks".into(), |r| crate::words::plural(r as usize, "rank")),
                 report.nccl_version.as_deref().unwrap_or("?")
             ),
             theme.muted(),
@@ -612,11 +633,37 @@ fn render_run(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
         RunStatus::Ended(end) => Some(end),
         _ => None,
     };
+    // A run that failed after some rows: its chart, and under it the same block as a run
+    // without rows (how it ended, its cause, its last output).
+    let failed_after_rows = ended.filter(|e| e.worst() != Some(0) && !oop.is_empty());
+    let chart_area = match failed_after_rows {
+        Some(end) if chart_area.height >= 8 => {
+            let [chart, below] =
+                Layout::vertical([Constraint::Percentage(45), Constraint::Percentage(55)]).areas(chart_area);
+            render_end(
+                end,
+                report.rows.len(),
+                state.nccl.cause(id).as_deref(),
+                theme,
+                below,
+                buf,
+            );
+            chart
+        }
+        _ => chart_area,
+    };
     if let Some(end) = ended
         .filter(|e| report.rows.is_empty() || e.worst() != Some(0))
         .filter(|_| oop.is_empty())
     {
-        render_end(end, state.nccl.cause(id).as_deref(), theme, chart_area, buf);
+        render_end(
+            end,
+            report.rows.len(),
+            state.nccl.cause(id).as_deref(),
+            theme,
+            chart_area,
+            buf,
+        );
     } else if oop.is_empty() && expected.is_empty() {
         Paragraph::new("waiting for the first row…").render(chart_area, buf);
     } else {
@@ -641,14 +688,14 @@ fn render_run(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
         )
     });
     let line = format!(
-        "{} · avg {} · {} rows · transport {}",
+        "{} · avg {} · {} · transport {}",
         peak.unwrap_or_else(|| if ended.is_some() {
             "no rows".into()
         } else {
             "no rows yet".into()
         }),
         report.avg_busbw.map_or("?".into(), |a| format!("{a}")),
-        report.rows.len(),
+        crate::words::plural(report.rows.len(), "row"),
         report
             .transport_summary()
             .unwrap_or_else(|| "unknown (no NCCL_DEBUG=INFO)".into())
@@ -662,7 +709,11 @@ fn render_run(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
         .unwrap_or_default();
     let saved = state.nccl.saved(id);
     let profile = saved.map_or("profile ?".to_string(), |s| {
-        format!("profile {} ({} variables)", s.spec.profile, s.spec.env.len())
+        format!(
+            "profile {} ({})",
+            s.spec.profile,
+            crate::words::plural(s.spec.env.len(), "variable")
+        )
     });
     let machine_text = match (&machine, saved.and_then(|s| s.machine_type_from.as_deref())) {
         (Some((m, _)), Some(from)) => format!("{m} ({from})"),
@@ -671,7 +722,11 @@ fn render_run(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
     };
     let verdict = match state.nccl.verdict(id, report) {
         Some(v) => Span::styled(verdict_text(&v), theme.tone(grade_tone(v.grade))),
-        None => Span::styled("no verdict yet", theme.muted()),
+        // Only while it runs without a row (an ended run always has one).
+        None if matches!(status, RunStatus::Following) => {
+            Span::styled("verdict after the first row", theme.muted())
+        }
+        None => Span::styled("no verdict: no rows", theme.muted()),
     };
     Paragraph::new(vec![
         Line::styled(line, theme.base()),
@@ -685,12 +740,13 @@ fn render_run(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
 }
 
 /// The verdict in a line: `PASS 100% of 347.71 GB/s at 8G` when the busbw decided it;
-/// else the grade and why: the failed run's cause first (`FAIL cause: NCCL WARN ...`),
+/// else the grade and why, as `nccl run` prints it (`FAIL: the run did not finish: a node
+/// ended with exit 3 after 4 rows; cause: ...`; the cause is whole in the block above),
 /// or the reason (a transport that is not the profile's, an unknown reference).
 fn verdict_text(v: &expect::Verdict) -> String {
     let grade = v.grade.as_str().to_uppercase();
-    if let Some(c) = &v.cause {
-        return format!("{grade} cause: {}", crate::tui::widgets::shown(c));
+    if v.cause.is_some() {
+        return format!("{grade}: {}", crate::tui::widgets::shown(&v.reason));
     }
     match (v.ratio, v.expected_peak_busbw, v.expected_at) {
         (Some(r), Some(e), Some(at)) if Grade::of_ratio(r) == v.grade => {
@@ -854,7 +910,7 @@ mod tests {
             "{t}"
         );
         assert!(
-            t.contains("FAIL cause: NCCL WARN Failed to initialize any NET plugin"),
+            t.contains("FAIL: the run failed before its first row: a node ended with exit 3"),
             "{t}"
         );
         assert!(
@@ -863,5 +919,97 @@ mod tests {
         );
         assert!(!t.contains("UNKNOWN") && !t.contains("no verdict yet"), "{t}");
         assert!(!t.contains('\u{1b}') && t.contains("␛]52"), "{t}");
+    }
+
+    /// The walk's run (ranked defect 2): nccl-tests' header without its collective, four
+    /// rows, then NCCL's error and exit 3. At 80x24 the chart stays, the error line and
+    /// the last output show under it, and the verdict is the CLI's (FAIL: the run did not
+    /// finish), judged as the all_reduce flightdeck launched; the y axis has round ticks
+    /// with units.
+    #[test]
+    fn a_run_that_fails_after_rows_shows_its_cause_under_the_chart() {
+        let id = "nccl-all_reduce-1795620659-43ad";
+        let mut s = State::new(Keymap::defaults(), vec![], "dark".into());
+        s.size = (80, 24);
+        update(
+            &mut s,
+            Msg::Nccl(crate::tui::nccl::Msg::Runs(vec![crate::store::RunRecord {
+                id: id.into(),
+                kind: "nccl".into(),
+                fleet: "local".into(),
+                started_at: 1_795_620_659,
+                nodes: vec![],
+            }])),
+        );
+        // Its history entry while it runs: what flightdeck launched.
+        let saved = crate::nccl::history::SavedRun {
+            id: id.into(),
+            fleet: "local".into(),
+            started_at: 1_795_620_659,
+            spec: crate::nccl::history::SavedSpec {
+                collective: "all_reduce".into(),
+                profile: "none".into(),
+                ..Default::default()
+            },
+            nodes: vec!["local-0".into()],
+            ..Default::default()
+        };
+        update(&mut s, Msg::Nccl(crate::tui::nccl::Msg::History(vec![saved])));
+        for k in [KeyCode::Char('5'), KeyCode::Enter] {
+            update(&mut s, Msg::Key(KeyEvent::new(k, KeyModifiers::NONE)));
+        }
+        let out = "# nThread 1 nGpus 2 minBytes 8 maxBytes 64 step: 2(factor) warmup iters: 1 iters: 20\n\
+            #  Rank  0 Group  0 Pid   1374 on         vm device  0 [0000:00:06] NVIDIA H200\n\
+            #  Rank  1 Group  0 Pid   1374 on         vm device  1 [0000:00:07] NVIDIA H200\n\
+            #       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong\n\
+            #        (B)    (elements)                               (us)  (GB/s)  (GB/s)             (us)  (GB/s)  (GB/s)\n\
+                       8             2     float     sum      -1    13.34    0.00    0.00       0    13.87    0.00    0.00       0\n\
+                      16             4     float     sum      -1    12.90    0.00    0.00       0    13.04    0.00    0.00       0\n\
+                      32             8     float     sum      -1    13.21    0.00    0.00       0    13.27    0.00    0.00       0\n\
+                      64            16     float     sum      -1    13.76    0.00    0.00       0    13.68    0.00    0.00       0\n";
+        let report = crate::nccl::parse::parse_text(out).remove(0);
+        assert_eq!(report.rows.len(), 4);
+        assert!(report.collective.is_none(), "the output names no collective");
+        update(
+            &mut s,
+            Msg::Nccl(crate::tui::nccl::Msg::Report {
+                id: id.into(),
+                report: Box::new(report),
+            }),
+        );
+        let error = "vm: Test NCCL failure common.cu:1005 'unhandled system error / ibv_reg_mr_iova2 failed'";
+        update(
+            &mut s,
+            Msg::Nccl(crate::tui::nccl::Msg::Ended {
+                id: id.into(),
+                end: Box::new(RunEnd {
+                    codes: vec![("local-0".into(), Some(3))],
+                    tail: vec![format!("local-0: {error}")],
+                }),
+            }),
+        );
+        let t = screen(&s, 80, 22);
+        assert!(t.contains("The run failed after 4 result rows: exit 3."), "{t}");
+        assert!(t.contains("Test NCCL failure"), "the error line: {t}");
+        assert!(
+            t.contains("FAIL: the run did not finish"),
+            "the CLI's verdict: {t}"
+        );
+        assert!(!t.contains("UNKNOWN") && !t.contains("no verdict"), "{t}");
+        assert!(
+            t.contains("1 GB/s") && t.contains("0.5 GB/s") && t.contains("0 GB/s"),
+            "{t}"
+        );
+        assert!(t.contains("· 4 rows ·"), "{t}");
+    }
+
+    #[test]
+    fn busbw_axes_end_at_round_numbers() {
+        assert_eq!(busbw_top(0.0), 1.0);
+        assert_eq!(busbw_top(0.9), 1.0);
+        assert_eq!(busbw_top(1.0), 1.2);
+        assert_eq!(busbw_top(347.71), 400.0);
+        assert_eq!(busbw_top(170.0), 200.0);
+        assert_eq!(tick(busbw_top(1.0) / 2.0), "0.6");
     }
 }

@@ -333,6 +333,10 @@ impl Services {
                     id,
                 )));
             }
+            Command::PollJobs => {
+                let (tx, dir, reach) = (self.tx.clone(), self.paths.state_dir.clone(), self.reach.clone());
+                tokio::spawn(super::jobs::service::poll(tx, dir, reach));
+            }
             Command::UnfollowJob => {
                 if let Some(old) = self.job_follow.take() {
                     old.abort();

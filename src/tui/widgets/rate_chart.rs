@@ -41,6 +41,21 @@ pub fn nice_ceiling(v: f64) -> f64 {
     n * e
 }
 
+/// A tick value of an axis whose top is [`nice_ceiling`]'s: as few digits as tell the
+/// ticks apart (`0`, `0.25`, `0.5`, `2.5`, `10`, `350`).
+pub fn tick(v: f64) -> String {
+    if !v.is_finite() {
+        return "-".into();
+    }
+    let s = format!("{v:.2}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    if s == "-0" {
+        "0".into()
+    } else {
+        s.to_string()
+    }
+}
+
 /// A rate in few characters: `0`, `500`, `25k`, `2.5G`, `10G`, `1.2T`.
 pub fn short_bps(v: f64) -> String {
     if !v.is_finite() {
@@ -227,6 +242,19 @@ pub fn spark(values: &[f32], top: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Ticks of a nice top tell themselves apart: no `1 / 1 / 0` for a top of 1.1.
+    #[test]
+    fn ticks_are_distinct_and_short() {
+        assert_eq!(tick(0.0), "0");
+        assert_eq!(tick(0.5), "0.5");
+        assert_eq!(tick(1.0), "1");
+        assert_eq!(tick(0.25), "0.25");
+        assert_eq!(tick(2.5), "2.5");
+        assert_eq!(tick(350.0), "350");
+        assert_eq!(tick(nice_ceiling(1.1) / 2.0), "1");
+        assert_eq!(tick(nice_ceiling(1.1)), "2");
+    }
 
     #[test]
     fn nice_ceilings_and_short_labels() {
