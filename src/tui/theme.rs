@@ -674,7 +674,10 @@ mod tests {
             with_line_replaced("rx", "rx: '#010203'"),
         )
         .unwrap();
-        let t = Theme::load("dark", &paths, false).unwrap();
+        // At 24 bits the colour is as written (the environment may ask for fewer).
+        let t = Theme::load("dark", &paths, false)
+            .unwrap()
+            .with_depth(ColorDepth::TrueColor);
         assert_eq!(t.rx().fg, Some(Color::Rgb(1, 2, 3)));
         std::fs::write(paths.user_theme("broken"), "fg: [1\n").unwrap();
         let e = Theme::load("broken", &paths, false).unwrap_err().to_string();
