@@ -783,11 +783,7 @@ mod tests {
                 styles.extend([Tone::Info, Tone::Pass, Tone::Warn, Tone::Fail].map(|x| t.tone(x)));
                 styles.extend((0..8).map(|i| t.nic(i)));
                 for c in styles.iter().flat_map(|s| [s.fg, s.bg]).flatten() {
-                    let ok = match (depth, c) {
-                        (_, Color::Rgb(..)) => false,
-                        (Ansi16, Color::Indexed(_)) => false,
-                        _ => true,
-                    };
+                    let ok = !matches!((depth, c), (_, Color::Rgb(..)) | (Ansi16, Color::Indexed(_)));
                     assert!(ok, "{name} at {depth:?}: {c:?}");
                 }
             }

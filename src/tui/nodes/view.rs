@@ -142,9 +142,9 @@ fn draw_table(
         .map(|(i, (name, w))| match i {
             0 => Col {
                 min: *w,
-                ..Col::name(*name)
+                ..Col::name(name)
             },
-            _ => Col::text(*name, *w),
+            _ => Col::text(name, *w),
         })
         .collect();
     let texts: Vec<Vec<String>> = spans
