@@ -62,9 +62,9 @@ fn help_views_palette_and_quit() {
     assert_eq!(t.pane("#{alternate_on}"), "1");
 
     t.keys(&["?"]);
-    t.wait_text("Help: keys and commands");
+    t.wait_text("Help: Offers view first");
     t.keys(&["Escape"]);
-    t.wait_gone("Help: keys and commands");
+    t.wait_gone("Help: Offers view first");
 
     t.keys(&["Tab"]);
     t.wait_text("┌ Fleets ");
@@ -197,7 +197,7 @@ fn local_fleet_panes_type_copy_and_yank() {
     apply_local(&t);
     t.keys(&["2"]);
     t.keys(&["r"]);
-    t.wait_text("local                  local");
+    t.wait_text("local local   1");
     t.keys(&["Enter"]);
     t.wait_text("local-0 ● connected");
     t.keys(&["i"]);
@@ -251,7 +251,7 @@ fn local_fleet_nics_view_charts_live_traffic() {
     apply_local(&t);
     t.keys(&["2"]);
     t.keys(&["r"]);
-    t.wait_text("local                  local");
+    t.wait_text("local local   1");
     t.keys(&[":"]);
     t.type_text("nics");
     t.keys(&["Enter"]);
@@ -294,9 +294,9 @@ fn local_fleet_nics_view_charts_live_traffic() {
     t.keys(&["v"]);
     t.wait_text("· per rail");
     t.keys(&["v"]);
-    t.wait_text("fleet total of 1 nodes");
+    t.wait_text("fleet total of 1 node ");
     t.keys(&["z", "m"]);
-    t.wait_text("· 5 min · 1 nodes · paused");
+    t.wait_text("· 5 min · 1 node · paused");
     t.keys(&["q"]);
     assert_eq!(t.wait_exit(), 0);
     assert_restored(&t);
@@ -441,7 +441,8 @@ fn a_failed_nccl_run_shows_its_exit_code_and_error() {
     t.wait_text("? help");
     apply_local(&t);
     t.keys(&["5", "t"]);
-    t.wait_text("Fleet");
+    // The dialog itself (the tab bar's "2 Fleets" is on screen before it opens).
+    t.wait_text(" new NCCL run ");
     t.keys(&["C-s"]);
     t.wait_text("failed: exit 127");
     t.wait_text("exit codes  local-0 127");
