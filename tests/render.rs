@@ -1988,3 +1988,24 @@ fn apply_confirmation_at_80x24_shows_the_money_and_counts_the_rest() {
         "{small}"
     );
 }
+
+/// The Fleets view's `◆` (a fleet whose panes are open) is explained in its title, and
+/// only while some fleet has open panes (ux walk §17: a `◆` without a legend).
+#[test]
+fn the_fleets_diamond_has_a_legend() {
+    let mut s = state();
+    update(
+        &mut s,
+        Msg::Fleets(flightdeck::tui::fleets::Msg::Loaded(Ok(vec![
+            fleet_record("lab", "ssh", 2),
+            fleet_record("local", "local", 1),
+        ]))),
+    );
+    keys(&mut s, "2");
+    let closed = screen80(&s).join("\n");
+    assert!(!closed.contains('◆'), "{closed}");
+    s.panes.fleet = Some("lab".into());
+    let open = screen80(&s).join("\n");
+    assert!(open.contains("Fleets (2) · ◆ panes open"), "{open}");
+    assert!(open.contains("lab ◆"), "{open}");
+}

@@ -103,11 +103,15 @@ fn feed(screen: &SharedScreen, data: &[u8]) {
     screen.write().unwrap_or_else(|e| e.into_inner()).process(data);
 }
 
-fn resize_screen(screen: &SharedScreen, cols: u16, rows: u16) {
+/// Resize the pane's screen and say so: the screen is rebuilt (reflowed) at the new
+/// size, and the cockpit must draw it again even when the shell prints nothing on
+/// SIGWINCH (sh does not), else the frame drawn at the new size keeps the old rows, cut.
+fn resize_screen(screen: &SharedScreen, cols: u16, rows: u16, events: &mpsc::Sender<PaneEvent>, id: usize) {
     screen
         .write()
         .unwrap_or_else(|e| e.into_inner())
         .set_size(rows.max(1), cols.max(1));
+    let _ = events.try_send(PaneEvent::Output(id));
 }
 
 async fn run(
@@ -132,7 +136,7 @@ async fn run(
             Ok(ch) => run_shell(id, ch, &screen, &events, &mut rx, &state).await,
             Err(e) if e.needs_operator() => {
                 state(PaneState::Failed(e.to_string())).await;
-                match wait_restart(&mut rx, &screen).await {
+                match wait_restart(&mut rx, &screen, &events, id).await {
                     true => {
                         attempt = 0;
                         continue;
@@ -151,7 +155,7 @@ async fn run(
             End::Closed => return,
             End::Exited(code) => {
                 state(PaneState::Exited(code)).await;
-                if !wait_restart(&mut rx, &screen).await {
+                if !wait_restart(&mut rx, &screen, &events, id).await {
                     return;
                 }
                 attempt = 0;
@@ -181,7 +185,7 @@ async fn run(
                         msg = rx.recv() => match msg {
                             None | Some(PaneInput::Close) => return,
                             Some(PaneInput::Restart) => break,
-                            Some(PaneInput::Resize { cols, rows }) => resize_screen(&screen, cols, rows),
+                            Some(PaneInput::Resize { cols, rows }) => resize_screen(&screen, cols, rows, &events, id),
                             Some(PaneInput::Bytes(_)) => {}
                         }
                     }
@@ -192,12 +196,17 @@ async fn run(
 }
 
 /// After an exit or failure: true on Restart, false on Close; resizes still apply.
-async fn wait_restart(rx: &mut mpsc::Receiver<PaneInput>, screen: &SharedScreen) -> bool {
+async fn wait_restart(
+    rx: &mut mpsc::Receiver<PaneInput>,
+    screen: &SharedScreen,
+    events: &mpsc::Sender<PaneEvent>,
+    id: usize,
+) -> bool {
     loop {
         match rx.recv().await {
             None | Some(PaneInput::Close) => return false,
             Some(PaneInput::Restart) => return true,
-            Some(PaneInput::Resize { cols, rows }) => resize_screen(screen, cols, rows),
+            Some(PaneInput::Resize { cols, rows }) => resize_screen(screen, cols, rows, events, id),
             Some(PaneInput::Bytes(_)) => {}
         }
     }
@@ -243,7 +252,7 @@ where
                     let _ = write.data(&b[..]).await;
                 }
                 Some(PaneInput::Resize { cols, rows }) => {
-                    resize_screen(screen, cols, rows);
+                    resize_screen(screen, cols, rows, events, id);
                     let _ = write.resize(cols, rows).await;
                 }
                 Some(PaneInput::Restart) => {}
@@ -294,10 +303,19 @@ mod tests {
             .await
             .unwrap();
         wait_for(&mut erx, &screen, "hello-42").await;
+        // The prompt's output has come; then a resize alone (sh prints nothing on
+        // SIGWINCH) still tells the cockpit to draw the rebuilt screen.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        while erx.try_recv().is_ok() {}
         h.input
             .send(PaneInput::Resize { cols: 50, rows: 7 })
             .await
             .unwrap();
+        let e = tokio::time::timeout(Duration::from_secs(5), erx.recv())
+            .await
+            .expect("an event after the resize");
+        assert_eq!(e, Some(PaneEvent::Output(0)));
+        assert_eq!(size(&screen), (50, 7), "resized before it was said");
         h.input
             .send(PaneInput::Bytes(b"stty size\n".to_vec()))
             .await

@@ -104,7 +104,13 @@ pub fn render_log(ops: &fleets::FleetOps, theme: &Theme, area: Rect, buf: &mut B
 fn render_table(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
     let filter = &state.filters[crate::tui::state::View::Fleets.index()];
     let shown = fleets::visible(state);
-    let b = block(format!("Fleets ({})", shown.len()), filter, theme);
+    // `◆` marks a fleet whose panes are open (shown or in the background): the title says so.
+    let legend = if shown.iter().any(|f| state.panes.is_open(&f.name)) {
+        " · ◆ panes open"
+    } else {
+        ""
+    };
+    let b = block(format!("Fleets ({}){legend}", shown.len()), filter, theme);
     if let Some(e) = &state.fleets_error {
         return message(
             vec![Line::styled(
