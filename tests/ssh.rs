@@ -235,12 +235,16 @@ async fn a_node_dying_mid_command_does_not_touch_the_others() {
     let pool = Pool::new(opts(&tb.known_hosts, HostKeyPolicy::Refuse));
     let (res, all) = (resolver(&tb), nodes(&tb));
     // Each node marks that its command started; node 1 dies once all three have (a fixed
-    // wait could end before a slow connection was made, under a loaded machine).
+    // wait could end before a slow connection was made, under a loaded machine), and the
+    // commands finish only when told to after that (a fixed `sleep` could end on node 1
+    // before the last node had started, under load: CI saw node 1 end with 0).
     let marks = tb.dir.path().join("started");
+    let go = tb.dir.path().join("go");
     std::fs::create_dir_all(&marks).unwrap();
     let cmd = format!(
-        "mktemp -p {} s.XXXXXX >/dev/null; sleep 2; echo finished",
-        marks.display()
+        "mktemp -p {} s.XXXXXX >/dev/null; i=0; until [ -e {} ] || [ $i -ge 600 ]; do sleep 0.05; i=$((i+1)); done; echo finished",
+        marks.display(),
+        go.display()
     );
     let h = tokio::spawn(run_all(pool, res, all, Box::leak(cmd.into_boxed_str())));
     let t0 = std::time::Instant::now();
@@ -252,6 +256,7 @@ async fn a_node_dying_mid_command_does_not_touch_the_others() {
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
     tb.kill_sshd(1);
+    std::fs::write(&go, "").unwrap();
     let events = h.await.unwrap();
     assert_eq!(done(&events, 0).code, 0);
     assert_eq!(done(&events, 2).code, 0);
