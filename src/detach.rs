@@ -290,6 +290,18 @@ impl Status {
             ended: None,
         }
     }
+
+    /// What a node's answer to a stop or status means, in the operator's words (the CLI
+    /// and the cockpit say the same).
+    pub fn words(&self) -> String {
+        match self {
+            Status::Exited { code, .. } => format!("exited {code}"),
+            Status::Missing => "no such job on the node".into(),
+            Status::Vanished => "gone without an exit code".into(),
+            Status::Starting => "still starting (no pid yet)".into(),
+            Status::Running { pid } => format!("still running (pid {pid})"),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -340,6 +352,9 @@ mod tests {
         assert_eq!(parse_status("starting"), Some(Status::Starting));
         assert_eq!(parse_status("starting 12"), None);
         assert_eq!(parse_status("missing"), Some(Status::Missing));
+        // Said in words, never as the variant's name (the cockpit once showed `Missing`).
+        assert_eq!(Status::Missing.words(), "no such job on the node");
+        assert_eq!(Status::exited(143).words(), "exited 143");
         assert_eq!(parse_status("exited ?"), None);
         assert_eq!(parse_status(""), None);
         let exit = |code, started, ended| Some(Exit { code, started, ended });

@@ -718,16 +718,11 @@ fn stop(name: &str, grace: Option<u32>, cli: &Cli, paths: &Paths) -> anyhow::Res
     for (rank, r) in &res {
         let name = &nodes[*rank].target.name;
         match r {
-            Ok(Status::Exited { code, .. }) => outln!("{name}: exited {code}"),
-            Ok(Status::Missing) => outln!("{name}: no such job on the node"),
-            Ok(Status::Vanished) => outln!("{name}: gone without an exit code"),
-            Ok(Status::Starting) => {
-                outln!("{name}: still starting (no pid yet)");
-                worst = 1;
-            }
-            Ok(Status::Running { pid }) => {
-                outln!("{name}: still running (pid {pid})");
-                worst = 1;
+            Ok(st) => {
+                outln!("{name}: {}", st.words());
+                if matches!(st, Status::Starting | Status::Running { .. }) {
+                    worst = 1;
+                }
             }
             Err(e) => {
                 outln!("{name}: {e}");

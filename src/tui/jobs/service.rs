@@ -246,8 +246,7 @@ pub async fn stop(tx: mpsc::Sender<ServiceEvent>, dir: PathBuf, reach: Reach, id
                 .map(|(rank, r)| {
                     let name = &nodes[*rank].target.name;
                     match r {
-                        Ok(crate::detach::Status::Exited { code, .. }) => format!("{name} exited {code}"),
-                        Ok(st) => format!("{name} {st:?}"),
+                        Ok(st) => format!("{name}: {}", st.words()),
                         Err(e) => format!("{name}: {e}"),
                     }
                 })
