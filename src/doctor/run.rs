@@ -366,15 +366,7 @@ async fn reach_matrix(
     }
     again.sort();
     again.dedup();
-    for n in &suspects {
-        tracing::info!(
-            "doctor: first look suspects {} {} on {}: {}",
-            n.trouble.as_str(),
-            pair_name(&names, n.a, n.b),
-            n.nic,
-            n.evidence
-        );
-    }
+    log_looked("first look suspects", &suspects, &names);
     // Control pairs: pairs of the first look between nodes the second look does not
     // probe otherwise, clean then (every probe answered), up to CONTROLS a NIC.
     let busy: std::collections::BTreeSet<usize> = again.iter().flat_map(|&(a, b, _)| [a, b]).collect();
@@ -454,15 +446,7 @@ async fn reach_matrix(
         .into_iter()
         .filter(|n| [Some(n.a), n.b].into_iter().flatten().any(|x| busy.contains(&x)))
         .collect();
-    for n in &confirmed {
-        tracing::info!(
-            "doctor: second look confirms {} {} on {}: {}",
-            n.trouble.as_str(),
-            pair_name(&names, n.a, n.b),
-            n.nic,
-            n.evidence
-        );
-    }
+    log_looked("second look confirms", &confirmed, &names);
     let cleared = suspects.len().saturating_sub(confirmed.len());
     let mut evidence = second.clone();
     evidence.extend(probes.iter().cloned());
@@ -481,6 +465,20 @@ async fn reach_matrix(
 const CONTROLS: usize = 3;
 
 /// `a`, or `a-b`, by name.
+/// Each of `found` in the log, after `what` ("first look suspects", ...): its trouble,
+/// pair, NIC and evidence.
+fn log_looked(what: &str, found: &[net::Named], names: &[String]) {
+    for n in found {
+        tracing::info!(
+            "doctor: {what} {} {} on {}: {}",
+            n.trouble.as_str(),
+            pair_name(names, n.a, n.b),
+            n.nic,
+            n.evidence
+        );
+    }
+}
+
 fn pair_name(names: &[String], a: usize, b: Option<usize>) -> String {
     let n = |k: usize| names.get(k).map_or("?", String::as_str);
     match b {
