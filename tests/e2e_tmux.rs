@@ -29,30 +29,6 @@ fn assert_restored(t: &Tmux) {
     );
 }
 
-/// Apply `fleets/local.yaml` (this machine as fleet `local`) beside the cockpit.
-fn apply_local(t: &Tmux) {
-    fd_in(
-        t,
-        &[
-            "fleet",
-            "apply",
-            concat!(env!("CARGO_MANIFEST_DIR"), "/fleets/local.yaml"),
-            "--yes",
-        ],
-    );
-}
-
-/// Run flightdeck with the cockpit's FLIGHTDECK_HOME (beside it, as a second shell would);
-/// it must succeed.
-fn fd_in(t: &Tmux, args: &[&str]) {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_flightdeck"))
-        .args(args)
-        .env("FLIGHTDECK_HOME", t.fd_home())
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-}
-
 #[test]
 fn help_views_palette_and_quit() {
     require_tmux!();
@@ -194,7 +170,7 @@ fn local_fleet_panes_type_copy_and_yank() {
     let t = Tmux::start(&[], &[("SHELL", "/bin/sh")], 100, 30);
     t.wait_text("? help");
     // Apply the local fleet with the same FLIGHTDECK_HOME, then reload the Fleets view.
-    apply_local(&t);
+    t.apply_local_fleet();
     t.keys(&["2"]);
     t.keys(&["r"]);
     t.wait_text("local local   1");
@@ -248,7 +224,7 @@ fn local_fleet_nics_view_charts_live_traffic() {
     require_tmux!();
     let t = Tmux::start(&[], &[], 120, 40);
     t.wait_text("? help");
-    apply_local(&t);
+    t.apply_local_fleet();
     t.keys(&["2"]);
     t.keys(&["r"]);
     t.wait_text("local local   1");
@@ -359,7 +335,7 @@ fn a_job_started_in_the_cockpit_survives_quit_and_is_followed_again() {
     require_tmux!();
     let t = Tmux::shell(&[], 120, 32);
     let home = t.fd_home().parent().unwrap().to_path_buf();
-    apply_local(&t);
+    t.apply_local_fleet();
     let job = home.join("ticker.yaml");
     tmux::write(
         &job,
@@ -439,7 +415,7 @@ fn a_failed_nccl_run_shows_its_exit_code_and_error() {
         24,
     );
     t.wait_text("? help");
-    apply_local(&t);
+    t.apply_local_fleet();
     t.keys(&["5", "t"]);
     // The dialog itself (the tab bar's "2 Fleets" is on screen before it opens).
     t.wait_text(" new NCCL run ");
@@ -467,8 +443,8 @@ fn the_jobs_view_sees_a_job_started_from_the_command_line() {
     require_tmux!();
     let t = Tmux::start(&[], &[("SHELL", "/bin/sh")], 100, 30);
     t.wait_text("? help");
-    let fd = |args: &[&str]| fd_in(&t, args);
-    apply_local(&t);
+    let fd = |args: &[&str]| t.flightdeck(args);
+    t.apply_local_fleet();
     t.keys(&["6"]);
     t.wait_text("Jobs (0)");
     let job = t.fd_home().parent().unwrap().join("from-cli.yaml");
@@ -491,7 +467,7 @@ fn the_doctor_view_names_a_planted_fault_and_shows_its_fix() {
     require_tmux!();
     let t = Tmux::start(&[], &[("SHELL", "/bin/sh"), ("NCCL_P2P_DISABLE", "1")], 80, 24);
     t.wait_text("? help");
-    apply_local(&t);
+    t.apply_local_fleet();
     t.keys(&["8"]);
     t.wait_text("r examines every node of local (1 node).");
     t.keys(&["r"]);

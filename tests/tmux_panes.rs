@@ -16,16 +16,6 @@ macro_rules! require_tmux {
     };
 }
 
-/// Run flightdeck beside the cockpit with its FLIGHTDECK_HOME; it must succeed.
-fn fd_in(t: &Tmux, args: &[&str]) {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_flightdeck"))
-        .args(args)
-        .env("FLIGHTDECK_HOME", t.fd_home())
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-}
-
 /// Apply a local fleet `name` of `nodes` nodes (this machine, local PTYs).
 fn apply_local(t: &Tmux, name: &str, nodes: usize) {
     let file = t.home.path().join(format!("{name}.yaml"));
@@ -34,7 +24,7 @@ fn apply_local(t: &Tmux, name: &str, nodes: usize) {
         format!("type: fleet\nname: {name}\nbackends: [local]\nnodes: {nodes}\n"),
     )
     .unwrap();
-    fd_in(t, &["fleet", "apply", file.to_str().unwrap(), "--yes"]);
+    t.flightdeck(&["fleet", "apply", file.to_str().unwrap(), "--yes"]);
 }
 
 /// Type `cmd` into the focused pane and stop typing.

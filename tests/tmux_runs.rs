@@ -14,32 +14,6 @@ macro_rules! require_tmux {
     };
 }
 
-/// Run flightdeck with the cockpit's HOME and FLIGHTDECK_HOME (beside it, as a second
-/// shell would: the local fleet's jobs live under HOME); it must succeed. Its stdout.
-fn fd_in(t: &Tmux, args: &[&str]) -> String {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_flightdeck"))
-        .args(args)
-        .env("HOME", t.home.path())
-        .env("FLIGHTDECK_HOME", t.fd_home())
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// Apply `fleets/local.yaml` (this machine as fleet `local`) beside the cockpit.
-fn apply_local(t: &Tmux) {
-    fd_in(
-        t,
-        &[
-            "fleet",
-            "apply",
-            concat!(env!("CARGO_MANIFEST_DIR"), "/fleets/local.yaml"),
-            "--yes",
-        ],
-    );
-}
-
 /// A fake nccl-tests `all_reduce_perf` in `dir`, as the walk had it: nccl-tests' header
 /// (without the `Collective test starting` line), four result rows, then NCCL's error
 /// line, exit 3.
@@ -84,7 +58,7 @@ fn a_run_that_fails_after_rows_shows_its_cause_and_fail() {
         24,
     );
     t.wait_text("? help");
-    apply_local(&t);
+    t.apply_local_fleet();
     t.keys(&["5", "t"]);
     t.wait_text("Fleet");
     t.keys(&["C-s"]);
@@ -99,7 +73,7 @@ fn a_run_that_fails_after_rows_shows_its_cause_and_fail() {
     // The chart is still there, with ticks in GB/s.
     assert!(screen.contains("GB/s"), "{screen}");
     // The CLI says the same.
-    let h = fd_in(&t, &["nccl", "history", "--json"]);
+    let h = t.flightdeck(&["nccl", "history", "--json"]);
     let h: serde_json::Value = serde_json::from_str(&h).unwrap();
     assert_eq!(h[0]["verdict"], "fail", "{h}");
     let reason = h[0]["verdict_reason"].as_str().unwrap_or_default();
@@ -132,11 +106,11 @@ fn the_jobs_view_polls_a_failing_job_and_records_the_nodes_duration() {
     require_tmux!();
     let t = Tmux::start(&[], &[("SHELL", "/bin/sh")], 80, 24);
     t.wait_text("? help");
-    apply_local(&t);
+    t.apply_local_fleet();
     t.keys(&["6"]);
     t.wait_text("Jobs (0)");
     let file = job_file(&t, "quickfail", "exit 7");
-    fd_in(&t, &["job", "run", &file, "--detach"]);
+    t.flightdeck(&["job", "run", &file, "--detach"]);
     let started = Instant::now();
     t.wait_text("quickfail");
     let screen = t.wait_for("the job to show failed", |s| {
@@ -152,7 +126,7 @@ fn the_jobs_view_polls_a_failing_job_and_records_the_nodes_duration() {
         "the node's duration: {r}"
     );
     assert!(r.contains(" 7"), "its exit code: {r}");
-    let list = fd_in(&t, &["job", "list"]);
+    let list = t.flightdeck(&["job", "list"]);
     let r = row(&list, "quickfail");
     assert!(r.contains("failed"), "{list}");
     assert!(r.contains("0:00:00") || r.contains("0:00:01"), "job list: {list}");
@@ -167,7 +141,7 @@ fn g_in_a_job_log_shows_the_first_screenful() {
     require_tmux!();
     let t = Tmux::start(&[], &[("SHELL", "/bin/sh")], 80, 24);
     t.wait_text("? help");
-    apply_local(&t);
+    t.apply_local_fleet();
     t.keys(&["6"]);
     t.wait_text("Jobs (0)");
     let file = job_file(
@@ -175,7 +149,7 @@ fn g_in_a_job_log_shows_the_first_screenful() {
         "longlog",
         "\"for i in $(seq 1 200); do printf 'row %03d\\\\n' $i; done\"",
     );
-    fd_in(&t, &["job", "run", &file, "--detach"]);
+    t.flightdeck(&["job", "run", &file, "--detach"]);
     t.wait_text("longlog");
     t.keys(&["Enter"]);
     t.wait_text("row 200");

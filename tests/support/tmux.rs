@@ -108,6 +108,30 @@ impl Tmux {
         t
     }
 
+    /// Run flightdeck beside the cockpit, as a second shell would: the cockpit's HOME
+    /// and FLIGHTDECK_HOME (the local fleet keeps its jobs under HOME). It must succeed;
+    /// its stdout.
+    pub fn flightdeck(&self, args: &[&str]) -> String {
+        let out = Command::new(env!("CARGO_BIN_EXE_flightdeck"))
+            .args(args)
+            .env("HOME", self.home.path())
+            .env("FLIGHTDECK_HOME", self.fd_home())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Apply `fleets/local.yaml` (this machine as fleet `local`) beside the cockpit.
+    pub fn apply_local_fleet(&self) {
+        self.flightdeck(&[
+            "fleet",
+            "apply",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/fleets/local.yaml"),
+            "--yes",
+        ]);
+    }
+
     /// The FLIGHTDECK_HOME of this test (config and state).
     pub fn fd_home(&self) -> PathBuf {
         self.home.path().join("fd")
