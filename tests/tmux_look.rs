@@ -143,7 +143,10 @@ fn help_at_80x24_is_the_views_own_wrapped_scrollable_and_q_closes_it() {
     t.keys(&["6"]);
     t.wait_text("Jobs");
     t.keys(&["?"]);
-    let screen = t.wait_text("Help: Jobs view first");
+    // The position note is the overlay's last row: with it on screen the frame is whole.
+    let screen = t.wait_for("the help with its position note", |s| {
+        s.contains("Help: Jobs view first") && s.contains("(j/k scroll)")
+    });
     let first = squeeze(&overlay_text(&screen));
     // The view's own keys first, in its own words.
     assert!(first.starts_with("Jobs view"), "{screen}");
@@ -154,11 +157,30 @@ fn help_at_80x24_is_the_views_own_wrapped_scrollable_and_q_closes_it() {
     assert!(screen.contains("rows 1–"), "says there is more: {screen}");
     // Scroll page by page to the end: every description reads whole (wrapped, not cut).
     let mut seen = first.clone();
+    let note = |s: &str| {
+        s.find(" rows ")
+            .map(|i| s[i..].lines().next().unwrap_or("").to_string())
+            .unwrap_or_default()
+    };
+    let mut last = note(&screen);
     for _ in 0..20 {
+        let at_end = last
+            .split(" of ")
+            .nth(1)
+            .and_then(|t| t.split(' ').next())
+            .is_some_and(|total| last.contains(&format!("–{total} of")));
+        if at_end {
+            break;
+        }
         t.keys(&["C-f"]);
-        std::thread::sleep(std::time::Duration::from_millis(100));
+        // Wait for the next page's note: the frame drawn after the key, whole.
+        let screen = t.wait_for("the next page of the help", |s| {
+            let n = note(s);
+            !n.is_empty() && n != last
+        });
+        last = note(&screen);
         seen.push(' ');
-        seen.push_str(&squeeze(&overlay_text(&t.screen())));
+        seen.push_str(&squeeze(&overlay_text(&screen)));
     }
     let seen = squeeze(&seen);
     for whole in [
