@@ -214,12 +214,28 @@ impl Tmux {
     }
 
     /// Wait until `cond(screen)` holds; panic with the screen after [`DEADLINE`].
+    ///
+    /// The screen returned is a whole frame: tmux can be caught while a frame is still
+    /// arriving (the top of a dialog drawn, its bottom not yet), so once `cond` holds the
+    /// screen is taken again until two captures 30 ms apart agree (a few tries: a screen
+    /// with live output never rests) and `cond` still holds on the last.
     pub fn wait_for(&self, what: &str, cond: impl Fn(&str) -> bool) -> String {
         let start = Instant::now();
         loop {
-            let screen = self.screen();
+            let mut screen = self.screen();
             if cond(&screen) {
-                return screen;
+                for _ in 0..5 {
+                    std::thread::sleep(Duration::from_millis(30));
+                    let again = self.screen();
+                    let rested = again == screen;
+                    screen = again;
+                    if rested {
+                        break;
+                    }
+                }
+                if cond(&screen) {
+                    return screen;
+                }
             }
             if start.elapsed() > DEADLINE {
                 panic!(
