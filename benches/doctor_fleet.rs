@@ -30,7 +30,10 @@ fn main() {
 }
 
 fn bench(n: usize) {
-    let Some(tb) = Testbed::new_machines(n, 2) else {
+    // Each node with a home for root of its own, as machines have: without one, every
+    // login's shell reads the bench machine's own ~/.bashrc (on the 2-core dev machine a
+    // pyenv init: some 30 processes a login), which is that machine's cost, not a node's.
+    let Some(tb) = Testbed::new_machines_with_homes(n, 2) else {
         eprintln!("doctor_fleet: no testbed (needs root); nothing measured");
         return;
     };
@@ -39,6 +42,23 @@ fn bench(n: usize) {
     }
     let home = tempfile::tempdir().unwrap();
     tb.apply_fleet(home.path(), "lab");
+    // The same fleet's logins alone, for comparison: `exec -- echo ok` on every node (a
+    // login and a shell each, the path the doctor's node script takes), and on one node.
+    for (what, args) in [
+        ("every node", vec!["--no-mux", "exec", "lab", "--", "echo", "ok"]),
+        (
+            "one node",
+            vec!["--no-mux", "exec", "lab", "--nodes", "0", "--", "echo", "ok"],
+        ),
+    ] {
+        let start = Instant::now();
+        let out = support::flightdeck(home.path(), &args);
+        let ok = String::from_utf8_lossy(&out.stdout).matches(" ok").count();
+        eprintln!(
+            "{n} nodes: exec echo ok on {what}: {:.2} s ({ok} answered)",
+            start.elapsed().as_secs_f64()
+        );
+    }
     let mut times = vec![];
     let mut found = String::new();
     for run in 0..3 {

@@ -646,7 +646,7 @@ fn a_loss_while_the_node_scripts_run_is_not_named() {
 #[test]
 fn sixteen_one_nic_nodes_with_four_faults_each_named_as_its_cause() {
     let _probing = PROBING.lock().unwrap_or_else(|p| p.into_inner());
-    let Some(tb) = Testbed::new_machines(16, 0) else {
+    let Some(tb) = Testbed::new_machines_with_homes(16, 0) else {
         return;
     };
     for n in &tb.nodes {

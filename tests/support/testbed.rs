@@ -324,23 +324,26 @@ impl Testbed {
         ns_run(&b, &["ip", "link", "set", "up0", "up"])?;
         Self::attach(&switch, &b, "eth0", "bz0", "br0", "10.88.0.254/24")?;
         // The kernel's ARP table is one for every namespace: each node and the bastion
-        // hold an entry for the other, so past ~250 nodes its default limits (512 soft,
-        // 1024 hard) drop entries and connections stall. Raised for large testbeds
-        // (never lowered).
-        if n > 200 {
-            for (k, v) in [
-                ("gc_thresh1", 4 * n),
-                ("gc_thresh2", 8 * n),
-                ("gc_thresh3", 16 * n),
-            ] {
-                let key = format!("/proc/sys/net/ipv4/neigh/default/{k}");
-                let now: usize = std::fs::read_to_string(&key)
-                    .ok()
-                    .and_then(|t| t.trim().parse().ok())
-                    .unwrap_or(0);
-                if now < v {
-                    std::fs::write(&key, v.to_string()).map_err(|e| format!("{key}: {e}"))?;
-                }
+        // hold an entry for the other, and on each data rail a node holds one for every
+        // peer it has talked to (the doctor's probe rounds: a new peer each round). Past
+        // the default limits (512 soft, 1024 hard, shared by all) the kernel drops
+        // entries ("neighbor table overflow" in dmesg) and a pair that was fine stops
+        // answering: a 64-node fleet with 2 data NICs reached them in the doctor's rounds,
+        // and its probes between two healthy nodes were lost. Raised to what the testbed
+        // can need (16 peers a node on every network), never lowered.
+        let need = (k + 1) * n.max(8);
+        for (key, v) in [
+            ("gc_thresh1", 4 * need),
+            ("gc_thresh2", 8 * need),
+            ("gc_thresh3", 16 * need),
+        ] {
+            let key = format!("/proc/sys/net/ipv4/neigh/default/{key}");
+            let now: usize = std::fs::read_to_string(&key)
+                .ok()
+                .and_then(|t| t.trim().parse().ok())
+                .unwrap_or(0);
+            if now < v {
+                std::fs::write(&key, v.to_string()).map_err(|e| format!("{key}: {e}"))?;
             }
         }
         // Past 253 nodes the control network goes on in 10.88.100.0/24, 10.88.101.0/24...
