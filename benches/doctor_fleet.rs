@@ -108,10 +108,21 @@ fn bench(n: usize) {
             probes == 2 * 2 * pairs as u64 || bad.iter().any(|b| b.contains("reach")),
             "every pair probed: {probes} probes, {bad:#?}"
         );
+        let mut by_check: std::collections::BTreeMap<String, usize> = Default::default();
+        for f in findings
+            .iter()
+            .filter(|f| f["outcome"] == "fail" || f["outcome"] == "warn")
+            .filter(|f| f["check"] != "sysctl")
+        {
+            *by_check
+                .entry(f["check"].as_str().unwrap_or("?").to_string())
+                .or_default() += 1;
+        }
         eprintln!(
-            "    {} findings, {} problems besides the TCP buffers",
+            "    {} findings, {} problems besides the TCP buffers {by_check:?}{}",
             findings.len(),
-            bad.len()
+            bad.len(),
+            bad.first().map(|b| format!(", e.g. {b}")).unwrap_or_default()
         );
         found = if bad.is_empty() {
             "no problem".to_string()

@@ -748,3 +748,51 @@ fn the_probes_run_while_the_slow_checks_do() {
         "no probe ran while the kernel logs were read: the probes waited for the slow checks\n{err}"
     );
 }
+
+/// A node whose clock is 2 s ahead (a `date` on it that says so) is named, by the least
+/// it can be off; the others pass, each with the window its reading was taken in (the
+/// clock exchange on a channel of its own, not the script's first line, whose delivery
+/// waits behind the logins).
+#[test]
+fn a_node_whose_clock_is_ahead_is_named_and_the_others_pass_within_their_window() {
+    use std::os::unix::fs::PermissionsExt;
+    let Some(tb) = Testbed::new_machines_with_homes(3, 0) else {
+        return;
+    };
+    let bin = tb.nodes[2].root.as_ref().unwrap().join("usr/local/bin/date");
+    std::fs::write(
+        &bin,
+        "#!/bin/sh\n# date, 2 s ahead: a node whose clock is off\n\
+         if [ \"$1\" = \"+%s%N\" ]; then t=$(/bin/date +%s%N); echo $((t + 2000000000)); else exec /bin/date \"$@\"; fi\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let home = tempfile::tempdir().unwrap();
+    tb.apply_fleet(home.path(), "lab");
+    let (code, v, err, _) = doctor(home.path(), &["--only", "clock"]);
+    let clock = |node: &str| {
+        v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["check"] == "clock" && f["node"] == node)
+            .unwrap_or_else(|| panic!("no clock finding for {node}: {v}\n{err}"))
+            .clone()
+    };
+    let ahead = clock("lab-2");
+    assert_eq!(ahead["outcome"], "warn", "{ahead}");
+    let what = ahead["what"].as_str().unwrap();
+    let ms: f64 = what
+        .trim_start_matches('+')
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap_or_else(|_| panic!("{what}"));
+    assert!((1500.0..=2000.0).contains(&ms), "{what}");
+    assert!(what.ends_with("ms from lab-0 at least"), "{what}");
+    let fine = clock("lab-1");
+    assert_eq!(fine["outcome"], "pass", "{fine}");
+    assert!(fine["what"].as_str().unwrap().contains("(±"), "{fine}");
+    assert_eq!(code, Some(0), "a clock off is a warning: {v}");
+}

@@ -1331,6 +1331,33 @@ pub struct Seen<'a> {
     pub node: &'a str,
     pub facts: &'a Facts,
     pub arrived_ns: Option<i128>,
+    /// The node's clock read in an exchange of its own, when there was one.
+    pub clock: Option<Clock>,
+}
+
+/// A node's clock as read from here: the node's time, and the window on this machine's
+/// clock within which the node read it (after this machine asked, before the answer
+/// came). The node's offset from this machine lies in `[node - before, node - after]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Clock {
+    pub node_ns: i128,
+    pub after_ns: i128,
+    pub before_ns: i128,
+}
+
+impl Seen<'_> {
+    /// The node's offset from this machine, as the range it must lie in (ns): from the
+    /// clock exchange, else from the script's first line (read before it arrived: taken
+    /// as read when it arrived, the old estimate, exact only when delivery is instant).
+    fn offset_range(&self) -> Option<(i128, i128)> {
+        match self.clock {
+            Some(c) => Some((c.node_ns - c.before_ns, c.node_ns - c.after_ns)),
+            None => {
+                let o = self.facts.time_ns? - self.arrived_ns?;
+                Some((o, o))
+            }
+        }
+    }
 }
 
 /// Compare the nodes: versions, GPU counts and models, NIC MTUs and speeds, clocks.
@@ -1496,27 +1523,38 @@ pub fn judge_fleet(ctx: &Context, nodes: &[Seen<'_>]) -> Vec<Finding> {
         }
     }
     if ctx.wants("clock") {
-        let offsets: Vec<Option<i128>> = nodes
-            .iter()
-            .map(|n| Some(n.facts.time_ns? - n.arrived_ns?))
-            .collect();
-        let head = offsets[0];
+        // Each node's offset from the head node lies in the difference of the two ranges;
+        // a node is off only when all of that range is beyond the limit (a slow answer
+        // widens the range, it does not make a clock look off).
+        let head = nodes[0].offset_range();
         for (i, n) in nodes.iter().enumerate() {
-            let f = match (i, head, offsets[i]) {
+            let f = match (i, head, n.offset_range()) {
                 (0, Some(_), _) => {
                     Finding::new("clock", n.node, Outcome::Pass, "the head node (the reference)")
                 }
-                (_, Some(h), Some(o)) => {
-                    let ms = (o - h) as f64 / 1e6;
-                    if ms.abs() > CLOCK_WARN_MS {
-                        Finding::new("clock", n.node, Outcome::Warn, format!("{ms:+.0} ms from {}", nodes[0].node))
-                            .fix("time sync is off: check chrony (`chronyc tracking`; GCP VMs sync to metadata.google.internal)")
+                (_, Some((hlo, hhi)), Some((lo, hi))) => {
+                    let (lo, hi) = ((lo - hhi) as f64 / 1e6, (hi - hlo) as f64 / 1e6);
+                    let within = if hi - lo >= 1.0 {
+                        format!(" (±{:.0} ms)", (hi - lo) / 2.0)
+                    } else {
+                        String::new()
+                    };
+                    if lo > CLOCK_WARN_MS || hi < -CLOCK_WARN_MS {
+                        // The least it can be off by.
+                        let ms = if lo > 0.0 { lo } else { hi };
+                        Finding::new(
+                            "clock",
+                            n.node,
+                            Outcome::Warn,
+                            format!("{ms:+.0} ms from {} at least", nodes[0].node),
+                        )
+                        .fix("time sync is off: check chrony (`chronyc tracking`; GCP VMs sync to metadata.google.internal)")
                     } else {
                         Finding::new(
                             "clock",
                             n.node,
                             Outcome::Pass,
-                            format!("{ms:+.0} ms from {}", nodes[0].node),
+                            format!("{:+.0} ms from {}{within}", (lo + hi) / 2.0, nodes[0].node),
                         )
                     }
                 }

@@ -3,7 +3,7 @@
 //! The GCP placement check is the caller's (it needs the cloud client).
 
 use super::{
-    judge_facts, judge_fleet, judge_node, net, script, Context, Facts, Finding, Outcome, Report, Seen,
+    judge_facts, judge_fleet, judge_node, net, script, Clock, Context, Facts, Finding, Outcome, Report, Seen,
 };
 use crate::exec::{self, Chunk, Stream};
 use crate::fleet::NodeTarget;
@@ -76,6 +76,7 @@ pub async fn examine(
     let mut facts: Vec<Option<Facts>> = vec![None; nodes.len()];
     let mut done = 0;
     let wants_reach = ctx.wants("reach");
+    let wants_clock = ctx.wants("clock") && nodes.len() > 1;
     // Each node's connection kept for the probes (their sessions then open at once).
     let mut held = Held::default();
     // The probes start as soon as every node is past its script's `net-ready` (or has
@@ -118,9 +119,7 @@ pub async fn examine(
                     if arrived[k].is_none() {
                         arrived[k] = Some(now_ns());
                         first_ms[k] = Some(start.elapsed().as_millis());
-                        if wants_reach {
-                            held.hold(&reach, &nodes[k]);
-                        }
+                        held.hold(&reach, &nodes[k], k, wants_clock, wants_reach);
                     }
                     if let Some(r) = readers[k].as_mut() {
                         r.push(&text);
@@ -206,6 +205,9 @@ pub async fn examine(
             nodes.len(),
             start.elapsed().as_millis()
         );
+        // The clock readings (their exchanges began with each node's first line; the
+        // scripts took longer): any still on their way get a second.
+        let clocks = held.clocks(nodes.len(), Duration::from_secs(1)).await;
         let seen: Vec<Seen<'_>> = facts
             .iter()
             .enumerate()
@@ -214,6 +216,7 @@ pub async fn examine(
                     node: &nodes[k].name,
                     facts: f.as_ref()?,
                     arrived_ns: arrived[k],
+                    clock: clocks[k],
                 })
             })
             .collect();
@@ -236,6 +239,7 @@ pub async fn examine(
                         node: &nodes[*k].name,
                         facts: f,
                         arrived_ns: *a,
+                        clock: None,
                     },
                 )
             })
@@ -855,40 +859,137 @@ fn limited(command: &str, limit: Duration) -> String {
     )
 }
 
-/// Each SSH node's connection held from its first answer to the end of the doctor, by a
-/// channel of its own that does nothing (`cat` reading until told to stop): a
-/// connection closes when its last channel does, and without this every probe session
-/// would connect again (a key exchange and login per node through the bastion).
+/// Each node's clock read once more, on a channel of its own opened when the node's first
+/// line arrives: the channel says it is up, this machine writes a line and notes the
+/// time, the node answers with its clock, and this machine notes the time again. The
+/// node's time was read between the two ([`Clock`]): a window of one exchange on an open
+/// channel, where the script's first line can only say "before it arrived" (its login,
+/// its shell and the queue behind it: seconds on a loaded bastion).
+///
+/// An SSH node's channel then stays open to the end of the doctor (`cat` reading until
+/// told to stop): a connection closes when its last channel does, and without this every
+/// probe session would connect again (a key exchange and login per node through the
+/// bastion).
 #[derive(Default)]
 struct Held {
     stop: Option<tokio::sync::watch::Sender<bool>>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
+    /// Each node's reading: `None` until its exchange ends, `Some(None)` when it failed.
+    clocks: std::sync::Arc<std::sync::Mutex<Vec<Option<Option<Clock>>>>>,
+    /// The nodes whose exchange was started.
+    asked: Vec<usize>,
 }
 
+/// The exchange's command: up, a line in, the clock out; then, to hold the connection,
+/// `cat` until stdin closes.
+const CLOCK_EXCHANGE: &str = "echo up; read -r _ && date +%s%N";
+
 impl Held {
-    /// Hold `node`'s connection (once its script is running on it: the channel opens on
-    /// that connection, and an unreachable node is not tried twice).
-    fn hold(&mut self, reach: &Reach, node: &NodeTarget) {
-        if !matches!(node.address, crate::fleet::Address::Ssh(_)) {
+    /// Read `node`'s clock, and hold its connection if it is an SSH node (once its script
+    /// is running on it: the channel opens on that connection, and an unreachable node is
+    /// not tried twice). `k` is the node's place in the doctor's list.
+    fn hold(&mut self, reach: &Reach, node: &NodeTarget, k: usize, clock: bool, keep: bool) {
+        let keep = keep && matches!(node.address, crate::fleet::Address::Ssh(_));
+        // A pod's clock is its node's; an exchange through the Kubernetes API is one more
+        // exec per node for what the first line says: not asked there.
+        let clock = clock && !matches!(node.address, crate::fleet::Address::Kube { .. });
+        if !clock && !keep {
             return;
         }
         let stop = self
             .stop
             .get_or_insert_with(|| tokio::sync::watch::channel(false).0);
         let mut stop = stop.subscribe();
+        {
+            let mut c = self.clocks.lock().unwrap_or_else(|p| p.into_inner());
+            if c.len() <= k {
+                c.resize(k + 1, None);
+            }
+        }
+        if clock {
+            self.asked.push(k);
+        }
+        let clocks = self.clocks.clone();
         let (reach, node) = (reach.clone(), node.clone());
+        let command = match (clock, keep) {
+            (true, true) => format!("{CLOCK_EXCHANGE}; exec cat >/dev/null"),
+            (true, false) => CLOCK_EXCHANGE.to_string(),
+            _ => "exec cat >/dev/null".to_string(),
+        };
         self.tasks.push(tokio::spawn(async move {
-            let Ok(ch) = reach.exec(&node, "exec cat >/dev/null").await else {
+            let put = |v: Option<Clock>| {
+                if clock {
+                    clocks.lock().unwrap_or_else(|p| p.into_inner())[k] = Some(v);
+                }
+            };
+            let Ok(ch) = reach.exec(&node, &command).await else {
+                put(None);
                 return;
             };
             let (mut read, write) = ch.split();
-            tokio::select! {
-                _ = stop.wait_for(|s| *s) => {}
-                _ = async { while read.next().await.is_some() {} } => {}
+            if clock {
+                let exchange = async {
+                    let mut out = Vec::new();
+                    let mut sent = None;
+                    while let Some(o) = read.next().await {
+                        let crate::node::Output::Stdout(b) = o else {
+                            continue;
+                        };
+                        out.extend_from_slice(&b);
+                        if sent.is_none() && out.starts_with(b"up\n") {
+                            out.drain(..3);
+                            let t = now_ns();
+                            write.data(b"t\n").await.ok()?;
+                            sent = Some(t);
+                        }
+                        if let (Some(after_ns), Some(end)) = (sent, out.iter().position(|b| *b == b'\n')) {
+                            let before_ns = now_ns();
+                            let node_ns = std::str::from_utf8(&out[..end]).ok()?.trim().parse().ok()?;
+                            return Some(Clock {
+                                node_ns,
+                                after_ns,
+                                before_ns,
+                            });
+                        }
+                    }
+                    None
+                };
+                let got = tokio::select! {
+                    _ = stop.wait_for(|s| *s) => None,
+                    got = tokio::time::timeout(Duration::from_secs(10), exchange) => got.ok().flatten(),
+                };
+                put(got);
+            }
+            if keep {
+                tokio::select! {
+                    _ = stop.wait_for(|s| *s) => {}
+                    _ = async { while read.next().await.is_some() {} } => {}
+                }
             }
             let _ = write.eof().await;
             let _ = write.close().await;
         }));
+    }
+
+    /// The clock readings so far, by node; waits up to `wait` for the exchanges started
+    /// and not yet ended.
+    async fn clocks(&self, n: usize, wait: Duration) -> Vec<Option<Clock>> {
+        let until = Instant::now() + wait;
+        loop {
+            let now: Vec<Option<Option<Clock>>> = {
+                let c = self.clocks.lock().unwrap_or_else(|p| p.into_inner());
+                (0..n).map(|k| c.get(k).copied().flatten()).collect()
+            };
+            if Instant::now() >= until
+                || self
+                    .asked
+                    .iter()
+                    .all(|k| now.get(*k).is_some_and(Option::is_some))
+            {
+                return now.into_iter().map(Option::flatten).collect();
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
     }
 
     /// Let every held connection go.
