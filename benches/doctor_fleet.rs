@@ -63,12 +63,18 @@ fn bench(n: usize) {
     let mut found = String::new();
     for run in 0..3 {
         let start = Instant::now();
+        let cpu0 = children_cpu();
         let out = support::flightdeck(home.path(), &["doctor", "lab", "--json"]);
         let took = start.elapsed();
+        let cpu = children_cpu() - cpu0;
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
             panic!("{e}: {}", String::from_utf8_lossy(&out.stderr));
         });
-        eprintln!("{n} nodes, run {run}: {:.1} s", took.as_secs_f64());
+        eprintln!(
+            "{n} nodes, run {run}: {:.1} s (flightdeck's own CPU {:.1} s)",
+            took.as_secs_f64(),
+            cpu
+        );
         // Where the time went, as the doctor logged it (node phase, probe sessions, probes),
         // the node script's sections summed up over the nodes.
         let lines = phases(home.path());
@@ -247,4 +253,14 @@ fn phases(home: &std::path::Path) -> Vec<String> {
         }
     }
     out
+}
+
+/// CPU seconds (user + system) of the children this process has waited for: the
+/// flightdeck processes it ran.
+fn children_cpu() -> f64 {
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage fills the struct it is given.
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut u) };
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    secs(u.ru_utime) + secs(u.ru_stime)
 }
