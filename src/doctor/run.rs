@@ -880,8 +880,7 @@ struct Held {
     asked: Vec<usize>,
 }
 
-/// The exchange's command: up, a line in, the clock out; then, to hold the connection,
-/// `cat` until stdin closes.
+/// The exchange: up, a line in, the clock out (in `sh`, whatever the login shell is).
 const CLOCK_EXCHANGE: &str = "echo up; read -r _ && date +%s%N";
 
 impl Held {
@@ -911,9 +910,10 @@ impl Held {
         }
         let clocks = self.clocks.clone();
         let (reach, node) = (reach.clone(), node.clone());
+        // Then, to hold the connection, `cat` until stdin closes.
         let command = match (clock, keep) {
-            (true, true) => format!("{CLOCK_EXCHANGE}; exec cat >/dev/null"),
-            (true, false) => CLOCK_EXCHANGE.to_string(),
+            (true, true) => format!("exec sh -c '{CLOCK_EXCHANGE}; exec cat >/dev/null'"),
+            (true, false) => format!("exec sh -c '{CLOCK_EXCHANGE}'"),
             _ => "exec cat >/dev/null".to_string(),
         };
         self.tasks.push(tokio::spawn(async move {
