@@ -5,6 +5,7 @@
 pub mod session;
 pub mod visible;
 
+use crate::config::ColorDepth;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -222,21 +223,24 @@ impl vte::Perform for LineLog {
     }
 }
 
-fn color(c: vt100::Color) -> Option<Color> {
+fn color(c: vt100::Color, depth: ColorDepth) -> Option<Color> {
     match c {
         vt100::Color::Default => None,
-        vt100::Color::Idx(i) => Some(Color::Indexed(i)),
-        vt100::Color::Rgb(r, g, b) => Some(Color::Rgb(r, g, b)),
+        vt100::Color::Idx(i) => Some(depth.map(Color::Indexed(i))),
+        vt100::Color::Rgb(r, g, b) => Some(depth.map(Color::Rgb(r, g, b))),
     }
 }
 
-/// Draw `screen` into `area` (top-left aligned, clipped). With `monochrome`, colours are
-/// dropped and only attributes kept. Returns where the cursor is, if visible in `area`.
+/// Draw `screen` into `area` (top-left aligned, clipped). `colors`: the terminal's colour
+/// depth, which the program's colours are mapped down to (a 24-bit colour from a shell in
+/// a pane reaches a 256-colour terminal as its nearest palette entry, as the cockpit's own
+/// do); `None` (monochrome, `NO_COLOR`) drops colours and keeps only attributes. Returns
+/// where the cursor is, if visible in `area`.
 pub fn render_screen(
     screen: &vt100::Screen,
     area: Rect,
     buf: &mut Buffer,
-    monochrome: bool,
+    colors: Option<ColorDepth>,
 ) -> Option<(u16, u16)> {
     let (rows, cols) = screen.size();
     for r in 0..rows.min(area.height) {
@@ -246,11 +250,11 @@ pub fn render_screen(
                 continue;
             }
             let mut style = Style::new();
-            if !monochrome {
-                if let Some(fg) = color(cell.fgcolor()) {
+            if let Some(depth) = colors {
+                if let Some(fg) = color(cell.fgcolor(), depth) {
                     style = style.fg(fg);
                 }
-                if let Some(bg) = color(cell.bgcolor()) {
+                if let Some(bg) = color(cell.bgcolor(), depth) {
                     style = style.bg(bg);
                 }
             }
@@ -501,7 +505,7 @@ mod tests {
             s.read().unwrap().screen(),
             Rect::new(1, 1, 10, 3),
             &mut buf,
-            false,
+            Some(ColorDepth::TrueColor),
         );
         assert_eq!(buf[(1, 1)].symbol(), "r");
         assert_eq!(buf[(1, 1)].fg, Color::Indexed(1));
@@ -513,7 +517,7 @@ mod tests {
             s.read().unwrap().screen(),
             Rect::new(1, 1, 10, 3),
             &mut mono,
-            true,
+            None,
         );
         assert_eq!(mono[(1, 1)].fg, Color::Reset);
         // Clipped, never out of bounds.
@@ -522,9 +526,45 @@ mod tests {
             s.read().unwrap().screen(),
             Rect::new(0, 0, 2, 1),
             &mut tiny,
-            false,
+            Some(ColorDepth::TrueColor),
         );
         assert_eq!(tiny[(1, 0)].symbol(), "e");
+    }
+
+    /// A program's colours in a pane are mapped down to the terminal's depth, as the
+    /// cockpit's own are: 24-bit to the 256-colour palette or the 16, a 256-palette index
+    /// to the 16; kept as sent at 24-bit.
+    #[test]
+    fn a_panes_colours_follow_the_terminals_depth() {
+        let s = new_screen(1, 10);
+        s.write()
+            .unwrap()
+            .process(b"\x1b[38;2;255;0;0;48;5;237mA\x1b[0m\x1b[38;5;196mB");
+        let at = |depth: ColorDepth| {
+            let mut buf = Buffer::empty(Rect::new(0, 0, 10, 1));
+            render_screen(
+                s.read().unwrap().screen(),
+                Rect::new(0, 0, 10, 1),
+                &mut buf,
+                Some(depth),
+            );
+            (buf[(0, 0)].fg, buf[(0, 0)].bg, buf[(1, 0)].fg)
+        };
+        assert_eq!(
+            at(ColorDepth::TrueColor),
+            (Color::Rgb(255, 0, 0), Color::Indexed(237), Color::Indexed(196))
+        );
+        assert_eq!(
+            at(ColorDepth::Ansi256),
+            (Color::Indexed(196), Color::Indexed(237), Color::Indexed(196))
+        );
+        let (fg, bg, b) = at(ColorDepth::Ansi16);
+        for c in [fg, bg, b] {
+            assert!(
+                !matches!(c, Color::Rgb(..) | Color::Indexed(_)),
+                "{c:?} is not one of the 16"
+            );
+        }
     }
 
     #[test]

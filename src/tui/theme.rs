@@ -463,6 +463,12 @@ impl Theme {
     }
 
     /// The same theme at another colour depth.
+    /// The colours a program's screen in a pane is drawn with: this theme's depth, or
+    /// none under `NO_COLOR`/monochrome.
+    pub fn screen_colors(&self) -> Option<ColorDepth> {
+        (!self.monochrome).then_some(self.depth)
+    }
+
     pub fn with_depth(mut self, depth: ColorDepth) -> Theme {
         self.depth = depth;
         self

@@ -139,7 +139,7 @@ pub fn render(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) -> Opt
             render_scrolled(&term, offset, theme, inner, buf);
             continue;
         }
-        let at = crate::term::render_screen(term.screen(), inner, buf, theme.monochrome);
+        let at = crate::term::render_screen(term.screen(), inner, buf, theme.screen_colors());
         if focused && p.insert {
             cursor = at;
         }
