@@ -331,6 +331,27 @@ async fn iperf3_bitrate_matches_the_measured_rate() {
 }
 
 /// `flightdeck nics --json` over the testbed's nodes: 8 samples at 500 ms.
+/// Wait (at most 20 s) until every node's `nic` has sent at least 64 KiB more than when
+/// this was called: its traffic has begun.
+fn wait_sending(tb: &Testbed, nic: &str) {
+    let path = format!("/sys/class/net/{nic}/statistics/tx_bytes");
+    let sent = |i: usize| -> u64 {
+        tb.node_run(i, &["cat", &path])
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+            .unwrap_or(0)
+    };
+    let start: Vec<u64> = (0..tb.nodes.len()).map(sent).collect();
+    let t = std::time::Instant::now();
+    while (0..tb.nodes.len()).any(|i| sent(i) < start[i] + 64 * 1024) {
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "not every node's {nic} began sending"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 fn sample_testbed(tb: &Testbed) -> serde_json::Value {
     let home = tempfile::tempdir().unwrap();
     let file = home.path().join("tb.yaml");
@@ -532,7 +553,10 @@ fn a_starved_receiver_follows_from_the_throttled_sender() {
             )
         })
         .collect();
-    std::thread::sleep(Duration::from_millis(1500));
+    // Sampled once every client is sending (a loaded machine starts them late), not
+    // after a guess at how long that takes.
+    wait_sending(&tb, "eth1");
+    std::thread::sleep(Duration::from_millis(500));
     let doc = sample_testbed(&tb);
     drop(clients);
     drop(servers);
