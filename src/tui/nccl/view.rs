@@ -1026,6 +1026,49 @@ mod tests {
         }
     }
 
+    /// The wheel moves the runs list only with the pointer over it: over the run's chart
+    /// beside it and over the `d` panel under it, nothing moves.
+    #[test]
+    fn the_wheel_moves_the_runs_only_over_the_list() {
+        use crossterm::event::{MouseEvent, MouseEventKind};
+        let mut s = State::new(Keymap::defaults(), vec![], "dark".into());
+        let runs = (0..6)
+            .map(|i| {
+                run(
+                    &format!("nccl-all_reduce-{}-000{i}", 1_795_474_000 + i * 100),
+                    1_795_474_000 + i * 100,
+                )
+            })
+            .collect();
+        update(&mut s, Msg::Nccl(crate::tui::nccl::Msg::Runs(runs)));
+        update(&mut s, Msg::Resize(80, 24));
+        s.view = crate::tui::state::View::Nccl;
+        let first = s.nccl.selected.clone();
+        assert!(first.is_some());
+        let wheel = |s: &mut State, column, row| {
+            update(
+                s,
+                Msg::Mouse(MouseEvent {
+                    kind: MouseEventKind::ScrollDown,
+                    column,
+                    row,
+                    modifiers: KeyModifiers::NONE,
+                }),
+            )
+        };
+        // The list is the left 32 columns; the chart is right of it.
+        wheel(&mut s, 60, 5);
+        assert_eq!(s.nccl.selected, first, "over the chart");
+        update(
+            &mut s,
+            Msg::Key(KeyEvent::new(KeyCode::Char('d'), KeyModifiers::NONE)),
+        );
+        wheel(&mut s, 10, 20);
+        assert_eq!(s.nccl.selected, first, "over the d panel");
+        wheel(&mut s, 10, 3);
+        assert_ne!(s.nccl.selected, first, "over the list");
+    }
+
     /// `d`: the selected run's every field whole under the list, its long id and node
     /// list wrapped at 80 columns.
     #[test]
