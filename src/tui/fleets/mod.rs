@@ -31,6 +31,8 @@ pub struct FleetOps {
     pub tally: Option<(usize, usize, String)>,
     /// When it started (for the elapsed time shown with the gauge).
     pub started: Option<std::time::Instant>,
+    /// The view's `d` panel: the selected fleet's every field, under the table.
+    pub detail: bool,
 }
 
 impl FleetOps {

@@ -23,18 +23,48 @@ use ratatui::widgets::{Block, Borders, Paragraph, Widget};
 /// both the fleet-file editor when it is open.
 pub fn render_fleets(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
     let ops = &state.fleet_ops;
-    if ops.log.is_empty() && ops.running.is_none() {
-        render_table(state, theme, area, buf);
-    } else {
-        let log_h = (area.height / 2).max(area.height.min(5));
-        let [top, bottom] =
-            ratatui::layout::Layout::vertical([Constraint::Min(3), Constraint::Length(log_h)]).areas(area);
-        render_table(state, theme, top, buf);
+    let area = match (selected(state), ops.detail) {
+        (Some(f), true) => {
+            crate::tui::widgets::detail::render_below(area, &f.name, &fleet_detail(state, f), theme, buf)
+        }
+        _ => area,
+    };
+    let (top, log) = table_and_log(ops, area);
+    render_table(state, theme, top, buf);
+    if let Some(bottom) = log {
         render_log(ops, theme, bottom, buf);
     }
     if let Some(e) = &state.editor {
         crate::tui::offers::view::render_editor(e, theme, area, buf);
     }
+}
+
+/// The selected fleet among those the filter lets through.
+fn selected(state: &State) -> Option<&FleetRecord> {
+    fleets::visible(state)
+        .into_iter()
+        .find(|f| state.fleet_selected.as_deref() == Some(f.name.as_str()))
+}
+
+/// The table's area and, while there is a provisioning log to show, the log's below it.
+fn table_and_log(ops: &fleets::FleetOps, area: Rect) -> (Rect, Option<Rect>) {
+    if ops.log.is_empty() && ops.running.is_none() {
+        return (area, None);
+    }
+    let log_h = (area.height / 2).max(area.height.min(5));
+    let [top, bottom] =
+        ratatui::layout::Layout::vertical([Constraint::Min(3), Constraint::Length(log_h)]).areas(area);
+    (top, Some(bottom))
+}
+
+/// Where the wheel moves the selection (`area`: the view's): the fleets table, not its
+/// `d` panel nor the provisioning log.
+pub fn wheel_area(state: &State, area: Rect) -> Rect {
+    let area = match (selected(state), state.fleet_ops.detail) {
+        (Some(f), true) => crate::tui::widgets::detail::split(area, &fleet_detail(state, f)).0,
+        _ => area,
+    };
+    table_and_log(&state.fleet_ops, area).0
 }
 
 /// The live provisioning log: its last lines, as many as fit.
@@ -170,6 +200,52 @@ fn render_table(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
     table(&cols, rows, b.inner(area).width, theme.muted())
         .block(b)
         .render(area, buf);
+}
+
+/// The `d` panel's fields of fleet `f`: all of it, nothing cut (the table cuts the
+/// name and the file to fit).
+fn fleet_detail(state: &State, f: &FleetRecord) -> Vec<(&'static str, String)> {
+    let mut machines: Vec<&str> = f
+        .resources
+        .iter()
+        .filter_map(|r| r.machine_type.as_deref())
+        .collect();
+    machines.sort_unstable();
+    machines.dedup();
+    let nodes = f
+        .nodes
+        .iter()
+        .map(|n| {
+            let port = n.port().map_or(String::new(), |p| format!(":{p}"));
+            match n.user() {
+                Some(u) => format!("{} {u}@{}{port}", n.name, n.host()),
+                None => format!("{} {}{port}", n.name, n.host()),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    vec![
+        ("name", f.name.clone()),
+        ("kind", f.backend.to_string()),
+        ("machine", machines.join(", ")),
+        ("nodes", format!("{}: {nodes}", node_count(f))),
+        (
+            "file",
+            f.file
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default(),
+        ),
+        ("created (UTC)", crate::store::format_utc(f.created_at)),
+        (
+            "panes",
+            if state.panes.is_open(&f.name) {
+                "open (Enter shows them)".into()
+            } else {
+                "none open (Enter opens one per node)".into()
+            },
+        ),
+    ]
 }
 
 /// `2`, or for cloud fleets with lost nodes `2 ✗1` (the Nodes view says why).

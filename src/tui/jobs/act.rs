@@ -131,6 +131,7 @@ pub fn act(state: &mut State, action: Action) -> Option<Vec<Command>> {
             let id = state.jobs.selected.clone()?;
             return Some(arm_or_stop(state, id));
         }
+        Action::Detail => state.jobs.detail = !state.jobs.detail,
         Action::Reload => return Some(vec![Command::LoadFleets]),
         _ => return None,
     }

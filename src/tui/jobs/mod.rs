@@ -103,6 +103,8 @@ pub struct JobsView {
     pub now: u64,
     /// A `Command::PollJobs` is under way.
     pub polling: bool,
+    /// The list's `d` panel: the selected job's every field, under the list.
+    pub detail: bool,
 }
 
 impl JobsView {

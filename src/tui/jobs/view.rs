@@ -57,6 +57,15 @@ fn state_tone(word: &str) -> Tone {
 
 fn render_list(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
     let jobs = visible(state);
+    let selected = jobs
+        .iter()
+        .find(|j| state.jobs.selected.as_deref() == Some(j.id.as_str()));
+    let area = match (selected, state.jobs.detail) {
+        (Some(j), true) => {
+            crate::tui::widgets::detail::render_below(area, &j.name, &job_detail(state, j), theme, buf)
+        }
+        _ => area,
+    };
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(theme.border(true))
@@ -137,6 +146,139 @@ fn render_list(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
     .render(area, buf);
 }
 
+/// A GKE job: what Kueue says of its workload (held, admitted), from the fleet's last
+/// snapshot.
+fn kueue_of<'a>(
+    state: &'a State,
+    record: Option<&store::JobRecord>,
+) -> Option<&'a crate::cloud::gke::view::WorkloadRow> {
+    let r = record?;
+    let snap = state.nodes.gke.get(&r.fleet)?.as_ref().ok()?;
+    let owner = format!("JobSet/{}", crate::cloud::gke::jobs::jobset_name(&r.id));
+    snap.workloads
+        .iter()
+        .find(|w| w.owner.as_deref() == Some(owner.as_str()))
+}
+
+/// A GKE job's ranks that wait, with why and the latest events (at most 3 lines).
+fn waits_of(state: &State, record: Option<&store::JobRecord>) -> Vec<String> {
+    record
+        .and_then(|r| {
+            let snap = state.nodes.gke.get(&r.fleet)?.as_ref().ok()?;
+            let job = crate::cloud::gke::object_name(&r.id, 63);
+            Some(
+                snap.waiting
+                    .iter()
+                    .filter(|w| w.job == job)
+                    .map(|w| w.line())
+                    .take(3)
+                    .collect(),
+            )
+        })
+        .unwrap_or_default()
+}
+
+/// The opened job's parts inside its frame: the summary line, Kueue's line, the waits,
+/// the log and the charts (beside the log from 100 columns, above it below that).
+fn job_areas(inner: Rect, kueue: bool, waits: usize) -> [Rect; 5] {
+    let [head, kq, wq, body] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Length(u16::from(kueue)),
+        Constraint::Length(u16::try_from(waits).unwrap_or(3)),
+        Constraint::Min(0),
+    ])
+    .areas(inner);
+    let (log, charts) = if body.width >= 100 {
+        let [l, c] = Layout::horizontal([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(body);
+        (l, c)
+    } else {
+        let [c, l] = Layout::vertical([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(body);
+        (l, c)
+    };
+    [head, kq, wq, log, charts]
+}
+
+/// Where the wheel scrolls in the Jobs view (`area`: the view's): the opened job's log,
+/// else the list (not its `d` panel).
+pub fn wheel_area(state: &State, area: Rect) -> Rect {
+    if let Some(shown) = &state.jobs.shown {
+        let record = state.jobs.record(&shown.id);
+        let inner = Block::default().borders(Borders::ALL).inner(area);
+        let [.., log, _] = job_areas(
+            inner,
+            kueue_of(state, record).is_some(),
+            waits_of(state, record).len(),
+        );
+        return log;
+    }
+    let jobs = visible(state);
+    match jobs
+        .iter()
+        .find(|j| state.jobs.selected.as_deref() == Some(j.id.as_str()))
+    {
+        Some(j) if state.jobs.detail => crate::tui::widgets::detail::split(area, &job_detail(state, j)).0,
+        _ => area,
+    }
+}
+
+/// The `d` panel's fields of job `j`: its whole id, file, and per node its state, exit
+/// code and times (the list cuts the id and sums the nodes up).
+fn job_detail(state: &State, j: &store::JobRecord) -> Vec<(&'static str, String)> {
+    let fleet = state.fleets.iter().find(|f| f.name == j.fleet);
+    let time = |t: Option<u64>| t.map_or("-".to_string(), store::format_utc);
+    let mut fields = vec![
+        ("id", j.id.clone()),
+        ("name", j.name.clone()),
+        (
+            "file",
+            j.file
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default(),
+        ),
+        ("fleet", j.fleet.clone()),
+        (
+            "state",
+            format!(
+                "{}, {} since {} (UTC)",
+                crate::jobs::state_word(j),
+                hms(duration(j, state.jobs.now)),
+                store::format_utc(j.started_at)
+            ),
+        ),
+        ("ended (UTC)", time(j.ended_at)),
+        (
+            "exit codes",
+            j.nodes
+                .iter()
+                .map(|n| n.exit_code.map_or("-".into(), |c| c.to_string()))
+                .collect::<Vec<_>>()
+                .join(","),
+        ),
+    ];
+    for n in &j.nodes {
+        let name = fleet
+            .and_then(|f| f.nodes.get(n.node))
+            .map_or_else(|| format!("node {}", n.node), |t| t.name.clone());
+        let word = match n.exit_code {
+            Some(0) => "exited 0".to_string(),
+            Some(c) => format!("exited {c}"),
+            None if j.finished() => "unknown".to_string(),
+            None => "running".to_string(),
+        };
+        let pod = n.pod.as_ref().map_or(String::new(), |p| format!(" · pod {p}"));
+        fields.push((
+            "node",
+            format!(
+                "{name}: {word} · {} → {}{pod}",
+                time(n.started_at),
+                time(n.ended_at)
+            ),
+        ));
+    }
+    fields
+}
+
 fn render_job(state: &State, shown: &ShownJob, theme: &Theme, area: Rect, buf: &mut Buffer) {
     let record = state.jobs.record(&shown.id);
     let word = record.map_or("?", crate::jobs::state_word);
@@ -192,37 +334,9 @@ fn render_job(state: &State, shown: &ShownJob, theme: &Theme, area: Rect, buf: &
     if inner.is_empty() {
         return;
     }
-    // A GKE job: what Kueue says of its workload (held, admitted), from the fleet's
-    // last snapshot.
-    let kueue = record.and_then(|r| {
-        let snap = state.nodes.gke.get(&r.fleet)?.as_ref().ok()?;
-        let owner = format!("JobSet/{}", crate::cloud::gke::jobs::jobset_name(&r.id));
-        snap.workloads
-            .iter()
-            .find(|w| w.owner.as_deref() == Some(owner.as_str()))
-    });
-    // Its ranks that wait, with why and the latest events (at most 3 lines).
-    let waits: Vec<String> = record
-        .and_then(|r| {
-            let snap = state.nodes.gke.get(&r.fleet)?.as_ref().ok()?;
-            let job = crate::cloud::gke::object_name(&r.id, 63);
-            Some(
-                snap.waiting
-                    .iter()
-                    .filter(|w| w.job == job)
-                    .map(|w| w.line())
-                    .take(3)
-                    .collect(),
-            )
-        })
-        .unwrap_or_default();
-    let [head, kq, wq, body] = Layout::vertical([
-        Constraint::Length(1),
-        Constraint::Length(kueue.is_some() as u16),
-        Constraint::Length(waits.len() as u16),
-        Constraint::Min(0),
-    ])
-    .areas(inner);
+    let kueue = kueue_of(state, record);
+    let waits = waits_of(state, record);
+    let [head, kq, wq, log_area, charts] = job_areas(inner, kueue.is_some(), waits.len());
     ratatui::widgets::Paragraph::new(
         waits
             .iter()
@@ -253,14 +367,7 @@ fn render_job(state: &State, shown: &ShownJob, theme: &Theme, area: Rect, buf: &
         ])
         .render(kq, buf);
     }
-    let wide = body.width >= 100;
-    let (log_area, charts) = if wide {
-        let [l, c] = Layout::horizontal([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(body);
-        (l, c)
-    } else {
-        let [c, l] = Layout::vertical([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(body);
-        (l, c)
-    };
+    let wide = log_area.y == charts.y;
     render_log(state, shown, &node_name(shown.node), theme, log_area, buf);
     let [loss, rate] = if wide {
         Layout::vertical([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(charts)

@@ -36,6 +36,7 @@ pub fn act(state: &mut State, action: Action) -> Option<Vec<Command>> {
             }
         }
         Action::Reload => return Some(vec![Command::LoadFleets]),
+        Action::Detail => v.detail = !v.detail,
         Action::NcclRun => {
             state.status = Some(StatusMessage {
                 text: "reading the fleets for a new NCCL run…".into(),

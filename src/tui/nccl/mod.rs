@@ -74,6 +74,8 @@ pub struct NcclView {
     pub dialog: Option<RunDialog>,
     /// The last straggler finder result of the state dir.
     pub stragglers: Option<StragglerReport>,
+    /// The `d` panel: the selected run's every field, under the list and the run.
+    pub detail: bool,
 }
 
 /// A fleet the run dialog offers, with what `auto` picks for it.

@@ -47,21 +47,21 @@ fn grade_tone(g: Grade) -> Tone {
 }
 
 pub fn render(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
-    let [left, main] = Layout::horizontal([
-        Constraint::Length((area.width * 2 / 5).clamp(20, 44)),
-        Constraint::Min(10),
-    ])
-    .areas(area);
-    let list = match &state.nccl.stragglers {
-        Some(r) => {
-            let want = 4 + r.node_ranking.len() + r.link_ranking.len();
-            let h = (want as u16).min(left.height / 2);
-            let [list, st] = Layout::vertical([Constraint::Min(3), Constraint::Length(h)]).areas(left);
-            render_stragglers(r, theme, st, buf);
-            list
-        }
-        None => left,
+    let full = area;
+    let area = match (selected(state), state.nccl.detail) {
+        (Some(r), true) => crate::tui::widgets::detail::render_below(
+            area,
+            r.id.trim_start_matches("nccl-"),
+            &run_detail(state, r),
+            theme,
+            buf,
+        ),
+        _ => area,
     };
+    let [_, main, list, st] = areas(state, area);
+    if let Some(r) = &state.nccl.stragglers {
+        render_stragglers(r, theme, st, buf);
+    }
     let runs = visible(state);
     // Below 40 columns the list keeps the run, its state and verdict; the fleet goes.
     let narrow = list.width < 40;
@@ -95,12 +95,7 @@ pub fn render(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
                 None => Span::styled("-", theme.muted()),
             };
             let name = if narrow {
-                // `all_reduce 22:50`: the collective and when (the id's time), which
-                // tells runs apart where the whole id does not fit.
-                let rest = r.id.trim_start_matches("nccl-");
-                let collective = rest.rsplitn(3, '-').last().unwrap_or(rest);
-                let time = store::format_utc(r.started_at);
-                format!("{collective} {}", time.rsplit(' ').next().unwrap_or(&time))
+                narrow_name(r, &runs)
             } else {
                 r.id.trim_start_matches("nccl-").to_string()
             };
@@ -183,8 +178,137 @@ pub fn render(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
         None => render_run(state, theme, main, buf),
     }
     if let Some(d) = &state.nccl.dialog {
-        render_dialog(d, theme, area, buf);
+        render_dialog(d, theme, full, buf);
     }
+}
+
+/// The selected run among those the filter lets through.
+fn selected(state: &State) -> Option<&store::RunRecord> {
+    visible(state)
+        .into_iter()
+        .find(|r| state.nccl.selected.as_deref() == Some(r.id.as_str()))
+}
+
+/// The view's parts: the left column, the run (or comparison) beside it, and in the left
+/// column the runs list and under it the straggler result (empty without one).
+fn areas(state: &State, area: Rect) -> [Rect; 4] {
+    let [left, main] = Layout::horizontal([
+        Constraint::Length((area.width * 2 / 5).clamp(20, 44)),
+        Constraint::Min(10),
+    ])
+    .areas(area);
+    let (list, st) = match &state.nccl.stragglers {
+        Some(r) => {
+            let want = 4 + r.node_ranking.len() + r.link_ranking.len();
+            let h = (want as u16).min(left.height / 2);
+            let [list, st] = Layout::vertical([Constraint::Min(3), Constraint::Length(h)]).areas(left);
+            (list, st)
+        }
+        None => (left, Rect::default()),
+    };
+    [left, main, list, st]
+}
+
+/// Where the wheel moves the selection (`area`: the view's): the runs list, not the
+/// run's chart, the straggler result or the `d` panel.
+pub fn wheel_area(state: &State, area: Rect) -> Rect {
+    let area = match (selected(state), state.nccl.detail) {
+        (Some(r), true) => crate::tui::widgets::detail::split(area, &run_detail(state, r)).0,
+        _ => area,
+    };
+    areas(state, area)[2]
+}
+
+/// A run's collective and its id's salt (`nccl-all_reduce-1795474251-594d`).
+fn id_parts(id: &str) -> (&str, &str) {
+    let rest = id.trim_start_matches("nccl-");
+    let mut parts = rest.rsplitn(3, '-');
+    let salt = parts.next().unwrap_or(rest);
+    (parts.last().unwrap_or(rest), salt)
+}
+
+/// A run in a list narrower than 40 columns, where its whole id does not fit: the
+/// collective and when (`all_reduce 22:50`), to the second where another listed run of
+/// the collective started in the same minute (`all_reduce 22:50:07`), and with the id's
+/// salt where one started in the same second (`all_reduce 22:50:07 594d`): what tells
+/// the run apart from the others is kept.
+fn narrow_name(r: &store::RunRecord, runs: &[&store::RunRecord]) -> String {
+    let (collective, salt) = id_parts(&r.id);
+    let alike = |same: fn(u64, u64) -> bool| {
+        runs.iter()
+            .any(|o| o.id != r.id && id_parts(&o.id).0 == collective && same(o.started_at, r.started_at))
+    };
+    let t = r.started_at;
+    let minute = format!("{:02}:{:02}", t / 3600 % 24, t / 60 % 60);
+    if alike(|a, b| a == b) {
+        format!("{collective} {minute}:{:02} {salt}", t % 60)
+    } else if alike(|a, b| a / 60 == b / 60) {
+        format!("{collective} {minute}:{:02}", t % 60)
+    } else {
+        format!("{collective} {minute}")
+    }
+}
+
+/// The `d` panel's fields of run `r`: its whole id, what it measured and how it went
+/// (from its history entry where there is one).
+fn run_detail(state: &State, r: &store::RunRecord) -> Vec<(&'static str, String)> {
+    let saved = state.nccl.saved(&r.id);
+    let gbs = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v:.2} GB/s"));
+    let sizes = saved
+        .map(|s| {
+            let range = match (s.rows.first(), s.rows.last()) {
+                (Some(a), Some(b)) => format!("{} to {}, ", human_size(a.size), human_size(b.size)),
+                _ => String::new(),
+            };
+            format!("{range}{} {}", s.spec.engine, s.spec.args)
+        })
+        .unwrap_or_default();
+    let nodes = match saved {
+        Some(s) if !s.nodes.is_empty() => s.nodes.join(", "),
+        _ => r
+            .nodes
+            .iter()
+            .map(|n| format!("node {}", n.node))
+            .collect::<Vec<_>>()
+            .join(", "),
+    };
+    let count = saved.map_or(r.nodes.len(), |s| s.nodes.len().max(r.nodes.len()));
+    let ranks = saved
+        .and_then(|s| s.ranks)
+        .map_or(String::new(), |n| format!(", {n} ranks"));
+    let verdict = saved
+        .and_then(|s| s.verdict.as_ref())
+        .map_or(String::new(), |v| format!("{}: {}", v.grade.as_str(), v.reason));
+    let codes = r
+        .nodes
+        .iter()
+        .map(|n| n.exit_code.map_or("-".into(), |c| c.to_string()))
+        .collect::<Vec<_>>()
+        .join(",");
+    let ended = saved.and_then(|s| s.ended_at).or_else(|| {
+        r.nodes
+            .iter()
+            .map(|n| n.ended_at)
+            .collect::<Option<Vec<_>>>()?
+            .into_iter()
+            .max()
+    });
+    vec![
+        ("run id", r.id.clone()),
+        ("fleet", r.fleet.clone()),
+        (
+            "collective",
+            saved.map_or_else(|| r.kind.clone(), |s| s.spec.collective.clone()),
+        ),
+        ("sizes", sizes),
+        ("nodes", format!("{count}{ranks}: {nodes}")),
+        ("verdict", verdict),
+        ("exit codes", codes),
+        ("started (UTC)", store::format_utc(r.started_at)),
+        ("ended (UTC)", ended.map_or("-".into(), store::format_utc)),
+        ("peak busbw", gbs(saved.and_then(|s| s.peak_busbw))),
+        ("avg busbw", gbs(saved.and_then(|s| s.avg_busbw))),
+    ]
 }
 
 /// The last straggler finder result: what is slow, then nodes and pairs, slowest first.
@@ -860,6 +984,124 @@ mod tests {
             .map(|y| (0..w).map(|x| buf[(x, y)].symbol()).collect::<String>())
             .collect::<Vec<_>>()
             .join("\n")
+    }
+
+    fn run(id: &str, at: u64) -> crate::store::RunRecord {
+        crate::store::RunRecord {
+            id: id.into(),
+            kind: "nccl".into(),
+            fleet: "lab".into(),
+            started_at: at,
+            nodes: vec![],
+        }
+    }
+
+    /// Below 40 columns the list shows `collective HH:MM`: runs of a collective started
+    /// in the same minute show their seconds, in the same second their id's salt.
+    #[test]
+    fn a_narrow_list_tells_runs_of_the_same_minute_apart() {
+        let mut s = State::new(Keymap::defaults(), vec![], "dark".into());
+        let runs = vec![
+            run("nccl-all_reduce-1795474251-594d", 1_795_474_251),
+            run("nccl-all_reduce-1795474207-0a1b", 1_795_474_207),
+            run("nccl-all_gather-1795474251-77aa", 1_795_474_251),
+            run("nccl-all_gather-1795474251-88bb", 1_795_474_251),
+            run("nccl-broadcast-1795400000-1234", 1_795_400_000),
+        ];
+        update(&mut s, Msg::Nccl(crate::tui::nccl::Msg::Runs(runs)));
+        // At 80 columns the list is 32 wide: the name keeps its end, what tells it apart.
+        let t = screen(&s, 80, 24);
+        for want in ["22:50:51 77aa", "22:50:51 88bb", "22:50:07"] {
+            assert!(t.contains(want), "{want}:\n{t}");
+        }
+        let t = screen(&s, 95, 24);
+        for want in [
+            "all_reduce 22:50:51",
+            "all_reduce 22:50:07",
+            "all_gather 22:50:51 77aa",
+            "all_gather 22:50:51 88bb",
+            "broadcast 02:13 ",
+        ] {
+            assert!(t.contains(want), "{want}:\n{t}");
+        }
+    }
+
+    /// The wheel moves the runs list only with the pointer over it: over the run's chart
+    /// beside it and over the `d` panel under it, nothing moves.
+    #[test]
+    fn the_wheel_moves_the_runs_only_over_the_list() {
+        use crossterm::event::{MouseEvent, MouseEventKind};
+        let mut s = State::new(Keymap::defaults(), vec![], "dark".into());
+        let runs = (0..6)
+            .map(|i| {
+                run(
+                    &format!("nccl-all_reduce-{}-000{i}", 1_795_474_000 + i * 100),
+                    1_795_474_000 + i * 100,
+                )
+            })
+            .collect();
+        update(&mut s, Msg::Nccl(crate::tui::nccl::Msg::Runs(runs)));
+        update(&mut s, Msg::Resize(80, 24));
+        s.view = crate::tui::state::View::Nccl;
+        let first = s.nccl.selected.clone();
+        assert!(first.is_some());
+        let wheel = |s: &mut State, column, row| {
+            update(
+                s,
+                Msg::Mouse(MouseEvent {
+                    kind: MouseEventKind::ScrollDown,
+                    column,
+                    row,
+                    modifiers: KeyModifiers::NONE,
+                }),
+            )
+        };
+        // The list is the left 32 columns; the chart is right of it.
+        wheel(&mut s, 60, 5);
+        assert_eq!(s.nccl.selected, first, "over the chart");
+        update(
+            &mut s,
+            Msg::Key(KeyEvent::new(KeyCode::Char('d'), KeyModifiers::NONE)),
+        );
+        wheel(&mut s, 10, 20);
+        assert_eq!(s.nccl.selected, first, "over the d panel");
+        wheel(&mut s, 10, 3);
+        assert_ne!(s.nccl.selected, first, "over the list");
+    }
+
+    /// `d`: the selected run's every field whole under the list, its long id and node
+    /// list wrapped at 80 columns.
+    #[test]
+    fn the_detail_panel_shows_the_whole_run() {
+        let mut s = State::new(Keymap::defaults(), vec![], "dark".into());
+        let id = "nccl-all_reduce_with_a_very_long_collective_name_for_the_walk-1795474251-594d";
+        update(
+            &mut s,
+            Msg::Nccl(crate::tui::nccl::Msg::Runs(vec![run(id, 1_795_474_251)])),
+        );
+        s.view = crate::tui::state::View::Nccl;
+        update(
+            &mut s,
+            Msg::Key(KeyEvent::new(KeyCode::Char('d'), KeyModifiers::NONE)),
+        );
+        assert!(s.nccl.detail);
+        let t = screen(&s, 80, 22);
+        let rows: Vec<&str> = t.lines().collect();
+        let at = rows.iter().position(|r| r.contains("run id")).expect(&t);
+        let whole: String = rows[at..at + 2]
+            .iter()
+            .map(|r| {
+                r.chars()
+                    .skip(15)
+                    .take(64)
+                    .collect::<String>()
+                    .trim_end()
+                    .to_string()
+            })
+            .collect();
+        assert!(whole.starts_with(id), "{whole}\n{t}");
+        assert!(t.contains("started (UTC) 2026-11-23 22:50"), "{t}");
+        assert!(t.contains("collective    nccl"), "{t}");
     }
 
     /// `nccl run` with the RDMA profile on a node without gIB (the composed 2.27.7

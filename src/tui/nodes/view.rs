@@ -19,7 +19,7 @@ use crate::tui::widgets::table::{self, block, message, page_of, Col};
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Paragraph, Row, Table, Widget, Wrap};
+use ratatui::widgets::{Row, Table, Widget};
 
 pub fn render_nodes(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
     let filter = state.filters[crate::tui::state::View::Nodes.index()].to_lowercase();
@@ -41,12 +41,14 @@ pub fn render_nodes(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) 
         .clone()
         .filter(|s| crate::tui::nodes::listed_nodes(state).contains(s))
         .or_else(|| crate::tui::nodes::listed_nodes(state).into_iter().next());
-    let area = match (&selected, state.nodes.detail && area.height >= 12) {
-        (Some(name), true) => {
-            let [table, detail] = Layout::vertical([Constraint::Min(5), Constraint::Length(9)]).areas(area);
-            render_node_detail(state, fleet, name, theme, detail, buf);
-            table
-        }
+    let area = match (&selected, state.nodes.detail) {
+        (Some(name), true) => crate::tui::widgets::detail::render_below(
+            area,
+            name,
+            &node_detail(state, fleet, name),
+            theme,
+            buf,
+        ),
         _ => area,
     };
     let view = crate::cloud::inventory_for(fleet.backend).nodes(fleet, state.nodes.gke.get(&fleet.name));
@@ -84,6 +86,24 @@ pub fn render_nodes(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) 
     }
     if let Some(t) = &view.below {
         side(t, at.next(), buf);
+    }
+}
+
+/// Where the wheel moves the selection (`area`: the view's): the tables, not the `d`
+/// panel.
+pub fn wheel_area(state: &State, area: Rect) -> Rect {
+    let Some(fleet) = crate::tui::shell::fleet::current(state) else {
+        return area;
+    };
+    let selected = state
+        .nodes
+        .selected
+        .clone()
+        .filter(|s| crate::tui::nodes::listed_nodes(state).contains(s))
+        .or_else(|| crate::tui::nodes::listed_nodes(state).into_iter().next());
+    match (selected, state.nodes.detail) {
+        (Some(name), true) => crate::tui::widgets::detail::split(area, &node_detail(state, fleet, &name)).0,
+        _ => area,
     }
 }
 
@@ -205,48 +225,35 @@ fn cell(state: &State, c: &inventory::Cell, node: Option<&str>, theme: &Theme) -
 
 /// The Nodes view's details of one node (`d`): how flightdeck reaches it, its pane, and
 /// for a GCP instance where it runs and at what price.
-fn render_node_detail(
-    state: &State,
-    fleet: &FleetRecord,
-    name: &str,
-    theme: &Theme,
-    area: Rect,
-    buf: &mut Buffer,
-) {
+fn node_detail(state: &State, fleet: &FleetRecord, name: &str) -> Vec<(&'static str, String)> {
     let node = fleet.nodes.iter().find(|n| n.name == name);
     let res = fleet
         .resources
         .iter()
         .find(|r| r.kind == "instance" && r.name == name);
     let pane = state.panes.tiles.iter().find(|t| t.node == name);
-    let field = |k: &str, v: String| {
-        Line::from(vec![
-            Span::styled(format!("{k:<14}"), theme.muted()),
-            Span::raw(if v.is_empty() { "-".to_string() } else { v }),
-        ])
-    };
-    let mut lines = vec![];
+    let mut fields = vec![];
     if let Some(n) = node {
         let port = n.port().map_or(String::new(), |p| format!(":{p}"));
-        lines.push(field(
+        fields.push((
             "ssh",
             format!("{}@{}{port}", n.user().unwrap_or_default(), n.host()),
         ));
         let ssh = n.ssh();
-        lines.push(field(
+        fields.push((
             "via",
             ssh.and_then(|s| s.proxy_jump.as_ref())
                 .map(|j| j.host.clone())
                 .unwrap_or_default(),
         ));
-        lines.push(field(
+        fields.push((
             "key",
             ssh.and_then(|s| s.identity_file.clone()).unwrap_or_default(),
         ));
-        lines.push(field("internal ip", n.internal_ip.clone().unwrap_or_default()));
+        fields.push(("internal ip", n.internal_ip.clone().unwrap_or_default()));
     }
     if let Some(r) = res {
-        lines.push(field(
+        fields.push((
             "instance",
             format!(
                 "{} · {} · {}",
@@ -256,24 +263,14 @@ fn render_node_detail(
                     .map_or("$?/h".into(), |m| format!("${:.2}/h", m as f64 / 1e6))
             ),
         ));
-        lines.push(field("nics", r.nics.clone().unwrap_or_default()));
+        fields.push(("nics", r.nics.clone().unwrap_or_default()));
     }
-    lines.push(field(
+    fields.push((
         "pane",
         pane.map_or(
             "none open (Enter opens the fleet's, this one zoomed)".into(),
             |t| t.state.label(),
         ),
     ));
-    Paragraph::new(lines)
-        .block(
-            Block::default()
-                .borders(Borders::ALL)
-                .border_style(theme.border(false))
-                .title(Span::styled(format!(" {name} "), theme.title()))
-                .style(theme.base()),
-        )
-        // A long SSH target or NIC list wraps rather than being cut at the edge.
-        .wrap(Wrap { trim: false })
-        .render(area, buf);
+    fields
 }

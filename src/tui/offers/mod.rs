@@ -282,6 +282,25 @@ mod tests {
         );
     }
 
+    /// At 80 columns the machine type is whole (`a3-ultragpu-8g-nolssd`): the zone,
+    /// whose usual width is more than its longest zone needs, gives way first.
+    #[test]
+    fn at_80_columns_the_machine_type_is_whole() {
+        let mut s = state();
+        keys(&mut s, "/gpu=H200\n");
+        let area = ratatui::layout::Rect::new(0, 0, 80, 22);
+        let mut buf = ratatui::buffer::Buffer::empty(area);
+        view::render(&s, &crate::tui::theme::Theme::default_theme(), area, &mut buf);
+        let rows: Vec<String> = (0..22)
+            .map(|y| (0..80).map(|x| buf[(x, y)].symbol()).collect())
+            .collect();
+        let t = rows.join("\n");
+        assert!(t.contains("│a3-ultragpu-8g-nolssd "), "{t}");
+        assert!(!t.contains("a3-ultragpu-8g-n…"), "{t}");
+        // The zones still whole, the prices still shown.
+        assert!(t.contains("europe-west4-a") && t.contains("$/GPU-H"), "{t}");
+    }
+
     /// A query with an error is never applied, Enter or not: the rows and the title stay
     /// those of the last good query, the entry stays open with the error, and unknown
     /// names get the nearest known one.

@@ -170,7 +170,20 @@ fn columns(w: u16, pricing: Pricing, sort: Field, filtered: &[Field]) -> Vec<Fie
 
 pub fn render(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
     let v = &state.offers;
-    let (table_area, detail_area) = if v.detail && area.width >= 60 {
+    let (table_area, detail_area) = split(v, area);
+    render_table(v, theme, table_area, buf);
+    if let (Some(d), Some(o)) = (detail_area, v.selected_offer()) {
+        render_detail(o, v.pricing, theme, d, buf);
+    }
+    if let Some(e) = &state.editor {
+        render_editor(e, theme, area, buf);
+    }
+}
+
+/// The table's area and, with `d`, the detail's: beside it from 60 columns, else below
+/// it from 16 rows.
+fn split(v: &OffersView, area: Rect) -> (Rect, Option<Rect>) {
+    if v.detail && area.width >= 60 {
         let [a, b] = Layout::horizontal([
             Constraint::Min(40),
             Constraint::Length((area.width / 3).clamp(34, 60)),
@@ -182,14 +195,13 @@ pub fn render(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
         (a, Some(b))
     } else {
         (area, None)
-    };
-    render_table(v, theme, table_area, buf);
-    if let (Some(d), Some(o)) = (detail_area, v.selected_offer()) {
-        render_detail(o, v.pricing, theme, d, buf);
     }
-    if let Some(e) = &state.editor {
-        render_editor(e, theme, area, buf);
-    }
+}
+
+/// Where the wheel moves the selection (`area`: the view's): the offers table, not the
+/// detail beside it.
+pub fn wheel_area(state: &State, area: Rect) -> Rect {
+    split(&state.offers, area).0
 }
 
 fn render_table(v: &OffersView, theme: &Theme, area: Rect, buf: &mut Buffer) {
@@ -237,9 +249,11 @@ fn render_table(v: &OffersView, theme: &Theme, area: Rect, buf: &mut Buffer) {
     // While the typed filter has an error, the rows are the filter in force's: dimmed.
     let stale = v.error.is_some();
     // Free space goes to the machine type first (`a3-ultragpu-8g-nolssd` whole), then
-    // the zone.
+    // the zone: the zone gives up what its usual width has beyond its longest text
+    // (`europe-west4-a +3`) to the machine type before anything else does.
     let longest = |f: Field| {
-        v.rows
+        let l = v
+            .rows
             .iter()
             .map(|r| {
                 let o = v.row_offer(*r);
@@ -249,20 +263,26 @@ fn render_table(v: &OffersView, theme: &Theme, area: Rect, buf: &mut Buffer) {
                 }
             })
             .max()
-            .unwrap_or(0)
+            .unwrap_or(0);
+        u16::try_from(l.max(header(f).chars().count())).unwrap_or(u16::MAX)
     };
     let used: u16 = cols.iter().map(|f| width(*f) + 1).sum();
     let mut free = inner_w.saturating_sub(used);
     let mut grown = std::collections::HashMap::new();
-    for f in [Field::Machine, Field::Zone] {
-        if cols.contains(&f) {
-            let want = u16::try_from(longest(f))
-                .unwrap_or(u16::MAX)
-                .saturating_sub(width(f));
-            let give = want.min(free);
-            free -= give;
-            grown.insert(f, width(f) + give);
-        }
+    let zone_need = longest(Field::Zone).min(width(Field::Zone));
+    if cols.contains(&Field::Zone) {
+        free += width(Field::Zone) - zone_need;
+    }
+    if cols.contains(&Field::Machine) {
+        let give = longest(Field::Machine)
+            .saturating_sub(width(Field::Machine))
+            .min(free);
+        free -= give;
+        grown.insert(Field::Machine, width(Field::Machine) + give);
+    }
+    if cols.contains(&Field::Zone) {
+        let most = longest(Field::Zone).max(width(Field::Zone));
+        grown.insert(Field::Zone, zone_need + (most - zone_need).min(free));
     }
     let cw = |f: Field| grown.get(&f).copied().unwrap_or_else(|| width(f));
     let mut marked = false;

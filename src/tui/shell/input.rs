@@ -48,8 +48,9 @@ pub fn key(state: &mut State, key: KeyEvent) -> Vec<Command> {
 }
 
 /// The mouse: a click on a tab shows its view, on a pane's tile focuses it; the wheel
-/// scrolls what j / k move (a list, a log, the help). Only with nothing over the view,
-/// except the wheel in the help and the message history.
+/// scrolls what j / k move (a list, a log, the help) when the pointer is over it, and
+/// nothing over the tab bar, the status line or another panel (a chart, a `d` panel).
+/// Only with nothing over the view, except the wheel in the help and the message history.
 pub fn mouse(state: &mut State, m: crossterm::event::MouseEvent) -> Vec<Command> {
     use crossterm::event::{MouseButton, MouseEventKind};
     let scrollable = matches!(state.overlay, Overlay::Help { .. } | Overlay::Messages { .. });
@@ -63,6 +64,9 @@ pub fn mouse(state: &mut State, m: crossterm::event::MouseEvent) -> Vec<Command>
             if scrollable
                 || (matches!(state.overlay, Overlay::None) && overlay::context(state) == Context::Global) =>
         {
+            if !scrollable && !over_list(state, m.column, m.row) {
+                return vec![];
+            }
             let up = m.kind == MouseEventKind::ScrollUp;
             let mut out = vec![];
             for _ in 0..3 {
@@ -93,6 +97,21 @@ pub fn mouse(state: &mut State, m: crossterm::event::MouseEvent) -> Vec<Command>
         }
         _ => vec![],
     }
+}
+
+/// Whether cell (`x`, `y`) is over what the wheel scrolls in the view shown (each view
+/// says where its list or log is).
+fn over_list(state: &State, x: u16, y: u16) -> bool {
+    let body = panes::body(state.size);
+    let a = match state.view {
+        View::Offers => crate::tui::offers::view::wheel_area(state, body),
+        View::Fleets => fleets::view::wheel_area(state, body),
+        View::Nodes => crate::tui::nodes::view::wheel_area(state, body),
+        View::Nccl => nccl::view::wheel_area(state, body),
+        View::Jobs => crate::tui::jobs::view::wheel_area(state, body),
+        _ => body,
+    };
+    x >= a.x && x < a.x + a.width && y >= a.y && y < a.y + a.height
 }
 
 /// The action that shows view `v` (its number key).

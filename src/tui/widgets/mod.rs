@@ -1,5 +1,6 @@
 //! Widgets shared by the views: the tab bar, the status bar, the palette and filter entry.
 
+pub mod detail;
 pub mod gpu_strip;
 pub mod palette;
 pub mod rate_chart;
