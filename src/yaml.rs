@@ -61,8 +61,12 @@ pub fn from_str_all<T: DeserializeOwned + Default>(file: &Path, text: &str) -> R
         return Err(vec![first]);
     }
     let lines: Vec<&str> = text.lines().collect();
-    let mut found = vec![first];
+    let mut found = Found {
+        errors: vec![first],
+        tries: PROBE_TRIES,
+    };
     probe::<T>(file, &lines, &[], 0, lines.len(), 0, &mut found);
+    let mut found = found.errors;
     found.sort_by_key(|e| (e.line, e.column));
     found.dedup();
     Err(found)
@@ -70,6 +74,15 @@ pub fn from_str_all<T: DeserializeOwned + Default>(file: &Path, text: &str) -> R
 
 /// The deepest level [`from_str_all`] splits a file into.
 const PROBE_LEVELS: usize = 4;
+/// The most pieces [`from_str_all`] tries (each parse reads the whole, blanked, text): a
+/// file of a thousand wrong entries gets its first errors quickly, not every one slowly.
+const PROBE_TRIES: usize = 200;
+
+/// The errors [`probe`] found, and how many more pieces it may try.
+struct Found {
+    errors: Vec<YamlError>,
+    tries: usize,
+}
 
 /// Try each entry of `lines[start..end]` alone (with the `header` lines of its parents),
 /// adding the errors not yet in `found`, and go into the entries that have one.
@@ -80,7 +93,7 @@ fn probe<T: DeserializeOwned + Default>(
     start: usize,
     end: usize,
     level: usize,
-    found: &mut Vec<YamlError>,
+    found: &mut Found,
 ) {
     let entries = entries(lines, start, end);
     // With its siblings blanked, a mapping misses the fields they held: such a "missing
@@ -89,6 +102,10 @@ fn probe<T: DeserializeOwned + Default>(
     let siblings_blanked = level > 0 && entries.len() > 1;
     let mut item = 0;
     for (s, e) in entries {
+        if found.tries == 0 {
+            return;
+        }
+        found.tries -= 1;
         // A list item tried alone is item 0 of its list: the message says its own index.
         let index = lines[s].trim_start().starts_with('-').then(|| {
             item += 1;
@@ -120,8 +137,8 @@ fn probe<T: DeserializeOwned + Default>(
         if err.line.is_none() || (siblings_blanked && err.message.contains("missing field")) {
             continue;
         }
-        if !found.contains(&err) {
-            found.push(err);
+        if !found.errors.contains(&err) {
+            found.errors.push(err);
         }
         // Go into a block (`key:` with its entries below), not into a list item whose
         // first entry shares the dash's line.
@@ -565,6 +582,27 @@ mod tests {
         assert_eq!(locate_item(text, &["files"], 1), Some((4, 15)));
         assert_eq!(locate_item(text, &["files"], 2), Some((4, 25)));
         assert_eq!(locate_item(text, &["next"], 1), Some((7, 3)));
+    }
+
+    /// A large file of wrong entries is not parsed once per entry: at most
+    /// [`PROBE_TRIES`] pieces are tried, each error still at its place.
+    #[test]
+    fn many_wrong_entries_are_reported_quickly() {
+        let text: String = (0..20_000).map(|i| format!("wrong{i}: 1\n")).collect();
+        let t = std::time::Instant::now();
+        let errs = from_str_all::<Doc>(Path::new("m.yaml"), &text).unwrap_err();
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(30),
+            "{:?}",
+            t.elapsed()
+        );
+        assert_eq!(errs.len(), PROBE_TRIES);
+        assert_eq!((errs[1].line, errs[1].column), (Some(2), Some(1)));
+        assert!(
+            errs[1].message.starts_with("unknown field `wrong1`"),
+            "{}",
+            errs[1]
+        );
     }
 
     #[test]
