@@ -45,6 +45,149 @@ pub fn from_str<T: DeserializeOwned + Default>(file: &Path, text: &str) -> Resul
     serde_yaml::from_str(text).map_err(|e| convert(file, &e))
 }
 
+/// Parse `text` like [`from_str`], but when it does not fit `T`, find every misfit in
+/// the file, not only serde's first: each error at its own line and column, in file order.
+///
+/// serde stops at the first error, so the file is tried again piece by piece: each
+/// top-level entry alone (the other lines blanked, so lines and columns stay the file's),
+/// and inside an entry that has an error, each of its entries alone, down a few levels. A
+/// syntax error stops there: what follows it cannot be read.
+pub fn from_str_all<T: DeserializeOwned + Default>(file: &Path, text: &str) -> Result<T, Vec<YamlError>> {
+    let first = match from_str::<T>(file, text) {
+        Ok(v) => return Ok(v),
+        Err(e) => e,
+    };
+    if first.line.is_none() || serde_yaml::from_str::<serde_yaml::Value>(text).is_err() {
+        return Err(vec![first]);
+    }
+    let lines: Vec<&str> = text.lines().collect();
+    let mut found = Found {
+        errors: vec![first],
+        tries: PROBE_TRIES,
+    };
+    probe::<T>(file, &lines, &[], 0, lines.len(), 0, &mut found);
+    let mut found = found.errors;
+    found.sort_by_key(|e| (e.line, e.column));
+    found.dedup();
+    Err(found)
+}
+
+/// The deepest level [`from_str_all`] splits a file into.
+const PROBE_LEVELS: usize = 4;
+/// The most pieces [`from_str_all`] tries (each parse reads the whole, blanked, text): a
+/// file of a thousand wrong entries gets its first errors quickly, not every one slowly.
+const PROBE_TRIES: usize = 200;
+
+/// The errors [`probe`] found, and how many more pieces it may try.
+struct Found {
+    errors: Vec<YamlError>,
+    tries: usize,
+}
+
+/// Try each entry of `lines[start..end]` alone (with the `header` lines of its parents),
+/// adding the errors not yet in `found`, and go into the entries that have one.
+fn probe<T: DeserializeOwned + Default>(
+    file: &Path,
+    lines: &[&str],
+    header: &[usize],
+    start: usize,
+    end: usize,
+    level: usize,
+    found: &mut Found,
+) {
+    let entries = entries(lines, start, end);
+    // With its siblings blanked, a mapping misses the fields they held: such a "missing
+    // field" is the blanking's, not the file's (the whole mapping, tried a level up, says
+    // so when it is the file's).
+    let siblings_blanked = level > 0 && entries.len() > 1;
+    let mut item = 0;
+    for (s, e) in entries {
+        if found.tries == 0 {
+            return;
+        }
+        found.tries -= 1;
+        // A list item tried alone is item 0 of its list: the message says its own index.
+        let index = lines[s].trim_start().starts_with('-').then(|| {
+            item += 1;
+            item - 1
+        });
+        let masked: String = lines
+            .iter()
+            .enumerate()
+            .map(|(i, l)| {
+                if header.contains(&i) || (s..e).contains(&i) {
+                    *l
+                } else {
+                    ""
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        let Err(mut err) = from_str::<T>(file, &masked) else {
+            continue;
+        };
+        if let Some(k) = index.filter(|&k| k > 0) {
+            // Its parents are mappings (list items are not gone into), so the first `[0]`
+            // of the field's path is this list's.
+            let path_end = err.message.find(": ").unwrap_or(0);
+            if let Some(p) = err.message[..path_end].find("[0]") {
+                err.message.replace_range(p..p + 3, &format!("[{k}]"));
+            }
+        }
+        if err.line.is_none() || (siblings_blanked && err.message.contains("missing field")) {
+            continue;
+        }
+        if !found.errors.contains(&err) {
+            found.errors.push(err);
+        }
+        // Go into a block (`key:` with its entries below), not into a list item whose
+        // first entry shares the dash's line.
+        let opens_block = lines[s].trim_end().ends_with(':') && !lines[s].trim_start().starts_with('-');
+        if level + 1 < PROBE_LEVELS && opens_block && e > s + 1 {
+            let mut h = header.to_vec();
+            h.push(s);
+            probe::<T>(file, lines, &h, s + 1, e, level + 1, found);
+        }
+    }
+}
+
+/// The entries of a block of YAML lines: each starts at a line of the block's least
+/// indentation and holds the deeper lines (and comments, blank lines) after it; a `- `
+/// item at a key's own indentation belongs to that key (`hosts:` then `- a` below it).
+fn entries(lines: &[&str], start: usize, end: usize) -> Vec<(usize, usize)> {
+    let indent = |l: &str| l.len() - l.trim_start_matches(' ').len();
+    let content = |l: &str| {
+        let t = l.trim();
+        !t.is_empty() && !t.starts_with('#') && t != "---"
+    };
+    let Some(least) = lines[start..end]
+        .iter()
+        .filter(|l| content(l))
+        .map(|l| indent(l))
+        .min()
+    else {
+        return vec![];
+    };
+    let mut out: Vec<(usize, usize)> = vec![];
+    for (i, l) in lines.iter().enumerate().take(end).skip(start) {
+        if !content(l) || indent(l) > least {
+            continue;
+        }
+        let item = l.trim_start().starts_with('-');
+        if let Some(last) = out.last() {
+            let opener = lines[last.0];
+            if item && !opener.trim_start().starts_with('-') && indent(opener) == least {
+                continue;
+            }
+        }
+        if let Some(last) = out.last_mut() {
+            last.1 = i;
+        }
+        out.push((i, end));
+    }
+    out
+}
+
 /// Read a YAML file's text: at most [`MAX_BYTES`] (a device or a huge file is refused
 /// without reading it all), UTF-8; errors name the file.
 pub fn read_text(file: &Path) -> Result<String, YamlError> {
@@ -439,6 +582,27 @@ mod tests {
         assert_eq!(locate_item(text, &["files"], 1), Some((4, 15)));
         assert_eq!(locate_item(text, &["files"], 2), Some((4, 25)));
         assert_eq!(locate_item(text, &["next"], 1), Some((7, 3)));
+    }
+
+    /// A large file of wrong entries is not parsed once per entry: at most
+    /// [`PROBE_TRIES`] pieces are tried, each error still at its place.
+    #[test]
+    fn many_wrong_entries_are_reported_quickly() {
+        let text: String = (0..20_000).map(|i| format!("wrong{i}: 1\n")).collect();
+        let t = std::time::Instant::now();
+        let errs = from_str_all::<Doc>(Path::new("m.yaml"), &text).unwrap_err();
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(30),
+            "{:?}",
+            t.elapsed()
+        );
+        assert_eq!(errs.len(), PROBE_TRIES);
+        assert_eq!((errs[1].line, errs[1].column), (Some(2), Some(1)));
+        assert!(
+            errs[1].message.starts_with("unknown field `wrong1`"),
+            "{}",
+            errs[1]
+        );
     }
 
     #[test]

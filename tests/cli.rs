@@ -342,6 +342,36 @@ fn usage_errors_exit_2() {
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
 }
 
+/// One prefix for what goes wrong, whichever command (ux walk point 17): an error that
+/// ends a command starts `flightdeck: `, never `flightdeck offers: ` or `fleet plan: `;
+/// clap's own usage errors keep clap's `error: `.
+#[test]
+fn errors_start_with_one_prefix() {
+    let home = tempfile::tempdir().unwrap();
+    support::apply_local_fleet(home.path());
+    for args in [
+        &["offers", "--filter", "gpu=H1OO"][..],
+        &["nics", "local", "--samples", "0"],
+        &["nics", "local", "--interval", "1y"],
+        &["exec", "nosuch", "--", "true"],
+        &["doctor", "local", "--only", "nope"],
+    ] {
+        let out = flightdeck(home.path(), args);
+        let err = text(&out.stderr);
+        assert!(!out.status.success(), "{args:?}");
+        let first = err.lines().next().unwrap_or("");
+        assert!(
+            first.starts_with("flightdeck: ") && !first.starts_with("flightdeck: flightdeck"),
+            "{args:?}: {err}"
+        );
+        for l in err.lines() {
+            let cmd = args[0];
+            assert!(!l.starts_with(&format!("flightdeck {cmd}:")), "{args:?}: {err}");
+            assert!(!l.starts_with(&format!("{cmd} ")), "{args:?}: {err}");
+        }
+    }
+}
+
 /// `flightdeck ... | head`: when the reader has gone, the command ends as a Unix filter
 /// does, killed by SIGPIPE and saying nothing, not with "Broken pipe" (exit 1) or a panic
 /// (exit 101, when stderr is the same pipe: `2>&1 | head`).

@@ -29,7 +29,7 @@ fn validate_reports_every_error_with_its_place() {
             bad2.to_str().unwrap(),
         ],
     );
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2), "a wrong file is wrong input");
     let err = text(&out.stderr);
     assert!(
         err.contains(&format!(
@@ -54,6 +54,37 @@ fn validate_reports_every_error_with_its_place() {
         "{err}"
     );
     assert!(text(&out.stdout).contains("ssh-hosts.yaml: ok (ssh fleet `lab`, 2 nodes)"));
+}
+
+#[test]
+fn validate_reports_every_shape_error_at_once() {
+    // Three independent errors (an unknown top-level field, a wrong type inside a block,
+    // a wrong value in a host of the list) and one more in a second host: serde stops at
+    // the first, the operator is told all four, each at its place, and nothing is written.
+    let home = tempfile::tempdir().unwrap();
+    let bad = home.path().join("three.yaml");
+    std::fs::write(
+        &bad,
+        "type: fleet\nname: lab\nnodez: 2\nssh_config:\n  user: ubuntu\n  port: many\n  hosts:\n    - hostname: a\n      port: twenty\n    - hostname: b\n      usr: x\nspot_policy: sometimes\n",
+    )
+    .unwrap();
+    let out = flightdeck(home.path(), &["fleet", "validate", bad.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    let f = bad.display();
+    for want in [
+        format!("{f}:3:1: unknown field `nodez`"),
+        format!("{f}:6:9: ssh_config.port: expected a whole number (0 or more), found the text \"many\""),
+        format!("{f}:9:13: ssh_config.hosts[0].port: expected a whole number (0 or more), found the text \"twenty\""),
+        format!("{f}:11:7: ssh_config.hosts[1]: unknown field `usr`"),
+        format!("{f}:12:14: spot_policy: unknown value `sometimes`"),
+    ] {
+        assert!(err.contains(&want), "want `{want}` in\n{err}");
+    }
+    assert_eq!(err.lines().count(), 5, "one line each, no repeats:\n{err}");
+    assert!(text(&out.stdout).is_empty());
+    let state = flightdeck(home.path(), &["fleet", "list", "--json"]);
+    assert_eq!(text(&state.stdout).trim(), "[]", "nothing recorded");
 }
 
 #[test]

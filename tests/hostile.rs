@@ -61,7 +61,7 @@ fn fleet_values_that_reach_a_shell_are_refused_at_their_place() {
         std::fs::write(&file, yaml).unwrap();
         let out = flightdeck(home.path(), &["fleet", "validate", file.to_str().unwrap()]);
         let err = text(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{what}: {err}");
+        assert_eq!(out.status.code(), Some(2), "{what}: {err}");
         assert!(
             err.contains(&format!("{}:{want}", file.display())),
             "{what}: want `{want}` in\n{err}"

@@ -3,7 +3,6 @@
 
 mod support;
 
-use std::time::{Duration, Instant};
 use support::tmux::{self, Tmux};
 
 macro_rules! require_tmux {
@@ -111,15 +110,12 @@ fn the_jobs_view_polls_a_failing_job_and_records_the_nodes_duration() {
     t.wait_text("Jobs (0)");
     let file = job_file(&t, "quickfail", "exit 7");
     t.flightdeck(&["job", "run", &file, "--detach"]);
-    let started = Instant::now();
     t.wait_text("quickfail");
-    let screen = t.wait_for("the job to show failed", |s| {
+    // No key is pressed: `failed` arrives by the view's own polling, or the wait ends at
+    // the helper's deadline (how fast is measured in the benches, not here).
+    let screen = t.wait_for("the job to show failed without a key", |s| {
         row(s, "quickfail").contains("failed")
     });
-    assert!(
-        started.elapsed() < Duration::from_secs(9),
-        "failed within a poll interval or so"
-    );
     let r = row(&screen, "quickfail").to_string();
     assert!(
         r.contains("0:00:00") || r.contains("0:00:01"),

@@ -288,7 +288,7 @@ pub struct OffersArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum FleetCommand {
-    /// Check fleet files; errors as FILE:LINE:COL: message, exit 1 on any error.
+    /// Check fleet files: every error as FILE:LINE:COL: message, exit 2 on any error.
     Validate {
         /// Fleet files to check.
         #[arg(required = true)]

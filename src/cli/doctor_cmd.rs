@@ -81,10 +81,18 @@ pub fn run(args: &DoctorArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCo
             .unwrap_or_default(),
         ctx.flavour.name()
     ));
-    let width = nodes.iter().map(|n| n.name.len()).max().unwrap_or(0);
+    // The fleet's line (comparisons across nodes, the reach matrix) counts its own
+    // checks, so the node lines and the fleet lines add up to the summary's counts.
+    let width = nodes
+        .iter()
+        .map(|n| n.name.len())
+        .max()
+        .unwrap_or(0)
+        .max("fleet".len());
     let on = |e: Event| match e {
         Event::Node { node, findings } => status.print(&node_line(&node, width, &findings)),
         Event::Progress(p) => status.print(&p),
+        Event::Fleet(findings) if !findings.is_empty() => status.print(&node_line("fleet", width, &findings)),
         Event::Fleet(_) => {}
     };
     let kube = reach.kube().clone();
@@ -104,12 +112,16 @@ pub fn run(args: &DoctorArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCo
             .ok()
             .and_then(|(s, _)| s.fleet(&fleet).ok().cloned());
         let inventory = super::inventory_context(paths)?.with_kube(kube);
-        report.add(rt.block_on(doctor::run::placement(
+        let found = rt.block_on(doctor::run::placement(
             &inventory,
             record.as_ref(),
             &nodes,
             compact,
-        )));
+        ));
+        if !found.is_empty() {
+            status.print(&node_line("fleet", width, &found));
+        }
+        report.add(found);
         report.link_causes();
     }
     drop(status);
@@ -134,18 +146,43 @@ fn node_line(node: &str, width: usize, findings: &[doctor::Finding]) -> String {
         .map(|f| format!("{} {}: {}", f.outcome.as_str(), f.check, f.what))
         .collect();
     if bad.is_empty() {
-        let pass = findings.iter().filter(|f| f.outcome == Outcome::Pass).count();
-        let skip = findings.len() - pass;
         return format!(
-            "{node:<width$}  ok: {pass} pass{}",
-            if skip > 0 {
-                format!(", {skip} skipped")
-            } else {
-                String::new()
-            }
+            "{node:<width$}  ok: {}",
+            tally(findings.iter().map(|f| f.outcome))
         );
     }
     format!("{node:<width$}  {}: {}", worst.as_str(), bad.join("; "))
+}
+
+/// What a line's findings count, in the same words on every line (a node's, the
+/// fleet's, the summary): `3 checks passed, 12 skipped`, `1 failed, 1 warned, 2 passed`.
+/// A count of none is left out, except the passes.
+fn tally(outcomes: impl Iterator<Item = Outcome>) -> String {
+    let mut n = std::collections::BTreeMap::<Outcome, usize>::new();
+    for o in outcomes {
+        *n.entry(o).or_default() += 1;
+    }
+    let n = |o: Outcome| n.get(&o).copied().unwrap_or(0);
+    let mut parts = vec![];
+    for (o, word) in [(Outcome::Fail, "failed"), (Outcome::Warn, "warned")] {
+        if n(o) > 0 {
+            parts.push(format!("{} {word}", n(o)));
+        }
+    }
+    parts.push(format!("{} passed", n(Outcome::Pass)));
+    if n(Outcome::Skip) > 0 {
+        parts.push(format!("{} skipped", n(Outcome::Skip)));
+    }
+    // "checks" once, after the first number: "1 check failed, 2 passed".
+    let first = parts.remove(0);
+    let (count, rest) = first.split_once(' ').unwrap_or((&first, ""));
+    let noun = if count == "1" { "check" } else { "checks" };
+    let mut out = format!("{count} {noun} {rest}");
+    for p in parts {
+        out.push_str(", ");
+        out.push_str(&p);
+    }
+    out
 }
 
 #[derive(serde::Serialize)]
@@ -168,28 +205,22 @@ fn json(report: &Report) -> Json<'_> {
 
 /// The report as text: the problems (with their evidence when asked), or the all-clear.
 pub fn text(report: &Report, evidence: bool) -> String {
-    let counts = report.counts();
-    let n = |o: Outcome| counts.get(&o).copied().unwrap_or(0);
+    // Every finding, the nodes' and the fleet's: the sum of the lines printed as they came.
+    let counts = tally(report.findings.iter().map(|f| f.outcome));
     let mut s = String::new();
     let problems = report.problems();
     if problems.is_empty() {
         s.push_str(&format!(
-            "no problem found on {}: {} passed, {} skipped ({:.1} s)\n",
+            "no problem found on {}: {counts} ({:.1} s)\n",
             crate::words::plural(report.nodes.len(), "node"),
-            n(Outcome::Pass),
-            n(Outcome::Skip),
             report.elapsed_ms as f64 / 1000.0
         ));
         return s;
     }
     s.push_str(&format!(
-        "{} on {}: {} failed, {} warned, {} passed, {} skipped ({:.1} s)\n",
+        "{} on {}: {counts} ({:.1} s)\n",
         crate::words::plural(problems.len(), "problem"),
         crate::words::plural(report.nodes.len(), "node"),
-        n(Outcome::Fail),
-        n(Outcome::Warn),
-        n(Outcome::Pass),
-        n(Outcome::Skip),
         report.elapsed_ms as f64 / 1000.0
     ));
     for (c, after) in problems {
@@ -218,4 +249,60 @@ pub fn text(report: &Report, evidence: bool) -> String {
         }
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use doctor::Finding;
+
+    fn f(node: Option<&str>, check: &'static str, outcome: Outcome) -> Finding {
+        Finding {
+            check,
+            node: node.map(str::to_string),
+            outcome,
+            what: format!("{check} said so"),
+            evidence: vec![],
+            fix: String::new(),
+            follows: None,
+        }
+    }
+
+    /// The walk's disagreement: `lab-0 ok: 1 pass, 11 skipped` over `3 passed, 12
+    /// skipped` in the summary. Each line now says what it counts, in the same words, and
+    /// the node's line and the fleet's add up to the summary.
+    #[test]
+    fn node_fleet_and_summary_counts_add_up() {
+        let mut node = vec![f(Some("lab-0"), "gpus", Outcome::Pass)];
+        let skipped = ["c0", "c1", "c2", "c3", "c4", "c5", "c6", "c7", "c8", "c9", "c10"];
+        node.extend(skipped.map(|c| f(Some("lab-0"), c, Outcome::Skip)));
+        let fleet = vec![
+            f(None, "versions", Outcome::Pass),
+            f(None, "clocks", Outcome::Pass),
+            f(None, "reach", Outcome::Skip),
+        ];
+        let width = "fleet".len();
+        assert_eq!(
+            node_line("lab-0", width, &node),
+            "lab-0  ok: 1 check passed, 11 skipped"
+        );
+        assert_eq!(
+            node_line("fleet", width, &fleet),
+            "fleet  ok: 2 checks passed, 1 skipped"
+        );
+        let report = Report {
+            fleet: "lab".into(),
+            nodes: vec!["lab-0".into()],
+            findings: node.into_iter().chain(fleet).collect(),
+            elapsed_ms: 1500,
+        };
+        assert_eq!(
+            text(&report, false),
+            "no problem found on 1 node: 3 checks passed, 12 skipped (1.5 s)\n"
+        );
+        assert_eq!(
+            tally([Outcome::Fail, Outcome::Pass, Outcome::Pass, Outcome::Warn].into_iter()),
+            "1 check failed, 1 warned, 2 passed"
+        );
+    }
 }

@@ -25,7 +25,7 @@ pub fn run(cmd: &FleetCommand, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitC
             let plan = match backend.plan(&fleet, recorded) {
                 Ok(p) => p,
                 Err(e) => {
-                    errln!("fleet plan: {e}");
+                    errln!("flightdeck: {e}");
                     return Ok(ExitCode::FAILURE);
                 }
             };
@@ -54,7 +54,7 @@ pub fn run(cmd: &FleetCommand, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitC
             let plan = match backend.plan(&fleet, recorded) {
                 Ok(p) => p,
                 Err(e) => {
-                    errln!("fleet apply: {e}");
+                    errln!("flightdeck: {e}");
                     return Ok(ExitCode::FAILURE);
                 }
             };
@@ -88,7 +88,7 @@ pub fn run(cmd: &FleetCommand, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitC
             let record = match applied {
                 Ok(r) => r,
                 Err(e) => {
-                    status.print(&format!("fleet apply: {e}"));
+                    status.print(&format!("flightdeck: {e}"));
                     return Ok(ExitCode::FAILURE);
                 }
             };
@@ -203,7 +203,7 @@ pub fn run(cmd: &FleetCommand, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitC
             ));
             drop(status);
             if let Err(e) = deleted {
-                errln!("fleet delete: {e}");
+                errln!("flightdeck: {e}");
                 // A fleet its cloud cannot be asked about (no project, no credentials)
                 // would stay in the state for good otherwise.
                 if Store::new(&paths.state_dir).load()?.0.fleet(name).is_ok() {
@@ -382,7 +382,7 @@ fn sweep(
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => {
-            errln!("fleet gc: {e}");
+            errln!("flightdeck: {e}");
             Ok(ExitCode::FAILURE)
         }
     }
@@ -479,7 +479,8 @@ fn validate(files: &[std::path::PathBuf]) -> ExitCode {
         }
     }
     if failed {
-        ExitCode::FAILURE
+        // 2: the input is wrong (as for usage errors), not a failure to do something.
+        ExitCode::from(2)
     } else {
         ExitCode::SUCCESS
     }

@@ -3,6 +3,11 @@
 //! (clap's own errors, and a [`Usage`] error: a flag's value that parses but means
 //! nothing here). A reader that stops early (`| head`) ends the command as it ends any
 //! Unix filter: quietly, by SIGPIPE ([`quiet_on_broken_pipe`]).
+//!
+//! Messages on stderr, one rule (as git's `fatal:`/cargo's `error:`): an error that ends the
+//! command, and a warning, start with `flightdeck: ` (`flightdeck: warning: `), whichever
+//! command it is (the operator typed it); a fleet file's findings are `FILE:LINE:COL: ...`
+//! as compilers write them; progress lines name what they are about (`job NAME: ...`).
 
 #[macro_use]
 mod print;

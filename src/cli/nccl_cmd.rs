@@ -575,7 +575,7 @@ fn clean_up(
     match rt.block_on(launcher.cleanup(reach, id, heads)) {
         Ok(Some(removed)) => errln!("{removed}"),
         Ok(None) => {}
-        Err(e) => errln!("warning: {e}"),
+        Err(e) => errln!("flightdeck: warning: {e}"),
     }
 }
 

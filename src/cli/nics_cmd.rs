@@ -21,12 +21,12 @@ pub fn run(args: &NicsArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode
     let interval = match Interval::parse(&args.interval) {
         Ok(i) => i,
         Err(e) => {
-            errln!("flightdeck nics: --interval {e}");
+            errln!("flightdeck: --interval {e}");
             return Ok(ExitCode::from(2));
         }
     };
     if args.samples == 0 {
-        errln!("flightdeck nics: --samples must be at least 1");
+        errln!("flightdeck: --samples must be at least 1");
         return Ok(ExitCode::from(2));
     }
     let (name, _, nodes, reach) = super::resolve_fleet_kind_now(&args.fleet, cli, paths)?;

@@ -53,31 +53,31 @@ pub fn run(args: &OffersArgs) -> anyhow::Result<ExitCode> {
     // A filter that cannot parse fails before any network call.
     if let Some(text) = &args.filter {
         if let Err(e) = Query::parse(text) {
-            errln!("flightdeck offers: {}", filter_error(text, &e));
+            errln!("flightdeck: {}", filter_error(text, &e));
             return Ok(ExitCode::from(2));
         }
     }
     let state_dir = Paths::from_env().ok().map(|p| p.state_dir);
     let mut in_use = live::startup(state_dir.as_deref());
     if let Some(w) = in_use.warning.take() {
-        errln!("flightdeck offers: {w}");
+        errln!("flightdeck: {w}");
     }
     let mut refresh_failed = false;
     if args.refresh {
-        errln!("flightdeck offers: refreshing from Google's APIs (Cloud Billing Catalog, Compute Engine)...");
+        errln!("flightdeck: refreshing from Google's APIs (Cloud Billing Catalog, Compute Engine)...");
         match refresh(state_dir) {
             Ok(r) => {
-                errln!("flightdeck offers: refreshed: {}", r.report);
+                errln!("flightdeck: refreshed: {}", r.report);
                 if let Some(w) = &r.cache_warning {
-                    errln!("flightdeck offers: {w}");
+                    errln!("flightdeck: {w}");
                 }
                 in_use = InUse::live(r);
             }
             Err(e) => {
                 refresh_failed = true;
-                errln!("flightdeck offers: live refresh failed: {e}");
+                errln!("flightdeck: live refresh failed: {e}");
                 errln!(
-                    "flightdeck offers: the {} catalog stays in use and is listed below; exit status 1 \
+                    "flightdeck: the {} catalog stays in use and is listed below; exit status 1 \
                      because the refresh failed",
                     if matches!(in_use.origin, live::Origin::Cached { .. }) {
                         "cached"
@@ -92,7 +92,7 @@ pub fn run(args: &OffersArgs) -> anyhow::Result<ExitCode> {
     let query = match build_query(catalog, args) {
         Ok(q) => q,
         Err(message) => {
-            errln!("flightdeck offers: {message}");
+            errln!("flightdeck: {message}");
             return Ok(ExitCode::from(2));
         }
     };

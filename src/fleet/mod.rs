@@ -408,7 +408,9 @@ pub fn load(file: &Path) -> Result<Fleet, Vec<Diagnostic>> {
 
 /// Parse and validate fleet file text.
 pub fn parse(file: &Path, text: &str) -> Result<Fleet, Vec<Diagnostic>> {
-    let mut spec: FleetSpec = yaml::from_str(file, text).map_err(|e| vec![Diagnostic::from(e)])?;
+    // Every misfit of the file's shape at once (each at its place), not serde's first.
+    let mut spec: FleetSpec = yaml::from_str_all(file, text)
+        .map_err(|errs| errs.into_iter().map(Diagnostic::from).collect::<Vec<_>>())?;
     let mut v = Validator {
         file,
         text,

@@ -127,7 +127,15 @@ fn title(v: &DoctorView) -> String {
     let Some(fleet) = v.fleet.as_deref() else {
         return " Doctor ".to_string();
     };
-    let count = |o: Outcome| v.report.findings.iter().filter(|f| f.outcome == o).count();
+    // The marks of the matrix, every node's row (a fleet finding counts in each row it
+    // marks), so the counts are what the eye adds up below, whatever rows fit.
+    let cells: Vec<Outcome> = v
+        .report
+        .nodes
+        .iter()
+        .flat_map(|n| CHECKS.iter().filter_map(move |c| v.cell(n, c.id)))
+        .collect();
+    let count = |o: Outcome| cells.iter().filter(|&&c| c == o).count();
     let mut t = format!(" Doctor · {fleet}");
     if !v.report.nodes.is_empty() {
         t.push_str(&format!(
@@ -325,4 +333,38 @@ fn render_detail(f: &Finding, v: &DoctorView, theme: &Theme, area: Rect, buf: &m
         }
     }
     Paragraph::new(lines).render(area, buf);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The walk's disagreement: the title counted findings (a fleet finding once, a
+    /// node's check replaced or not), while the matrix below shows a mark per node and
+    /// check. The title now counts the marks: what the operator adds up on screen.
+    #[test]
+    fn the_titles_counts_are_the_matrixs_marks() {
+        let v = DoctorView {
+            fleet: Some("lab".into()),
+            report: crate::tui::doctor::tests::report(),
+            ..DoctorView::default()
+        };
+        let mut marks = std::collections::BTreeMap::<Outcome, usize>::new();
+        for n in &v.report.nodes {
+            for c in CHECKS {
+                if let Some(o) = v.cell(n, c.id) {
+                    *marks.entry(o).or_default() += 1;
+                }
+            }
+        }
+        let n = |o: Outcome| marks.get(&o).copied().unwrap_or(0);
+        // lab-2's nics fail and reach fail, lab-0's sysctl warning; gpus and nics pass
+        // elsewhere, and the fleet's reach pass marks lab-0 and lab-1.
+        assert_eq!((n(Outcome::Fail), n(Outcome::Warn), n(Outcome::Pass)), (2, 1, 7));
+        assert!(
+            title(&v).contains(" · 2 fail 1 warn 7 pass 0 skip"),
+            "{}",
+            title(&v)
+        );
+    }
 }

@@ -56,8 +56,10 @@ impl Widget for StatusBar<'_> {
             None => (one_line(&self.left), self.theme.status_bar()),
         };
         let text = text.as_str();
-        // Hints give way before the message (or the view's own line), up to half the bar.
-        let left_min = (text.chars().count() + 2).clamp(12.min(width / 2), width / 2);
+        // Hints give way before the message (or the view's own line: its mode, filter,
+        // broadcast): what happened is read once, the hints are always there (and `?`).
+        // At 80 columns a run's start, a broadcast's target stay whole (ux walk 17).
+        let left_min = (text.chars().count() + 2).clamp(12.min(width / 2), width);
         while !hints.is_empty() && hint_width(&hints) + left_min > width {
             hints.pop();
         }
@@ -122,6 +124,55 @@ mod tests {
             super::one_line(m),
             "job j1 (`train`) is still running on fleet `local`; node 0: running; follow it with `flightdeck job logs j1`"
         );
+    }
+
+    use super::*;
+    use crate::tui::keymap::Keymap;
+
+    fn bar(width: u16, message: Option<&StatusMessage>, left: &str, view: View) -> String {
+        let theme = Theme::default_theme();
+        let keymap = Keymap::defaults();
+        let area = Rect::new(0, 0, width, 1);
+        let mut buf = Buffer::empty(area);
+        StatusBar {
+            theme: &theme,
+            keymap: &keymap,
+            context: Context::Global,
+            filterable: true,
+            view,
+            message,
+            left: left.to_string(),
+        }
+        .render(area, &mut buf);
+        (0..width).map(|x| buf[(x, 0)].symbol().to_string()).collect()
+    }
+
+    /// At 80 columns the walk's cut lines (`run nccl-… started; it …`, `broadcast: marked
+    /// pan…`) are whole: the hints give way to what is to be read.
+    #[test]
+    fn long_status_lines_are_whole_at_80_columns() {
+        let run = "run nccl-all_reduce-1795620596-d1e6 started; it runs on when flightdeck quits";
+        let m = StatusMessage {
+            text: run.into(),
+            tone: Tone::Info,
+        };
+        let shown = bar(80, Some(&m), "", View::Nccl);
+        assert!(shown.contains(run), "{shown}");
+        let mode = "Panes four (4 nodes)  TYPING (C-a d stops)  broadcast: marked panes";
+        let shown = bar(80, None, mode, View::Panes);
+        assert!(shown.contains(mode), "{shown}");
+        // A short line keeps the hints beside it.
+        let shown = bar(80, None, "Fleets", View::Fleets);
+        assert!(shown.contains("? help"), "{shown}");
+        // Longer than the bar: an info message keeps its start, the log has it whole.
+        let long = format!("{run}; {run}");
+        let m = StatusMessage {
+            text: long.clone(),
+            tone: Tone::Info,
+        };
+        let shown = bar(80, Some(&m), "", View::Nccl);
+        assert!(shown.starts_with(&format!(" {}", &run[..60])), "{shown}");
+        assert!(shown.trim_end().ends_with('…'), "{shown}");
     }
 
     #[test]
