@@ -53,7 +53,7 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Command> {
             match result {
                 Ok(id) => {
                     state.status = Some(StatusMessage {
-                        text: format!("job {id} started on every node; it runs on when flightdeck quits"),
+                        text: format!("job {id} started on every node; quitting leaves it running"),
                         tone: Tone::Pass,
                     });
                     state.view = View::Jobs;

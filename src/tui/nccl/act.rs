@@ -151,7 +151,7 @@ pub fn started(state: &mut State, result: Result<String, String>) -> Vec<Command
     match result {
         Ok(id) => {
             state.status = Some(StatusMessage {
-                text: format!("run {id} started; it runs on when flightdeck quits"),
+                text: format!("run {id} started; quitting leaves it running"),
                 tone: Tone::Pass,
             });
             state.view = View::Nccl;
