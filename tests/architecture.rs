@@ -623,3 +623,37 @@ fn the_cockpit_update_is_a_router() {
         "update::apply is {len} lines; a router is well under 100"
     );
 }
+
+/// The cockpit's features read the shell (`src/tui/shell/`) and the shared widgets, not
+/// one another (issue #29): no file of one feature's folder names another feature's
+/// items. Tests are left out (they build messages of any feature).
+#[test]
+fn no_cockpit_feature_imports_another() {
+    const FEATURES: [&str; 9] = [
+        "offers", "fleets", "nodes", "panes", "nccl", "jobs", "nics", "doctor", "help",
+    ];
+    let g = graph();
+    let feature = |f: usize| {
+        let rel = &g.files[f].rel;
+        FEATURES
+            .iter()
+            .find(|n| rel.starts_with(&format!("src/tui/{n}/")))
+            .copied()
+    };
+    let mut hits = Vec::new();
+    for (&(a, b), names) in &g.edges {
+        if let (Some(fa), Some(fb)) = (feature(a), feature(b)) {
+            if fa != fb {
+                let names = names.iter().cloned().collect::<Vec<_>>().join(", ");
+                hits.push(format!("{} -> {}: {names}", g.files[a].rel, g.files[b].rel));
+            }
+        }
+    }
+    println!("feature-to-feature uses: {}", hits.len());
+    hits.iter().for_each(|h| println!("  {h}"));
+    assert!(
+        hits.is_empty(),
+        "features import one another (move what they share to src/tui/shell/ or src/tui/widgets/):\n{}",
+        hits.join("\n")
+    );
+}

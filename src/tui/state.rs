@@ -123,7 +123,7 @@ pub struct State {
     /// Apply and delete from the Fleets view: the provisioning log.
     pub fleet_ops: super::fleets::FleetOps,
     /// The fleet-file editor, open over the Offers or Fleets view.
-    pub editor: Option<super::fleets::editor::FleetEditor>,
+    pub editor: Option<super::widgets::editor::FleetEditor>,
     pub offers: super::offers::OffersView,
     pub nodes: super::nodes::NodesView,
     pub nccl: super::nccl::NcclView,

@@ -4,7 +4,6 @@
 //! reload does not move it, and holds the view's actions; editor.rs is the fleet-file
 //! editor.
 
-pub mod editor;
 pub mod msg;
 pub mod service;
 pub mod update;

@@ -2,12 +2,12 @@
 //! cancel), the confirmation's answer, the fleet-file editor's keys, and the messages of
 //! its services.
 
-use super::editor::FleetEditor;
 use super::{Confirm, Msg, Op};
 use crate::store::FleetRecord;
 use crate::tui::action::{Action, Context};
 use crate::tui::state::{Ask, AskFor, Command, Overlay, State, StatusMessage, View};
 use crate::tui::theme::Tone;
+use crate::tui::widgets::editor::FleetEditor;
 use crossterm::event::KeyEvent;
 
 /// A message of the fleets' services.

@@ -35,7 +35,7 @@ pub fn render_fleets(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer)
         render_log(ops, theme, bottom, buf);
     }
     if let Some(e) = &state.editor {
-        crate::tui::offers::view::render_editor(e, theme, area, buf);
+        crate::tui::widgets::editor::render(e, theme, area, buf);
     }
 }
 

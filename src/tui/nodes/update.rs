@@ -37,7 +37,7 @@ pub fn act(state: &mut State, action: Action) -> Option<Vec<Command>> {
         Action::Bottom => state.nodes.selected = pick(last),
         Action::PageUp | Action::PageDown => {
             // A screenful of the table: the body less borders, header (and details).
-            let body = crate::tui::panes::body(state.size).height;
+            let body = crate::tui::shell::view::body(state.size).height;
             let per = usize::from(body.saturating_sub(if state.nodes.detail { 12 } else { 3 })).max(1);
             let at = at.unwrap_or(0);
             state.nodes.selected = pick(if action == Action::PageDown {
@@ -53,15 +53,8 @@ pub fn act(state: &mut State, action: Action) -> Option<Vec<Command>> {
             let (Some(node), Some(fleet)) = (node, fleet) else {
                 return Some(vec![]);
             };
-            // Panes already open on this fleet: focus the node's, zoomed.
-            if state.panes.fleet.as_deref() == Some(fleet.as_str()) {
-                if let Some(i) = state.panes.tiles.iter().position(|t| t.node == node) {
-                    state.panes.focus = i;
-                    state.panes.zoom = true;
-                    state.view = View::Panes;
-                    return Some(crate::tui::panes::sync_sizes(state));
-                }
-            }
+            // The node's pane, zoomed: the Panes feature focuses it once the fleet's
+            // panes are shown (open already, the same shells; else new ones).
             state.focus_node = Some(node);
             return Some(vec![Command::OpenPanes(fleet)]);
         }

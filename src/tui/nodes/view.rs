@@ -216,7 +216,7 @@ fn cell(state: &State, c: &inventory::Cell, node: Option<&str>, theme: &Theme) -
             match (pane.map(|t| &t.state), toned) {
                 (None, true) => Span::styled("-", theme.tone(Tone::Info)),
                 (None, false) => Span::raw("-"),
-                (Some(s), true) => Span::styled(s.label(), theme.tone(crate::tui::panes::view::tone(s))),
+                (Some(s), true) => Span::styled(s.label(), theme.tone(crate::tui::widgets::pane_tone(s))),
                 (Some(s), false) => Span::raw(s.label()),
             }
         }

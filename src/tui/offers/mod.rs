@@ -1,7 +1,7 @@
 //! The Offers view's state (its share of `update` is update.rs): the catalog filtered by the view's
 //! query (the `/` filter, in the catalog's query language), sorted by any column, zones
 //! of one machine type and region grouped (expandable), a detail panel; `w` opens the
-//! fleet-file editor (`fleets::editor`) on a fleet file for the selected offer.
+//! fleet-file editor (`widgets::editor`) on a fleet file for the selected offer.
 
 pub mod msg;
 pub mod update;

@@ -4,9 +4,9 @@
 use super::{fleet_yaml, Msg, OfferRow, COLUMNS};
 use crate::catalog::{Field, Pricing};
 use crate::tui::action::Action;
-use crate::tui::fleets::editor::FleetEditor;
 use crate::tui::state::{Command, Overlay, State, StatusMessage, View};
 use crate::tui::theme::Tone;
+use crate::tui::widgets::editor::FleetEditor;
 
 /// A message of the offers' services.
 pub fn update(state: &mut State, msg: Msg) -> Vec<Command> {

@@ -176,7 +176,7 @@ pub fn render(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
         render_detail(o, v.pricing, theme, d, buf);
     }
     if let Some(e) = &state.editor {
-        render_editor(e, theme, area, buf);
+        crate::tui::widgets::editor::render(e, theme, area, buf);
     }
 }
 
@@ -515,38 +515,4 @@ fn render_detail(o: &Offer, pricing: Pricing, theme: &Theme, area: Rect, buf: &m
         )
         .wrap(Wrap { trim: false })
         .render(area, buf);
-}
-
-pub fn render_editor(
-    e: &crate::tui::fleets::editor::FleetEditor,
-    theme: &Theme,
-    area: Rect,
-    buf: &mut Buffer,
-) {
-    let r = centered(
-        area,
-        area.width.saturating_sub(4).clamp(area.width.min(20), 100),
-        area.height.saturating_sub(2).max(area.height.min(5)),
-    );
-    if r.is_empty() {
-        return;
-    }
-    Clear.render(r, buf);
-    let status = match &e.problem {
-        None => Line::styled(" valid · ctrl-s writes · esc cancels ", theme.tone(Tone::Pass)),
-        Some(p) => Line::styled(format!(" {p} "), theme.tone(Tone::Fail)),
-    };
-    let block = Block::default()
-        .borders(Borders::ALL)
-        .border_style(theme.border(true))
-        .title(Span::styled(format!(" {} ", e.path), theme.title()))
-        .title_bottom(status)
-        .style(theme.base());
-    let inner = block.inner(r);
-    block.render(r, buf);
-    let mut ta = e.input.clone();
-    ta.set_style(theme.base());
-    ta.set_cursor_line_style(Style::new());
-    ta.set_cursor_style(theme.base().add_modifier(Modifier::REVERSED));
-    Widget::render(&ta, inner, buf);
 }

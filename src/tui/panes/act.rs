@@ -8,10 +8,7 @@ use crate::tui::state::{Command, State, StatusMessage};
 use crate::tui::theme::Tone;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
-/// The area the views get: below the tab bar, above the status bar.
-pub fn body(size: (u16, u16)) -> Rect {
-    Rect::new(0, 1, size.0, size.1.saturating_sub(2))
-}
+pub use crate::tui::shell::view::body;
 
 /// The grid of the open panes at the state's terminal size.
 pub fn layout(state: &State) -> Grid {

@@ -20,14 +20,7 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Widget, Wrap};
 
-pub fn tone(s: &PaneState) -> Tone {
-    match s {
-        PaneState::Connected => Tone::Pass,
-        PaneState::Connecting => Tone::Info,
-        PaneState::Lost(_) | PaneState::Reconnecting { .. } => Tone::Warn,
-        PaneState::Exited(_) | PaneState::Failed(_) => Tone::Fail,
-    }
-}
+pub use crate::tui::widgets::pane_tone as tone;
 
 fn marker(s: &PaneState) -> &'static str {
     match s {

@@ -77,3 +77,8 @@ impl View {
         View::ALL[(self.index() + View::ALL.len() - 1) % View::ALL.len()]
     }
 }
+
+/// The area the views get: below the tab bar, above the status bar.
+pub fn body(size: (u16, u16)) -> ratatui::layout::Rect {
+    ratatui::layout::Rect::new(0, 1, size.0, size.1.saturating_sub(2))
+}

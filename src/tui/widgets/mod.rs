@@ -1,6 +1,7 @@
 //! Widgets shared by the views: the tab bar, the status bar, the palette and filter entry.
 
 pub mod detail;
+pub mod editor;
 pub mod gpu_strip;
 pub mod palette;
 pub mod rate_chart;
@@ -37,6 +38,19 @@ pub fn scrub(buf: &mut Buffer, area: Rect) {
 }
 
 /// A rectangle of at most `w` x `h` centred in `area`.
+/// The tone of a pane's state, wherever it is shown (the Panes view's titles, the Nodes
+/// view's PANE column).
+pub fn pane_tone(s: &crate::term::session::PaneState) -> crate::tui::theme::Tone {
+    use crate::term::session::PaneState;
+    use crate::tui::theme::Tone;
+    match s {
+        PaneState::Connected => Tone::Pass,
+        PaneState::Connecting => Tone::Info,
+        PaneState::Lost(_) | PaneState::Reconnecting { .. } => Tone::Warn,
+        PaneState::Exited(_) | PaneState::Failed(_) => Tone::Fail,
+    }
+}
+
 pub fn centered(area: Rect, w: u16, h: u16) -> Rect {
     let w = w.min(area.width);
     let h = h.min(area.height);

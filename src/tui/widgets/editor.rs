@@ -1,8 +1,15 @@
 //! The fleet-file editor: YAML validated as it is typed, opened on a new file for an
 //! offer (the Offers view's `w`) or on a recorded fleet's file (the Fleets view's `e`).
-//! Drawn over either view by `offers::view::render_editor`; its keys are
+//! A widget both views share (its state and [`render`]); its keys are
 //! `fleets::update::editor_key`.
 
+use crate::tui::theme::{Theme, Tone};
+use crate::tui::widgets::centered;
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Clear, Widget};
 use tui_textarea::TextArea;
 
 /// Writing a fleet file: YAML in an editor, validated as it is typed.
@@ -43,7 +50,7 @@ impl FleetEditor {
         self.input.lines().join("\n").trim_end() != self.opened_with.trim_end()
     }
 
-    pub(super) fn validate(&mut self) {
+    pub(crate) fn validate(&mut self) {
         let text = self.input.lines().join("\n");
         self.problem = match crate::fleet::parse(std::path::Path::new(&self.path), &text) {
             Ok(_) => None,
@@ -53,4 +60,35 @@ impl FleetEditor {
                 .map(|d| d.to_string()),
         };
     }
+}
+
+/// Draw the editor centred over `area`: the file's path, the text, and whether it
+/// validates (or its first problem) on the bottom rule.
+pub fn render(e: &FleetEditor, theme: &Theme, area: Rect, buf: &mut Buffer) {
+    let r = centered(
+        area,
+        area.width.saturating_sub(4).clamp(area.width.min(20), 100),
+        area.height.saturating_sub(2).max(area.height.min(5)),
+    );
+    if r.is_empty() {
+        return;
+    }
+    Clear.render(r, buf);
+    let status = match &e.problem {
+        None => Line::styled(" valid · ctrl-s writes · esc cancels ", theme.tone(Tone::Pass)),
+        Some(p) => Line::styled(format!(" {p} "), theme.tone(Tone::Fail)),
+    };
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(theme.border(true))
+        .title(Span::styled(format!(" {} ", e.path), theme.title()))
+        .title_bottom(status)
+        .style(theme.base());
+    let inner = block.inner(r);
+    block.render(r, buf);
+    let mut ta = e.input.clone();
+    ta.set_style(theme.base());
+    ta.set_cursor_line_style(Style::new());
+    ta.set_cursor_style(theme.base().add_modifier(Modifier::REVERSED));
+    Widget::render(&ta, inner, buf);
 }
