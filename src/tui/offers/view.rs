@@ -13,12 +13,12 @@ use crate::catalog::{Direction, Field, Offer, Pricing};
 use crate::tui::offers::{fleet_yaml, OfferRow, OffersView, COLUMNS};
 use crate::tui::state::State;
 use crate::tui::theme::{Theme, Tone};
-use crate::tui::widgets::{centered, truncate};
+use crate::tui::widgets::truncate;
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Cell, Clear, Paragraph, Row, Table, Widget, Wrap};
+use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table, Widget, Wrap};
 
 fn money(p: Option<f64>) -> String {
     match p {

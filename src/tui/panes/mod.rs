@@ -615,10 +615,19 @@ mod flow_tests {
         );
         assert_eq!(s.view, View::Panes);
         assert_eq!((s.panes.focus, s.panes.zoom), (2, true));
-        // Open already: back in Nodes, another node, Enter focuses its pane.
+        // Open already: back in Nodes, another node, Enter asks for the fleet's panes
+        // again; the services answer that they are open (the same shells), and the Panes
+        // feature focuses the node's.
         ch(&mut s, '3');
         ch(&mut s, 'k');
-        let cmds = press(&mut s, KeyCode::Enter, KeyModifiers::NONE);
+        assert_eq!(
+            press(&mut s, KeyCode::Enter, KeyModifiers::NONE),
+            vec![Command::OpenPanes("lab".into())]
+        );
+        let cmds = update(
+            &mut s,
+            Msg::Panes(crate::tui::panes::Msg::Shown { fleet: "lab".into() }),
+        );
         assert!(
             cmds.iter().all(|c| matches!(c, Command::PaneResize { .. })),
             "{cmds:?}"
