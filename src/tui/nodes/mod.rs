@@ -87,6 +87,22 @@ mod tests {
         assert!(screen(&s).contains("rows 1001–1024 of 1024"));
         key(&mut s, KeyCode::PageUp);
         assert_eq!(s.nodes.selected.as_deref(), Some("big-998"));
+        // With the `d` panel open a page is the rows shown above it.
+        key(&mut s, KeyCode::Home);
+        key(&mut s, KeyCode::Char('d'));
+        let with_panel = screen(&s);
+        let k: usize = with_panel
+            .split("rows 1–")
+            .nth(1)
+            .and_then(|r| r.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{with_panel}"));
+        assert!(k < 25, "{with_panel}");
+        key(&mut s, KeyCode::PageDown);
+        assert_eq!(s.nodes.selected, Some(format!("big-{k}")), "{with_panel}");
+        let next = screen(&s);
+        assert!(next.contains(&format!("rows {}–", k + 1)), "{next}");
+        key(&mut s, KeyCode::Char('d'));
         // The filter narrows to a page of its own.
         for c in "/big-51".chars() {
             key(&mut s, KeyCode::Char(c));

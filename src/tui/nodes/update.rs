@@ -36,9 +36,11 @@ pub fn act(state: &mut State, action: Action) -> Option<Vec<Command>> {
         Action::Top => state.nodes.selected = pick(0),
         Action::Bottom => state.nodes.selected = pick(last),
         Action::PageUp | Action::PageDown => {
-            // A screenful of the table: the body less borders, header (and details).
-            let body = crate::tui::shell::view::body(state.size).height;
-            let per = usize::from(body.saturating_sub(if state.nodes.detail { 12 } else { 3 })).max(1);
+            // A screenful of the table: its area (above the `d` panel, as tall as the
+            // selected node's fields) less borders and header.
+            let body = crate::tui::shell::view::body(state.size);
+            let list = super::view::wheel_area(state, body).height;
+            let per = usize::from(list.saturating_sub(3)).max(1);
             let at = at.unwrap_or(0);
             state.nodes.selected = pick(if action == Action::PageDown {
                 (at + per).min(last)
