@@ -6,7 +6,8 @@ pub mod update;
 pub mod view;
 
 pub use msg::Msg;
-pub use update::{act, listed_nodes, node_view, update};
+pub use update::{act, update};
+pub use view::{listed_nodes, node_view};
 
 /// The Nodes view's state: the selected node and each GKE fleet's last snapshot.
 #[derive(Debug, Clone, Default)]

@@ -1,5 +1,6 @@
 //! The Nodes view's share of `update`: its actions and its messages.
 
+use super::view::listed_nodes;
 use super::Msg;
 use crate::tui::action::Action;
 use crate::tui::state::{Command, State, View};
@@ -63,18 +64,4 @@ pub fn act(state: &mut State, action: Action) -> Option<Vec<Command>> {
         _ => return None,
     }
     Some(vec![])
-}
-
-/// The Nodes view of the current fleet, as its family's inventory lays it out (with the
-/// last snapshot of a GKE cluster).
-pub fn node_view(state: &State) -> Option<crate::cloud::inventory::NodeView> {
-    let fleet = crate::tui::shell::fleet::current(state)?;
-    Some(crate::cloud::inventory_for(fleet.backend).nodes(fleet, state.nodes.gke.get(&fleet.name)))
-}
-
-/// The names of the current fleet's nodes the Nodes view lists (its filter applied), in
-/// its order: the instances of a GCP fleet, else the fleet's nodes.
-pub fn listed_nodes(state: &State) -> Vec<String> {
-    let filter = state.filters[View::Nodes.index()].to_lowercase();
-    node_view(state).map(|v| v.listed(&filter)).unwrap_or_default()
 }

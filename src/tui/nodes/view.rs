@@ -13,7 +13,7 @@
 
 use crate::cloud::inventory;
 use crate::store::FleetRecord;
-use crate::tui::state::State;
+use crate::tui::state::{State, View};
 use crate::tui::theme::{Theme, Tone};
 use crate::tui::widgets::table::{self, block, message, page_of, Col};
 use ratatui::buffer::Buffer;
@@ -39,8 +39,8 @@ pub fn render_nodes(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) 
         .nodes
         .selected
         .clone()
-        .filter(|s| crate::tui::nodes::listed_nodes(state).contains(s))
-        .or_else(|| crate::tui::nodes::listed_nodes(state).into_iter().next());
+        .filter(|s| listed_nodes(state).contains(s))
+        .or_else(|| listed_nodes(state).into_iter().next());
     let area = match (&selected, state.nodes.detail) {
         (Some(name), true) => crate::tui::widgets::detail::render_below(
             area,
@@ -99,8 +99,8 @@ pub fn wheel_area(state: &State, area: Rect) -> Rect {
         .nodes
         .selected
         .clone()
-        .filter(|s| crate::tui::nodes::listed_nodes(state).contains(s))
-        .or_else(|| crate::tui::nodes::listed_nodes(state).into_iter().next());
+        .filter(|s| listed_nodes(state).contains(s))
+        .or_else(|| listed_nodes(state).into_iter().next());
     match (selected, state.nodes.detail) {
         (Some(name), true) => crate::tui::widgets::detail::split(area, &node_detail(state, fleet, &name)).0,
         _ => area,
@@ -273,4 +273,18 @@ fn node_detail(state: &State, fleet: &FleetRecord, name: &str) -> Vec<(&'static 
         ),
     ));
     fields
+}
+
+/// The Nodes view of the current fleet, as its family's inventory lays it out (with the
+/// last snapshot of a GKE cluster).
+pub fn node_view(state: &State) -> Option<crate::cloud::inventory::NodeView> {
+    let fleet = crate::tui::shell::fleet::current(state)?;
+    Some(crate::cloud::inventory_for(fleet.backend).nodes(fleet, state.nodes.gke.get(&fleet.name)))
+}
+
+/// The names of the current fleet's nodes the Nodes view lists (its filter applied), in
+/// its order: the instances of a GCP fleet, else the fleet's nodes.
+pub fn listed_nodes(state: &State) -> Vec<String> {
+    let filter = state.filters[View::Nodes.index()].to_lowercase();
+    node_view(state).map(|v| v.listed(&filter)).unwrap_or_default()
 }
