@@ -18,18 +18,6 @@ macro_rules! require_tmux {
 /// A fleet name of 40 characters, longer than the Fleets table gives it at 80 columns.
 const LONG: &str = "walk-fleet-with-a-forty-character-name-1";
 
-/// Apply a local fleet `name` of `nodes` nodes (this machine, local PTYs).
-fn apply_local(t: &Tmux, name: &str, nodes: usize) -> String {
-    let file = t.home.path().join(format!("{name}.yaml"));
-    std::fs::write(
-        &file,
-        format!("type: fleet\nname: {name}\nbackends: [local]\nnodes: {nodes}\n"),
-    )
-    .unwrap();
-    t.flightdeck(&["fleet", "apply", file.to_str().unwrap(), "--yes"]);
-    file.display().to_string()
-}
-
 /// The rows of the `d` panel: from its top border (titled `title`) to the status line,
 /// without the borders.
 fn panel(screen: &str, title: &str) -> Vec<String> {
@@ -82,7 +70,7 @@ fn d_shows_the_selected_fleet_and_job_whole_at_80x24() {
     assert_eq!(LONG.len(), 40);
     let t = Tmux::start(&[], &[("SHELL", "/bin/sh")], 80, 24);
     t.wait_text("? help");
-    let file = apply_local(&t, LONG, 1);
+    let file = t.apply_local_named(LONG);
     t.keys(&["2", "r"]);
     let screen = t.wait_text("Fleets (1)");
     assert!(
@@ -160,7 +148,7 @@ fn the_wheel_scrolls_the_list_under_the_pointer() {
     // Five fleets: had the wheel moved over the panel, the tab bar or the status line,
     // the selection would be at the last (wheel-e), not three down from the first.
     for name in ["wheel-a", "wheel-b", "wheel-c", "wheel-d", "wheel-e"] {
-        apply_local(&t, name, 1);
+        t.apply_local_named(name);
     }
     t.keys(&["2", "r"]);
     t.wait_text("Fleets (5)");

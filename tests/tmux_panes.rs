@@ -16,17 +16,6 @@ macro_rules! require_tmux {
     };
 }
 
-/// Apply a local fleet `name` of `nodes` nodes (this machine, local PTYs).
-fn apply_local(t: &Tmux, name: &str, nodes: usize) {
-    let file = t.home.path().join(format!("{name}.yaml"));
-    std::fs::write(
-        &file,
-        format!("type: fleet\nname: {name}\nbackends: [local]\nnodes: {nodes}\n"),
-    )
-    .unwrap();
-    t.flightdeck(&["fleet", "apply", file.to_str().unwrap(), "--yes"]);
-}
-
 /// Type `cmd` into the focused pane and stop typing.
 fn in_pane(t: &Tmux, cmd: &str) {
     t.keys(&["i"]);
@@ -87,8 +76,8 @@ fn another_fleets_panes_keep_the_open_shells() {
     require_tmux!();
     let t = Tmux::start(&[], &[("SHELL", "/bin/sh"), ("PS1", "$ ")], 100, 30);
     t.wait_text("? help");
-    apply_local(&t, "alpha", 1);
-    apply_local(&t, "beta", 1);
+    t.apply_local_named("alpha");
+    t.apply_local_named("beta");
     t.keys(&["2", "r"]);
     t.wait_text("beta");
     t.keys(&["g", "Enter"]);
@@ -127,7 +116,7 @@ fn pane_text_reflows_on_resize() {
     require_tmux!();
     let t = Tmux::start(&[], &[("SHELL", "/bin/sh"), ("PS1", "$ ")], 160, 48);
     t.wait_text("? help");
-    apply_local(&t, "solo", 1);
+    t.apply_local_named("solo");
     t.keys(&["2", "r"]);
     t.wait_text("solo");
     t.keys(&["Enter"]);

@@ -14,9 +14,7 @@ fn the_broadcast_mode_is_whole_in_the_status_bar_at_80x24() {
     }
     let t = Tmux::start(&[], &[("SHELL", "/bin/sh"), ("PS1", "$ ")], 80, 24);
     t.wait_text("? help");
-    let file = t.home.path().join("four.yaml");
-    std::fs::write(&file, "type: fleet\nname: four\nbackends: [local]\nnodes: 1\n").unwrap();
-    t.flightdeck(&["fleet", "apply", file.to_str().unwrap(), "--yes"]);
+    t.apply_local_named("four");
     t.keys(&["2"]);
     t.wait_text("four");
     t.keys(&["Enter"]);

@@ -132,6 +132,19 @@ impl Tmux {
         ]);
     }
 
+    /// Apply a local fleet `name` (this machine, one node: the local backend takes no
+    /// more) beside the cockpit; returns its file's path.
+    pub fn apply_local_named(&self, name: &str) -> String {
+        let file = self.home.path().join(format!("{name}.yaml"));
+        std::fs::write(
+            &file,
+            format!("type: fleet\nname: {name}\nbackends: [local]\nnodes: 1\n"),
+        )
+        .unwrap();
+        self.flightdeck(&["fleet", "apply", file.to_str().unwrap(), "--yes"]);
+        file.display().to_string()
+    }
+
     /// The FLIGHTDECK_HOME of this test (config and state).
     pub fn fd_home(&self) -> PathBuf {
         self.home.path().join("fd")
