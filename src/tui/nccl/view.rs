@@ -24,7 +24,7 @@ use crate::store;
 use crate::tui::nccl::{visible, Field, RunDialog, RunStatus};
 use crate::tui::state::State;
 use crate::tui::theme::{Theme, Tone};
-use crate::tui::widgets::centered;
+use crate::tui::widgets::dialog_area;
 use crate::tui::widgets::rate_chart::tick;
 use crate::tui::widgets::table::{self, Col, Cut};
 use ratatui::buffer::Buffer;
@@ -33,8 +33,7 @@ use ratatui::style::{Modifier, Style};
 use ratatui::symbols::Marker;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{
-    Axis, Block, Borders, Chart, Clear, Dataset, GraphType, LegendPosition, Paragraph, Row, Table, Widget,
-    Wrap,
+    Axis, Block, Borders, Chart, Dataset, GraphType, LegendPosition, Paragraph, Row, Table, Widget, Wrap,
 };
 
 fn grade_tone(g: Grade) -> Tone {
@@ -377,15 +376,9 @@ fn render_stragglers(r: &StragglerReport, theme: &Theme, area: Rect, buf: &mut B
 
 /// The run dialog over the view: a line per field, then the profile's environment.
 fn render_dialog(d: &RunDialog, theme: &Theme, area: Rect, buf: &mut Buffer) {
-    let r = centered(
-        area,
-        area.width.saturating_sub(4).clamp(area.width.min(20), 100),
-        area.height.saturating_sub(2).max(area.height.min(5)),
-    );
-    if r.is_empty() {
+    let Some(r) = dialog_area(area, buf) else {
         return;
-    }
-    Clear.render(r, buf);
+    };
     let footer = match &d.problem {
         Some(p) => Line::styled(format!(" {p} "), theme.tone(Tone::Fail)),
         None => Line::styled(

@@ -35,12 +35,7 @@ pub fn render_nodes(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) 
         );
     };
     // The selected node (the first listed until one is picked), and its details below.
-    let selected = state
-        .nodes
-        .selected
-        .clone()
-        .filter(|s| listed_nodes(state).contains(s))
-        .or_else(|| listed_nodes(state).into_iter().next());
+    let selected = shown_node(state);
     let area = match (&selected, state.nodes.detail) {
         (Some(name), true) => crate::tui::widgets::detail::render_below(
             area,
@@ -95,13 +90,7 @@ pub fn wheel_area(state: &State, area: Rect) -> Rect {
     let Some(fleet) = crate::tui::shell::fleet::current(state) else {
         return area;
     };
-    let selected = state
-        .nodes
-        .selected
-        .clone()
-        .filter(|s| listed_nodes(state).contains(s))
-        .or_else(|| listed_nodes(state).into_iter().next());
-    match (selected, state.nodes.detail) {
+    match (shown_node(state), state.nodes.detail) {
         (Some(name), true) => crate::tui::widgets::detail::split(area, &node_detail(state, fleet, &name)).0,
         _ => area,
     }
@@ -287,4 +276,16 @@ pub fn node_view(state: &State) -> Option<crate::cloud::inventory::NodeView> {
 pub fn listed_nodes(state: &State) -> Vec<String> {
     let filter = state.filters[View::Nodes.index()].to_lowercase();
     node_view(state).map(|v| v.listed(&filter)).unwrap_or_default()
+}
+
+/// The node the view shows as selected: the one picked while it is listed, else the
+/// first listed (the list read once).
+fn shown_node(state: &State) -> Option<String> {
+    let listed = listed_nodes(state);
+    state
+        .nodes
+        .selected
+        .clone()
+        .filter(|s| listed.contains(s))
+        .or_else(|| listed.into_iter().next())
 }

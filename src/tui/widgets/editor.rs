@@ -4,12 +4,12 @@
 //! `fleets::update::editor_key`.
 
 use crate::tui::theme::{Theme, Tone};
-use crate::tui::widgets::centered;
+use crate::tui::widgets::dialog_area;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Clear, Widget};
+use ratatui::widgets::{Block, Borders, Widget};
 use tui_textarea::TextArea;
 
 /// Writing a fleet file: YAML in an editor, validated as it is typed.
@@ -65,15 +65,9 @@ impl FleetEditor {
 /// Draw the editor centred over `area`: the file's path, the text, and whether it
 /// validates (or its first problem) on the bottom rule.
 pub fn render(e: &FleetEditor, theme: &Theme, area: Rect, buf: &mut Buffer) {
-    let r = centered(
-        area,
-        area.width.saturating_sub(4).clamp(area.width.min(20), 100),
-        area.height.saturating_sub(2).max(area.height.min(5)),
-    );
-    if r.is_empty() {
+    let Some(r) = dialog_area(area, buf) else {
         return;
-    }
-    Clear.render(r, buf);
+    };
     let status = match &e.problem {
         None => Line::styled(" valid · ctrl-s writes · esc cancels ", theme.tone(Tone::Pass)),
         Some(p) => Line::styled(format!(" {p} "), theme.tone(Tone::Fail)),

@@ -51,6 +51,21 @@ pub fn pane_tone(s: &crate::term::session::PaneState) -> crate::tui::theme::Tone
     }
 }
 
+/// A dialog's box over `area` (centred, at most 100 columns, a margin around it), cleared
+/// for drawing; `None` when there is no room at all.
+pub fn dialog_area(area: Rect, buf: &mut ratatui::buffer::Buffer) -> Option<Rect> {
+    let r = centered(
+        area,
+        area.width.saturating_sub(4).clamp(area.width.min(20), 100),
+        area.height.saturating_sub(2).max(area.height.min(5)),
+    );
+    if r.is_empty() {
+        return None;
+    }
+    ratatui::widgets::Widget::render(ratatui::widgets::Clear, r, buf);
+    Some(r)
+}
+
 pub fn centered(area: Rect, w: u16, h: u16) -> Rect {
     let w = w.min(area.width);
     let h = h.min(area.height);
