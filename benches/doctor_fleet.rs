@@ -64,16 +64,19 @@ fn bench(n: usize) {
     for run in 0..3 {
         let start = Instant::now();
         let cpu0 = children_cpu();
+        let busy0 = machine_busy();
         let out = support::flightdeck(home.path(), &["doctor", "lab", "--json"]);
         let took = start.elapsed();
         let cpu = children_cpu() - cpu0;
+        let busy = machine_busy() - busy0;
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
             panic!("{e}: {}", String::from_utf8_lossy(&out.stderr));
         });
         eprintln!(
-            "{n} nodes, run {run}: {:.1} s (flightdeck's own CPU {:.1} s)",
+            "{n} nodes, run {run}: {:.1} s (flightdeck's own CPU {:.1} s; the machine's, every process, {:.1} s)",
             took.as_secs_f64(),
-            cpu
+            cpu,
+            busy
         );
         // Where the time went, as the doctor logged it (node phase, probe sessions, probes),
         // the node script's sections summed up over the nodes.
@@ -146,8 +149,10 @@ fn bench(n: usize) {
         .collect();
     let only = only.join(",");
     let start = Instant::now();
+    let busy0 = machine_busy();
     let out = support::flightdeck(home.path(), &["doctor", "lab", "--json", "--only", &only]);
     let nodes_phase = start.elapsed();
+    let busy = machine_busy() - busy0;
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let gpus = v["findings"]
         .as_array()
@@ -157,8 +162,9 @@ fn bench(n: usize) {
         .count();
     assert_eq!(gpus, n, "every node answered");
     println!(
-        "doctor on {n} testbed nodes, every check but the matrix: {:.1} s",
-        nodes_phase.as_secs_f64()
+        "doctor on {n} testbed nodes, every check but the matrix: {:.1} s (the machine's CPU, every process, {:.1} s)",
+        nodes_phase.as_secs_f64(),
+        busy
     );
     times.sort();
     let median: Duration = times[1];
@@ -257,6 +263,28 @@ fn phases(home: &std::path::Path) -> Vec<String> {
 
 /// CPU seconds (user + system) of the children this process has waited for: the
 /// flightdeck processes it ran.
+/// The CPU time this machine spent (every process: the testbed's nodes, sshd, the pings,
+/// flightdeck), in seconds, from /proc/stat's first line (user, nice, system, irq,
+/// softirq, steal; not idle or iowait).
+fn machine_busy() -> f64 {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let ticks: Vec<u64> = stat
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    // SAFETY: sysconf reads a constant.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    [0, 1, 2, 5, 6, 7]
+        .iter()
+        .filter_map(|&i| ticks.get(i))
+        .sum::<u64>() as f64
+        / hz
+}
+
 fn children_cpu() -> f64 {
     let mut u: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: getrusage fills the struct it is given.

@@ -60,11 +60,14 @@ fn find<'a>(
         .unwrap_or_else(|| panic!("no {check} on {node} with `{has}` among {p:#?}"))
 }
 
-/// Delay on node `i`'s NIC: netem's 5 ms, else a tbf rate limit a little under what the
-/// probes send through the NIC in a round (two pings of 200 98-byte packets a second,
-/// 314 kbit/s), so a queue builds over the round: a few ms of delay and no loss, as
-/// netem's. (A far lower rate, 64 kbit, made ping pace itself by its late replies and
-/// overran its rounds.)
+/// Delay on node `i`'s NIC: netem's 5 ms, else a tbf rate limit under what the probes
+/// send through the NIC (its own pings and its replies to its 3 peers', each some 60
+/// probes of 98 bytes a second: about 560 kbit/s), with a short queue: some 50 ms of
+/// delay, and drops past it (slow, or lossy and slow). The queue must stay short on
+/// this testbed: the kernel's echo replies are sent from one ICMP socket per CPU shared
+/// by every namespace (net/ipv4/icmp.c), so a long one (`latency 2s`) held enough of
+/// the node's replies to fill that socket's send buffer, and every node's replies were
+/// dropped with it (`IcmpOutErrors`; 10–20% loss between healthy nodes).
 fn plant_delay(tb: &Testbed, i: usize, nic: &str) -> &'static str {
     if tb
         .node_run(
@@ -78,12 +81,12 @@ fn plant_delay(tb: &Testbed, i: usize, nic: &str) -> &'static str {
     tb.node_run(
         i,
         &[
-            "tc", "qdisc", "add", "dev", nic, "root", "tbf", "rate", "200kbit", "burst", "1540", "latency",
-            "2s",
+            "tc", "qdisc", "add", "dev", nic, "root", "tbf", "rate", "400kbit", "burst", "1540", "latency",
+            "50ms",
         ],
     )
     .unwrap();
-    "tbf rate 200kbit"
+    "tbf rate 400kbit"
 }
 
 /// 2% loss on node `i`'s NIC: netem's, else an nftables drop of 2% of its echo requests
@@ -216,8 +219,8 @@ fn a_healthy_fleet_passes_and_every_planted_fault_is_named() {
     find(&p, &n2, "nics", "eth2 down");
     find(&p, &n2, "reach", "eth2 unreachable");
     find(&p, &n3, "nvlink", "GPU 0 link 7 inactive");
-    // netem's delay makes the NIC slow; a tbf throttle queues (slow) and, once its queue
-    // outlasts a round, drops (lossy and slow).
+    // netem's delay makes the NIC slow; a tbf throttle queues (slow) and, past its short
+    // queue, drops (lossy and slow).
     if delay.starts_with("netem") {
         find(&p, &n3, "reach", "eth1 slow");
     } else {
@@ -582,9 +585,9 @@ fn a_loss_that_does_not_last_is_probed_again_and_not_named() {
     let Some(tb) = Testbed::new_machines(4, 1) else {
         return;
     };
-    // Node 1 drops a fifth of the first 40 kB of ICMP it sends on eth1 (some 480
-    // packets, the first two of its three rounds), then nothing: a burst, as a loaded
-    // host's bridge drops. The first look sees it, the second does not.
+    // Node 1 drops a fifth of the first 40 kB of ICMP it sends on eth1 (some 400
+    // packets, the first third of its probes and replies), then nothing: a burst, as a
+    // loaded host's bridge drops. The first look sees it, the second does not.
     plant_drop_while(&tb, 1, "eth1", 200, "fdburst", "quota until 40000 bytes");
     let home = tempfile::tempdir().unwrap();
     tb.apply_fleet(home.path(), "lab");

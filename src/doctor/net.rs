@@ -389,74 +389,82 @@ const PROBE: &str = "@@fd-probe";
 /// What a node's probe script prints once it runs, before it waits for its start time.
 pub const READY: &str = "@@fd-probe-ready";
 
-/// A probe to send: NIC, address, id (the number its output carries).
-pub type Target = (String, String, usize);
+/// A ping to send: NIC, address, id (the number its output carries), probes.
+pub type Target = (String, String, usize, u32);
 
-/// A round's length for `count` probes: the probes at 5 ms, and room for the pings to
-/// start and the last replies to come back.
-pub fn slot_ms(count: u32) -> u64 {
-    u64::from(count) * 5 + 300
+/// The gap between a ping's probes, ms. iputils' ping busy-waits (a `sched_yield` loop)
+/// whenever its next probe is due in 10 ms or less and no reply is outstanding
+/// (`main_loop` in ping/ping_common.c): at 5 ms each ping holds a core for its whole run,
+/// which on nodes that share cores starves everything else and on any node burns a core
+/// per NIC and partner. From 10 ms on it sleeps in `recvmsg` (a probe then takes some 17
+/// to 20 ms, the socket timeout's rounding to the kernel's ticks).
+pub const PACE_MS: u64 = 10;
+
+/// The most probes one ping sends: a pair's probes beyond it are split over several pings
+/// run at once, so every pair's probes end within one ping's time.
+pub const PING_MAX: u32 = 100;
+
+/// A pair's `count` probes as pings of at most [`PING_MAX`], as even as can be.
+pub fn pings(count: u32) -> Vec<u32> {
+    let n = count.div_ceil(PING_MAX).max(1);
+    (0..n).map(|i| count / n + u32::from(i < count % n)).collect()
 }
 
-/// A probe's deadline: twice its sending time at 5 ms, and a second.
+/// How long a node's probes take for pairs of `count`: its longest ping at 20 ms a
+/// probe, and room for the pings to start and the last replies to come back.
+pub fn probes_ms(count: u32) -> u64 {
+    u64::from(pings(count).into_iter().max().unwrap_or(0)) * 20 + 300
+}
+
+/// A ping's deadline: twice its probes at 20 ms, and a second.
 pub fn probe_deadline_s(count: u32) -> u64 {
-    (u64::from(count) * 10).div_ceil(1000) + 1
+    (u64::from(count) * 40).div_ceil(1000) + 1
 }
 
-/// The script a node runs for the whole matrix, in one session (as `sh -c SCRIPT`, its
-/// stdin free): it says [`READY`], then reads the time of round 0 from stdin, in
-/// nanoseconds on the node's own clock (the caller sends it once every prober is ready,
-/// its clock offset in it; an empty or unreadable line: no schedule), and runs its rounds
-/// (round `r`: one `ping` per (NIC, peer address), all at once), round `r` starting at
-/// that time + `r × slot`, so the nodes go round by round together without a word
-/// between rounds. After each round it prints `@@fd-round R TIME`, when it ended.
-/// A node without a nanosecond clock runs its rounds back to back. A `ping` that may not
-/// send at 5 ms intervals as this user falls back to 200 ms; `-W 1` bounds the wait for
-/// a peer that never answers. A deadline of twice the probes' sending time (`timeout -s
-/// INT`, on which ping prints its statistics) bounds a ping on a NIC so congested that
-/// ping paces itself by its late replies, which would hold its round and the node's
-/// later rounds for many seconds; what it did not send then counts as not sent, and what
-/// got no reply as lost. (ping's own `-w` would not do: with it, `-c` counts replies, so
-/// a lossy pair would be sent more probes than the others.)
+/// The script a node runs for all its probes, in one session (as `sh -c SCRIPT`, its
+/// stdin free): it says [`READY`], then reads its start time from stdin, in nanoseconds
+/// on the node's own clock (the caller sends it once every prober is ready, its clock
+/// offset in it; an empty or unreadable line, or a node without a nanosecond clock: at
+/// once), and at that time starts every ping at once (one per (NIC, peer address, part
+/// of the pair's probes)): the pairs are those of the rounds of disjoint pairs
+/// ([`rounds`]), a node's partners all probed together, so the whole look takes one
+/// ping's time at any fleet size. Once they have ended it prints `@@fd-probes-end TIME`.
+/// A `ping` that may not send at [`PACE_MS`] as this user falls back to 5 probes at
+/// 200 ms; `-W 1` bounds the wait for a peer that never answers. A deadline of twice the
+/// probes' time (`timeout -s INT`, on which ping prints its statistics) bounds a ping on a
+/// NIC so congested that ping paces itself by its late replies; what it did not send then
+/// counts as not sent, and what got no reply as lost. (ping's own `-w` would not do: with
+/// it, `-c` counts replies, so a lossy pair would be sent more probes than the others.)
 ///
-/// Each target is (NIC, address, id): the id names the probe in the output (the first
-/// number of its `@@fd-probe` line), so the caller knows whom it probed.
-pub fn schedule_script(rounds: &[(usize, Vec<Target>)], count: u32, slot_ms: u64) -> String {
-    let mut s = String::from("#!/bin/sh\n# flightdeck doctor: the reachability rounds of this node\n");
-    let _ = writeln!(
-        s,
-        "echo {READY}; st=; IFS= read -r st; slot={}",
-        u128::from(slot_ms) * 1_000_000
-    );
+/// Each target is (NIC, address, id, probes): the id names the ping in the output (the
+/// first number of its `@@fd-probe` line), so the caller knows whom it probed.
+pub fn schedule_script(targets: &[Target]) -> String {
+    let mut s = String::from("#!/bin/sh\n# flightdeck doctor: the reachability probes of this node\n");
+    let _ = writeln!(s, "echo {READY}; st=; IFS= read -r st");
     s.push_str("case $st in ''|*[!0-9]*) st=0;; esac\n");
-    s.push_str("case $(date +%s%N 2>/dev/null) in ''|*[!0-9]*) st=0;; esac\n");
+    s.push_str("now=$(date +%s%N 2>/dev/null); case $now in ''|*[!0-9]*) st=0;; esac\n");
     s.push_str(
-        "at() { [ \"$st\" = 0 ] && return 0; w=$(( st + $1 * slot - $(date +%s%N) )); \
-         [ \"$w\" -gt 0 ] && sleep $(( w / 1000000000 )).$(printf %09d $(( w % 1000000000 ))); return 0; }\n",
+        "if [ \"$st\" != 0 ]; then w=$(( st - now )); \
+         [ \"$w\" -gt 0 ] && sleep $(( w / 1000000000 )).$(printf %09d $(( w % 1000000000 ))); fi\n",
     );
+    s.push_str("t=; command -v timeout >/dev/null 2>&1 && t='timeout -s INT'\n");
+    let pace = format!("{}.{:03}", PACE_MS / 1000, PACE_MS % 1000);
     let _ = writeln!(
         s,
-        "t=; command -v timeout >/dev/null 2>&1 && t='timeout -s INT {}'",
-        probe_deadline_s(count)
-    );
-    let _ = writeln!(
-        s,
-        "probe() {{ o=$($t ping -n -q -c {count} -i 0.005 -W 1 -I \"$2\" \"$3\" 2>&1); \
+        "probe() {{ o=$(exec ${{t:+$t $5}} ping -n -q -c \"$4\" -i {pace} -W 1 -I \"$2\" \"$3\" 2>&1); \
          case \"$o\" in *'minimal interval'*|*'cannot flood'*) o=$(ping -n -q -c 5 -i 0.2 -W 1 -I \"$2\" \"$3\" 2>&1);; esac; \
          printf '{PROBE} %s %s %s\\n%s\\n{PROBE}-end\\n' \"$1\" \"$2\" \"$3\" \"$o\"; }}",
     );
-    for (r, targets) in rounds {
-        let _ = write!(s, "at {r};");
-        for (nic, addr, id) in targets {
-            let _ = write!(
-                s,
-                " probe {id} {} {} &",
-                crate::detach::quote(nic),
-                crate::detach::quote(addr)
-            );
-        }
-        let _ = writeln!(s, " wait; echo \"@@fd-round {r} $(date +%s%N)\"");
+    for (nic, addr, id, count) in targets {
+        let _ = writeln!(
+            s,
+            "probe {id} {} {} {count} {} &",
+            crate::detach::quote(nic),
+            crate::detach::quote(addr),
+            probe_deadline_s(*count)
+        );
     }
+    s.push_str("wait; echo \"@@fd-probes-end $(date +%s%N)\"\n");
     s
 }
 
@@ -471,6 +479,38 @@ pub struct Probe {
     pub avg_ms: Option<f64>,
     /// ping's own words when it printed no statistics (`connect: Network is unreachable`).
     pub error: Option<String>,
+}
+
+/// The parts of a pair's probes (the pings [`pings`] split it into) as one probe per
+/// (from, to, NIC), in the order first seen: sent and received summed, the average RTT
+/// weighted by the replies. Parts that printed statistics count; a pair whose every part
+/// failed keeps its first part's error.
+pub fn merge_parts(parts: Vec<Probe>) -> Vec<Probe> {
+    let mut merged: Vec<Probe> = vec![];
+    let mut at: std::collections::HashMap<(usize, usize, String), usize> = Default::default();
+    for p in parts {
+        let key = (p.from, p.to, p.nic.clone());
+        let Some(&k) = at.get(&key) else {
+            at.insert(key, merged.len());
+            merged.push(p);
+            continue;
+        };
+        let m = &mut merged[k];
+        match (m.error.is_some(), p.error.is_some()) {
+            (_, true) => {}
+            (true, false) => *m = p,
+            (false, false) => {
+                let rtt = |q: &Probe| q.avg_ms.map(|a| (a * f64::from(q.received), q.received));
+                m.avg_ms = match (rtt(m), rtt(&p)) {
+                    (Some((a, x)), Some((b, y))) if x + y > 0 => Some((a + b) / f64::from(x + y)),
+                    (a, b) => a.or(b).map(|(v, x)| v / f64::from(x.max(1))),
+                };
+                m.sent += p.sent;
+                m.received += p.received;
+            }
+        }
+    }
+    merged
 }
 
 /// One probe as a node's output reports it: its id ([`schedule_script`]), NIC, sent,
@@ -1058,25 +1098,25 @@ mod tests {
             ),
             (400, 200, 120, 100)
         );
-        // The schedule runs here: two rounds against this machine's loopback, the second
-        // a slot after the first.
+        // A pair's probes in pings of at most 100, as even as can be.
+        assert_eq!(
+            (pings(400), pings(200), pings(120), pings(100), pings(3)),
+            (vec![100; 4], vec![100; 2], vec![60; 2], vec![100], vec![3])
+        );
+        assert_eq!(pings(201), vec![67; 3]);
+        // The script runs here: two pings against this machine's loopback, at once, at the
+        // start it is given.
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap()
             .as_nanos() as i128;
-        let script = schedule_script(
-            &[
-                (1, vec![("lo".into(), "127.0.0.1".into(), 0)]),
-                (2, vec![("lo".into(), "127.0.0.1".into(), 1)]),
-            ],
-            3,
-            400,
-        );
-        assert!(
-            script.contains("at 2; probe 1 'lo' '127.0.0.1' & wait"),
-            "{script}"
-        );
-        // As the doctor runs it: `sh -c SCRIPT`, round 0's time on stdin once it is ready.
+        let script = schedule_script(&[
+            ("lo".into(), "127.0.0.1".into(), 0, 3),
+            ("lo".into(), "127.0.0.1".into(), 1, 2),
+        ]);
+        assert!(script.contains("probe 1 'lo' '127.0.0.1' 2 2 &"), "{script}");
+        assert!(script.contains("-i 0.010 "), "paced at 10 ms: {script}");
+        // As the doctor runs it: `sh -c SCRIPT`, the start on stdin once it is ready.
         let t = std::time::Instant::now();
         let mut child = std::process::Command::new("sh")
             .args(["-c", &script])
@@ -1092,21 +1132,79 @@ mod tests {
                 .unwrap();
             assert_eq!(first.trim(), READY);
             let mut stdin = child.stdin.take().unwrap();
-            writeln!(stdin, "{now}").unwrap();
+            writeln!(stdin, "{}", now + 600_000_000).unwrap();
         }
         let out = child.wait_with_output().unwrap();
         let took = t.elapsed();
-        let p = parse_probes(&String::from_utf8_lossy(&out.stdout));
+        let text = String::from_utf8_lossy(&out.stdout);
+        let p = parse_probes(&text);
         if p.iter()
             .any(|x| x.5.as_deref().is_some_and(|e| e.contains("not found")))
         {
             return; // no ping here
         }
-        assert_eq!(p.iter().map(|x| x.0).collect::<Vec<_>>(), vec![0, 1], "{p:?}");
-        assert!(p.iter().all(|x| x.3 == 3), "{p:?}");
+        let mut got: Vec<(usize, u32)> = p.iter().map(|x| (x.0, x.3)).collect();
+        got.sort();
+        assert_eq!(got, vec![(0, 3), (1, 2)], "{p:?}");
+        assert!(text.contains("@@fd-probes-end "), "{text}");
         assert!(
-            took >= std::time::Duration::from_millis(750),
-            "round 2 waits for its slot: {took:?}"
+            took >= std::time::Duration::from_millis(500),
+            "the pings wait for their start: {took:?}"
+        );
+    }
+
+    #[test]
+    fn the_parts_of_a_pair_are_one_probe() {
+        let part =
+            |to: usize, nic: &str, sent: u32, received: u32, avg: Option<f64>, error: Option<&str>| Probe {
+                from: 0,
+                to,
+                nic: nic.into(),
+                sent,
+                received,
+                avg_ms: avg,
+                error: error.map(str::to_string),
+            };
+        let merged = merge_parts(vec![
+            part(1, "eth1", 100, 100, Some(1.0), None),
+            part(2, "eth1", 100, 90, Some(2.0), None),
+            part(1, "eth1", 100, 50, Some(4.0), None),
+            part(
+                1,
+                "eth2",
+                0,
+                0,
+                None,
+                Some("ping: connect: Network is unreachable"),
+            ),
+            part(
+                1,
+                "eth2",
+                0,
+                0,
+                None,
+                Some("ping: connect: Network is unreachable"),
+            ),
+            part(
+                3,
+                "eth1",
+                0,
+                0,
+                None,
+                Some("ping: sendmsg: Operation not permitted"),
+            ),
+            part(3, "eth1", 60, 60, Some(0.5), None),
+        ]);
+        assert_eq!(merged.len(), 4, "{merged:?}");
+        // Sent and received summed, the RTT weighted by the replies: (100 × 1 + 50 × 4) / 150.
+        assert_eq!((merged[0].sent, merged[0].received), (200, 150));
+        assert!((merged[0].avg_ms.unwrap() - 2.0).abs() < 1e-9, "{merged:?}");
+        assert_eq!((merged[1].to, merged[1].received), (2, 90));
+        // Every part failed: the error stays; one part with statistics: they count.
+        assert!(merged[2].error.as_deref().unwrap().contains("unreachable"));
+        assert_eq!(
+            (merged[3].sent, merged[3].received, merged[3].error.clone()),
+            (60, 60, None)
         );
     }
 

@@ -259,9 +259,9 @@ pub async fn examine(
     report
 }
 
-/// The reachability probes over the nodes that answered: rounds of disjoint pairs
-/// ([`net::rounds`]) on the NICs NCCL's traffic takes ([`Facts::probe_nics`]), both ends
-/// of a pair probing each other; then whatever [`net::analyse`] suspects is probed again
+/// The reachability probes over the nodes that answered: the pairs of the rounds of
+/// disjoint pairs ([`net::rounds`]), all at once, on the NICs NCCL's traffic takes
+/// ([`Facts::probe_nics`]), both ends of a pair probing each other; then whatever [`net::analyse`] suspects is probed again
 /// alone (the suspects' pairs only, on a quiet fleet), and only what that second look
 /// confirms is named. A node without `ping` probes nothing (its peers still probe it) and
 /// is said not checked. The second look waits for `quiet` (every node's script ended) and
@@ -313,7 +313,6 @@ async fn reach_matrix(
     let m = seen.len();
     let count = net::probes_per_pair(m);
     let rounds = net::rounds(m);
-    let slot = net::slot_ms(count);
     let net = Net {
         seen,
         nodes,
@@ -325,18 +324,20 @@ async fn reach_matrix(
         .iter()
         .map(|r| r.iter().map(|&(a, b)| (a, b, None)).collect())
         .collect();
-    let total_ms = start_margin_ms(m) + slot * rounds.len() as u64;
+    let total_ms = start_margin_ms(m) + net::probes_ms(count);
+    let paired: usize = pairs.iter().map(Vec::len).sum();
     on(Event::Progress(format!(
-        "reachability: {} of disjoint pairs, {count} probes per pair on {}, about {:.0} s",
+        "reachability: {} (the pairs of {} of disjoint pairs), {count} probes per pair on {}, at once, about {:.0} s",
+        crate::words::plural(paired, "pair"),
         crate::words::plural(rounds.len(), "round"),
         rails.join(" "),
         total_ms as f64 / 1000.0
     )));
     let (probes, mut skipped) = net.probe(reach.clone(), &pairs, count).await;
     on(Event::Progress(crate::progress::tally(
-        rounds.len(),
-        rounds.len(),
-        "probe rounds",
+        paired,
+        paired,
+        "pairs probed",
     )));
     let names: Vec<String> = seen.iter().map(|(_, s)| s.node.to_string()).collect();
     let (suspects, rails_seen) = net::analyse(&probes);
@@ -539,9 +540,9 @@ struct Net<'a> {
 }
 
 impl Net<'_> {
-    /// Run `rounds` of pairs `(a, b, NIC or every rail)`: both ends that have `ping` probe
-    /// the other, `count` probes each, round `r` at its slot after every prober's session
-    /// is open ([`run_scheduled`]).
+    /// Probe the pairs of `rounds` `(a, b, NIC or every rail)`, every one at once: both ends
+    /// that have `ping` probe the other, `count` probes each (in pings of at most
+    /// [`net::PING_MAX`]), once every prober's session is open ([`run_scheduled`]).
     /// The probes, and warnings (addresses not probed, output cut).
     async fn probe(
         &self,
@@ -551,20 +552,18 @@ impl Net<'_> {
     ) -> (Vec<net::Probe>, Vec<Finding>) {
         let seen = self.seen;
         let m = seen.len();
-        let slot = net::slot_ms(count);
-        // Per node: its rounds' targets, and what each probe id stands for (peer, NIC).
-        let mut plans: Vec<Vec<(usize, Vec<net::Target>)>> = vec![vec![]; m];
+        // Per node: its pings, and whom each ping id probes.
+        let mut plans: Vec<Vec<net::Target>> = vec![vec![]; m];
         let mut ids: Vec<Vec<usize>> = vec![vec![]; m];
         // Addresses not probed: (the node that reported it, NIC, address) -> (prober, why).
         let mut not_probed: std::collections::BTreeMap<(usize, String, String), Vec<(usize, String)>> =
             Default::default();
-        for (r, round) in rounds.iter().enumerate() {
+        for round in rounds {
             for &(a, b, only) in round {
                 for (k, peer) in [(a, b), (b, a)] {
                     if !self.pinger[k] {
                         continue;
                     }
-                    let mut targets = vec![];
                     for nic in self.addrs[k]
                         .iter()
                         .filter(|n| self.rails.contains(&n.name.as_str()))
@@ -579,21 +578,16 @@ impl Net<'_> {
                         // broadcast.
                         match net::probe_target(nic, &addr) {
                             Ok(ip) => {
-                                targets.push((nic.name.clone(), ip.to_string(), ids[k].len()));
-                                ids[k].push(peer);
+                                for part in net::pings(count) {
+                                    plans[k].push((nic.name.clone(), ip.to_string(), ids[k].len(), part));
+                                    ids[k].push(peer);
+                                }
                             }
                             Err(why) => not_probed
                                 .entry((peer, nic.name.clone(), addr))
                                 .or_default()
                                 .push((k, why)),
                         }
-                    }
-                    if targets.is_empty() {
-                        continue;
-                    }
-                    match plans[k].last_mut() {
-                        Some((at, t)) if *at == r + 1 => t.extend(targets),
-                        _ => plans[k].push((r + 1, targets)),
                     }
                 }
             }
@@ -617,9 +611,9 @@ impl Net<'_> {
                 .fix("a probe goes only to a unicast address in the prober's own subnets on the NIC: check the node's address on it (`ip -4 addr show`)")
             })
             .collect();
-        // Every prober gets its rounds in one session, each round at a time agreed once
-        // every session is open ([`run_scheduled`]): by this machine's clock, moved by each
-        // node's clock offset.
+        // Every prober gets its pings in one session, started at a time agreed once every
+        // session is open ([`run_scheduled`]): by this machine's clock, moved by each node's
+        // clock offset.
         let mut jobs = vec![];
         let mut who = vec![];
         for (k, (pos, seen_k)) in seen.iter().enumerate() {
@@ -633,7 +627,7 @@ impl Net<'_> {
             jobs.push((self.nodes[*pos].clone(), offset, std::mem::take(&mut plans[k])));
             who.push(k);
         }
-        let out = run_scheduled(reach, jobs, count, slot, rounds.len()).await;
+        let out = run_scheduled(reach, jobs, net::probes_ms(count)).await;
         let mut probes: Vec<net::Probe> = vec![];
         let mut not_run: Vec<usize> = vec![];
         for (a, (code, stdout, dropped)) in who.into_iter().zip(out) {
@@ -683,7 +677,7 @@ impl Net<'_> {
                 });
             }
         }
-        (probes, warnings)
+        (net::merge_parts(probes), warnings)
     }
 }
 
@@ -691,49 +685,45 @@ impl Net<'_> {
 /// some 300 bytes per peer and NIC (2.5 MiB for 1024 nodes of 8 NICs).
 const REACH_CAP: usize = 8 * 1024 * 1024;
 
-/// A prober's rounds: (round, its targets).
-type Plan = Vec<(usize, Vec<net::Target>)>;
-
-/// How long the probe rounds wait for every prober to be ready before they start without
-/// the late ones (which then run their first rounds back to back until on time). The
+/// How long the probes wait for every prober to be ready before they start without the
+/// late ones (which then start as soon as they are). The
 /// node phase's connections are still held ([`Held`]), so a session is a channel on a
 /// live connection; only a node whose connection dropped meanwhile connects again.
 pub const READY_WAIT: Duration = Duration::from_secs(10);
 
-/// The time from the last prober ready to round 1: a line written to every session
-/// (50 ms, and 1 ms a node for the writing from here).
+/// The time from the last prober ready to the probes' start: a line written to every
+/// session (50 ms, and 1 ms a node for the writing from here).
 pub fn start_margin_ms(probers: usize) -> u64 {
     50 + probers as u64
 }
 
-/// Each prober's rounds (`(node, clock offset ns, plan)`) in a session of its own, all at
+/// Each prober's pings (`(node, clock offset ns, pings)`) in a session of its own, all at
 /// once, with a barrier: every session's script ([`net::schedule_script`]) says it is
-/// ready and waits; once all are (or after [`READY_WAIT`]), round 1 is set at
-/// [`start_margin_ms`] from then and each is sent that time on its own clock. (exit
-/// status, stdout, bytes of stdout past [`REACH_CAP`], dropped unread) in the jobs' order.
+/// ready and waits; once all are (or after [`READY_WAIT`]), the start is set at
+/// [`start_margin_ms`] from then and each is sent that time on its own clock; the probes
+/// take about `probes_ms` ([`net::probes_ms`]). (exit status, stdout, bytes of stdout
+/// past [`REACH_CAP`], dropped unread) in the jobs' order.
 async fn run_scheduled(
     reach: Reach,
-    jobs: Vec<(NodeTarget, i128, Plan)>,
-    count: u32,
-    slot: u64,
-    rounds: usize,
+    jobs: Vec<(NodeTarget, i128, Vec<net::Target>)>,
+    probes_ms: u64,
 ) -> Vec<(i32, String, u64)> {
     let n = jobs.len();
-    let limit = READY_WAIT + Duration::from_millis(start_margin_ms(n) + slot * rounds as u64 + 30_000);
+    let limit = READY_WAIT + Duration::from_millis(start_margin_ms(n) + probes_ms + 30_000);
     let (start_tx, start_rx) = tokio::sync::watch::channel(None::<i128>);
     let (ready_tx, mut ready_rx) = tokio::sync::mpsc::channel::<()>(n.max(1));
     let t0 = Instant::now();
     let mut tasks = vec![];
     for (node, offset, plan) in jobs {
         let (reach, ready_tx, start_rx) = (reach.clone(), ready_tx.clone(), start_rx.clone());
-        let command = limited(&net::schedule_script(&plan, count, slot), limit);
+        let command = limited(&net::schedule_script(&plan), limit);
         tasks.push(tokio::spawn(async move {
             let Ok(ch) = reach.exec(&node, &command).await else {
                 let _ = ready_tx.send(()).await;
                 return (exec::UNREACHABLE, String::new(), 0);
             };
-            // Round 0's time on the node's clock: round r at start + (r - 1) × slot.
-            let at = move |start: i128| format!("{}\n", start + offset - i128::from(slot) * 1_000_000);
+            // The start on the node's clock.
+            let at = move |start: i128| format!("{}\n", start + offset);
             run_prober(ch, ready_tx, start_rx, at, limit).await
         }));
     }
@@ -752,32 +742,24 @@ async fn run_scheduled(
     for t in tasks {
         out.push(t.await.unwrap_or((exec::UNREACHABLE, String::new(), 0)));
     }
-    // When each round ended (`@@fd-round R TIME`), the earliest and the latest node, and
-    // ping's own time for its probes (`..., time 712ms`): where the probes' time went.
-    let mut ends: std::collections::BTreeMap<usize, (i128, i128)> = Default::default();
-    for (_, o, _) in &out {
-        for l in o.lines() {
-            let mut w = l.split(' ');
-            if w.next() != Some("@@fd-round") {
-                continue;
-            }
-            if let (Some(r), Some(t)) = (
-                w.next().and_then(|r| r.parse().ok()),
-                w.next().and_then(|t| t.parse::<i128>().ok()),
-            ) {
-                let ms = (t - st) / 1_000_000;
-                let e = ends.entry(r).or_insert((ms, ms));
-                *e = (e.0.min(ms), e.1.max(ms));
-            }
-        }
-    }
+    // When each node's probes ended (`@@fd-probes-end TIME`), the earliest and the latest,
+    // and ping's own time for its probes (`..., time 712ms`): where the probes' time went.
+    let ends: Vec<i128> = out
+        .iter()
+        .flat_map(|(_, o, _)| o.lines())
+        .filter_map(|l| l.strip_prefix("@@fd-probes-end ")?.trim().parse::<i128>().ok())
+        .map(|t| (t - st) / 1_000_000)
+        .collect();
     let took: Vec<u64> = out
         .iter()
         .flat_map(|(_, o, _)| o.lines())
         .filter_map(|l| l.rsplit_once(", time ")?.1.strip_suffix("ms")?.parse().ok())
         .collect();
     tracing::info!(
-        "doctor: {n} probers ready in {waited} ms; {rounds} rounds of {count} probes, {slot} ms a slot; round ends (ms after round 1's start, first and last node): {ends:?}; a ping took up to {} ms, {} ms on average; all done {} ms after the sessions were asked for",
+        "doctor: {n} probers ready in {waited} ms; their probes ended {}–{} ms after the start ({} of {n} said so); a ping took up to {} ms, {} ms on average; all done {} ms after the sessions were asked for",
+        ends.iter().min().copied().unwrap_or(0),
+        ends.iter().max().copied().unwrap_or(0),
+        ends.len(),
         took.iter().max().copied().unwrap_or(0),
         took.iter().sum::<u64>() / took.len().max(1) as u64,
         t0.elapsed().as_millis()

@@ -40,11 +40,15 @@ pub fn script(preflight: Option<&str>) -> String {
     let _ = writeln!(s, "t() {{ u=-; {{ read -r u _ </proc/uptime; }} 2>/dev/null; }}");
     let _ = writeln!(s, "b() {{ t; echo \"{MARK} begin $1 $u\"; }}");
     let _ = writeln!(s, "e() {{ t; echo \"{MARK} end $1 $2 $u\"; }}");
-    // Each section's output is cut at the cap on the node (its command then stops on
-    // SIGPIPE), and `after` says where a section's output ended, cut or not: a section
-    // without its `end` before its `after` was cut. Sections that only print what the
-    // shell or one `awk` reads from /proc and /sys, a few lines, are not piped (a pipe is
-    // a subshell and a `head` per section, which on nodes that share cores add up).
+    // A section whose command could print without end (nvidia-smi, `ip` over the
+    // kernel's tables) has its output cut at the cap on the node (the command then stops
+    // on SIGPIPE), and `after` says where a section's output ended, cut or not: a section
+    // without its `end` before its `after` was cut. Sections whose output is bounded by
+    // what they read (the shell's loops over /sys, one `awk` of a file or of the kernel
+    // log keeping its last 64 lines, a line per library found) are not piped: a pipe is
+    // a subshell and a `head` per section, a quarter of the script's CPU on a node
+    // (measured: 90 ms with every section piped, 65 ms without), which on nodes that
+    // share cores adds up; past [`SECTION_CAP`] this machine cuts them as it reads.
     let _ = writeln!(
         s,
         "cap() {{ if command -v head >/dev/null 2>&1; then head -c {}; else cat; fi; }}",
@@ -79,7 +83,7 @@ pub fn script(preflight: Option<&str>) -> String {
     // NICs: name, state, MTU, speed, NUMA node of its device, and `bridge` for a bridge
     // (whatever its name: a bridge is never a data NIC). Read by the shell (`read`: no
     // process a file); a file it cannot read (a virtual NIC's speed) is `-`.
-    section(
+    small(
         &mut s,
         "nics",
         "for d in /sys/class/net/*; do [ -e \"$d\" ] || continue; n=${d##*/}; k=-; [ -d \"$d/bridge\" ] && k=bridge; \
@@ -98,7 +102,7 @@ pub fn script(preflight: Option<&str>) -> String {
     );
     // RDMA ports: device, port, state, physical state, netdev, NUMA node (read by the
     // shell: no process a port).
-    section(
+    small(
         &mut s,
         "rdma",
         "for p in /sys/class/infiniband/*/ports/*; do [ -e \"$p/state\" ] || continue; \
@@ -110,7 +114,7 @@ pub fn script(preflight: Option<&str>) -> String {
          printf '%s %s %s %s %s %s\\n' \"${d##*/}\" \"${p##*/}\" \"$st\" \"$ph\" \"$nd\" \"$nu\"; done; \
          set -- /sys/class/infiniband/*; [ -e \"$1\" ] || shift $#; echo \"devices $#\"; e rdma 0;",
     );
-    section(
+    small(
         &mut s,
         "nccl-env",
         "set --; for f in /etc/nccl.conf \"$HOME/.nccl.conf\"; do [ -r \"$f\" ] && set -- \"$@\" \"$f\"; done; \
@@ -133,7 +137,7 @@ pub fn script(preflight: Option<&str>) -> String {
     // The pip wheel's (`nvidia-nccl-cu*`: nvidia/nccl/lib in a site-packages) is looked
     // for in the python3 on PATH's prefix (a venv, conda) and the system's, by name: no
     // python is started.
-    section(
+    small(
         &mut s,
         "versions",
         "kr=; { read -r kr </proc/sys/kernel/osrelease; } 2>/dev/null || kr=$(uname -r); echo \"kernel $kr\"; \
@@ -150,13 +154,14 @@ pub fn script(preflight: Option<&str>) -> String {
          [ -e \"$f\" ] && echo \"plugin $f $(sha256sum < \"$f\" | cut -c1-12)\"; done; e versions 0;",
     );
     // The kernel log since boot: dmesg (as root or where dmesg_restrict is off), sudo, or
-    // the journal; only the NVIDIA driver's lines travel (the last 64, one awk).
-    section(
+    // the journal, streamed through one awk (not held in a shell variable); only the
+    // NVIDIA driver's lines travel (the last 64). No line at all: not readable.
+    small(
         &mut s,
         "xid",
-        "k=$(dmesg 2>/dev/null) || k=$(sudo -n dmesg 2>/dev/null) || k=$(journalctl -k -b -q --no-pager 2>/dev/null) || k=''; \
-         if [ -z \"$k\" ]; then echo 'kernel log: not readable (dmesg, sudo -n dmesg and journalctl -k all failed)'; e xid 1; \
-         else printf '%s\\n' \"$k\" | awk '/NVRM: Xid|fallen off the bus/ { l[n++ % 64] = $0 } END { for (i = (n > 64 ? n - 64 : 0); i < n; i++) print l[i % 64] }'; e xid 0; fi;",
+        "{ dmesg 2>/dev/null || sudo -n dmesg 2>/dev/null || journalctl -k -b -q --no-pager 2>/dev/null; } | \
+         awk '/NVRM: Xid|fallen off the bus/ { l[n++ % 64] = $0 } END { if (NR == 0) { print \"kernel log: not readable (dmesg, sudo -n dmesg and journalctl -k all failed)\"; exit 1 } \
+         for (i = (n > 64 ? n - 64 : 0); i < n; i++) print l[i % 64] }'; e xid $?;",
     );
     s.push_str("if command -v nvidia-smi >/dev/null 2>&1; then\n");
     section(&mut s, "smi", "nvidia-smi 2>&1; e smi $?;");
@@ -183,12 +188,12 @@ pub fn script(preflight: Option<&str>) -> String {
         &format!(
             "q=$({{ nvidia-smi --query-compute-apps={} --format=csv,noheader 2>&1; echo \"@rc=$?\"; }} | cap); \
              case \"$q\" in *'@rc=0') ok=1; q=${{q%@rc=0}};; *) ok=0; q=${{q%@rc=*}};; esac; \
-             if [ $ok = 1 ]; then \
+             if [ $ok = 1 ]; then case $q in *[0-9]*) \
              printf '%s\\n' \"$q\" | grep -v '^ *$' | sed 's/^/app /'; \
              for p in $(printf '%s\\n' \"$q\" | cut -s -d, -f2); do case $p in *[!0-9]*|'') continue;; esac; \
              ps -o pid=,sid=,user=,etimes=,args= -p $p 2>/dev/null | sed 's/^ */ps /'; \
              tr '\\0' '\\n' < /proc/$p/environ 2>/dev/null | awk -v p=$p '/^FLIGHTDECK_(JOB|RUN)_ID=/ {{ print \"env \" p \" \" $0 }}'; done; \
-             for f in \"$HOME\"/.flightdeck/jobs/*/*/pid \"$HOME\"/.flightdeck/runs/*/pid; do [ -f \"$f\" ] && [ ! -f \"${{f%/pid}}/exit_code\" ] && echo \"fd ${{f%/pid}} $(cat \"$f\")\"; done; \
+             for f in \"$HOME\"/.flightdeck/jobs/*/*/pid \"$HOME\"/.flightdeck/runs/*/pid; do [ -f \"$f\" ] && [ ! -f \"${{f%/pid}}/exit_code\" ] && echo \"fd ${{f%/pid}} $(cat \"$f\")\"; done;; esac; \
              e procs 0; else printf '%s\\n' \"$q\"; e procs 1; fi;",
             super::gpu::APPS_FIELDS
         ),

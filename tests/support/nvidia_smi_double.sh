@@ -3,7 +3,9 @@
 # replays outputs recorded on 2x H200 (tests/fixtures/doctor/h200x2), copied into the
 # node's /var/lib/fd-shim/nvidia-smi/, where a test may change them to plant a fault
 # (another driver version, a GPU gone, a link inactive). The file is chosen by the
-# arguments; a --query-gpu must ask for exactly the recording's fields.
+# arguments; a --query-gpu must ask for exactly the recording's fields. It starts no
+# process but the `cat` it becomes (a test fleet runs it on many nodes sharing a few
+# cores, where the binary it stands in for is one process).
 D=/var/lib/fd-shim/nvidia-smi
 case "$*" in
 "") f=nvidia-smi.txt ;;
@@ -13,7 +15,21 @@ case "$*" in
 --query-gpu=*" --format=csv")
   f=query-gpu.csv
   asked=${1#--query-gpu=}
-  recorded=$(head -n 1 "$D/$f" | sed 's/ \[[^]]*\]//g; s/, /,/g')
+  # The recording's header without its units (` [MiB]`) and with `,` for `, `.
+  IFS= read -r head <"$D/$f"
+  recorded=
+  while :; do
+    case $head in
+    *" ["*"]"*) u=${head#*" ["}; head=${head%%" ["*}${u#*"]"} ;;
+    *) break ;;
+    esac
+  done
+  while :; do
+    case $head in
+    *", "*) recorded="$recorded${head%%", "*},"; head=${head#*", "} ;;
+    *) recorded=$recorded$head; break ;;
+    esac
+  done
   if [ "$asked" != "$recorded" ]; then
     echo "nvidia-smi double: recorded fields $recorded, asked $asked" >&2
     exit 2
@@ -26,7 +42,8 @@ case "$*" in
   # as nvidia-smi refuses it.
   asked=${1#--query-compute-apps=}
   cols=
-  for f in $(echo "$asked" | tr , ' '); do
+  IFS=,
+  for f in $asked; do
     case $f in
     gpu_uuid) c=1 ;;
     pid) c=2 ;;
@@ -38,10 +55,19 @@ case "$*" in
     esac
     cols="$cols $c"
   done
-  [ "$2" = "--format=csv" ] && echo "$asked" | sed 's/,/, /g'
+  unset IFS
+  if [ "$2" = "--format=csv" ]; then
+    h=$asked out=
+    while :; do
+      case $h in
+      *,*) out="$out${h%%,*}, "; h=${h#*,} ;;
+      *) echo "$out$h"; break ;;
+      esac
+    done
+  fi
   [ -f "$D/compute-apps.csv" ] || exit 0
   awk -F', *' -v cols="$cols" '{ n = split(cols, c, " "); s = ""; for (i = 1; i <= n; i++) s = s (i > 1 ? ", " : "") $c[i]; print s }' "$D/compute-apps.csv"
   exit 0 ;;
 *) echo "nvidia-smi double: no recording for: $*" >&2; exit 2 ;;
 esac
-cat "$D/$f"
+exec cat "$D/$f"
