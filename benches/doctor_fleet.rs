@@ -1,7 +1,7 @@
 //! `flightdeck doctor` on a testbed fleet of N nodes (default 64; sshd in network
 //! namespaces behind one bastion, each node a machine with the nvidia-smi double and two
 //! data NICs): the wall time of a whole examination (the node script on every node, the
-//! comparisons, the probe rounds of disjoint pairs and the second look at any suspect),
+//! comparisons, the pairs of the rounds of disjoint pairs probed at once and the second look at any suspect),
 //! three runs, median. Every run must have every node answer and every pair of the
 //! schedule probed both ways on both NICs, so a doctor that skips work cannot pass for a
 //! fast one; what it found is reported (a healthy fleet: nothing).

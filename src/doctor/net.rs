@@ -416,9 +416,10 @@ pub fn probes_ms(count: u32) -> u64 {
     u64::from(pings(count).into_iter().max().unwrap_or(0)) * 20 + 300
 }
 
-/// A ping's deadline: twice its probes at 20 ms, and a second.
+/// A ping's deadline (its `-w`), counted from its own start: its probes at 30 ms, and a
+/// second.
 pub fn probe_deadline_s(count: u32) -> u64 {
-    (u64::from(count) * 40).div_ceil(1000) + 1
+    (u64::from(count) * 30).div_ceil(1000) + 1
 }
 
 /// The script a node runs for all its probes, in one session (as `sh -c SCRIPT`, its
@@ -430,11 +431,14 @@ pub fn probe_deadline_s(count: u32) -> u64 {
 /// ([`rounds`]), a node's partners all probed together, so the whole look takes one
 /// ping's time at any fleet size. Once they have ended it prints `@@fd-probes-end TIME`.
 /// A `ping` that may not send at [`PACE_MS`] as this user falls back to 5 probes at
-/// 200 ms; `-W 1` bounds the wait for a peer that never answers. A deadline of twice the
-/// probes' time (`timeout -s INT`, on which ping prints its statistics) bounds a ping on a
-/// NIC so congested that ping paces itself by its late replies; what it did not send then
-/// counts as not sent, and what got no reply as lost. (ping's own `-w` would not do: with
-/// it, `-c` counts replies, so a lossy pair would be sent more probes than the others.)
+/// 200 ms. ping's own deadline (`-w`, [`probe_deadline_s`]) bounds each ping from its
+/// own start: with it, ping stops once `-c` probes are answered or at the deadline, so a
+/// lossy pair is sent a few more probes than the others (its loss is still lost over
+/// sent), an unreachable one probes until the deadline, and one on a NIC so congested
+/// that ping paces itself by its late replies is stopped there, what it did not send
+/// counting as not sent. (An outer `timeout` counted from before ping started: on nodes
+/// that share cores, pings started late under load were stopped before they had printed
+/// anything, and read as unreachable.)
 ///
 /// Each target is (NIC, address, id, probes): the id names the ping in the output (the
 /// first number of its `@@fd-probe` line), so the caller knows whom it probed.
@@ -447,11 +451,10 @@ pub fn schedule_script(targets: &[Target]) -> String {
         "if [ \"$st\" != 0 ]; then w=$(( st - now )); \
          [ \"$w\" -gt 0 ] && sleep $(( w / 1000000000 )).$(printf %09d $(( w % 1000000000 ))); fi\n",
     );
-    s.push_str("t=; command -v timeout >/dev/null 2>&1 && t='timeout -s INT'\n");
     let pace = format!("{}.{:03}", PACE_MS / 1000, PACE_MS % 1000);
     let _ = writeln!(
         s,
-        "probe() {{ o=$(exec ${{t:+$t $5}} ping -n -q -c \"$4\" -i {pace} -W 1 -I \"$2\" \"$3\" 2>&1); \
+        "probe() {{ o=$(exec ping -n -q -c \"$4\" -w \"$5\" -i {pace} -W 1 -I \"$2\" \"$3\" 2>&1); \
          case \"$o\" in *'minimal interval'*|*'cannot flood'*) o=$(ping -n -q -c 5 -i 0.2 -W 1 -I \"$2\" \"$3\" 2>&1);; esac; \
          printf '{PROBE} %s %s %s\\n%s\\n{PROBE}-end\\n' \"$1\" \"$2\" \"$3\" \"$o\"; }}",
     );
