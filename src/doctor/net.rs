@@ -389,6 +389,9 @@ const PROBE: &str = "@@fd-probe";
 /// What a node's probe script prints once it runs, before it waits for its start time.
 pub const READY: &str = "@@fd-probe-ready";
 
+/// What a node's probe script prints once its pings have ended, before the time.
+pub const PROBES_END: &str = "@@fd-probes-end";
+
 /// A ping to send: NIC, address, id (the number its output carries), probes.
 pub type Target = (String, String, usize, u32);
 
@@ -467,7 +470,7 @@ pub fn schedule_script(targets: &[Target]) -> String {
             probe_deadline_s(*count)
         );
     }
-    s.push_str("wait; echo \"@@fd-probes-end $(date +%s%N)\"\n");
+    let _ = writeln!(s, "wait; echo \"{PROBES_END} $(date +%s%N)\"");
     s
 }
 
@@ -1149,7 +1152,7 @@ mod tests {
         let mut got: Vec<(usize, u32)> = p.iter().map(|x| (x.0, x.3)).collect();
         got.sort();
         assert_eq!(got, vec![(0, 3), (1, 2)], "{p:?}");
-        assert!(text.contains("@@fd-probes-end "), "{text}");
+        assert!(text.contains(&format!("{PROBES_END} ")), "{text}");
         assert!(
             took >= std::time::Duration::from_millis(500),
             "the pings wait for their start: {took:?}"

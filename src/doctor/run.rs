@@ -261,10 +261,10 @@ pub async fn examine(
 
 /// The reachability probes over the nodes that answered: the pairs of the rounds of
 /// disjoint pairs ([`net::rounds`]), all at once, on the NICs NCCL's traffic takes
-/// ([`Facts::probe_nics`]), both ends of a pair probing each other; then whatever [`net::analyse`] suspects is probed again
-/// alone (the suspects' pairs only, on a quiet fleet), and only what that second look
-/// confirms is named. A node without `ping` probes nothing (its peers still probe it) and
-/// is said not checked. The second look waits for `quiet` (every node's script ended) and
+/// ([`Facts::probe_nics`]), both ends of a pair probing each other; then whatever
+/// [`net::analyse`] suspects is probed again alone (the suspects' pairs only, on a quiet
+/// fleet), and only what that second look confirms is named. A node without `ping`
+/// probes nothing (its peers still probe it) and is said not checked. The second look waits for `quiet` (every node's script ended) and
 /// probes, beside the suspects, a few control pairs that the first look found clean: what
 /// they lose and how slow they are at that moment is the measure of the suspects (on
 /// nodes that share their cores, a burst of load drops and delays probes everywhere).
@@ -686,9 +686,9 @@ impl Net<'_> {
 const REACH_CAP: usize = 8 * 1024 * 1024;
 
 /// How long the probes wait for every prober to be ready before they start without the
-/// late ones (which then start as soon as they are). The
-/// node phase's connections are still held ([`Held`]), so a session is a channel on a
-/// live connection; only a node whose connection dropped meanwhile connects again.
+/// late ones (which then start as soon as they are). The node phase's connections are
+/// still held ([`Held`]), so a session is a channel on a live connection; only a node
+/// whose connection dropped meanwhile connects again.
 pub const READY_WAIT: Duration = Duration::from_secs(10);
 
 /// The time from the last prober ready to the probes' start: a line written to every
@@ -747,7 +747,7 @@ async fn run_scheduled(
     let ends: Vec<i128> = out
         .iter()
         .flat_map(|(_, o, _)| o.lines())
-        .filter_map(|l| l.strip_prefix("@@fd-probes-end ")?.trim().parse::<i128>().ok())
+        .filter_map(|l| l.strip_prefix(net::PROBES_END)?.trim().parse::<i128>().ok())
         .map(|t| (t - st) / 1_000_000)
         .collect();
     let took: Vec<u64> = out
