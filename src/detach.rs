@@ -17,6 +17,36 @@ pub const KILLED: i32 = 137;
 /// started and been stopped).
 pub const STOPPED: i32 = 143;
 
+/// The file a detached script's command writes in the work's directory as it starts,
+/// from where it runs (inside its container on Container-Optimized OS): see
+/// [`reporting_start`].
+pub const CMD_STARTED: &str = "cmd_started";
+
+/// The file a script writes first when its command reports its start
+/// ([`expect_start_line`]): its wrapper then never records a clean exit without it.
+pub const START_EXPECTED: &str = "start_expected";
+
+/// The exit code recorded for work whose script ended with 0 without its command ever
+/// having started (as Docker's 125: the container's command did not run).
+pub const NEVER_STARTED: i32 = 125;
+
+/// What [`NEVER_STARTED`] means, in the operator's words; the wrapper writes it as the
+/// log's last line.
+pub const NEVER_STARTED_WORDS: &str = "the command never started: its script ended with 0 without running it (on a container, the entrypoint of the image ran instead of the command)";
+
+/// Shell words that run the words after them as the work's command, reporting its start:
+/// `sh -c` writes `dir/cmd_started` and then `exec`s them, where they run (put after
+/// `$FD_IN` it runs inside the container). `dir` is a shell word for the work's directory
+/// as the script sees it (`"$PWD"`, `"$FD_JOB_DIR"`).
+pub fn reporting_start(dir: &str) -> String {
+    format!("sh -c ': > \"$0\" && exec \"$@\"' {dir}/{CMD_STARTED}")
+}
+
+/// The line a script whose command reports its start ([`reporting_start`]) writes first.
+pub fn expect_start_line(dir: &str) -> String {
+    format!(": > {dir}/{START_EXPECTED}\n")
+}
+
 pub use crate::shellenv::quote;
 
 /// A quoted here-document of `text` (nothing in it is expanded), for after `cat >FILE `:
@@ -103,7 +133,7 @@ pub fn launch_command(dir: &str, script: &str) -> WithInput {
          mkdir claim 2>/dev/null || {{ echo \"flightdeck: stopped before it started\" >&2; exit 1; }}\n\
          cat > run.sh\n\
          chmod 700 run.sh\n\
-         setsid sh -c 'trap true TERM INT HUP; echo $$ > pid.tmp; mv pid.tmp pid; date +%s > started_at; if command -v bash >/dev/null 2>&1; then bash ./run.sh; else echo \"flightdeck: bash not found on this node (flightdeck runs its node scripts under bash)\"; (exit 127); fi > out.log 2>&1; c=$?; date +%s > ended_at; echo $c > exit_code.tmp; mv exit_code.tmp exit_code' < /dev/null > /dev/null 2>&1 &\n\
+         setsid sh -c 'trap true TERM INT HUP; echo $$ > pid.tmp; mv pid.tmp pid; date +%s > started_at; if command -v bash >/dev/null 2>&1; then bash ./run.sh; else echo \"flightdeck: bash not found on this node (flightdeck runs its node scripts under bash)\"; (exit 127); fi > out.log 2>&1; c=$?; if [ $c = 0 ] && [ -e {START_EXPECTED} ] && [ ! -e {CMD_STARTED} ]; then echo \"flightdeck: {NEVER_STARTED_WORDS}\" >> out.log; c={NEVER_STARTED}; fi; date +%s > ended_at; echo $c > exit_code.tmp; mv exit_code.tmp exit_code' < /dev/null > /dev/null 2>&1 &\n\
          i=0; while [ ! -f pid ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done\n\
          echo \"started $(cat pid)\"\n"
     );
@@ -281,6 +311,21 @@ pub fn exit_marker(line: &str) -> Option<Exit> {
     Some(Exit { code, started, ended })
 }
 
+/// What one of flightdeck's own exit codes means ([`NEVER_STARTED`]); `None` for any
+/// other code, which is the command's own.
+pub fn code_cause(code: i32) -> Option<&'static str> {
+    (code == NEVER_STARTED).then_some(NEVER_STARTED_WORDS)
+}
+
+/// An exit code in the operator's words: `exited CODE`, with what flightdeck's own codes
+/// mean ([`NEVER_STARTED`]).
+pub fn exit_words(code: i32) -> String {
+    match code_cause(code) {
+        Some(why) => format!("exited {code}: {why}"),
+        None => format!("exited {code}"),
+    }
+}
+
 impl Status {
     /// Ended with `code`, its times unknown.
     pub fn exited(code: i32) -> Status {
@@ -295,7 +340,7 @@ impl Status {
     /// and the cockpit say the same).
     pub fn words(&self) -> String {
         match self {
-            Status::Exited { code, .. } => format!("exited {code}"),
+            Status::Exited { code, .. } => exit_words(*code),
             Status::Missing => "no such job on the node".into(),
             Status::Vanished => "gone without an exit code".into(),
             Status::Starting => "still starting (no pid yet)".into(),
@@ -545,6 +590,39 @@ mod tests {
             sh(&format!("cat {}", heredoc("X", "no newline")), home.path()),
             "no newline\n"
         );
+    }
+
+    /// A script whose command reports its start: a clean exit without the report is
+    /// [`NEVER_STARTED`] with the cause as the log's last line; with it, the command's own
+    /// code (0 or 3) stands.
+    #[test]
+    fn a_clean_exit_without_the_commands_start_is_never_started() {
+        let home = tempfile::tempdir().unwrap();
+        let run = |dir: &str, command: &str| {
+            let script = format!("{}{command}\n", expect_start_line("\"$PWD\""));
+            assert!(sh_in(&launch_command(dir, &script), home.path()).starts_with("started "));
+            let followed = sh(&follow_command(dir, 1), home.path());
+            let (log, marker) = followed.rsplit_once(EXIT_MARKER).expect("a marker");
+            let exit = exit_marker(&format!("{EXIT_MARKER}{marker}")).unwrap();
+            (log.to_string(), exit.code)
+        };
+        // What an image's entrypoint does with a command it does not know: a usage text, 0.
+        let (log, code) = run("r/swallowed", "echo 'Usage:  <subcommand> [options]'; exit 0");
+        assert_eq!(code, Some(NEVER_STARTED), "{log}");
+        assert!(
+            log.ends_with(&format!("flightdeck: {NEVER_STARTED_WORDS}\n")),
+            "{log}"
+        );
+        assert!(exit_words(NEVER_STARTED).contains("never started"));
+        let started = format!("exec {} echo ran", reporting_start("\"$PWD\""));
+        assert_eq!(run("r/ran", &started), ("ran\n".to_string(), Some(0)));
+        let failed = format!("exec {} sh -c 'exit 3'", reporting_start("\"$PWD\""));
+        assert_eq!(run("r/three", &failed).1, Some(3));
+        // A script that does not ask for the report keeps its 0.
+        let home2 = tempfile::tempdir().unwrap();
+        assert!(sh_in(&launch_command("r/plain", "true\n"), home2.path()).starts_with("started "));
+        let followed = sh(&follow_command("r/plain", 1), home2.path());
+        assert!(followed.starts_with(&format!("{EXIT_MARKER} 0 ")), "{followed}");
     }
 
     #[test]

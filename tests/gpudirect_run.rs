@@ -292,9 +292,9 @@ fn cos_multi_node_mpirun_reaches_the_other_nodes_container() {
         let r = root(&tb, i);
         testbed::mark_cos(&tb, i);
         // The daemon mpirun starts through its launch agent (a stand-in: the double passes
-        // it the command to run).
+        // it the command to run), in the image, not on the host.
         write_exec(
-            &r.join("usr/local/bin/orted"),
+            &testbed::tcpx_image_bin(&r).join("orted"),
             "#!/bin/sh\n# STAND-IN for Open MPI's orted in the TCPX image: runs what the mpirun double gives it\nexec \"$@\"\n",
         );
     }
@@ -375,4 +375,207 @@ fn cos_multi_node_mpirun_reaches_the_other_nodes_container() {
         "{cfg}"
     );
     assert!(cfg.contains("\n  User root\n"), "{cfg}");
+}
+
+/// A3 High on Container-Optimized OS, one node, through a container runtime that runs an
+/// image as Docker does (the docker shim: the image's recorded ENTRYPOINT, that of Google's
+/// TCPX plugin image, whose `/scripts/container_entry.sh` prints a usage text and exits
+/// 0 for a command it does not know; `--entrypoint` replaces it): the run reaches
+/// nccl-tests and its rows come back; a job whose commands exit 3 is `failed` with exit
+/// code 3, and one that exits 0 `succeeded` with what it printed (gpudirect review N1:
+/// without `--entrypoint` the image's entrypoint swallowed both, and the job said
+/// `succeeded`).
+///
+/// Where the double stops: the container sees the node's filesystem (the nccl-tests
+/// double at its --nccl-tests-dir path), not only its image and mounts.
+#[test]
+fn cos_runs_and_jobs_run_their_command_not_the_images_entrypoint() {
+    let Some(tb) = Testbed::new_machines(1, 4) else {
+        return;
+    };
+    let home = tempfile::tempdir().unwrap();
+    tb.apply_fleet(home.path(), "lab");
+    testbed::mark_cos(&tb, 0);
+    bootstrap(home.path(), "tcpx");
+    testbed::a3_high_nics(&tb, 0);
+    let d = tb.dir.path().join("nccl-tests");
+    recording_nccl_tests(&d);
+    let out = flightdeck(
+        home.path(),
+        &[
+            "nccl",
+            "run",
+            "lab",
+            "--profile",
+            "tcpx",
+            "-g",
+            "1",
+            "--nccl-tests-dir",
+            d.to_str().unwrap(),
+        ],
+    );
+    let err = text(&out.stderr);
+    assert!(
+        out.status.success() && err.contains("busbw"),
+        "the rows came back:\n{err}"
+    );
+    assert_eq!(recorded(&d, "env.").len(), 1, "nccl-tests started once: {err}");
+    let calls = std::fs::read_to_string(root(&tb, 0).join("var/lib/fd-shim/calls.log")).unwrap();
+    assert!(
+        calls
+            .lines()
+            .any(|l| l.starts_with("container ") && l.contains(" argv=/usr/bin/env sh -c ")),
+        "the container ran its command through `env`: {calls}"
+    );
+    // The run's id is in the container (review N6: mpirun's `-x` of it named a variable
+    // the container lacked), so the doctor knows its ranks.
+    let envs: Vec<String> = std::fs::read_dir(root(&tb, 0).join("var/lib/fd-shim"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("container-env."))
+        .map(|e| std::fs::read_to_string(e.path()).unwrap())
+        .collect();
+    assert!(
+        envs.iter().any(|e| e
+            .lines()
+            .any(|l| l.starts_with("FLIGHTDECK_RUN_ID=nccl-all_reduce-"))),
+        "{envs:?}"
+    );
+
+    // Jobs in the same image: the commands' own exit code decides.
+    let job = |name: &str, last: &str| {
+        let f = home.path().join(format!("{name}.yaml"));
+        std::fs::write(
+            &f,
+            format!(
+                "type: task\nname: {name}\nfleet: lab\nimage: us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/nccl-plugin-gpudirecttcpx-dev:v3.1.9-2.19.4-12.0\ncommands:\n  - echo in-the-image rank $NODE_RANK\n  - {last}\n"
+            ),
+        )
+        .unwrap();
+        flightdeck(home.path(), &["job", "run", f.to_str().unwrap()])
+    };
+    let show = |name: &str| -> serde_json::Value {
+        let out = flightdeck(home.path(), &["job", "show", name, "--json"]);
+        serde_json::from_slice(&out.stdout).unwrap_or_default()
+    };
+    let out = job("three", "exit 3");
+    let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(!out.status.success(), "{all}");
+    assert!(
+        all.contains("in-the-image rank 0") && !all.contains("Usage:"),
+        "{all}"
+    );
+    let v = show("three");
+    assert_eq!(v["state"], "failed", "{v}");
+    assert_eq!(v["nodes"][0]["exit_code"], 3, "{v}");
+    let out = job("zero", "true");
+    let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{all}");
+    assert_eq!(show("zero")["state"], "succeeded");
+}
+
+/// A command that never started is never `succeeded`: a job on COS in an image whose
+/// entrypoint swallows any command (the TCPX image's, run without flightdeck's
+/// `--entrypoint`, as a node whose docker drops the flag would) exits 0 with a usage
+/// text; the wrapper sees no report of the command's start and records the job as
+/// failed, its cause in words.
+#[test]
+fn a_job_whose_command_never_started_is_failed_with_its_cause() {
+    let Some(tb) = Testbed::new_machines(1, 0) else {
+        return;
+    };
+    let home = tempfile::tempdir().unwrap();
+    tb.apply_fleet(home.path(), "lab");
+    testbed::mark_cos(&tb, 0);
+    // docker on this node drops --entrypoint: the image's own entrypoint runs.
+    let bin = root(&tb, 0).join("usr/local/bin");
+    let alt = root(&tb, 0).join("usr/local/lib/fd-alt");
+    std::fs::create_dir_all(&alt).unwrap();
+    std::os::unix::fs::symlink("/usr/local/bin/fdshim", alt.join("docker")).unwrap();
+    std::fs::remove_file(bin.join("docker")).unwrap();
+    write_exec(
+        &bin.join("docker"),
+        "#!/bin/bash\n# Drops --entrypoint=..., then the docker shim\na=(); for x in \"$@\"; do case \"$x\" in --entrypoint=*) ;; *) a+=(\"$x\") ;; esac; done\nexec /usr/local/lib/fd-alt/docker \"${a[@]}\"\n",
+    );
+    let f = home.path().join("swallowed.yaml");
+    std::fs::write(
+        &f,
+        "type: task\nname: swallowed\nfleet: lab\nimage: us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/nccl-plugin-gpudirecttcpx-dev:v3.1.9-2.19.4-12.0\ncommands:\n  - echo never\n",
+    )
+    .unwrap();
+    let out = flightdeck(home.path(), &["job", "run", f.to_str().unwrap()]);
+    let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(!out.status.success(), "{all}");
+    assert!(
+        all.contains("Usage:") && !all.contains("never\n"),
+        "the image's entrypoint ran: {all}"
+    );
+    assert!(all.contains("the command never started"), "{all}");
+    let out = flightdeck(home.path(), &["job", "show", "swallowed", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    assert_eq!(v["state"], "failed", "{v}");
+    assert_eq!(v["nodes"][0]["exit_code"], 125, "{v}");
+    assert!(
+        v["nodes"][0]["cause"]
+            .as_str()
+            .is_some_and(|c| c.starts_with("the command never started")),
+        "{v}"
+    );
+    let out = flightdeck(home.path(), &["job", "show", "swallowed"]);
+    assert!(
+        text(&out.stdout).contains("rank 0: the command never started"),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
+/// Multi-node on a shared home (gpudirect review N2: Google's A4 and A3 Mega blueprints
+/// put /home on Filestore): the node-to-node SSH setup runs on both nodes at once in one
+/// `~/.ssh`, ten times, and mpirun spans both nodes every time.
+#[test]
+fn multi_node_setup_on_a_shared_home_succeeds_ten_times_of_ten() {
+    let Some(tb) = Testbed::new_machines_shared_home(2, 0) else {
+        return;
+    };
+    let home = tempfile::tempdir().unwrap();
+    tb.apply_fleet(home.path(), "lab");
+    let d = tb.dir.path().join("nccl-tests");
+    recording_nccl_tests(&d);
+    for attempt in 0..10 {
+        let out = flightdeck(
+            home.path(),
+            &[
+                "nccl",
+                "run",
+                "lab",
+                "-g",
+                "1",
+                "--no-preflight",
+                "--nccl-tests-dir",
+                d.to_str().unwrap(),
+                "--mpirun",
+                d.join("mpirun").to_str().unwrap(),
+            ],
+        );
+        let err = text(&out.stderr);
+        assert!(
+            out.status.success() && err.contains("busbw"),
+            "attempt {attempt}:\n{err}"
+        );
+        // mpirun (its double) reached both hosts over the nodes' own SSH, or it failed.
+        assert!(
+            err.contains("setting up SSH between the 2 nodes") && err.contains("started on 2 nodes"),
+            "attempt {attempt}:\n{err}"
+        );
+    }
+    let shared = tb.nodes[0].home.clone().unwrap();
+    assert_eq!(Some(&shared), tb.nodes[1].home.as_ref());
+    let auth = std::fs::read_to_string(shared.join(".ssh/authorized_keys")).unwrap();
+    assert_eq!(
+        auth.lines()
+            .filter(|l| l.contains("flightdeck-fleet:lab:"))
+            .count(),
+        2,
+        "{auth}"
+    );
 }

@@ -10,6 +10,9 @@
 
 use std::fmt::Write as _;
 
+/// The entrypoint a container runs its command through (see [`container_lines`]).
+pub const ENTRYPOINT: &str = "--entrypoint=/usr/bin/env";
+
 /// The shell test for a COS node.
 pub const IS_COS: &str = "grep -qs '^ID=cos$' /etc/os-release";
 
@@ -40,6 +43,14 @@ fn options() -> String {
 /// script's environment; and `FD_AGENT`, the same container for mpirun's daemons on the
 /// other nodes (their variables travel through mpirun's `-x`). Elsewhere both are empty.
 /// `image_word` is a shell word (quoted, or a `"$VAR"`).
+///
+/// Both override the image's ENTRYPOINT with [`ENTRYPOINT`]: the TCPX plugin image's own
+/// (`/scripts/container_entry.sh`, google/nccl-plugin-gpudirecttcpx's Dockerfile) takes
+/// its first argument as a subcommand and prints a usage text, exiting 0, for any other,
+/// so a command given after the image would never run. Every reference that runs a
+/// command in that image overrides it (SkyPilot's `--entrypoint=/bin/bash`, GKE's
+/// `command:`); `env` runs the words after the image as they are, and survives the
+/// unquoted `$FD_IN`'s word splitting (an empty `--entrypoint ""` would not).
 pub fn container_lines(env: &[String], image_word: &str) -> String {
     let mut envs = String::new();
     for k in env {
@@ -53,8 +64,8 @@ pub fn container_lines(env: &[String], image_word: &str) -> String {
          \x20 PATH=\"$PATH:/var/lib/nvidia/bin\"\n\
          \x20 FD_IMAGE={image_word}\n\
          \x20 FD_PWD=; [ \"$PWD\" = \"$HOME\" ] || FD_PWD=\"--volume $PWD:$PWD\"\n\
-         \x20 FD_IN=\"docker run --rm --name fd-$(basename \"$PWD\")-$$ {o} --volume $HOME:$HOME $FD_PWD --env HOME --workdir $PWD{envs} $FD_IMAGE\"\n\
-         \x20 FD_AGENT=\"docker run --rm {o} --volume $HOME:$HOME --env HOME $FD_IMAGE orted\"\n\
+         \x20 FD_IN=\"docker run --rm --name fd-$(basename \"$PWD\")-$$ {o} --volume $HOME:$HOME $FD_PWD --env HOME --workdir $PWD{envs} {ENTRYPOINT} $FD_IMAGE\"\n\
+         \x20 FD_AGENT=\"docker run --rm {o} --volume $HOME:$HOME --env HOME {ENTRYPOINT} $FD_IMAGE orted\"\n\
          fi\n"
     )
 }
@@ -71,7 +82,8 @@ mod tests {
             "--volume /run/tcpx:/run/tcpx",
             "--device /dev/nvidia7:/dev/nvidia7",
             "--ulimit memlock=-1",
-            "--env NCCL_NET --env LD_LIBRARY_PATH $FD_IMAGE",
+            "--env NCCL_NET --env LD_LIBRARY_PATH --entrypoint=/usr/bin/env $FD_IMAGE",
+            "--entrypoint=/usr/bin/env $FD_IMAGE orted",
         ] {
             assert!(lines.contains(piece), "{piece}: {lines}");
         }

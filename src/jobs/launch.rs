@@ -193,6 +193,9 @@ pub fn node_script(job: &Job, id: &str, nodes: &[NodeTarget], rank: usize, profi
     }
     let wd = workdir_word(job, id, rank);
     s.push_str("FD_JOB_DIR=$(pwd)\n");
+    // The commands report their start from where they run (inside the container on COS):
+    // a clean exit without it is a job that never ran (crate::detach::NEVER_STARTED).
+    s.push_str(&crate::detach::expect_start_line(JOB_DIR_WORD));
     let _ = writeln!(s, "mkdir -p {wd} && cd {wd} || exit 126");
     // On Container-Optimized OS the commands run in the job's image (bootstrap::cos).
     let mut names: Vec<String> = node_env(job, id, nodes, rank)
@@ -225,14 +228,17 @@ pub fn node_script(job: &Job, id: &str, nodes: &[NodeTarget], rank: usize, profi
     // A delimiter no command line equals: no line of the job ends the document early.
     s.push_str("cat > \"$FD_JOB_DIR/commands.sh\" ");
     s.push_str(&crate::detach::heredoc("COMMANDS", &commands));
-    s.push_str(
-        "[ -z \"$FD_IN\" ] || exec $FD_IN sh -c 'if command -v bash >/dev/null 2>&1; then exec bash -e \"$0\"; else exec sh -e \"$0\"; fi' \"$FD_JOB_DIR/commands.sh\"\n",
-    );
-    s.push_str(
-        "if command -v bash >/dev/null 2>&1; then exec bash -e \"$FD_JOB_DIR/commands.sh\"; else exec sh -e \"$FD_JOB_DIR/commands.sh\"; fi\n",
+    let started = crate::detach::reporting_start(JOB_DIR_WORD);
+    let _ = writeln!(
+        s,
+        "exec $FD_IN {started} sh -c 'if command -v bash >/dev/null 2>&1; then exec bash -e \"$0\"; else exec sh -e \"$0\"; fi' \"$FD_JOB_DIR/commands.sh\""
     );
     s
 }
+
+/// The job's directory on the node as its script sees it (mounted at the same path in a
+/// COS container).
+const JOB_DIR_WORD: &str = "\"$FD_JOB_DIR\"";
 
 #[cfg(test)]
 mod tests {

@@ -48,11 +48,28 @@ fn tag(fleet: &str) -> String {
     format!("flightdeck-fleet:{safe}")
 }
 
-/// Step 1, on each node: the key pair, and the keys to share.
+/// Shell lines that hold a lock on `$D/.setup.lock` until the script ends: both steps
+/// run on every node at once, and nodes that share a home (NFS or Filestore /home, as
+/// Google's A4 and A3 Mega blueprints have) share `~/.ssh` and `$D`, so each step's
+/// reads and writes there are made one node at a time. `flock` where the node has it
+/// (util-linux), else a `mkdir` lock removed on exit.
+fn lock_lines() -> &'static str {
+    "exec 9>>\"$D/.setup.lock\"\n\
+     if command -v flock >/dev/null 2>&1; then\n\
+     \x20 flock -w 120 9 || { echo 'flightdeck: another node sharing this home held the node-to-node SSH setup lock for 120 s' >&2; exit 1; }\n\
+     else\n\
+     \x20 i=0; until mkdir \"$D/.setup.lockd\" 2>/dev/null; do i=$((i+1)); [ $i -lt 1200 ] || { echo \"flightdeck: $D/.setup.lockd held for 120 s (remove it if no setup runs)\" >&2; exit 1; }; sleep 0.1; done\n\
+     \x20 trap 'rmdir \"$D/.setup.lockd\"' EXIT\n\
+     fi\n"
+}
+
+/// Step 1, on each node: the key pair, and the keys to share. On a shared home every
+/// node finds the one pair the first made (under the lock).
 pub fn collect_command(fleet: &str, port: Option<u16>) -> String {
     format!(
         "set -e\n\
          D=\"$HOME/{NODE_SSH_DIR}\"; mkdir -p \"$D\"; chmod 700 \"$D\"\n\
+         {lock}\
          command -v ssh-keygen >/dev/null || {{ echo 'flightdeck: ssh-keygen not found on the node (install openssh-client)' >&2; exit 127; }}\n\
          [ -f \"$D/id_ed25519\" ] || ssh-keygen -q -t ed25519 -N '' -C '{tag}' -f \"$D/id_ed25519\" >/dev/null\n\
          echo \"pub $(cut -d' ' -f1,2 \"$D/id_ed25519.pub\")\"\n\
@@ -61,6 +78,7 @@ pub fn collect_command(fleet: &str, port: Option<u16>) -> String {
          printf '%s\\n' \"$K\" | sed -n 's/^\\(..*\\)$/host \\1/p'\n",
         tag = tag(fleet),
         port = port.unwrap_or(22),
+        lock = lock_lines(),
     )
 }
 
@@ -137,14 +155,17 @@ pub fn install_command(fleet: &str, peers: &[(Peer, NodeKeys)]) -> String {
     format!(
         "set -e\n\
          D=\"$HOME/{NODE_SSH_DIR}\"; A=\"$HOME/.ssh/authorized_keys\"\n\
-         mkdir -p \"$HOME/.ssh\" \"$D\"; chmod 700 \"$HOME/.ssh\" \"$D\"; touch \"$A\"\n\
-         {{ grep -v ' {t}:' \"$A\" || true; cat {auth}}} > \"$A.flightdeck\"\n\
-         chmod 600 \"$A.flightdeck\"; mv \"$A.flightdeck\" \"$A\"\n\
+         mkdir -p \"$HOME/.ssh\" \"$D\"; chmod 700 \"$HOME/.ssh\" \"$D\"\n\
+         {lock}\
+         touch \"$A\"; T=$(mktemp \"$A.XXXXXX\")\n\
+         {{ grep -v ' {t}:' \"$A\" || true; cat {auth}}} > \"$T\"\n\
+         chmod 600 \"$T\"; mv \"$T\" \"$A\"\n\
          cat > \"$D/known_hosts\" {known}\
          sed \"s|~/|$HOME/|g\" > \"$D/config\" {config}\
          grep -q '^  User ' \"$D/config\" || printf '  User %s\\n' \"$(id -un)\" >> \"$D/config\"\n\
          chmod 600 \"$D/known_hosts\" \"$D/config\"\n\
          echo installed\n",
+        lock = lock_lines(),
         auth = crate::detach::heredoc("AUTH", &auth),
         known = crate::detach::heredoc("KNOWN", &known_hosts(peers)),
         config = crate::detach::heredoc("CONFIG", &ssh_config(fleet, &plain)),
@@ -200,6 +221,67 @@ mod tests {
         );
         // The port block comes first: OpenSSH keeps the first value it reads.
         assert!(c.find("Port 2222").unwrap() < c.find("IdentityFile").unwrap());
+    }
+
+    /// Nodes that share a home run both steps at once: every one succeeds, all print the
+    /// one key pair, and authorized_keys holds each node's line once (N2 of the GPUDirect
+    /// review: a fixed temporary name and a concurrent ssh-keygen failed 8 of 9 times).
+    #[test]
+    fn both_steps_at_once_on_one_home_all_succeed() {
+        let home = tempfile::tempdir().unwrap();
+        let peers: Vec<_> = (0..4).map(|i| peer(i, None)).collect();
+        for round in 0..3 {
+            let spawn = |cmd: String| {
+                std::process::Command::new("sh")
+                    .arg("-c")
+                    .arg(cmd)
+                    .env("HOME", home.path())
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            };
+            let collect: Vec<_> = (0..8).map(|_| spawn(collect_command("lab", Some(1)))).collect();
+            let keys: Vec<String> = collect
+                .into_iter()
+                .map(|c| {
+                    let out = c.wait_with_output().unwrap();
+                    assert!(
+                        out.status.success(),
+                        "round {round}: {}",
+                        String::from_utf8_lossy(&out.stderr)
+                    );
+                    let out = String::from_utf8_lossy(&out.stdout).into_owned();
+                    out.lines()
+                        .find_map(|l| l.strip_prefix("pub "))
+                        .unwrap_or_default()
+                        .to_string()
+                })
+                .collect();
+            assert!(
+                keys.iter()
+                    .all(|k| k == &keys[0] && k.starts_with("ssh-ed25519 ")),
+                "{keys:?}"
+            );
+            let install: Vec<_> = (0..8).map(|_| spawn(install_command("lab", &peers))).collect();
+            for c in install {
+                let out = c.wait_with_output().unwrap();
+                assert!(
+                    out.status.success(),
+                    "round {round}: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+            let auth = std::fs::read_to_string(home.path().join(".ssh/authorized_keys")).unwrap();
+            assert_eq!(auth.lines().count(), 4, "{auth}");
+            let left: Vec<_> = std::fs::read_dir(home.path().join(".ssh"))
+                .unwrap()
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n != "authorized_keys")
+                .collect();
+            assert!(left.is_empty(), "no temporary file is left: {left:?}");
+        }
     }
 
     /// The install command under sh, twice: the fleet's keys replace themselves, other

@@ -329,8 +329,15 @@ fn script_head(what: &str, env: &[String]) -> String {
     for line in env.iter().chain(&tidy_lines(env)).chain(&debug_lines(env)) {
         let _ = writeln!(s, "{line}");
     }
+    // Open files up to the session's hard limit, as Google's TCPXO rank entry does
+    // (`ulimit -n 1048576`, mpi_entry.sh): an SSH session's soft 1024 runs out under
+    // FasTrak's sockets per flow and peer at scale (gpudirect review N3).
+    s.push_str(RAISE_NOFILE);
     s
 }
+
+/// The line that raises the soft open-files limit to the hard one (never fails).
+pub const RAISE_NOFILE: &str = "ulimit -n \"$(ulimit -H -n)\" 2>/dev/null || :\n";
 
 /// After a profile's lines: `LD_LIBRARY_PATH` without the empty entries a sourced
 /// profile may leave (Google's TCPXO profile prepends to an unset one).
@@ -354,7 +361,9 @@ pub fn run_dir(id: &str) -> String {
 pub fn node_script(spec: &RunSpec, rank: usize, nodes: usize, master: &str) -> String {
     let env = spec.env_lines();
     let mut s = script_head("one node of an NCCL benchmark", &env);
+    s.push_str(&detach::expect_start_line(RUN_DIR_WORD));
     s.push_str(&cos_lines(&env, &[]));
+    let started = detach::reporting_start(RUN_DIR_WORD);
     let gpus = match spec.gpus {
         Some(g) => g.to_string(),
         None => "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || echo 1)".to_string(),
@@ -366,7 +375,7 @@ pub fn node_script(spec: &RunSpec, rank: usize, nodes: usize, master: &str) -> S
             find_binary(&mut s, spec);
             let _ = writeln!(
                 s,
-                "exec $FD_IN \"$BIN\" -b {} -e {} -f {} -g \"$GPUS\" -n {} -w {} -d {}",
+                "exec $FD_IN {started} \"$BIN\" -b {} -e {} -f {} -g \"$GPUS\" -n {} -w {} -d {}",
                 spec.min_bytes,
                 spec.max_bytes,
                 spec.step_factor,
@@ -383,7 +392,7 @@ pub fn node_script(spec: &RunSpec, rank: usize, nodes: usize, master: &str) -> S
             let _ = writeln!(s, "PY=$(command -v python3 || command -v python)");
             let _ = writeln!(
                 s,
-                "exec \"$PY\" -m torch.distributed.run --nnodes {nodes} --node-rank {rank} --nproc-per-node \"$GPUS\" \
+                "exec {started} \"$PY\" -m torch.distributed.run --nnodes {nodes} --node-rank {rank} --nproc-per-node \"$GPUS\" \
                  --master-addr {m} --master-port 29517 torch_bench.py --op {op} --minbytes {b} --maxbytes {e} --stepfactor {f} --iters {n} --warmup {w} --dtype {d}",
                 m = quote(master),
                 op = spec.collective,
@@ -439,13 +448,20 @@ fn cos_lines(env: &[String], mpi: &[String]) -> String {
     let mut names: Vec<String> = profile_names(env);
     names.extend(profile_names(&debug_lines(env)));
     names.extend(profile_names(mpi));
+    // The run's id reaches the ranks in the container too (mpirun's `-x` passes it on).
+    names.push("FLIGHTDECK_RUN_ID".to_string());
     names.retain(|k| k != "PATH");
+    names.sort();
     names.dedup();
     // The plugin image by the digest the bootstrap recorded on this node (its tag where
     // none is recorded).
     let image = crate::bootstrap::steps::pinned_image_word(crate::bootstrap::steps::TCPX_PLUGIN_IMAGE);
     crate::bootstrap::cos::container_lines(&names, &image)
 }
+
+/// The run's directory as its script sees it (the script runs there; mounted at the same
+/// path in a COS container).
+const RUN_DIR_WORD: &str = "\"$PWD\"";
 
 /// The NIC mpirun's own TCP traffic keeps to: the first interface of the profile's
 /// `NCCL_SOCKET_IFNAME` (the control NIC: eth0 for TCPX, enp0s12 for TCPXO, enp0s19 for
@@ -544,6 +560,7 @@ pub fn mpirun_script(spec: &RunSpec, hosts: &[MpiHost], mpirun: &str) -> String 
     for line in &mpi {
         let _ = writeln!(s, "{line}");
     }
+    s.push_str(&detach::expect_start_line(RUN_DIR_WORD));
     s.push_str(&cos_lines(&env, &mpi));
     let gpus = match spec.gpus {
         Some(g) => g.to_string(),
@@ -577,7 +594,8 @@ pub fn mpirun_script(spec: &RunSpec, hosts: &[MpiHost], mpirun: &str) -> String 
     );
     let _ = writeln!(
         s,
-        "exec $FD_IN \"$MPIRUN\" $ROOT ${{FD_AGENT:+--launch-agent \"$FD_AGENT\"}} --tag-output --hostfile hostfile -np $(({n} * GPUS)) --map-by ppr:\"$GPUS\":node --bind-to none {pin} {x} ${{LD_LIBRARY_PATH:+-x LD_LIBRARY_PATH}} ${{FLIGHTDECK_RUN_ID:+-x FLIGHTDECK_RUN_ID}} $XS \"$BIN\" -b {b} -e {e} -f {f} -g 1 -n {it} -w {w} -d {d}",
+        "exec $FD_IN {started} \"$MPIRUN\" $ROOT ${{FD_AGENT:+--launch-agent \"$FD_AGENT\"}} --tag-output --hostfile hostfile -np $(({n} * GPUS)) --map-by ppr:\"$GPUS\":node --bind-to none {pin} {x} ${{LD_LIBRARY_PATH:+-x LD_LIBRARY_PATH}} ${{FLIGHTDECK_RUN_ID:+-x FLIGHTDECK_RUN_ID}} $XS \"$BIN\" -b {b} -e {e} -f {f} -g 1 -n {it} -w {w} -d {d}",
+        started = detach::reporting_start(RUN_DIR_WORD),
         n = hosts.len(),
         pin = mpi_pinning(&env),
         x = xs.iter().map(|k| format!("-x {k}")).collect::<Vec<_>>().join(" "),
@@ -919,6 +937,7 @@ mod tests {
             .arg(&s)
             .env("HOME", home.path())
             .env("PATH", "/usr/bin:/bin")
+            .current_dir(home.path())
             .output()
             .unwrap();
         assert_eq!(out.status.code(), Some(127));

@@ -34,6 +34,7 @@
 #   wrongkey/curl    lines of URL pieces: a key URL holding one serves another key
 #   digest/docker    holds a word: every image's tag now serves another digest
 #   githead/git      holds a commit: `git rev-parse HEAD` prints it
+#   restarted/NAME   container NAME crashed and restarted, not initialised again
 set -u
 S=/var/lib/fd-shim
 cmd=$(basename "$0")
@@ -214,22 +215,42 @@ docker)
   rmi) for r in "$@"; do rm -f "$S/images/$(slug "$r")"; done ;;
   inspect)
     name=${!#}
-    if [ -f "$S/containers/$name" ]; then echo true; else echo "Error: No such object: $name" >&2; exit 1; fi ;;
+    [ -f "$S/containers/$name" ] || { echo "Error: No such object: $name" >&2; exit 1; }
+    case "$*" in
+    *.State.StartedAt*) started=$(cat "$S/containers/$name"); echo "${started:-2026-11-23T10:00:00.000000000Z}" ;;
+    *) echo true ;;
+    esac ;;
   rm) name=${!#}; rm -f "$S/containers/$name" ;;
   container|logs)
+    # The RxDM's log: its ready line once it initialised. A fault file
+    # restarted/NAME says the container crashed and restarted since and has not
+    # initialised again: the ready line is only in the log before its current start
+    # (`--since` the start leaves it out), as docker's log of a restarted container.
     [ "$sub" = container ] && shift
-    echo "I1123 rxdm.cc:88] Buffer manager initialization complete" ;;
+    since=""; prev=""
+    for a in "$@"; do [ "$prev" = --since ] && since=$a; prev=$a; done
+    name=${!#}
+    if [ -f "$S/restarted/$name" ]; then
+      [ -n "$since" ] || echo "I1123 rxdm.cc:88] Buffer manager initialization complete"
+      echo "I1123 rxdm.cc:31] Starting the receive-datapath manager"
+    else
+      echo "I1123 rxdm.cc:88] Buffer manager initialization complete"
+    fi ;;
   run)
     # docker's options, the image, then the container's command. A container gets only
     # the variables given with --env/-e (NAME=VALUE, or NAME taken from here when set)
-    # and the image's PATH (this one stands in for it).
-    name=""; wd=""; img=""; detach=""; cenv=("PATH=$PATH")
+    # and the image's PATH: the image's own bin directories first (IMGROOT below), then
+    # the system's, which stand in for the image's userland (sh, env, coreutils). The
+    # node's /usr/local/bin (its own tools, these shims) is not in a container.
+    name=""; wd=""; img=""; detach=""; cenv=(); ep_set=""; ep=""
     while [ $# -gt 0 ]; do
       a=$1; shift
       case "$a" in
       --env=*|-e=*) v=${a#*=} ;;
       --env|-e) v=$1; shift ;;
-      --name|--workdir|-w|--volume|-v|--device|--ulimit|--entrypoint|--gpus|--restart|--cap-add|--network|--shm-size|--user|-u|--mount|--label|--pull)
+      --entrypoint=*) ep_set=1; ep=${a#*=}; continue ;;
+      --entrypoint) ep_set=1; ep=$1; shift; continue ;;
+      --name|--workdir|-w|--volume|-v|--device|--ulimit|--gpus|--restart|--cap-add|--network|--shm-size|--user|-u|--mount|--label|--pull)
         case "$a" in --name) name=$1 ;; --workdir|-w) wd=$1 ;; esac
         shift; continue ;;
       --detach|-d) detach=1; continue ;;
@@ -243,7 +264,41 @@ docker)
     done
     # docker run pulls an image the node does not have.
     [ -f "$S/images/$(slug "$img")" ] || pull "$img"
-    if [ "${1:-}" = install ] && has --install-nccl "$@"; then
+    # The image's filesystem: /usr/local/share/fd-shim/images/REPO (REPO its last two
+    # path elements, without tag or digest: gpudirect-tcpx/nccl-plugin-gpudirecttcpx-dev), with the Dockerfile it was built from where the
+    # real one is public (tests/fixtures/reference: the TCPX plugin image's, with its real
+    # /scripts/container_entry.sh). Its last ENTRYPOINT and CMD (exec form) are the
+    # image's; an image without a recorded Dockerfile has neither (a STAND-IN: its
+    # command runs as given).
+    r=${img%%@*}; case "${r##*/}" in *:*) r=${r%:*} ;; esac
+    repo=${r##*/}; case "$r" in */*) rest=${r%/*}; repo=${rest##*/}/$repo ;; esac
+    IMGROOT=/usr/local/share/fd-shim/images/$repo
+    cenv=("PATH=$IMGROOT/usr/local/bin:$IMGROOT/usr/bin:/usr/sbin:/usr/bin:/sbin:/bin" "${cenv[@]}")
+    exec_form() { # the strings of the last `$1 [...]` line of the Dockerfile
+      [ -f "$IMGROOT/Dockerfile" ] || return 0
+      grep "^$1 \\[" "$IMGROOT/Dockerfile" | tail -n 1 | sed 's/^[A-Z]* \[//; s/\]$//' | tr ',' '\n' | sed 's/^ *"//; s/" *$//'
+    }
+    entry=(); cmdv=()
+    if [ -n "$ep_set" ]; then
+      # --entrypoint replaces the image's, and resets its CMD; "" leaves none.
+      [ -z "$ep" ] || entry=("$ep")
+    else
+      # (here-strings: a node's /dev has no /dev/fd for process substitution)
+      while IFS= read -r l; do [ -z "$l" ] || entry+=("$l"); done <<< "$(exec_form ENTRYPOINT)"
+      while IFS= read -r l; do [ -z "$l" ] || cmdv+=("$l"); done <<< "$(exec_form CMD)"
+    fi
+    # Words after the image replace the CMD.
+    [ $# -eq 0 ] || cmdv=("$@")
+    # An absolute entrypoint is a file of the image when the image has it.
+    if [ ${#entry[@]} -gt 0 ] && [ -e "$IMGROOT${entry[0]}" ]; then entry[0]="$IMGROOT${entry[0]}"; fi
+    argv=("${entry[@]+"${entry[@]}"}" "${cmdv[@]+"${cmdv[@]}"}")
+    [ ${#argv[@]} -gt 0 ] || { echo "docker: Error response from daemon: no command specified." >&2; exit 125; }
+    if [ -z "$ep_set" ] && [ "${cmdv[0]:-}" = install ] && has --install-nccl "${cmdv[@]}"; then
+      # The plugin images' entrypoint's `install` subcommand (the TCPX image's real
+      # container_entry.sh; the TCPXO image's, whose Dockerfile is not recorded here)
+      # copies the image's build products (/third_party/nccl-netsupport, the plugin's
+      # build) to the host mount; they are not here, so the double lays down stand-ins
+      # where it would.
       case "$img" in
       *gpudirect-tcpxo*)
         mkdir -p /var/lib/tcpxo/lib64
@@ -258,18 +313,18 @@ docker)
       esac
       echo "installed NCCL and the net plugin"
     elif [ -n "$detach" ] && [ -n "$name" ]; then
-      : > "$S/containers/$name"
+      date -u +%Y-%m-%dT%H:%M:%S.%NZ > "$S/containers/$name"
       echo "0123456789ab"
     else
-      # A container run (an NCCL run or a job on COS): the command after the image runs
+      # A container run (an NCCL run or a job on COS): the entrypoint and command run
       # here, in --workdir, with the container's environment only.
       cval() { local e v=""; for e in "${cenv[@]}"; do [ "${e%%=*}" = "$1" ] && v=${e#*=}; done; printf '%s' "$v"; }
-      echo "container $img: NCCL_NET=$(cval NCCL_NET) NCCL_GPUDIRECTTCPX_SOCKET_IFNAME=$(cval NCCL_GPUDIRECTTCPX_SOCKET_IFNAME) LD_LIBRARY_PATH=$(cval LD_LIBRARY_PATH) cmd=$*" >> "$S/calls.log"
+      echo "container $img: NCCL_NET=$(cval NCCL_NET) NCCL_GPUDIRECTTCPX_SOCKET_IFNAME=$(cval NCCL_GPUDIRECTTCPX_SOCKET_IFNAME) LD_LIBRARY_PATH=$(cval LD_LIBRARY_PATH) argv=${argv[*]}" >> "$S/calls.log"
       n=1
       while [ -e "$S/container-env.$n.log" ]; do n=$((n + 1)); done
       env -i "${cenv[@]}" env > "$S/container-env.$n.log"
       [ -z "$wd" ] || cd "$wd"
-      exec env -i "${cenv[@]}" "$@"
+      exec env -i "${cenv[@]}" "${argv[@]}"
     fi ;;
   *) ;;
   esac ;;

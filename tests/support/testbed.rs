@@ -172,7 +172,7 @@ fn delete_ns(name: &str) {
 impl Testbed {
     /// Build a testbed of `n` nodes with `k` data NICs each, or explain why not.
     pub fn new(n: usize, k: usize) -> Option<Testbed> {
-        Self::new_with(n, k, false, false)
+        Self::new_with(n, k, Homes::Host, false)
     }
 
     /// Like [`Testbed::new`], but each node is a machine of its own to install on: its
@@ -183,14 +183,22 @@ impl Testbed {
     /// the recording shims of tests/support/bootstrap_shims.sh in its /usr/local/bin.
     /// What a node installs survives a restart of its sshd, as a disk does.
     pub fn new_machines(n: usize, k: usize) -> Option<Testbed> {
-        Self::new_with(n, k, false, true)
+        Self::new_with(n, k, Homes::Host, true)
     }
 
     /// Machines ([`Testbed::new_machines`]) that also have a home for root of their own
     /// ([`Testbed::new_private_homes`]): what flightdeck sets up between the nodes for
     /// mpirun (keys, known_hosts, authorized_keys) is per node, as on real machines.
     pub fn new_machines_with_homes(n: usize, k: usize) -> Option<Testbed> {
-        Self::new_with(n, k, true, true)
+        Self::new_with(n, k, Homes::Private, true)
+    }
+
+    /// Machines ([`Testbed::new_machines`]) that share one home for root, a directory of
+    /// the testbed bind-mounted over /root on every node: a home on NFS or Filestore, as
+    /// Google's A4 and A3 Mega blueprints put /home (Cluster Toolkit's `homefs`). What one
+    /// node writes under `~` the others see at once.
+    pub fn new_machines_shared_home(n: usize, k: usize) -> Option<Testbed> {
+        Self::new_with(n, k, Homes::Shared, true)
     }
 
     /// Like [`Testbed::new`], but each node has its own home for root (a directory of the
@@ -198,11 +206,11 @@ impl Testbed {
     /// machines have: what one node writes under `~` the others do not see, and
     /// `~/.ssh/authorized_keys` is read besides the testbed's user key.
     pub fn new_private_homes(n: usize, k: usize) -> Option<Testbed> {
-        Self::new_with(n, k, true, false)
+        Self::new_with(n, k, Homes::Private, false)
     }
 
-    fn new_with(n: usize, k: usize, private_homes: bool, machines: bool) -> Option<Testbed> {
-        match Self::build(n, k, private_homes, machines) {
+    fn new_with(n: usize, k: usize, homes: Homes, machines: bool) -> Option<Testbed> {
+        match Self::build(n, k, homes, machines) {
             Ok(tb) => Some(tb),
             Err(why) => {
                 if std::env::var_os("CI").is_some() {
@@ -214,7 +222,7 @@ impl Testbed {
         }
     }
 
-    fn build(n: usize, k: usize, private_homes: bool, machines: bool) -> Result<Testbed, String> {
+    fn build(n: usize, k: usize, homes: Homes, machines: bool) -> Result<Testbed, String> {
         assert!(n <= 4 * 253 && k <= 8, "testbed size");
         if unsafe_geteuid() != 0 {
             return Err("not running as root".into());
@@ -396,7 +404,11 @@ impl Testbed {
                 host_key_pub: String::new(),
                 dir: tb.dir.path().join(format!("node{i}")),
                 sshd: None,
-                home: private_homes.then(|| tb.dir.path().join(format!("node{i}/home"))),
+                home: match homes {
+                    Homes::Host => None,
+                    Homes::Private => Some(tb.dir.path().join(format!("node{i}/home"))),
+                    Homes::Shared => Some(tb.dir.path().join("shared-home")),
+                },
                 root: machines.then(|| tb.dir.path().join(format!("node{i}/root"))),
             });
         }
@@ -837,6 +849,29 @@ impl Drop for Testbed {
     }
 }
 
+/// Whose home root's sessions on the nodes have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Homes {
+    /// This machine's /root (no mount).
+    Host,
+    /// One directory per node, over /root.
+    Private,
+    /// One directory for every node, over /root.
+    Shared,
+}
+
+/// The repository name of the TCPX plugin image (src/bootstrap/steps.rs), under which the
+/// docker shim finds the image's files.
+pub const TCPX_PLUGIN_REPO: &str = "gpudirect-tcpx/nccl-plugin-gpudirecttcpx-dev";
+
+/// The TCPX plugin image's own binaries directory on machine node `root` (in its
+/// container's PATH, not the node's).
+pub fn tcpx_image_bin(root: &Path) -> PathBuf {
+    root.join(format!(
+        "usr/local/share/fd-shim/images/{TCPX_PLUGIN_REPO}/usr/local/bin"
+    ))
+}
+
 /// A machine node's root: a copy of /etc, empty system directories, the shims.
 fn make_machine_root(root: &Path) -> Result<(), String> {
     for d in MACHINE_DIRS {
@@ -871,6 +906,25 @@ fn make_machine_root(root: &Path) -> Result<(), String> {
     ] {
         std::fs::write(share.join(name), text).map_err(|e| e.to_string())?;
     }
+    // The TCPX plugin image's filesystem, as far as the docker shim runs it: the
+    // Dockerfile it was built from (its ENTRYPOINT) and that entrypoint, Google's own
+    // (tests/fixtures/reference/nccl-plugin-gpudirecttcpx). Tests add the image's binaries
+    // under its usr/local/bin.
+    let image = root.join(format!("usr/local/share/fd-shim/images/{TCPX_PLUGIN_REPO}"));
+    std::fs::create_dir_all(image.join("scripts")).map_err(|e| e.to_string())?;
+    std::fs::create_dir_all(image.join("usr/local/bin")).map_err(|e| e.to_string())?;
+    std::fs::write(
+        image.join("Dockerfile"),
+        include_str!("../fixtures/reference/nccl-plugin-gpudirecttcpx/Dockerfile"),
+    )
+    .map_err(|e| e.to_string())?;
+    let entry = image.join("scripts/container_entry.sh");
+    std::fs::write(
+        &entry,
+        include_str!("../fixtures/reference/nccl-plugin-gpudirecttcpx/scripts/container_entry.sh"),
+    )
+    .map_err(|e| e.to_string())?;
+    std::fs::set_permissions(&entry, std::fs::Permissions::from_mode(0o755)).map_err(|e| e.to_string())?;
     // The shims' records, which the unprivileged nccl-tests build appends to as well.
     let records = root.join("var/lib/fd-shim");
     std::fs::create_dir_all(&records).map_err(|e| e.to_string())?;

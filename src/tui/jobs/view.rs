@@ -261,8 +261,9 @@ fn job_detail(state: &State, j: &store::JobRecord) -> Vec<(&'static str, String)
             .and_then(|f| f.nodes.get(n.node))
             .map_or_else(|| format!("node {}", n.node), |t| t.name.clone());
         let word = match n.exit_code {
-            Some(0) => "exited 0".to_string(),
-            Some(c) => format!("exited {c}"),
+            // With what flightdeck's own codes mean ("exited 125: the command never
+            // started ...").
+            Some(c) => crate::detach::exit_words(c),
             None if j.finished() => "unknown".to_string(),
             None => "running".to_string(),
         };
