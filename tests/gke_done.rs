@@ -214,6 +214,43 @@ fn two_nodes_of(seen: &Mutex<Seen>, role: &str, pool: &str) -> BTreeSet<String> 
     nodes
 }
 
+/// The nodes' filesystem as the double mounts it into pods' hostPath volumes
+/// (`Options::node_roots`), laid out where GKE's installer DaemonSets put their files on
+/// a GPU node: the driver's directory `/home/kubernetes/bin/nvidia/lib64`, and per
+/// flavour the TCPXO installer's real `nccl-env-profile.sh` beside it
+/// (gpudirect-tcpxo/README.md: the profile is in `${NCCL_LIB_DIR}`, the driver's
+/// directory as pods mount it) and the aperture devices' directory; gIB's
+/// `/home/kubernetes/bin/gib` with the stand-in of its `set_nccl_env.sh` (not public).
+fn gpu_node_root(flavour: &str, tmp: &Path) -> PathBuf {
+    let roots = tmp.join("node-roots");
+    let root = roots.join("default");
+    let lib = root.join("home/kubernetes/bin/nvidia/lib64");
+    std::fs::create_dir_all(&lib).unwrap();
+    let reference =
+        |p: &str| std::fs::read_to_string(repo(&format!("tests/fixtures/reference/{p}"))).unwrap();
+    match flavour {
+        "tcpxo" => {
+            std::fs::write(
+                lib.join("nccl-env-profile.sh"),
+                reference("nccl-plugin-gpudirect-tcpxo/tcpxo_scripts/nccl-env-profile.sh"),
+            )
+            .unwrap();
+            std::fs::create_dir_all(root.join("dev/aperture_devices")).unwrap();
+        }
+        "rdma" => {
+            let scripts = root.join("home/kubernetes/bin/gib/scripts");
+            std::fs::create_dir_all(&scripts).unwrap();
+            std::fs::write(
+                scripts.join("set_nccl_env.sh"),
+                reference("stand-in/set_nccl_env.sh"),
+            )
+            .unwrap();
+        }
+        _ => {}
+    }
+    roots
+}
+
 /// An object as created, as `--dry-run` printed it: the server's fields gone, what
 /// Kueue changes when it admits a JobSet undone (`suspend`, and the ProvisioningRequest
 /// annotations its admission check adds to the pod template: kueue
@@ -284,6 +321,7 @@ fn done_when(flavour: &str, machine: &str, accelerator: &str) -> (tempfile::Temp
         scale_up_after: Duration::from_millis(300),
         scale_down_after: Some(Duration::from_secs(4)),
         booking_time: Some(Duration::from_secs(5)),
+        node_roots: Some(gpu_node_root(flavour, &tmp)),
         ..Options::default()
     });
     let home = tmp.join("home");
@@ -305,7 +343,7 @@ fn done_when(flavour: &str, machine: &str, accelerator: &str) -> (tempfile::Temp
     let job = tmp.join("train.yaml");
     std::fs::write(
         &job,
-        "type: task\nname: train\nfleet: dws\nnodes: 2\ngpus_per_node: 8\ncommands:\n  - echo rank $NODE_RANK of $NNODES\n",
+        "type: task\nname: train\nfleet: dws\nnodes: 2\ngpus_per_node: 8\ncommands:\n  - echo rank $NODE_RANK of $NNODES tuner=${NCCL_TUNER_PLUGIN:-none}\n",
     )
     .unwrap();
     let out = flightdeck(&home, &["job", "run", job.to_str().unwrap(), "--dry-run"]);
@@ -322,6 +360,12 @@ fn done_when(flavour: &str, machine: &str, accelerator: &str) -> (tempfile::Temp
         logs.contains("rank 0 of 2") && logs.contains("rank 1 of 2"),
         "{logs}"
     );
+    // TCPXO: the job's commands ran after Google's profile, sourced from where the
+    // installer put it on the node (gke review C1: without NCCL_LIB_DIR its line 13 ended
+    // the shell before the commands).
+    if flavour == "tcpxo" {
+        assert_eq!(logs.matches("tuner=libnccl-tuner.so").count(), 2, "{logs}");
+    }
     two_nodes_of(&seen, "job", &pool);
     let js = d.jobsets();
     let created = js
@@ -345,7 +389,7 @@ fn done_when(flavour: &str, machine: &str, accelerator: &str) -> (tempfile::Temp
         "nccl",
         "run",
         "dws",
-        "--nodes",
+        "--node-count",
         "2",
         "-g",
         "8",
@@ -550,7 +594,7 @@ fn nccl_test_pods_attach_the_fleet_files_networks() {
             "run",
             f.to_str().unwrap(),
             "--dry-run",
-            "--nodes",
+            "--node-count",
             "2",
             "-g",
             "8",
@@ -567,4 +611,133 @@ fn nccl_test_pods_attach_the_fleet_files_networks() {
         let want = format!("{{\"interfaceName\":\"eth{}\",\"network\":\"{n}\"}}", i + 1);
         assert!(ifaces.contains(&want), "{want} not in {ifaces}");
     }
+}
+
+/// Gke review H1: a fleet applied while its DWS pool had two nodes, which the autoscaler
+/// removed since (DWS and Spot pools empty after every job). `job run` and `nccl run`
+/// take the nodes the cluster has now, not the ones recorded at apply: the job is queued,
+/// the pool grows from zero, and both run to their end. (Before, the job's start asked
+/// the API for the first recorded node and failed on its 404.)
+#[test]
+fn runs_and_jobs_use_the_live_pool_once_the_recorded_nodes_are_gone() {
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = dir.path().to_path_buf();
+    let rec = tmp.join("rec");
+    std::fs::create_dir_all(&rec).unwrap();
+    let pool = "rdma-dws";
+    let gpu_node = |name: &str, ip: &str| NodeSpec {
+        name: name.into(),
+        pool: pool.into(),
+        machine_type: "a3-ultragpu-8g".into(),
+        accelerator: "nvidia-h200-141gb".into(),
+        gpus: 8,
+        provisioning: Provisioning::FlexStart,
+        internal_ip: ip.into(),
+    };
+    let d = KubeDouble::start(Options {
+        nodes: vec![
+            NodeSpec {
+                name: "gke-default-0".into(),
+                pool: "default-pool".into(),
+                machine_type: "e2-standard-8".into(),
+                accelerator: String::new(),
+                gpus: 0,
+                provisioning: Provisioning::Standard,
+                internal_ip: "10.0.0.2".into(),
+            },
+            gpu_node("gke-rdma-dws-early-0", "10.0.0.20"),
+            gpu_node("gke-rdma-dws-early-1", "10.0.0.21"),
+        ],
+        images: vec![image("rdma", &tmp, &rec)],
+        queues: vec![("dws-queue".into(), true)],
+        admit_after: Duration::from_millis(200),
+        pools: vec![PoolSpec {
+            name: pool.into(),
+            machine_type: "a3-ultragpu-8g".into(),
+            accelerator: "nvidia-h200-141gb".into(),
+            gpus: 8,
+            provisioning: Provisioning::FlexStart,
+            min_nodes: 0,
+            max_nodes: 4,
+            taints: vec![],
+            queued: true,
+        }],
+        scale_up_after: Duration::from_millis(300),
+        scale_down_after: Some(Duration::from_secs(1)),
+        booking_time: Some(Duration::from_secs(5)),
+        node_roots: Some(gpu_node_root("rdma", &tmp)),
+        ..Options::default()
+    });
+    let home = tmp.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let f = tmp.join("dws.yaml");
+    std::fs::write(
+        &f,
+        format!(
+            "type: fleet\nname: dws\nflex_start: 2h\nnetwork:\n  gpudirect: rdma\ngke:\n  context: double\n  kubeconfig: {}\n  node_pools: [{pool}]\n  queue: dws-queue\n",
+            d.kubeconfig.display()
+        ),
+    )
+    .unwrap();
+    let out = flightdeck(&home, &["fleet", "apply", f.to_str().unwrap(), "--yes"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let state = text(&flightdeck(&home, &["fleet", "list", "--json"]).stdout);
+    assert!(
+        state.contains("gke-rdma-dws-early-1"),
+        "the apply recorded the pool's nodes: {state}"
+    );
+    // The autoscaler removes both (unneeded for a second).
+    let end = Instant::now() + Duration::from_secs(30);
+    while d
+        .removed_nodes()
+        .iter()
+        .filter(|(n, _)| n.contains("-early-"))
+        .count()
+        < 2
+    {
+        assert!(Instant::now() < end, "not scaled down: {:?}", d.removed_nodes());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+
+    let job = tmp.join("train.yaml");
+    std::fs::write(
+        &job,
+        "type: task\nname: train\nfleet: dws\nnodes: 2\ngpus_per_node: 8\ncommands:\n  - echo rank $NODE_RANK of $NNODES\n",
+    )
+    .unwrap();
+    let out = flightdeck(&home, &["job", "run", job.to_str().unwrap()]);
+    let err = text(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let v: Value = serde_json::from_slice(&flightdeck(&home, &["job", "show", "train", "--json"]).stdout)
+        .unwrap_or_default();
+    assert_eq!(v["state"], "succeeded", "{v}{err}");
+
+    let out = flightdeck(
+        &home,
+        &[
+            "nccl",
+            "run",
+            "dws",
+            "--node-count",
+            "2",
+            "-g",
+            "8",
+            "--test",
+            "all_gather",
+            "-b",
+            "1M",
+            "-e",
+            "1G",
+            "-n",
+            "7",
+            "-w",
+            "3",
+            "--json",
+        ],
+    );
+    let err = text(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["rows"].as_array().unwrap().len(), 24, "{doc}");
+    assert!(!err.contains("early"), "no recorded node was used: {err}");
 }

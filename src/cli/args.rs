@@ -614,10 +614,19 @@ pub struct RunArgs {
     #[command(flatten)]
     pub bench: BenchArgs,
     /// Only these nodes: indices (0,2), ranges (0-3), names or hosts (lab-2), or patterns
-    /// with * (lab-1*). On a GKE fleet with no recorded nodes (a pool at zero): how many
-    /// nodes the scheduler places the test pods on (`--nodes 2`).
-    #[arg(long, value_delimiter = ',', value_name = "NODES")]
+    /// with * (lab-1*).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_name = "NODES",
+        conflicts_with = "node_count"
+    )]
     pub nodes: Vec<String>,
+    /// On how many nodes: on a GKE fleet the scheduler places the test pods (Kueue admits
+    /// them, the autoscaler grows the pool, from zero too), where `--nodes` pins them to
+    /// the nodes it names; on other fleets the first N.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub node_count: Option<u32>,
     /// Print one JSON document instead of a table.
     #[arg(long)]
     pub json: bool,

@@ -57,9 +57,16 @@ pub fn run(c: &JobCommand, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode>
 }
 
 /// Where a job on `fleet` starts: the fleet's name, backend family, nodes and reach,
-/// and its file's spec when it has one (preflight on, no `files:` from outside).
-fn fleet_of(fleet: &str, cli: &Cli, paths: &Paths) -> anyhow::Result<remote::Target> {
-    let (name, nodes, reach) = super::resolve_fleet(fleet, cli, paths)?;
+/// and its file's spec when it has one (preflight on, no `files:` from outside). The
+/// nodes are those the cloud has now where nodes come and go without flightdeck (a GKE
+/// pool that DWS or the autoscaler emptied since `fleet apply`: gke review H1), unless
+/// `recorded` (a dry run, which asks no cluster).
+fn fleet_of(fleet: &str, cli: &Cli, paths: &Paths, recorded: bool) -> anyhow::Result<remote::Target> {
+    let (name, _, nodes, reach) = if recorded {
+        super::resolve_fleet_kind(fleet, cli, paths)?
+    } else {
+        super::resolve_fleet_kind_now(fleet, cli, paths)?
+    };
     let (state, _) = Store::new(&paths.state_dir).load()?;
     let record = state.fleet(&name).ok();
     let file = record
@@ -105,7 +112,7 @@ fn run_job(
     let target = remote::Target {
         preflight: !no_preflight,
         files_outside,
-        ..fleet_of(&fleet_arg(&job, paths), cli, paths)?
+        ..fleet_of(&fleet_arg(&job, paths), cli, paths, false)?
     };
     let runner = jobs::runner_for(target.backend, target.reach.clone());
     let rt = super::runtime()?;
@@ -160,7 +167,7 @@ fn dry_run_job(file: &std::path::Path, cli: &Cli, paths: &Paths) -> anyhow::Resu
     let Some(job) = load_job(file) else {
         return Ok(ExitCode::FAILURE);
     };
-    let target = fleet_of(&fleet_arg(&job, paths), cli, paths)?;
+    let target = fleet_of(&fleet_arg(&job, paths), cli, paths, true)?;
     let spec = target.spec.as_ref();
     let g = match spec {
         Some(s) => s.gke.as_ref().ok_or_else(|| {
@@ -537,8 +544,24 @@ fn job_json(j: &JobRecord) -> serde_json::Value {
         "profile": j.profile,
         "nodes": j.nodes.iter().enumerate().map(|(rank, n)| serde_json::json!({
             "rank": rank, "node": n.node, "pid": n.pid, "exit_code": n.exit_code, "log": n.log,
+            "cause": n.exit_code.and_then(crate::detach::code_cause),
         })).collect::<Vec<_>>(),
     })
+}
+
+/// The causes flightdeck's own exit codes name on a job's nodes (`rank N: cause`), one
+/// per line, for the text of `job show` and `job run`.
+fn code_causes(j: &JobRecord) -> Vec<String> {
+    j.nodes
+        .iter()
+        .enumerate()
+        .filter_map(|(rank, n)| {
+            Some(format!(
+                "rank {rank}: {}",
+                crate::detach::code_cause(n.exit_code?)?
+            ))
+        })
+        .collect()
 }
 
 fn show(name: &str, json: bool, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
@@ -622,6 +645,9 @@ fn show(name: &str, json: bool, cli: &Cli, paths: &Paths) -> anyhow::Result<Exit
             hms(duration(&record)),
             exit_codes(&record)
         );
+        for c in code_causes(&record) {
+            outln!("  {c}");
+        }
         for w in &waiting {
             outln!("  {}", crate::term::visible::for_stdout(&w.line()));
         }

@@ -407,11 +407,18 @@ fn show_profile(spec: &RunSpec, kind: BackendKind, why: &str) {
 /// Launch the run on the fleet (through its family's [`crate::nccl::RunLauncher`]),
 /// record it, follow it, and remove what it left.
 pub fn run(args: &RunArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
-    let (fleet, kind, all, reach) = super::resolve_fleet_kind(&args.fleet, cli, paths)?;
+    // The nodes the cloud has now (a GKE pool emptied since `fleet apply`: gke review
+    // H1); a dry run asks no cluster.
+    let (fleet, kind, all, reach) = if args.dry_run {
+        super::resolve_fleet_kind(&args.fleet, cli, paths)?
+    } else {
+        super::resolve_fleet_kind_now(&args.fleet, cli, paths)?
+    };
     let mut plan = plan(&args.bench, &args.fleet, &fleet, kind, paths)?;
     let schedule = (kind == BackendKind::Gke).then(|| {
         let spec = remote::fleet_spec(&paths.state_dir, &args.fleet, &fleet);
-        let ranks = gke_ranks(&fleet, &args.fleet, &all, &args.nodes, spec.as_ref());
+        let count = args.node_count.map(|n| n as usize);
+        let ranks = gke_ranks(&fleet, &args.fleet, &all, &args.nodes, count, spec.as_ref());
         (pods::Schedule::of(spec.as_ref()), ranks)
     });
     let nodes: Vec<NodeTarget> = match &schedule {
@@ -420,6 +427,16 @@ pub fn run(args: &RunArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode>
             "--dry-run prints the Kubernetes objects of a run on a GKE fleet; `{fleet}` is {}",
             kind.a_fleet()
         ),
+        None if args.node_count.is_some() => {
+            let n = args.node_count.unwrap_or(1) as usize;
+            if n > all.len() {
+                return Err(super::usage(format!(
+                    "--node-count {n}: fleet `{fleet}` has {}",
+                    crate::words::plural(all.len(), "node")
+                )));
+            }
+            all[..n].to_vec()
+        }
         None if args.nodes.is_empty() => all.clone(),
         None => {
             crate::fleet::select_nodes(&all, &args.nodes).map_err(|e| super::usage(format!("--nodes {e}")))?
@@ -477,18 +494,20 @@ pub fn run(args: &RunArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode>
     code
 }
 
-/// The ranks of a run on GKE fleet `fleet` (`fleet_arg` as given). The operator picks
-/// nodes with `--nodes` among the recorded ones: pods pinned to them. Otherwise the
-/// scheduler places the pods (review H4: Cluster Autoscaler scales the pool up, Kueue
-/// admits them), on ranks that name no node: as many as `--nodes N` says on a fleet with
-/// no recorded nodes (a pool at zero; else the fleet file's `nodes`), or as many as the
-/// recorded nodes when the fleet has a Kueue queue; without a queue, every recorded node,
-/// pinned.
+/// The ranks of a run on GKE fleet `fleet` (`fleet_arg` as given), `all` the nodes it has
+/// now. `--nodes` picks among them, and the test pods are pinned there: only on that
+/// explicit request (gke review M1: a number once meant a count on an empty fleet and an
+/// index otherwise). Otherwise the scheduler places the pods (review H4: Cluster
+/// Autoscaler scales the pool up, Kueue admits them) on ranks that name no node, as many
+/// as `--node-count` says, else as many as the nodes the fleet has now when it has a
+/// Kueue queue, else the fleet file's `nodes`; with neither a queue nor `--node-count`,
+/// every node the fleet has now, pinned (nothing admits pods there but the scheduler).
 fn gke_ranks(
     fleet: &str,
     fleet_arg: &str,
     all: &[NodeTarget],
     picked: &[String],
+    count: Option<usize>,
     spec: Option<&crate::fleet::FleetSpec>,
 ) -> Result<Vec<NodeTarget>, String> {
     let gke = spec.and_then(|s| s.gke.as_ref());
@@ -499,43 +518,36 @@ fn gke_ranks(
     } else {
         String::new()
     };
-    if !all.is_empty() && (!picked.is_empty() || queue.is_none()) {
-        if picked.is_empty() {
-            return Ok(all.to_vec());
+    if !picked.is_empty() {
+        if all.is_empty() {
+            return Err(format!(
+                "--nodes {}: fleet `{fleet}`{src} has no nodes now (a pool at zero) to pick: give how many nodes the test runs on (--node-count N)",
+                picked.join(",")
+            ));
         }
         return crate::fleet::select_nodes(all, picked).map_err(|e| format!("--nodes {e}"));
+    }
+    if count.is_none() && queue.is_none() && !all.is_empty() {
+        return Ok(all.to_vec());
     }
     let Some(g) = gke else {
         return Err(format!(
             "fleet `{fleet}`: no fleet file to read its cluster from (`{fleet_arg}`): give the fleet file"
         ));
     };
-    let n = if !all.is_empty() {
-        all.len()
-    } else {
-        match picked {
-            [n] => n.trim().parse::<usize>().ok().filter(|n| *n > 0).ok_or_else(|| {
+    let n = match count {
+        Some(n) => n,
+        None if !all.is_empty() => all.len(),
+        None => spec
+            .and_then(|s| s.nodes.as_ref())
+            .and_then(|r| r.min.or(r.max))
+            .filter(|n| *n > 0)
+            .map(|n| n as usize)
+            .ok_or_else(|| {
                 format!(
-                    "--nodes {n}: fleet `{fleet}`{src} has no recorded nodes (a pool at zero), so --nodes is how many nodes the test runs on (e.g. --nodes 2)"
+                    "fleet `{fleet}`{src} has no nodes now (a pool at zero): give how many nodes the test runs on (--node-count N, or `nodes:` in the fleet file)"
                 )
             })?,
-            [] => spec
-                .and_then(|s| s.nodes.as_ref())
-                .and_then(|r| r.min.or(r.max))
-                .filter(|n| *n > 0)
-                .map(|n| n as usize)
-                .ok_or_else(|| {
-                    format!(
-                        "fleet `{fleet}`{src} has no recorded nodes (a pool at zero): give how many nodes the test runs on (--nodes N, or `nodes:` in the fleet file)"
-                    )
-                })?,
-            _ => {
-                return Err(format!(
-                    "--nodes {}: fleet `{fleet}`{src} has no recorded nodes to pick: give how many nodes the test runs on (e.g. --nodes 2)",
-                    picked.join(",")
-                ))
-            }
-        }
     };
     Ok(crate::cloud::gke::backend::Target::from_gke(g).pad(fleet, &[], n))
 }

@@ -339,9 +339,13 @@ pub fn jobset(
     // One rank per node: a required anti-affinity between the JobSet's own pods on the
     // hostname. Not JobSet's `exclusive-topology`: that is one *Job* per domain, and its
     // webhook pins every follower pod of the one Job to the leader's node (xpk and
-    // gpu-recipes use no exclusive placement for GPUs).
+    // gpu-recipes use no exclusive placement for GPUs). It selects on flightdeck's own
+    // label of the pod template, not JobSet's `jobset-name`, which the JobSet controller
+    // adds to the pods only: Kueue's ProvisioningRequest PodTemplate is the template as
+    // written, and without the label there the autoscaler would pack two ranks on one
+    // node (gke review L1).
     let mut affinity = serde_json::json!({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-        {"labelSelector": {"matchLabels": {"jobset.sigs.k8s.io/jobset-name": js}}, "topologyKey": "kubernetes.io/hostname"}
+        {"labelSelector": {"matchLabels": {JOB_LABEL: object_name(id, 63)}}, "topologyKey": "kubernetes.io/hostname"}
     ]}});
     if !at.pools.is_empty() {
         affinity["nodeAffinity"] = serde_json::json!({"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [

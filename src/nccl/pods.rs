@@ -32,7 +32,8 @@ use std::time::Duration;
 
 /// The test pods' container.
 pub const CONTAINER: &str = "nccl";
-/// How long test pods may take to run (a multi-GB image pull).
+/// How long test pods may take to run once they are on their nodes (a multi-GB image
+/// pull); the wait for admission and for nodes has no limit (`wait_scheduled_with`).
 const POD_START: Duration = Duration::from_secs(600);
 
 /// The [`RunLauncher`] of GKE fleets: test pods per node.
@@ -267,8 +268,10 @@ pub fn test_jobset(
         );
         selector.insert("cloud.google.com/gke-flex-start".into(), "true".into());
     }
+    // On the run's own label, which the pod template carries (see jobs::jobset: Kueue's
+    // ProvisioningRequest PodTemplate has no `jobset-name`; gke review L1).
     let mut affinity = serde_json::json!({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-        {"labelSelector": {"matchLabels": {"jobset.sigs.k8s.io/jobset-name": js}}, "topologyKey": "kubernetes.io/hostname"}
+        {"labelSelector": {"matchLabels": {RUN_LABEL: object_name(run, 63)}}, "topologyKey": "kubernetes.io/hostname"}
     ]}});
     if !at.pools.is_empty() {
         affinity["nodeAffinity"] = serde_json::json!({"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
@@ -526,7 +529,7 @@ pub async fn create_pods(
                 .unwrap_or_default()
         ));
         create_jobset(clients, &first, &objects[0]).await?;
-        match wait_scheduled(&api, run, nodes.len(), POD_START).await {
+        match wait_scheduled(&api, run, nodes.len(), POD_START, progress).await {
             Ok(pods) => pods,
             Err(e) => {
                 let _ = remove_run(clients, &first, run).await;
@@ -604,11 +607,52 @@ async fn wait_scheduled(
     run: &str,
     n: usize,
     limit: Duration,
+    progress: &(dyn Fn(String) + Sync),
 ) -> Result<(Vec<(String, Option<String>)>, Vec<String>), String> {
-    let started = std::time::Instant::now();
     let lp = ListParams::default().labels(&format!("{RUN_LABEL}={}", object_name(run, 63)));
+    let lp = &lp;
+    let list = move || async move {
+        api.list(lp)
+            .await
+            .map(|l| l.items)
+            .map_err(|e| gke::cluster::why(&e))
+    };
+    wait_scheduled_with(list, run, n, limit, progress).await
+}
+
+/// Where a scheduled run's pods are on their way: what [`wait_scheduled_with`] tells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Waiting {
+    /// No pod yet: Kueue has not admitted the JobSet (a queued ProvisioningRequest waits
+    /// for capacity, which may take hours on DWS).
+    Admission,
+    /// Pods without a node: the autoscaler brings the pool's nodes up.
+    Nodes,
+    /// Every pod on its node: the containers start (the image pull), timed.
+    Start,
+}
+
+/// [`wait_scheduled`] over any lister of the run's pods (a test's fake, under tokio's
+/// paused clock). No limit holds while the JobSet waits in the queue or its pods wait
+/// for nodes: queued provisioning and a scale-up from zero take as long as capacity
+/// takes (gke review H2: a 600 s cap on the whole deleted the JobSet and the capacity
+/// already booked). `limit` counts from when every pod is on a node: the containers'
+/// start (driver, installers, a multi-GB image pull). Each change of phase is told.
+async fn wait_scheduled_with<L, F>(
+    mut list: L,
+    run: &str,
+    n: usize,
+    limit: Duration,
+    progress: &(dyn Fn(String) + Sync),
+) -> Result<(Vec<(String, Option<String>)>, Vec<String>), String>
+where
+    L: FnMut() -> F,
+    F: std::future::Future<Output = Result<Vec<Pod>, String>>,
+{
+    let since = tokio::time::Instant::now();
+    let mut phase: Option<(Waiting, tokio::time::Instant)> = None;
     loop {
-        let pods = api.list(&lp).await.map_err(|e| gke::cluster::why(&e))?.items;
+        let pods = list().await?;
         let mut indexed: Vec<(usize, &Pod)> = pods
             .iter()
             .filter_map(|p| {
@@ -643,32 +687,63 @@ async fn wait_scheduled(
             }
             return Ok((made, ips));
         }
-        if started.elapsed() > limit {
-            let why: Vec<String> = indexed
-                .iter()
-                .filter(|(_, p)| pod_phase(p).0 != "Running")
-                .map(|(i, p)| {
-                    let (phase, waiting) = pod_phase(p);
-                    format!("pod {i}: {}", waiting.unwrap_or(phase))
-                })
-                .collect();
-            return Err(format!(
-                "the run's JobSet {} did not run {} within {}s: {} of them exist, {running} run{}{}",
-                test_jobset_name(run),
-                crate::words::plural(n, "test pod"),
-                limit.as_secs(),
-                indexed.len(),
-                if indexed.is_empty() {
-                    " (not admitted by Kueue yet, or not created)"
-                } else {
-                    ""
-                },
-                if why.is_empty() {
-                    String::new()
-                } else {
-                    format!("; {}", why.join("; "))
-                }
-            ));
+        let bound = indexed
+            .iter()
+            .filter(|(_, p)| {
+                p.spec
+                    .as_ref()
+                    .and_then(|s| s.node_name.as_ref())
+                    .is_some_and(|x| !x.is_empty())
+            })
+            .count();
+        let now_waiting = if indexed.len() < n {
+            Waiting::Admission
+        } else if bound < n {
+            Waiting::Nodes
+        } else {
+            Waiting::Start
+        };
+        if phase.map(|(w, _)| w) != Some(now_waiting) {
+            let waited = since.elapsed().as_secs();
+            progress(match now_waiting {
+                Waiting::Admission => format!(
+                    "JobSet {} waits to be admitted (Kueue, queued provisioning): no time limit while it is queued; Ctrl-C stops the run and removes it",
+                    test_jobset_name(run)
+                ),
+                Waiting::Nodes => format!(
+                    "{} of {} test pods wait for a node (the pool scales up) after {waited} s: no time limit until they are placed",
+                    n - bound,
+                    n
+                ),
+                Waiting::Start => format!(
+                    "test pods placed after {waited} s; their containers start (image pull) within {} s",
+                    limit.as_secs()
+                ),
+            });
+            phase = Some((now_waiting, tokio::time::Instant::now()));
+        }
+        if let Some((Waiting::Start, at)) = phase {
+            if at.elapsed() > limit {
+                let why: Vec<String> = indexed
+                    .iter()
+                    .filter(|(_, p)| pod_phase(p).0 != "Running")
+                    .map(|(i, p)| {
+                        let (phase, waiting) = pod_phase(p);
+                        format!("pod {i}: {}", waiting.unwrap_or(phase))
+                    })
+                    .collect();
+                return Err(format!(
+                    "the run's JobSet {}: its {} were placed on nodes but did not run within {}s: {running} run{}",
+                    test_jobset_name(run),
+                    crate::words::plural(n, "test pod"),
+                    limit.as_secs(),
+                    if why.is_empty() {
+                        String::new()
+                    } else {
+                        format!("; {}", why.join("; "))
+                    }
+                ));
+            }
         }
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
@@ -828,6 +903,64 @@ pub async fn start_with(
 
 #[cfg(test)]
 mod tests {
+    /// Gke review H2, under tokio's paused clock: a scheduled test whose JobSet waits 20
+    /// minutes in the queue, then 5 for the pool's nodes, is not given up; its pods then
+    /// run. Once placed, pods that do not start within the limit end the wait, naming why.
+    #[tokio::test(start_paused = true)]
+    async fn a_queued_test_waits_past_the_limit_until_placed_then_is_timed() {
+        use std::sync::Mutex;
+        let t0 = tokio::time::Instant::now();
+        let pod = |i: usize, node: Option<&str>, phase: &str| -> Pod {
+            serde_json::from_value(serde_json::json!({
+                "metadata": {"name": format!("p-{i}"), "labels": {INDEX_LABEL: i.to_string()}},
+                "spec": {"containers": [], "nodeName": node},
+                "status": {"phase": phase, "podIP": format!("10.0.0.{i}")}
+            }))
+            .unwrap()
+        };
+        let said = Mutex::new(Vec::<String>::new());
+        let progress = |m: String| said.lock().unwrap().push(m);
+        let list = move || async move {
+            let t = t0.elapsed().as_secs();
+            Ok(match t {
+                0..1200 => vec![],
+                1200..1500 => vec![pod(0, None, "Pending"), pod(1, None, "Pending")],
+                1500..1560 => vec![pod(0, Some("n0"), "Pending"), pod(1, Some("n1"), "Pending")],
+                _ => vec![pod(0, Some("n0"), "Running"), pod(1, Some("n1"), "Running")],
+            })
+        };
+        let (made, ips) = wait_scheduled_with(list, "r1", 2, Duration::from_secs(600), &progress)
+            .await
+            .expect("not given up while queued");
+        assert!(t0.elapsed() >= Duration::from_secs(1560));
+        assert_eq!(made[1], ("p-1".to_string(), Some("n1".to_string())));
+        assert_eq!(ips, ["10.0.0.0", "10.0.0.1"]);
+        let said = said.lock().unwrap().clone();
+        assert_eq!(said.len(), 3, "{said:?}");
+        assert!(
+            said[0].contains("waits to be admitted") && said[0].contains("no time limit"),
+            "{said:?}"
+        );
+        assert!(
+            said[1].starts_with("2 of 2 test pods wait for a node"),
+            "{said:?}"
+        );
+        assert!(said[2].contains("within 600 s"), "{said:?}");
+
+        // Placed but never running: the limit counts from the placement.
+        let t1 = tokio::time::Instant::now();
+        let stuck =
+            move || async move { Ok(vec![pod(0, Some("n0"), "Pending"), pod(1, Some("n1"), "Running")]) };
+        let err = wait_scheduled_with(stuck, "r2", 2, Duration::from_secs(600), &|_| {})
+            .await
+            .unwrap_err();
+        assert!(t1.elapsed() >= Duration::from_secs(600) && t1.elapsed() < Duration::from_secs(610));
+        assert!(
+            err.contains("were placed on nodes but did not run within 600s: 1 run"),
+            "{err}"
+        );
+    }
+
     use super::*;
 
     fn spec() -> RunSpec {

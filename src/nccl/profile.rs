@@ -176,6 +176,11 @@ pub fn pod_env(flavour: GpuDirect) -> Vec<String> {
         GpuDirect::None => {}
         GpuDirect::Rdma => v.push(source(super::runner::RDMA_ENV_SCRIPT)),
         GpuDirect::Tcpxo => {
+            // Google's profile ends the shell without it (its line 13,
+            // `: "${NCCL_LIB_DIR:?Must set NCCL_LIB_DIR}"`, whatever `set -u` says); the
+            // guide sets it to where the installer put the profile
+            // (gpudirect-tcpxo/README.md: `NCCL_LIB_DIR="/usr/local/nvidia/lib64"`).
+            v.push(export("NCCL_LIB_DIR", Value::Literal(POD_DRIVER_LIB_DIR)));
             v.push(source(&format!("{POD_DRIVER_LIB_DIR}/nccl-env-profile.sh")));
             v.push(export(
                 "NCCL_FASTRAK_LLCM_DEVICE_DIRECTORY",

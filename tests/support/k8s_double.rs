@@ -76,6 +76,15 @@ pub struct Options {
     pub queues: Vec<(String, bool)>,
     /// Image-name prefix -> a directory put first on PATH in that image's containers.
     pub images: Vec<(String, PathBuf)>,
+    /// Where the nodes' own filesystems are, for the pods' hostPath volumes: node N's is
+    /// `DIR/N` where that exists, else `DIR/default`, laid out by the test as Google's
+    /// installers lay out a GPU node (`home/kubernetes/bin/nvidia/lib64` with the TCPXO
+    /// installer's `nccl-env-profile.sh`, `dev/aperture_devices`, ...). With it, every
+    /// container runs in a mount namespace of its own where each hostPath volume it
+    /// mounts is bound at its mountPath (kubelet.rs, `host_mounts`), so a guard like
+    /// `[ -f /usr/local/nvidia/lib64/nccl-env-profile.sh ]` sees what a real pod sees.
+    /// Without it, containers see this machine's filesystem and no hostPath at all.
+    pub node_roots: Option<PathBuf>,
     /// Node name -> the device paths it has, instead of its machine type's
     /// ([`NodeSpec::default_devices`]).
     pub node_devices: Vec<(String, Vec<String>)>,

@@ -144,10 +144,35 @@ pub fn stamp_owner(owner: &Owner, obj: &mut serde_json::Value) {
         meta["labels"][STATE_LABEL] = owner.state.clone().into();
     };
     put(&mut obj["metadata"]);
-    if let Some(jobs) = obj["spec"]["replicatedJobs"].as_array_mut() {
+    // Looked up, never indexed into: `obj["spec"]["replicatedJobs"]` would add
+    // `spec: {replicatedJobs: null}` to a Secret or a Pod, which the API server's strict
+    // field validation refuses (gke review L3).
+    if let Some(jobs) = obj
+        .pointer_mut("/spec/replicatedJobs")
+        .and_then(|j| j.as_array_mut())
+    {
         for j in jobs {
             put(&mut j["template"]["spec"]["template"]["metadata"]);
         }
+    }
+}
+
+#[cfg(test)]
+mod stamp_tests {
+    /// Gke review L3: stamping a Secret or a Pod adds only labels, no `spec` field.
+    #[test]
+    fn stamping_adds_labels_and_no_other_field() {
+        let owner = super::Owner {
+            user: "ops".into(),
+            state: "abc".into(),
+        };
+        let mut secret = serde_json::json!({"kind": "Secret", "metadata": {"name": "s"}, "data": {}});
+        super::stamp_owner(&owner, &mut secret);
+        assert!(secret.get("spec").is_none(), "{secret}");
+        assert_eq!(secret["metadata"]["labels"][super::OWNER_LABEL], "ops");
+        let mut pod = serde_json::json!({"kind": "Pod", "metadata": {}, "spec": {"containers": []}});
+        super::stamp_owner(&owner, &mut pod);
+        assert!(pod["spec"].get("replicatedJobs").is_none(), "{pod}");
     }
 }
 

@@ -243,7 +243,7 @@ pub fn recipe(flavour: GpuDirect) -> Recipe {
             rxdm: Some(Rxdm {
                 name: "tcpxo-daemon",
                 image: "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/tcpgpudmarxd-dev:v1.0.21",
-                command: "set -ex; chmod 755 /fts/entrypoint_rxdm_container.sh; /fts/entrypoint_rxdm_container.sh --num_hops=2 --num_nics=8 --uid= --alsologtostderr",
+                command: "set -ex; chmod 755 /fts/entrypoint_rxdm_container.sh; /fts/entrypoint_rxdm_container.sh --num_hops=2",
                 devices: TCPXO_DEVICES,
                 // gpudirect-tcpxo/nccl-test-latest.yaml: `privileged: true` commented out.
                 capabilities: &["NET_ADMIN", "NET_BIND_SERVICE"],

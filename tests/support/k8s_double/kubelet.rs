@@ -704,6 +704,19 @@ pub(super) fn command(
     dir: &Path,
     argv: &[String],
 ) -> tokio::process::Command {
+    let mounts = host_mounts(s, pod, c);
+    let argv: Vec<String> = if mounts.is_empty() {
+        argv.to_vec()
+    } else {
+        let mut v: Vec<String> = ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c"]
+            .iter()
+            .map(|w| w.to_string())
+            .collect();
+        v.push(mount_script(&dir.join(".hostpath"), &mounts));
+        v.push("sh".into());
+        v.extend(argv.iter().cloned());
+        v
+    };
     let mut cmd = tokio::process::Command::new(&argv[0]);
     cmd.args(&argv[1..]).env_clear().current_dir(dir);
     for (k, v) in container_env(s, pod, c, dir) {
@@ -716,6 +729,61 @@ pub(super) fn command(
         });
     }
     cmd
+}
+
+/// The hostPath volumes container `c` mounts, as (the node's directory, mountPath): the
+/// node's filesystem is [`super::Options::node_roots`]; none without it.
+fn host_mounts(s: &Shared, pod: &Value, c: &Value) -> Vec<(PathBuf, String)> {
+    let Some(roots) = &s.opts.node_roots else {
+        return vec![];
+    };
+    let node = pod["spec"]["nodeName"].as_str().unwrap_or("");
+    let root = if !node.is_empty() && roots.join(node).is_dir() {
+        roots.join(node)
+    } else {
+        roots.join("default")
+    };
+    let volumes = pod["spec"]["volumes"].as_array().cloned().unwrap_or_default();
+    let mut out: Vec<(PathBuf, String)> = c["volumeMounts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|m| {
+            let v = volumes.iter().find(|v| v["name"] == m["name"])?;
+            let host = v["hostPath"]["path"].as_str()?;
+            let at = m["mountPath"].as_str()?;
+            Some((root.join(host.trim_start_matches('/')), at.to_string()))
+        })
+        .collect();
+    // Parents before children.
+    out.sort_by(|a, b| a.1.cmp(&b.1));
+    out
+}
+
+/// The shell (run by `unshare --mount`, the container's argv after it) that binds each
+/// node directory at its mountPath and then execs the container's command. A mountPath
+/// this machine lacks (/usr/local/nvidia) is made in an overlay over its deepest
+/// existing ancestor, in this namespace only: this machine's own directories are never
+/// written. A missing node directory is made, as the runtime makes a hostPath of no type.
+/// Each namespace (the container's, each exec into it) has its overlays' upper and work
+/// directories of its own: an overlay's are never shared.
+fn mount_script(scratch: &Path, mounts: &[(PathBuf, String)]) -> String {
+    let q = |p: &str| format!("'{}'", p.replace('\'', "'\\''"));
+    let mut s = format!(
+        "set -e\nmkdir -p {}\nT=$(mktemp -d {}/ns.XXXXXX)\nn=0; OV=\n\
+         at() {{ [ -e \"$1\" ] && return 0; a=$1; while [ ! -e \"$a\" ]; do a=$(dirname \"$a\"); done\n\
+         case \" $OV \" in *\" $a \"*) ;; *) n=$((n+1)); mkdir -p \"$T/u$n\" \"$T/w$n\"; mount -t overlay overlay -o \"lowerdir=$a,upperdir=$T/u$n,workdir=$T/w$n\" \"$a\"; OV=\"$OV $a\" ;; esac\n\
+         mkdir -p \"$1\"; }}\n",
+        q(&scratch.display().to_string()),
+        q(&scratch.display().to_string())
+    );
+    for (src, at) in mounts {
+        let src = q(&src.display().to_string());
+        let at = q(at);
+        s.push_str(&format!("mkdir -p {src}; at {at}; mount --bind {src} {at}\n"));
+    }
+    s.push_str("exec \"$@\"\n");
+    s
 }
 
 pub(super) fn delete_pod(s: &Arc<Shared>, ns: &str, name: &str) -> Option<Value> {
