@@ -84,11 +84,14 @@ pub fn source(path: &str) -> String {
 
 /// The line that takes empty entries out of the path list `name` (an empty entry in
 /// `LD_LIBRARY_PATH` or `PATH` is the current directory), as a third-party profile that
-/// prepends to an unset variable leaves them (`"$DIR:${LD_LIBRARY_PATH}"`).
+/// prepends to an unset variable leaves them (`"$DIR:${LD_LIBRARY_PATH}"`), and every
+/// entry but the first of one directory (a profile and flightdeck's own line both
+/// prepending the plugin's directory): order kept, in the shell alone (no sed or awk,
+/// which a Container-Optimized OS host may lack).
 pub fn tidy_path(name: &str) -> String {
     assert!(is_name(name), "not a variable name: {name:?}");
     format!(
-        "case \"${{{name}:-}}\" in '') ;; :*|*:|*::*) {name}=$(printf '%s' \"${name}\" | sed 's/::*/:/g; s/^://; s/:$//') ;; esac"
+        "case \"${{{name}:-}}\" in *:*) fd_o=; fd_s=$IFS; IFS=:; for fd_e in ${name}; do case \":$fd_o:\" in *\":$fd_e:\"*) ;; *) [ -z \"$fd_e\" ] || fd_o=${{fd_o:+$fd_o:}}$fd_e ;; esac; done; IFS=$fd_s; {name}=$fd_o; unset fd_o fd_e fd_s ;; esac"
     )
 }
 
@@ -227,8 +230,19 @@ mod tests {
     }
 
     #[test]
-    fn tidy_path_takes_out_empty_entries_only() {
-        for (before, after) in [("/a:", "/a"), (":/a::/b:", "/a:/b"), ("/a:/b", "/a:/b"), ("", "")] {
+    fn tidy_path_takes_out_empty_and_repeated_entries() {
+        for (before, after) in [
+            ("/a:", "/a"),
+            (":/a::/b:", "/a:/b"),
+            ("/a:/b", "/a:/b"),
+            ("", ""),
+            // gpudirect review N7: the plugin's directory three times.
+            (
+                "/var/lib/tcpxo/lib64:/var/lib/tcpxo/lib64:/usr/lib:/var/lib/tcpxo/lib64",
+                "/var/lib/tcpxo/lib64:/usr/lib",
+            ),
+            ("/b:/a:/b", "/b:/a"),
+        ] {
             let (code, out, err) = bash(&[tidy_path("P")], &[("P", before)], "P");
             assert_eq!((code, out.as_str()), (0, after), "{before}: {err}");
         }

@@ -212,6 +212,7 @@ fn tcpxo_runs_in_order_a_second_run_does_nothing_and_preflight_then_passes() {
         "aperture-devices",
         "nccl-plugin",
         "rxdm",
+        "nofile",
         "nccl-tests",
     ] {
         for n in ["lab-0", "lab-1"] {
@@ -332,7 +333,7 @@ fn tcpxo_runs_in_order_a_second_run_does_nothing_and_preflight_then_passes() {
     let before: Vec<usize> = (0..2).map(|i| calls(&tb, i).len()).collect();
     let (ok, err) = bootstrap(home.path(), &["lab", "--flavour", "tcpxo", "--nodes", "0-1"]);
     assert!(ok, "{err}");
-    assert_eq!(err.matches(": done already").count(), 16, "{err}");
+    assert_eq!(err.matches(": done already").count(), 18, "{err}");
     assert!(!err.contains(": running"), "{err}");
     for (i, b) in before.iter().enumerate() {
         let new = calls(&tb, i)[*b..].to_vec();
@@ -372,6 +373,21 @@ fn tcpxo_runs_in_order_a_second_run_does_nothing_and_preflight_then_passes() {
         "{err}"
     );
     assert!(err.contains("lab-1: interface enp13s0: down"), "{err}");
+    // An RxDM that crashed and restarted keeps its earlier start's ready line in its log:
+    // only what it logged since its current start counts (gpudirect review N8).
+    let r = tb.nodes[0].root.clone().unwrap();
+    std::fs::create_dir_all(r.join("var/lib/fd-shim/restarted")).unwrap();
+    std::fs::write(r.join("var/lib/fd-shim/restarted/receive-datapath-manager"), "").unwrap();
+    let (code, err) = nccl_run(
+        home.path(),
+        "tcpxo",
+        &["--nodes", "0", "--nccl-tests-dir", "/opt/nccl-tests/build"],
+    );
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("lab-0: rxdm-ready: container receive-datapath-manager's log since its start at 20"),
+        "{err}"
+    );
     drop(tb);
 }
 
@@ -452,7 +468,7 @@ fn a_failing_step_is_named_the_other_node_goes_on_and_a_rerun_finishes_it() {
     let (ok, err) = bootstrap(home.path(), &["lab", "--flavour", "tcpxo", "--nodes", "lab-0"]);
     assert!(ok, "{err}");
     assert_eq!(err.matches("lab-0: nccl-tests: running").count(), 1, "{err}");
-    assert_eq!(err.matches(": done already").count(), 7, "{err}");
+    assert_eq!(err.matches(": done already").count(), 8, "{err}");
     let new = calls(&tb, 0)[before..].to_vec();
     assert!(
         new.iter()

@@ -195,11 +195,17 @@ pub fn script(w: &Wants) -> String {
         );
     }
     if let (Some(c), true) = (w.rxdm, w.rxdm_ready) {
-        let logs = format!("docker logs --tail 5000 {c} 2>&1");
+        // Only what the container logged since its current start: with
+        // `--restart=unless-stopped` the log keeps an earlier start's ready line, so a
+        // crashed RxDM that restarts and has not initialised would pass (gpudirect
+        // review N8).
+        let since = format!("docker inspect -f '{{{{.State.StartedAt}}}}' {c} 2>/dev/null");
+        let logs = format!("docker logs --since \"$rs\" {c} 2>&1");
         let _ = writeln!(
             s,
-            "if {{ {logs} || sudo -n {logs}; }} | grep -q '{RXDM_READY}'; then m ok rxdm-ready - \"its log says {RXDM_READY}\"; \
-             else m fail rxdm-ready - \"container {c}'s log does not say {RXDM_READY}\"; fi"
+            "rs=$({since} || sudo -n {since}); [ -n \"$rs\" ] || rs=0\n\
+             if {{ {logs} || sudo -n {logs}; }} | grep -q '{RXDM_READY}'; then m ok rxdm-ready - \"its log since its start at $rs says {RXDM_READY}\"; \
+             else m fail rxdm-ready - \"container {c}'s log since its start at $rs does not say {RXDM_READY} (restarting, or not initialised)\"; fi"
         );
     }
     if w.memlock {

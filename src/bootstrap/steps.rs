@@ -681,7 +681,7 @@ docker run --detach --restart=unless-stopped --name {RXDM_CONTAINER} \
   --volume /dev/dmabuf_import_helper:/dev/dmabuf_import_helper \
   --env LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu \
   "$img" \
-  --num_hops=2 --num_nics=8 --uid= --alsologtostderr
+  --num_hops=2
 i=0
 until docker container logs {RXDM_CONTAINER} 2>&1 | grep -q "Buffer manager initialization complete"; do
   i=$((i + 1))
@@ -690,8 +690,43 @@ until docker container logs {RXDM_CONTAINER} 2>&1 | grep -q "Buffer manager init
 done"#
             ),
         ),
+        // FasTrak opens sockets per flow, peer and channel: Ubuntu's 1024 open files per
+        // SSH session run out at scale (gpudirect review N3). Google's mpi_entry.sh
+        // raises it for each rank (`ulimit -n 1048576`), CTK's image for every login.
+        limits_step(
+            "nofile",
+            "1048576 open files for every login (FasTrak's sockets), the HPC image's limits",
+            "GoogleCloudPlatform/cluster-toolkit examples/machine-learning/a3-megagpu-8g/a3mega-slurm-blueprint.yaml (99-unlimited.conf); \
+             google/nccl-plugin-gpudirect-tcpxo tcpxo_scripts/mpi_entry.sh (ulimit -n 1048576)",
+            "nofile 1048576",
+        ),
         nccl_tests_build(),
     ]
+}
+
+/// The limits Cluster Toolkit's A3 Mega, A3 Ultra and A4 images give every login
+/// (`/etc/security/limits.d/99-unlimited.conf`, read by pam_limits at each SSH session).
+const UNLIMITED_CONF: &str = "* - memlock unlimited
+* - nproc unlimited
+* - stack unlimited
+* - nofile 1048576
+* - cpu unlimited
+* - rtprio unlimited
+";
+
+/// The step that writes [`UNLIMITED_CONF`], checked by its line `* - LINE`.
+fn limits_step(name: &'static str, what: &'static str, sources: &'static str, line: &str) -> Step {
+    step(
+        name,
+        what,
+        sources,
+        &format!(
+            "grep -q '^\\* - {line}' /etc/security/limits.d/99-unlimited.conf"
+        ),
+        &format!(
+            "mkdir -p /etc/security/limits.d\ncat > /etc/security/limits.d/99-unlimited.conf <<'EOF'\n{UNLIMITED_CONF}EOF"
+        ),
+    )
 }
 
 /// The text of /etc/profile.d/nccl-gib.sh: gIB's environment for login shells (bash
@@ -740,20 +775,11 @@ fn rdma() -> Vec<Step> {
             "grep -qx /usr/local/gib/lib64 /etc/ld.so.conf.d/000_nccl-gib.conf",
             "mkdir -p /etc/ld.so.conf.d\necho /usr/local/gib/lib64 > /etc/ld.so.conf.d/000_nccl-gib.conf\nldconfig",
         ),
-        step(
+        limits_step(
             "memlock",
             "unlimited memlock (RDMA registers GPU memory) and the HPC image's other limits",
             sources,
-            "grep -q '^\\* - memlock unlimited' /etc/security/limits.d/99-unlimited.conf",
-            r#"mkdir -p /etc/security/limits.d
-cat > /etc/security/limits.d/99-unlimited.conf <<'EOF'
-* - memlock unlimited
-* - nproc unlimited
-* - stack unlimited
-* - nofile 1048576
-* - cpu unlimited
-* - rtprio unlimited
-EOF"#,
+            "memlock unlimited",
         ),
         step(
             "nccl-env",
@@ -908,7 +934,7 @@ mod tests {
             "dmabuf-import-helper",
             "apt-get install -y \"linux-headers-$(uname -r)\"",
             "/dev/aperture_devices",
-            "--num_hops=2 --num_nics=8",
+            "\"$img\" \\\n  --num_hops=2\ni=0",
             "install --install-nccl",
             "Buffer manager initialization complete",
             "fd_keyring /etc/apt/keyrings/google-cloud.gpg \"https://packages.cloud.google.com/apt/doc/apt-key.gpg\" A362B822F6DEDC652817EA46B53DC80D13EDEF05 35BAA0B33E9EB396F59CA838C0BA5CE6DC6315A3",

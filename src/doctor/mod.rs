@@ -170,12 +170,17 @@ impl Context {
         })
     }
 
-    /// The MTU of the data VPCs for the flavour.
-    fn data_mtu(&self) -> Option<u32> {
+    /// The MTUs a data NIC of the flavour may have, least to most, as the pre-flight
+    /// accepts them: the VPCs fleet apply, dstack and SkyPilot make (8244 for TCPX and
+    /// TCPXO, 8896 for RDMA) up to Cluster Toolkit's multivpc default, 8896. Which one a
+    /// VPC has is its maker's choice; that every node's NIC has the same is the fleet
+    /// check's (`judge_fleet`), so a correct NIC is never told to go lower.
+    fn data_mtu(&self) -> Option<(u32, u32)> {
+        use crate::bootstrap::preflight::DATA_MTU_MAX;
         use crate::cloud::gcp::layout::{DATA_MTU, RDMA_MTU};
         match self.flavour {
-            GpuDirect::Tcpx | GpuDirect::Tcpxo => Some(DATA_MTU),
-            GpuDirect::Rdma => Some(RDMA_MTU),
+            GpuDirect::Tcpx | GpuDirect::Tcpxo => Some((DATA_MTU, DATA_MTU_MAX)),
+            GpuDirect::Rdma => Some((RDMA_MTU, DATA_MTU_MAX.max(RDMA_MTU))),
             GpuDirect::None => None,
         }
     }
@@ -1014,15 +1019,20 @@ fn judge_nics(ctx: &Context, node: &str, f: &Facts, s: &script::Sections) -> Fin
     for n in &data {
         if n.state != "up" && n.state != "unknown" {
             bad.push(format!("{} {}", n.name, n.state));
-        } else if let (Some(want), Some(mtu)) = (ctx.data_mtu(), n.mtu) {
-            if mtu != want {
-                bad.push(format!("{} MTU {mtu}, its VPC's is {want}", n.name));
+        } else if let (Some((least, most)), Some(mtu)) = (ctx.data_mtu(), n.mtu) {
+            if !(least..=most).contains(&mtu) {
+                let want = if least == most {
+                    least.to_string()
+                } else {
+                    format!("{least} to {most}")
+                };
+                bad.push(format!("{} MTU {mtu}, data VPCs have {want}", n.name));
             }
         }
     }
     if !bad.is_empty() {
         let fix = if bad.iter().any(|b| b.contains("MTU")) {
-            "set the NIC's MTU to its VPC's (`sudo ip link set NIC mtu M`; the VPC's MTU is set at its creation, which fleet apply does)"
+            "set the NIC's MTU to its VPC's (`gcloud compute networks describe VPC --format='value(mtu)'`, then `sudo ip link set NIC mtu M`); the VPC's MTU is set at its creation, which fleet apply does"
         } else {
             "bring the NIC up (`sudo ip link set NIC up`); if it stays down, the VM lost the NIC: recreate it"
         };

@@ -372,7 +372,41 @@ fn gpudirect_is_the_preflights_checks() {
     // The data NICs at MTU 1500 where TCPXO's VPCs have 8244.
     let n = by_check(&f, "nics");
     assert_eq!(n.outcome, Outcome::Fail);
-    assert!(n.what.contains("eth1 MTU 1500, its VPC's is 8244"), "{}", n.what);
+    assert!(
+        n.what.contains("eth1 MTU 1500, data VPCs have 8244 to 8896"),
+        "{}",
+        n.what
+    );
+}
+
+/// GPUDirect review N5: a TCPXO node whose data NICs have Cluster Toolkit's VPC MTU
+/// (8896) passes, as the pre-flight accepts it; one outside 8244 to 8896 fails, and the
+/// fix never names a lower MTU than the VPC's.
+#[test]
+fn data_nics_at_any_vpc_mtu_the_preflight_accepts_pass() {
+    let mut c = ctx(2);
+    c.flavour = GpuDirect::Tcpxo;
+    c.env = crate::nccl::runner::profile_env(GpuDirect::Tcpxo);
+    for (mtu, ok) in [
+        (8244, true),
+        (8896, true),
+        (8500, true),
+        (1500, false),
+        (9000, false),
+    ] {
+        let mut s = h200_sections();
+        set(
+            &mut s,
+            "nics",
+            format!("eth0 up 1460 10000 0\neth1 up {mtu} 10000 0\neth2 up {mtu} 10000 0\n"),
+        );
+        let f = judge_node(&c, "n0", &s, 0, None);
+        let n = by_check(&f, "nics");
+        assert_eq!(n.outcome == Outcome::Pass, ok, "MTU {mtu}: {} {}", n.what, n.fix);
+        if !ok {
+            assert!(n.what.contains("data VPCs have 8244 to 8896"), "{}", n.what);
+        }
+    }
 }
 
 #[test]
