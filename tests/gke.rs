@@ -1363,3 +1363,52 @@ fn plugin_versions_come_from_the_installer_daemonsets() {
         "{err}"
     );
 }
+
+/// GKE without GPUDirect (`gpudirect: none`, G2/A2 or plain pools): a two-node job runs
+/// both ranks to their end with no NCCL profile and no GPUDirect networks.
+#[test]
+fn a_two_node_job_without_gpudirect_runs_to_its_end() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = KubeDouble::start(Options {
+        nodes: nodes(),
+        images: images(tmp.path()),
+        ..Options::default()
+    });
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let f = tmp.path().join("plain.yaml");
+    std::fs::write(
+        &f,
+        format!(
+            "type: fleet\nname: plain\nnetwork:\n  gpudirect: none\ngke:\n  context: double\n  kubeconfig: {}\n  node_pools: [a3u-flex]\n",
+            d.kubeconfig.display()
+        ),
+    )
+    .unwrap();
+    let out = flightdeck(&home, &["fleet", "apply", f.to_str().unwrap(), "--yes"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let job = tmp.path().join("two.yaml");
+    std::fs::write(
+        &job,
+        "type: task\nname: two\nfleet: plain\nnodes: 2\ngpus_per_node: 8\ncommands: [\"echo rank $NODE_RANK of $NNODES net=${NCCL_NET:-default}\"]\n",
+    )
+    .unwrap();
+    let out = flightdeck(&home, &["job", "run", job.to_str().unwrap()]);
+    let err = text(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let logs = text(&flightdeck(&home, &["job", "logs", "two"]).stdout);
+    assert!(
+        logs.contains("rank 0 of 2 net=default") && logs.contains("rank 1 of 2 net=default"),
+        "{logs}"
+    );
+    let js = d
+        .jobsets()
+        .into_iter()
+        .find(|j| j["metadata"]["labels"]["flightdeck-role"] == "job")
+        .unwrap();
+    let pod = &js["spec"]["replicatedJobs"][0]["template"]["spec"]["template"];
+    assert!(
+        pod["metadata"]["annotations"]["networking.gke.io/interfaces"].is_null(),
+        "no GPUDirect networks: {pod}"
+    );
+}

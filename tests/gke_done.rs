@@ -545,6 +545,19 @@ fn rdma_on_a3_ultra_at_zero_nodes() {
     );
 }
 
+/// A4 (B200) takes A3 Ultra's RDMA path on GKE: the same recipe, the gIB image's script.
+/// (What only a real A4 pool can show: gIB's `set_nccl_env.sh` on B200, which the guides'
+/// A4 charts follow with their own tuner and interfaces; not public.)
+#[test]
+fn rdma_on_a4_at_zero_nodes() {
+    let (_tmp, rec) = done_when("rdma", "a4-highgpu-8g", "nvidia-b200");
+    let run = recorded(&rec, "run");
+    assert!(
+        run.starts_with("-t all_gather -b 1048576 -e 1073741824 -f 2 -g 8 -w 3 -n 7 10.100.0."),
+        "{run}"
+    );
+}
+
 #[test]
 fn tcpxo_on_a3_mega_at_zero_nodes() {
     let (_tmp, rec) = done_when("tcpxo", "a3-megagpu-8g", "nvidia-h100-mega-80gb");
@@ -740,4 +753,26 @@ fn runs_and_jobs_use_the_live_pool_once_the_recorded_nodes_are_gone() {
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(doc["rows"].as_array().unwrap().len(), 24, "{doc}");
     assert!(!err.contains("early"), "no recorded node was used: {err}");
+
+    // One node: one test pod, the image's script given one host.
+    let out = flightdeck(
+        &home,
+        &[
+            "nccl",
+            "run",
+            "dws",
+            "--node-count",
+            "1",
+            "-g",
+            "8",
+            "--test",
+            "all_gather",
+            "--json",
+        ],
+    );
+    let err = text(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("of 1 test pod "), "{err}");
+    let run = recorded(&rec, "run");
+    assert_eq!(run.matches("10.100.0.").count(), 1, "one host: {run}");
 }

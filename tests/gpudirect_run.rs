@@ -13,7 +13,10 @@
 //! the plugin libraries (a real shared object under the plugin's name), nccl-tests and
 //! mpirun (tests/support/nccl_double.rs, wrapped here to record the environment they were
 //! started with), torchrun, and the container runtime on Container-Optimized OS (the
-//! docker shim runs the container's command with only the variables passed to it).
+//! docker shim runs an image as Docker does: the recorded Dockerfile's ENTRYPOINT, Google's
+//! own for the TCPX plugin image, unless `--entrypoint` replaces it, with only the
+//! variables passed to it; it applies no `--volume`, so a container sees the node's
+//! files).
 
 mod support;
 
@@ -104,13 +107,14 @@ fn tcpxo_runs_and_jobs_source_googles_profile_and_nccl_sees_the_plugin_first() {
         sh_is_dash(),
         "this test is about /bin/sh being dash, as on Ubuntu"
     );
-    let Some(tb) = Testbed::new_machines(1, 8) else {
+    let Some(tb) = Testbed::new_machines_with_homes(2, 8) else {
         return;
     };
     let home = tempfile::tempdir().unwrap();
     tb.apply_fleet(home.path(), "lab");
     bootstrap(home.path(), "tcpxo");
     testbed::a3_mega_nics(&tb, 0);
+    testbed::a3_mega_nics(&tb, 1);
     // The node's profile is Google's own, with the bootstrap's lines after it.
     let profile =
         std::fs::read_to_string(root(&tb, 0).join("var/lib/tcpxo/lib64/nccl-env-profile.sh")).unwrap();
@@ -133,6 +137,8 @@ fn tcpxo_runs_and_jobs_source_googles_profile_and_nccl_sees_the_plugin_first() {
             "tcpxo",
             "-g",
             "1",
+            "--nodes",
+            "0",
             "--nccl-tests-dir",
             d.to_str().unwrap(),
         ],
@@ -181,30 +187,72 @@ fn tcpxo_runs_and_jobs_source_googles_profile_and_nccl_sees_the_plugin_first() {
         "the rows came back:\n{err}"
     );
 
-    // A job on the same node, with the TCPXO profile: its torchrun sees the same.
-    let bin = root(&tb, 0).join("usr/local/bin/torchrun");
-    let rec = tb.dir.path().join("torchrun-env");
-    write_exec(
-        &bin,
-        &format!(
-            "#!/bin/sh\n# STAND-IN for torchrun: records the environment it was started with\nenv > '{}'\necho \"torchrun $*\"\n",
-            rec.display()
-        ),
+    // Both nodes: the pre-flight on each, then mpirun on the head (its double) with the
+    // profile's variables passed to every rank and its own TCP on the control NIC.
+    let out = flightdeck(
+        home.path(),
+        &[
+            "nccl",
+            "run",
+            "lab",
+            "--profile",
+            "tcpxo",
+            "-g",
+            "1",
+            "--nccl-tests-dir",
+            d.to_str().unwrap(),
+            "--mpirun",
+            d.join("mpirun").to_str().unwrap(),
+        ],
     );
+    let err = text(&out.stderr);
+    assert!(out.status.success() && err.contains("busbw"), "{err}");
+    assert!(
+        err.contains("pre-flight: GPUDirect-tcpxo pieces on 2 nodes"),
+        "{err}"
+    );
+    let args = std::fs::read_to_string(d.join("mpirun.args")).unwrap();
+    for piece in [
+        "--mca btl tcp,self --mca btl_tcp_if_include enp0s12",
+        "-x LD_LIBRARY_PATH",
+        "-x NCCL_FASTRAK_IFNAME",
+        "-x NCCL_TUNER_PLUGIN",
+        "-x FLIGHTDECK_RUN_ID",
+        "-np 2",
+    ] {
+        assert!(args.contains(piece), "{piece}: {args}");
+    }
+
+    // A two-node job with the TCPXO profile: each node's torchrun sees the same.
+    for i in 0..2 {
+        let bin = root(&tb, i).join("usr/local/bin/torchrun");
+        let rec = tb.dir.path().join(format!("torchrun-env-{i}"));
+        write_exec(
+            &bin,
+            &format!(
+                "#!/bin/sh\n# STAND-IN for torchrun: records the environment it was started with\nenv > '{}'\necho \"torchrun $*\"\n",
+                rec.display()
+            ),
+        );
+    }
     let job = home.path().join("job.yaml");
     std::fs::write(
         &job,
-        "type: task\nname: mega\nfleet: lab\nnccl_profile: tcpxo\nenv:\n  - HF_TOKEN=abc\ncommands:\n  - torchrun --nnodes=$NNODES --node-rank=$NODE_RANK train.py\n",
+        "type: task\nname: mega\nfleet: lab\nnodes: 2\nnccl_profile: tcpxo\nenv:\n  - HF_TOKEN=abc\ncommands:\n  - torchrun --nnodes=$NNODES --node-rank=$NODE_RANK train.py\n",
     )
     .unwrap();
     let out = flightdeck(home.path(), &["job", "run", job.to_str().unwrap()]);
     let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
     assert!(out.status.success(), "{all}");
-    assert!(
-        all.contains("torchrun --nnodes=1 --node-rank=0 train.py"),
-        "{all}"
-    );
-    let env = &recorded(tb.dir.path(), "torchrun-env")[0];
+    for rank in 0..2 {
+        assert!(
+            all.contains(&format!("torchrun --nnodes=2 --node-rank={rank} train.py")),
+            "{all}"
+        );
+    }
+    let envs = recorded(tb.dir.path(), "torchrun-env");
+    assert_eq!(envs.len(), 2, "torchrun started on both nodes");
+    let env = &envs[1];
     assert_library_path(env, "/var/lib/tcpxo/lib64");
     assert_eq!(
         env.get("NCCL_FASTRAK_IFNAME").map(String::as_str),
@@ -222,13 +270,14 @@ fn tcpxo_runs_and_jobs_source_googles_profile_and_nccl_sees_the_plugin_first() {
 /// The pre-flight names an RDMA port that is not ACTIVE.
 #[test]
 fn rdma_runs_source_set_nccl_env_and_the_preflight_reads_the_ports() {
-    let Some(tb) = Testbed::new_machines(1, 2) else {
+    let Some(tb) = Testbed::new_machines_with_homes(2, 2) else {
         return;
     };
     let home = tempfile::tempdir().unwrap();
     tb.apply_fleet(home.path(), "lab");
     bootstrap(home.path(), "rdma");
     testbed::a3_ultra_nics(&tb, 0);
+    testbed::a3_ultra_nics(&tb, 1);
     let d = tb.dir.path().join("nccl-tests");
     recording_nccl_tests(&d);
     let run = |home: &Path| {
@@ -242,6 +291,8 @@ fn rdma_runs_source_set_nccl_env_and_the_preflight_reads_the_ports() {
                 "rdma",
                 "-g",
                 "1",
+                "--nodes",
+                "0",
                 "--nccl-tests-dir",
                 d.to_str().unwrap(),
             ],
@@ -267,7 +318,88 @@ fn rdma_runs_source_set_nccl_env_and_the_preflight_reads_the_ports() {
         assert_eq!(env.get(k).map(String::as_str), Some(v), "{k}");
     }
 
+    // Both nodes: mpirun (its double) with gIB's variables for every rank, pinned to the
+    // control NIC; then a two-node job whose ranks see gIB's environment.
+    let out = flightdeck(
+        home.path(),
+        &[
+            "nccl",
+            "run",
+            "lab",
+            "--profile",
+            "rdma",
+            "-g",
+            "1",
+            "--nccl-tests-dir",
+            d.to_str().unwrap(),
+            "--mpirun",
+            d.join("mpirun").to_str().unwrap(),
+        ],
+    );
+    let err = text(&out.stderr);
+    assert!(out.status.success() && err.contains("busbw"), "{err}");
+    let args = std::fs::read_to_string(d.join("mpirun.args")).unwrap();
+    for piece in [
+        "--mca btl_tcp_if_include enp0s19",
+        "-x NCCL_NET",
+        "-x NCCL_IB_TC",
+        "-x LD_LIBRARY_PATH",
+        "-np 2",
+    ] {
+        assert!(args.contains(piece), "{piece}: {args}");
+    }
+    let job = home.path().join("job.yaml");
+    std::fs::write(
+        &job,
+        "type: task\nname: ultra\nfleet: lab\nnodes: 2\nnccl_profile: rdma\ncommands:\n  - echo rank $NODE_RANK net=$NCCL_NET lib=${LD_LIBRARY_PATH%%:*}\n",
+    )
+    .unwrap();
+    let out = flightdeck(home.path(), &["job", "run", job.to_str().unwrap()]);
+    let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{all}");
+    for rank in 0..2 {
+        assert!(
+            all.contains(&format!("rank {rank} net=gIB lib=/usr/local/gib/lib64")),
+            "{all}"
+        );
+    }
+
+    // The doctor on the first node: its RDMA and GPUDirect checks pass, then name the
+    // port that went down.
+    tb.nodes[0].add_gpu_double();
+    let doctor = |home: &Path| {
+        let out = flightdeck(
+            home,
+            &[
+                "doctor",
+                "lab",
+                "--profile",
+                "rdma",
+                "--only",
+                "rdma,gpudirect",
+                "--nodes",
+                "0",
+                "--json",
+            ],
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        (out.status.code(), v, text(&out.stderr))
+    };
+    let (code, v, err) = doctor(home.path());
+    assert_eq!(code, Some(0), "{v}{err}");
     tb.nodes[0].set_rdma_port_state(3, "1: DOWN");
+    let (code, v, err) = doctor(home.path());
+    assert_eq!(code, Some(1), "{v}{err}");
+    assert!(
+        v["findings"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|f| f["check"] == "rdma"
+                && f["outcome"] == "fail"
+                && f["what"].as_str().unwrap_or("").contains("mlx5_3")),
+        "{v}"
+    );
     let out = run(home.path());
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
@@ -287,6 +419,7 @@ fn cos_multi_node_mpirun_reaches_the_other_nodes_container() {
         return;
     };
     let home = tempfile::tempdir().unwrap();
+    let home_dir = home.path();
     tb.apply_fleet(home.path(), "lab");
     for i in 0..2 {
         let r = root(&tb, i);
@@ -375,6 +508,34 @@ fn cos_multi_node_mpirun_reaches_the_other_nodes_container() {
         "{cfg}"
     );
     assert!(cfg.contains("\n  User root\n"), "{cfg}");
+
+    // A two-node job in the TCPX image: each rank runs its commands in its node's
+    // container (not the image's entrypoint) and the job succeeds.
+    let f = home_dir.join("two.yaml");
+    std::fs::write(
+        &f,
+        format!(
+            "type: task\nname: two\nfleet: lab\nnodes: 2\nimage: {}\ncommands:\n  - echo rank $NODE_RANK of $NNODES in-the-image\n",
+            "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/nccl-plugin-gpudirecttcpx-dev:v3.1.9-2.19.4-12.0"
+        ),
+    )
+    .unwrap();
+    let out = flightdeck(home_dir, &["job", "run", f.to_str().unwrap()]);
+    let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{all}");
+    assert!(
+        all.contains("rank 0 of 2 in-the-image") && all.contains("rank 1 of 2 in-the-image"),
+        "{all}"
+    );
+    for i in 0..2 {
+        assert!(
+            calls(i)
+                .lines()
+                .any(|l| l.starts_with("container ") && l.contains("argv=/usr/bin/env sh -c")),
+            "node {i} ran the job in a container: {}",
+            calls(i)
+        );
+    }
 }
 
 /// A3 High on Container-Optimized OS, one node, through a container runtime that runs an
@@ -441,6 +602,34 @@ fn cos_runs_and_jobs_run_their_command_not_the_images_entrypoint() {
             .any(|l| l.starts_with("FLIGHTDECK_RUN_ID=nccl-all_reduce-"))),
         "{envs:?}"
     );
+
+    // The doctor on the COS node: its GPUDirect pieces pass (the RxDM container, the
+    // plugin, the run's environment), then the RxDM gone is named.
+    let doctor = || {
+        let out = flightdeck(
+            home.path(),
+            &[
+                "doctor",
+                "lab",
+                "--profile",
+                "tcpx",
+                "--only",
+                "gpudirect",
+                "--json",
+            ],
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        (out.status.code(), v)
+    };
+    let (code, v) = doctor();
+    assert_eq!(code, Some(0), "{v}");
+    let rxdm = root(&tb, 0).join("var/lib/fd-shim/containers/receive-datapath-manager");
+    let kept = std::fs::read(&rxdm).unwrap();
+    std::fs::remove_file(&rxdm).unwrap();
+    let (code, v) = doctor();
+    assert_eq!(code, Some(1), "{v}");
+    assert!(v.to_string().contains("rxdm"), "{v}");
+    std::fs::write(&rxdm, kept).unwrap();
 
     // Jobs in the same image: the commands' own exit code decides.
     let job = |name: &str, last: &str| {

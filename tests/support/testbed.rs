@@ -622,6 +622,8 @@ impl TbNode {
             let port = root.join(format!("sys-class/infiniband/mlx5_{i}/ports/1"));
             std::fs::create_dir_all(&port).unwrap();
             std::fs::write(port.join("state"), "4: ACTIVE\n").unwrap();
+            // As the kernel's ib sysfs has it beside `state` (the doctor reads both).
+            std::fs::write(port.join("phys_state"), "5: LinkUp\n").unwrap();
             std::fs::write(port.join("link_layer"), "Ethernet\n").unwrap();
         }
     }
