@@ -525,6 +525,26 @@ fn tcpx_on_cos_and_rdma_bootstrap_and_what_their_preflights_see() {
         "{err}"
     );
     assert!(!err.contains("pre-flight for"), "{err}");
+    // The loader's check ran in the run's container (its Ubuntu userland loads the
+    // plugin, not COS's: gpudirect review N4), where the plugin is mounted at
+    // /usr/local/tcpx/lib64.
+    assert!(
+        calls(&tb, 0)
+            .iter()
+            .any(|l| l.starts_with("container ") && l.contains("argv=/usr/bin/env bash -s")),
+        "{:?}",
+        calls(&tb, 0)
+    );
+    let plugin = r.join("var/lib/tcpx/lib64/libnccl-net.so");
+    let kept = std::fs::read(&plugin).unwrap();
+    std::fs::remove_file(&plugin).unwrap();
+    let (code, err) = nccl_run(home.path(), "tcpx", &[]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("loader libnccl-net.so: not found by the loader (LD_LIBRARY_PATH=/usr/local/nvidia/lib64:/usr/local/tcpx/lib64"),
+        "the container's path: {err}"
+    );
+    std::fs::write(&plugin, kept).unwrap();
     // Back to this machine's os-release (Ubuntu's stand-in) for the RDMA part.
     std::fs::write(
         r.join("etc/os-release"),
@@ -982,14 +1002,25 @@ fn on_cos_nodes_runs_and_jobs_go_into_the_tcpx_container() {
     ] {
         assert!(run.contains(piece), "{piece}: {run}");
     }
-    let inside = c.iter().find(|l| l.starts_with("container ")).unwrap();
+    // (The pre-flight's loader check ran in a container of its own before it.)
+    let inside = c
+        .iter()
+        .find(|l| l.starts_with("container ") && l.contains("all_reduce_perf"))
+        .unwrap();
     assert!(
         inside.contains("NCCL_NET=GPUDirectTCPX_v7 NCCL_GPUDIRECTTCPX_SOCKET_IFNAME=eth1,eth2,eth3,eth4 LD_LIBRARY_PATH=/usr/local/nvidia/lib64:/usr/local/tcpx/lib64 "),
         "{inside}"
     );
     // The container's environment is what the run passed, nothing of the SSH session.
-    let env = std::fs::read_to_string(root(&tb, 0).join("var/lib/fd-shim/container-env.1.log")).unwrap();
-    assert!(env.lines().any(|l| l == "NCCL_NET=GPUDirectTCPX_v7"), "{env}");
+    let envs: Vec<String> = (1..10)
+        .filter_map(|n| {
+            std::fs::read_to_string(root(&tb, 0).join(format!("var/lib/fd-shim/container-env.{n}.log"))).ok()
+        })
+        .collect();
+    let env = envs
+        .iter()
+        .find(|e| e.lines().any(|l| l == "NCCL_NET=GPUDirectTCPX_v7"))
+        .unwrap_or_else(|| panic!("no container had the run's NCCL_NET: {envs:?}"));
     for leak in ["SSH_CONNECTION=", "SSH_CLIENT=", "USER=", "SHELL="] {
         assert!(!env.lines().any(|l| l.starts_with(leak)), "{leak} leaked: {env}");
     }

@@ -1115,7 +1115,7 @@ async fn each_example_fleet_applies_to_bootstrapped_nodes() {
     type Nics = fn(&Testbed, usize);
     let cases: [(&str, &str, &str, usize, usize, Nics); 3] = [
         ("a3-high-tcpx.yaml", "a3-high", "tcpx", 7, 4, a3_high_nics),
-        ("a3-mega-tcpxo.yaml", "a3-mega", "tcpxo", 8, 8, a3_mega_nics),
+        ("a3-mega-tcpxo.yaml", "a3-mega", "tcpxo", 9, 8, a3_mega_nics),
         ("a3-ultra-rdma.yaml", "a3-ultra", "rdma", 6, 1, a3_ultra_nics),
     ];
     for (file, name, flavour, steps, data_nics, nics) in cases {

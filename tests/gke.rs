@@ -408,6 +408,20 @@ fn a_job_on_a_flex_start_pool_at_zero_nodes() {
     assert!(out.status.success(), "{err}");
     assert!(err.contains("no nodes now"), "{err}");
     let job = tmp.path().join("j.yaml");
+    // Without gpus_per_node and no node to count on (the pool is at zero), the job says
+    // what it needs.
+    std::fs::write(
+        &job,
+        "type: task\nname: dwsjob2\nfleet: dws\nnodes: 2\ncommands: [\"echo world $WORLD_SIZE\"]\n",
+    )
+    .unwrap();
+    let out = flightdeck(&home, &["job", "run", job.to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("give `gpus_per_node`"),
+        "{}",
+        text(&out.stderr)
+    );
     std::fs::write(&job, "type: task\nname: dwsjob\nfleet: dws\nnodes: 2\ngpus_per_node: 8\ncommands:\n  - echo rank $NODE_RANK world $WORLD_SIZE\n").unwrap();
     let out = flightdeck(&home, &["job", "run", job.to_str().unwrap()]);
     let err = text(&out.stderr);
@@ -430,19 +444,17 @@ fn a_job_on_a_flex_start_pool_at_zero_nodes() {
         "{o}{}",
         text(&out.stderr)
     );
-    // Without gpus_per_node and no node to count on, the job says what it needs.
+    // Once the pool has nodes (the first job brought them up), the same job counts the
+    // GPUs on the nodes the cluster has now (gke review H1: not on the apply's record).
     std::fs::write(
         &job,
-        "type: task\nname: dwsjob2\nfleet: dws\nnodes: 2\ncommands: [\"true\"]\n",
+        "type: task\nname: dwsjob3\nfleet: dws\nnodes: 2\ncommands: [\"echo world $WORLD_SIZE\"]\n",
     )
     .unwrap();
     let out = flightdeck(&home, &["job", "run", job.to_str().unwrap()]);
-    assert!(!out.status.success());
-    assert!(
-        text(&out.stderr).contains("give `gpus_per_node`"),
-        "{}",
-        text(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let o = text(&flightdeck(&home, &["job", "logs", "dwsjob3"]).stdout);
+    assert!(o.contains("world 16"), "{o}");
 }
 
 /// A job on a GKE fleet runs in pods: its script gets the pod profile of its GPUDirect

@@ -403,6 +403,9 @@ fn done_when(flavour: &str, machine: &str, accelerator: &str) -> (tempfile::Temp
         "7",
         "-w",
         "3",
+        // A double that never admits fails the test instead of hanging it.
+        "--wait",
+        "120",
     ];
     let out = flightdeck(&home, &[&nccl[..], &["--dry-run"]].concat());
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -671,13 +674,13 @@ fn runs_and_jobs_use_the_live_pool_once_the_recorded_nodes_are_gone() {
             gpus: 8,
             provisioning: Provisioning::FlexStart,
             min_nodes: 0,
-            max_nodes: 4,
+            max_nodes: 8,
             taints: vec![],
             queued: true,
         }],
         scale_up_after: Duration::from_millis(300),
         scale_down_after: Some(Duration::from_secs(1)),
-        booking_time: Some(Duration::from_secs(5)),
+        booking_time: Some(Duration::from_secs(30)),
         node_roots: Some(gpu_node_root("rdma", &tmp)),
         ..Options::default()
     });
@@ -746,6 +749,8 @@ fn runs_and_jobs_use_the_live_pool_once_the_recorded_nodes_are_gone() {
             "-w",
             "3",
             "--json",
+            "--wait",
+            "120",
         ],
     );
     let err = text(&out.stderr);
@@ -768,6 +773,8 @@ fn runs_and_jobs_use_the_live_pool_once_the_recorded_nodes_are_gone() {
             "--test",
             "all_gather",
             "--json",
+            "--wait",
+            "120",
         ],
     );
     let err = text(&out.stderr);

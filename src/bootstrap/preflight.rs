@@ -226,9 +226,12 @@ pub fn script(w: &Wants) -> String {
 /// dynamic loader's search for the net plugin (`NCCL_NET_PLUGIN`, else `libnccl-net.so`)
 /// and the tuner the environment names (`NCCL_TUNER_PLUGIN`), as NCCL's
 /// src/plugin/net.cc and tuner.cc open them (`libnccl-net-NAME.so`, then NAME), and `ldd`
-/// of what it finds. On Container-Optimized OS the run's library paths are the
-/// container's: they are read as the host directories mounted there (bootstrap::cos).
-/// POSIX sh outside, bash inside (the doctor runs this part of its script under sh).
+/// of what it finds. On Container-Optimized OS the loader's part runs where the plugin
+/// is loaded: in the run's own container (the TCPX plugin image, its mounts and the
+/// run's library path; bootstrap::cos), whose Ubuntu userland provides the C++ runtime
+/// the plugin needs, not COS's (gpudirect review N4: the host's `ldd` judged it by the
+/// host's libraries). POSIX sh outside, bash inside (the doctor runs this part of its
+/// script under sh).
 fn run_env_check(env: &[String]) -> String {
     let mut inner = String::from("m() { echo \"@@fd-preflight $*\"; }\n");
     inner.push_str(crate::shellenv::HEADER);
@@ -236,14 +239,37 @@ fn run_env_check(env: &[String]) -> String {
         inner.push_str(l);
         inner.push('\n');
     }
+    inner.push_str("m ok env - \"the run's environment loads under bash with set -u\"\n");
+    let names: Vec<String> = ["LD_LIBRARY_PATH", "NCCL_NET_PLUGIN", "NCCL_TUNER_PLUGIN"]
+        .iter()
+        .map(|n| n.to_string())
+        .collect();
+    let image = super::steps::pinned_image_word(super::steps::TCPX_PLUGIN_IMAGE);
+    inner.push_str(&super::cos::container_lines(&names, &image));
+    let loader = format!("m() {{ echo \"@@fd-preflight $*\"; }}\nLIBS=${{LD_LIBRARY_PATH:-}}\n{LOADER}");
     inner.push_str(&format!(
-        "m ok env - \"the run's environment loads under bash with set -u\"\n\
-         LIBS=${{LD_LIBRARY_PATH:-}}\n\
-         if {cos}; then LIBS=$(printf '%s' \"$LIBS\" | sed 's#/usr/local/tcpx/lib64#/var/lib/tcpx/lib64#g; s#/usr/local/nvidia/lib64#/var/lib/nvidia/lib64#g'); fi\n",
-        cos = super::cos::IS_COS
+        "if [ -n \"$FD_IN\" ]; then\n\
+         FD_IN=${{FD_IN/docker run /docker run -i }}\n\
+         $FD_IN bash -s {doc}\
+         rc=$?; [ \"$rc\" = 0 ] || m fail loader - \"the run's container did not run the loader check (exit $rc)\"\n\
+         else\n{loader}fi\n",
+        doc = crate::detach::heredoc("LOADER", &loader),
     ));
-    inner.push_str(
-        r#"fd_find() {
+    format!(
+        "if command -v bash >/dev/null 2>&1; then\n\
+         fd_err=$(mktemp 2>/dev/null) || fd_err=/dev/null\n\
+         bash -s 2>\"$fd_err\" {doc}\
+         rc=$?\n\
+         if [ \"$rc\" -ne 0 ]; then m fail env - \"the run's environment stops under bash with set -u (exit $rc): $(tail -n 1 \"$fd_err\" | tr -d '\\000-\\037')\"; fi\n\
+         [ \"$fd_err\" = /dev/null ] || rm -f \"$fd_err\"\n\
+         else m fail env - \"bash not found: the run's scripts and Google's profiles need bash\"; fi\n",
+        doc = crate::detach::heredoc("ENV", &inner)
+    )
+}
+
+/// The loader's search and `ldd` of the net plugin and the tuner (bash; `LIBS` the
+/// library path, `m` the marker): see [`run_env_check`].
+const LOADER: &str = r#"fd_find() {
   local n=$1 d
   local IFS=:
   for d in $LIBS; do
@@ -286,19 +312,7 @@ case "$TP" in
   ''|none) ;;
   *) fd_load tuner "libnccl-tuner-$TP.so" "$TP" ;;
 esac
-"#,
-    );
-    format!(
-        "if command -v bash >/dev/null 2>&1; then\n\
-         fd_err=$(mktemp 2>/dev/null) || fd_err=/dev/null\n\
-         bash -s 2>\"$fd_err\" {doc}\
-         rc=$?\n\
-         if [ \"$rc\" -ne 0 ]; then m fail env - \"the run's environment stops under bash with set -u (exit $rc): $(tail -n 1 \"$fd_err\" | tr -d '\\000-\\037')\"; fi\n\
-         [ \"$fd_err\" = /dev/null ] || rm -f \"$fd_err\"\n\
-         else m fail env - \"bash not found: the run's scripts and Google's profiles need bash\"; fi\n",
-        doc = crate::detach::heredoc("ENV", &inner)
-    )
-}
+"#;
 
 /// The checks a script's output reports.
 pub fn parse(out: &str) -> Vec<Check> {

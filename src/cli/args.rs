@@ -627,6 +627,11 @@ pub struct RunArgs {
     /// the nodes it names; on other fleets the first N.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub node_count: Option<u32>,
+    /// On a GKE fleet, how long (seconds) the test may wait for Kueue to admit it and for
+    /// the pool's nodes before it is given up and its JobSet removed; without it, as long
+    /// as queued provisioning takes.
+    #[arg(long, value_name = "SECONDS")]
+    pub wait: Option<u64>,
     /// Print one JSON document instead of a table.
     #[arg(long)]
     pub json: bool,

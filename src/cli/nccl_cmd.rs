@@ -419,7 +419,9 @@ pub fn run(args: &RunArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode>
         let spec = remote::fleet_spec(&paths.state_dir, &args.fleet, &fleet);
         let count = args.node_count.map(|n| n as usize);
         let ranks = gke_ranks(&fleet, &args.fleet, &all, &args.nodes, count, spec.as_ref());
-        (pods::Schedule::of(spec.as_ref()), ranks)
+        let mut at = pods::Schedule::of(spec.as_ref());
+        at.queue_wait = args.wait.map(std::time::Duration::from_secs);
+        (at, ranks)
     });
     let nodes: Vec<NodeTarget> = match &schedule {
         Some((_, ranks)) => ranks.clone().map_err(anyhow::Error::msg)?,

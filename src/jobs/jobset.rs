@@ -63,16 +63,43 @@ impl JobRunner for JobSets {
         super::spec::refusal(job, &job.not_on_gke, "a GKE fleet cannot run this")
     }
 
-    /// Nothing to check from here: the pods get their GPUDirect pieces from the cluster
-    /// (the device plugin, the NCCL installer's mounts, the RxDM sidecar).
+    /// The pods get their GPUDirect pieces from the cluster (the device plugin, the NCCL
+    /// installer's mounts, the RxDM sidecar): what can be seen from here is whether the
+    /// flavour's installer DaemonSet runs at all, said as a warning when it does not
+    /// (`gke::nccl::missing_installer`). A cluster that cannot be asked is no refusal.
     fn preflight<'a>(
         &'a self,
-        _: &'a [JobNode],
-        _: GpuDirect,
+        nodes: &'a [JobNode],
+        profile: GpuDirect,
         _: &'a [String],
-        _: Progress<'a>,
+        progress: Progress<'a>,
     ) -> BoxFuture<'a, Result<(), String>> {
-        Box::pin(async { Ok(()) })
+        Box::pin(async move {
+            if profile == GpuDirect::None {
+                return Ok(());
+            }
+            let Some(node) = nodes.iter().find_map(|n| n.target.kube()) else {
+                return Ok(());
+            };
+            let Ok(client) = self.clients.get(&node.cluster).await else {
+                return Ok(());
+            };
+            let api: Api<k8s_openapi::api::apps::v1::DaemonSet> = Api::namespaced(client, "kube-system");
+            match api.list(&kube::api::ListParams::default()).await {
+                Ok(l) => {
+                    let installed: Vec<serde_json::Value> = l
+                        .items
+                        .iter()
+                        .filter_map(|d| serde_json::to_value(d).ok())
+                        .collect();
+                    if let Some(w) = gke::nccl::missing_installer(profile, &installed) {
+                        progress(w);
+                    }
+                }
+                Err(e) => tracing::info!("kube-system DaemonSets: {}", gke::cluster::why(&e)),
+            }
+            Ok(())
+        })
     }
 
     /// One JobSet for every rank: each rank starts with it (pid 0: a pod has none to

@@ -209,6 +209,9 @@ pub struct Schedule {
     pub queue: Option<String>,
     pub flex_start: Option<u64>,
     pub networks: Option<Vec<String>>,
+    /// How long a scheduled run may wait for Kueue's admission and for nodes
+    /// (`nccl run --wait`); `None`: as long as it takes.
+    pub queue_wait: Option<Duration>,
 }
 
 impl Schedule {
@@ -220,6 +223,7 @@ impl Schedule {
             queue: g.and_then(|g| g.queue.clone()),
             flex_start: spec.and_then(|s| s.flex_start).map(|d| d.0),
             networks: g.and_then(|g| g.networks.clone()),
+            queue_wait: None,
         }
     }
 }
@@ -508,6 +512,9 @@ pub async fn create_pods(
                 .iter()
                 .filter_map(|d| serde_json::to_value(d).ok())
                 .collect();
+            if let Some(w) = gke::nccl::missing_installer(flavour, &installed) {
+                progress(w);
+            }
             for note in gke::nccl::follow_installer(&mut objects, flavour, &installed) {
                 progress(note);
             }
@@ -529,7 +536,7 @@ pub async fn create_pods(
                 .unwrap_or_default()
         ));
         create_jobset(clients, &first, &objects[0]).await?;
-        match wait_scheduled(&api, run, nodes.len(), POD_START, progress).await {
+        match wait_scheduled(&api, run, nodes.len(), at.queue_wait, POD_START, progress).await {
             Ok(pods) => pods,
             Err(e) => {
                 let _ = remove_run(clients, &first, run).await;
@@ -606,6 +613,7 @@ async fn wait_scheduled(
     api: &Api<Pod>,
     run: &str,
     n: usize,
+    queue_wait: Option<Duration>,
     limit: Duration,
     progress: &(dyn Fn(String) + Sync),
 ) -> Result<(Vec<(String, Option<String>)>, Vec<String>), String> {
@@ -617,7 +625,7 @@ async fn wait_scheduled(
             .map(|l| l.items)
             .map_err(|e| gke::cluster::why(&e))
     };
-    wait_scheduled_with(list, run, n, limit, progress).await
+    wait_scheduled_with(list, run, n, queue_wait, limit, progress).await
 }
 
 /// Where a scheduled run's pods are on their way: what [`wait_scheduled_with`] tells.
@@ -636,12 +644,14 @@ enum Waiting {
 /// paused clock). No limit holds while the JobSet waits in the queue or its pods wait
 /// for nodes: queued provisioning and a scale-up from zero take as long as capacity
 /// takes (gke review H2: a 600 s cap on the whole deleted the JobSet and the capacity
-/// already booked). `limit` counts from when every pod is on a node: the containers'
-/// start (driver, installers, a multi-GB image pull). Each change of phase is told.
+/// already booked), unless the operator bounds it (`queue_wait`, `nccl run --wait`).
+/// `limit` counts from when every pod is on a node: the containers' start (driver,
+/// installers, a multi-GB image pull). Each change of phase is told.
 async fn wait_scheduled_with<L, F>(
     mut list: L,
     run: &str,
     n: usize,
+    queue_wait: Option<Duration>,
     limit: Duration,
     progress: &(dyn Fn(String) + Sync),
 ) -> Result<(Vec<(String, Option<String>)>, Vec<String>), String>
@@ -721,6 +731,18 @@ where
                 ),
             });
             phase = Some((now_waiting, tokio::time::Instant::now()));
+        }
+        if let (Some(most), Some((w, _))) = (queue_wait, phase) {
+            if w != Waiting::Start && since.elapsed() > most {
+                return Err(format!(
+                    "the run's JobSet {} still waits {} after {} s (--wait): {} of {} test pods exist, {bound} on a node",
+                    test_jobset_name(run),
+                    if w == Waiting::Admission { "to be admitted" } else { "for nodes" },
+                    most.as_secs(),
+                    indexed.len(),
+                    n
+                ));
+            }
         }
         if let Some((Waiting::Start, at)) = phase {
             if at.elapsed() > limit {
@@ -929,7 +951,7 @@ mod tests {
                 _ => vec![pod(0, Some("n0"), "Running"), pod(1, Some("n1"), "Running")],
             })
         };
-        let (made, ips) = wait_scheduled_with(list, "r1", 2, Duration::from_secs(600), &progress)
+        let (made, ips) = wait_scheduled_with(list, "r1", 2, None, Duration::from_secs(600), &progress)
             .await
             .expect("not given up while queued");
         assert!(t0.elapsed() >= Duration::from_secs(1560));
@@ -951,12 +973,25 @@ mod tests {
         let t1 = tokio::time::Instant::now();
         let stuck =
             move || async move { Ok(vec![pod(0, Some("n0"), "Pending"), pod(1, Some("n1"), "Running")]) };
-        let err = wait_scheduled_with(stuck, "r2", 2, Duration::from_secs(600), &|_| {})
+        let err = wait_scheduled_with(stuck, "r2", 2, None, Duration::from_secs(600), &|_| {})
             .await
             .unwrap_err();
         assert!(t1.elapsed() >= Duration::from_secs(600) && t1.elapsed() < Duration::from_secs(610));
         assert!(
             err.contains("were placed on nodes but did not run within 600s: 1 run"),
+            "{err}"
+        );
+
+        // The operator's bound (`--wait 900`): a JobSet still queued after it ends the wait.
+        let t2 = tokio::time::Instant::now();
+        let queued = move || async move { Ok(vec![]) };
+        let most = Some(Duration::from_secs(900));
+        let err = wait_scheduled_with(queued, "r3", 2, most, Duration::from_secs(600), &|_| {})
+            .await
+            .unwrap_err();
+        assert!(t2.elapsed() >= Duration::from_secs(900) && t2.elapsed() < Duration::from_secs(910));
+        assert!(
+            err.contains("still waits to be admitted after 900 s (--wait): 0 of 2"),
             "{err}"
         );
     }

@@ -242,7 +242,7 @@ docker)
     # and the image's PATH: the image's own bin directories first (IMGROOT below), then
     # the system's, which stand in for the image's userland (sh, env, coreutils). The
     # node's /usr/local/bin (its own tools, these shims) is not in a container.
-    name=""; wd=""; img=""; detach=""; cenv=(); ep_set=""; ep=""
+    name=""; wd=""; img=""; detach=""; cenv=(); ep_set=""; ep=""; vols=()
     while [ $# -gt 0 ]; do
       a=$1; shift
       case "$a" in
@@ -250,7 +250,8 @@ docker)
       --env|-e) v=$1; shift ;;
       --entrypoint=*) ep_set=1; ep=${a#*=}; continue ;;
       --entrypoint) ep_set=1; ep=$1; shift; continue ;;
-      --name|--workdir|-w|--volume|-v|--device|--ulimit|--gpus|--restart|--cap-add|--network|--shm-size|--user|-u|--mount|--label|--pull)
+      --volume|-v) vols+=("$1"); shift; continue ;;
+      --name|--workdir|-w|--device|--ulimit|--gpus|--restart|--cap-add|--network|--shm-size|--user|-u|--mount|--label|--pull)
         case "$a" in --name) name=$1 ;; --workdir|-w) wd=$1 ;; esac
         shift; continue ;;
       --detach|-d) detach=1; continue ;;
@@ -324,6 +325,19 @@ docker)
       while [ -e "$S/container-env.$n.log" ]; do n=$((n + 1)); done
       env -i "${cenv[@]}" env > "$S/container-env.$n.log"
       [ -z "$wd" ] || cd "$wd"
+      # The volumes that put a host directory at another path (/var/lib/tcpx/lib64 at
+      # /usr/local/tcpx/lib64) are bound there in a mount namespace of the container's
+      # own; the mount points are made in the node's own directories. Volumes at the same
+      # path are the node's files already (the container sees the node's filesystem).
+      binds=""
+      for vol in "${vols[@]+"${vols[@]}"}"; do
+        src=${vol%%:*}; dst=${vol#*:}; dst=${dst%%:*}
+        [ "$src" != "$dst" ] && [ -e "$src" ] || continue
+        binds+="mkdir -p $(printf %q "$dst"); mount --bind $(printf %q "$src") $(printf %q "$dst"); "
+      done
+      if [ -n "$binds" ] && [ "$(id -u)" = 0 ]; then
+        exec unshare --mount --propagation private -- bash -c "${binds}"'exec "$@"' container env -i "${cenv[@]}" "${argv[@]}"
+      fi
       exec env -i "${cenv[@]}" "${argv[@]}"
     fi ;;
   *) ;;

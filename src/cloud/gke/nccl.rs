@@ -157,6 +157,24 @@ pub fn installer_image(flavour: GpuDirect, daemonsets: &[serde_json::Value]) -> 
     super::view::installer_plugin_image(ds).map(str::to_string)
 }
 
+/// What to tell the operator when the cluster runs no installer DaemonSet of `flavour`
+/// (`daemonsets`: kube-system's): without it no node has the plugin, the profile's
+/// `source` finds nothing, and NCCL falls back to sockets over eth0 without a word (gke
+/// review M4). `None` when the installer is there, or for no GPUDirect. A warning, not a
+/// refusal: a cluster may put the plugin on its nodes by other means.
+pub fn missing_installer(flavour: GpuDirect, daemonsets: &[serde_json::Value]) -> Option<String> {
+    let (name, ..) = super::view::INSTALLERS
+        .iter()
+        .find(|(_, f, ..)| *f == flavour.name())?;
+    if daemonsets.iter().any(|d| d["metadata"]["name"] == *name) {
+        return None;
+    }
+    Some(format!(
+        "warning: the cluster runs no {name} DaemonSet in kube-system: the nodes may have no GPUDirect-{} plugin, and NCCL would then fall back to sockets over eth0 (install it as GKE's GPUDirect guide does, or give the workload no GPUDirect profile)",
+        flavour.name()
+    ))
+}
+
 /// The test pods' image as the cluster's installer decides it (`objects`: the run's
 /// JobSet or pods, changed in place): the plugin the installer put on the nodes must be
 /// the one NCCL in the image was built with (gpudirect-tcpxo/README.md couples them).
@@ -355,6 +373,26 @@ pub async fn machine(clients: &Clients, node: &KubeNode) -> Result<(Option<Strin
             .and_then(|l| l.get(super::view::INSTANCE_TYPE_LABEL).cloned()),
         gpus,
     ))
+}
+
+#[cfg(test)]
+mod installer_tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_installer_is_named_and_a_present_one_is_not() {
+        let ds = |name: &str| serde_json::json!({"metadata": {"name": name}});
+        let w = missing_installer(GpuDirect::Tcpxo, &[ds("nccl-rdma-installer")]).unwrap();
+        assert!(
+            w.contains("no nccl-tcpxo-installer DaemonSet") && w.contains("sockets"),
+            "{w}"
+        );
+        assert_eq!(
+            missing_installer(GpuDirect::Tcpxo, &[ds("nccl-tcpxo-installer")]),
+            None
+        );
+        assert_eq!(missing_installer(GpuDirect::None, &[]), None);
+    }
 }
 
 #[cfg(test)]
