@@ -890,7 +890,9 @@ mod tests {
                 .stdout(std::process::Stdio::piped())
                 .spawn()
                 .unwrap();
-            child.stdin.take().unwrap().write_all(input).unwrap();
+            // A launch that refuses (a reused directory) exits before it reads its input:
+            // the pipe may be closed by then.
+            let _ = child.stdin.take().unwrap().write_all(input);
             String::from_utf8_lossy(&child.wait_with_output().unwrap().stdout).into_owned()
         };
         let sh = |cmd: &str| sh_in(&(cmd.to_string(), vec![]));
