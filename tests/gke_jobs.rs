@@ -431,3 +431,42 @@ fn jobs_ask_kueue_for_a_topology() {
     );
     assert!(d2.jobsets().is_empty(), "{:?}", d2.jobsets());
 }
+
+/// Gke review L2: two TCPXO jobs of 4 GPUs each, on a pool of two 8-GPU nodes, get a node
+/// each: every flightdeck pod with an RxDM sidecar keeps off a node that already has one
+/// (GKE's TCPXO guide's `tcpxo: daemon` anti-affinity), whichever workload it belongs to.
+/// Without it the scheduler put both on the first node, with two RxDMs.
+#[test]
+fn two_small_tcpxo_jobs_keep_one_rxdm_per_node() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (d, home) = setup(tmp.path(), "");
+    for name in ["small-a", "small-b"] {
+        let out = run(
+            tmp.path(),
+            &home,
+            name,
+            "nodes: 1\ngpus_per_node: 4\nnccl_profile: tcpxo\ncommands: [\"sleep 5\"]\n",
+        );
+        assert!(out.status.success(), "{}", text(&out.stderr));
+    }
+    let end = Instant::now() + Duration::from_secs(20);
+    let nodes = loop {
+        let nodes: Vec<String> = d
+            .pods()
+            .iter()
+            .filter(|p| p["metadata"]["labels"]["flightdeck-role"] == "job")
+            .filter_map(|p| {
+                p["spec"]["nodeName"]
+                    .as_str()
+                    .filter(|n| !n.is_empty())
+                    .map(String::from)
+            })
+            .collect();
+        if nodes.len() == 2 || Instant::now() > end {
+            break nodes;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(nodes.len(), 2, "both jobs placed: {nodes:?}");
+    assert_ne!(nodes[0], nodes[1], "two RxDMs on one node: {nodes:?}");
+}

@@ -692,6 +692,7 @@ pub fn with_gpudirect_on(
         annotations.insert("networking.gke.io/interfaces".into(), i.into());
     }
     if let Some((sidecar, (key, devices), volumes)) = gke::nccl::rxdm_parts(&r) {
+        gke::nccl::one_rxdm_per_node(pod);
         annotations.insert(key, devices.into());
         pod["spec"]["initContainers"] = serde_json::json!([sidecar]);
         append(&mut pod["spec"]["volumes"], volumes);

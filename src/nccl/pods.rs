@@ -284,6 +284,9 @@ pub fn test_jobset(
     }
     t["spec"]["nodeSelector"] = selector.into();
     t["spec"]["affinity"] = affinity;
+    if recipe(flavour).rxdm.is_some() {
+        crate::cloud::gke::nccl::one_rxdm_per_node(&mut t);
+    }
     t["spec"]["tolerations"] = serde_json::json!([
         {"key": gke::GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"},
         {"key": "cloud.google.com/gke-queued", "operator": "Exists", "effect": "NoSchedule"}

@@ -157,6 +157,31 @@ pub fn installer_image(flavour: GpuDirect, daemonsets: &[serde_json::Value]) -> 
     super::view::installer_plugin_image(ds).map(str::to_string)
 }
 
+/// The label every flightdeck pod with an RxDM sidecar carries (TCPX, TCPXO): one RxDM
+/// per node, whichever workload brought it.
+pub const RXDM_LABEL: &str = "flightdeck-rxdm";
+
+/// One RxDM per node across every flightdeck workload, as GKE's TCPXO guide puts a
+/// `tcpxo: daemon` anti-affinity on every RxDM pod "to avoid duplicate scheduling"
+/// (gpudirect-tcpxo/nccl-test-latest.yaml): the pod template (`pod`, with `metadata` and
+/// `spec`) gets [`RXDM_LABEL`] and a required anti-affinity on it by hostname, beside its
+/// own workload's. Two workloads of fewer than 8 GPUs would otherwise put two RxDMs on
+/// one node (gke review L2). A pinned pod (`nodeName`) passes the scheduler by, so this
+/// holds only for the pods the scheduler places.
+pub fn one_rxdm_per_node(pod: &mut serde_json::Value) {
+    if !pod["metadata"]["labels"].is_object() {
+        pod["metadata"]["labels"] = serde_json::json!({});
+    }
+    pod["metadata"]["labels"][RXDM_LABEL] = "true".into();
+    let term = serde_json::json!({"labelSelector": {"matchLabels": {RXDM_LABEL: "true"}}, "topologyKey": "kubernetes.io/hostname"});
+    let terms =
+        &mut pod["spec"]["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"];
+    match terms {
+        serde_json::Value::Array(v) => v.push(term),
+        _ => *terms = serde_json::json!([term]),
+    }
+}
+
 /// What to tell the operator when the cluster runs no installer DaemonSet of `flavour`
 /// (`daemonsets`: kube-system's): without it no node has the plugin, the profile's
 /// `source` finds nothing, and NCCL falls back to sockets over eth0 without a word (gke
@@ -378,6 +403,21 @@ pub async fn machine(clients: &Clients, node: &KubeNode) -> Result<(Option<Strin
 #[cfg(test)]
 mod installer_tests {
     use super::*;
+
+    #[test]
+    fn rxdm_pods_keep_one_per_node_beside_their_own_rule() {
+        let mut pod = serde_json::json!({"metadata": {"labels": {"flightdeck-job": "j"}}, "spec": {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"flightdeck-job": "j"}}, "topologyKey": "kubernetes.io/hostname"}
+        ]}}}});
+        one_rxdm_per_node(&mut pod);
+        assert_eq!(pod["metadata"]["labels"][RXDM_LABEL], "true");
+        let terms = pod["spec"]["affinity"]["podAntiAffinity"]
+            ["requiredDuringSchedulingIgnoredDuringExecution"]
+            .as_array()
+            .unwrap();
+        assert_eq!(terms.len(), 2);
+        assert_eq!(terms[1]["labelSelector"]["matchLabels"][RXDM_LABEL], "true");
+    }
 
     #[test]
     fn a_missing_installer_is_named_and_a_present_one_is_not() {
