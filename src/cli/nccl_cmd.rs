@@ -568,6 +568,9 @@ fn dry_run(fleet: &str, nodes: &[NodeTarget], plan: &Plan, at: &pods::Schedule) 
             )
         })?;
     pods::script_takes(spec, spec.profile, gpus).map_err(anyhow::Error::msg)?;
+    if let Some(note) = pods::script_ignores(spec, spec.profile) {
+        errln!("{note}");
+    }
     let id = runner::new_id(&spec.collective, store::now_unix());
     let mut objects =
         pods::run_objects(fleet, &id, nodes, spec.profile, gpus, at).map_err(anyhow::Error::msg)?;

@@ -370,8 +370,8 @@ pub fn objects_yaml(objects: &[serde_json::Value]) -> String {
 const TCPXO_LIB_DIR: &str = "/usr/local/nvidia/lib64";
 
 /// Whether the flavour's run script can run `spec` on nodes of `gpus` GPUs: TCPXO's
-/// (demo-run-nccl-test-tcpxo-via-mpi.sh) and TCPX's (the guide's run-nccl.sh, which also
-/// runs its own 5 warm-up and 100 timed iterations) step sizes by 2 and pass no data
+/// (demo-run-nccl-test-tcpxo-via-mpi.sh) and TCPX's (the image's run-nccl.sh, which also
+/// runs its own 5 warm-up and 20 timed iterations) step sizes by 2 and pass no data
 /// type, and their hostfiles (gen_hostfiles.sh) are for 1, 2, 4 or 8 ranks a node.
 pub fn script_takes(spec: &RunSpec, flavour: GpuDirect, gpus: u32) -> Result<(), String> {
     let name = match flavour {
@@ -389,6 +389,24 @@ pub fn script_takes(spec: &RunSpec, flavour: GpuDirect, gpus: u32) -> Result<(),
         return Ok(());
     };
     Err(format!("the {name} image's run script {why}"))
+}
+
+/// The timed and warm-up iterations the TCPX image's `/scripts/run-nccl.sh` runs
+/// whatever it is asked (google/nccl-plugin-gpudirecttcpx scripts/run-nccl.sh:
+/// `-w 5 --iters 20`).
+pub const TCPX_SCRIPT_ITERS: (u32, u32) = (20, 5);
+
+/// The note for a run whose `-n`/`-w` the flavour's script does not take, so that they
+/// are said, not silently dropped (gke review L4); `None` when the script runs what was
+/// asked, or for the other flavours, whose scripts take both.
+pub fn script_ignores(spec: &RunSpec, flavour: GpuDirect) -> Option<String> {
+    let (iters, warmup) = TCPX_SCRIPT_ITERS;
+    (flavour == GpuDirect::Tcpx && (spec.iters != iters || spec.warmup != warmup)).then(|| {
+        format!(
+            "note: the TCPX image's run-nccl.sh runs its own {warmup} warm-up and {iters} timed iterations: -n {} -w {} are not used",
+            spec.iters, spec.warmup
+        )
+    })
 }
 
 /// The head pod's script: the flavour's run script across every pod (by address).
@@ -859,6 +877,9 @@ pub async fn start_with(
         .ok_or("no GKE nodes selected")?;
     let (gpus, machine_type) = run_gpus(clients, s).await?;
     script_takes(spec, spec.profile, gpus)?;
+    if let Some(note) = script_ignores(spec, spec.profile) {
+        progress(note);
+    }
     let machine = s
         .machine
         .clone()
@@ -1380,6 +1401,22 @@ mod tests {
                 "TCPX pods mount {p} from the host, which no TCPX manifest names"
             );
         }
+    }
+
+    #[test]
+    fn tcpx_says_which_iterations_its_script_ignores() {
+        let mut sp = spec();
+        sp.iters = 20;
+        sp.warmup = 5;
+        assert_eq!(script_ignores(&sp, GpuDirect::Tcpx), None);
+        sp.iters = 7;
+        sp.warmup = 3;
+        let n = script_ignores(&sp, GpuDirect::Tcpx).unwrap();
+        assert!(
+            n.contains("5 warm-up and 20 timed") && n.contains("-n 7 -w 3"),
+            "{n}"
+        );
+        assert_eq!(script_ignores(&sp, GpuDirect::Tcpxo), None);
     }
 
     #[test]
