@@ -1081,10 +1081,30 @@ fn judge_rdma(ctx: &Context, node: &str, f: &Facts, s: &script::Sections) -> Fin
     let down: Vec<String> = f
         .rdma_ports
         .iter()
-        .filter(|p| !p.state.ends_with("ACTIVE") || !p.phys_state.ends_with("LinkUp"))
+        .filter(|p| {
+            !p.state.ends_with("ACTIVE") || (!p.phys_state.ends_with("LinkUp") && p.phys_state != "-")
+        })
         .map(|p| format!("{} port {} {} {}", p.device, p.port, p.state, p.phys_state))
         .collect();
-    if down.is_empty() {
+    // An ACTIVE port whose physical state could not be read (`-`) is not called down:
+    // the kernel's ib sysfs has `phys_state` beside `state`, so its absence is said as
+    // what it is.
+    let unread: Vec<String> = f
+        .rdma_ports
+        .iter()
+        .filter(|p| p.state.ends_with("ACTIVE") && p.phys_state == "-")
+        .map(|p| format!("{} port {}", p.device, p.port))
+        .collect();
+    if down.is_empty() && !unread.is_empty() {
+        Finding::new(
+            "rdma",
+            node,
+            Outcome::Warn,
+            format!("active, physical state unreadable: {}", shorten(&unread, 3)),
+        )
+        .evidence(evidence)
+        .fix("read the ports with `ibv_devinfo`; /sys/class/infiniband/*/ports/*/phys_state is missing")
+    } else if down.is_empty() {
         Finding::new(
             "rdma",
             node,

@@ -409,6 +409,31 @@ fn data_nics_at_any_vpc_mtu_the_preflight_accepts_pass() {
     }
 }
 
+/// An ACTIVE RDMA port whose physical state is unreadable is a warning that says so, not
+/// "not active"; a DOWN port fails.
+#[test]
+fn rdma_ports_down_fail_and_an_unreadable_physical_state_warns() {
+    let mut c = ctx(1);
+    c.flavour = GpuDirect::Rdma;
+    let judge = |text: &str| {
+        let mut s = h200_sections();
+        set(&mut s, "rdma", format!("{text}devices 2\n"));
+        by_check(&judge_node(&c, "n0", &s, 0, None), "rdma").clone()
+    };
+    let ok = judge("mlx5_0 1 4:ACTIVE 5:LinkUp eth1 0\nmlx5_1 1 4:ACTIVE 5:LinkUp eth2 1\n");
+    assert_eq!(ok.outcome, Outcome::Pass, "{}", ok.what);
+    let unread = judge("mlx5_0 1 4:ACTIVE - eth1 0\nmlx5_1 1 4:ACTIVE 5:LinkUp eth2 1\n");
+    assert_eq!(unread.outcome, Outcome::Warn, "{}", unread.what);
+    assert!(
+        unread.what.contains("physical state unreadable: mlx5_0 port 1"),
+        "{}",
+        unread.what
+    );
+    let down = judge("mlx5_0 1 1:DOWN - eth1 0\nmlx5_1 1 4:ACTIVE 5:LinkUp eth2 1\n");
+    assert_eq!(down.outcome, Outcome::Fail, "{}", down.what);
+    assert!(down.what.contains("mlx5_0 port 1 1:DOWN"), "{}", down.what);
+}
+
 #[test]
 fn the_doctor_ran_clean_on_one_h200_and_named_the_planted_lock() {
     let v: serde_json::Value = serde_json::from_str(&fixture("../h200x1/doctor-clean.json")).unwrap();
