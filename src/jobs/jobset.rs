@@ -84,19 +84,9 @@ impl JobRunner for JobSets {
             let Ok(client) = self.clients.get(&node.cluster).await else {
                 return Ok(());
             };
-            let api: Api<k8s_openapi::api::apps::v1::DaemonSet> = Api::namespaced(client, "kube-system");
-            match api.list(&kube::api::ListParams::default()).await {
-                Ok(l) => {
-                    let installed: Vec<serde_json::Value> = l
-                        .items
-                        .iter()
-                        .filter_map(|d| serde_json::to_value(d).ok())
-                        .collect();
-                    if let Some(w) = gke::nccl::missing_installer(profile, &installed) {
-                        progress(w);
-                    }
-                }
-                Err(e) => tracing::info!("kube-system DaemonSets: {}", gke::cluster::why(&e)),
+            let installed = gke::nccl::kube_system_daemonsets(client).await;
+            if let Some(w) = installed.and_then(|d| gke::nccl::missing_installer(profile, &d)) {
+                progress(w);
             }
             Ok(())
         })

@@ -524,23 +524,13 @@ pub async fn create_pods(
     let api: Api<Pod> = Api::namespaced(client.clone(), &first.namespace);
     let mut objects = run_objects(fleet, run, nodes, flavour, gpus, at)?;
     // The plugin the cluster's installer put on the nodes decides the test image.
-    let daemonsets: Api<k8s_openapi::api::apps::v1::DaemonSet> =
-        Api::namespaced(client.clone(), "kube-system");
-    match daemonsets.list(&ListParams::default()).await {
-        Ok(l) => {
-            let installed: Vec<serde_json::Value> = l
-                .items
-                .iter()
-                .filter_map(|d| serde_json::to_value(d).ok())
-                .collect();
-            if let Some(w) = gke::nccl::missing_installer(flavour, &installed) {
-                progress(w);
-            }
-            for note in gke::nccl::follow_installer(&mut objects, flavour, &installed) {
-                progress(note);
-            }
+    if let Some(installed) = gke::nccl::kube_system_daemonsets(client.clone()).await {
+        if let Some(w) = gke::nccl::missing_installer(flavour, &installed) {
+            progress(w);
         }
-        Err(e) => tracing::info!("kube-system DaemonSets: {}", gke::cluster::why(&e)),
+        for note in gke::nccl::follow_installer(&mut objects, flavour, &installed) {
+            progress(note);
+        }
     }
     let image = image_of(&objects).unwrap_or_else(|| recipe(flavour).image.to_string());
     let (made, ips) = if scheduled(nodes) {

@@ -289,19 +289,9 @@ impl Target {
             super::jobs::waiting_pods(&jobs, &super::jobs::wait_events(&client, &self.namespace).await)
         };
         // GKE's GPUDirect installers in kube-system decide the plugin and RxDM versions.
-        let daemonsets: Api<k8s_openapi::api::apps::v1::DaemonSet> =
-            Api::namespaced(client.clone(), "kube-system");
-        let installed: Vec<serde_json::Value> = match daemonsets.list(&ListParams::default()).await {
-            Ok(l) => l
-                .items
-                .iter()
-                .filter_map(|d| serde_json::to_value(d).ok())
-                .collect(),
-            Err(e) => {
-                tracing::info!("kube-system DaemonSets: {}", super::cluster::why(&e));
-                vec![]
-            }
-        };
+        let installed = super::nccl::kube_system_daemonsets(client.clone())
+            .await
+            .unwrap_or_default();
         Ok(Snapshot {
             cluster: self.cluster.describe(),
             pools,

@@ -182,6 +182,25 @@ pub fn one_rxdm_per_node(pod: &mut serde_json::Value) {
     }
 }
 
+/// The DaemonSets of kube-system, where GKE's GPUDirect installers run, as JSON; `None`
+/// (said in the log) when they cannot be listed. `fleet status`, NCCL test pods and job
+/// pre-flights read the installers from here.
+pub async fn kube_system_daemonsets(client: kube::Client) -> Option<Vec<serde_json::Value>> {
+    let api: kube::Api<k8s_openapi::api::apps::v1::DaemonSet> = kube::Api::namespaced(client, "kube-system");
+    match api.list(&kube::api::ListParams::default()).await {
+        Ok(l) => Some(
+            l.items
+                .iter()
+                .filter_map(|d| serde_json::to_value(d).ok())
+                .collect(),
+        ),
+        Err(e) => {
+            tracing::info!("kube-system DaemonSets: {}", super::cluster::why(&e));
+            None
+        }
+    }
+}
+
 /// What to tell the operator when the cluster runs no installer DaemonSet of `flavour`
 /// (`daemonsets`: kube-system's): without it no node has the plugin, the profile's
 /// `source` finds nothing, and NCCL falls back to sockets over eth0 without a word (gke
