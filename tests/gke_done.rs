@@ -224,6 +224,51 @@ fn two_nodes_of(seen: &Mutex<Seen>, role: &str, pool: &str) -> BTreeSet<String> 
     nodes
 }
 
+/// `nccl run dws` of a 2-node all_gather through the double (fleet `dws`): sizes and
+/// iterations none of the image scripts default to, so that a variable they do not read
+/// under the name given falls back to their default and fails the checks; `--wait`, so
+/// that a double that never admits fails the test instead of hanging it.
+const TWO_NODE_TEST: [&str; 19] = [
+    "nccl",
+    "run",
+    "dws",
+    "--node-count",
+    "2",
+    "-g",
+    "8",
+    "--test",
+    "all_gather",
+    "-b",
+    "1M",
+    "-e",
+    "1G",
+    "-n",
+    "7",
+    "-w",
+    "3",
+    "--wait",
+    "120",
+];
+
+/// A home under `tmp` where fleet `dws` is applied: DWS flex-start (2 h) on `pool` behind
+/// the `dws-queue` Kueue queue, GPUDirect `flavour`.
+fn apply_dws_fleet(d: &KubeDouble, tmp: &Path, flavour: &str, pool: &str) -> PathBuf {
+    let home = tmp.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let f = tmp.join("dws.yaml");
+    std::fs::write(
+        &f,
+        format!(
+            "type: fleet\nname: dws\nflex_start: 2h\nnetwork:\n  gpudirect: {flavour}\ngke:\n  context: double\n  kubeconfig: {}\n  node_pools: [{pool}]\n  queue: dws-queue\n",
+            d.kubeconfig.display()
+        ),
+    )
+    .unwrap();
+    let out = flightdeck(&home, &["fleet", "apply", f.to_str().unwrap(), "--yes"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    home
+}
+
 /// The nodes' filesystem as the double mounts it into pods' hostPath volumes
 /// (`Options::node_roots`), laid out where GKE's installer DaemonSets put their files on
 /// a GPU node: the driver's directory `/home/kubernetes/bin/nvidia/lib64`, and per
@@ -334,19 +379,7 @@ fn done_when(flavour: &str, machine: &str, accelerator: &str) -> (tempfile::Temp
         node_roots: Some(gpu_node_root(flavour, &tmp)),
         ..Options::default()
     });
-    let home = tmp.join("home");
-    std::fs::create_dir_all(&home).unwrap();
-    let f = tmp.join("dws.yaml");
-    std::fs::write(
-        &f,
-        format!(
-            "type: fleet\nname: dws\nflex_start: 2h\nnetwork:\n  gpudirect: {flavour}\ngke:\n  context: double\n  kubeconfig: {}\n  node_pools: [{pool}]\n  queue: dws-queue\n",
-            d.kubeconfig.display()
-        ),
-    )
-    .unwrap();
-    let out = flightdeck(&home, &["fleet", "apply", f.to_str().unwrap(), "--yes"]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    let home = apply_dws_fleet(&d, &tmp, flavour, &pool);
     let seen = Mutex::new(Seen::default());
 
     // (a) A 2-node job, as its dry run printed it, to its end.
@@ -393,30 +426,7 @@ fn done_when(flavour: &str, machine: &str, accelerator: &str) -> (tempfile::Temp
     );
 
     // (b) A 2-node NCCL test, as its dry run printed it, to its parsed busbw table.
-    // Sizes and iterations none of the image scripts default to: a variable they do not
-    // read under the name given falls back to their default and fails the checks.
-    let nccl = [
-        "nccl",
-        "run",
-        "dws",
-        "--node-count",
-        "2",
-        "-g",
-        "8",
-        "--test",
-        "all_gather",
-        "-b",
-        "1M",
-        "-e",
-        "1G",
-        "-n",
-        "7",
-        "-w",
-        "3",
-        // A double that never admits fails the test instead of hanging it.
-        "--wait",
-        "120",
-    ];
+    let nccl = TWO_NODE_TEST;
     let out = flightdeck(&home, &[&nccl[..], &["--dry-run"]].concat());
     assert!(out.status.success(), "{}", text(&out.stderr));
     let printed = yaml_docs(&text(&out.stdout));
@@ -696,19 +706,7 @@ fn runs_and_jobs_use_the_live_pool_once_the_recorded_nodes_are_gone() {
         node_roots: Some(gpu_node_root("rdma", &tmp)),
         ..Options::default()
     });
-    let home = tmp.join("home");
-    std::fs::create_dir_all(&home).unwrap();
-    let f = tmp.join("dws.yaml");
-    std::fs::write(
-        &f,
-        format!(
-            "type: fleet\nname: dws\nflex_start: 2h\nnetwork:\n  gpudirect: rdma\ngke:\n  context: double\n  kubeconfig: {}\n  node_pools: [{pool}]\n  queue: dws-queue\n",
-            d.kubeconfig.display()
-        ),
-    )
-    .unwrap();
-    let out = flightdeck(&home, &["fleet", "apply", f.to_str().unwrap(), "--yes"]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    let home = apply_dws_fleet(&d, &tmp, "rdma", pool);
     let state = text(&flightdeck(&home, &["fleet", "list", "--json"]).stdout);
     assert!(
         state.contains("gke-rdma-dws-early-1"),
@@ -740,31 +738,7 @@ fn runs_and_jobs_use_the_live_pool_once_the_recorded_nodes_are_gone() {
         .unwrap_or_default();
     assert_eq!(v["state"], "succeeded", "{v}{err}");
 
-    let out = flightdeck(
-        &home,
-        &[
-            "nccl",
-            "run",
-            "dws",
-            "--node-count",
-            "2",
-            "-g",
-            "8",
-            "--test",
-            "all_gather",
-            "-b",
-            "1M",
-            "-e",
-            "1G",
-            "-n",
-            "7",
-            "-w",
-            "3",
-            "--json",
-            "--wait",
-            "120",
-        ],
-    );
+    let out = flightdeck(&home, &[&TWO_NODE_TEST[..], &["--json"]].concat());
     let err = text(&out.stderr);
     assert!(out.status.success(), "{err}");
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();

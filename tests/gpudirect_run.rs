@@ -77,6 +77,31 @@ fn recorded(dir: &Path, prefix: &str) -> Vec<BTreeMap<String, String>> {
     out
 }
 
+/// `nccl run lab` on one GPU a node with the nccl-tests double in `d`, under `profile`
+/// (the fleet's own without one), then `extra`; `mpirun`: through the double's mpirun
+/// (several nodes).
+fn nccl_run(
+    home: &Path,
+    d: &Path,
+    profile: Option<&str>,
+    mpirun: bool,
+    extra: &[&str],
+) -> std::process::Output {
+    let tests = d.to_str().unwrap().to_string();
+    let launcher = d.join("mpirun").to_str().unwrap().to_string();
+    let mut args = vec!["nccl", "run", "lab"];
+    if let Some(p) = profile {
+        args.extend(["--profile", p]);
+    }
+    args.extend(["-g", "1"]);
+    args.extend_from_slice(extra);
+    args.extend(["--nccl-tests-dir", &tests]);
+    if mpirun {
+        args.extend(["--mpirun", &launcher]);
+    }
+    flightdeck(home, &args)
+}
+
 fn bootstrap(home: &Path, flavour: &str) {
     let out = flightdeck(home, &["fleet", "bootstrap", "lab", "--flavour", flavour]);
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -127,22 +152,7 @@ fn tcpxo_runs_and_jobs_source_googles_profile_and_nccl_sees_the_plugin_first() {
 
     let d = tb.dir.path().join("nccl-tests");
     recording_nccl_tests(&d);
-    let out = flightdeck(
-        home.path(),
-        &[
-            "nccl",
-            "run",
-            "lab",
-            "--profile",
-            "tcpxo",
-            "-g",
-            "1",
-            "--nodes",
-            "0",
-            "--nccl-tests-dir",
-            d.to_str().unwrap(),
-        ],
-    );
+    let out = nccl_run(home.path(), &d, Some("tcpxo"), false, &["--nodes", "0"]);
     let err = text(&out.stderr);
     assert!(
         err.contains("pre-flight: GPUDirect-tcpxo pieces on 1 node"),
@@ -189,22 +199,7 @@ fn tcpxo_runs_and_jobs_source_googles_profile_and_nccl_sees_the_plugin_first() {
 
     // Both nodes: the pre-flight on each, then mpirun on the head (its double) with the
     // profile's variables passed to every rank and its own TCP on the control NIC.
-    let out = flightdeck(
-        home.path(),
-        &[
-            "nccl",
-            "run",
-            "lab",
-            "--profile",
-            "tcpxo",
-            "-g",
-            "1",
-            "--nccl-tests-dir",
-            d.to_str().unwrap(),
-            "--mpirun",
-            d.join("mpirun").to_str().unwrap(),
-        ],
-    );
+    let out = nccl_run(home.path(), &d, Some("tcpxo"), true, &[]);
     let err = text(&out.stderr);
     assert!(out.status.success() && err.contains("busbw"), "{err}");
     assert!(
@@ -280,24 +275,7 @@ fn rdma_runs_source_set_nccl_env_and_the_preflight_reads_the_ports() {
     testbed::a3_ultra_nics(&tb, 1);
     let d = tb.dir.path().join("nccl-tests");
     recording_nccl_tests(&d);
-    let run = |home: &Path| {
-        flightdeck(
-            home,
-            &[
-                "nccl",
-                "run",
-                "lab",
-                "--profile",
-                "rdma",
-                "-g",
-                "1",
-                "--nodes",
-                "0",
-                "--nccl-tests-dir",
-                d.to_str().unwrap(),
-            ],
-        )
-    };
+    let run = |home: &Path| nccl_run(home, &d, Some("rdma"), false, &["--nodes", "0"]);
     let out = run(home.path());
     let err = text(&out.stderr);
     assert!(!err.contains("pre-flight for"), "{err}");
@@ -320,22 +298,7 @@ fn rdma_runs_source_set_nccl_env_and_the_preflight_reads_the_ports() {
 
     // Both nodes: mpirun (its double) with gIB's variables for every rank, pinned to the
     // control NIC; then a two-node job whose ranks see gIB's environment.
-    let out = flightdeck(
-        home.path(),
-        &[
-            "nccl",
-            "run",
-            "lab",
-            "--profile",
-            "rdma",
-            "-g",
-            "1",
-            "--nccl-tests-dir",
-            d.to_str().unwrap(),
-            "--mpirun",
-            d.join("mpirun").to_str().unwrap(),
-        ],
-    );
+    let out = nccl_run(home.path(), &d, Some("rdma"), true, &[]);
     let err = text(&out.stderr);
     assert!(out.status.success() && err.contains("busbw"), "{err}");
     let args = std::fs::read_to_string(d.join("mpirun.args")).unwrap();
@@ -437,22 +400,7 @@ fn cos_multi_node_mpirun_reaches_the_other_nodes_container() {
     }
     let d = tb.dir.path().join("nccl-tests");
     recording_nccl_tests(&d);
-    let out = flightdeck(
-        home.path(),
-        &[
-            "nccl",
-            "run",
-            "lab",
-            "--profile",
-            "tcpx",
-            "-g",
-            "1",
-            "--nccl-tests-dir",
-            d.to_str().unwrap(),
-            "--mpirun",
-            d.join("mpirun").to_str().unwrap(),
-        ],
-    );
+    let out = nccl_run(home.path(), &d, Some("tcpx"), true, &[]);
     let err = text(&out.stderr);
     assert!(!err.contains("pre-flight for"), "{err}");
     assert!(!err.contains("ssh to") && !err.contains("failed"), "{err}");
@@ -561,20 +509,7 @@ fn cos_runs_and_jobs_run_their_command_not_the_images_entrypoint() {
     testbed::a3_high_nics(&tb, 0);
     let d = tb.dir.path().join("nccl-tests");
     recording_nccl_tests(&d);
-    let out = flightdeck(
-        home.path(),
-        &[
-            "nccl",
-            "run",
-            "lab",
-            "--profile",
-            "tcpx",
-            "-g",
-            "1",
-            "--nccl-tests-dir",
-            d.to_str().unwrap(),
-        ],
-    );
+    let out = nccl_run(home.path(), &d, Some("tcpx"), false, &[]);
     let err = text(&out.stderr);
     assert!(
         out.status.success() && err.contains("busbw"),
@@ -731,21 +666,7 @@ fn multi_node_setup_on_a_shared_home_succeeds_ten_times_of_ten() {
     let d = tb.dir.path().join("nccl-tests");
     recording_nccl_tests(&d);
     for attempt in 0..10 {
-        let out = flightdeck(
-            home.path(),
-            &[
-                "nccl",
-                "run",
-                "lab",
-                "-g",
-                "1",
-                "--no-preflight",
-                "--nccl-tests-dir",
-                d.to_str().unwrap(),
-                "--mpirun",
-                d.join("mpirun").to_str().unwrap(),
-            ],
-        );
+        let out = nccl_run(home.path(), &d, None, true, &["--no-preflight"]);
         let err = text(&out.stderr);
         assert!(
             out.status.success() && err.contains("busbw"),

@@ -768,14 +768,13 @@ fn host_mounts(s: &Shared, pod: &Value, c: &Value) -> Vec<(PathBuf, String)> {
 /// Each namespace (the container's, each exec into it) has its overlays' upper and work
 /// directories of its own: an overlay's are never shared.
 fn mount_script(scratch: &Path, mounts: &[(PathBuf, String)]) -> String {
-    let q = |p: &str| format!("'{}'", p.replace('\'', "'\\''"));
+    let q = flightdeck::shellenv::quote;
+    let scratch = q(&scratch.display().to_string());
     let mut s = format!(
-        "set -e\nmkdir -p {}\nT=$(mktemp -d {}/ns.XXXXXX)\nn=0; OV=\n\
+        "set -e\nmkdir -p {scratch}\nT=$(mktemp -d {scratch}/ns.XXXXXX)\nn=0; OV=\n\
          at() {{ [ -e \"$1\" ] && return 0; a=$1; while [ ! -e \"$a\" ]; do a=$(dirname \"$a\"); done\n\
          case \" $OV \" in *\" $a \"*) ;; *) n=$((n+1)); mkdir -p \"$T/u$n\" \"$T/w$n\"; mount -t overlay overlay -o \"lowerdir=$a,upperdir=$T/u$n,workdir=$T/w$n\" \"$a\"; OV=\"$OV $a\" ;; esac\n\
-         mkdir -p \"$1\"; }}\n",
-        q(&scratch.display().to_string()),
-        q(&scratch.display().to_string())
+         mkdir -p \"$1\"; }}\n"
     );
     for (src, at) in mounts {
         let src = q(&src.display().to_string());
