@@ -433,10 +433,15 @@ async fn a3_high_tcpx_a3_ultra_and_a4_rdma_layouts_and_scheduling() {
     assert_eq!(nic_types(&inserts[0]), vec!["GVNIC"; 5]);
     assert_eq!(
         inserts[0]["disks"][0]["initializeParams"]["sourceImage"],
-        "projects/cos-cloud/global/images/cos-105-17412-535-78"
+        "projects/cos-cloud/global/images/family/cos-105-lts"
     );
     assert_eq!(
         d.resource("networks", "global", "a3-high-data-4").unwrap()["mtu"],
+        8244
+    );
+    // nic0's VPC carries NCCL's bootstrap: jumbo as Cluster Toolkit's sysnet.
+    assert_eq!(
+        d.resource("networks", "global", "a3-high-net").unwrap()["mtu"],
         8244
     );
     assert!(d.resource("networks", "global", "a3-high-data-5").is_none());

@@ -48,8 +48,11 @@ pub const UBUNTU_ACCELERATOR: &str =
 /// The same on 24.04 (CTK's A3 Mega base image).
 pub const UBUNTU_ACCELERATOR_2404: &str =
     "projects/ubuntu-os-accelerator-images/global/images/family/ubuntu-accelerator-2404-amd64-with-nvidia-580";
-/// Container-Optimized OS with `cos-extensions install gpu` for GPUDirect-TCPX (DST, SKY).
-pub const COS_TCPX: &str = "projects/cos-cloud/global/images/cos-105-17412-535-78";
+/// Container-Optimized OS with `cos-extensions install gpu` for GPUDirect-TCPX: the
+/// `cos-105-lts` family of Google's TCPX guide, so that a new fleet gets the family's
+/// newest build rather than a pinned one that is deprecated under it (dstack and
+/// SkyPilot pin `cos-105-17412-535-78`).
+pub const COS_TCPX: &str = "projects/cos-cloud/global/images/family/cos-105-lts";
 
 /// The machine type whose layout a type has: `-nolssd` variants (A3 Edge, A3 Ultra
 /// without local SSD) have their base type's NICs, GPUs and disk.

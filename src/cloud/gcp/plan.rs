@@ -435,10 +435,17 @@ pub fn networks(ctx: &Context, flavour: GpuDirect, zone: &str) -> Result<Vec<Net
             profile: None,
             role: NetRole::Primary,
         },
+        // nic0 carries NCCL's bootstrap and MPI's control traffic: Cluster Toolkit's
+        // blueprints give it the data VPCs' jumbo MTU (8244 on A3 High/Mega's sysnet,
+        // 8896 on A3 Ultra/A4's net-0); a plain fleet keeps Google's default.
         None if net.create => NetUse {
             name: format!("{fleet}-net"),
             create: true,
-            mtu: None,
+            mtu: match flavour {
+                GpuDirect::None => None,
+                GpuDirect::Tcpx | GpuDirect::Tcpxo => Some(layout::DATA_MTU),
+                GpuDirect::Rdma => Some(layout::RDMA_MTU),
+            },
             profile: None,
             role: NetRole::Primary,
         },

@@ -92,6 +92,8 @@ fn a3_mega_layout_placement_and_spot_scheduling() {
     );
     let data_net = res.iter().find(|r| r.name == "mega-data-1").unwrap();
     assert_eq!(data_net.body["mtu"], 8244);
+    let nic0_net = res.iter().find(|r| r.name == "mega-net").unwrap();
+    assert_eq!(nic0_net.body["mtu"], 8244, "nic0's VPC is jumbo as CTK's sysnet");
     let sub = res.iter().find(|r| r.name == "mega-data-2-us-east4").unwrap();
     assert_eq!(sub.body["ipCidrRange"], "192.168.2.0/24");
     let i = &res[res.len() - 1].body;
@@ -196,6 +198,8 @@ fn created_roce_vpc_has_the_zone_profile_and_no_firewall() {
         "projects/p1/global/networkProfiles/us-central1-b-vpc-roce"
     );
     assert_eq!(roce.body["mtu"], 8896);
+    let nic0_net = res.iter().find(|r| r.name == "u-net").unwrap();
+    assert_eq!(nic0_net.body["mtu"], 8896, "nic0's VPC is jumbo as CTK's net-0");
     assert!(!res
         .iter()
         .any(|r| r.kind == Kind::Firewall && r.name.starts_with("u-roce")));
@@ -466,4 +470,17 @@ fn nolssd_types_get_their_base_layout() {
         .as_str()
         .unwrap()
         .ends_with("hyperdisk-balanced"));
+}
+
+#[test]
+fn a_plain_fleets_created_vpc_keeps_googles_default_mtu() {
+    let f = fleet("type: fleet\nname: g\nnodes: 1\ninstance_types: [g2-standard-4]\nregions: [us-central1]\nnetwork:\n  create: true\n");
+    let s = GcpSettings::default();
+    let cands = candidates(&f, &s, Catalog::embedded()).unwrap();
+    let regions = regions(&cands);
+    let subnets = BTreeMap::new();
+    let ctx = ctx_with(&f, &s, &regions, &subnets);
+    let res = resources(&ctx, &cands[0]).unwrap();
+    let net = res.iter().find(|r| r.name == "g-net").unwrap();
+    assert!(net.body.get("mtu").is_none(), "{}", net.body);
 }
