@@ -799,3 +799,92 @@ fn a_node_whose_clock_is_ahead_is_named_and_the_others_pass_within_their_window(
     assert!(fine["what"].as_str().unwrap().contains("(±"), "{fine}");
     assert_eq!(code, Some(0), "a clock off is a warning: {v}");
 }
+
+/// What makes NCCL fail at init, planted one per node as operators meet them: a
+/// `NCCL_SOCKET_IFNAME` in /etc/nccl.conf naming an interface the node lacks (NCCL:
+/// `Bootstrap : no socket interface found`), a /dev/shm of a container's size under two
+/// GPUs, and an `NCCL_IB_HCA` in ~/.nccl.conf naming an HCA the node lacks. The healthy
+/// fleet first: no false alarm.
+#[test]
+fn settings_and_resources_that_break_nccls_init_are_named_per_node() {
+    let Some(tb) = Testbed::new_machines_with_homes(3, 1) else {
+        return;
+    };
+    for n in &tb.nodes {
+        n.add_gpu_double();
+    }
+    tb.nodes[2].add_rdma_devices(2);
+    let home = tempfile::tempdir().unwrap();
+    tb.apply_fleet(home.path(), "lab");
+    let only = ["--only", "nccl-env,nccl-init"];
+
+    let (code, v, err, _) = doctor(home.path(), &only);
+    let p = problems(&v);
+    assert!(p.is_empty(), "a healthy fleet: {p:#?}\n{err}");
+    assert_eq!(code, Some(0), "{err}");
+    let init: Vec<&Value> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["check"] == "nccl-init")
+        .collect();
+    assert_eq!(init.len(), 3, "{init:#?}");
+    assert!(
+        init.iter()
+            .all(|f| f["what"].as_str().unwrap().starts_with("/dev/shm ")),
+        "{init:#?}"
+    );
+
+    let root0 = tb.nodes[0].root.as_ref().unwrap();
+    std::fs::write(
+        root0.join("etc/nccl.conf"),
+        "NCCL_DEBUG=WARN\nNCCL_SOCKET_IFNAME=eth9\n",
+    )
+    .unwrap();
+    tb.node_mount_ns(
+        1,
+        &["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", "/dev/shm"],
+    )
+    .unwrap();
+    let home2 = tb.nodes[2].home.as_ref().unwrap();
+    std::fs::write(home2.join(".nccl.conf"), "NCCL_IB_HCA=mlx5_7:1\n").unwrap();
+
+    let (code, v, err, _) = doctor(home.path(), &only);
+    let p = problems(&v);
+    assert_eq!(code, Some(1), "{p:#?}\n{err}");
+    let (_, _, o, _) = find(
+        &p,
+        "lab-0",
+        "nccl-env",
+        "NCCL_SOCKET_IFNAME=eth9 in /etc/nccl.conf: names no interface of the node",
+    );
+    assert_eq!(o, "fail");
+    find(&p, "lab-0", "nccl-env", "Bootstrap : no socket interface found");
+    let (_, _, o, _) = find(
+        &p,
+        "lab-1",
+        "nccl-init",
+        "/dev/shm is 16 MiB for 2 GPUs, 256 MiB wanted",
+    );
+    assert_eq!(o, "fail");
+    let (_, _, o, _) = find(
+        &p,
+        "lab-2",
+        "nccl-env",
+        "NCCL_IB_HCA=mlx5_7:1 in /root/.nccl.conf: names no HCA of the node (it has mlx5_0:1, mlx5_1:1)",
+    );
+    assert_eq!(o, "fail");
+    assert_eq!(p.len(), 3, "nothing else: {p:#?}");
+    // The fixes say what to do.
+    let fixes: Vec<&str> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["outcome"] == "fail")
+        .map(|f| f["fix"].as_str().unwrap())
+        .collect();
+    assert!(
+        fixes.iter().any(|f| f.contains("--shm-size=268435456")),
+        "{fixes:#?}"
+    );
+}

@@ -129,7 +129,7 @@ pub fn age(s: u64) -> String {
 }
 
 /// One GPU as `nvidia-smi --query-gpu=QUERY_FIELDS --format=csv` reports it.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct Gpu {
     pub index: u32,
     pub name: String,

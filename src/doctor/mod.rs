@@ -13,6 +13,7 @@
 //! of definitions for both.
 
 pub mod gpu;
+pub mod nccl_init;
 pub mod net;
 pub mod run;
 pub mod script;
@@ -41,7 +42,8 @@ pub const CHECKS: &[CheckDef] = &[
     CheckDef { id: "nics", explain: "data NICs present, up, at their VPC's MTU, at the same speed as on the other nodes" },
     CheckDef { id: "rdma", explain: "RDMA ports active (what ibv_devinfo reports as PORT_ACTIVE)" },
     CheckDef { id: "gpudirect", explain: "the GPUDirect flavour's pieces: plugin, RxDM, devices (the pre-flight's checks)" },
-    CheckDef { id: "nccl-env", explain: "no NCCL variable on the node that turns a transport off or overrides the profile" },
+    CheckDef { id: "nccl-env", explain: "no NCCL variable on the node that turns a transport off, names an interface, HCA or GPU the node lacks, or overrides the profile" },
+    CheckDef { id: "nccl-init", explain: "what NCCL needs at init: /dev/shm for the node's GPUs (128 MiB a GPU), memlock unlimited where RDMA devices are" },
     CheckDef { id: "sysctl", explain: "TCP buffers large enough for NCCL's socket traffic (16 MiB or more)" },
     CheckDef { id: "numa", explain: "every NUMA node with GPUs has a data NIC of its own" },
     CheckDef { id: "clock", explain: "clock within 250 ms of the head node's" },
@@ -501,7 +503,10 @@ pub fn judge_facts(ctx: &Context, node: &str, s: &script::Sections, f: &Facts, e
         out.push(judge_gpudirect(ctx, node, s));
     }
     if ctx.wants("nccl-env") {
-        out.push(judge_nccl_env(ctx, node, s));
+        out.push(judge_nccl_env(ctx, node, f, s));
+    }
+    if ctx.wants("nccl-init") {
+        out.push(nccl_init::judge_resources(node, f, s));
     }
     if ctx.wants("sysctl") {
         out.push(judge_sysctl(ctx, node, s));
@@ -533,6 +538,7 @@ fn checks_reading(section: &str) -> &'static [&'static str] {
         "rdma" => &["rdma"],
         "sysctl" => &["sysctl"],
         "nccl-env" => &["nccl-env"],
+        "nccl-res" => &["nccl-init"],
         "gpudirect" => &["gpudirect"],
         _ => &[],
     }
@@ -1168,7 +1174,7 @@ fn judge_gpudirect(ctx: &Context, node: &str, s: &script::Sections) -> Finding {
         .fix(preflight::fix(ctx.flavour, failed[0]))
 }
 
-fn judge_nccl_env(ctx: &Context, node: &str, s: &script::Sections) -> Finding {
+fn judge_nccl_env(ctx: &Context, node: &str, f: &Facts, s: &script::Sections) -> Finding {
     let text = s.get("nccl-env").unwrap_or("");
     let mut fail = vec![];
     let mut warn = vec![];
@@ -1193,6 +1199,18 @@ fn judge_nccl_env(ctx: &Context, node: &str, s: &script::Sections) -> Finding {
             source.to_string()
         };
         let off = |v: &str| v == "1" || v.eq_ignore_ascii_case("true");
+        // A setting naming what the node lacks breaks NCCL's init whatever the profile.
+        match nccl_init::setting(k, v, f) {
+            Some((Outcome::Fail, why)) => {
+                fail.push(format!("{k}={v} in {from}: {why}"));
+                continue;
+            }
+            Some((_, why)) => {
+                warn.push(format!("{k}={v} in {from}: {why}"));
+                continue;
+            }
+            None => {}
+        }
         match k {
             "NCCL_P2P_DISABLE" | "NCCL_SHM_DISABLE" if off(v) => fail.push(format!(
                 "{k}={v} in {from}: GPUs on a node talk through the network stack"
@@ -1209,6 +1227,8 @@ fn judge_nccl_env(ctx: &Context, node: &str, s: &script::Sections) -> Finding {
             // Logging, and what NVIDIA's images set to describe themselves.
             "NCCL_DEBUG" | "NCCL_DEBUG_SUBSYS" | "NCCL_DEBUG_FILE" | "NCCL_VERSION" | "NCCL_HOME"
             | "NCCL_LIB_DIR" | "NCCL_INCLUDE_DIR" => {}
+            // Not NCCL's; read only for the GPUs it names (above).
+            "CUDA_VISIBLE_DEVICES" => {}
             _ => warn.push(format!(
                 "{k}={v} in {from}: overrides what flightdeck's profile sets"
             )),
@@ -1217,7 +1237,7 @@ fn judge_nccl_env(ctx: &Context, node: &str, s: &script::Sections) -> Finding {
     if !fail.is_empty() {
         return Finding::new("nccl-env", node, Outcome::Fail, shorten(&fail, 2))
             .evidence(lines)
-            .fix("remove the variable from the node's environment or nccl.conf; flightdeck's profile sets what the flavour needs");
+            .fix("remove the variable from the node's environment or nccl.conf, or make it name what the node has; flightdeck's profile sets what the flavour needs");
     }
     if !warn.is_empty() {
         return Finding::new("nccl-env", node, Outcome::Warn, shorten(&warn, 2))

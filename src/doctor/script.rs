@@ -7,7 +7,7 @@ use crate::bootstrap::preflight;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-const MARK: &str = "@@fd-doctor";
+pub(crate) const MARK: &str = "@@fd-doctor";
 
 /// The most of one section's output the doctor keeps. The largest real section, the
 /// `nvidia-smi` banner of an 8-GPU node, is a few KiB (tests/fixtures/doctor: 2 KiB on
@@ -118,8 +118,10 @@ pub fn script(preflight: Option<&str>) -> String {
         &mut s,
         "nccl-env",
         "set --; for f in /etc/nccl.conf \"$HOME/.nccl.conf\"; do [ -r \"$f\" ] && set -- \"$@\" \"$f\"; done; \
-         awk 'BEGIN { for (k in ENVIRON) if (k ~ /^NCCL_/) print \"env \" k \"=\" ENVIRON[k] } { print FILENAME \" \" $0 }' \"$@\" </dev/null; e nccl-env 0;",
+         awk 'BEGIN { for (k in ENVIRON) if (k ~ /^NCCL_/ || k == \"CUDA_VISIBLE_DEVICES\") print \"env \" k \"=\" ENVIRON[k] } { print FILENAME \" \" $0 }' \"$@\" </dev/null; e nccl-env 0;",
     );
+    // What NCCL needs at init: /dev/shm, the locked-memory limit (super::nccl_init).
+    small(&mut s, "nccl-res", super::nccl_init::SCRIPT);
     s.push_str("b net-ready; e net-ready 0\n");
     // The kernel's TCP buffer and MTU probing settings, one awk (not the shell's `read`:
     // dash reads a byte at a time, and a /proc/sys number ends at the first byte).
@@ -469,11 +471,20 @@ mod tests {
             "rdma",
             "sysctl",
             "nccl-env",
+            "nccl-res",
             "versions",
             "gpudirect",
         ] {
             assert!(s.0.contains_key(name), "section {name} missing: {:?}", s.0.keys());
         }
+        // This machine's /dev/shm, read as the check reads it.
+        let res = super::super::nccl_init::parse_resources(s.get("nccl-res").unwrap());
+        assert!(
+            res.shm.is_some() || res.shm_problem.is_some(),
+            "{:?}",
+            s.get("nccl-res")
+        );
+        assert!(res.memlock.is_some(), "{:?}", s.get("nccl-res"));
         assert!(s.get("nics").unwrap().lines().any(|l| l.starts_with("lo ")));
         assert!(s.get("time").unwrap().trim().parse::<u128>().is_ok());
         assert!(s.get("sysctl").unwrap().contains("net.core.rmem_max = "));

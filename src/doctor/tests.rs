@@ -30,6 +30,7 @@ fn h200_sections() -> script::Sections {
     put("rdma", "devices 0\n".into());
     put("sysctl", fixture("sysctl.txt"));
     put("nccl-env", String::new());
+    put("nccl-res", "shm 1048576 1048576\nmemlock 8192\nuid 0\n".into());
     put(
         "versions",
         "kernel 6.18.44\nos Ubuntu 24.04.3 LTS\nnccl /usr/lib/python3/dist-packages/nvidia/nccl/lib/libnccl.so.2 2.28.9+cuda13.0\n".into(),

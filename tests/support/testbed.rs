@@ -493,6 +493,20 @@ impl Testbed {
         }
     }
 
+    /// Run `cmd` in machine node `i`'s mount namespace (its sshd's), where its sessions
+    /// see what it mounts: a small tmpfs over /dev/shm, as a container's default.
+    pub fn node_mount_ns(&self, i: usize, cmd: &[&str]) -> Result<String, String> {
+        let node = &self.nodes[i];
+        assert!(
+            node.root.is_some(),
+            "a machine node (its sshd has a mount namespace)"
+        );
+        let pid = node.sshd.as_ref().expect("a running sshd").id().to_string();
+        let mut args = vec!["nsenter", "-t", &pid, "-m", "--"];
+        args.extend_from_slice(cmd);
+        run(&args)
+    }
+
     /// Run a command inside node `i`'s namespace.
     pub fn node_run(&self, i: usize, cmd: &[&str]) -> Result<String, String> {
         ns_run(&self.nodes[i].ns, cmd)
