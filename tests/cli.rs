@@ -258,7 +258,8 @@ fn doctor_lists_its_checks_and_names_what_is_wrong_with_its_arguments() {
         .lines()
         .map(|l| l.split_whitespace().next().unwrap_or("").to_string())
         .collect();
-    assert_eq!(ids.len(), 17, "{ids:?}");
+    assert_eq!(ids.len(), 18, "{ids:?}");
+    assert!(ids.contains(&"nccl-init".to_string()), "{ids:?}");
     assert!(ids.contains(&"reach".to_string()) && ids.contains(&"placement".to_string()));
     assert!(ids.contains(&"procs".to_string()), "{ids:?}");
     // No fleet: usage; an unknown fleet and an unknown check: failures that say why.

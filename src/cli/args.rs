@@ -431,7 +431,9 @@ pub enum NcclCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Parse nccl-tests output from a file, or from stdin with -.
+    /// Read an NCCL log from a file, or from stdin with -: nccl-tests' tables (any
+    /// version, any launcher's prefixes, several tests), NCCL's debug lines and PyTorch's
+    /// NCCL errors, finished or not. Exit 1 when a run did not finish or its verdict fails.
     Parse {
         /// The file to parse, or - for stdin.
         file: String,
@@ -439,12 +441,17 @@ pub enum NcclCommand {
         #[arg(long)]
         json: bool,
         /// Judge the run against the expected curve of this machine type (e.g.
-        /// a3-megagpu-8g, or 2xH200 for one node with two H200s).
+        /// a3-megagpu-8g, or 2xH200 for one node with two H200s); its GPUDirect profile
+        /// judges the transport unless --profile says otherwise.
         #[arg(long, value_name = "TYPE")]
         machine_type: Option<String>,
         /// Nodes the run spanned (default: ranks / GPUs per node of the machine type).
         #[arg(long, value_name = "N", requires = "machine_type")]
         nodes: Option<u32>,
+        /// The GPUDirect profile the run was meant to use, for the transport judge (as
+        /// `nccl run`'s verdict): auto takes the machine type's.
+        #[arg(long, value_enum, default_value = "auto")]
+        profile: NcclProfile,
     },
     /// List the NCCL runs kept in the state dir: when, what, peak busbw, verdict.
     History {

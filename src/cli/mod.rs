@@ -152,7 +152,8 @@ fn run_command(cli: Cli) -> anyhow::Result<ExitCode> {
             json,
             machine_type,
             nodes,
-        })) => nccl_cmd::parse(file, *json, machine_type.as_deref(), *nodes),
+            profile,
+        })) => nccl_cmd::parse(file, *json, machine_type.as_deref(), *nodes, *profile),
         Some(Command::Nccl(NcclCommand::History { json })) => nccl_cmd::history_list(*json, &paths),
         Some(Command::Nccl(NcclCommand::Compare { a, b, json })) => nccl_cmd::compare(a, b, *json, &paths),
         Some(Command::Nccl(NcclCommand::Stragglers(args))) => {

@@ -16,21 +16,35 @@ pub enum NcclParseError {
         #[source]
         source: io::Error,
     },
-    #[error("nccl parse: {name} is not nccl-tests output (no result rows and no column header found)")]
+    #[error("nccl parse: {name} is not an NCCL log (no nccl-tests table, banner or rank list, no NCCL debug line, no PyTorch NCCL error)")]
     NotNcclTests { name: String },
 }
 
+/// The machine type a test is judged for, how many nodes, and where that came from.
+type Machine = (String, Option<u32>, &'static str);
+
 /// Run `nccl parse`. Each test gets a verdict (`verdict` in the JSON document, a last
 /// line in the table) against the machine type given, or else the one its rank list
-/// names (`2xH200` for one host with two H200s), as the run history does.
+/// names (`2xH200` for one host with two H200s), as the run history does; with a
+/// GPUDirect profile (given, or the machine type's) the transport is judged as a run's.
+/// A run that did not finish says so and how far it got. Exit 1 when one did not
+/// finish or a verdict failed.
 pub fn parse(
     file: &str,
     json: bool,
     machine_type: Option<&str>,
     nodes: Option<u32>,
+    profile: NcclProfile,
 ) -> anyhow::Result<ExitCode> {
     let reports = read_reports(file)?;
-    let machines: Vec<Option<(String, Option<u32>, &str)>> = reports
+    let profile_of = |m: Option<&str>| match profile {
+        NcclProfile::Auto => m.map_or(GpuDirect::None, crate::cloud::gcp::layout::flavour),
+        NcclProfile::None => GpuDirect::None,
+        NcclProfile::Tcpx => GpuDirect::Tcpx,
+        NcclProfile::Tcpxo => GpuDirect::Tcpxo,
+        NcclProfile::Rdma => GpuDirect::Rdma,
+    };
+    let machines: Vec<Option<Machine>> = reports
         .iter()
         .map(|r| match machine_type {
             Some(m) => Some((m.to_string(), nodes, "--machine-type")),
@@ -42,19 +56,43 @@ pub fn parse(
         .iter()
         .zip(&machines)
         .map(|(r, m)| {
-            m.as_ref()
-                .map(|(m, n, _)| crate::nccl::expect::judge(r, Some(m), *n))
+            let gd = profile_of(machine_type);
+            if m.is_none() && gd == GpuDirect::None {
+                return None;
+            }
+            let (name, n) = match m {
+                Some((name, n, _)) => (Some(name.as_str()), *n),
+                None => (None, nodes),
+            };
+            Some(crate::nccl::expect::judge_run(r, name, n, gd))
         })
         .collect();
+    let failed = reports.iter().any(|r| !r.finished())
+        || verdicts
+            .iter()
+            .flatten()
+            .any(|v| v.grade == crate::nccl::expect::Grade::Fail);
     let text = if json {
         json_text(&reports, &verdicts, &machines)?
     } else {
         reports
             .iter()
             .zip(verdicts.iter().zip(&machines))
-            .map(|(r, (v, m))| match (v, m) {
-                (Some(v), Some((_, _, from))) => format!("{}{}\n", table(r), verdict_line(v, Some(from))),
-                _ => table(r),
+            .map(|(r, (v, m))| {
+                let mut out = if r.is_nccl_tests() {
+                    table(r)
+                } else {
+                    summary(r) + "\n"
+                };
+                if let Some(v) = v {
+                    out.push_str(&verdict_line(v, m.as_ref().map(|m| m.2)));
+                    out.push('\n');
+                }
+                if let Some(u) = r.unfinished() {
+                    out.push_str(&u);
+                    out.push('\n');
+                }
+                out
             })
             .collect::<Vec<_>>()
             .join("\n")
@@ -66,6 +104,7 @@ pub fn parse(
     // shown
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         Err(e) if e.kind() != io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ if failed => Ok(ExitCode::FAILURE),
         _ => Ok(ExitCode::SUCCESS),
     }
 }
@@ -102,7 +141,7 @@ fn read_reports(file: &str) -> Result<Vec<Report>, NcclParseError> {
     let reports: Vec<Report> = parser
         .reports()
         .into_iter()
-        .filter(Report::is_nccl_tests)
+        .filter(Report::says_anything)
         .collect();
     if reports.is_empty() {
         return Err(NcclParseError::NotNcclTests { name });
@@ -115,7 +154,7 @@ fn read_reports(file: &str) -> Result<Vec<Report>, NcclParseError> {
 fn json_text(
     reports: &[Report],
     verdicts: &[Option<crate::nccl::expect::Verdict>],
-    machines: &[Option<(String, Option<u32>, &str)>],
+    machines: &[Option<Machine>],
 ) -> serde_json::Result<String> {
     /// The document of DESIGN.md, its keys in order, then the machine type it was judged
     /// for (and where that came from) and the verdict.
@@ -127,6 +166,9 @@ fn json_text(
         machine_type: Option<serde_json::Value>,
         #[serde(skip_serializing_if = "Option::is_none")]
         verdict: Option<&'a crate::nccl::expect::Verdict>,
+        /// How a run that did not finish ended, in a sentence.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        unfinished: Option<String>,
     }
     let docs: Vec<Judged> = reports
         .iter()
@@ -137,6 +179,7 @@ fn json_text(
                 .as_ref()
                 .map(|(name, _, from)| serde_json::json!({"name": name, "from": from})),
             verdict: v.as_ref(),
+            unfinished: r.unfinished(),
         })
         .collect();
     let mut text = match docs.as_slice() {
@@ -237,34 +280,72 @@ pub fn table(report: &Report) -> String {
     out
 }
 
-/// `collective all_reduce, ranks 2, NCCL 2.28.9, transport NVLink P2P, avg busbw ...`.
+/// `collective all_reduce, ranks 2, NCCL 2.28.9, transport NVLink P2P, avg busbw ...`;
+/// a log without a table (NCCL's or PyTorch's) starts with its kind and has no figures.
 pub fn summary(report: &Report) -> String {
     let unknown = || "unknown".to_string();
-    let mut parts = vec![
-        format!("collective {}", report.collective.clone().unwrap_or_else(unknown)),
-        format!("ranks {}", report.ranks().map_or_else(unknown, |r| r.to_string())),
-        format!("NCCL {}", report.nccl_version.clone().unwrap_or_else(unknown)),
-        format!(
-            "transport {}",
-            match (&report.transport, report.transport_summary()) {
-                (_, Some(t)) => t,
-                (None, None) => "unknown (no NCCL_DEBUG=INFO lines)".to_string(),
-                (Some(_), None) => unknown(),
-            }
-        ),
-        format!(
+    let collective = match (
+        &report.collective,
+        report.collective_from,
+        &report.collective_choices,
+    ) {
+        (Some(c), Some("the table"), _) => format!("{c} (inferred from the table)"),
+        (Some(c), Some("NCCL's collective lines"), _) => format!("{c} (from NCCL's collective lines)"),
+        (Some(c), _, _) => c.clone(),
+        (None, _, Some(choices)) => format!("unknown (the table fits {choices})"),
+        (None, _, None) => unknown(),
+    };
+    let mut transport = match (&report.transport, report.transport_summary()) {
+        (_, Some(t)) => t,
+        (None, None) => "unknown (no NCCL_DEBUG=INFO lines)".to_string(),
+        (Some(_), None) => unknown(),
+    };
+    if let Some(t) = &report.transport {
+        let plugin = match (&t.plugin, &t.no_plugin_found, &t.net_error) {
+            (_, _, Some(e)) => Some(format!("NCCL: {e}")),
+            (Some(p), _, _) => Some(format!("plugin {p}")),
+            (None, Some(l), _) if l.is_empty() => Some("no net plugin found".to_string()),
+            (None, Some(l), _) => Some(format!("no net plugin found: {l}")),
+            (None, None, None) => None,
+        };
+        if let Some(p) = plugin {
+            transport = format!("{transport} ({p})");
+        }
+    }
+    let mut parts = vec![];
+    if !report.is_nccl_tests() {
+        parts.push(format!("{} log", report.kind()));
+    }
+    parts.push(format!("collective {collective}"));
+    parts.push(format!(
+        "ranks {}",
+        report.ranks().map_or_else(unknown, |r| r.to_string())
+    ));
+    if !report.hosts.is_empty() {
+        parts.push(crate::words::plural(report.hosts.len(), "host"));
+    }
+    parts.push(format!(
+        "NCCL {}",
+        report.nccl_version.clone().unwrap_or_else(unknown)
+    ));
+    if let Some(v) = &report.tests_version {
+        parts.push(format!("nccl-tests {v}"));
+    }
+    parts.push(format!("transport {transport}"));
+    if report.is_nccl_tests() {
+        parts.push(format!(
             "avg busbw {}",
             report.avg_busbw.map_or_else(unknown, |b| format!("{b} GB/s"))
-        ),
-        format!(
+        ));
+        parts.push(format!(
             "peak busbw {}",
             report.peak_row().map_or_else(unknown, |r| {
                 let bw = r.out_of_place.as_ref().map_or(f64::NAN, |m| m.busbw);
                 format!("{bw} GB/s at {}", human_size(r.size))
             })
-        ),
-        crate::words::plural(report.rows.len(), "row"),
-    ];
+        ));
+        parts.push(crate::words::plural(report.rows.len(), "row"));
+    }
     if let Some(oob) = report.out_of_bounds.filter(|o| !o.ok || o.count > 0) {
         parts.push(format!("OUT OF BOUNDS VALUES {} FAILED", oob.count));
     }
@@ -999,7 +1080,7 @@ mod tests {
         assert!(lines[32].ends_with("N/A"));
         assert_eq!(
             lines[34],
-            "collective alltoall, ranks 2, NCCL 2.28.9, transport unknown (no NCCL_DEBUG=INFO lines), \
+            "collective alltoall, ranks 2, 1 host, NCCL 2.28.9, nccl-tests 2.19.6, transport unknown (no NCCL_DEBUG=INFO lines), \
              avg busbw 103.213 GB/s, \
              peak busbw 338.58 GB/s at 8G, 31 rows"
         );

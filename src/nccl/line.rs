@@ -18,12 +18,97 @@ pub fn strip_launcher_prefixes(mut line: &str) -> &str {
 }
 
 fn strip_one_prefix(line: &str) -> Option<&str> {
-    let rest = strip_ompi_tag(line)
+    let rest = strip_tagged(line).or_else(|| {
+        // Indented by another tool (a Markdown quote, a wrapper script): the tag after
+        // the blanks.
+        let indented = line.trim_start_matches([' ', '\t']);
+        (indented.len() < line.len())
+            .then(|| strip_tagged(indented))
+            .flatten()
+    })?;
+    (rest.len() < line.len()).then_some(rest)
+}
+
+fn strip_tagged(line: &str) -> Option<&str> {
+    strip_ompi_tag(line)
         .or_else(|| strip_paren_tag(line))
         .or_else(|| strip_bracket_tag(line))
+        .or_else(|| strip_torch_rank(line))
         .or_else(|| strip_iso_timestamp(line))
-        .or_else(|| strip_srun_label(line))?;
-    (rest.len() < line.len()).then_some(rest)
+        .or_else(|| strip_date_minutes(line))
+        .or_else(|| strip_ctime(line))
+        .or_else(|| strip_srun_label(line))
+        .or_else(|| strip_host_label(line))
+}
+
+/// torchrun's `--tee`/`--log-dir` rank tags: `[rank13]:`, `[default0]:`, with or without
+/// a space after.
+fn strip_torch_rank(line: &str) -> Option<&str> {
+    let rest = line.strip_prefix('[')?;
+    let (tag, rest) = rest.split_once("]:")?;
+    let digits = tag.strip_prefix("rank").or_else(|| tag.strip_prefix("default"))?;
+    is_digits(digits).then(|| rest.strip_prefix(' ').unwrap_or(rest))
+}
+
+/// `2025-02-18 12:54 ` and `2025-02-18 12:54:22 `, `2025-02-18 12:54:22,123 ` (Python's
+/// logging): a date and a time before the line. NCCL's own bracketed timestamp before a
+/// WARN (`[2026-01-02 03:04:05] host:pid:tid`) is not one of these.
+fn strip_date_minutes(line: &str) -> Option<&str> {
+    let b = line.as_bytes();
+    let dated = b.len() > 17
+        && b[..4].iter().all(u8::is_ascii_digit)
+        && b[4] == b'-'
+        && b[7] == b'-'
+        && b[10] == b' '
+        && b[11..13].iter().all(u8::is_ascii_digit)
+        && b[13] == b':';
+    if !dated {
+        return None;
+    }
+    let rest = &line[11..];
+    let end = rest.find(' ')?;
+    let time = &rest[..end];
+    time.bytes()
+        .all(|c| c.is_ascii_digit() || matches!(c, b':' | b'.' | b','))
+        .then(|| &rest[end + 1..])
+}
+
+/// Open MPI's `--timestamp-output`, glued to the tag that follows it: `Fri Aug 11
+/// 12:31:45 2023[1,0]<stdout>:`.
+fn strip_ctime(line: &str) -> Option<&str> {
+    const DAYS: [&str; 7] = ["Mon ", "Tue ", "Wed ", "Thu ", "Fri ", "Sat ", "Sun "];
+    if !DAYS.iter().any(|d| line.starts_with(d)) {
+        return None;
+    }
+    // `Www Mmm dd hh:mm:ss yyyy`: 24 characters, the day of month space-padded.
+    let b = line.as_bytes();
+    let shaped = b.len() >= 24
+        && b[13] == b':'
+        && b[16] == b':'
+        && b[19] == b' '
+        && b[20..24].iter().all(u8::is_ascii_digit);
+    shaped.then(|| line[24..].strip_prefix(' ').unwrap_or(&line[24..]))
+}
+
+/// pdsh, clush and `kubectl logs --prefix` of old: `host-1: ` before each line. Only a
+/// name shaped as a host's (letters, digits, `-`, `.`, `_`, and a digit, `-` or `.` in it),
+/// so that `RuntimeError: ` and `Bootstrap : ` stay.
+fn strip_host_label(line: &str) -> Option<&str> {
+    let (label, rest) = line
+        .split_once(": ")
+        .or_else(|| line.strip_suffix(':').map(|l| (l, "")))?;
+    let shaped = !label.is_empty()
+        && label.len() <= 64
+        && label.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && label
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_'))
+        && label.contains(|c: char| c.is_ascii_digit() || c == '-' || c == '.')
+        && !label.ends_with("Error")
+        && !label.ends_with("Exception")
+        && !label.contains(".py")
+        && !label.contains(".cu");
+    shaped.then_some(rest)
 }
 
 /// Open MPI `--tag-output`: `[1,0]<stdout>:` (Open MPI 5 adds a space).
@@ -107,10 +192,15 @@ pub struct DebugLine<'a> {
 
 const LEVELS: [&str; 4] = ["INFO", "WARN", "TRACE", "ABORT"];
 
-/// Split a NCCL debug line; `None` for any other line.
+/// Split a NCCL debug line; `None` for any other line. NCCL 2.3 and before printed no
+/// `NCCL` before the level (`host:pid:tid [0] INFO NET : ...`, `host:pid:tid [0]
+/// include/socket.h:360 WARN ...`): those are read where the host token stands before.
 pub fn split_debug(line: &str) -> Option<DebugLine<'_>> {
-    let (at, level) = find_level(line)?;
-    let message = line[at + "NCCL ".len() + level.len()..].trim_start();
+    let (at, skip, level) = match find_level(line) {
+        Some((at, level)) => (at, "NCCL ".len(), level),
+        None => find_old_level(line)?,
+    };
+    let message = line[at + skip + level.len()..].trim_start();
     let head = line[..at].trim_end();
     // `host:pid:tid [dev]`, then (TRACE only) timing and file:line. Find `[dev]`'s start.
     let (before, glued) = match host_token(head) {
@@ -149,6 +239,20 @@ fn find_level(line: &str) -> Option<(usize, &'static str)> {
             }
         }
         from = at + 5;
+    }
+    None
+}
+
+/// NCCL 2.3's ` INFO ` / ` WARN ` with `host:pid:tid [dev]` (and a `file:line`) before it.
+fn find_old_level(line: &str) -> Option<(usize, usize, &'static str)> {
+    for level in ["INFO", "WARN"] {
+        let key = format!(" {level} ");
+        if let Some(i) = line.find(&key) {
+            let head = &line[..i];
+            if host_token(head).is_some() {
+                return Some((i + 1, 0, level));
+            }
+        }
     }
     None
 }
@@ -307,6 +411,16 @@ mod tests {
             "2026-01-02T03:04:05.123456789Z ",
             "(head, rank=0, pid=123) [1,0]<stdout>:",
             "[pod/nccl-0/nccl] 2026-01-02T03:04:05Z [1,0]<stdout>:",
+            // Indented by another tool, Open MPI's --timestamp-output glued to its tag,
+            // torchrun's rank tags, a date to the minute, pdsh's host label.
+            "    [1,0]<stdout>:",
+            "Fri Aug 11 12:31:45 2023[1,0]<stdout>:",
+            "[rank13]:",
+            "[default0]: ",
+            " 2025-02-18 12:54 [rank13]:",
+            "2024-05-01 10:11:12,345 ",
+            "rdma-test-gpu-worker-1: ",
+            "node-1: [1,0]<stdout>:",
         ];
         for prefix in cases {
             let line = format!("{prefix}{row}");
@@ -321,6 +435,10 @@ mod tests {
             "vm:1486:1498 [1] NCCL INFO NET/IB : No device found.",
             "[2026-01-02 03:04:05] vm:1:2 [0] NCCL WARN x",
             "(no tag here) text",
+            "RuntimeError: NCCL error",
+            "torch.distributed.DistBackendError: NCCL error in: x",
+            "Bootstrap : no socket interface found",
+            "warning: something",
         ] {
             assert_eq!(strip_launcher_prefixes(untouched), untouched);
         }
@@ -348,6 +466,19 @@ mod tests {
 
         assert!(split_debug("# NCCL version 2.28.9+cuda13.0").is_none());
         assert!(split_debug("           8             2     float     sum      -1    13.34").is_none());
+        // NCCL 2.3 and before: no `NCCL` before the level.
+        let d = split_debug(
+            "gpu-1:18553:18611 [0] include/socket.h:360 WARN Call to connect failed : Connection timed out",
+        )
+        .unwrap();
+        assert_eq!((d.glued, d.level), ("gpu-1", "WARN"));
+        assert_eq!(d.message, "Call to connect failed : Connection timed out");
+        let d = split_debug("gpu-1:18553:18553 [0] INFO NET : Using interface enp3s0").unwrap();
+        assert_eq!(
+            (d.glued, d.level, d.message),
+            ("gpu-1", "INFO", "NET : Using interface enp3s0")
+        );
+        assert!(split_debug("some INFO text without a host").is_none());
         // Without a host, the whole head is `before`: the parser ignores it.
         let d = split_debug("NCCL INFO NET/GPUDirectTCPX ver. 3.1.8.").unwrap();
         assert_eq!(

@@ -24,6 +24,7 @@
 //! clock.
 
 pub mod baseline;
+pub mod cause;
 pub mod expect;
 pub mod history;
 pub mod launcher;

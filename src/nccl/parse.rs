@@ -112,19 +112,99 @@ pub struct Report {
     pub header_seen: bool,
     /// `Collective test concluded` was seen.
     pub concluded: bool,
+    /// nccl-tests' banner (`nThread ..`, `nccl-tests version ..`) was seen.
+    pub banner_seen: bool,
+    /// Where [`Report::collective`] came from: `banner`, `command line`, `NCCL's
+    /// collective lines`, or `the table` (inferred: [`infer_collective`]).
+    pub collective_from: Option<&'static str>,
+    /// Why the table names no one collective, when inferring it left a choice
+    /// (`all_gather or alltoall`).
+    pub collective_choices: Option<String>,
+    /// The hosts the log names: the rank list's and NCCL's debug lines' (sorted).
+    pub hosts: Vec<String>,
+    /// What the log says went wrong ([`super::cause::CauseFinder::error`]): NCCL's first
+    /// WARN that matters, nccl-tests' failure line, PyTorch's NCCL error or timeout.
+    pub cause: Option<String>,
+    /// PyTorch's lines were seen (ProcessGroupNCCL, torch.distributed, torchrun).
+    pub torch: bool,
 }
 
 impl Report {
-    /// Ranks: the distinct ranks of the device list, else the communicator size NCCL
-    /// printed in its debug lines.
+    /// Ranks: the distinct ranks of the device list or the communicator size NCCL
+    /// printed in its debug lines, the larger (a log cut inside the rank list, or one
+    /// rank's list of several, lists fewer than NCCL counted).
     pub fn ranks(&self) -> Option<u32> {
-        if !self.devices.is_empty() {
+        let listed = (!self.devices.is_empty()).then(|| {
             let mut ranks: Vec<u32> = self.devices.iter().map(|d| d.rank).collect();
             ranks.sort_unstable();
             ranks.dedup();
-            return u32::try_from(ranks.len()).ok();
+            u32::try_from(ranks.len()).unwrap_or(u32::MAX)
+        });
+        let nccl = self.transport.as_ref().and_then(|t| t.nranks);
+        listed.max(nccl)
+    }
+
+    /// Whether the run finished: nccl-tests printed its footer (`Avg bus bandwidth`) or
+    /// `Collective test concluded`.
+    pub fn finished(&self) -> bool {
+        self.avg_busbw.is_some() || self.concluded
+    }
+
+    /// What kind of log this is, for a person: `nccl-tests`, `PyTorch`, `NCCL`.
+    pub fn kind(&self) -> &'static str {
+        if self.is_nccl_tests() {
+            "nccl-tests"
+        } else if self.torch {
+            "PyTorch"
+        } else {
+            "NCCL"
         }
-        self.transport.as_ref().and_then(|t| t.nranks)
+    }
+
+    /// [`Report::kind`] with its article: `an nccl-tests`, `a PyTorch`, `an NCCL`.
+    pub fn kind_with_article(&self) -> String {
+        match self.kind() {
+            "PyTorch" => "a PyTorch".into(),
+            k => format!("an {k}"),
+        }
+    }
+
+    /// Whether the log says anything about NCCL: nccl-tests' output, NCCL's debug lines,
+    /// or PyTorch's NCCL errors.
+    pub fn says_anything(&self) -> bool {
+        self.is_nccl_tests()
+            || self.transport.is_some()
+            || self.cause.is_some()
+            || self.nccl_version.is_some()
+            || self.collective.is_some()
+    }
+
+    /// How the run ended, in a sentence, for a run that did not finish: `None` for a
+    /// finished one.
+    pub fn unfinished(&self) -> Option<String> {
+        if self.finished() {
+            return None;
+        }
+        let rows = crate::words::plural(self.rows.len(), "row");
+        let what = if !self.is_nccl_tests() {
+            format!("not an nccl-tests table: {} log", self.kind_with_article())
+        } else if self.rows.is_empty() {
+            "the run did not finish: it stopped before its first row".to_string()
+        } else {
+            let last = self
+                .rows
+                .last()
+                .map(|r| super::human_size(r.size))
+                .unwrap_or_default();
+            format!("the run did not finish: it stopped after {rows} (the last at {last})")
+        };
+        Some(match &self.cause {
+            Some(c) => format!("{what}; cause: {c}"),
+            None if self.is_nccl_tests() => {
+                format!("{what}; the log names no cause (cut off, killed, or hung)")
+            }
+            None => what,
+        })
     }
 
     /// The row with the highest out-of-place busbw.
@@ -145,9 +225,10 @@ impl Report {
         self.transport.as_ref().and_then(Transport::summary)
     }
 
-    /// Whether anything showed this is nccl-tests output: a row or a column header.
+    /// Whether anything showed this is nccl-tests output: a row, a column header, its
+    /// banner or its rank list.
     pub fn is_nccl_tests(&self) -> bool {
-        !self.rows.is_empty() || self.header_seen
+        !self.rows.is_empty() || self.header_seen || self.banner_seen || !self.devices.is_empty()
     }
 
     /// Whether nothing at all was read into this report.
@@ -170,6 +251,21 @@ impl Report {
             avg_busbw: self.avg_busbw,
             peak_busbw: self.peak_busbw(),
             transport: self.transport_summary(),
+            kind: self.kind(),
+            tests_version: self.tests_version.as_deref(),
+            collective_from: self.collective_from,
+            collective_choices: self.collective_choices.as_deref(),
+            hosts: self.hosts.len(),
+            finished: self.finished(),
+            cause: self.cause.as_deref(),
+            net: self.transport.as_ref().map(|t| NetFacts {
+                plugin: t.plugin.as_deref(),
+                plugin_lib: t.plugin_lib.as_deref(),
+                no_plugin_found: t.no_plugin_found.as_deref(),
+                net_error: t.net_error.as_deref(),
+                selected: t.selected_net.as_ref().map(ToString::to_string),
+                gdr: t.gdr,
+            }),
         }
     }
 }
@@ -188,6 +284,35 @@ pub struct Document<'a> {
     pub avg_busbw: Option<f64>,
     pub peak_busbw: Option<f64>,
     pub transport: Option<String>,
+    /// `nccl-tests`, `PyTorch` or `NCCL` ([`Report::kind`]).
+    pub kind: &'static str,
+    pub tests_version: Option<&'a str>,
+    pub collective_from: Option<&'static str>,
+    /// The collectives an unnamed table fits, when it fits more than one.
+    pub collective_choices: Option<&'a str>,
+    /// Distinct hosts named.
+    pub hosts: usize,
+    /// The footer or `Collective test concluded` was printed.
+    pub finished: bool,
+    pub cause: Option<&'a str>,
+    /// What NCCL said of its net plugin and networks; `null` without debug lines.
+    pub net: Option<NetFacts<'a>>,
+}
+
+/// The net plugin facts of [`Document::net`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NetFacts<'a> {
+    /// The plugin NCCL loaded, by the name it gives itself (`gIB`, `AWS Libfabric`).
+    pub plugin: Option<&'a str>,
+    pub plugin_lib: Option<&'a str>,
+    /// The libraries NCCL said it could not find or load.
+    pub no_plugin_found: Option<&'a str>,
+    /// NCCL's warning that it had no network.
+    pub net_error: Option<&'a str>,
+    /// `Using network X`.
+    pub selected: Option<String>,
+    /// A network channel used GPUDirect RDMA.
+    pub gdr: bool,
 }
 
 /// `#wrong` is a count: print whole numbers as integers (`0`, not `0.0`).
@@ -235,10 +360,12 @@ enum Col {
     Other,
 }
 
-/// Columns of a row, from the header.
+/// Columns of a row's halves, from the header. Which key columns a row has (`redop`,
+/// `root`) is read from the row itself: nccl-tests printed them per collective and
+/// version (a blank `redop` under a `redop` header for alltoall before 2.13.4, `root`
+/// without `redop` for broadcast before 2.13: tests/fixtures/nccl/layouts/README.md).
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Layout {
-    root: bool,
     group: Vec<Col>,
 }
 
@@ -251,7 +378,6 @@ impl Layout {
         }
         let is_time = |s: &&str| matches!(*s, "time" | "cputime");
         let first = t.iter().position(is_time)?;
-        let root = t[..first].contains(&"root");
         let end = t[first + 1..]
             .iter()
             .position(is_time)
@@ -268,25 +394,26 @@ impl Layout {
             })
             .collect();
         let has = |c| group.contains(&c);
-        (has(Col::AlgBw) && has(Col::BusBw)).then_some(Layout { root, group })
+        (has(Col::AlgBw) && has(Col::BusBw)).then_some(Layout { group })
     }
 
     /// The layout of the 2.19 format without its header.
-    fn classic(root: bool) -> Layout {
+    fn classic() -> Layout {
         Layout {
-            root,
             group: vec![Col::Time, Col::AlgBw, Col::BusBw, Col::Wrong],
         }
     }
 
+    /// The figures after the key columns: a root when one more than whole groups, then
+    /// out-of-place and in-place (or one group: in-place only).
     fn row(&self, t: &[&str]) -> Option<Row> {
-        let (root, values) = if self.root {
+        let g = self.group.len();
+        let (root, values) = if t.len() == 2 * g + 1 || t.len() == g + 1 {
             let (r, v) = t.split_first()?;
             (Some(parse_int(r)?), v)
         } else {
             (None, t)
         };
-        let g = self.group.len();
         let (oop, ip) = if values.len() == 2 * g {
             (
                 Some(self.measurement(&values[..g])?),
@@ -346,11 +473,14 @@ fn parse_int(t: &str) -> Option<i64> {
     t.parse().ok()
 }
 
-/// Parse a result row with `layout` (from the header), falling back to the 2.19 layout
-/// with or without a root column.
+/// Parse a result row with `layout` (from the header), falling back to the 2.19 layout.
+/// The key columns are `size count type`, then a reduction when one is printed (none
+/// for all_gather, broadcast and sendrecv before 2.13, a blank one for alltoall and
+/// hypercube: `none` is recorded), then a root when the figures are one more than whole
+/// groups.
 fn parse_row(line: &str, layout: Option<&Layout>) -> Option<Row> {
     let mut t: Vec<&str> = line.split_whitespace().collect();
-    if t.len() < 8 || !is_digits(t[0]) || !is_digits(t[1]) || !is_name_token(t[2]) || !is_name_token(t[3]) {
+    if t.len() < 7 || !is_digits(t[0]) || !is_digits(t[1]) || !is_name_token(t[2]) {
         return None;
     }
     // A trailing timestamp (`-S 1`: `2026-01-02 03:04:05`) is not a figure.
@@ -359,19 +489,22 @@ fn parse_row(line: &str, layout: Option<&Layout>) -> Option<Row> {
             t.pop();
         }
     }
-    let rest = &t[4..];
-    if !rest.iter().all(|s| is_value_token(s)) {
+    let (redop, rest) = if t.len() > 3 && is_name_token(t[3]) {
+        (t[3], &t[4..])
+    } else {
+        ("none", &t[3..])
+    };
+    if rest.len() < 3 || !rest.iter().all(|s| is_value_token(s)) {
         return None;
     }
-    let n = rest.len();
     let row = layout
         .and_then(|l| l.row(rest))
-        .or_else(|| Layout::classic(n % 4 == 1).row(rest))?;
+        .or_else(|| Layout::classic().row(rest))?;
     Some(Row {
         size: t[0].parse().ok()?,
         count: t[1].parse().ok()?,
         dtype: t[2].to_string(),
-        redop: t[3].to_string(),
+        redop: redop.to_string(),
         ..row
     })
 }
@@ -442,7 +575,14 @@ pub struct Parser {
     detector: TransportDetector,
     /// The NCCL version came from a `NCCL version` line (not the banner's code).
     version_explicit: bool,
+    /// The error lines of the test being read.
+    cause: super::cause::CauseFinder,
+    /// The hosts of NCCL's debug lines (`host:pid:tid`), bounded by [`MAX_HOSTS`].
+    debug_hosts: std::collections::BTreeSet<String>,
 }
+
+/// The most distinct hosts a test keeps.
+pub const MAX_HOSTS: usize = 16_384;
 
 impl Parser {
     pub fn new() -> Self {
@@ -488,7 +628,25 @@ impl Parser {
     pub fn push_line(&mut self, raw: &str) -> Vec<Event> {
         let mut events = Vec::new();
         let line = strip_launcher_prefixes(raw.trim_end_matches(['\r', '\n']));
+        self.cause.push(line);
+        if !self.current.torch && is_torch_line(raw) {
+            self.current.torch = true;
+        }
+        // PyTorch's error names the version it ran: `..., internal error, NCCL version 2.14.3`.
+        if !self.version_explicit {
+            if let Some(at) = line.find(", NCCL version ") {
+                self.explicit_version(&line[at + ", NCCL version ".len()..], &mut events);
+            }
+        }
+        // Open MPI's own reports (a signal, a backtrace): `[host:pid] *** Process received
+        // signal ***`; nccl-tests' failure lines: `host: Test CUDA failure ...`.
+        if let Some(host) = ompi_report_host(line).or_else(|| test_failure_host(raw)) {
+            self.note_host(host);
+        }
         if let Some(d) = split_debug(line) {
+            if d.before.trim().is_empty() && !d.glued.is_empty() {
+                self.note_host(d.glued);
+            }
             if self.in_table {
                 if let Some(frag) = self.row_fragment(d.before, d.glued) {
                     self.fragment = frag;
@@ -511,10 +669,45 @@ impl Parser {
         events
     }
 
+    /// A host the log names (bounded by [`MAX_HOSTS`]).
+    fn note_host(&mut self, host: &str) {
+        if self.debug_hosts.len() < MAX_HOSTS && !self.debug_hosts.contains(host) {
+            self.debug_hosts.insert(host.to_string());
+        }
+    }
+
     /// The report of the test being read (or the last one), with what is known so far.
     pub fn report(&self) -> Report {
         let mut r = self.current.clone();
-        r.transport = self.transport();
+        // The rank list names every rank's host; without one, NCCL's debug lines do.
+        let hosts: std::collections::BTreeSet<&str> = if r.devices.is_empty() {
+            self.debug_hosts.iter().map(String::as_str).collect()
+        } else {
+            r.devices.iter().filter_map(|d| d.host.as_deref()).collect()
+        };
+        r.hosts = hosts.into_iter().take(MAX_HOSTS).map(str::to_string).collect();
+        let nodes = super::expect::nodes_of_devices(&r.devices)
+            .or_else(|| (r.hosts.len() > 1).then(|| u32::try_from(r.hosts.len()).unwrap_or(u32::MAX)));
+        r.transport = self.transport().map(|mut t| {
+            // Ranks on several nodes, whatever NCCL printed of its own count: its `Using
+            // network X` is then the inter-node network even where SHM channels were
+            // printed; on one node it carries nothing.
+            if t.nodes.is_none() {
+                t.nodes = nodes;
+            }
+            t
+        });
+        r.cause = self.cause.error();
+        if r.collective.is_none() {
+            match infer_collective(&r) {
+                Ok(Some(c)) => {
+                    r.collective = Some(c.to_string());
+                    r.collective_from = Some("the table");
+                }
+                Ok(None) => {}
+                Err(choices) => r.collective_choices = Some(choices),
+            }
+        }
         r
     }
 
@@ -549,7 +742,13 @@ impl Parser {
             // The fragment ends where the timestamp began: its last token is complete.
             return (!text.ends_with(char::is_whitespace)).then_some(text);
         }
-        match split_glued(glued, self.kind_at(tokens.len())) {
+        let kind = self.kind_at(tokens.len());
+        let value = split_glued(glued, kind).or_else(|| {
+            (kind == ValueKind::Redop)
+                .then(|| split_glued(glued, ValueKind::Number))
+                .flatten()
+        });
+        match value {
             Some(value) => Some(text + value),
             // Printed pieces end with a value, but a launcher may flush on a blank.
             None if text.ends_with(char::is_whitespace) => Some(text),
@@ -562,15 +761,17 @@ impl Parser {
             0 | 1 => ValueKind::Int,
             2 => ValueKind::Type,
             3 => ValueKind::Redop,
-            4 if self.layout.as_ref().is_some_and(|l| l.root) => ValueKind::Int,
             _ => ValueKind::Number,
         }
     }
 
+    /// Whether token `k` of a row fragment can be what a row has there (the fourth is a
+    /// reduction, or the root or first figure of a row without one).
     fn fits(&self, k: usize, t: &str) -> bool {
         match self.kind_at(k) {
             ValueKind::Int => parse_int(t).is_some(),
-            ValueKind::Type | ValueKind::Redop => is_name_token(t),
+            ValueKind::Type => is_name_token(t),
+            ValueKind::Redop => is_name_token(t) || is_value_token(t),
             ValueKind::Number => is_value_token(t),
         }
     }
@@ -578,6 +779,14 @@ impl Parser {
     fn debug_message(&mut self, message: &str, events: &mut Vec<Event>) {
         if let Some(rest) = message.strip_prefix("NCCL version ") {
             self.explicit_version(rest, events);
+        }
+        // NCCL_DEBUG_SUBSYS=COLL: `AllReduce: opCount 0 sendbuff ...` names the collective.
+        if self.current.collective.is_none() {
+            if let Some((op, _)) = message.split_once(": opCount ") {
+                if let Some(name) = collective_of_nccl_op(op) {
+                    self.set_collective(name.to_string(), "NCCL's collective lines", events);
+                }
+            }
         }
         let before = self.detector.transport().summary();
         if self.detector.feed(message) {
@@ -619,6 +828,7 @@ impl Parser {
         self.layout = None;
         self.in_table = false;
         self.fragment.clear();
+        self.cause = Default::default();
         events.push(Event::TestStarted);
     }
 
@@ -640,6 +850,7 @@ impl Parser {
 
         if let Some(rest) = body.strip_prefix("nccl-tests version ") {
             self.maybe_new_test(events);
+            self.current.banner_seen = true;
             let mut words = rest.split_whitespace();
             if let Some(v) = words.next() {
                 self.current.tests_version = Some(v.to_string());
@@ -655,18 +866,20 @@ impl Parser {
             }
         } else if let Some(name) = body.strip_prefix("Collective test starting:") {
             self.maybe_new_test(events);
+            self.current.banner_seen = true;
             if let Some(name) = banner_collective(name.trim()) {
-                self.set_collective(name, true, events);
+                self.set_collective(name, "banner", events);
             }
         } else if let Some(name) = body.strip_prefix("Collective test concluded:") {
             if let Some(name) = banner_collective(name.trim()) {
-                self.set_collective(name, false, events);
+                self.set_collective(name, "banner", events);
             }
             self.current.concluded = true;
             self.in_table = false;
             events.push(Event::Concluded);
         } else if body.starts_with("nThread ") {
             self.maybe_new_test(events);
+            self.current.banner_seen = true;
             let threads = word_after(body, "nThread");
             let gpus = word_after(body, "nGpus");
             self.current.threads = threads;
@@ -676,6 +889,17 @@ impl Parser {
             }
         } else if let Some(rest) = body.strip_prefix("NCCL version ") {
             self.explicit_version(rest, events);
+        } else if let Some(rest) = body.strip_prefix("NCCL Tests compiled with NCCL ") {
+            // nccl-tests 1.x's banner: the NCCL it was built against.
+            self.current.banner_seen = true;
+            if self.current.nccl_version.is_none() {
+                if let Some(v) = rest.split_whitespace().next() {
+                    self.current.nccl_version = Some(v.to_string());
+                    events.push(Event::NcclVersion(v.to_string()));
+                }
+            }
+        } else if hashed && body == "Using devices" {
+            self.current.banner_seen = true;
         } else if let Some(device) = parse_device(body) {
             if self.current.devices.len() < MAX_DEVICES {
                 self.current.devices.push(device.clone());
@@ -712,18 +936,19 @@ impl Parser {
                 // A command line echoed into the log: `mpirun ... /opt/nccl-tests/build/all_gather_perf -b 8`.
                 let mut words = trimmed.split_whitespace();
                 if let Some(name) = words.find_map(|w| collective_from_program(w, true)) {
-                    self.set_collective(name, false, events);
+                    self.set_collective(name, "command line", events);
                 }
             }
         }
     }
 
-    /// Record the collective; one from the banner replaces one guessed from a command line.
-    fn set_collective(&mut self, name: String, from_banner: bool, events: &mut Vec<Event>) {
+    /// Record the collective; one from the banner replaces one found elsewhere.
+    fn set_collective(&mut self, name: String, from: &'static str, events: &mut Vec<Event>) {
         if self.current.collective.as_deref() != Some(&name)
-            && (from_banner || self.current.collective.is_none())
+            && (from == "banner" || self.current.collective.is_none())
         {
             self.current.collective = Some(name.clone());
+            self.current.collective_from = Some(from);
             events.push(Event::Collective(name));
         }
     }
@@ -773,6 +998,146 @@ fn parse_device(body: &str) -> Option<Device> {
         pci,
         name,
     })
+}
+
+/// The host of nccl-tests' failure lines: `host: Test NCCL failure ...`, ` .. host pid N:
+/// Test failure ...`, and a row's key columns glued before one (`-1node1: Test ...`).
+fn test_failure_host(line: &str) -> Option<&str> {
+    let at = line.find(": Test ")?;
+    let mut words = line[..at].split_whitespace().rev();
+    let last = words.next()?;
+    let host = if is_digits(last) && words.next() == Some("pid") {
+        words.next()?
+    } else {
+        last.trim_start_matches(|c: char| c.is_ascii_digit() || c == '-' || c == '.')
+    };
+    (!host.is_empty() && !host.contains(['[', ']', '(', ')', '"', '\''])).then_some(host)
+}
+
+/// The host of Open MPI's `[host:pid] ...` report lines.
+fn ompi_report_host(line: &str) -> Option<&str> {
+    let (inner, _) = line.strip_prefix('[')?.split_once("] ")?;
+    let (host, pid) = inner.rsplit_once(':')?;
+    (is_digits(pid) && is_name_token(&host.replace(['-', '.'], "_"))).then_some(host)
+}
+
+/// Whether a raw line is PyTorch's: its process group, its launcher's rank tags, its
+/// distributed errors.
+fn is_torch_line(raw: &str) -> bool {
+    raw.contains("ProcessGroupNCCL")
+        || raw.contains("torch.distributed")
+        || raw.contains("torch/distributed")
+        || raw.contains("DistBackendError")
+        || raw.contains("torchrun")
+        || raw.contains("[rank0]:")
+}
+
+/// The nccl-tests collective of NCCL's own op name in its COLL lines.
+fn collective_of_nccl_op(op: &str) -> Option<&'static str> {
+    Some(match op.rsplit(' ').next()? {
+        "AllReduce" => "all_reduce",
+        "AllGather" => "all_gather",
+        "ReduceScatter" => "reduce_scatter",
+        "Broadcast" => "broadcast",
+        "Reduce" => "reduce",
+        _ => return None,
+    })
+}
+
+/// Bytes of one element of an nccl-tests data type.
+fn type_size(t: &str) -> Option<u64> {
+    Some(match t {
+        "int8" | "uint8" | "char" | "f8e4m3" | "f8e5m2" => 1,
+        "half" | "bfloat16" => 2,
+        "float" | "int32" | "uint32" | "int" => 4,
+        "double" | "int64" | "uint64" => 8,
+        _ => return None,
+    })
+}
+
+/// The collective of a table that does not name it, read as an expert reads it
+/// (nccl-tests' `src/*.cu` `GetBw` and `GetCollByteCount`): a root (not -1) with a
+/// reduction is `reduce`, without one `broadcast` (count = size / type) or `gather`/
+/// `scatter` (count = size / type / ranks); rootless, a reduction with count = size /
+/// type is `all_reduce` (busbw = algbw x 2(n-1)/n) or `sendrecv` (busbw = algbw, which
+/// prints its `-o` op from 2.13), with count = size / type / ranks `reduce_scatter`;
+/// without one, count = size / type / ranks is `all_gather` or `alltoall` (the same
+/// figures: left open), count = size / type `sendrecv`. `Ok(None)`: nothing to read;
+/// `Err(choices)`: the figures fit more than one.
+pub fn infer_collective(r: &Report) -> Result<Option<&'static str>, String> {
+    let Some(row) = r
+        .rows
+        .iter()
+        .rev()
+        .find(|row| row.size > 0 && row.count > 0 && type_size(&row.dtype).is_some())
+    else {
+        return Ok(None);
+    };
+    let elems = row.size / type_size(&row.dtype).unwrap_or(1);
+    let per_rank = row.count != elems;
+    let reduces = row.redop != "none";
+    let n = r.ranks().map(f64::from);
+    let ratio = row
+        .out_of_place
+        .as_ref()
+        .or(row.in_place.as_ref())
+        .filter(|m| m.algbw > 0.0 && m.busbw.is_finite())
+        .map(|m| m.busbw / m.algbw);
+    let near = |want: f64| ratio.is_some_and(|x| (x - want).abs() <= 0.02 * want.max(1.0));
+    // The in-place check tells the rest apart: from 2.13.1 nccl-tests prints `N/A` there
+    // for alltoall and sendrecv and checks all_gather's and all_reduce's; before 2.13
+    // (no root column) alltoall's in-place error is an unchecked delta, often 1e+00.
+    let ip_na = r.rows.iter().any(|row| {
+        row.in_place.as_ref().is_some_and(|m| m.wrong.is_none())
+            && row.out_of_place.as_ref().is_some_and(|m| m.wrong.is_some())
+    });
+    let ip_checked = r
+        .rows
+        .iter()
+        .any(|row| row.root.is_some() && row.in_place.as_ref().is_some_and(|m| m.wrong.is_some()));
+    let ip_delta = r.rows.iter().any(|row| {
+        row.root.is_none()
+            && row
+                .in_place
+                .as_ref()
+                .is_some_and(|m| m.wrong.is_some_and(|w| w > 0.0))
+            && row.out_of_place.as_ref().is_some_and(|m| m.wrong == Some(0.0))
+    });
+    match row.root {
+        Some(root) if root >= 0 => Ok(Some(match (reduces, per_rank) {
+            (true, _) => "reduce",
+            (false, false) => "broadcast",
+            (false, true) => return Err("gather or scatter".into()),
+        })),
+        _ => {
+            if reduces && !per_rank {
+                let more_than_one = ratio.is_some_and(|x| x > 1.02);
+                if more_than_one && n.is_none_or(|n| near(2.0 * (n - 1.0) / n)) {
+                    Ok(Some("all_reduce"))
+                } else if ip_na {
+                    Ok(Some("sendrecv"))
+                } else if ip_checked {
+                    Ok(Some("all_reduce"))
+                } else if near(1.0) && n.is_some_and(|n| n > 2.0) {
+                    Ok(Some("sendrecv"))
+                } else {
+                    Err("all_reduce or sendrecv".into())
+                }
+            } else if reduces {
+                Ok(Some("reduce_scatter"))
+            } else if per_rank {
+                if ip_na || ip_delta {
+                    Ok(Some("alltoall"))
+                } else if ip_checked {
+                    Ok(Some("all_gather"))
+                } else {
+                    Err("all_gather or alltoall".into())
+                }
+            } else {
+                Ok(Some("sendrecv"))
+            }
+        }
+    }
 }
 
 /// Parse a whole text: every test it holds (one, usually).

@@ -169,7 +169,12 @@ fn a_run_without_gib_recorded_on_an_h100() {
 fn gke_fixture_has_no_banner() {
     let r = one(GKE);
     assert_eq!(r.nccl_version.as_deref(), Some("2.26.6+cuda12.8"));
-    assert_eq!(r.collective, None);
+    // No banner names it: the table does (a count per rank, no reduction, the in-place
+    // half checked).
+    assert_eq!(
+        (r.collective.as_deref(), r.collective_from),
+        (Some("all_gather"), Some("the table"))
+    );
     assert_eq!(r.ranks(), None);
     assert_eq!(r.rows.len(), 24);
     assert_eq!(
@@ -191,7 +196,13 @@ fn document_matches_design_keys_and_order() {
     );
     assert!(doc.starts_with(expected_start), "{doc}");
     assert!(
-        doc.ends_with(r#""avg_busbw":166.116,"peak_busbw":269.57,"transport":"NVLink P2P"}"#),
+        doc.ends_with(concat!(
+            r#""avg_busbw":166.116,"peak_busbw":269.57,"transport":"NVLink P2P","kind":"nccl-tests","#,
+            r#""tests_version":"2.19.6","collective_from":"banner","collective_choices":null,"hosts":1,"#,
+            r#""finished":true,"cause":null,"#,
+            r#""net":{"plugin":null,"plugin_lib":null,"no_plugin_found":"libnccl-net.so","net_error":null,"#,
+            r#""selected":"NET/Socket","gdr":false}}"#
+        )),
         "{doc}"
     );
 }
@@ -530,8 +541,9 @@ fn collective_from_a_command_line() {
     let r = one(&text);
     assert_eq!(r.collective.as_deref(), Some("all_gather"));
     // Words that only look like one are not taken.
+    assert_eq!(r.collective_from, Some("command line"));
     let r = one(&format!("./run_perf_tests.sh --fast\n{GKE}"));
-    assert_eq!(r.collective, None);
+    assert_eq!(r.collective_from, Some("the table"));
 }
 
 #[test]
@@ -615,4 +627,138 @@ fn fuzz_found_inputs_parse_without_panic() {
     p.push_bytes(wide);
     p.finish();
     let _ = p.reports();
+}
+
+/// Every layout nccl-tests printed since 1.0 (tests/fixtures/nccl/layouts, written to
+/// each version's printf formats): every data row read, none lost, and the collective of
+/// each file (named in its file name) as the banner or the table gives it.
+#[test]
+fn every_layout_since_1_0_keeps_its_rows() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/nccl/layouts");
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "txt"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 10, "{files:?}");
+    for path in files {
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let text = std::fs::read_to_string(&path).unwrap();
+        // A data row starts with blanks and a size: count them as a person would.
+        let printed = text
+            .lines()
+            .filter(|l| {
+                l.starts_with(' ')
+                    && l.split_whitespace()
+                        .next()
+                        .is_some_and(|w| w.parse::<u64>().is_ok())
+            })
+            .count();
+        let r = one(&text);
+        assert_eq!(r.rows.len(), printed, "{name}: rows");
+        assert!(r.finished(), "{name}: the footer");
+        let want = name
+            .trim_end_matches(".txt")
+            .rsplit('-')
+            .next()
+            .unwrap()
+            .to_string();
+        match (&r.collective, &r.collective_choices) {
+            (Some(c), _) => assert_eq!(c, &want, "{name}: from {:?}", r.collective_from),
+            (None, Some(choices)) => assert!(choices.contains(&want), "{name}: {choices}"),
+            (None, None) => panic!("{name}: no collective"),
+        }
+        let sizes: Vec<u64> = r.rows.iter().map(|row| row.size).collect();
+        assert!(
+            sizes.windows(2).all(|w| w[0] <= w[1]),
+            "{name}: sizes in order {sizes:?}"
+        );
+        assert!(
+            r.rows.iter().all(|row| row.in_place.is_some()),
+            "{name}: every row measured"
+        );
+    }
+}
+
+#[test]
+fn old_rows_without_a_reduction_or_with_a_root_and_no_reduction() {
+    // nccl-tests 2.0 broadcast (root, no redop), 2.9 alltoall (blank redop), 2.0
+    // all_gather (neither), as their printf formats print them.
+    let rows = [
+        ("           8             2   float       0    26.30    0.00    0.00  0e+00    26.72    0.00    0.00  0e+00", "none", Some(0)),
+        ("           0             0   float             3.92    0.00    0.00  0e+00     3.84    0.00    0.00  0e+00", "none", None),
+        ("        1024            32   float    44.21    0.02    0.02  0e+00    44.11    0.02    0.02  0e+00", "none", None),
+        ("        1024           256   float     sum    44.21    0.02    0.04  1e-07    44.11    0.02    0.04  1e-07", "sum", None),
+    ];
+    for (line, redop, root) in rows {
+        let row = parse_row(line, None).unwrap_or_else(|| panic!("{line}"));
+        assert_eq!((row.redop.as_str(), row.root), (redop, root), "{line}");
+        assert!(row.out_of_place.is_some() && row.in_place.is_some(), "{line}");
+    }
+}
+
+#[test]
+fn ranks_hosts_and_the_network_behind_shm() {
+    // A rank list cut off after two of 16 ranks: NCCL's own count wins.
+    let text = "#  Rank  0 Group  0 Pid 1 on a device  0 [0000:01:00] NVIDIA H100\n\
+                #  Rank  1 Group  0 Pid 2 on a device  1 [0000:02:00] NVIDIA H100\n\
+                a:1:3 [0] NCCL INFO comm 0x1 rank 0 nRanks 16 nNodes 2 localRanks 8 localRank 0 MNNVL 0\n";
+    assert_eq!(one(text).ranks(), Some(16));
+
+    // Two nodes both called localhost: device 0 twice under one name is two nodes.
+    let mut list = String::new();
+    for (rank, dev) in (0..16).map(|r| (r, r % 8)) {
+        list.push_str(&format!(
+            "#  Rank {rank:2} Group  0 Pid {} on localhost device {dev} [0000:0{dev}:00] NVIDIA H200\n",
+            100 + rank
+        ));
+    }
+    let r = one(&list);
+    assert_eq!(
+        super::super::expect::machine_from_devices(&r),
+        Some(("8xH200".to_string(), 2))
+    );
+
+    // SHM channels within each node, and `Using network Socket` between them: two hosts
+    // in the debug lines make the Socket network the inter-node one.
+    let log = "n1:1:2 [0] NCCL INFO Using network Socket\n\
+               n1:1:2 [0] NCCL INFO Channel 00 : 0[0] -> 1[1] via SHM/direct/direct\n\
+               n2:5:6 [0] NCCL INFO Channel 00 : 2[0] -> 3[1] via SHM/direct/direct\n";
+    let r = one(log);
+    assert_eq!(r.hosts, vec!["n1".to_string(), "n2".to_string()]);
+    assert_eq!(r.transport_summary().as_deref(), Some("SHM + NET/Socket"));
+    // One host: the network carries nothing.
+    let one_host = "n1:1:2 [0] NCCL INFO Using network Socket\nn1:1:2 [0] NCCL INFO Channel 00 : 0[0] -> 1[1] via SHM/direct/direct\n";
+    assert_eq!(one(one_host).transport_summary().as_deref(), Some("SHM"));
+}
+
+#[test]
+fn a_crashed_run_is_read_for_what_it_has() {
+    // The recorded H200 run, cut after its fifth row, with NCCL's WARN and nccl-tests'
+    // failure line as a socket error prints them.
+    let head: Vec<&str> = DEBUG.lines().collect();
+    let last_row = head
+        .iter()
+        .rposition(|l| l.trim_start().starts_with("4194304"))
+        .unwrap();
+    let mut text = head[..=last_row].join("\n");
+    text.push_str("\nvm:1486:1504 [1] misc/socket.cc:50 NCCL WARN socketProgress: Connection closed by remote peer vm<53218>\n");
+    text.push_str(
+        "vm: Test NCCL failure common.cu:1096 'remote process exited or there was a network error / '\n",
+    );
+    let r = one(&text);
+    assert!(!r.finished());
+    assert_eq!(r.rows.len(), 2);
+    assert_eq!(r.collective.as_deref(), Some("all_reduce"));
+    assert_eq!(r.ranks(), Some(2));
+    assert_eq!(
+        r.cause.as_deref(),
+        Some("NCCL WARN socketProgress: Connection closed by remote peer vm<53218>")
+    );
+    let u = r.unfinished().unwrap();
+    assert!(u.starts_with("the run did not finish: it stopped after 2 rows (the last at 4M); cause: NCCL WARN socketProgress"), "{u}");
+    // The complete run has no cause and finished.
+    let full = one(DEBUG);
+    assert!(full.finished() && full.cause.is_none() && full.unfinished().is_none());
 }

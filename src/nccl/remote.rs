@@ -268,89 +268,7 @@ pub async fn follow_to_end(
     (f, saved)
 }
 
-/// The most characters of a cause kept (a line may be 64 KiB).
-const MAX_CAUSE_CHARS: usize = 400;
-
-/// Picks the line that says why a run failed from its output, as the lines come
-/// ([`failure_cause`]). Pure; holds four lines at most.
-#[derive(Debug, Clone, Default)]
-pub struct CauseFinder {
-    /// The first `NCCL WARN` line.
-    warn: Option<String>,
-    /// The first nccl-tests `Test NCCL failure` / `Test CUDA failure` line.
-    test: Option<String>,
-    /// The first `flightdeck: ...` line (the node scripts' own errors).
-    own: Option<String>,
-    /// The last line with something to read.
-    last: Option<String>,
-}
-
-impl CauseFinder {
-    /// Read one line (a node's name before it, `lab-0: `, and launcher tags are fine).
-    pub fn push(&mut self, line: &str) {
-        let line = super::line::strip_launcher_prefixes(line.trim_end_matches(['\r', '\n'])).trim();
-        if line.is_empty() || line.starts_with(super::runner::EXIT_MARKER) {
-            return;
-        }
-        if self.warn.is_none() {
-            if let Some(at) = line.find("NCCL WARN ") {
-                self.warn = Some(bounded(&line[at..]));
-            }
-        }
-        if self.test.is_none() {
-            for key in ["Test NCCL failure ", "Test CUDA failure "] {
-                if let Some(at) = line.find(key) {
-                    self.test = Some(bounded(&line[at..]));
-                    break;
-                }
-            }
-        }
-        if self.own.is_none() {
-            // At the start, or after a node's name (`lab-0: flightdeck: ...`).
-            let at = line
-                .strip_prefix("flightdeck: ")
-                .map(|_| 0)
-                .or_else(|| line.find(": flightdeck: ").map(|i| i + 2));
-            if let Some(at) = at {
-                self.own = Some(bounded(&line[at..]));
-            }
-        }
-        // Rules (mpirun's `-----`) and nccl-tests' bare `#` say nothing.
-        if line.chars().any(char::is_alphanumeric) && line != "#" {
-            self.last = Some(bounded(line));
-        }
-    }
-
-    /// The cause: NCCL's own `NCCL WARN` line first, then nccl-tests' `Test NCCL
-    /// failure` line, then flightdeck's own `flightdeck: ...` line, then the last line
-    /// that says anything.
-    pub fn cause(&self) -> Option<String> {
-        self.warn
-            .clone()
-            .or_else(|| self.test.clone())
-            .or_else(|| self.own.clone())
-            .or_else(|| self.last.clone())
-    }
-}
-
-/// `line`, cut to [`MAX_CAUSE_CHARS`].
-fn bounded(line: &str) -> String {
-    match line.char_indices().nth(MAX_CAUSE_CHARS) {
-        Some((at, _)) => format!("{}…", &line[..at]),
-        None => line.to_string(),
-    }
-}
-
-/// The line of a failed run's output that says why it failed (see
-/// [`CauseFinder::cause`] for the order); `None` when the lines say nothing. The text is
-/// as the node printed it: pass it through [`crate::term::visible`] before a terminal.
-pub fn failure_cause<'a>(lines: impl IntoIterator<Item = &'a str>) -> Option<String> {
-    let mut f = CauseFinder::default();
-    for l in lines {
-        f.push(l);
-    }
-    f.cause()
-}
+pub use super::cause::{failure_cause, CauseFinder};
 
 /// The fleet file of a fleet: its state record's `file`, else `fleet_arg` when that is a
 /// fleet file. `None` when there is none or it does not load.
@@ -434,7 +352,7 @@ mod tests {
         // A line of any length is cut.
         let long = format!("NCCL WARN {}", "x".repeat(10_000));
         let c = failure_cause([long.as_str()]).unwrap();
-        assert_eq!(c.chars().count(), MAX_CAUSE_CHARS + 1);
+        assert_eq!(c.chars().count(), super::super::cause::MAX_CAUSE_CHARS + 1);
         assert!(c.ends_with('…'));
     }
 

@@ -120,6 +120,11 @@ pub struct Transport {
     pub channel_nets: Vec<Net>,
     /// The network NCCL picked (`Using network X`).
     pub selected_net: Option<Net>,
+    /// The first network whose devices NCCL listed (`NET/IB : Using [0]mlx5_0:1/IB`):
+    /// before 2.12 the only sign of the network it ran on, taken when the ranks span
+    /// nodes and nothing more says which.
+    #[serde(skip)]
+    pub listed_net: Option<Net>,
     /// A network channel used GPUDirect RDMA (`/GDRDMA`).
     pub gdr: bool,
     /// Nodes the communicator spans, when printed.
@@ -156,7 +161,10 @@ impl Transport {
         }
         let intra_channels = self.p2p.is_some() || self.shm || self.nvls;
         match self.nodes {
-            Some(n) if n > 1 => self.selected_net.as_ref(),
+            Some(n) if n > 1 => self
+                .selected_net
+                .as_ref()
+                .or(self.listed_net.as_ref().filter(|_| self.net_error.is_none())),
             None if !intra_channels => self.selected_net.as_ref(),
             _ => None,
         }
@@ -228,6 +236,15 @@ impl TransportDetector {
         }
         if let Some(name) = m.strip_prefix("Using network ") {
             self.select(name.trim());
+        } else if m.starts_with("Using internal Network Socket") {
+            // NCCL 2.2.
+            self.select("Socket");
+        } else if m.starts_with("NET/IB : Using [") {
+            // NCCL before `Using network` (2.12) names no network but lists the devices
+            // of the first that has some: IB's, else the sockets'.
+            self.t.listed_net = Some(Net::Ib);
+        } else if m.starts_with("NET/Socket : Using [") && self.t.listed_net.is_none() {
+            self.t.listed_net = Some(Net::Socket);
         } else if let Some(rest) = m.strip_prefix("Assigned NET plugin ") {
             if let Some(name) = rest.strip_suffix(" to comm") {
                 self.select(name.trim());

@@ -1204,7 +1204,11 @@ mod tests {
                       64            16     float     sum      -1    13.76    0.00    0.00       0    13.68    0.00    0.00       0\n";
         let report = crate::nccl::parse::parse_text(out).remove(0);
         assert_eq!(report.rows.len(), 4);
-        assert!(report.collective.is_none(), "the output names no collective");
+        assert_eq!(
+            report.collective_from,
+            Some("the table"),
+            "the output names no collective"
+        );
         update(
             &mut s,
             Msg::Nccl(crate::tui::nccl::Msg::Report {
