@@ -26,7 +26,7 @@ seed() { # target, files...
   return 0
 }
 shared=../shared/fixtures
-seed nccl_output tests/fixtures/nccl/* $shared/nccl/* 2>/dev/null || true
+seed nccl_output tests/fixtures/nccl/*.txt tests/fixtures/nccl/composed/*.txt tests/fixtures/nccl/public/*.txt tests/fixtures/nccl/layouts/*.txt $shared/nccl/* 2>/dev/null || true
 seed telemetry_records tests/fixtures/telemetry/*
 seed fleet_yaml fleets/*.yaml tests/fixtures/dstack/*
 seed job_yaml examples/*/*.yaml

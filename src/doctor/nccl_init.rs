@@ -12,7 +12,8 @@
 //!   when it names one. None found: `NET/IB : No device found.`, and NCCL takes the next
 //!   network (sockets), or fails when `NCCL_NET=IB` asked for it.
 //! - `NCCL_NET` (`src/plugin/net.cc`): a network that is not there ends init with
-//!   `Error: network IB not found.`
+//!   `Failed to initialize any NET plugin` (2.27 on, seen with 2.28.9 on an H200 with
+//!   `NCCL_NET=IB` and no RDMA device), `Error: network IB not found.` before.
 //! - `CUDA_VISIBLE_DEVICES` (CUDA's rule): the GPUs listed, up to the first index the node
 //!   does not have; none at all and every CUDA call fails with `no CUDA-capable device`.
 //! - /dev/shm: NCCL's SHM transport and its proxy map files there (`src/misc/shmutils.cc`,
@@ -38,7 +39,7 @@ pub fn setting(key: &str, value: &str, f: &Facts) -> Option<(Outcome, String)> {
         "NCCL_IB_HCA" => ib_hca(value, &f.rdma_ports),
         "NCCL_NET" if value.eq_ignore_ascii_case("ib") && f.rdma_ports.is_empty() && f.rdma_devices == 0 => Some((
             Outcome::Fail,
-            "asks for NCCL's IB network and the node has no RDMA device: NCCL ends init with `Error: network IB not found.`"
+            "asks for NCCL's IB network and the node has no RDMA device: NCCL ends init with `Failed to initialize any NET plugin` (2.27 on; `Error: network IB not found.` before)"
                 .into(),
         )),
         "CUDA_VISIBLE_DEVICES" => visible_devices(value, f),
@@ -60,27 +61,31 @@ fn socket_ifname(value: &str, nics: &[Nic]) -> Option<(Outcome, String)> {
     if value.len() <= 1 || nics.is_empty() {
         return None;
     }
-    if !net::nccl_socket_nics(nics, Some(value)).is_empty() {
-        return None;
-    }
-    let with_addr = names(nics.iter().filter(|n| n.addr.is_some()).map(|n| n.name.clone()));
-    let named_without_addr: Vec<String> = nics
+    let named: Vec<&Nic> = nics
         .iter()
-        .filter(|n| n.addr.is_none() && net::nccl_if_match(value, &n.name))
-        .map(|n| n.name.clone())
+        .filter(|n| net::nccl_if_match(value, &n.name))
         .collect();
-    let why = if named_without_addr.is_empty() {
-        format!("names no interface of the node (interfaces with an address: {with_addr})")
-    } else {
-        format!(
-            "names only {} without an address (interfaces with one: {with_addr})",
-            named_without_addr.join(", ")
-        )
+    let outcome = |why: String| {
+        Some((
+            Outcome::Fail,
+            format!("{why}: NCCL ends init with `Bootstrap : no socket interface found`"),
+        ))
     };
-    Some((
-        Outcome::Fail,
-        format!("{why}: NCCL ends init with `Bootstrap : no socket interface found`"),
-    ))
+    if named.is_empty() {
+        let all = names(nics.iter().map(|n| n.name.clone()));
+        return outcome(format!("names no interface of the node (it has {all})"));
+    }
+    // Where no address could be read at all (no `ip` on the node), only names are judged.
+    let addresses_known = nics.iter().any(|n| n.addr.is_some());
+    if addresses_known && named.iter().all(|n| n.addr.is_none()) {
+        let with_addr = names(nics.iter().filter(|n| n.addr.is_some()).map(|n| n.name.clone()));
+        let without: Vec<String> = named.iter().map(|n| n.name.clone()).collect();
+        return outcome(format!(
+            "names only {} without an address (interfaces with one: {with_addr})",
+            without.join(", ")
+        ));
+    }
+    None
 }
 
 /// `NCCL_IB_HCA`'s entries as NCCL reads them: `^` (all but) and `=` (exact) before the
@@ -367,6 +372,17 @@ mod tests {
         );
         let (_, w) = setting("NCCL_SOCKET_IFNAME", "=eth1", &f).unwrap();
         assert!(w.starts_with("names only eth1 without an address"), "{w}");
+        // No address read at all (no `ip` on the node): names alone are judged.
+        let blind = Facts {
+            nics: vec![nic("lo", None), nic("eth0", None)],
+            ..Facts::default()
+        };
+        assert!(setting("NCCL_SOCKET_IFNAME", "eth0", &blind).is_none());
+        let (_, w) = setting("NCCL_SOCKET_IFNAME", "eth9", &blind).unwrap();
+        assert!(
+            w.starts_with("names no interface of the node (it has lo, eth0)"),
+            "{w}"
+        );
         assert!(
             setting("NCCL_SOCKET_IFNAME", "^eth,lo", &f).is_some(),
             "excludes every one"

@@ -461,12 +461,27 @@ pub fn judge(report: &Report, machine_type: Option<&str>, nodes: Option<u32>) ->
     let hi = report.rows.iter().map(|r| r.size).max().unwrap_or(0);
     let Some((at, expected)) = reference.peak_within(lo, hi) else {
         let sizes: Vec<String> = reference.points.iter().map(|p| super::human_size(p.0)).collect();
-        v.reason = format!(
-            "the run covered {}..{}; the reference has figures only at {}",
-            super::human_size(lo),
-            super::human_size(hi),
-            sizes.join(", ")
-        );
+        let smallest = reference.points.iter().map(|p| p.0).min().unwrap_or(0);
+        // A sweep that stopped short of the reference's figures (published ones are at
+        // 8 GiB, where busbw has reached its plateau) is not judged at a size the
+        // reference has no figure for: that would call a healthy run slow.
+        v.reason = if hi < smallest {
+            format!(
+                "the sweep stopped at {}, below the reference's figures ({}, {}), where busbw is still climbing: not judged; run up to {} (-e {})",
+                super::human_size(hi),
+                sizes.join(", "),
+                reference.kind,
+                super::human_size(smallest),
+                super::human_size(smallest)
+            )
+        } else {
+            format!(
+                "the run covered {}..{}; the reference has figures only at {}",
+                super::human_size(lo),
+                super::human_size(hi),
+                sizes.join(", ")
+            )
+        };
         return v;
     };
     let ratio = measured / expected;
@@ -510,6 +525,22 @@ mod tests {
             }
         }
         r
+    }
+
+    /// A sweep that stops short of a published figure (8 GiB) says so and is not judged.
+    #[test]
+    fn a_sweep_short_of_the_reference_says_which_size_it_needs() {
+        let mut r = fixture("h200x2-all_gather.txt");
+        r.rows.retain(|row| row.size <= 1 << 30);
+        assert_eq!(r.collective.as_deref(), Some("all_gather"));
+        r.devices.clear();
+        let v = judge(&r, Some("a3-megagpu-8g"), Some(2));
+        assert_eq!(v.grade, Grade::Unknown);
+        assert!(
+            v.reason.starts_with("the sweep stopped at 1G, below the reference's figures (8G, published), where busbw is still climbing: not judged; run up to 8G (-e 8G)"),
+            "{}",
+            v.reason
+        );
     }
 
     #[test]
@@ -621,7 +652,12 @@ mod tests {
         short.collective = Some("all_gather".into());
         let a3u = judge(&short, Some("a3-ultragpu-8g"), Some(2));
         assert_eq!(a3u.grade, Grade::Unknown);
-        assert!(a3u.reason.contains("only at 8G"), "{}", a3u.reason);
+        assert!(
+            a3u.reason
+                .contains("below the reference's figures (8G, published)"),
+            "{}",
+            a3u.reason
+        );
         // Two ranks cannot be judged by a 16-rank figure.
         let ranks = judge(&fixture("h200x2-all_gather.txt"), Some("a3-ultragpu-8g"), Some(2));
         assert_eq!(ranks.grade, Grade::Unknown);

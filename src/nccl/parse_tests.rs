@@ -762,3 +762,114 @@ fn a_crashed_run_is_read_for_what_it_has() {
     let full = one(DEBUG);
     assert!(full.finished() && full.cause.is_none() && full.unfinished().is_none());
 }
+
+/// Hostile variants of every public log (bytes flipped, lines cut, prefixes repeated)
+/// parse without a panic and in bounded memory, as does a line of a million prefixes
+/// (the fuzz target `nccl_output` seeds from the same logs; BENCHMARKS.md times a
+/// 100 MB log).
+#[test]
+fn hostile_variants_of_the_public_logs_parse() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/nccl/public");
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    for e in std::fs::read_dir(dir).unwrap() {
+        let path = e.unwrap().path();
+        if path.extension().is_none_or(|x| x != "txt") {
+            continue;
+        }
+        let text = std::fs::read(&path).unwrap();
+        for _ in 0..20 {
+            let mut b = text.clone();
+            for _ in 0..(1 + next() % 16) {
+                let at = (next() as usize) % b.len().max(1);
+                match next() % 4 {
+                    0 if at < b.len() => b[at] = next() as u8,
+                    0 => {}
+                    1 => b.truncate(at),
+                    2 => b
+                        .splice(at..at, b"[1,0]<stdout>:[rank0]:node-1: ".iter().copied())
+                        .for_each(drop),
+                    _ => b.splice(at..at, "\u{3000}NCCL WARN \n".bytes()).for_each(drop),
+                }
+            }
+            let mut p = Parser::new();
+            for chunk in b.chunks(1 + (next() as usize) % 4096) {
+                p.push_bytes(chunk);
+            }
+            p.finish();
+            let reports = p.reports();
+            assert!(reports.len() <= MAX_REPORTS + 1);
+            for r in &reports {
+                assert!(r.rows.len() <= MAX_ROWS && r.hosts.len() <= MAX_HOSTS);
+                let _ = r.unfinished();
+                let _ = infer_collective(r);
+            }
+        }
+    }
+    // One line of prefixes, a megabyte long: cut at MAX_LINE_BYTES, read in one pass.
+    let line = "0: ".repeat(350_000) + "       8             2     float     sum      -1    13.34    0.00    0.00       0    13.87    0.00    0.00       0\n";
+    let mut p = Parser::new();
+    p.push_str(&line);
+    p.finish();
+    assert!(p.reports().iter().all(|r| r.rows.len() <= 1));
+}
+
+/// Logs of NCCL failing at init, recorded on 1x H200 (NCCL 2.28.9, nccl-tests 2.19.6,
+/// torch 2.11; 2026-11-29) under the settings the doctor's `nccl-env` check names:
+/// `NCCL_SOCKET_IFNAME=eth9` (nccl-tests exit 3, torchrun exit 1), `CUDA_VISIBLE_DEVICES=5`
+/// (exit 2), `NCCL_NET=IB` with no RDMA device (exit 3). Each is read for its cause, which
+/// is the error the doctor's finding quotes.
+#[test]
+fn init_failures_recorded_on_an_h200() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/nccl/");
+    let read = |f: &str| one(&std::fs::read_to_string(format!("{dir}{f}")).unwrap());
+    for (file, kind, cause) in [
+        (
+            "h200x1-nccl2.28.9-socket-ifname-eth9.txt",
+            "nccl-tests",
+            "NCCL WARN Bootstrap : no socket interface found",
+        ),
+        (
+            "h200x1-nccl2.28.9-torch-socket-ifname-eth9.txt",
+            "PyTorch",
+            "NCCL WARN Bootstrap : no socket interface found",
+        ),
+        (
+            "h200x1-nccl2.28.9-cuda-visible-devices-5.txt",
+            "nccl-tests",
+            "Test CUDA failure util.cu:674 'no CUDA-capable device is detected'",
+        ),
+        (
+            "h200x1-nccl2.28.9-nccl-net-ib-no-rdma.txt",
+            "nccl-tests",
+            "NCCL WARN Failed to initialize any NET plugin",
+        ),
+    ] {
+        let r = read(file);
+        assert_eq!(r.kind(), kind, "{file}");
+        assert_eq!(r.cause.as_deref(), Some(cause), "{file}");
+        assert!(!r.finished() && r.rows.is_empty(), "{file}");
+        assert!(
+            r.nccl_version.as_deref().is_some_and(|v| v.starts_with("2.28.9")),
+            "{file}: {:?}",
+            r.nccl_version
+        );
+    }
+    // The doctor's findings quote the errors NCCL printed.
+    let facts = crate::doctor::Facts {
+        nics: crate::doctor::net::parse_nics("lo unknown 65536 - - \n", "", ""),
+        ..Default::default()
+    };
+    let (_, ifname) = crate::doctor::nccl_init::setting("NCCL_SOCKET_IFNAME", "eth9", &facts).unwrap();
+    assert!(
+        ifname.contains("`Bootstrap : no socket interface found`"),
+        "{ifname}"
+    );
+    let (_, net) = crate::doctor::nccl_init::setting("NCCL_NET", "IB", &facts).unwrap();
+    assert!(net.contains("`Failed to initialize any NET plugin`"), "{net}");
+}
