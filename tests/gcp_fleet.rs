@@ -1281,6 +1281,63 @@ async fn on_demand_a3_ultra_only_through_a_reservation() {
     assert_eq!(body["serviceAccounts"][0]["email"], "default");
 }
 
+/// A reservation with a placement policy of its own (A3 Ultra and A4 reservations
+/// usually carry one): the VMs take that policy, as dstack's `create_instance_struct`
+/// does, and flightdeck makes no compact policy of its own that could conflict with it
+/// (D16). The plan says so before apply looks. Where the double stops: whether Google
+/// refuses a VM naming another policy than its reservation's is not modelled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reservations_own_placement_policy_is_used_and_none_is_made() {
+    let d = GceDouble::start().await;
+    let policy = format!(
+        "https://www.googleapis.com/compute/v1/projects/{PROJECT}/regions/us-central1/resourcePolicies/ultra-block-7"
+    );
+    for z in ["us-central1-a", "us-central1-b", "us-central1-c", "us-central1-f"] {
+        d.plant(
+            "reservations",
+            &format!("zones/{z}"),
+            "ultra-res",
+            serde_json::json!({"name": "ultra-res", "specificReservationRequired": true,
+                   "resourcePolicies": {"placement": policy}}),
+        );
+    }
+    let env = Env::new(&d, "").await;
+    let file = env.write_fleet(
+        "ultra.yaml",
+        &format!(
+            "{ULTRA}reservation: ultra-res
+"
+        ),
+    );
+    let out = env.run(&["fleet", "plan", &file]).await;
+    let err = ok(&out, "plan");
+    assert!(
+        err.contains("reservation ultra-res: apply looks up its placement policy"),
+        "{err}"
+    );
+    let out = env.run(&["fleet", "apply", &file, "--yes"]).await;
+    let err = ok(&out, "apply");
+    assert!(
+        err.contains("its placement policy ultra-block-7 places the VMs"),
+        "{err}"
+    );
+    let inserts = d.instance_inserts();
+    assert_eq!(inserts.len(), 2);
+    for b in &inserts {
+        assert_eq!(
+            b["resourcePolicies"],
+            serde_json::json!([format!(
+                "projects/{PROJECT}/regions/us-central1/resourcePolicies/ultra-block-7"
+            )])
+        );
+        assert_eq!(b["reservationAffinity"]["values"][0], "ultra-res");
+    }
+    assert!(
+        d.calls("POST", "/resourcePolicies").is_empty(),
+        "no policy of flightdeck's own"
+    );
+}
+
 /// An operation error flightdeck does not know blocks that zone and the next is tried,
 /// its code and message shown; 403 rate limits are waited out, not called permissions.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

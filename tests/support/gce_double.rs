@@ -413,7 +413,9 @@ fn respond(req: &Recorded, state: &Arc<Mutex<State>>) -> Reply {
 
 fn known(scope: &str, collection: &str) -> bool {
     match collection {
-        "instances" => scope.starts_with("zones/"),
+        // Reservations are only read (flightdeck looks up their placement policy); the
+        // double holds the ones a test plants.
+        "instances" | "reservations" => scope.starts_with("zones/"),
         "subnetworks" | "resourcePolicies" => scope.starts_with("regions/"),
         "networks" | "firewalls" => scope == "global",
         _ => false,

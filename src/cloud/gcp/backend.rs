@@ -211,8 +211,17 @@ impl GcpBackend {
             ssh_keys: &keys,
             regions: &regions,
             subnets: &subnets,
+            reservation_placement: None,
         };
         let mut plan = plan::plan(&ctx, &cands, recorded)?;
+        if let (Some(r), Some(crate::fleet::spec::Placement::Cluster)) =
+            (&fleet.spec.reservation, fleet.spec.placement)
+        {
+            plan.notes.push(format!(
+                "reservation {r}: apply looks up its placement policy, and when it has one the VMs take it and no `{}-placement` is made",
+                fleet.name
+            ));
+        }
         if found.is_none() {
             plan.notes.insert(
                 0,

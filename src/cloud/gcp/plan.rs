@@ -399,6 +399,11 @@ pub struct Context<'a> {
     pub regions: &'a [String],
     /// Subnetworks of named (not created) VPCs, per (network, region), found by apply.
     pub subnets: &'a BTreeMap<(String, String), Vec<String>>,
+    /// The placement policy of the fleet's `reservation:` in the candidate's zone (its
+    /// `resourcePolicies`), found by apply: VMs consuming it take that one, as dstack's
+    /// `create_instance_struct` does, and flightdeck makes none of its own. `None`: the
+    /// reservation has none, or it was not looked up (a plan).
+    pub reservation_placement: Option<&'a str>,
 }
 
 /// A VPC an instance's NICs use.
@@ -658,8 +663,15 @@ pub fn resources(ctx: &Context, c: &Candidate) -> Result<Vec<Resource>, String> 
         }
     }
     let nodes = node_count(ctx.fleet);
-    let cluster = ctx.fleet.spec.placement == Some(Placement::Cluster) && nodes > 1;
-    let policy = format!("{fleet}-placement");
+    let reserved = match (c.model, &ctx.fleet.spec.reservation) {
+        (Model::Standard, Some(_)) => ctx.reservation_placement,
+        _ => None,
+    };
+    let cluster = ctx.fleet.spec.placement == Some(Placement::Cluster) && nodes > 1 && reserved.is_none();
+    let policy = match reserved {
+        Some(url) => url.to_string(),
+        None => format!("{fleet}-placement"),
+    };
     if cluster {
         out.push(plain(
             Kind::PlacementPolicy,
@@ -677,7 +689,8 @@ pub fn resources(ctx: &Context, c: &Candidate) -> Result<Vec<Resource>, String> 
     let profile = layout::profile(&c.machine_type, c.flavour);
     for i in 0..nodes {
         let name = format!("{fleet}-{i}");
-        let body = instance_body(ctx, c, &profile, &nets, &name, cluster.then_some(policy.as_str()));
+        let placed = cluster || reserved.is_some();
+        let body = instance_body(ctx, c, &profile, &nets, &name, placed.then_some(policy.as_str()));
         let nics = body["networkInterfaces"].as_array().map(|a| NicSummary {
             count: a.len(),
             types: a
@@ -806,7 +819,14 @@ pub fn instance_body(
                                              "values": [r]});
     }
     if let Some(pol) = policy {
-        body["resourcePolicies"] = json!([format!("projects/{p}/regions/{region}/resourcePolicies/{pol}")]);
+        // The reservation's own policy comes as its URL; flightdeck's as its name.
+        let url = if pol.contains("/resourcePolicies/") {
+            pol.trim_start_matches("https://www.googleapis.com/compute/v1/")
+                .to_string()
+        } else {
+            format!("projects/{p}/regions/{region}/resourcePolicies/{pol}")
+        };
+        body["resourcePolicies"] = json!([url]);
     }
     if let Some((acc, n)) = &c.attached {
         body["guestAccelerators"] = json!([{"acceleratorType": format!("projects/{p}/zones/{zone}/acceleratorTypes/{acc}"), "acceleratorCount": n}]);

@@ -119,7 +119,44 @@ impl Gcp {
             ssh_keys: &self.ssh_keys,
             regions,
             subnets,
+            reservation_placement: None,
         }
+    }
+
+    /// The placement policy of the fleet's reservation in `zone` (its `resourcePolicies`:
+    /// the one keyed `placement`, else the first), looked up once a zone. A reservation
+    /// that is not there in the zone has none here; inserting a VM names what is wrong.
+    async fn reservation_placement(
+        &self,
+        fleet: &Fleet,
+        c: &Candidate,
+        found: &mut BTreeMap<String, Option<String>>,
+    ) -> Result<Option<String>, String> {
+        let Some(name) = fleet
+            .spec
+            .reservation
+            .as_deref()
+            .filter(|_| c.model == Model::Standard)
+        else {
+            return Ok(None);
+        };
+        if let Some(p) = found.get(&c.zone) {
+            return Ok(p.clone());
+        }
+        let res: Option<serde_json::Value> = self
+            .compute
+            .get(&Scope::Zone(c.zone.clone()), "reservations", name)
+            .await
+            .map_err(|e| format!("reservation {name} in {}: {e}", c.zone))?;
+        let policies = res.as_ref().and_then(|r| r["resourcePolicies"].as_object());
+        let policy = policies.and_then(|m| {
+            m.get("placement")
+                .or_else(|| m.values().next())
+                .and_then(|v| v.as_str())
+                .map(str::to_string)
+        });
+        found.insert(c.zone.clone(), policy.clone());
+        Ok(policy)
     }
 
     /// Settle records a crash left half-way: a `creating` resource that exists is adopted
@@ -224,6 +261,7 @@ impl Gcp {
         };
         let order = plan::ordered(fleet, &cands, Some(&recorded))?;
         let mut subnets = BTreeMap::new();
+        let mut placements = BTreeMap::new();
         let mut blocked_zones = HashSet::new();
         let mut blocked_regions = HashSet::new();
         let mut created: Vec<ResourceRecord> = vec![];
@@ -248,7 +286,22 @@ impl Gcp {
                 outcome = Err(e);
                 break;
             }
-            let ctx = self.context(fleet, &regions, &subnets);
+            let reserved = match self.reservation_placement(fleet, c, &mut placements).await {
+                Ok(p) => p,
+                Err(e) => {
+                    outcome = Err(e);
+                    break;
+                }
+            };
+            let mut ctx = self.context(fleet, &regions, &subnets);
+            ctx.reservation_placement = reserved.as_deref();
+            if let Some(p) = &reserved {
+                progress(format!(
+                    "reservation {}: its placement policy {} places the VMs; flightdeck makes none of its own",
+                    fleet.spec.reservation.as_deref().unwrap_or(""),
+                    p.rsplit('/').next().unwrap_or(p)
+                ));
+            }
             let res = match plan::resources(&ctx, c) {
                 Ok(r) => r,
                 Err(e) => {

@@ -20,6 +20,7 @@ fn ctx_with<'a>(
         ssh_keys: "ubuntu:ssh-ed25519 AAAAC3Nz alice@laptop",
         regions,
         subnets,
+        reservation_placement: None,
     }
 }
 
