@@ -57,6 +57,7 @@ fn bodies(file: &str) -> Value {
         ssh_keys: "ubuntu:ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGoldenKeyForTests alice@laptop",
         regions: &regions,
         subnets: &subnets,
+        reservation_placement: None,
     };
     let res = plan::resources(&ctx, first).expect("resources");
     json!({
