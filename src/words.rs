@@ -2,6 +2,15 @@
 //! compressed into ranges (`lab-[0-2,4]`).
 
 /// `n` and `word`, with an `s` unless `n` is one.
+/// The first `n` items, and how many more: `a, b and 3 more`.
+pub fn shorten(items: &[String], n: usize) -> String {
+    if items.len() <= n {
+        items.join(", ")
+    } else {
+        format!("{} and {} more", items[..n].join(", "), items.len() - n)
+    }
+}
+
 pub fn plural(n: usize, word: &str) -> String {
     if n == 1 {
         format!("1 {word}")

@@ -1014,3 +1014,73 @@ fn ssh_config_resolves_as_ssh_g_for_every_host() {
         }
     }
 }
+
+/// M1 (hostile review 3): `~` in GlobalKnownHostsFile is the operator's home, as OpenSSH
+/// expands it, never a folder `~` under the current one that another user planted with
+/// the key; a relative GlobalKnownHostsFile is refused by name.
+#[test]
+fn m1_a_global_known_hosts_file_under_tilde_is_the_homes_not_the_current_folders() {
+    let Some(tb) = Testbed::new(1, 0) else { return };
+    let op = operator();
+    let home = op.path();
+    let ssh = home.join(".ssh");
+    let known = ssh.join("known_hosts");
+    let fleet = home.join("lab.yaml");
+    write(&fleet, &tb.fleet_yaml("lab"));
+    write(
+        &known,
+        &format!("{} {}\n", tb.bastion.addr, tb.bastion.host_key_pub),
+    );
+    let real = format!("{} {}\n", tb.nodes[0].addr, tb.nodes[0].host_key_pub);
+    write(
+        &ssh.join("config"),
+        &format!(
+            "Host *\n  GlobalKnownHostsFile ~/.ssh/global_kh\n  StrictHostKeyChecking yes\n{}",
+            base_config(&tb, &known)
+        ),
+    );
+    // Another user's folder, with `~/.ssh/global_kh` in it recording the real key.
+    let planted = tempfile::tempdir().unwrap();
+    write(&planted.path().join("~/.ssh/global_kh"), &real);
+    let run = |cwd: &Path| {
+        let out = fd_cmd(
+            home,
+            None,
+            &[
+                "--no-mux",
+                "exec",
+                fleet.to_str().unwrap(),
+                "--json",
+                "--",
+                "echo RAN",
+            ],
+        )
+        .current_dir(cwd)
+        .output()
+        .unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}\n{}", text(&out.stdout), text(&out.stderr)));
+        per_node(&v).remove(0)
+    };
+    let (so, err) = run(planted.path());
+    assert!(!so.contains("RAN"), "the planted file was trusted: {so}");
+    assert!(!err.is_empty());
+    // The home's own file is the one read.
+    write(&ssh.join("global_kh"), &real);
+    let (so, err) = run(planted.path());
+    assert!(so.contains("RAN"), "{err}");
+    // A relative GlobalKnownHostsFile names itself and is not used.
+    write(
+        &ssh.join("config"),
+        &format!(
+            "Host *\n  GlobalKnownHostsFile .ssh/global_kh\n  StrictHostKeyChecking yes\n{}",
+            base_config(&tb, &known)
+        ),
+    );
+    let (so, err) = run(home);
+    assert!(!so.contains("RAN"));
+    assert!(
+        err.contains("GlobalKnownHostsFile .ssh/global_kh is a relative path"),
+        "{err}"
+    );
+}

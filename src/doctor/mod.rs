@@ -506,7 +506,7 @@ pub fn judge_facts(ctx: &Context, node: &str, s: &script::Sections, f: &Facts, e
         out.push(judge_nccl_env(ctx, node, f, s));
     }
     if ctx.wants("nccl-init") {
-        out.push(nccl_init::judge_resources(node, f, s));
+        out.push(judge_nccl_init(node, f, s));
     }
     if ctx.wants("sysctl") {
         out.push(judge_sysctl(ctx, node, s));
@@ -732,14 +732,7 @@ fn judge_nvlink(ctx: &Context, node: &str, s: &script::Sections, f: &Facts) -> F
     .fix("an NVLink is down or degraded: NCCL falls back to slower paths. Reset the GPUs or reboot; replace the VM if it persists")
 }
 
-/// The first `n` items, and how many more.
-fn shorten(items: &[String], n: usize) -> String {
-    if items.len() <= n {
-        items.join(", ")
-    } else {
-        format!("{} and {} more", items[..n].join(", "), items.len() - n)
-    }
-}
+use crate::words::shorten;
 
 fn judge_ecc(node: &str, f: &Facts) -> Finding {
     let mut fail = vec![];
@@ -1200,8 +1193,14 @@ fn judge_nccl_env(ctx: &Context, node: &str, f: &Facts, s: &script::Sections) ->
         };
         let off = |v: &str| v == "1" || v.eq_ignore_ascii_case("true");
         // A setting naming what the node lacks breaks NCCL's init whatever the profile.
-        match nccl_init::setting(k, v, f) {
-            Some((Outcome::Fail, why)) => {
+        let node_has = nccl_init::Node {
+            nics: &f.nics,
+            rdma_ports: &f.rdma_ports,
+            rdma_devices: f.rdma_devices,
+            gpus: &f.gpus,
+        };
+        match nccl_init::setting(k, v, node_has) {
+            Some((nccl_init::Severity::Fail, why)) => {
                 fail.push(format!("{k}={v} in {from}: {why}"));
                 continue;
             }
@@ -1251,6 +1250,30 @@ fn judge_nccl_env(ctx: &Context, node: &str, f: &Facts, s: &script::Sections) ->
         "no NCCL variable set on the node",
     )
     .evidence(lines)
+}
+
+/// What NCCL needs at init on the node ([`nccl_init::judge_resources`]).
+fn judge_nccl_init(node: &str, f: &Facts, s: &script::Sections) -> Finding {
+    let text = s.get("nccl-res").unwrap_or("");
+    let evidence: Vec<String> = text.lines().map(str::to_string).collect();
+    if s.status("nccl-res").is_none() {
+        return Finding::new("nccl-init", node, Outcome::Fail, "the check did not report").evidence(evidence);
+    }
+    let rdma = !f.rdma_ports.is_empty() || f.rdma_devices > 0;
+    let j = nccl_init::judge_resources(text, f.gpus.len(), rdma);
+    let (outcome, what) = if !j.fail.is_empty() {
+        (Outcome::Fail, shorten(&j.fail, 2))
+    } else if !j.warn.is_empty() {
+        (Outcome::Warn, shorten(&j.warn, 2))
+    } else {
+        (Outcome::Pass, j.pass)
+    };
+    let finding = Finding::new("nccl-init", node, outcome, what).evidence(evidence);
+    if j.fixes.is_empty() {
+        finding
+    } else {
+        finding.fix(j.fixes.join("; "))
+    }
 }
 
 /// 16 MiB: the buffers Google's TCP guidance sizes for high-bandwidth VMs.

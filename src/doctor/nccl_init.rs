@@ -24,8 +24,25 @@
 //!   limit it fails with `Cannot allocate memory`. RDMA needs it unlimited (the
 //!   pre-flight's rule: root, or `ulimit -l unlimited`).
 
+use super::gpu::Gpu;
 use super::net::{self, Nic, RdmaPort};
-use super::{script, Facts, Finding, Outcome};
+
+/// How bad a finding of this module is: the doctor's outcome it maps to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Severity {
+    Warn,
+    Fail,
+}
+
+/// What the node has that these rules read: its NICs, RDMA ports and GPUs (the
+/// doctor's `Facts`).
+#[derive(Debug, Clone, Copy)]
+pub struct Node<'a> {
+    pub nics: &'a [Nic],
+    pub rdma_ports: &'a [RdmaPort],
+    pub rdma_devices: usize,
+    pub gpus: &'a [Gpu],
+}
 
 /// /dev/shm wanted per GPU on the node (1 GiB for 8, NVIDIA's `--shm-size=1g`).
 pub const SHM_PER_GPU: u64 = 128 << 20;
@@ -33,12 +50,12 @@ pub const SHM_PER_GPU: u64 = 128 << 20;
 /// What a setting on the node does to NCCL's init, when it names something the node lacks:
 /// the outcome and the sentence that says so. `None`: the setting is not one of these, or
 /// the node has what it names.
-pub fn setting(key: &str, value: &str, f: &Facts) -> Option<(Outcome, String)> {
+pub fn setting(key: &str, value: &str, f: Node) -> Option<(Severity, String)> {
     match key {
-        "NCCL_SOCKET_IFNAME" => socket_ifname(value, &f.nics),
-        "NCCL_IB_HCA" => ib_hca(value, &f.rdma_ports),
+        "NCCL_SOCKET_IFNAME" => socket_ifname(value, f.nics),
+        "NCCL_IB_HCA" => ib_hca(value, f.rdma_ports),
         "NCCL_NET" if value.eq_ignore_ascii_case("ib") && f.rdma_ports.is_empty() && f.rdma_devices == 0 => Some((
-            Outcome::Fail,
+            Severity::Fail,
             "asks for NCCL's IB network and the node has no RDMA device: NCCL ends init with `Failed to initialize any NET plugin` (2.27 on; `Error: network IB not found.` before)"
                 .into(),
         )),
@@ -52,11 +69,11 @@ fn names(list: impl Iterator<Item = String>) -> String {
     if v.is_empty() {
         "none".into()
     } else {
-        super::shorten(&v, 8)
+        crate::words::shorten(&v, 8)
     }
 }
 
-fn socket_ifname(value: &str, nics: &[Nic]) -> Option<(Outcome, String)> {
+fn socket_ifname(value: &str, nics: &[Nic]) -> Option<(Severity, String)> {
     // NCCL reads one character as unset (`ncclFindInterfaces`: `strlen > 1`).
     if value.len() <= 1 || nics.is_empty() {
         return None;
@@ -67,7 +84,7 @@ fn socket_ifname(value: &str, nics: &[Nic]) -> Option<(Outcome, String)> {
         .collect();
     let outcome = |why: String| {
         Some((
-            Outcome::Fail,
+            Severity::Fail,
             format!("{why}: NCCL ends init with `Bootstrap : no socket interface found`"),
         ))
     };
@@ -114,7 +131,7 @@ fn hca_match(list: &str, device: &str, port: &str) -> bool {
     hit != not
 }
 
-fn ib_hca(value: &str, ports: &[RdmaPort]) -> Option<(Outcome, String)> {
+fn ib_hca(value: &str, ports: &[RdmaPort]) -> Option<(Severity, String)> {
     if ports.is_empty() || value.is_empty() {
         // No RDMA device: NCCL's IB transport is not in play (the rdma check says what
         // a flavour that needs one lacks).
@@ -123,7 +140,7 @@ fn ib_hca(value: &str, ports: &[RdmaPort]) -> Option<(Outcome, String)> {
     let have = names(ports.iter().map(|p| format!("{}:{}", p.device, p.port)));
     if !ports.iter().any(|p| hca_match(value, &p.device, &p.port)) {
         return Some((
-            Outcome::Fail,
+            Severity::Fail,
             format!(
                 "names no HCA of the node (it has {have}): NCCL finds no IB device (`NET/IB : No device found.`) and falls back to sockets, or ends init when NCCL_NET=IB"
             ),
@@ -144,7 +161,7 @@ fn ib_hca(value: &str, ports: &[RdmaPort]) -> Option<(Outcome, String)> {
         .collect();
     (!missing.is_empty()).then(|| {
         (
-            Outcome::Warn,
+            Severity::Warn,
             format!(
                 "names {} the node lacks (it has {have}): NCCL runs on fewer NICs than it was told",
                 missing.join(", ")
@@ -153,7 +170,7 @@ fn ib_hca(value: &str, ports: &[RdmaPort]) -> Option<(Outcome, String)> {
     })
 }
 
-fn visible_devices(value: &str, f: &Facts) -> Option<(Outcome, String)> {
+fn visible_devices(value: &str, f: Node) -> Option<(Severity, String)> {
     let count = f.gpus.len();
     if count == 0 {
         return None;
@@ -179,23 +196,16 @@ fn visible_devices(value: &str, f: &Facts) -> Option<(Outcome, String)> {
     let gpus = format!("the node has {count} GPU{}", if count == 1 { "" } else { "s" });
     if seen == 0 {
         Some((
-            Outcome::Fail,
+            Severity::Fail,
             format!("starts with {bad:?}, which is no GPU of the node ({gpus}): CUDA sees no GPU and NCCL fails with `no CUDA-capable device is detected`"),
         ))
     } else {
         Some((
-            Outcome::Warn,
+            Severity::Warn,
             format!("names {bad:?}, which is no GPU of the node ({gpus}): CUDA ignores it and every GPU listed after it, so processes see {seen}"),
         ))
     }
 }
-
-/// The `nccl-res` section's script: /dev/shm's size and room (KiB), or why there is
-/// none; the session's locked-memory limit; the user's id.
-pub const SCRIPT: &str =
-    "if [ ! -d /dev/shm ]; then echo 'shm missing'; elif [ ! -w /dev/shm ]; then echo 'shm unwritable'; \
-     else df -Pk /dev/shm 2>/dev/null | awk 'NR == 2 { print \"shm \" $2 \" \" $4 }'; fi; \
-     echo \"memlock $(ulimit -l 2>/dev/null)\"; echo \"uid $(id -u)\"; e nccl-res 0;";
 
 /// What the `nccl-res` section says.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -236,88 +246,79 @@ fn mib(b: u64) -> String {
     }
 }
 
-/// The `nccl-init` check: /dev/shm for the node's GPUs, locked memory for its RDMA.
-pub fn judge_resources(node: &str, f: &Facts, s: &script::Sections) -> Finding {
-    let text = s.get("nccl-res").unwrap_or("");
-    let evidence: Vec<String> = text.lines().map(str::to_string).collect();
-    if s.status("nccl-res").is_none() {
-        return Finding::new("nccl-init", node, Outcome::Fail, "the check did not report").evidence(evidence);
-    }
+/// What the `nccl-init` check finds: failures, warnings, the fixes, and what a pass
+/// says. Its section is `nccl-res` (`text`); `gpus` and `rdma` from the node.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Judged {
+    pub fail: Vec<String>,
+    pub warn: Vec<String>,
+    pub fixes: Vec<String>,
+    pub pass: String,
+}
+
+/// Judge /dev/shm for the node's GPUs and locked memory for its RDMA devices.
+pub fn judge_resources(text: &str, gpus: usize, rdma: bool) -> Judged {
     let r = parse_resources(text);
-    let gpus = f.gpus.len() as u64;
-    let mut fail = vec![];
-    let mut warn = vec![];
-    let mut fixes = vec![];
+    let gpus = gpus as u64;
+    let mut j = Judged::default();
     let need = SHM_PER_GPU * gpus.max(1);
     match (&r.shm_problem, r.shm) {
         (Some(p), _) => {
-            fail.push(format!(
+            j.fail.push(format!(
                 "/dev/shm {p}: NCCL cannot create its shared memory segments and ends init"
             ));
-            fixes.push(format!(
+            j.fixes.push(format!(
                 "mount a tmpfs of {} or more at /dev/shm (`docker run --shm-size`, a Memory emptyDir on Kubernetes)",
                 mib(need)
             ));
         }
         (None, Some((size, _))) if gpus >= 2 && size < need => {
-            fail.push(format!(
+            j.fail.push(format!(
                 "/dev/shm is {} for {gpus} GPUs, {} wanted: NCCL's SHM transport fails with `Error while creating shared memory segment`",
                 mib(size),
                 mib(need)
             ));
-            fixes.push(format!(
-                "give /dev/shm {} or more (`docker run --shm-size={}`, `mount -o remount,size={} /dev/shm`, a Memory emptyDir on Kubernetes)",
+            j.fixes.push(format!(
+                "give /dev/shm {} or more (`docker run --shm-size={need}`, `mount -o remount,size={need} /dev/shm`, a Memory emptyDir on Kubernetes)",
                 mib(need),
-                need >> 20 << 20,
-                need >> 20 << 20
             ));
         }
         (None, Some((_, avail))) if gpus >= 2 && avail < need => {
-            warn.push(format!(
+            j.warn.push(format!(
                 "/dev/shm has {} free for {gpus} GPUs, {} wanted: something else fills it",
                 mib(avail),
                 mib(need)
             ));
-            fixes.push("free /dev/shm (`ls -la /dev/shm`: segments left by processes that died)".into());
+            j.fixes
+                .push("free /dev/shm (`ls -la /dev/shm`: segments left by processes that died)".into());
         }
         _ => {}
     }
-    let rdma = !f.rdma_ports.is_empty() || f.rdma_devices > 0;
     if rdma && !r.root {
         if let Some(l) = r.memlock.as_deref().filter(|l| *l != "unlimited") {
-            fail.push(format!(
+            j.fail.push(format!(
                 "ulimit -l is {l} KiB with RDMA devices: NCCL's IB transport cannot register its buffers (`ibv_reg_mr`: Cannot allocate memory)"
             ));
-            fixes.push("set `* - memlock unlimited` in /etc/security/limits.conf (`--ulimit memlock=-1` for a container), then log in again".into());
+            j.fixes.push("set `* - memlock unlimited` in /etc/security/limits.conf (`--ulimit memlock=-1` for a container), then log in again".into());
         }
     }
-    let (outcome, what) = if !fail.is_empty() {
-        (Outcome::Fail, super::shorten(&fail, 2))
-    } else if !warn.is_empty() {
-        (Outcome::Warn, super::shorten(&warn, 2))
+    let shm = r.shm.map_or("/dev/shm not measured".to_string(), |(s, _)| {
+        format!("/dev/shm {}", mib(s))
+    });
+    let memlock = if rdma {
+        format!(
+            ", memlock {}",
+            if r.root {
+                "root"
+            } else {
+                r.memlock.as_deref().unwrap_or("?")
+            }
+        )
     } else {
-        let shm = r.shm.map_or("/dev/shm not measured".to_string(), |(s, _)| {
-            format!("/dev/shm {}", mib(s))
-        });
-        let memlock = if rdma {
-            format!(
-                ", memlock {}",
-                if r.root {
-                    "root"
-                } else {
-                    r.memlock.as_deref().unwrap_or("?")
-                }
-            )
-        } else {
-            String::new()
-        };
-        (Outcome::Pass, format!("{shm}{memlock}"))
+        String::new()
     };
-    let mut finding = Finding::new("nccl-init", node, outcome, what).evidence(evidence);
-    if !fixes.is_empty() {
-        finding = finding.fix(fixes.join("; "));
-    }
-    finding
+    j.pass = format!("{shm}{memlock}");
+    j
 }
 
 #[cfg(test)]
@@ -348,148 +349,146 @@ mod tests {
         }
     }
 
+    /// What a node has, owned, to lend as a [`Node`].
+    #[derive(Default)]
+    struct Has {
+        nics: Vec<Nic>,
+        rdma_ports: Vec<RdmaPort>,
+        gpus: Vec<Gpu>,
+    }
+
+    impl Has {
+        fn node(&self) -> Node<'_> {
+            Node {
+                nics: &self.nics,
+                rdma_ports: &self.rdma_ports,
+                rdma_devices: self.rdma_ports.len(),
+                gpus: &self.gpus,
+            }
+        }
+    }
+
     #[test]
     fn settings_that_name_what_the_node_lacks() {
-        let mut f = Facts {
+        let mut f = Has {
             nics: vec![
                 nic("lo", Some("127.0.0.1")),
                 nic("eth0", Some("10.0.0.2")),
                 nic("eth1", None),
             ],
-            ..Facts::default()
+            ..Has::default()
         };
-        assert!(setting("NCCL_SOCKET_IFNAME", "eth0", &f).is_none());
-        assert!(setting("NCCL_SOCKET_IFNAME", "^docker,lo", &f).is_none());
+        let set = |k: &str, v: &str, f: &Has| setting(k, v, f.node());
+        assert!(set("NCCL_SOCKET_IFNAME", "eth0", &f).is_none());
+        assert!(set("NCCL_SOCKET_IFNAME", "^docker,lo", &f).is_none());
         assert!(
-            setting("NCCL_SOCKET_IFNAME", "e", &f).is_none(),
+            set("NCCL_SOCKET_IFNAME", "e", &f).is_none(),
             "one character is unset"
         );
-        let (o, w) = setting("NCCL_SOCKET_IFNAME", "eth9", &f).unwrap();
-        assert_eq!(o, Outcome::Fail);
+        let (o, w) = set("NCCL_SOCKET_IFNAME", "eth9", &f).unwrap();
+        assert_eq!(o, Severity::Fail);
         assert!(
-            w.contains("Bootstrap : no socket interface found") && w.contains("lo, eth0"),
+            w.contains("Bootstrap : no socket interface found") && w.contains("it has lo, eth0, eth1"),
             "{w}"
         );
-        let (_, w) = setting("NCCL_SOCKET_IFNAME", "=eth1", &f).unwrap();
+        let (_, w) = set("NCCL_SOCKET_IFNAME", "=eth1", &f).unwrap();
         assert!(w.starts_with("names only eth1 without an address"), "{w}");
         // No address read at all (no `ip` on the node): names alone are judged.
-        let blind = Facts {
+        let blind = Has {
             nics: vec![nic("lo", None), nic("eth0", None)],
-            ..Facts::default()
+            ..Has::default()
         };
-        assert!(setting("NCCL_SOCKET_IFNAME", "eth0", &blind).is_none());
-        let (_, w) = setting("NCCL_SOCKET_IFNAME", "eth9", &blind).unwrap();
+        assert!(set("NCCL_SOCKET_IFNAME", "eth0", &blind).is_none());
+        let (_, w) = set("NCCL_SOCKET_IFNAME", "eth9", &blind).unwrap();
         assert!(
             w.starts_with("names no interface of the node (it has lo, eth0)"),
             "{w}"
         );
         assert!(
-            setting("NCCL_SOCKET_IFNAME", "^eth,lo", &f).is_some(),
+            set("NCCL_SOCKET_IFNAME", "^eth,lo", &f).is_some(),
             "excludes every one"
         );
 
         assert!(
-            setting("NCCL_IB_HCA", "mlx5_0", &f).is_none(),
+            set("NCCL_IB_HCA", "mlx5_0", &f).is_none(),
             "no RDMA device: not in play"
         );
-        let (o, _) = setting("NCCL_NET", "IB", &f).unwrap();
-        assert_eq!(o, Outcome::Fail);
-        assert!(setting("NCCL_NET", "Socket", &f).is_none());
+        let (o, w) = set("NCCL_NET", "IB", &f).unwrap();
+        assert_eq!(o, Severity::Fail);
+        assert!(w.contains("`Failed to initialize any NET plugin`"), "{w}");
+        assert!(set("NCCL_NET", "Socket", &f).is_none());
         f.rdma_ports = (0..2).map(|i| port(&format!("mlx5_{i}"), "1")).collect();
-        assert!(setting("NCCL_NET", "IB", &f).is_none());
+        assert!(set("NCCL_NET", "IB", &f).is_none());
         for ok in ["mlx5", "mlx5_0:1,mlx5_1:1", "=mlx5_1", "^mlx5_0", "mlx5_1:1"] {
-            assert!(setting("NCCL_IB_HCA", ok, &f).is_none(), "{ok}");
+            assert!(set("NCCL_IB_HCA", ok, &f).is_none(), "{ok}");
         }
-        let (o, w) = setting("NCCL_IB_HCA", "mlx5_9", &f).unwrap();
-        assert_eq!(o, Outcome::Fail);
+        let (o, w) = set("NCCL_IB_HCA", "mlx5_9", &f).unwrap();
+        assert_eq!(o, Severity::Fail);
         assert!(
             w.contains("mlx5_0:1, mlx5_1:1") && w.contains("No device found"),
             "{w}"
         );
         assert_eq!(
-            setting("NCCL_IB_HCA", "mlx5_0:2", &f).unwrap().0,
-            Outcome::Fail,
+            set("NCCL_IB_HCA", "mlx5_0:2", &f).unwrap().0,
+            Severity::Fail,
             "no port 2"
         );
-        assert_eq!(setting("NCCL_IB_HCA", "^mlx5", &f).unwrap().0, Outcome::Fail);
-        let (o, w) = setting("NCCL_IB_HCA", "=mlx5_0,mlx5_7", &f).unwrap();
-        assert_eq!(o, Outcome::Warn);
+        assert_eq!(set("NCCL_IB_HCA", "^mlx5", &f).unwrap().0, Severity::Fail);
+        let (o, w) = set("NCCL_IB_HCA", "=mlx5_0,mlx5_7", &f).unwrap();
+        assert_eq!(o, Severity::Warn);
         assert!(w.starts_with("names mlx5_7 the node lacks"), "{w}");
 
         assert!(
-            setting("CUDA_VISIBLE_DEVICES", "3", &f).is_none(),
+            set("CUDA_VISIBLE_DEVICES", "3", &f).is_none(),
             "GPUs unknown: not judged"
         );
         f.gpus = (0..2)
-            .map(|i| super::super::gpu::Gpu {
+            .map(|i| Gpu {
                 index: i,
                 uuid: format!("GPU-{i}aaa"),
                 ..Default::default()
             })
             .collect();
-        assert!(setting("CUDA_VISIBLE_DEVICES", "1,0", &f).is_none());
-        assert!(setting("CUDA_VISIBLE_DEVICES", "GPU-1a", &f).is_none());
-        let (o, w) = setting("CUDA_VISIBLE_DEVICES", "3", &f).unwrap();
-        assert_eq!(o, Outcome::Fail);
+        assert!(set("CUDA_VISIBLE_DEVICES", "1,0", &f).is_none());
+        assert!(set("CUDA_VISIBLE_DEVICES", "GPU-1a", &f).is_none());
+        let (o, w) = set("CUDA_VISIBLE_DEVICES", "3", &f).unwrap();
+        assert_eq!(o, Severity::Fail);
         assert!(w.contains("no CUDA-capable device"), "{w}");
-        let (o, w) = setting("CUDA_VISIBLE_DEVICES", "0,5,1", &f).unwrap();
-        assert_eq!(o, Outcome::Warn);
+        let (o, w) = set("CUDA_VISIBLE_DEVICES", "0,5,1", &f).unwrap();
+        assert_eq!(o, Severity::Warn);
         assert!(w.contains("processes see 1"), "{w}");
-    }
-
-    fn sections(res: &str) -> script::Sections {
-        script::parse(&format!(
-            "{m} begin nccl-res\n{res}\n{m} end nccl-res 0\n",
-            m = script::MARK
-        ))
     }
 
     #[test]
     fn shm_and_memlock_for_the_nodes_gpus_and_rdma() {
-        let mut f = Facts {
-            gpus: (0..8)
-                .map(|i| super::super::gpu::Gpu {
-                    index: i,
-                    ..Default::default()
-                })
-                .collect(),
-            ..Facts::default()
-        };
-        let healthy = sections("shm 8388608 8388000\nmemlock 8192\nuid 1000");
-        let r = judge_resources("n0", &f, &healthy);
-        assert_eq!((r.outcome, r.what.as_str()), (Outcome::Pass, "/dev/shm 8 GiB"));
-
+        let healthy = "shm 8388608 8388000\nmemlock 8192\nuid 1000";
+        let j = judge_resources(healthy, 8, false);
+        assert!(j.fail.is_empty() && j.warn.is_empty());
+        assert_eq!(j.pass, "/dev/shm 8 GiB");
         // Docker's default.
-        let r = judge_resources("n0", &f, &sections("shm 65536 65536\nmemlock 8192\nuid 1000"));
-        assert_eq!(r.outcome, Outcome::Fail);
+        let j = judge_resources("shm 65536 65536\nmemlock 8192\nuid 1000", 8, false);
         assert!(
-            r.what.starts_with("/dev/shm is 64 MiB for 8 GPUs, 1 GiB wanted"),
-            "{}",
-            r.what
+            j.fail[0].starts_with("/dev/shm is 64 MiB for 8 GPUs, 1 GiB wanted"),
+            "{:?}",
+            j.fail
         );
-        assert!(r.fix.contains("--shm-size=1073741824"), "{:?}", r.fix);
-        let r = judge_resources("n0", &f, &sections("shm 2097152 10240\nmemlock 8192\nuid 1000"));
-        assert_eq!(r.outcome, Outcome::Warn, "{}", r.what);
-        let r = judge_resources("n0", &f, &sections("shm missing\nmemlock 8192\nuid 1000"));
-        assert_eq!(r.outcome, Outcome::Fail);
-        // One GPU: no SHM transport between GPUs.
-        f.gpus.truncate(1);
-        let r = judge_resources("n0", &f, &sections("shm 65536 65536\nmemlock 8192\nuid 1000"));
-        assert_eq!(r.outcome, Outcome::Pass, "{}", r.what);
-
+        assert!(j.fixes[0].contains("--shm-size=1073741824"), "{:?}", j.fixes);
+        let j = judge_resources("shm 2097152 10240\nmemlock 8192\nuid 1000", 8, false);
+        assert!(j.fail.is_empty() && j.warn.len() == 1, "{j:?}");
+        let j = judge_resources("shm missing\nmemlock 8192\nuid 1000", 8, false);
+        assert_eq!(j.fail.len(), 1);
+        // One GPU: no SHM transport between GPUs (NCCL ran on 1x H200 with 16 MiB).
+        let j = judge_resources("shm 65536 65536\nmemlock 8192\nuid 1000", 1, false);
+        assert!(j.fail.is_empty() && j.warn.is_empty(), "{j:?}");
         // RDMA devices: memlock must be unlimited, unless root.
-        f.rdma_ports = vec![port("mlx5_0", "1")];
-        let r = judge_resources("n0", &f, &healthy);
-        assert_eq!(r.outcome, Outcome::Fail);
-        assert!(r.what.contains("ulimit -l is 8192 KiB"), "{}", r.what);
-        let r = judge_resources("n0", &f, &sections("shm 8388608 8388000\nmemlock 8192\nuid 0"));
-        assert_eq!(r.outcome, Outcome::Pass, "{}", r.what);
-        let r = judge_resources(
-            "n0",
-            &f,
-            &sections("shm 8388608 8388000\nmemlock unlimited\nuid 1000"),
+        let j = judge_resources(healthy, 8, true);
+        assert!(j.fail[0].contains("ulimit -l is 8192 KiB"), "{:?}", j.fail);
+        let j = judge_resources("shm 8388608 8388000\nmemlock 8192\nuid 0", 8, true);
+        assert!(j.fail.is_empty(), "{j:?}");
+        let j = judge_resources("shm 8388608 8388000\nmemlock unlimited\nuid 1000", 8, true);
+        assert!(
+            j.fail.is_empty() && j.pass.ends_with("memlock unlimited"),
+            "{j:?}"
         );
-        assert_eq!(r.outcome, Outcome::Pass);
-        assert!(r.what.ends_with("memlock unlimited"), "{}", r.what);
     }
 }

@@ -120,8 +120,15 @@ pub fn script(preflight: Option<&str>) -> String {
         "set --; for f in /etc/nccl.conf \"$HOME/.nccl.conf\"; do [ -r \"$f\" ] && set -- \"$@\" \"$f\"; done; \
          awk 'BEGIN { for (k in ENVIRON) if (k ~ /^NCCL_/ || k == \"CUDA_VISIBLE_DEVICES\") print \"env \" k \"=\" ENVIRON[k] } { print FILENAME \" \" $0 }' \"$@\" </dev/null; e nccl-env 0;",
     );
-    // What NCCL needs at init: /dev/shm, the locked-memory limit (super::nccl_init).
-    small(&mut s, "nccl-res", super::nccl_init::SCRIPT);
+    // What NCCL needs at init (super::nccl_init): /dev/shm's size and room in KiB, or
+    // why there is none; the session's locked-memory limit; the user's id.
+    small(
+        &mut s,
+        "nccl-res",
+        "if [ ! -d /dev/shm ]; then echo 'shm missing'; elif [ ! -w /dev/shm ]; then echo 'shm unwritable'; \
+         else df -Pk /dev/shm 2>/dev/null | awk 'NR == 2 { print \"shm \" $2 \" \" $4 }'; fi; \
+         echo \"memlock $(ulimit -l 2>/dev/null)\"; echo \"uid $(id -u)\"; e nccl-res 0;",
+    );
     s.push_str("b net-ready; e net-ready 0\n");
     // The kernel's TCP buffer and MTU probing settings, one awk (not the shell's `read`:
     // dash reads a byte at a time, and a /proc/sys number ends at the first byte).

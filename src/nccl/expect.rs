@@ -169,44 +169,6 @@ pub fn reference(machine_type: &str, collective: &str, nodes: u32) -> Option<Ref
     })
 }
 
-/// The GPUs a node of nccl-tests' rank list has, per node: nodes that share a host name
-/// (containers all called `localhost`, pods of one name) are told apart by a CUDA device
-/// index that appears twice under one name. `None` without a rank list.
-fn gpus_per_listed_node(devices: &[super::Device]) -> Option<Vec<usize>> {
-    if devices.is_empty() {
-        return None;
-    }
-    let mut by_host: std::collections::BTreeMap<&str, Vec<Option<u32>>> = Default::default();
-    for d in devices {
-        by_host
-            .entry(d.host.as_deref().unwrap_or(""))
-            .or_default()
-            .push(d.device);
-    }
-    let mut per_node = vec![];
-    for devs in by_host.values() {
-        let mut seen: std::collections::BTreeMap<Option<u32>, usize> = Default::default();
-        for d in devs {
-            *seen.entry(*d).or_default() += 1;
-        }
-        // A device index listed k times under one name: k nodes of that name.
-        let nodes = if seen.keys().any(Option::is_none) {
-            1
-        } else {
-            seen.values().copied().max().unwrap_or(1)
-        };
-        for _ in 0..nodes {
-            per_node.push(devs.len() / nodes);
-        }
-    }
-    Some(per_node)
-}
-
-/// The nodes nccl-tests' rank list spans ([`gpus_per_listed_node`]).
-pub fn nodes_of_devices(devices: &[super::Device]) -> Option<u32> {
-    gpus_per_listed_node(devices).map(|v| u32::try_from(v.len()).unwrap_or(u32::MAX))
-}
-
 /// The machine of a run from nccl-tests' rank list: `2xH200` for one host with two
 /// `NVIDIA H200`s; `None` when the list is missing, spans several hosts with different
 /// GPU counts, or mixes models. Returns the machine and the node count.
@@ -220,7 +182,7 @@ pub fn machine_from_devices(report: &Report) -> Option<(String, u32)> {
     {
         return None;
     }
-    let per_host = gpus_per_listed_node(&report.devices)?;
+    let per_host = super::parse::gpus_per_listed_node(&report.devices)?;
     if per_host.iter().any(|n| *n != per_host[0]) {
         return None;
     }

@@ -686,7 +686,7 @@ impl Parser {
             r.devices.iter().filter_map(|d| d.host.as_deref()).collect()
         };
         r.hosts = hosts.into_iter().take(MAX_HOSTS).map(str::to_string).collect();
-        let nodes = super::expect::nodes_of_devices(&r.devices)
+        let nodes = nodes_of_devices(&r.devices)
             .or_else(|| (r.hosts.len() > 1).then(|| u32::try_from(r.hosts.len()).unwrap_or(u32::MAX)));
         r.transport = self.transport().map(|mut t| {
             // Ranks on several nodes, whatever NCCL printed of its own count: its `Using
@@ -1019,6 +1019,44 @@ fn ompi_report_host(line: &str) -> Option<&str> {
     let (inner, _) = line.strip_prefix('[')?.split_once("] ")?;
     let (host, pid) = inner.rsplit_once(':')?;
     (is_digits(pid) && is_name_token(&host.replace(['-', '.'], "_"))).then_some(host)
+}
+
+/// The GPUs a node of nccl-tests' rank list has, per node: nodes that share a host name
+/// (containers all called `localhost`, pods of one name) are told apart by a CUDA device
+/// index that appears twice under one name. `None` without a rank list.
+pub fn gpus_per_listed_node(devices: &[Device]) -> Option<Vec<usize>> {
+    if devices.is_empty() {
+        return None;
+    }
+    let mut by_host: std::collections::BTreeMap<&str, Vec<Option<u32>>> = Default::default();
+    for d in devices {
+        by_host
+            .entry(d.host.as_deref().unwrap_or(""))
+            .or_default()
+            .push(d.device);
+    }
+    let mut per_node = vec![];
+    for devs in by_host.values() {
+        let mut seen: std::collections::BTreeMap<Option<u32>, usize> = Default::default();
+        for d in devs {
+            *seen.entry(*d).or_default() += 1;
+        }
+        // A device index listed k times under one name: k nodes of that name.
+        let nodes = if seen.keys().any(Option::is_none) {
+            1
+        } else {
+            seen.values().copied().max().unwrap_or(1)
+        };
+        for _ in 0..nodes {
+            per_node.push(devs.len() / nodes);
+        }
+    }
+    Some(per_node)
+}
+
+/// The nodes nccl-tests' rank list spans ([`gpus_per_listed_node`]).
+pub fn nodes_of_devices(devices: &[Device]) -> Option<u32> {
+    gpus_per_listed_node(devices).map(|v| u32::try_from(v.len()).unwrap_or(u32::MAX))
 }
 
 /// Whether a raw line is PyTorch's: its process group, its launcher's rank tags, its

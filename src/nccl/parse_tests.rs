@@ -861,15 +861,18 @@ fn init_failures_recorded_on_an_h200() {
         );
     }
     // The doctor's findings quote the errors NCCL printed.
-    let facts = crate::doctor::Facts {
-        nics: crate::doctor::net::parse_nics("lo unknown 65536 - - \n", "", ""),
-        ..Default::default()
+    let nics = crate::doctor::net::parse_nics("lo unknown 65536 - - \n", "", "");
+    let node = crate::doctor::nccl_init::Node {
+        nics: &nics,
+        rdma_ports: &[],
+        rdma_devices: 0,
+        gpus: &[],
     };
-    let (_, ifname) = crate::doctor::nccl_init::setting("NCCL_SOCKET_IFNAME", "eth9", &facts).unwrap();
+    let (_, ifname) = crate::doctor::nccl_init::setting("NCCL_SOCKET_IFNAME", "eth9", node).unwrap();
     assert!(
         ifname.contains("`Bootstrap : no socket interface found`"),
         "{ifname}"
     );
-    let (_, net) = crate::doctor::nccl_init::setting("NCCL_NET", "IB", &facts).unwrap();
+    let (_, net) = crate::doctor::nccl_init::setting("NCCL_NET", "IB", node).unwrap();
     assert!(net.contains("`Failed to initialize any NET plugin`"), "{net}");
 }

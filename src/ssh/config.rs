@@ -127,8 +127,8 @@ pub struct HostSettings {
     pub strict_host_key_checking: Option<String>,
     /// UserKnownHostsFile's files, unexpanded (`~`, `%h`, ...); empty when not set.
     pub user_known_hosts_files: Vec<PathBuf>,
-    /// GlobalKnownHostsFile's files, as written (OpenSSH expands nothing in them); `None`
-    /// when not set.
+    /// GlobalKnownHostsFile's files, as written (OpenSSH expands only `~` in them, which
+    /// the resolver does); `None` when not set.
     pub global_known_hosts_files: Option<Vec<PathBuf>>,
     /// HostKeyAlias, lowercased: the name looked up in known_hosts instead of the host.
     pub host_key_alias: Option<String>,

@@ -132,11 +132,21 @@ impl Resolver {
             f if none(f) => Some(vec![]),
             f => Some(f.iter().map(|p| expand(&p.to_string_lossy())).collect()),
         };
-        let global_known_hosts = match &s.global_known_hosts_files {
+        // OpenSSH expands `~` in GlobalKnownHostsFile (ssh.c, `tilde_expand_filename` of
+        // the system host files) and nothing else. A relative path would be read from
+        // whatever folder flightdeck runs in, where another user may plant a file: it is
+        // refused, as a file others may write is.
+        let global_known_hosts: Vec<PathBuf> = match &s.global_known_hosts_files {
             None => super::client::default_global_known_hosts(),
             Some(f) if none(f) => vec![],
-            Some(f) => f.clone(),
+            Some(f) => f.iter().map(|p| tilde(p, &self.home)).collect(),
         };
+        let relative_global = global_known_hosts.iter().find(|p| p.is_relative()).map(|p| {
+            format!(
+                "GlobalKnownHostsFile {} is a relative path: it would be read from the current folder, which others may write; name it absolute (or under ~/)",
+                p.display()
+            )
+        });
         let keepalive = s
             .server_alive_interval
             .map(Duration::from_secs)
@@ -159,7 +169,7 @@ impl Resolver {
             global_known_hosts,
             strict: s.strict(),
             host_key_alias: s.host_key_alias.clone(),
-            config_refusal: self.config.refusal.clone(),
+            config_refusal: self.config.refusal.clone().or(relative_global),
         }
     }
 
@@ -544,8 +554,69 @@ impl Pool {
     }
 }
 
+/// `~` and `~/...` as OpenSSH's `tilde_expand_filename` reads them, with `home` for the
+/// login's own; `~user/...` through the password database. Other paths as written.
+fn tilde(p: &Path, home: &Path) -> PathBuf {
+    let s = p.to_string_lossy();
+    let Some(rest) = s.strip_prefix('~') else {
+        return p.to_path_buf();
+    };
+    let (user, tail) = rest.split_once('/').unwrap_or((rest, ""));
+    let base = if user.is_empty() {
+        Some(home.to_path_buf())
+    } else {
+        std::ffi::CString::new(user).ok().and_then(|c| {
+            // SAFETY: getpwnam returns a pointer into static storage, read at once.
+            unsafe {
+                let pw = libc::getpwnam(c.as_ptr());
+                (!pw.is_null() && !(*pw).pw_dir.is_null()).then(|| {
+                    PathBuf::from(
+                        std::ffi::CStr::from_ptr((*pw).pw_dir)
+                            .to_string_lossy()
+                            .into_owned(),
+                    )
+                })
+            }
+        })
+    };
+    match base {
+        Some(b) if tail.is_empty() => b,
+        Some(b) => b.join(tail),
+        // An unknown user: ssh fails to expand and stops; a path that stays relative is
+        // refused by the caller.
+        None => p.to_path_buf(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn global_known_hosts_expand_tilde_and_refuse_relative_paths() {
+        let d = tempfile::tempdir().unwrap();
+        let cfg = d.path().join("config");
+        std::fs::write(
+            &cfg,
+            "Host rel\n  GlobalKnownHostsFile ~/.ssh/global_kh rel/kh\nHost *\n  GlobalKnownHostsFile ~/.ssh/global_kh ~root/kh /etc/ssh/ssh_known_hosts\n",
+        )
+        .unwrap();
+        let home = d.path().join("home");
+        let r = Resolver::with_config(
+            super::super::config::SshConfig::load_files(&home, Some(&cfg), None),
+            &home,
+        );
+        let t = r.target("a", None, None, None);
+        assert_eq!(t.global_known_hosts[0], home.join(".ssh/global_kh"));
+        assert!(t.global_known_hosts[1].is_absolute() && t.global_known_hosts[1].ends_with("kh"));
+        assert_eq!(t.global_known_hosts[2], PathBuf::from("/etc/ssh/ssh_known_hosts"));
+        assert_eq!(t.config_refusal, None);
+        let t = r.target("rel", None, None, None);
+        let why = t.config_refusal.expect("a relative file is refused");
+        assert!(
+            why.starts_with("GlobalKnownHostsFile rel/kh is a relative path"),
+            "{why}"
+        );
+    }
     use super::*;
 
     fn resolver(config: &str) -> Resolver {
