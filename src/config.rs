@@ -26,6 +26,8 @@ pub struct Config {
     /// The GCP backend: dstack's gcp backend fields plus SSH settings
     /// (see `cloud::gcp::settings`).
     pub gcp: Option<crate::cloud::gcp::settings::GcpSettings>,
+    /// GKE: what the operator allows kubeconfigs that fleet files name to run.
+    pub gke: Option<GkeConfig>,
     /// The connection holder: `on` (default) uses one when it runs (the cockpit, or
     /// `flightdeck mux`), `auto` also starts `flightdeck mux` when none runs, `off` never
     /// uses one.
@@ -33,6 +35,18 @@ pub struct Config {
     pub mux: MuxMode,
     /// How long a background holder stays without a command before it exits.
     pub mux_persist: Option<Span>,
+}
+
+/// The operator's GKE settings.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GkeConfig {
+    /// Credential plugins a kubeconfig that a fleet file names may run on this machine,
+    /// each its whole command line as `fleet plan` and `fleet validate` write it
+    /// (`gke-gcloud-auth-plugin`, `sh -c 'echo token'`). Your own kubeconfig
+    /// (`$KUBECONFIG`, `~/.kube/config`) runs its plugins as kubectl does.
+    #[serde(default)]
+    pub allow_exec_plugins: Vec<String>,
 }
 
 /// How many colours the terminal shows (the cockpit's theme maps its colours down to it).
@@ -210,6 +224,12 @@ pub fn default_text(bindings: &str) -> String {
          # How long `flightdeck mux` stays without a command before it exits.\n\
          # mux_persist: 10m\n\
          \n\
+         # GKE: credential plugins a kubeconfig that a fleet file names may run on this\n\
+         # machine, each its whole command line as `fleet plan` shows it (a fleet file\n\
+         # cannot allow its own). Your own kubeconfig's run as kubectl runs them.\n\
+         # gke:\n\
+         #   allow_exec_plugins: [gke-gcloud-auth-plugin]\n\
+         \n\
          # The GCP backend (dstack's gcp backend fields, plus SSH settings for new VMs).\n\
          # gcp:\n\
          #   project_id: my-project\n\
@@ -248,6 +268,7 @@ mod tests {
                     || l.starts_with("color_depth:")
                     || l.starts_with("log_level:")
                     || l.starts_with("gcp:")
+                    || l.starts_with("gke:")
                     || l.starts_with("keys:")
                     || l.starts_with("  ")
             })
@@ -256,6 +277,10 @@ mod tests {
         let cfg: Config = yaml::from_str(Path::new("default.yaml"), &uncommented)
             .unwrap_or_else(|e| panic!("{e}\n{uncommented}"));
         assert_eq!(cfg.theme.as_deref(), Some("dark"));
+        assert_eq!(
+            cfg.gke.as_ref().map(|g| g.allow_exec_plugins.clone()),
+            Some(vec!["gke-gcloud-auth-plugin".to_string()])
+        );
         assert_eq!(cfg.color_depth, Some(ColorDepth::TrueColor));
         assert_eq!(cfg.log_level, Some(LogLevel::Info));
         assert!(cfg.keys.is_some());

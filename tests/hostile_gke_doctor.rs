@@ -130,7 +130,8 @@ fn d1_g1_a_repositorys_kubeconfig_runs_its_plugin_only_when_the_fleet_file_allow
             "{cmd:?}: the path and the plugin's command are said: {err}"
         );
         assert!(
-            err.contains("`gke.allow_exec_plugin: sh` (or `true` for any plugin)"),
+            err.contains("unless you allow that command line in your own config (")
+                && err.contains("a fleet file cannot allow it"),
             "{cmd:?}: the opt-in is named: {err}"
         );
     }
@@ -144,7 +145,8 @@ fn d1_g1_a_repositorys_kubeconfig_runs_its_plugin_only_when_the_fleet_file_allow
     );
     assert!(d.requests().is_empty(), "{:?}", d.requests());
 
-    // With the opt-in the plugin is shown, then runs on apply (as kubectl would run it).
+    // H1 (hostile review 3): the repository opts itself in. A fleet file cannot: validate
+    // names the field, and apply runs nothing.
     write(
         &repo.join("gke-fleet.yaml"),
         "type: fleet\nname: gketeam\ngke: {context: team, kubeconfig: kubeconfig, node_pools: [pool-1], allow_exec_plugin: sh}\n",
@@ -152,10 +154,44 @@ fn d1_g1_a_repositorys_kubeconfig_runs_its_plugin_only_when_the_fleet_file_allow
     );
     let out = fd_in(&home, &repo, &["fleet", "validate", "gke-fleet.yaml"], &[]);
     let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("gke.allow_exec_plugin: a fleet file cannot allow the kubeconfig it names to run a program on your machine"),
+        "{err}"
+    );
+    let out = fd_in(&home, &repo, &["fleet", "apply", "--yes", "gke-fleet.yaml"], &[]);
+    assert_ne!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(!marker.exists(), "the self-opted-in plugin ran");
+
+    // The operator's own config allows it, as its whole command line; the command alone
+    // (`sh`) does not.
+    write(&repo.join("gke-fleet.yaml"), G1_FLEET, 0o644);
+    let config = home.join(".config/flightdeck/config.yaml");
+    let cred = format!(
+        r#"{{"apiVersion":"client.authentication.k8s.io/v1beta1","kind":"ExecCredential","status":{{"token":"{TOKEN}"}}}}"#
+    );
+    let arg = format!("id > {}; echo '{cred}'", marker.display());
+    let line = format!("sh -c '{}'", arg.replace('\'', "'\\''"));
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    write(&config, "gke:\n  allow_exec_plugins: [sh]\n", 0o600);
+    let out = fd_in(&home, &repo, &["fleet", "validate", "gke-fleet.yaml"], &[]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "the command alone: {}",
+        text(&out.stderr)
+    );
+    write(
+        &config,
+        &serde_json::json!({"gke": {"allow_exec_plugins": [line]}}).to_string(),
+        0o600,
+    );
+    let out = fd_in(&home, &repo, &["fleet", "validate", "gke-fleet.yaml"], &[]);
+    let err = text(&out.stderr);
     assert!(out.status.success(), "{err}");
     assert!(
         err.contains("warning: gke.kubeconfig: kubeconfig ")
-            && err.contains("(runs on this machine as you: allowed by gke.allow_exec_plugin)"),
+            && err.contains("(runs on this machine as you: allowed by your config's gke.allow_exec_plugins)"),
         "{err}"
     );
     let out = fd_in(&home, &repo, &["fleet", "plan", "gke-fleet.yaml"], &[]);

@@ -906,14 +906,15 @@ impl Validator<'_> {
     /// `allow_exec_plugin` allows it.
     fn check_kubeconfig(&mut self, g: &spec::Gke) {
         use crate::cloud::gke::cluster;
-        let opt = g.allow_exec_plugin.clone().unwrap_or_default();
+        if g.allow_exec_plugin.is_some() {
+            self.error(
+                &["gke", "allow_exec_plugin"],
+                "a fleet file cannot allow the kubeconfig it names to run a program on your machine (it would vouch for itself): allow the plugin's whole command line, as `fleet plan` shows it, in your own config (`flightdeck config path`): `gke: {allow_exec_plugins: [...]}`",
+            );
+        }
+        // The operator's, from their config; never the fleet file's.
+        let opt = cluster::operator_opt_in();
         let Some(written) = &g.kubeconfig else {
-            if !opt.is_no() {
-                self.warn(
-                    &["gke", "allow_exec_plugin"],
-                    "has no effect without `kubeconfig`: your own kubeconfig ($KUBECONFIG, ~/.kube/config) runs its plugins as kubectl does",
-                );
-            }
             return;
         };
         if written.trim().is_empty() || written.chars().any(char::is_control) {
@@ -944,14 +945,7 @@ impl Validator<'_> {
             Err(e) => self.error(&["gke", "kubeconfig"], e.message),
             Ok(k) => match k.permit(&opt) {
                 Ok(()) => self.warn(&["gke", "kubeconfig"], k.summary(&opt)),
-                Err(why) => {
-                    let at: &[&str] = if g.allow_exec_plugin.is_some() {
-                        &["gke", "allow_exec_plugin"]
-                    } else {
-                        &["gke", "kubeconfig"]
-                    };
-                    self.error(at, why)
-                }
+                Err(why) => self.error(&["gke", "kubeconfig"], why),
             },
         }
     }
@@ -1482,41 +1476,43 @@ mod tests {
         let shown = kc.display().to_string();
         let e = diags(base);
         assert!(parse(&file, base).is_err());
-        assert_eq!(
-            e[0],
-            format!("{at}:5:3: gke.kubeconfig: kubeconfig {shown} (named by the fleet file), context `team`, user `u`: its exec credential plugin would run `sh -c 'id > pwned'` on this machine as you. A kubeconfig that a fleet file names runs no local command unless the fleet file allows it: `gke.allow_exec_plugin: sh` (or `true` for any plugin). kubectl runs plugins only from your own kubeconfig ($KUBECONFIG, ~/.kube/config), as flightdeck does without the opt-in")
+        assert!(
+            e[0].starts_with(&format!("{at}:5:3: gke.kubeconfig: kubeconfig {shown} (named by the fleet file), context `team`, user `u`: its exec credential plugin would run `sh -c 'id > pwned'` on this machine as you. A kubeconfig that a fleet file names runs no local command unless you allow that command line in your own config (")),
+            "{e:?}"
         );
-        // Allowed: shown as a warning, and the path kept absolute.
-        let text = format!("{base}  allow_exec_plugin: sh\n");
-        let f = parse(&file, &text).unwrap();
+        assert!(
+            e[0].contains(
+                "`gke: {allow_exec_plugins: [\"sh -c 'id > pwned'\"]}`; a fleet file cannot allow it"
+            ),
+            "{e:?}"
+        );
+        // The fleet file cannot allow it, whatever it says (hostile review 3, H1).
+        for v in ["sh", "true", "gke-gcloud-auth-plugin", "3"] {
+            let e = diags(&format!("{base}  allow_exec_plugin: {v}\n"));
+            assert!(
+                e.iter().any(|d| d.starts_with(&format!(
+                    "{at}:6:3: gke.allow_exec_plugin: a fleet file cannot allow the kubeconfig it names to run a program on your machine"
+                ))),
+                "{v}: {e:?}"
+            );
+            assert!(parse(&file, &format!("{base}  allow_exec_plugin: {v}\n")).is_err());
+        }
+        // The path is kept absolute for apply to record.
+        let plain =
+            "type: fleet\nname: g\ngke:\n  context: team\n  kubeconfig: kubeconfig\n  node_pools: [p]\n";
+        std::fs::write(
+            &kc,
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: http://127.0.0.1:9\ncontexts:\n- name: team\n  context:\n    cluster: c\n    user: u\nusers:\n- name: u\n  user:\n    token: t\n",
+        )
+        .unwrap();
+        let f = parse(&file, plain).unwrap();
         assert_eq!(
             f.spec.gke.as_ref().unwrap().kubeconfig.as_deref(),
             Some(shown.as_str())
         );
-        assert_eq!(
-            f.warnings[0].to_string(),
-            format!("{at}:5:3: warning: gke.kubeconfig: kubeconfig {shown} (named by the fleet file), context `team`, user `u`: exec plugin `sh -c 'id > pwned'` (runs on this machine as you: allowed by gke.allow_exec_plugin)")
-        );
-        assert!(parse(&file, &format!("{base}  allow_exec_plugin: true\n")).is_ok());
-        let e = diags(&format!("{base}  allow_exec_plugin: gke-gcloud-auth-plugin\n"));
-        assert!(
-            e[0].starts_with(&format!("{at}:6:3: gke.allow_exec_plugin: kubeconfig {shown}")),
-            "{e:?}"
-        );
-        assert!(
-            e[0].contains("(it allows only `gke-gcloud-auth-plugin`)"),
-            "{e:?}"
-        );
-        let e = diags(&format!("{base}  allow_exec_plugin: 3\n"));
-        assert!(
-            e[0].starts_with(&format!(
-                "{at}:6:22: gke.allow_exec_plugin: expected true, false, or the plugin"
-            )),
-            "{e:?}"
-        );
         // Others may write it: refused where it is named.
         std::fs::set_permissions(&kc, std::fs::Permissions::from_mode(0o666)).unwrap();
-        let e = diags(&format!("{base}  allow_exec_plugin: sh\n"));
+        let e = diags(base);
         assert_eq!(
             e[0],
             format!("{at}:5:3: gke.kubeconfig: Bad owner or permissions on {shown}: writable by group and others (mode 0666): `chmod go-w {shown}`")

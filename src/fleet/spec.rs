@@ -137,11 +137,10 @@ pub struct Gke {
     /// path is taken from the fleet file's folder; once the file is read
     /// ([`crate::fleet::load`]) this holds the absolute path.
     pub kubeconfig: Option<String>,
-    /// Let the kubeconfig this file names run its credential plugin (`exec`, or
-    /// `auth-provider`'s `cmd-path`) on this machine: `true`, or the plugin's command as
-    /// `fleet plan` shows it. Without it such a kubeconfig is refused; the operator's own
-    /// kubeconfig (`$KUBECONFIG`, `~/.kube/config`) runs its plugins as kubectl does.
-    pub allow_exec_plugin: Option<PluginOptIn>,
+    /// Refused with its reason: a fleet file cannot let the kubeconfig it names run a
+    /// credential plugin (it would vouch for itself); the operator allows whole command
+    /// lines in their own config (`gke.allow_exec_plugins`).
+    pub allow_exec_plugin: Option<serde_yaml::Value>,
     /// Where flightdeck's pods go (debug pods, NCCL test pods, jobs); default `default`.
     pub namespace: Option<String>,
     /// The node pools whose nodes are the fleet.

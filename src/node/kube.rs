@@ -17,67 +17,25 @@ pub struct ClusterRef {
     pub location: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cluster: Option<String>,
-    /// Whether the kubeconfig the fleet file names may run its credential plugin.
-    #[serde(default, skip_serializing_if = "PluginOptIn::is_no")]
-    pub allow_exec_plugin: PluginOptIn,
 }
 
-/// Whether the kubeconfig a fleet file names may run its credential plugin (the fleet
-/// file's `gke.allow_exec_plugin`): no (the default), any plugin (`true`), or only the
-/// one whose command is this string, as `fleet plan` shows it.
+/// The credential plugins the operator lets a kubeconfig that a fleet file names run:
+/// whole command lines (command and arguments, as [`crate::cloud::gke::cluster::Plugin::
+/// command_line`] writes them), from the operator's own config (`gke.allow_exec_plugins`),
+/// never from a fleet file, which cannot vouch for the kubeconfig it names.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
-pub enum PluginOptIn {
-    #[default]
-    No,
-    Any,
-    Command(String),
+pub struct PluginOptIn {
+    pub lines: Vec<String>,
 }
 
 impl PluginOptIn {
     pub fn is_no(&self) -> bool {
-        matches!(self, PluginOptIn::No)
+        self.lines.is_empty()
     }
 
-    pub fn allows(&self, command: &str) -> bool {
-        match self {
-            PluginOptIn::No => false,
-            PluginOptIn::Any => true,
-            PluginOptIn::Command(c) => c == command,
-        }
-    }
-}
-
-impl serde::Serialize for PluginOptIn {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            PluginOptIn::No => s.serialize_bool(false),
-            PluginOptIn::Any => s.serialize_bool(true),
-            PluginOptIn::Command(c) => s.serialize_str(c),
-        }
-    }
-}
-
-impl<'de> serde::Deserialize<'de> for PluginOptIn {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl serde::de::Visitor<'_> for V {
-            type Value = PluginOptIn;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("true, false, or the plugin's command as `fleet plan` shows it")
-            }
-            fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<PluginOptIn, E> {
-                Ok(if v { PluginOptIn::Any } else { PluginOptIn::No })
-            }
-            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<PluginOptIn, E> {
-                if v.trim().is_empty() {
-                    return Err(E::custom(
-                        "empty: give true, or the plugin's command as `fleet plan` shows it",
-                    ));
-                }
-                Ok(PluginOptIn::Command(v.to_string()))
-            }
-        }
-        d.deserialize_any(V)
+    /// Whether the whole command line `line` is allowed.
+    pub fn allows(&self, line: &str) -> bool {
+        self.lines.iter().any(|l| l == line)
     }
 }
 

@@ -319,8 +319,9 @@ impl Backend for GkeBackend {
         // Which credentials apply will use, and what program they run on this machine.
         let creds = match t.cluster.kubeconfig_file() {
             Ok(Some(k)) => {
-                k.permit(&t.cluster.allow_exec_plugin)?;
-                k.summary(&t.cluster.allow_exec_plugin)
+                let opt = super::cluster::operator_opt_in();
+                k.permit(&opt)?;
+                k.summary(&opt)
             }
             Ok(None) => "credentials: Application Default Credentials as the bearer token (no kubeconfig, nothing is run)".into(),
             Err(e) if e.missing => format!("{} (apply needs it)", e.message),

@@ -7,7 +7,8 @@
 //!   this machine as the operator, so a kubeconfig is read only when no one but the
 //!   operator or root could have written it ([`load_kubeconfig`]), and its plugin runs
 //!   only from the operator's own kubeconfig (`$KUBECONFIG`, `~/.kube/config`: what
-//!   kubectl runs plugins from) or where the fleet file says `gke.allow_exec_plugin`
+//!   kubectl runs plugins from) or where the operator's config lists its whole command
+//!   line (`gke.allow_exec_plugins`; a fleet file cannot allow its own kubeconfig's)
 //!   ([`KubeconfigFile::permit`]). Nothing reaches kube-rs before those checks;
 //! * `project`, `location`, `cluster`: flightdeck asks the GKE API for the cluster's
 //!   endpoint and CA, and authenticates as gcloud's GKE auth plugin does: an OAuth access
@@ -41,7 +42,6 @@ impl ClusterRef {
             project: g.project.clone(),
             location: g.location.clone(),
             cluster: g.cluster.clone(),
-            allow_exec_plugin: g.allow_exec_plugin.clone().unwrap_or_default(),
         }
     }
 
@@ -96,7 +96,7 @@ impl ClusterRef {
             Some(k) => {
                 // The plugin question is settled here, before kube-rs sees the file: it
                 // would run the plugin on the first request.
-                k.permit(&self.allow_exec_plugin)?;
+                k.permit(&operator_opt_in())?;
                 let opts = KubeConfigOptions {
                     context: Some(k.context.clone()),
                     ..KubeConfigOptions::default()
@@ -223,7 +223,47 @@ pub struct Plugin {
     pub args: Vec<String>,
 }
 
+/// The plugins the operator allows a kubeconfig that a fleet file names to run: their
+/// config's `gke.allow_exec_plugins`, read at each use; none when it cannot be read.
+pub fn operator_opt_in() -> PluginOptIn {
+    crate::paths::Paths::from_env()
+        .ok()
+        .and_then(|p| crate::config::Config::load(&p).ok())
+        .and_then(|c| c.gke)
+        .map(|g| PluginOptIn {
+            lines: g.allow_exec_plugins,
+        })
+        .unwrap_or_default()
+}
+
+/// Where the operator's opt-in goes, for messages.
+fn config_file_shown() -> String {
+    crate::paths::Paths::from_env()
+        .map(|p| p.config_file().display().to_string())
+        .unwrap_or_else(|_| "flightdeck's config file (`flightdeck config path`)".into())
+}
+
 impl Plugin {
+    /// The whole command line an opt-in names: each word as written, quoted (single
+    /// quotes) where a shell would need it. Unlike [`Plugin::shown`] nothing is escaped
+    /// or cut, so one line names one command and its arguments exactly.
+    pub fn command_line(&self) -> String {
+        std::iter::once(self.command.as_str())
+            .chain(self.args.iter().map(String::as_str))
+            .map(|w| {
+                let plain = !w.is_empty()
+                    && w.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "-_./:=@%+,".contains(c));
+                if plain {
+                    w.to_string()
+                } else {
+                    crate::shellenv::quote(w)
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
     /// The command line for a message: words quoted where a shell would need it,
     /// control characters escaped, at most 200 characters.
     pub fn shown(&self) -> String {
@@ -329,28 +369,25 @@ impl KubeconfigFile {
     }
 
     /// Whether its plugins may run: always from the operator's own kubeconfig (as kubectl
-    /// runs them), else only as the fleet file's `gke.allow_exec_plugin` allows. The
-    /// refusal names each plugin and the opt-in.
+    /// runs them), else only a whole command line the operator's config allows
+    /// ([`operator_opt_in`]). The refusal names the plugin and the line to allow.
     pub fn permit(&self, opt: &PluginOptIn) -> Result<(), String> {
         if self.own {
             return Ok(());
         }
-        let Some(p) = self.plugins.iter().find(|p| !opt.allows(&p.command)) else {
+        let Some(p) = self.plugins.iter().find(|p| !opt.allows(&p.command_line())) else {
             return Ok(());
         };
-        let allowed = match opt {
-            PluginOptIn::Command(c) => format!(" (it allows only `{}`)", printable(c)),
-            _ => String::new(),
-        };
         Err(format!(
-            "kubeconfig {} ({}), context `{}`{}: its {} credential plugin would run `{}` on this machine as you. A kubeconfig that a fleet file names runs no local command unless the fleet file allows it{allowed}: `gke.allow_exec_plugin: {}` (or `true` for any plugin). kubectl runs plugins only from your own kubeconfig ($KUBECONFIG, ~/.kube/config), as flightdeck does without the opt-in",
+            "kubeconfig {} ({}), context `{}`{}: its {} credential plugin would run `{}` on this machine as you. A kubeconfig that a fleet file names runs no local command unless you allow that command line in your own config ({}): `gke: {{allow_exec_plugins: [{}]}}`; a fleet file cannot allow it. kubectl runs plugins only from your own kubeconfig ($KUBECONFIG, ~/.kube/config), as flightdeck does without the opt-in",
             printable(&self.path.display().to_string()),
             self.whose(),
             printable(&self.context),
             self.user_shown(),
             p.kind,
             p.shown(),
-            yaml_word(&p.command),
+            config_file_shown(),
+            yaml_word(&printable(&p.command_line())),
         ))
     }
 
@@ -365,10 +402,10 @@ impl KubeconfigFile {
                 .map(|p| {
                     let verdict = if self.own {
                         "runs, as kubectl runs your own kubeconfig's plugins"
-                    } else if opt.allows(&p.command) {
-                        "runs on this machine as you: allowed by gke.allow_exec_plugin"
+                    } else if opt.allows(&p.command_line()) {
+                        "runs on this machine as you: allowed by your config's gke.allow_exec_plugins"
                     } else {
-                        "refused: gke.allow_exec_plugin does not allow it"
+                        "refused: your config's gke.allow_exec_plugins does not list it"
                     };
                     format!("{} plugin `{}` ({verdict})", p.kind, p.shown())
                 })
@@ -795,7 +832,6 @@ mod tests {
             project: None,
             location: None,
             cluster: None,
-            allow_exec_plugin: PluginOptIn::No,
         };
         assert_eq!(
             c.gke_name(),
@@ -847,34 +883,38 @@ mod tests {
                 args: vec!["-c".into(), "id > /tmp/x; echo ok".into()],
             }]
         );
-        let e = k.permit(&PluginOptIn::No).unwrap_err();
+        let e = k.permit(&PluginOptIn::default()).unwrap_err();
         assert!(
             e.contains("context `team`, user `u`: its exec credential plugin would run `sh -c 'id > /tmp/x; echo ok'` on this machine as you"),
             "{e}"
         );
         assert!(
-            e.contains(
-                "unless the fleet file allows it: `gke.allow_exec_plugin: sh` (or `true` for any plugin)"
-            ),
+            e.contains("unless you allow that command line in your own config (")
+                && e.contains("`gke: {allow_exec_plugins: [\"sh -c 'id > /tmp/x; echo ok'\"]}`; a fleet file cannot allow it"),
             "{e}"
         );
-        k.permit(&PluginOptIn::Any).unwrap();
-        k.permit(&PluginOptIn::Command("sh".into())).unwrap();
-        let e = k
-            .permit(&PluginOptIn::Command("gke-gcloud-auth-plugin".into()))
-            .unwrap_err();
-        assert!(e.contains("(it allows only `gke-gcloud-auth-plugin`)"), "{e}");
-        let summary = k.summary(&PluginOptIn::No);
+        // The whole command line, not the command alone (hostile review 3, H1).
+        let line = |l: &str| PluginOptIn {
+            lines: vec![l.to_string()],
+        };
+        k.permit(&line("sh -c 'id > /tmp/x; echo ok'")).unwrap();
+        assert!(k.permit(&line("sh")).is_err());
+        assert!(k.permit(&line("sh -c 'echo ok'")).is_err());
+        assert!(k.permit(&line("gke-gcloud-auth-plugin")).is_err());
+        assert!(k
+            .summary(&line("sh -c 'id > /tmp/x; echo ok'"))
+            .ends_with("(runs on this machine as you: allowed by your config's gke.allow_exec_plugins)"));
+        let summary = k.summary(&PluginOptIn::default());
         assert!(
             summary.ends_with(
-                "exec plugin `sh -c 'id > /tmp/x; echo ok'` (refused: gke.allow_exec_plugin does not allow it)"
+                "exec plugin `sh -c 'id > /tmp/x; echo ok'` (refused: your config's gke.allow_exec_plugins does not list it)"
             ),
             "{summary}"
         );
         // The operator's own kubeconfig runs its plugin, as kubectl does.
         let own = load_kubeconfig(&p, true, "team").unwrap();
-        own.permit(&PluginOptIn::No).unwrap();
-        assert!(own.summary(&PluginOptIn::No).contains("(yours)"));
+        own.permit(&PluginOptIn::default()).unwrap();
+        assert!(own.summary(&PluginOptIn::default()).contains("(yours)"));
         // An auth-provider's command is a plugin too; another user's plugin is not handed on.
         let p = write_kc(
             dir.path(),
@@ -1020,22 +1060,20 @@ mod tests {
             project: None,
             location: None,
             cluster: None,
-            allow_exec_plugin: PluginOptIn::No,
         };
         let e = r.kubeconfig_file().unwrap_err();
         assert!(e.message.contains("recorded as a relative path"), "{e}");
-        // The opt-in is recorded with the cluster, and read back.
-        let r = ClusterRef {
-            kubeconfig: Some("/k".into()),
-            allow_exec_plugin: PluginOptIn::Command("gke-gcloud-auth-plugin".into()),
-            ..r
-        };
+        // The state records no opt-in: an old record's is not read.
         let json = serde_json::to_string(&r).unwrap();
-        assert!(
-            json.contains(r#""allow_exec_plugin":"gke-gcloud-auth-plugin""#),
-            "{json}"
+        assert!(!json.contains("allow_exec_plugin"), "{json}");
+        let old = r#"{"kubeconfig":"/k","context":"team","allow_exec_plugin":true}"#;
+        assert_eq!(
+            serde_json::from_str::<ClusterRef>(old)
+                .unwrap()
+                .kubeconfig
+                .as_deref(),
+            Some("/k")
         );
-        assert_eq!(serde_json::from_str::<ClusterRef>(&json).unwrap(), r);
     }
 
     #[test]
@@ -1046,7 +1084,6 @@ mod tests {
             project: None,
             location: None,
             cluster: None,
-            allow_exec_plugin: PluginOptIn::No,
         };
         assert_eq!(r.describe(), "context gke_p_l_c");
         r.context = None;

@@ -200,7 +200,6 @@ impl KubeNode {
                 project: None,
                 location: None,
                 cluster: None,
-                allow_exec_plugin: PluginOptIn::No,
             },
             fleet: "a3u".into(),
             node: node.into(),
