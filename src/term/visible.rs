@@ -70,6 +70,41 @@ pub fn is_control(c: char) -> bool {
     c.is_control() || ('\u{80}'..='\u{9f}').contains(&c)
 }
 
+/// A bidirectional formatting character (embeddings, overrides, isolates, marks): it
+/// reorders what follows it on the line (the "Trojan Source" trick), so outside text
+/// shows it as `<U+202E>` instead.
+pub fn is_bidi(c: char) -> bool {
+    matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' | '\u{061c}')
+}
+
+/// Whether an SGR's parameters conceal text (`8`: the text is there but not drawn, so a
+/// line can hide what it says). Colour parameters' own numbers (`38;5;8`) are not it.
+fn sgr_conceals(params: &str) -> bool {
+    let groups: Vec<&str> = params.split(';').collect();
+    let mut k = 0;
+    while k < groups.len() {
+        let g = groups[k];
+        if g.contains(':') {
+            k += 1;
+            continue;
+        }
+        match g.trim_start_matches('0') {
+            "8" if !g.is_empty() => return true,
+            "38" | "48" | "58" => {
+                k += match groups.get(k + 1).copied() {
+                    Some("5") => 3,
+                    Some("2") => 5,
+                    _ => 1,
+                };
+                continue;
+            }
+            _ => {}
+        }
+        k += 1;
+    }
+    false
+}
+
 /// A node's streamed output as it may reach the operator's terminal: SGR kept, the rest
 /// shown (`␛]52;c;…`, `^G`, `␛[2J`).
 pub fn visible(text: &str) -> Cow<'_, str> {
@@ -91,16 +126,17 @@ pub fn cell(text: &str) -> Cow<'_, str> {
 /// A drawn cell's symbol without control characters, or `None` when it has none; a
 /// symbol that was nothing else becomes a space. The cockpit's last guard.
 pub fn clean_symbol(symbol: &str) -> Option<String> {
-    if !symbol.chars().any(is_control) {
+    let bad = |c: char| is_control(c) || is_bidi(c);
+    if !symbol.chars().any(bad) {
         return None;
     }
-    let s: String = symbol.chars().filter(|c| !is_control(*c)).collect();
+    let s: String = symbol.chars().filter(|c| !bad(*c)).collect();
     Some(if s.is_empty() { " ".into() } else { s })
 }
 
 fn shown(text: &str, keep: Keep) -> Cow<'_, str> {
     let passes = |c: char| keep != Keep::Nothing && (c == '\t' || c == '\n');
-    if !text.chars().any(|c| is_control(c) && !passes(c)) {
+    if !text.chars().any(|c| (is_control(c) && !passes(c)) || is_bidi(c)) {
         return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len() + 16);
@@ -123,7 +159,8 @@ fn shown(text: &str, keep: Keep) -> Cow<'_, str> {
                     let params_ok = chars[i + 2..j]
                         .iter()
                         .all(|c| c.is_ascii_digit() || *c == ';' || *c == ':');
-                    let sgr = chars[j] == 'm' && params_ok;
+                    let params: String = chars[i + 2..j].iter().collect();
+                    let sgr = chars[j] == 'm' && params_ok && !sgr_conceals(&params);
                     if keep == Keep::Colour && sgr {
                         out.push_str(&seq);
                     } else if keep == Keep::Nothing && sgr {
@@ -147,7 +184,7 @@ fn shown(text: &str, keep: Keep) -> Cow<'_, str> {
             out.push(char::from(b'@' + c as u8));
         } else if c == '\u{7f}' {
             out.push_str("^?");
-        } else if ('\u{80}'..='\u{9f}').contains(&c) {
+        } else if ('\u{80}'..='\u{9f}').contains(&c) || is_bidi(c) {
             out.push_str(&format!("<U+{:04X}>", c as u32));
         } else {
             out.push(c);
@@ -159,6 +196,23 @@ fn shown(text: &str, keep: Keep) -> Cow<'_, str> {
 
 #[cfg(test)]
 mod tests {
+
+    /// Hostile review 3: SGR conceal (`ESC[8m`) hides text and bidi controls reorder it;
+    /// neither passes, while colour (`38;5;8` included) still does in a node's output.
+    #[test]
+    fn conceal_and_bidi_controls_are_shown() {
+        assert_eq!(visible("a\u{1b}[8mhidden\u{1b}[0m"), "a␛[8mhidden\u{1b}[0m");
+        assert_eq!(visible("\u{1b}[1;08mx"), "␛[1;08mx");
+        assert_eq!(
+            visible("\u{1b}[38;5;8mgrey\u{1b}[0m"),
+            "\u{1b}[38;5;8mgrey\u{1b}[0m"
+        );
+        assert_eq!(visible("\u{1b}[38;2;8;8;8mx"), "\u{1b}[38;2;8;8;8mx");
+        assert_eq!(text("rm -rf /\u{202e}txt.exe"), "rm -rf /<U+202E>txt.exe");
+        assert_eq!(cell("a\u{2066}b\u{2069}"), "a<U+2066>b<U+2069>");
+        assert_eq!(clean_symbol("\u{202e}").as_deref(), Some(" "));
+        assert_eq!(text("plain ünïcode"), "plain ünïcode");
+    }
     use super::{cell, clean_symbol, text, visible};
 
     #[test]
