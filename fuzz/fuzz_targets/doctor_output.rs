@@ -30,8 +30,8 @@ fuzz_target!(|data: &[u8]| {
     let facts = Facts::read(&sections);
     let other = Facts::default();
     let seen = [
-        Seen { node: "n0", facts: &facts, arrived_ns: Some(1) },
-        Seen { node: "n1", facts: &other, arrived_ns: None },
+        Seen { node: "n0", facts: &facts, arrived_ns: Some(1), clock: None },
+        Seen { node: "n1", facts: &other, arrived_ns: None, clock: None },
     ];
     let _ = doctor::judge_fleet(&ctx, &seen);
     let _ = doctor::gpu::parse_topo(&text);

@@ -16,9 +16,20 @@ fuzz_target!(|data: &[u8]| {
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
     for own in [false, true] {
         if let Ok(k) = load_kubeconfig(&path, own, "fuzz") {
-            for opt in [PluginOptIn::No, PluginOptIn::Any, PluginOptIn::Command("gke-gcloud-auth-plugin".into())] {
-                let _ = k.permit(&opt);
-                let _ = k.summary(&opt);
+            // No opt-in, the usual one, and each of the file's own plugins allowed by its
+            // whole command line.
+            let mut opts = vec![
+                PluginOptIn::default(),
+                PluginOptIn {
+                    lines: vec!["gke-gcloud-auth-plugin".into()],
+                },
+            ];
+            opts.push(PluginOptIn {
+                lines: k.plugins.iter().map(|p| p.command_line()).collect(),
+            });
+            for opt in &opts {
+                let _ = k.permit(opt);
+                let _ = k.summary(opt);
             }
         }
     }
