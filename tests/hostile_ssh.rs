@@ -1084,3 +1084,42 @@ fn m1_a_global_known_hosts_file_under_tilde_is_the_homes_not_the_current_folders
         "{err}"
     );
 }
+
+/// L1 (hostile review 3): `${VAR}` of an unset variable in UserKnownHostsFile is refused
+/// by ssh ("env var ${…} has no value", "invalid environment variable expansion") and by
+/// flightdeck alike, never read as the file without it (`/tmp/kh_shared`, which any user
+/// can create with the key in it).
+#[test]
+fn l1_an_unset_variable_in_a_known_hosts_path_is_refused_as_ssh_refuses_it() {
+    let Some(tb) = Testbed::new(1, 0) else { return };
+    let op = operator();
+    let home = op.path();
+    let ssh = home.join(".ssh");
+    let fleet = home.join("lab.yaml");
+    write(&fleet, &tb.fleet_yaml("lab"));
+    // The file an unset variable would leave, planted with the real keys.
+    let planted = home.join("kh_shared");
+    write(
+        &planted,
+        &format!(
+            "{} {}\n{} {}\n",
+            tb.bastion.addr, tb.bastion.host_key_pub, tb.nodes[0].addr, tb.nodes[0].host_key_pub
+        ),
+    );
+    let cfg = ssh.join("config");
+    write(
+        &cfg,
+        &format!(
+            "Host *\n  UserKnownHostsFile {}/kh_${{FD_UNSET_VAR_L1}}shared\n  StrictHostKeyChecking yes\n  User root\n  IdentityFile {}\n  BatchMode yes\n  ConnectTimeout 10\n",
+            home.display(),
+            tb.user_key.display()
+        ),
+    );
+    let o = openssh(&tb, &cfg, &[], 0, "echo RAN");
+    assert!(!o.status.success() && !text(&o.stdout).contains("RAN"));
+    assert!(text(&o.stderr).contains("has no value"), "{}", text(&o.stderr));
+    let (v, out) = exec_json(home, None, &["--no-mux"], &fleet, "echo RAN");
+    let (so, err) = per_node(&v).remove(0);
+    assert!(!so.contains("RAN"), "{}", text(&out.stdout));
+    assert!(err.contains("env var ${FD_UNSET_VAR_L1} has no value"), "{err}");
+}

@@ -664,6 +664,23 @@ pub fn expand_tokens(p: &str, t: &Tokens) -> PathBuf {
     }
 }
 
+/// The first `${NAME}` in `p` whose variable is not set: OpenSSH says "env var ${NAME} has
+/// no value" and refuses the expansion, where substituting nothing would point at another
+/// file (`/tmp/kh_${X}shared` as `/tmp/kh_shared`).
+pub fn unset_env_var(p: &str) -> Option<String> {
+    let mut rest = p;
+    while let Some(at) = rest.find("${") {
+        let after = &rest[at + 2..];
+        let end = after.find('}')?;
+        let name = &after[..end];
+        if std::env::var_os(name).is_none() {
+            return Some(name.to_string());
+        }
+        rest = &after[end + 1..];
+    }
+    None
+}
+
 /// Expand `~` and the `%` tokens OpenSSH allows in IdentityFile.
 pub fn expand_path(p: &str, home: &Path, local_user: &str, host: &str, remote_user: &str) -> PathBuf {
     expand_tokens(

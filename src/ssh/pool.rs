@@ -141,6 +141,26 @@ impl Resolver {
             Some(f) if none(f) => vec![],
             Some(f) => f.iter().map(|p| tilde(p, &self.home)).collect(),
         };
+        // `${VAR}` of an unset variable: OpenSSH refuses the expansion; so does flightdeck
+        // (fail closed), naming the setting and the variable.
+        let unset = identity
+            .map(|i| ("IdentityFile", i.to_string()))
+            .into_iter()
+            .chain(
+                s.identity_files
+                    .iter()
+                    .map(|p| ("IdentityFile", p.to_string_lossy().into_owned())),
+            )
+            .chain(
+                s.user_known_hosts_files
+                    .iter()
+                    .map(|p| ("UserKnownHostsFile", p.to_string_lossy().into_owned())),
+            )
+            .find_map(|(k, v)| {
+                super::config::unset_env_var(&v).map(|var| {
+                    format!("{k} {v}: env var ${{{var}}} has no value (ssh refuses the expansion); set it or change the ssh config")
+                })
+            });
         let relative_global = global_known_hosts.iter().find(|p| p.is_relative()).map(|p| {
             format!(
                 "GlobalKnownHostsFile {} is a relative path: it would be read from the current folder, which others may write; name it absolute (or under ~/)",
@@ -169,7 +189,7 @@ impl Resolver {
             global_known_hosts,
             strict: s.strict(),
             host_key_alias: s.host_key_alias.clone(),
-            config_refusal: self.config.refusal.clone().or(relative_global),
+            config_refusal: self.config.refusal.clone().or(unset).or(relative_global),
         }
     }
 
@@ -590,6 +610,31 @@ fn tilde(p: &Path, home: &Path) -> PathBuf {
 
 #[cfg(test)]
 mod tests {
+
+    /// Hostile review 3, L1: an unset `${VAR}` is refused, not expanded to nothing.
+    #[test]
+    fn an_unset_variable_in_a_path_refuses_the_host() {
+        let d = tempfile::tempdir().unwrap();
+        let cfg = d.path().join("config");
+        std::fs::write(
+            &cfg,
+            "Host kh\n  UserKnownHostsFile /tmp/kh_${FD_SURELY_UNSET_VAR_1}shared\nHost id\n  IdentityFile ${FD_SURELY_UNSET_VAR_2}/id\nHost ok\n  IdentityFile ${HOME}/id\n",
+        )
+        .unwrap();
+        let home = d.path().join("home");
+        let r = Resolver::with_config(
+            super::super::config::SshConfig::load_files(&home, Some(&cfg), None),
+            &home,
+        );
+        let why = r.target("kh", None, None, None).config_refusal.unwrap();
+        assert_eq!(why, "UserKnownHostsFile /tmp/kh_${FD_SURELY_UNSET_VAR_1}shared: env var ${FD_SURELY_UNSET_VAR_1} has no value (ssh refuses the expansion); set it or change the ssh config");
+        assert!(r
+            .target("id", None, None, None)
+            .config_refusal
+            .unwrap()
+            .starts_with("IdentityFile ${FD_SURELY_UNSET_VAR_2}/id"));
+        assert_eq!(r.target("ok", None, None, None).config_refusal, None);
+    }
 
     #[test]
     fn global_known_hosts_expand_tilde_and_refuse_relative_paths() {
