@@ -417,6 +417,20 @@ pub enum NcclProfile {
     Rdma,
 }
 
+impl NcclProfile {
+    /// The flavour this profile names; `auto` takes `auto`.
+    pub fn flavour_or(self, auto: crate::gpudirect::GpuDirect) -> crate::gpudirect::GpuDirect {
+        use crate::gpudirect::GpuDirect;
+        match self {
+            NcclProfile::Auto => auto,
+            NcclProfile::None => GpuDirect::None,
+            NcclProfile::Tcpx => GpuDirect::Tcpx,
+            NcclProfile::Tcpxo => GpuDirect::Tcpxo,
+            NcclProfile::Rdma => GpuDirect::Rdma,
+        }
+    }
+}
+
 #[derive(Debug, Subcommand)]
 pub enum NcclCommand {
     /// Run an NCCL benchmark across the fleet's nodes, detached (it survives a lost

@@ -37,13 +37,7 @@ pub fn parse(
     profile: NcclProfile,
 ) -> anyhow::Result<ExitCode> {
     let reports = read_reports(file)?;
-    let profile_of = |m: Option<&str>| match profile {
-        NcclProfile::Auto => m.map_or(GpuDirect::None, crate::cloud::gcp::layout::flavour),
-        NcclProfile::None => GpuDirect::None,
-        NcclProfile::Tcpx => GpuDirect::Tcpx,
-        NcclProfile::Tcpxo => GpuDirect::Tcpxo,
-        NcclProfile::Rdma => GpuDirect::Rdma,
-    };
+    let gd = profile.flavour_or(machine_type.map_or(GpuDirect::None, crate::cloud::gcp::layout::flavour));
     let machines: Vec<Option<Machine>> = reports
         .iter()
         .map(|r| match machine_type {
@@ -56,7 +50,6 @@ pub fn parse(
         .iter()
         .zip(&machines)
         .map(|(r, m)| {
-            let gd = profile_of(machine_type);
             if m.is_none() && gd == GpuDirect::None {
                 return None;
             }
@@ -453,13 +446,7 @@ pub(super) fn plan(
             NcclEngine::NcclTests => Engine::NcclTests,
             NcclEngine::Torch => Engine::Torch,
         },
-        profile: match b.profile {
-            NcclProfile::Auto => auto,
-            NcclProfile::None => GpuDirect::None,
-            NcclProfile::Tcpx => GpuDirect::Tcpx,
-            NcclProfile::Tcpxo => GpuDirect::Tcpxo,
-            NcclProfile::Rdma => GpuDirect::Rdma,
-        },
+        profile: b.profile.flavour_or(auto),
         nccl_tests_dir: b.nccl_tests_dir.clone(),
         env: None,
     };

@@ -106,29 +106,9 @@ fn socket_ifname(value: &str, nics: &[Nic]) -> Option<(Severity, String)> {
 }
 
 /// `NCCL_IB_HCA`'s entries as NCCL reads them: `^` (all but) and `=` (exact) before the
-/// list, each entry `name[:port]`.
+/// list, each entry `name[:port]` ([`net::nccl_list_match`]).
 fn hca_match(list: &str, device: &str, port: &str) -> bool {
-    let (not, list) = match list.strip_prefix('^') {
-        Some(l) => (true, l),
-        None => (false, list),
-    };
-    let (exact, list) = match list.strip_prefix('=') {
-        Some(l) => (true, l),
-        None => (false, list),
-    };
-    let hit = list.split(',').filter(|e| !e.is_empty()).any(|e| {
-        let (name, want_port) = match e.split_once(':') {
-            Some((n, p)) => (n, Some(p)),
-            None => (e, None),
-        };
-        let name_ok = if exact {
-            device == name
-        } else {
-            device.starts_with(name)
-        };
-        name_ok && want_port.is_none_or(|p| p == port)
-    });
-    hit != not
+    net::nccl_list_match(list, device, Some(port))
 }
 
 fn ib_hca(value: &str, ports: &[RdmaPort]) -> Option<(Severity, String)> {

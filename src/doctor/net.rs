@@ -278,6 +278,12 @@ pub fn data_nics<'a>(nics: &'a [Nic], route: Option<&str>) -> Vec<&'a Nic> {
 /// asks for exact names. As NVIDIA/nccl src/misc/socket.cc (`findInterfaces`,
 /// `matchIfList`) and src/misc/utils.cc (`parseStringList`, `matchIf`) read it.
 pub fn nccl_if_match(list: &str, name: &str) -> bool {
+    nccl_list_match(list, name, None)
+}
+
+/// NCCL's `matchIfList` over a `^`/`=` list of `name[:port]` entries: an entry's port
+/// counts when `port` is given (`NCCL_IB_HCA`'s devices), not for interfaces.
+pub fn nccl_list_match(list: &str, name: &str, port: Option<&str>) -> bool {
     let (not, list) = match list.strip_prefix('^') {
         Some(l) => (true, l),
         None => (false, list),
@@ -286,11 +292,26 @@ pub fn nccl_if_match(list: &str, name: &str) -> bool {
         Some(l) => (true, l),
         None => (false, list),
     };
-    let hit = list
-        .split(',')
-        .map(|p| p.split(':').next().unwrap_or(""))
-        .filter(|p| !p.is_empty())
-        .any(|p| if exact { name == p } else { name.starts_with(p) });
+    let hit = list.split(',').filter(|e| !e.is_empty()).any(|e| {
+        let (entry, want_port) = match e.split_once(':') {
+            Some((n, p)) => (n, Some(p)),
+            None => (e, None),
+        };
+        // An interface entry of a port alone names nothing; an HCA's (`:1`) names port 1
+        // of every device, as NCCL's prefix match of nothing does.
+        let named = port.is_some() || !entry.is_empty();
+        let name_ok = named
+            && if exact {
+                name == entry
+            } else {
+                name.starts_with(entry)
+            };
+        let port_ok = match (want_port, port) {
+            (Some(w), Some(p)) => w == p,
+            _ => true,
+        };
+        name_ok && port_ok
+    });
     hit != not
 }
 

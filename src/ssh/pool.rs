@@ -610,58 +610,6 @@ fn tilde(p: &Path, home: &Path) -> PathBuf {
 
 #[cfg(test)]
 mod tests {
-
-    /// Hostile review 3, L1: an unset `${VAR}` is refused, not expanded to nothing.
-    #[test]
-    fn an_unset_variable_in_a_path_refuses_the_host() {
-        let d = tempfile::tempdir().unwrap();
-        let cfg = d.path().join("config");
-        std::fs::write(
-            &cfg,
-            "Host kh\n  UserKnownHostsFile /tmp/kh_${FD_SURELY_UNSET_VAR_1}shared\nHost id\n  IdentityFile ${FD_SURELY_UNSET_VAR_2}/id\nHost ok\n  IdentityFile ${HOME}/id\n",
-        )
-        .unwrap();
-        let home = d.path().join("home");
-        let r = Resolver::with_config(
-            super::super::config::SshConfig::load_files(&home, Some(&cfg), None),
-            &home,
-        );
-        let why = r.target("kh", None, None, None).config_refusal.unwrap();
-        assert_eq!(why, "UserKnownHostsFile /tmp/kh_${FD_SURELY_UNSET_VAR_1}shared: env var ${FD_SURELY_UNSET_VAR_1} has no value (ssh refuses the expansion); set it or change the ssh config");
-        assert!(r
-            .target("id", None, None, None)
-            .config_refusal
-            .unwrap()
-            .starts_with("IdentityFile ${FD_SURELY_UNSET_VAR_2}/id"));
-        assert_eq!(r.target("ok", None, None, None).config_refusal, None);
-    }
-
-    #[test]
-    fn global_known_hosts_expand_tilde_and_refuse_relative_paths() {
-        let d = tempfile::tempdir().unwrap();
-        let cfg = d.path().join("config");
-        std::fs::write(
-            &cfg,
-            "Host rel\n  GlobalKnownHostsFile ~/.ssh/global_kh rel/kh\nHost *\n  GlobalKnownHostsFile ~/.ssh/global_kh ~root/kh /etc/ssh/ssh_known_hosts\n",
-        )
-        .unwrap();
-        let home = d.path().join("home");
-        let r = Resolver::with_config(
-            super::super::config::SshConfig::load_files(&home, Some(&cfg), None),
-            &home,
-        );
-        let t = r.target("a", None, None, None);
-        assert_eq!(t.global_known_hosts[0], home.join(".ssh/global_kh"));
-        assert!(t.global_known_hosts[1].is_absolute() && t.global_known_hosts[1].ends_with("kh"));
-        assert_eq!(t.global_known_hosts[2], PathBuf::from("/etc/ssh/ssh_known_hosts"));
-        assert_eq!(t.config_refusal, None);
-        let t = r.target("rel", None, None, None);
-        let why = t.config_refusal.expect("a relative file is refused");
-        assert!(
-            why.starts_with("GlobalKnownHostsFile rel/kh is a relative path"),
-            "{why}"
-        );
-    }
     use super::*;
 
     fn resolver(config: &str) -> Resolver {
@@ -674,6 +622,41 @@ mod tests {
 
     fn node(host: &str) -> SshAddress {
         SshAddress::new(host)
+    }
+
+    /// Hostile review 3, L1: an unset `${VAR}` is refused, not expanded to nothing.
+    #[test]
+    fn an_unset_variable_in_a_path_refuses_the_host() {
+        let r = resolver(
+            "Host kh\n  UserKnownHostsFile /tmp/kh_${FD_SURELY_UNSET_VAR_1}shared\nHost id\n  IdentityFile ${FD_SURELY_UNSET_VAR_2}/id\nHost ok\n  IdentityFile ${HOME}/id\n",
+        );
+        let why = r.target("kh", None, None, None).config_refusal.unwrap();
+        assert_eq!(why, "UserKnownHostsFile /tmp/kh_${FD_SURELY_UNSET_VAR_1}shared: env var ${FD_SURELY_UNSET_VAR_1} has no value (ssh refuses the expansion); set it or change the ssh config");
+        assert!(r
+            .target("id", None, None, None)
+            .config_refusal
+            .unwrap()
+            .starts_with("IdentityFile ${FD_SURELY_UNSET_VAR_2}/id"));
+        assert_eq!(r.target("ok", None, None, None).config_refusal, None);
+    }
+
+    /// Hostile review 3, M1: `~` as OpenSSH expands it; a relative file refused by name.
+    #[test]
+    fn global_known_hosts_expand_tilde_and_refuse_relative_paths() {
+        let r = resolver(
+            "Host rel\n  GlobalKnownHostsFile ~/.ssh/global_kh rel/kh\nHost *\n  GlobalKnownHostsFile ~/.ssh/global_kh ~root/kh /etc/ssh/ssh_known_hosts\n",
+        );
+        let t = r.target("a", None, None, None);
+        assert_eq!(t.global_known_hosts[0], PathBuf::from("/home/op/.ssh/global_kh"));
+        assert!(t.global_known_hosts[1].is_absolute() && t.global_known_hosts[1].ends_with("kh"));
+        assert_eq!(t.global_known_hosts[2], PathBuf::from("/etc/ssh/ssh_known_hosts"));
+        assert_eq!(t.config_refusal, None);
+        let t = r.target("rel", None, None, None);
+        let why = t.config_refusal.expect("a relative file is refused");
+        assert!(
+            why.starts_with("GlobalKnownHostsFile rel/kh is a relative path"),
+            "{why}"
+        );
     }
 
     #[test]

@@ -267,21 +267,9 @@ impl Plugin {
     /// The command line for a message: words quoted where a shell would need it,
     /// control characters escaped, at most 200 characters.
     pub fn shown(&self) -> String {
-        let word = |w: &str| {
-            let plain = !w.is_empty()
-                && w.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "-_./:=@%+,".contains(c));
-            if plain {
-                w.to_string()
-            } else {
-                format!("'{}'", printable(w).replace('\'', "'\\''"))
-            }
-        };
-        let line: Vec<String> = std::iter::once(self.command.as_str())
-            .chain(self.args.iter().map(String::as_str))
-            .map(word)
-            .collect();
-        let line = line.join(" ");
+        // `printable` only escapes control characters, which are never plain words, so
+        // escaping the quoted line is escaping each word before quoting it.
+        let line = printable(&self.command_line());
         match line.char_indices().nth(200) {
             Some((i, _)) => format!("{}...", &line[..i]),
             None => line,

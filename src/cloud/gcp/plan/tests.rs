@@ -186,13 +186,11 @@ fn a4_rdma_layout_with_named_vpcs_and_flex_start() {
 
 #[test]
 fn created_roce_vpc_has_the_zone_profile_and_no_firewall() {
-    let f = fleet("type: fleet\nname: u\nnodes: 1\ninstance_types: [a3-ultragpu-8g]\navailability_zones: [us-central1-b]\nnetwork:\n  create: true\n");
-    let s = GcpSettings::default();
-    let cands = candidates(&f, &s, Catalog::embedded()).unwrap();
-    let regions = regions(&cands);
-    let subnets = BTreeMap::new();
-    let ctx = ctx_with(&f, &s, &regions, &subnets);
-    let res = resources(&ctx, &cands[0]).unwrap();
+    let res = first_resources(
+        "type: fleet\nname: u\nnodes: 1\ninstance_types: [a3-ultragpu-8g]\navailability_zones: [us-central1-b]\nnetwork:\n  create: true\n",
+        &GcpSettings::default(),
+    )
+    .unwrap();
     let roce = res.iter().find(|r| r.name == "u-roce-us-central1-b").unwrap();
     assert_eq!(
         roce.body["networkProfile"],
@@ -217,14 +215,8 @@ fn created_roce_vpc_has_the_zone_profile_and_no_firewall() {
 
 #[test]
 fn missing_data_vpcs_say_what_to_do() {
-    let f =
-        fleet("type: fleet\nname: h\nnodes: 2\ninstance_types: [a3-highgpu-8g]\nregions: [us-central1]\n");
-    let s = GcpSettings::default();
-    let cands = candidates(&f, &s, Catalog::embedded()).unwrap();
-    let regions = regions(&cands);
-    let subnets = BTreeMap::new();
-    let ctx = ctx_with(&f, &s, &regions, &subnets);
-    let e = resources(&ctx, &cands[0]).unwrap_err();
+    let text = "type: fleet\nname: h\nnodes: 2\ninstance_types: [a3-highgpu-8g]\nregions: [us-central1]\n";
+    let e = first_resources(text, &GcpSettings::default()).unwrap_err();
     assert!(
         e.contains("GPUDirect-TCPX needs 4 data VPCs") && e.contains("network.create: true"),
         "{e}"
@@ -233,8 +225,7 @@ fn missing_data_vpcs_say_what_to_do() {
         extra_vpcs: Some(vec!["d1".into(), "d2".into(), "d3".into(), "d4".into()]),
         ..Default::default()
     };
-    let ctx = ctx_with(&f, &s, &regions, &subnets);
-    let res = resources(&ctx, &cands[0]).unwrap();
+    let res = first_resources(text, &s).unwrap();
     let nics = res[0].body["networkInterfaces"].as_array().unwrap();
     assert_eq!(nics.len(), 5);
     assert_eq!(nics[4]["network"], "projects/p1/global/networks/d4");
@@ -311,6 +302,16 @@ fn markers_round_trip() {
     assert_eq!(parse_marker("someone else's"), None);
 }
 
+/// The resources of `text`'s first candidate (no named subnetworks, no reservation).
+fn first_resources(text: &str, settings: &GcpSettings) -> Result<Vec<Resource>, String> {
+    let f = fleet(text);
+    let cands = candidates(&f, settings, Catalog::embedded()).unwrap();
+    let regions = regions(&cands);
+    let subnets = BTreeMap::new();
+    let ctx = ctx_with(&f, settings, &regions, &subnets);
+    resources(&ctx, &cands[0])
+}
+
 /// The instance body and plan of `text`'s first candidate.
 fn first_body(text: &str, settings: &GcpSettings) -> (Value, Plan) {
     let f = fleet(text);
@@ -381,13 +382,11 @@ fn compact_placement_max_distance_restart_and_default_service_account() {
         .notes
         .iter()
         .any(|n| n.contains("Compute Engine default service account")));
-    let f = fleet(&format!("{MEGA}placement_max_distance: 2\n"));
-    let s = GcpSettings::default();
-    let cands = candidates(&f, &s, Catalog::embedded()).unwrap();
-    let regions = regions(&cands);
-    let subnets = BTreeMap::new();
-    let ctx = ctx_with(&f, &s, &regions, &subnets);
-    let res = resources(&ctx, &cands[0]).unwrap();
+    let res = first_resources(
+        &format!("{MEGA}placement_max_distance: 2\n"),
+        &GcpSettings::default(),
+    )
+    .unwrap();
     let pol = res.iter().find(|r| r.kind == Kind::PlacementPolicy).unwrap();
     assert_eq!(
         pol.body["groupPlacementPolicy"],
@@ -475,13 +474,11 @@ fn nolssd_types_get_their_base_layout() {
 
 #[test]
 fn a_plain_fleets_created_vpc_keeps_googles_default_mtu() {
-    let f = fleet("type: fleet\nname: g\nnodes: 1\ninstance_types: [g2-standard-4]\nregions: [us-central1]\nnetwork:\n  create: true\n");
-    let s = GcpSettings::default();
-    let cands = candidates(&f, &s, Catalog::embedded()).unwrap();
-    let regions = regions(&cands);
-    let subnets = BTreeMap::new();
-    let ctx = ctx_with(&f, &s, &regions, &subnets);
-    let res = resources(&ctx, &cands[0]).unwrap();
+    let res = first_resources(
+        "type: fleet\nname: g\nnodes: 1\ninstance_types: [g2-standard-4]\nregions: [us-central1]\nnetwork:\n  create: true\n",
+        &GcpSettings::default(),
+    )
+    .unwrap();
     let net = res.iter().find(|r| r.name == "g-net").unwrap();
     assert!(net.body.get("mtu").is_none(), "{}", net.body);
 }
