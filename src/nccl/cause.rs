@@ -67,7 +67,14 @@ pub struct CauseFinder {
 impl CauseFinder {
     /// Read one line (a node's name before it, `lab-0: `, and launcher tags are fine).
     pub fn push(&mut self, line: &str) {
-        let line = super::line::strip_launcher_prefixes(line.trim_end_matches(['\r', '\n'])).trim();
+        let line = super::line::strip_launcher_prefixes(line.trim_end_matches(['\r', '\n']));
+        self.push_stripped(line, super::line::split_debug(line).as_ref());
+    }
+
+    /// [`CauseFinder::push`] of a line whose prefixes are gone, with its NCCL debug line
+    /// already split: the parser's, which has done both for itself.
+    pub(crate) fn push_stripped(&mut self, line: &str, debug: Option<&super::line::DebugLine>) {
+        let line = line.trim();
         if line.is_empty() || line.starts_with(super::runner::EXIT_MARKER) {
             return;
         }
@@ -78,7 +85,7 @@ impl CauseFinder {
             }
         }
         if self.warn.is_none() {
-            if let Some(d) = super::line::split_debug(line).filter(|d| d.level == "WARN") {
+            if let Some(d) = debug.filter(|d| d.level == "WARN") {
                 if !BENIGN_WARNS.iter().any(|b| d.message.contains(b)) {
                     self.warn = Some(bounded(&format!("NCCL WARN {}", d.message)));
                 }

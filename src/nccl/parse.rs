@@ -628,7 +628,8 @@ impl Parser {
     pub fn push_line(&mut self, raw: &str) -> Vec<Event> {
         let mut events = Vec::new();
         let line = strip_launcher_prefixes(raw.trim_end_matches(['\r', '\n']));
-        self.cause.push(line);
+        let debug = split_debug(line);
+        self.cause.push_stripped(line, debug.as_ref());
         if !self.current.torch && is_torch_line(raw) {
             self.current.torch = true;
         }
@@ -643,7 +644,7 @@ impl Parser {
         if let Some(host) = ompi_report_host(line).or_else(|| test_failure_host(raw)) {
             self.note_host(host);
         }
-        if let Some(d) = split_debug(line) {
+        if let Some(d) = debug {
             if d.before.trim().is_empty() && !d.glued.is_empty() {
                 self.note_host(d.glued);
             }
