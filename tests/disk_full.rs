@@ -38,6 +38,7 @@ fn a_full_disk_fails_the_save_and_keeps_the_last_good_state() {
         nodes: vec![],
         resources: vec![],
         created_at: 0,
+        applied: None,
     };
     store.update(|s| s.fleets.push(record("kept"))).unwrap();
     // Fill the disk.

@@ -1424,3 +1424,109 @@ fn a_two_node_job_without_gpudirect_runs_to_its_end() {
         "no GPUDirect networks: {pod}"
     );
 }
+
+/// Hostile review 3 C1: what runs is what was applied. An edit of the fleet file after
+/// `fleet apply` (a teammate, a `git pull`) changes neither the debug pods' image nor
+/// their namespace at the next command: the command says the file changed and runs what
+/// the state recorded; `fleet plan` shows the edit as a change, and `fleet apply` makes it.
+#[test]
+fn an_edit_after_apply_runs_nothing_until_it_is_applied() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = KubeDouble::start(Options {
+        nodes: nodes(),
+        ..Options::default()
+    });
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let f = fleet_file(tmp.path(), &d, "");
+    let out = flightdeck(&home, &["fleet", "apply", f.to_str().unwrap(), "--yes"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let clean = std::fs::read_to_string(&f).unwrap();
+    std::fs::write(
+        &f,
+        clean.replace(
+            "  debug_image: ubuntu:24.04\n",
+            "  debug_image: evil/steal@sha256:0000\n  namespace: kube-system\n",
+        ),
+    )
+    .unwrap();
+
+    // A command runs what was applied, and says the file changed.
+    let busy = Command::new(env!("CARGO_BIN_EXE_flightdeck"))
+        .args(["exec", "a3u", "--", "sleep 60"])
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", &home)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for("two running debug pods", || debug_pods(&d).len() == 2);
+    for p in d
+        .pods()
+        .iter()
+        .filter(|p| p["metadata"]["labels"]["flightdeck-role"] == "debug")
+    {
+        assert_eq!(p["metadata"]["namespace"], "default", "{p}");
+        assert_eq!(p["spec"]["containers"][0]["image"], "ubuntu:24.04", "{p}");
+    }
+    unsafe { libc::kill(busy.id() as i32, libc::SIGINT) };
+    let out = busy.wait_with_output().unwrap();
+    let err = text(&out.stderr);
+    assert!(
+        err.contains(
+            "changed since it was applied (gke.debug_image, gke.namespace); running what was applied"
+        ),
+        "{err}"
+    );
+    assert!(!d
+        .requests()
+        .iter()
+        .any(|r| r.contains("/namespaces/kube-system/")));
+
+    // Named by its file, the applied fleet is still what was applied.
+    let out = flightdeck(&home, &["exec", f.to_str().unwrap(), "--", "exit 0"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("running what was applied"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(!d
+        .requests()
+        .iter()
+        .any(|r| r.contains("/namespaces/kube-system/")));
+
+    // The plan shows the edit; apply makes it; then nothing is left to change.
+    let out = flightdeck(&home, &["fleet", "plan", f.to_str().unwrap()]);
+    let o = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(o.contains("update  gke-fleet"), "{o}");
+    assert!(
+        o.contains("changed since apply: gke.debug_image: ubuntu:24.04 → evil/steal@sha256:0000"),
+        "{o}"
+    );
+    assert!(
+        o.contains("changed since apply: gke.namespace: (not set) → kube-system"),
+        "{o}"
+    );
+    let out = flightdeck(&home, &["fleet", "apply", f.to_str().unwrap(), "--yes"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = flightdeck(&home, &["fleet", "plan", f.to_str().unwrap()]);
+    let o = text(&out.stdout);
+    assert!(
+        o.contains("keep    gke-fleet") && !o.contains("changed since apply"),
+        "{o}"
+    );
+    let out = flightdeck(&home, &["exec", "a3u", "--", "exit 0"]);
+    assert!(
+        !text(&out.stderr).contains("changed since"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(d
+        .requests()
+        .iter()
+        .any(|r| r == "POST /api/v1/namespaces/kube-system/pods"));
+}

@@ -96,6 +96,7 @@ fn fleet_record(name: &str, backend: &str, n: usize) -> flightdeck::store::Fleet
         nodes: (0..n).map(|i| node(name, i)).collect(),
         resources: vec![],
         created_at: 1_795_305_600,
+        applied: None,
     }
 }
 

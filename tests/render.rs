@@ -140,6 +140,7 @@ fn fleet_record(name: &str, backend: &str, n: usize) -> flightdeck::store::Fleet
             .collect(),
         resources: vec![],
         created_at: 1_795_305_600 + 3_723,
+        applied: None,
     }
 }
 
@@ -1432,6 +1433,7 @@ fn fleet_apply_confirmation_provisioning_log_and_delete_confirmation() {
         Msg::Fleets(flightdeck::tui::fleets::Msg::Planned(Ok(Box::new(Confirm {
             op: Op::Apply {
                 file: "fleets/mega.yaml".into(),
+                reviewed: String::new(),
             },
             plan: mega_plan(),
         })))),
@@ -1932,6 +1934,7 @@ fn apply_confirmation_at_80x24_shows_the_money_and_counts_the_rest() {
         Msg::Fleets(flightdeck::tui::fleets::Msg::Planned(Ok(Box::new(Confirm {
             op: Op::Apply {
                 file: "fleets/a3-mega-tcpxo.yaml".into(),
+                reviewed: String::new(),
             },
             plan: a3_mega_plan(),
         })))),

@@ -41,7 +41,12 @@ pub fn note_recovery(r: Option<crate::store::Recovery>) {
 pub fn resolve_record(fleet: &str, paths: &Paths) -> anyhow::Result<crate::store::FleetRecord> {
     let (state, recovery) = crate::store::Store::new(&paths.state_dir).load()?;
     note_recovery(recovery);
-    crate::fleet::resolve(fleet, &state).map_err(anyhow::Error::msg)
+    let record = crate::fleet::resolve(fleet, &state).map_err(anyhow::Error::msg)?;
+    // What runs is what was applied; an edit since is said, not run.
+    if let Some(w) = crate::fleet::applied::drift_warning(&record) {
+        errln!("warning: {w}");
+    }
+    Ok(record)
 }
 
 /// How this command reaches `nodes`: SSH (and the connection holder) is set up only

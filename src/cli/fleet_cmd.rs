@@ -22,7 +22,7 @@ pub fn run(cmd: &FleetCommand, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitC
             note_recovery(recovery);
             let recorded = state.fleet(&fleet.name).ok();
             let backend = backend(fleet.backend, cli, paths, &cloud::Cancel::default())?;
-            let plan = match backend.plan(&fleet, recorded) {
+            let plan = match cloud::lifecycle::plan(backend.as_ref(), &fleet, recorded) {
                 Ok(p) => p,
                 Err(e) => {
                     errln!("flightdeck: {e}");
@@ -51,7 +51,7 @@ pub fn run(cmd: &FleetCommand, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitC
             cloud::lifecycle::check_backend(&fleet, recorded).map_err(anyhow::Error::msg)?;
             let cancel = cloud::Cancel::default();
             let backend = backend(fleet.backend, cli, paths, &cancel)?;
-            let plan = match backend.plan(&fleet, recorded) {
+            let plan = match cloud::lifecycle::plan(backend.as_ref(), &fleet, recorded) {
                 Ok(p) => p,
                 Err(e) => {
                     errln!("flightdeck: {e}");

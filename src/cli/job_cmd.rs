@@ -69,10 +69,14 @@ fn fleet_of(fleet: &str, cli: &Cli, paths: &Paths, recorded: bool) -> anyhow::Re
     };
     let (state, _) = Store::new(&paths.state_dir).load()?;
     let record = state.fleet(&name).ok();
-    let file = record
-        .and_then(|f| f.file.clone())
-        .or_else(|| std::path::Path::new(fleet).is_file().then(|| fleet.into()));
-    let loaded = file.and_then(|f| crate::fleet::load(&f).ok());
+    // What was applied, never the file as it is now; a fleet file not applied as read.
+    let loaded = match record {
+        Some(r) => crate::fleet::applied::applied(r).ok().flatten(),
+        None => std::path::Path::new(fleet)
+            .is_file()
+            .then(|| crate::fleet::load(std::path::Path::new(fleet)).ok())
+            .flatten(),
+    };
     let backend = family(record, loaded.as_ref(), fleet)?;
     Ok(remote::Target {
         fleet: name,

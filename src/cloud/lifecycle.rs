@@ -19,6 +19,28 @@ pub fn check_backend(fleet: &Fleet, recorded: Option<&FleetRecord>) -> Result<()
     }
 }
 
+/// What applying `fleet` would do, against its record: `backend`'s plan, and each field
+/// of the file that differs from what was applied (what commands run until this apply).
+pub fn plan(
+    backend: &dyn Backend,
+    fleet: &Fleet,
+    recorded: Option<&FleetRecord>,
+) -> Result<super::Plan, String> {
+    let mut plan = backend.plan(fleet, recorded)?;
+    match recorded.map(|r| r.applied.as_deref()) {
+        Some(Some(applied)) => {
+            for c in crate::fleet::form::changes(applied, &fleet.applied) {
+                plan.notes.push(format!("changed since apply: {c}"));
+            }
+        }
+        Some(None) => plan.notes.push(
+            "applied by an older flightdeck, which did not record the file: apply records it, and commands run from that record".into(),
+        ),
+        None => {}
+    }
+    Ok(plan)
+}
+
 /// Bring `fleet` up with `backend` and record it in the state. On failure the error says
 /// what the state keeps (cloud resources are recorded as they are made) and what to do.
 pub async fn apply(
@@ -80,6 +102,7 @@ pub async fn apply(
                 nodes: nodes.clone(),
                 resources,
                 created_at,
+                applied: Some(fleet.applied.clone()),
             };
             s.fleets.retain(|f| f.name != record.name);
             s.fleets.push(record.clone());

@@ -210,6 +210,7 @@ mod tests {
             .node_targets(),
             resources: vec![],
             created_at: 0,
+            applied: None,
         };
         let p = node_plan(BackendKind::Ssh, &f, Some(&rec));
         let summary: Vec<(&str, &str)> = p.changes.iter().map(|c| (c.action, c.place.as_str())).collect();

@@ -1,12 +1,15 @@
 //! Fleets: the fleet file (`spec.rs`), its validation with FILE:LINE:COL diagnostics, and
 //! the nodes a fleet resolves to.
 
+pub mod applied;
+pub mod form;
 pub mod kind;
 mod resolve;
 pub mod spec;
 
 use crate::node::kube::KubeNode;
 use crate::yaml::{self, YamlError};
+use form::printable;
 pub use kind::BackendKind;
 pub use resolve::resolve;
 pub use spec::{valid_subdomain, FleetSpec, Host, Placement, ProxyJump};
@@ -363,6 +366,9 @@ pub struct Fleet {
     pub spec: FleetSpec,
     /// Warnings found while validating (ignored dstack fields and the like).
     pub warnings: Vec<Diagnostic>,
+    /// What `fleet apply` records of the file, and later commands run from
+    /// ([`form::applied_form`]).
+    pub applied: String,
 }
 
 impl Fleet {
@@ -429,6 +435,7 @@ pub fn parse(file: &Path, text: &str) -> Result<Fleet, Vec<Diagnostic>> {
             file: file.to_path_buf(),
             name,
             backend,
+            applied: form::applied_form(text, &spec),
             spec,
             warnings: v.out,
         }),
@@ -483,16 +490,6 @@ pub fn valid_user(u: &str) -> bool {
     matches!(c.next(), Some(f) if f.is_ascii_alphabetic() || f == '_')
         && u.len() <= 32
         && c.all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
-}
-
-/// `s` for a message: control characters shown as escapes, at most 80 characters.
-fn printable(s: &str) -> String {
-    let shown: String = s.chars().flat_map(char::escape_debug).take(80).collect();
-    if s.chars().count() > 80 {
-        format!("{shown}...")
-    } else {
-        shown
-    }
 }
 
 /// A Compute resource name (RFC 1035) of at most `max` characters.

@@ -270,15 +270,21 @@ pub async fn follow_to_end(
 
 pub use super::cause::{failure_cause, CauseFinder};
 
-/// The fleet file of a fleet: its state record's `file`, else `fleet_arg` when that is a
-/// fleet file. `None` when there is none or it does not load.
+/// The spec of a fleet: what its state record says was applied
+/// ([`crate::fleet::applied`]), else (not applied) `fleet_arg` when that is a fleet file.
+/// `None` when there is none or it does not load.
 pub fn fleet_spec(state_dir: &Path, fleet_arg: &str, fleet: &str) -> Option<crate::fleet::FleetSpec> {
-    let file = Store::new(state_dir)
+    match Store::new(state_dir)
         .load()
         .ok()
-        .and_then(|(s, _)| s.fleet(fleet).ok().and_then(|f| f.file.clone()))
-        .or_else(|| Path::new(fleet_arg).is_file().then(|| fleet_arg.into()))?;
-    crate::fleet::load(&file).ok().map(|f| f.spec)
+        .and_then(|(s, _)| s.fleet(fleet).ok().cloned())
+    {
+        Some(record) => crate::fleet::applied::applied_spec(&record),
+        None => Path::new(fleet_arg)
+            .is_file()
+            .then(|| crate::fleet::load(Path::new(fleet_arg)).ok().map(|f| f.spec))
+            .flatten(),
+    }
 }
 
 #[cfg(test)]

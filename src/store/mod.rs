@@ -85,6 +85,10 @@ pub struct FleetRecord {
     pub resources: Vec<ResourceRecord>,
     /// Unix seconds.
     pub created_at: u64,
+    /// The fleet file as it was applied ([`crate::fleet::applied`]): what commands run
+    /// from until the next apply. `None` in records of older versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub applied: Option<String>,
 }
 
 /// A cloud resource of a fleet. Written with state `creating` before its create call is
@@ -577,6 +581,7 @@ mod tests {
             nodes: vec![],
             resources: vec![],
             created_at: 1,
+            applied: None,
         }
     }
 

@@ -296,8 +296,12 @@ pub enum Command {
     RunJob(String),
     /// Plan the apply of a fleet file (answered by `fleets::Msg::Planned`).
     PlanFleet(String),
-    /// Apply a fleet file, streaming its progress (`fleets::Msg::Log`, `fleets::Msg::Done`).
-    ApplyFleet(String),
+    /// Apply a fleet file, streaming its progress (`fleets::Msg::Log`, `fleets::Msg::Done`),
+    /// if it is still what the plan showed (`reviewed`).
+    ApplyFleet {
+        file: String,
+        reviewed: String,
+    },
     /// Delete a recorded fleet, streaming its progress.
     DeleteFleet(String),
     /// Read a fleet file into the editor.

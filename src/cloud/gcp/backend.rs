@@ -62,6 +62,7 @@ impl Recorder for StoreRecorder {
                             nodes: vec![],
                             resources: vec![],
                             created_at: store::now_unix(),
+                            applied: None,
                         });
                         s.fleets.last_mut().expect("just pushed")
                     }

@@ -258,6 +258,7 @@ impl Gcp {
             nodes: vec![],
             resources: rec.list()?,
             created_at: 0,
+            applied: None,
         };
         let order = plan::ordered(fleet, &cands, Some(&recorded))?;
         let mut subnets = BTreeMap::new();

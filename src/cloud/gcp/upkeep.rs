@@ -674,6 +674,7 @@ impl Inventory for GcpInventory {
             nodes: vec![],
             resources: vec![],
             created_at: 0,
+            applied: None,
         })
     }
 

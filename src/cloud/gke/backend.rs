@@ -62,12 +62,13 @@ impl Target {
         out
     }
 
-    /// For a recorded fleet: from its nodes, else its fleet file.
+    /// For a recorded fleet: what was applied ([`crate::fleet::applied`]), never the
+    /// fleet file as it is now (an edit since apply must not change the debug pods'
+    /// image, the namespace or the kubeconfig unreviewed); for a record of an older
+    /// flightdeck, its nodes' cluster, namespace and debug image.
     pub fn of_record(record: &FleetRecord) -> Result<Target, String> {
-        if let Some(file) = &record.file {
-            if let Ok(f) = crate::fleet::load(file) {
-                return Target::of(&f);
-            }
+        if let Some(f) = crate::fleet::applied::applied(record)? {
+            return Target::of(&f);
         }
         let k = record
             .nodes
@@ -75,7 +76,7 @@ impl Target {
             .find_map(|n| n.kube().cloned())
             .ok_or_else(|| {
                 format!(
-                    "fleet `{}`: its fleet file is gone and it has no nodes to name its cluster",
+                    "fleet `{}` was applied by an older flightdeck and has no nodes to name its cluster; `flightdeck fleet apply` it again",
                     record.name
                 )
             })?;
@@ -329,7 +330,18 @@ impl Backend for GkeBackend {
         };
         Ok(Plan {
             changes: vec![Change {
-                action: if recorded.is_some() { "keep" } else { "create" },
+                action: match recorded {
+                    None => "create",
+                    // The file differs from what was applied (listed in the notes).
+                    Some(r)
+                        if r.applied
+                            .as_deref()
+                            .is_none_or(|a| !crate::fleet::form::changes(a, &fleet.applied).is_empty()) =>
+                    {
+                        "update"
+                    }
+                    Some(_) => "keep",
+                },
                 kind: "gke-fleet",
                 name: t.cluster.describe(),
                 place: format!("namespace {}", t.namespace),

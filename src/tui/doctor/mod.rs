@@ -171,6 +171,7 @@ mod tests {
             nodes: vec![],
             resources: vec![],
             created_at: 0,
+            applied: None,
         }];
         s.fleet_selected = Some("lab".into());
         s

@@ -53,8 +53,15 @@ impl FleetOps {
 /// What a confirmation is about.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Op {
-    Apply { file: String },
-    Delete { name: String },
+    /// `reviewed`: the fleet as the plan showed it ([`crate::fleet::Fleet::applied`]);
+    /// apply refuses a file that changed since.
+    Apply {
+        file: String,
+        reviewed: String,
+    },
+    Delete {
+        name: String,
+    },
 }
 
 /// The confirmation overlay: the plan of an apply or delete, answered y or n.
@@ -113,6 +120,7 @@ mod tests {
             nodes: vec![],
             resources: vec![inst, pol],
             created_at: 0,
+            applied: None,
         }
     }
 
@@ -152,6 +160,7 @@ mod tests {
         let confirm = Confirm {
             op: Op::Apply {
                 file: "/work/fleets/mega.yaml".into(),
+                reviewed: "name: mega\n".into(),
             },
             plan,
         };
@@ -178,7 +187,10 @@ mod tests {
         update(&mut s, Msg::Fleets(FleetsMsg::Planned(Ok(Box::new(confirm)))));
         assert_eq!(
             key(&mut s, KeyCode::Char('y')),
-            vec![Command::ApplyFleet("/work/fleets/mega.yaml".into())]
+            vec![Command::ApplyFleet {
+                file: "/work/fleets/mega.yaml".into(),
+                reviewed: "name: mega\n".into()
+            }]
         );
         assert_eq!(
             s.fleet_ops.running.as_deref(),

@@ -33,10 +33,12 @@ pub fn plan(paths: &Paths, reach: &Reach, file: &str) -> Result<Confirm, String>
     let (state, _) = Store::new(&paths.state_dir).load().map_err(|e| e.to_string())?;
     let recorded = state.fleet(&fleet.name).ok();
     cloud::lifecycle::check_backend(&fleet, recorded)?;
-    let plan = backend(fleet.backend, paths, reach, &cloud::Cancel::default())?.plan(&fleet, recorded)?;
+    let backend = backend(fleet.backend, paths, reach, &cloud::Cancel::default())?;
+    let plan = cloud::lifecycle::plan(backend.as_ref(), &fleet, recorded)?;
     Ok(Confirm {
         op: Op::Apply {
             file: file.to_string(),
+            reviewed: fleet.applied.clone(),
         },
         plan,
     })
@@ -60,11 +62,13 @@ fn forwarder(tx: &mpsc::Sender<ServiceEvent>) -> mpsc::UnboundedSender<String> {
     ltx
 }
 
-/// Apply `file`; returns the fleet's name and how it went.
+/// Apply `file` if it still says what the plan showed (`reviewed`, its
+/// [`crate::fleet::Fleet::applied`] then); returns the fleet's name and how it went.
 pub async fn apply(
     paths: Paths,
     reach: Reach,
     file: String,
+    reviewed: &str,
     lines: mpsc::UnboundedSender<String>,
     cancel: cloud::Cancel,
 ) -> (String, Result<String, String>) {
@@ -72,6 +76,17 @@ pub async fn apply(
         Ok(f) => f,
         Err(e) => return (file, Err(e)),
     };
+    let changed = crate::fleet::form::changes(reviewed, &fleet.applied);
+    if !changed.is_empty() {
+        let what: Vec<String> = changed.iter().map(|c| c.to_string()).collect();
+        return (
+            fleet.name,
+            Err(format!(
+                "{file} changed since its plan was shown ({}): nothing applied; plan it again",
+                what.join("; ")
+            )),
+        );
+    }
     let name = fleet.name.clone();
     let result = async {
         let backend = backend(fleet.backend, &paths, &reach, &cancel)?;
@@ -129,11 +144,12 @@ pub fn spawn_apply(
     paths: Paths,
     reach: Reach,
     file: String,
+    reviewed: String,
     cancel: cloud::Cancel,
 ) {
     let lines = forwarder(&tx);
     tokio::spawn(async move {
-        let (name, result) = apply(paths, reach, file, lines, cancel).await;
+        let (name, result) = apply(paths, reach, file, &reviewed, lines, cancel).await;
         // The log's last lines are in the forwarder's queue: let them go first.
         tokio::task::yield_now().await;
         let _ = tx
@@ -188,6 +204,54 @@ pub fn spawn_save(tx: mpsc::Sender<ServiceEvent>, path: String, text: String, or
 #[cfg(test)]
 mod tests {
     use super::save;
+
+    /// What the operator confirmed is what is applied: a file changed between the plan
+    /// and `y` is refused, and nothing is recorded.
+    #[tokio::test]
+    async fn apply_refuses_a_file_changed_since_its_plan() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = crate::paths::Paths {
+            config_dir: dir.path().to_path_buf(),
+            state_dir: dir.path().join("state"),
+        };
+        let f = dir.path().join("l.yaml");
+        std::fs::write(&f, "type: fleet\nname: l\nbackends: [local]\n").unwrap();
+        let reach = crate::reach::Reach::without_ssh();
+        let file = f.display().to_string();
+        let confirm = super::plan(&paths, &reach, &file).unwrap();
+        let super::Op::Apply { reviewed, .. } = confirm.op else {
+            panic!("{:?}", confirm.op)
+        };
+        std::fs::write(&f, "type: fleet\nname: l\nbackends: [local]\nnodes: 1\n").unwrap();
+        let (lines, _rx) = tokio::sync::mpsc::unbounded_channel();
+        let (name, r) = super::apply(
+            paths.clone(),
+            reach.clone(),
+            file.clone(),
+            &reviewed,
+            lines,
+            Default::default(),
+        )
+        .await;
+        assert_eq!(name, "l");
+        let e = r.unwrap_err();
+        assert!(
+            e.contains("changed since its plan was shown (nodes: (not set) → 1)"),
+            "{e}"
+        );
+        let (state, _) = crate::store::Store::new(&paths.state_dir).load().unwrap();
+        assert!(state.fleets.is_empty(), "nothing applied: {:?}", state.fleets);
+        // Planned again, it applies, and records what the plan showed.
+        let confirm = super::plan(&paths, &reach, &file).unwrap();
+        let super::Op::Apply { reviewed, .. } = confirm.op else {
+            unreachable!()
+        };
+        let (lines, _rx) = tokio::sync::mpsc::unbounded_channel();
+        let (_, r) = super::apply(paths.clone(), reach, file, &reviewed, lines, Default::default()).await;
+        r.unwrap();
+        let (state, _) = crate::store::Store::new(&paths.state_dir).load().unwrap();
+        assert_eq!(state.fleets[0].applied.as_deref(), Some(reviewed.as_str()));
+    }
 
     #[test]
     fn save_writes_over_the_file_only_if_unchanged_on_disk() {

@@ -263,7 +263,7 @@ pub fn answer(state: &mut State, action: Action) -> Vec<Command> {
     ops.outcome = None;
     state.view = View::Fleets;
     let (what, command) = match c.op {
-        Op::Apply { file } => (format!("apply {file}"), Command::ApplyFleet(file)),
+        Op::Apply { file, reviewed } => (format!("apply {file}"), Command::ApplyFleet { file, reviewed }),
         Op::Delete { name } => (format!("delete {name}"), Command::DeleteFleet(name)),
     };
     ops.push(format!("{what}: started"));

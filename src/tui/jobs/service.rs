@@ -279,11 +279,7 @@ pub async fn run(tx: mpsc::Sender<ServiceEvent>, dir: PathBuf, reach: Reach, fil
             backend: fleet.backend,
             nodes: fleet.nodes.clone(),
             reach,
-            spec: fleet
-                .file
-                .as_ref()
-                .and_then(|f| crate::fleet::load(f).ok())
-                .map(|f| f.spec),
+            spec: crate::fleet::applied::applied_spec(fleet),
             preflight: true,
             // The cockpit has no way to say yes to each: such files need the CLI.
             files_outside: false,

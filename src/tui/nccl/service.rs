@@ -23,11 +23,7 @@ pub fn choices(dir: &Path) -> Result<Vec<FleetChoice>, String> {
         .fleets
         .iter()
         .map(|f| {
-            let spec = f
-                .file
-                .as_ref()
-                .and_then(|p| crate::fleet::load(p).ok())
-                .map(|l| l.spec);
+            let spec = crate::fleet::applied::applied_spec(f);
             let (machine_type, auto, from) = profile::machine_and_profile(spec.as_ref(), None);
             FleetChoice {
                 name: f.name.clone(),

@@ -56,6 +56,7 @@ mod tests {
             nodes,
             resources: vec![],
             created_at: 0,
+            applied: None,
         };
         update(
             &mut s,

@@ -473,6 +473,7 @@ mod flow_tests {
             nodes: (0..n).map(node).collect(),
             resources: vec![],
             created_at: 0,
+            applied: None,
         }
     }
 

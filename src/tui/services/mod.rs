@@ -356,13 +356,14 @@ impl Services {
                 self.reach.clone(),
                 file,
             ),
-            Command::ApplyFleet(file) => {
+            Command::ApplyFleet { file, reviewed } => {
                 self.fleet_cancel = crate::cloud::Cancel::default();
                 super::fleets::service::spawn_apply(
                     self.tx.clone(),
                     self.paths.clone(),
                     self.reach.clone(),
                     file,
+                    reviewed,
                     self.fleet_cancel.clone(),
                 )
             }

@@ -136,7 +136,7 @@ pub fn fleet_confirm(
     let price = |p: Option<f64>| p.map_or_else(|| "$?/h".to_string(), |v| format!("${v:.2}/h"));
     use crate::tui::fleets::Op;
     let (title, question) = match &c.op {
-        Op::Apply { file } => (format!("Apply {}", c.plan.fleet), format!("from {file}")),
+        Op::Apply { file, .. } => (format!("Apply {}", c.plan.fleet), format!("from {file}")),
         Op::Delete { name } => (format!("Delete {name}"), "everything below goes".to_string()),
     };
     let w = area.width.saturating_sub(2).clamp(area.width.min(20), 130);

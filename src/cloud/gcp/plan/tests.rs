@@ -272,6 +272,7 @@ fn plan_diffs_against_the_record_and_stays_in_the_recorded_zone() {
             .map(|r| r.record("created"))
             .collect(),
         created_at: 0,
+        applied: None,
     };
     rec.resources.push(ResourceRecord {
         zone: Some("us-east4-c".into()),
@@ -421,6 +422,7 @@ fn a_compact_cluster_does_not_grow_past_its_policy() {
             .map(|r| r.record("created"))
             .collect(),
         created_at: 0,
+        applied: None,
     };
     let bigger = fleet(&MEGA.replace("nodes: 2", "nodes: 3"));
     let e = check_placement(&bigger, Some(&rec)).unwrap_err();
