@@ -47,6 +47,11 @@ pub struct GkeConfig {
     /// (`$KUBECONFIG`, `~/.kube/config`) runs its plugins as kubectl does.
     #[serde(default)]
     pub allow_exec_plugins: Vec<String>,
+    /// Files outside its own folder that a kubeconfig a fleet file names may read and
+    /// send to its server (`tokenFile`; `client-certificate`, `client-key`,
+    /// `certificate-authority`), as absolute paths.
+    #[serde(default)]
+    pub allow_kubeconfig_files: Vec<String>,
 }
 
 /// How many colours the terminal shows (the cockpit's theme maps its colours down to it).
@@ -229,6 +234,9 @@ pub fn default_text(bindings: &str) -> String {
          # cannot allow its own). Your own kubeconfig's run as kubectl runs them.\n\
          # gke:\n\
          #   allow_exec_plugins: [gke-gcloud-auth-plugin]\n\
+         #   # files outside its folder such a kubeconfig may read and send (tokenFile,\n\
+         #   # client certificate and key, CA), as absolute paths\n\
+         #   allow_kubeconfig_files: []\n\
          \n\
          # The GCP backend (dstack's gcp backend fields, plus SSH settings for new VMs).\n\
          # gcp:\n\

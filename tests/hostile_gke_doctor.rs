@@ -208,6 +208,69 @@ fn d1_g1_a_repositorys_kubeconfig_runs_its_plugin_only_when_the_fleet_file_allow
     assert!(marker.exists(), "allowed, the plugin gives the token");
 }
 
+/// Hostile review 3, H2: a repository's kubeconfig whose user has `tokenFile:` naming
+/// one of the operator's files (a Hugging Face token, no newline) would send it to the
+/// repository's server as the bearer token. Refused at validate, plan and apply, before
+/// any request, unless the operator's own config lists the file.
+#[test]
+fn h2_a_repositorys_kubeconfig_sends_no_file_of_the_operators() {
+    let t = tempfile::tempdir().unwrap();
+    let d = KubeDouble::start(Options {
+        nodes: pool_nodes(),
+        ..Options::default()
+    });
+    let home = t.path().join("op");
+    let repo = t.path().join("repo");
+    std::fs::create_dir_all(home.join(".cache/huggingface")).unwrap();
+    std::fs::create_dir_all(&repo).unwrap();
+    let secret = home.join(".cache/huggingface/token");
+    write(&secret, "hf_OPERATOR_SECRET_TOKEN_123", 0o600);
+    let secret = secret.canonicalize().unwrap();
+    write(
+        &repo.join("kubeconfig"),
+        &kubeconfig(&d, &format!("    tokenFile: {}\n", secret.display())),
+        0o600,
+    );
+    write(&repo.join("gke-fleet.yaml"), G1_FLEET, 0o644);
+    for (cmd, code) in [
+        (&["fleet", "validate", "gke-fleet.yaml"][..], 2),
+        (&["fleet", "plan", "gke-fleet.yaml"], 1),
+        (&["fleet", "apply", "--yes", "gke-fleet.yaml"], 1),
+    ] {
+        let out = fd_in(&home, &repo, cmd, &[]);
+        let err = text(&out.stderr);
+        assert_eq!(
+            out.status.code(),
+            Some(code),
+            "{cmd:?}: {}{err}",
+            text(&out.stdout)
+        );
+        assert!(
+            err.contains(&format!("its tokenFile is {}, outside the kubeconfig's folder; kube-rs reads it and sends it to the server as your bearer token", secret.display())),
+            "{cmd:?}: {err}"
+        );
+    }
+    assert!(d.requests().is_empty(), "{:?}", d.requests());
+    // The operator lists the file: plan says what is read, and apply uses it.
+    let config = home.join(".config/flightdeck/config.yaml");
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    write(
+        &config,
+        &format!("gke:\n  allow_kubeconfig_files: [{}]\n", secret.display()),
+        0o600,
+    );
+    let out = fd_in(&home, &repo, &["fleet", "plan", "gke-fleet.yaml"], &[]);
+    let o = text(&out.stdout);
+    assert!(out.status.success(), "{o}{}", text(&out.stderr));
+    assert!(
+        o.contains(&format!(
+            "reads tokenFile {} (outside its folder: allowed by your config's gke.allow_kubeconfig_files)",
+            secret.display()
+        )),
+        "{o}"
+    );
+}
+
 #[test]
 fn d1_g2_a_kubeconfig_planted_in_the_current_folder_is_never_read() {
     let t = tempfile::tempdir().unwrap();
@@ -250,13 +313,19 @@ fn d1_g2_a_kubeconfig_planted_in_the_current_folder_is_never_read() {
         "{v:#}"
     );
 
-    // A state an older flightdeck wrote (the path as written, relative) is refused, not
-    // read from the current folder.
+    // A state an older flightdeck wrote (the path as written, relative, and no record
+    // of the applied file) is refused, not read from the current folder.
     let state = find(&home, "state.json").expect("state.json");
-    let s = std::fs::read_to_string(&state).unwrap();
+    let mut s: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&state).unwrap()).unwrap();
+    s["fleets"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("applied")
+        .expect("applied recorded");
     std::fs::write(
         &state,
-        s.replace(&format!("\"{}\"", kc.display()), "\"kubeconfig\""),
+        s.to_string()
+            .replace(&format!("\"{}\"", kc.display()), "\"kubeconfig\""),
     )
     .unwrap();
     std::fs::remove_file(repo.join("gke-fleet.yaml")).unwrap();

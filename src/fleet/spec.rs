@@ -7,7 +7,7 @@
 //! (`nodes: 2..4`, `resources.gpu: "H100:80GB:8"`, sizes like `100GB..`) are parsed while
 //! deserializing, so their errors point at the value too.
 
-pub use crate::node::kube::PluginOptIn;
+pub use crate::node::kube::KubeOptIn;
 use serde::de::{self, Deserializer};
 use serde::Deserialize;
 use std::collections::BTreeMap;

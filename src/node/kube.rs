@@ -19,23 +19,35 @@ pub struct ClusterRef {
     pub cluster: Option<String>,
 }
 
-/// The credential plugins the operator lets a kubeconfig that a fleet file names run:
-/// whole command lines (command and arguments, as [`crate::cloud::gke::cluster::Plugin::
-/// command_line`] writes them), from the operator's own config (`gke.allow_exec_plugins`),
-/// never from a fleet file, which cannot vouch for the kubeconfig it names.
+/// What the operator lets a kubeconfig that a fleet file names do, from the operator's
+/// own config, never from a fleet file, which cannot vouch for the kubeconfig it names:
+/// the credential plugins it may run, whole command lines (command and arguments, as
+/// [`crate::cloud::gke::cluster::Plugin::command_line`] writes them;
+/// `gke.allow_exec_plugins`), and the files outside its folder it may read and send
+/// (`tokenFile`, client certificate and key, CA; `gke.allow_kubeconfig_files`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
-pub struct PluginOptIn {
+pub struct KubeOptIn {
     pub lines: Vec<String>,
+    /// Absolute paths, links resolved.
+    pub files: Vec<String>,
 }
 
-impl PluginOptIn {
+impl KubeOptIn {
     pub fn is_no(&self) -> bool {
-        self.lines.is_empty()
+        self.lines.is_empty() && self.files.is_empty()
     }
 
     /// Whether the whole command line `line` is allowed.
     pub fn allows(&self, line: &str) -> bool {
         self.lines.iter().any(|l| l == line)
+    }
+
+    /// Whether the file at `path` (absolute, links resolved) may be read.
+    pub fn allows_file(&self, path: &std::path::Path) -> bool {
+        self.files.iter().any(|f| {
+            let f = std::path::Path::new(f);
+            f == path || std::fs::canonicalize(f).is_ok_and(|f| f == path)
+        })
     }
 }
 

@@ -16,7 +16,7 @@
 //!   hour it lives).
 
 use crate::cloud::gcp::auth::Auth;
-use crate::node::kube::{ClusterRef, PluginOptIn};
+use crate::node::kube::{ClusterRef, KubeOptIn};
 use kube::config::{AuthInfo, KubeConfigOptions, Kubeconfig};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -225,13 +225,14 @@ pub struct Plugin {
 
 /// The plugins the operator allows a kubeconfig that a fleet file names to run: their
 /// config's `gke.allow_exec_plugins`, read at each use; none when it cannot be read.
-pub fn operator_opt_in() -> PluginOptIn {
+pub fn operator_opt_in() -> KubeOptIn {
     crate::paths::Paths::from_env()
         .ok()
         .and_then(|p| crate::config::Config::load(&p).ok())
         .and_then(|c| c.gke)
-        .map(|g| PluginOptIn {
+        .map(|g| KubeOptIn {
             lines: g.allow_exec_plugins,
+            files: g.allow_kubeconfig_files,
         })
         .unwrap_or_default()
 }
@@ -337,7 +338,71 @@ pub struct KubeconfigFile {
     pub context: String,
     pub user: Option<String>,
     pub plugins: Vec<Plugin>,
+    /// The files its context makes kube-rs read.
+    pub files: Vec<CredFile>,
     config: Kubeconfig,
+}
+
+/// A file a kubeconfig's context makes kube-rs read and use with the server: its user's
+/// `tokenFile` (sent as the bearer token), client certificate and key, its cluster's CA.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CredFile {
+    /// `tokenFile`, `client-certificate`, `client-key`, `certificate-authority`.
+    pub field: &'static str,
+    /// As kube-rs reads it (made absolute from the kubeconfig's folder), links resolved
+    /// where it exists.
+    pub path: PathBuf,
+    /// Whether it is in the kubeconfig's folder (or below), links resolved.
+    pub inside: bool,
+}
+
+impl CredFile {
+    fn of(
+        kubeconfig: &Path,
+        auth: Option<&AuthInfo>,
+        cluster: Option<&kube::config::Cluster>,
+    ) -> Vec<CredFile> {
+        let folder = kubeconfig.parent().unwrap_or(Path::new("/"));
+        let folder = std::fs::canonicalize(folder).unwrap_or_else(|_| folder.to_path_buf());
+        let mut named: Vec<(&'static str, &String)> = vec![];
+        if let Some(a) = auth {
+            named.extend(a.token_file.as_ref().map(|p| ("tokenFile", p)));
+            named.extend(a.client_certificate.as_ref().map(|p| ("client-certificate", p)));
+            named.extend(a.client_key.as_ref().map(|p| ("client-key", p)));
+        }
+        named.extend(
+            cluster
+                .and_then(|c| c.certificate_authority.as_ref())
+                .map(|p| ("certificate-authority", p)),
+        );
+        named
+            .into_iter()
+            .map(|(field, p)| {
+                let written = Path::new(p);
+                let written = if written.is_absolute() {
+                    written.to_path_buf()
+                } else {
+                    folder.join(written)
+                };
+                let path = std::fs::canonicalize(&written).unwrap_or(written);
+                CredFile {
+                    field,
+                    inside: path.starts_with(&folder),
+                    path,
+                }
+            })
+            .collect()
+    }
+
+    /// What reading it does, for messages.
+    fn what(&self) -> &'static str {
+        match self.field {
+            "tokenFile" => "reads it and sends it to the server as your bearer token",
+            "client-key" => "reads it and signs with it as you to the server",
+            "client-certificate" => "reads it and sends it to the server",
+            _ => "reads it and trusts the server it names",
+        }
+    }
 }
 
 impl KubeconfigFile {
@@ -359,9 +424,23 @@ impl KubeconfigFile {
     /// Whether its plugins may run: always from the operator's own kubeconfig (as kubectl
     /// runs them), else only a whole command line the operator's config allows
     /// ([`operator_opt_in`]). The refusal names the plugin and the line to allow.
-    pub fn permit(&self, opt: &PluginOptIn) -> Result<(), String> {
+    pub fn permit(&self, opt: &KubeOptIn) -> Result<(), String> {
         if self.own {
             return Ok(());
+        }
+        if let Some(f) = self.files.iter().find(|f| !f.inside && !opt.allows_file(&f.path)) {
+            let path = printable(&f.path.display().to_string());
+            return Err(format!(
+                "kubeconfig {} ({}), context `{}`{}: its {} is {path}, outside the kubeconfig's folder; kube-rs {}. A kubeconfig that a fleet file names reads no file outside its own folder unless you list it in your own config ({}): `gke: {{allow_kubeconfig_files: [{}]}}`; a fleet file cannot allow it",
+                printable(&self.path.display().to_string()),
+                self.whose(),
+                printable(&self.context),
+                self.user_shown(),
+                f.field,
+                f.what(),
+                config_file_shown(),
+                yaml_word(&path),
+            ));
         }
         let Some(p) = self.plugins.iter().find(|p| !opt.allows(&p.command_line())) else {
             return Ok(());
@@ -381,8 +460,8 @@ impl KubeconfigFile {
 
     /// One line for `fleet plan` and `fleet validate`: the file, whose it is, the context
     /// and user, and each plugin with whether it runs.
-    pub fn summary(&self, opt: &PluginOptIn) -> String {
-        let creds = if self.plugins.is_empty() {
+    pub fn summary(&self, opt: &KubeOptIn) -> String {
+        let mut creds = if self.plugins.is_empty() {
             "no credential plugin (nothing is run)".to_string()
         } else {
             self.plugins
@@ -400,6 +479,22 @@ impl KubeconfigFile {
                 .collect::<Vec<_>>()
                 .join("; ")
         };
+        for f in &self.files {
+            let verdict = if self.own {
+                "yours"
+            } else if f.inside {
+                "in the kubeconfig's folder"
+            } else if opt.allows_file(&f.path) {
+                "outside its folder: allowed by your config's gke.allow_kubeconfig_files"
+            } else {
+                "refused: outside its folder, and your config's gke.allow_kubeconfig_files does not list it"
+            };
+            creds.push_str(&format!(
+                "; reads {} {} ({verdict})",
+                f.field,
+                printable(&f.path.display().to_string())
+            ));
+        }
         format!(
             "kubeconfig {} ({}), context `{}`{}: {creds}",
             printable(&self.path.display().to_string()),
@@ -662,6 +757,11 @@ fn select_context(
         .and_then(|a| a.auth_info.as_ref())
         .map(Plugin::of)
         .unwrap_or_default();
+    let files = CredFile::of(
+        &real,
+        auth.as_ref().and_then(|a| a.auth_info.as_ref()),
+        cluster.as_ref().and_then(|c| c.cluster.as_ref()),
+    );
     let config = Kubeconfig {
         clusters: cluster.into_iter().collect(),
         auth_infos: auth.into_iter().collect(),
@@ -675,6 +775,7 @@ fn select_context(
         context: context.to_string(),
         user,
         plugins,
+        files,
         config,
     })
 }
@@ -871,7 +972,7 @@ mod tests {
                 args: vec!["-c".into(), "id > /tmp/x; echo ok".into()],
             }]
         );
-        let e = k.permit(&PluginOptIn::default()).unwrap_err();
+        let e = k.permit(&KubeOptIn::default()).unwrap_err();
         assert!(
             e.contains("context `team`, user `u`: its exec credential plugin would run `sh -c 'id > /tmp/x; echo ok'` on this machine as you"),
             "{e}"
@@ -882,8 +983,9 @@ mod tests {
             "{e}"
         );
         // The whole command line, not the command alone (hostile review 3, H1).
-        let line = |l: &str| PluginOptIn {
+        let line = |l: &str| KubeOptIn {
             lines: vec![l.to_string()],
+            files: vec![],
         };
         k.permit(&line("sh -c 'id > /tmp/x; echo ok'")).unwrap();
         assert!(k.permit(&line("sh")).is_err());
@@ -892,7 +994,7 @@ mod tests {
         assert!(k
             .summary(&line("sh -c 'id > /tmp/x; echo ok'"))
             .ends_with("(runs on this machine as you: allowed by your config's gke.allow_exec_plugins)"));
-        let summary = k.summary(&PluginOptIn::default());
+        let summary = k.summary(&KubeOptIn::default());
         assert!(
             summary.ends_with(
                 "exec plugin `sh -c 'id > /tmp/x; echo ok'` (refused: your config's gke.allow_exec_plugins does not list it)"
@@ -901,8 +1003,8 @@ mod tests {
         );
         // The operator's own kubeconfig runs its plugin, as kubectl does.
         let own = load_kubeconfig(&p, true, "team").unwrap();
-        own.permit(&PluginOptIn::default()).unwrap();
-        assert!(own.summary(&PluginOptIn::default()).contains("(yours)"));
+        own.permit(&KubeOptIn::default()).unwrap();
+        assert!(own.summary(&KubeOptIn::default()).contains("(yours)"));
         // An auth-provider's command is a plugin too; another user's plugin is not handed on.
         let p = write_kc(
             dir.path(),
@@ -923,6 +1025,82 @@ mod tests {
             e.message.ends_with("no context `nope` (it has `team`, `other`)"),
             "{e}"
         );
+    }
+
+    /// Hostile review 3, H2: a kubeconfig a fleet file names reads no file outside its
+    /// folder (a token file it would send as the bearer token, a client key, a CA)
+    /// unless the operator's own config lists it; a link out of the folder is outside.
+    #[test]
+    fn a_kubeconfig_the_fleet_file_names_reads_no_file_outside_its_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let secrets = tempfile::tempdir().unwrap();
+        let token = secrets.path().join("token");
+        std::fs::write(&token, "hf_OPERATOR_SECRET").unwrap();
+        let token = std::fs::canonicalize(&token).unwrap();
+        let user = |file: &str| format!("- name: u\n  user:\n    tokenFile: {file}\n");
+        let p = write_kc(dir.path(), &user(&token.display().to_string()));
+        let k = load_kubeconfig(&p, false, "team").unwrap();
+        assert_eq!(k.files.len(), 1);
+        let e = k.permit(&KubeOptIn::default()).unwrap_err();
+        assert!(
+            e.contains(&format!("its tokenFile is {}, outside the kubeconfig's folder; kube-rs reads it and sends it to the server as your bearer token", token.display())),
+            "{e}"
+        );
+        assert!(e.contains("`gke: {allow_kubeconfig_files: ["), "{e}");
+        let summary = k.summary(&KubeOptIn::default());
+        assert!(
+            summary.contains("no credential plugin (nothing is run); reads tokenFile"),
+            "{summary}"
+        );
+        assert!(summary.ends_with("(refused: outside its folder, and your config's gke.allow_kubeconfig_files does not list it)"), "{summary}");
+        let allowed = KubeOptIn {
+            lines: vec![],
+            files: vec![token.display().to_string()],
+        };
+        k.permit(&allowed).unwrap();
+        assert!(k
+            .summary(&allowed)
+            .ends_with("(outside its folder: allowed by your config's gke.allow_kubeconfig_files)"));
+        // The operator's own kubeconfig reads what it names, as kubectl does.
+        load_kubeconfig(&p, true, "team")
+            .unwrap()
+            .permit(&KubeOptIn::default())
+            .unwrap();
+        // A link in the folder to a file outside is outside.
+        std::os::unix::fs::symlink(&token, dir.path().join("token-link")).unwrap();
+        let p = write_kc(dir.path(), &user("token-link"));
+        let k = load_kubeconfig(&p, false, "team").unwrap();
+        assert!(k.permit(&KubeOptIn::default()).is_err());
+        // A file of its own folder is its own: a client certificate and key beside it.
+        std::fs::write(dir.path().join("cert.pem"), "x").unwrap();
+        let p = write_kc(
+            dir.path(),
+            "- name: u\n  user:\n    client-certificate: cert.pem\n    client-key: ./cert.pem\n",
+        );
+        let k = load_kubeconfig(&p, false, "team").unwrap();
+        assert_eq!(
+            k.files.iter().map(|f| (f.field, f.inside)).collect::<Vec<_>>(),
+            [("client-certificate", true), ("client-key", true)]
+        );
+        k.permit(&KubeOptIn::default()).unwrap();
+        // A CA outside its folder is refused too.
+        let p = dir.path().join("kubeconfig");
+        std::fs::write(
+            &p,
+            KC.replace(
+                "    server: http://127.0.0.1:9\n",
+                &format!(
+                    "    server: http://127.0.0.1:9\n    certificate-authority: {}\n",
+                    token.display()
+                ),
+            ),
+        )
+        .unwrap();
+        let k = load_kubeconfig(&p, false, "team").unwrap();
+        assert!(k
+            .permit(&KubeOptIn::default())
+            .unwrap_err()
+            .contains("its certificate-authority is"));
     }
 
     #[test]

@@ -23,7 +23,7 @@ pub mod nccl;
 pub mod selector;
 pub mod view;
 
-pub use crate::node::kube::{ClusterRef, KubeNode, PluginOptIn};
+pub use crate::node::kube::{ClusterRef, KubeNode, KubeOptIn};
 pub use backend::GkeBackend;
 pub use cluster::Clients;
 
