@@ -4,8 +4,10 @@
 //! * Atomic: a write goes to `state.json.tmp`, is synced, and renamed over `state.json`;
 //!   the previous good file is kept as `state.json.bak`.
 //! * Locked: every read-modify-write holds an exclusive `flock` on `state.lock`, so two
-//!   flightdeck processes (the cockpit and a CLI command) never interleave writes. The
-//!   holder's pid is written in the lock file for the message when waiting times out.
+//!   flightdeck processes (the cockpit and a CLI command) never interleave writes; a read
+//!   holds a shared one, so reads never wait for each other (500 concurrent `exec`s).
+//!   A waiter retries for [`LOCK_WAIT`]; when it gives up, the holders' pids are read
+//!   from the kernel's lock table (`/proc/locks`).
 //! * Versioned: `schema` is checked; a file from a newer flightdeck is refused untouched.
 //! * Recoverable: a truncated or corrupt `state.json` is moved aside to
 //!   `state.json.corrupt-<unix time>` (never overwritten) and the `.bak` copy is used,
@@ -23,8 +25,10 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 pub const SCHEMA_VERSION: u32 = 1;
 
-/// How long a writer waits for another flightdeck's lock.
-pub const LOCK_WAIT: Duration = Duration::from_secs(5);
+/// How long a reader or writer waits for another flightdeck's lock. Holds are short (a
+/// read, or a read-modify-write of one file), so a long wait means a machine so loaded
+/// that failing would only make a script retry.
+pub const LOCK_WAIT: Duration = Duration::from_secs(60);
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct State {
@@ -284,7 +288,7 @@ impl JobRecord {
 pub enum StoreError {
     #[error("state: {path}: {source}")]
     Io { path: PathBuf, source: std::io::Error },
-    #[error("state: another flightdeck (pid {holder}) holds {path}; waited {waited:?}")]
+    #[error("state: another flightdeck ({holder}) holds {path}; waited {waited:?}")]
     Locked {
         path: PathBuf,
         holder: String,
@@ -343,9 +347,46 @@ pub fn now_unix() -> u64 {
         .unwrap_or(0)
 }
 
-/// An exclusive lock on `state.lock`, released on drop (the file is closed).
+/// A lock on `state.lock`, released on drop (the file is closed).
 struct Lock {
     _file: File,
+}
+
+/// A shared lock (reads) or an exclusive one (read-modify-write, recovery).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Access {
+    Read,
+    Write,
+}
+
+/// Who holds the lock on the file of inode `ino`, from the kernel's table of locks
+/// (`/proc/locks`: `1: FLOCK  ADVISORY  WRITE 4242 fd:01:1234 0 EOF`): `pid 4242`,
+/// `pids 1, 2 (reading)`, or `a process this one cannot see` when none is listed (in
+/// another pid namespace, or released meanwhile).
+fn holders(ino: u64) -> String {
+    let table = fs::read_to_string("/proc/locks").unwrap_or_default();
+    let mut pids: Vec<(String, bool)> = table
+        .lines()
+        .filter_map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            // A waiter's line is marked `->` and shifts the fields by one.
+            (w.len() >= 6 && w[1] == "FLOCK" && w[5].rsplit(':').next() == Some(&ino.to_string()))
+                .then(|| (w[4].to_string(), w[3] == "WRITE"))
+        })
+        .collect();
+    pids.dedup();
+    match pids.as_slice() {
+        [] => "a process this one cannot see".into(),
+        [(p, true)] => format!("pid {p}, writing"),
+        [(p, false)] => format!("pid {p}, reading"),
+        many => format!(
+            "pids {}",
+            many.iter()
+                .map(|(p, w)| format!("{p} ({})", if *w { "writing" } else { "reading" }))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
 }
 
 impl Store {
@@ -363,39 +404,68 @@ impl Store {
         self.dir.join("state.json.bak")
     }
 
-    fn lock(&self) -> Result<Lock, StoreError> {
+    fn lock(&self, access: Access) -> Result<Lock, StoreError> {
+        self.lock_within(access, LOCK_WAIT)
+    }
+
+    fn lock_within(&self, access: Access, wait: Duration) -> Result<Lock, StoreError> {
         crate::paths::private_dir(&self.dir).map_err(io(&self.dir))?;
         let path = self.dir.join("state.lock");
-        let mut f = crate::paths::private_file(false).open(&path).map_err(io(&path))?;
+        let f = crate::paths::private_file(false).open(&path).map_err(io(&path))?;
+        let op = match access {
+            Access::Read => libc::LOCK_SH,
+            Access::Write => libc::LOCK_EX,
+        };
         let start = Instant::now();
+        // Retries back off from 2 ms to 50 ms, spread by the pid so that many waiters
+        // do not retry in step.
+        let mut pause = Duration::from_millis(2 + u64::from(std::process::id() % 5));
         loop {
             // SAFETY: flock on a file descriptor we own; no memory is shared.
-            let r = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+            let r = unsafe { libc::flock(f.as_raw_fd(), op | libc::LOCK_NB) };
             if r == 0 {
-                break;
+                return Ok(Lock { _file: f });
             }
             let err = std::io::Error::last_os_error();
             if err.raw_os_error() != Some(libc::EWOULDBLOCK) {
                 return Err(StoreError::Io { path, source: err });
             }
-            if start.elapsed() >= LOCK_WAIT {
-                let holder = fs::read_to_string(&path).unwrap_or_default().trim().to_string();
+            if start.elapsed() >= wait {
+                use std::os::unix::fs::MetadataExt;
+                let holder = f.metadata().map(|m| holders(m.ino())).unwrap_or_default();
                 return Err(StoreError::Locked {
                     path,
                     holder,
                     waited: start.elapsed(),
                 });
             }
-            std::thread::sleep(Duration::from_millis(20));
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(Duration::from_millis(50));
         }
-        f.set_len(0).map_err(io(&path))?;
-        write!(f, "{}", std::process::id()).map_err(io(&path))?;
-        Ok(Lock { _file: f })
     }
 
-    /// Read the state (under the lock).
+    /// Read the state, under a shared lock: readers do not wait for each other. A state
+    /// that needs recovering (moving a corrupt file aside) is read again under the
+    /// exclusive lock, so one process recovers it.
     pub fn load(&self) -> Result<(State, Option<Recovery>), StoreError> {
-        let _lock = self.lock()?;
+        {
+            let _lock = self.lock(Access::Read)?;
+            match read_state(&self.path())? {
+                Read::Good(s) => return Ok((s, None)),
+                // Nothing recorded yet (no backup either): the empty state.
+                Read::Missing if matches!(read_state(&self.backup())?, Read::Missing) => {
+                    return Ok((
+                        State {
+                            schema: SCHEMA_VERSION,
+                            ..State::default()
+                        },
+                        None,
+                    ))
+                }
+                _ => {}
+            }
+        }
+        let _lock = self.lock(Access::Write)?;
         self.read_unlocked()
     }
 
@@ -447,7 +517,7 @@ impl Store {
 
     /// Read, change and write the state under one lock. Returns what `f` returned.
     pub fn update<T>(&self, f: impl FnOnce(&mut State) -> T) -> Result<(T, Option<Recovery>), StoreError> {
-        let _lock = self.lock()?;
+        let _lock = self.lock(Access::Write)?;
         let (mut state, recovery) = self.read_unlocked()?;
         let out = f(&mut state);
         state.schema = SCHEMA_VERSION;
@@ -744,7 +814,7 @@ mod tests {
     fn a_second_process_waits_for_the_lock() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::new(dir.path());
-        let held = store.lock().unwrap();
+        let held = store.lock(Access::Write).unwrap();
         // flock locks belong to the open file description: a second open conflicts
         // as a second process would.
         let other = Store::new(dir.path());
@@ -754,5 +824,66 @@ mod tests {
         drop(held);
         t.join().unwrap().unwrap();
         assert_eq!(store.load().unwrap().0.fleets[0].name, "late");
+    }
+
+    /// Hostile review 3, M4: reads share the lock (500 concurrent `exec`s read the state
+    /// at once), a writer still excludes them, and a waiter that gives up names the
+    /// holder's pid from the kernel's lock table.
+    #[test]
+    fn readers_share_the_lock_and_a_waiter_names_the_holder() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path());
+        store.update(|s| s.fleets.push(fleet("a"))).unwrap();
+        let reading = store.lock(Access::Read).unwrap();
+        let other = Store::new(dir.path());
+        other.lock_within(Access::Read, Duration::ZERO).unwrap();
+        assert_eq!(other.load().unwrap().0.fleets[0].name, "a");
+        let e = other
+            .lock_within(Access::Write, Duration::ZERO)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.contains(&format!("(pid {}, reading) holds", std::process::id())),
+            "{e}"
+        );
+        drop(reading);
+        let writing = store.lock(Access::Write).unwrap();
+        let e = other
+            .lock_within(Access::Read, Duration::ZERO)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.contains(&format!("(pid {}, writing) holds", std::process::id())),
+            "{e}"
+        );
+        drop(writing);
+        other.lock_within(Access::Write, Duration::ZERO).unwrap();
+    }
+
+    /// Many processes at once, reading and writing: every write lands (none is lost to
+    /// an interleaving), every read sees a whole state.
+    #[test]
+    fn concurrent_readers_and_writers_lose_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let threads: Vec<_> = (0..16)
+            .map(|t| {
+                let store = Store::new(dir.path());
+                std::thread::spawn(move || {
+                    for i in 0..10 {
+                        store
+                            .update(|s| s.fleets.push(fleet(&format!("f{t}-{i}"))))
+                            .unwrap();
+                        let n = store.load().unwrap().0.fleets.len();
+                        assert!(n > i);
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(Store::new(dir.path()).load().unwrap().0.fleets.len(), 160);
     }
 }
