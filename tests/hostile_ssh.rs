@@ -920,6 +920,7 @@ fn ours(cfg: &Path, host: &str) -> Vec<(String, String)> {
         host,
         user: None,
         local_user: &r.local_user,
+        home: &home,
     });
     let files = |f: &[PathBuf]| {
         if f.is_empty() {
@@ -1122,4 +1123,187 @@ fn l1_an_unset_variable_in_a_known_hosts_path_is_refused_as_ssh_refuses_it() {
     let (so, err) = per_node(&v).remove(0);
     assert!(!so.contains("RAN"), "{}", text(&out.stdout));
     assert!(err.contains("env var ${FD_UNSET_VAR_L1} has no value"), "{err}");
+}
+
+/// The jump hosts real ssh goes through for `host` (`-l user` when given), outermost
+/// first as (host as given, -l user, -p port): each `Executing proxy command: exec ssh
+/// [-l U] [-p P] … -W '[h]:p' HOST` line of `ssh -vvv`, whose children print theirs.
+/// The names do not resolve, so ssh stops at the innermost hop at once.
+fn ssh_jumps(cfg: &Path, host: &str, user: Option<&str>) -> Vec<(String, Option<String>, Option<String>)> {
+    let mut c = Command::new("ssh");
+    c.args([
+        "-F",
+        cfg.to_str().unwrap(),
+        "-vvv",
+        "-o",
+        "BatchMode=yes",
+        "-o",
+        "ConnectTimeout=2",
+    ]);
+    if let Some(u) = user {
+        c.args(["-l", u]);
+    }
+    let out = c.args([host, "true"]).stdin(Stdio::null()).output().unwrap();
+    text(&out.stderr)
+        .lines()
+        .filter_map(|l| {
+            l.split_once("Executing proxy command: exec ssh ")
+                .map(|(_, c)| c.to_string())
+        })
+        .map(|c| {
+            let w: Vec<&str> = c.split_whitespace().collect();
+            let flag = |f: &str| w.iter().position(|x| *x == f).map(|i| w[i + 1].to_string());
+            (w.last().unwrap().to_string(), flag("-l"), flag("-p"))
+        })
+        .collect()
+}
+
+/// flightdeck's jump hosts for `host`, outermost first, as [`ssh_jumps`] has them.
+fn our_jumps(cfg: &Path, host: &str, user: Option<&str>) -> (Vec<(String, String, u16)>, Option<String>) {
+    use flightdeck::ssh::config::SshConfig;
+    use flightdeck::ssh::pool::Resolver;
+    let home = PathBuf::from("/nonexistent-home");
+    let r = Resolver::with_config(SshConfig::load_files(&home, Some(cfg), None), &home);
+    let route = r.route(&flightdeck::fleet::SshAddress {
+        host: host.into(),
+        port: None,
+        user: user.map(str::to_string),
+        identity_file: None,
+        proxy_jump: None,
+    });
+    let mut hops: Vec<(String, String, u16)> = route
+        .jumps
+        .iter()
+        .map(|t| (t.host.clone(), t.user.clone(), t.port))
+        .collect();
+    hops.reverse();
+    (hops, route.target.config_refusal.clone())
+}
+
+/// Hostile review 3, M3: a jump host's own ProxyJump is followed (recursively, as the
+/// `-W` child ssh reads its config), only the first hop of a list has its own, and `%`
+/// tokens in ProxyJump are the connection's. Compared with what real ssh runs.
+#[test]
+fn m3_jump_hosts_are_the_ones_ssh_goes_through() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("config");
+    write(
+        &cfg,
+        "Host node-*\n  ProxyJump hop2\nHost hop2\n  ProxyJump hop1\nHost hop1\n  User jumper\nHost app-*\n  User deploy\n  ProxyJump %r@jump-%n:2222\nHost list-*\n  ProxyJump a1,b1\nHost a1\n  ProxyJump a0\nHost b1\n  ProxyJump nowhere\nHost loop-*\n  ProxyJump la\nHost la\n  ProxyJump lb\nHost lb\n  ProxyJump la\n",
+    );
+    for (host, user) in [
+        ("node-1", None),
+        ("app-1", None),
+        ("app-2", Some("ops")),
+        ("list-1", None),
+    ] {
+        let real = ssh_jumps(&cfg, host, user);
+        assert!(!real.is_empty(), "{host}: ssh printed no proxy command");
+        let (ours, refusal) = our_jumps(&cfg, host, user);
+        assert_eq!(refusal, None, "{host}");
+        let ours_as_ssh: Vec<(String, Option<String>, Option<String>)> =
+            ours.iter().map(|(h, _, _)| (h.clone(), None, None)).collect();
+        let real_hosts: Vec<(String, Option<String>, Option<String>)> =
+            real.iter().map(|(h, _, _)| (h.clone(), None, None)).collect();
+        assert_eq!(ours_as_ssh, real_hosts, "{host}: the hops, outermost first");
+        // Where ssh passes -l or -p to a hop, flightdeck connects with them.
+        for ((h, u, p), (_, ru, rp)) in ours.iter().zip(&real) {
+            if let Some(ru) = ru {
+                assert_eq!(u, ru, "{host} via {h}: user");
+            }
+            if let Some(rp) = rp {
+                assert_eq!(&p.to_string(), rp, "{host} via {h}: port");
+            }
+        }
+    }
+    // The review's two cases, as flightdeck routes them.
+    assert_eq!(
+        our_jumps(&cfg, "node-1", None).0,
+        [
+            ("hop2".to_string(), whoami(), 22),
+            ("hop1".into(), "jumper".into(), 22)
+        ]
+    );
+    assert_eq!(
+        our_jumps(&cfg, "app-1", None).0,
+        [("jump-app-1".to_string(), "deploy".to_string(), 2222)]
+    );
+    // A loop is refused, not followed forever (ssh would spawn itself without end).
+    let (hops, refusal) = our_jumps(&cfg, "loop-1", None);
+    assert!(hops.is_empty());
+    assert!(refusal.unwrap().contains("more than 8 jump hosts deep"));
+}
+
+fn whoami() -> String {
+    flightdeck::ssh::config::local_user_name()
+}
+
+/// Hostile review 3, M2: `Match exec` blocks are evaluated as ssh evaluates them (the
+/// command's `%` tokens expanded, run by the shell, exit 0 matches; not run when an
+/// earlier criterion of the line failed), so flightdeck is never laxer than ssh; a
+/// criterion it cannot evaluate refuses the hosts its block could apply to, saying why.
+#[test]
+fn m2_match_exec_is_evaluated_as_ssh_evaluates_it() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().display().to_string();
+    let cfg = d.path().join("config");
+    let configs: Vec<(String, Vec<&str>)> = vec![
+        // The review's block: exec holds, so StrictHostKeyChecking yes comes first.
+        (
+            "Match originalhost mx-* exec \"test -d /tmp\"\n  StrictHostKeyChecking yes\nHost mx-*\n  HostName 127.0.0.1\n  Port 2298\n  User root\n  StrictHostKeyChecking accept-new\n".into(),
+            vec!["mx-1", "other"],
+        ),
+        // Negated, failing, and tokens: %h (HostName so far), %n, %p, %r.
+        (
+            format!("Host t-*\n  HostName real-%h\n  Port 2201\n  User tok\nMatch exec \"test %h = real-t-1 && test %n = t-1 && test %p = 2201 && test %r = tok\"\n  ConnectTimeout 7\nMatch !exec false\n  UserKnownHostsFile {p}/kh_neg\nMatch exec \"exit 3\"\n  StrictHostKeyChecking no\n"),
+            vec!["t-1", "t-2"],
+        ),
+    ];
+    for (text, hosts) in &configs {
+        write(&cfg, text);
+        for h in hosts {
+            assert_eq!(ours(&cfg, h), ssh_g(&cfg, h), "{h} under:\n{text}");
+        }
+    }
+    // Not run when an earlier criterion failed: ssh runs nothing, nor does flightdeck.
+    let marker = d.path().join("ran");
+    write(
+        &cfg,
+        &format!(
+            "Match host nomatch exec \"touch {}\"\n  Port 9\n",
+            marker.display()
+        ),
+    );
+    assert_eq!(ours(&cfg, "h"), ssh_g(&cfg, "h"));
+    assert!(!marker.exists(), "an exec after a failed criterion ran");
+    // The review's second case: `!exec "false"` puts ProxyJump jumpbox in force.
+    write(
+        &cfg,
+        "Match originalhost me-* !exec \"false\"\n  ProxyJump jumpbox\n",
+    );
+    let real = ssh_jumps(&cfg, "me-1", None);
+    assert_eq!(real.first().map(|r| r.0.as_str()), Some("jumpbox"), "{real:?}");
+    let (hops, refusal) = our_jumps(&cfg, "me-1", None);
+    assert_eq!((hops[0].0.as_str(), refusal), ("jumpbox", None));
+    // A command killed by a signal: ssh stops (fatal), flightdeck refuses the host.
+    write(&cfg, "Match exec \"kill -9 $$\"\n  Port 9\n");
+    let g = Command::new("ssh")
+        .args(["-F", cfg.to_str().unwrap(), "-G", "k"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!g.status.success(), "ssh -G: {}", text(&g.stdout));
+    let (_, refusal) = our_jumps(&cfg, "k", None);
+    assert!(refusal.unwrap().contains("exited abnormally (signal 9)"));
+    // A criterion flightdeck does not evaluate refuses the hosts its block could apply to
+    // (ssh 9.2 refuses the whole file: "Unsupported Match attribute"), not others.
+    write(
+        &cfg,
+        "Match originalhost ln-* localnetwork 10.0.0.0/8\n  StrictHostKeyChecking yes\n",
+    );
+    let (_, refusal) = our_jumps(&cfg, "ln-1", None);
+    assert!(
+        refusal.unwrap().contains("`Match localnetwork 10.0.0.0/8` is not evaluated by flightdeck, and its block could apply to this host"),
+    );
+    assert_eq!(our_jumps(&cfg, "other", None).1, None);
 }

@@ -72,8 +72,11 @@ enum Crit {
     OriginalHost(String),
     User(String),
     LocalUser(String),
-    /// Not evaluated (exec, localnetwork, ...): never matches.
-    Unsupported,
+    /// `exec CMD`: CMD (its `%` tokens expanded) run by the shell; exit 0 matches.
+    Exec(String),
+    /// Not evaluated (localnetwork, tagged, ...), as written: a host the block could
+    /// apply to is refused ([`HostSettings::refusal`]), never silently skipped.
+    Unsupported(String),
 }
 
 /// A jump host from `ProxyJump`: `[user@]host[:port]`.
@@ -118,8 +121,10 @@ pub struct HostSettings {
     pub port: Option<u16>,
     pub identity_files: Vec<PathBuf>,
     pub identities_only: bool,
-    /// The jump chain, first hop first; `Some(vec![])` for an explicit `ProxyJump none`.
-    pub proxy_jump: Option<Vec<Jump>>,
+    /// The jump chain as written (its `%` tokens unexpanded: they are the connection's,
+    /// [`expand_proxy_tokens`]), first hop first; `Some(vec![])` for an explicit
+    /// `ProxyJump none`.
+    pub proxy_jump: Option<Vec<String>>,
     pub server_alive_interval: Option<u64>,
     pub server_alive_count_max: Option<u64>,
     pub connect_timeout: Option<u64>,
@@ -132,6 +137,10 @@ pub struct HostSettings {
     pub global_known_hosts_files: Option<Vec<PathBuf>>,
     /// HostKeyAlias, lowercased: the name looked up in known_hosts instead of the host.
     pub host_key_alias: Option<String>,
+    /// Why ssh would not connect to this host with this config: a `Match exec` whose
+    /// command could not run or died (ssh's fatal), or a `Match` criterion flightdeck
+    /// does not evaluate on a block that could apply.
+    pub refusal: Option<String>,
 }
 
 /// StrictHostKeyChecking, as OpenSSH reads it.
@@ -189,8 +198,8 @@ pub struct IncludeBase {
     pub user: bool,
 }
 
-/// Who asks, for `Match user`/`localuser`.
-#[derive(Debug, Clone, Default)]
+/// Who asks, for `Match user`/`localuser`/`exec`.
+#[derive(Debug, Clone)]
 pub struct Query<'a> {
     /// The host as given (before HostName).
     pub host: &'a str,
@@ -198,6 +207,8 @@ pub struct Query<'a> {
     pub user: Option<&'a str>,
     /// The local login's name.
     pub local_user: &'a str,
+    /// The local login's home (`%d`).
+    pub home: &'a Path,
 }
 
 impl SshConfig {
@@ -316,7 +327,7 @@ impl SshConfig {
                                 }
                                 for u in unsupported {
                                     self.warnings.push(format!(
-                                        "{name} line {}: `Match {u}` is not evaluated: the block is skipped",
+                                        "{name} line {}: `Match {u}` is not evaluated: hosts its block could apply to are refused",
                                         n + 1
                                     ));
                                 }
@@ -365,10 +376,12 @@ impl SshConfig {
     /// The settings for `host` (the name as given, before HostName).
     pub fn resolve(&self, host: &str) -> HostSettings {
         let local = local_user_name();
+        let home = crate::paths::home_dir().unwrap_or_default();
         self.resolve_for(&Query {
             host,
             user: None,
             local_user: &local,
+            home: &home,
         })
     }
 
@@ -405,7 +418,10 @@ impl SshConfig {
                 let held = match memo[c] {
                     Some(v) => v,
                     None => {
-                        let v = self.eval(c, q, host, final_pass, out);
+                        let (v, refusal) = self.eval(c, q, host, final_pass, out);
+                        if out.refusal.is_none() {
+                            out.refusal = refusal;
+                        }
                         memo[c] = Some(v);
                         v
                     }
@@ -421,10 +437,18 @@ impl SshConfig {
         }
     }
 
-    fn eval(&self, c: usize, q: &Query, host: &str, final_pass: bool, so_far: &HostSettings) -> bool {
+    /// Whether condition `c` holds, and why the host is refused if evaluating it says so.
+    fn eval(
+        &self,
+        c: usize,
+        q: &Query,
+        host: &str,
+        final_pass: bool,
+        so_far: &HostSettings,
+    ) -> (bool, Option<String>) {
         match &self.conds[c] {
-            Cond::Never => false,
-            Cond::Host(patterns) => host_line_matches(host, patterns),
+            Cond::Never => (false, None),
+            Cond::Host(patterns) => (host_line_matches(host, patterns), None),
             Cond::Match(criteria) => {
                 // What `Match host` sees: HostName so far (its %h expanded), else the host.
                 let mhost = match &so_far.hostname {
@@ -438,6 +462,8 @@ impl SshConfig {
                     .or_else(|| so_far.user.clone())
                     .unwrap_or_else(|| q.local_user.to_string());
                 let mut result = true;
+                let mut undecided: Option<&str> = None;
+                let mut refusal = None;
                 for cr in criteria {
                     let r = match &cr.what {
                         Crit::All => true,
@@ -447,15 +473,134 @@ impl SshConfig {
                         Crit::OriginalHost(p) => pattern_list_matches(&q.host.to_ascii_lowercase(), p, true),
                         Crit::User(p) => pattern_list_matches(&ruser, p, false),
                         Crit::LocalUser(p) => pattern_list_matches(q.local_user, p, false),
-                        Crit::Unsupported => return false,
+                        // As ssh: not run when an earlier criterion already failed.
+                        Crit::Exec(_) if !result => continue,
+                        Crit::Exec(cmd) => {
+                            let port = so_far.port.unwrap_or(22);
+                            let tokens = Tokens {
+                                home: q.home,
+                                local_user: q.local_user,
+                                host: &mhost,
+                                original_host: q.host,
+                                remote_user: &ruser,
+                                port,
+                                key_alias: so_far.host_key_alias.as_deref().unwrap_or(&mhost),
+                            };
+                            match match_exec(&percent_expand(cmd, &tokens)) {
+                                Ok(status) => status == 0,
+                                Err(why) => {
+                                    refusal = Some(why);
+                                    false
+                                }
+                            }
+                        }
+                        Crit::Unsupported(what) => {
+                            undecided = undecided.or(Some(what));
+                            continue;
+                        }
                     };
                     if r == cr.negate {
                         result = false;
                     }
                 }
-                result
+                // A block flightdeck cannot decide, which could apply: refused, as
+                // connecting without it could be laxer than ssh.
+                if let (true, Some(what)) = (result, undecided) {
+                    return (false, Some(format!("ssh config: `Match {what}` is not evaluated by flightdeck, and its block could apply to this host; refused rather than connecting without it")));
+                }
+                (result && refusal.is_none(), refusal)
             }
         }
+    }
+}
+
+/// How long a `Match exec` command may run (ssh waits for ever; a cockpit must not).
+const MATCH_EXEC_LIMIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Recent `Match exec` results, by command: resolving a 1024-node fleet runs each
+/// distinct command once, not once per node and lookup; kept a few seconds, as the
+/// answer may change (a VPN up or down).
+static MATCH_EXEC_SEEN: std::sync::Mutex<Vec<ExecSeen>> = std::sync::Mutex::new(Vec::new());
+
+/// A `Match exec` command, when it ran, and its exit status or why it refused.
+type ExecSeen = (String, std::time::Instant, Result<i32, String>);
+
+/// Run a `Match exec` command as ssh does (`execute_in_shell`: `$SHELL -c CMD`, else
+/// `/bin/sh`; stdin and stdout /dev/null): its exit status, or why ssh would refuse
+/// (the shell not executable, the command killed by a signal; here also past
+/// [`MATCH_EXEC_LIMIT`]). Its stderr goes to the log, never the screen.
+fn match_exec(cmd: &str) -> Result<i32, String> {
+    const FRESH: std::time::Duration = std::time::Duration::from_secs(5);
+    if let Ok(seen) = MATCH_EXEC_SEEN.lock() {
+        if let Some((_, _, r)) = seen.iter().find(|(c, at, _)| c == cmd && at.elapsed() < FRESH) {
+            return r.clone();
+        }
+    }
+    let r = run_match_exec(cmd);
+    if let Ok(mut seen) = MATCH_EXEC_SEEN.lock() {
+        seen.retain(|(c, at, _)| c != cmd && at.elapsed() < FRESH);
+        seen.push((cmd.to_string(), std::time::Instant::now(), r.clone()));
+    }
+    r
+}
+
+fn run_match_exec(cmd: &str) -> Result<i32, String> {
+    use std::os::unix::process::ExitStatusExt;
+    let shell = std::env::var_os("SHELL")
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "/bin/sh".into());
+    let shown = || {
+        cmd.chars()
+            .flat_map(char::escape_debug)
+            .take(100)
+            .collect::<String>()
+    };
+    let mut child = std::process::Command::new(&shell)
+        .arg("-c")
+        .arg(cmd)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| {
+            format!(
+                "ssh config: `Match exec {}`: shell {} cannot run it ({e}); ssh stops here too",
+                shown(),
+                std::path::Path::new(&shell).display()
+            )
+        })?;
+    let start = std::time::Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(s)) => break s,
+            Ok(None) if start.elapsed() < MATCH_EXEC_LIMIT => {
+                std::thread::sleep(std::time::Duration::from_millis(5))
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "ssh config: `Match exec {}` did not finish in {} s; refused",
+                    shown(),
+                    MATCH_EXEC_LIMIT.as_secs()
+                ));
+            }
+        }
+    };
+    if let Some(mut e) = child.stderr.take() {
+        let mut text = String::new();
+        let _ = std::io::Read::read_to_string(&mut e, &mut text);
+        if !text.trim().is_empty() {
+            tracing::info!("ssh config: `Match exec {}` said: {}", shown(), text.trim());
+        }
+    }
+    match (status.code(), status.signal()) {
+        (Some(c), _) => Ok(c),
+        (None, s) => Err(format!(
+            "ssh config: `Match exec {}` exited abnormally (signal {}); ssh stops here too",
+            shown(),
+            s.unwrap_or(0)
+        )),
     }
 }
 
@@ -490,7 +635,7 @@ fn apply<'a>(out: &mut HostSettings, seen: &mut Vec<&'a str>, key: &'a str, args
             out.proxy_jump = Some(if first.eq_ignore_ascii_case("none") {
                 vec![]
             } else {
-                first.split(',').filter_map(Jump::parse).collect()
+                first.split(',').map(str::to_string).collect()
             })
         }
         "serveraliveinterval" => out.server_alive_interval = first.parse().ok(),
@@ -594,6 +739,33 @@ pub struct Tokens<'a> {
     pub key_alias: &'a str,
 }
 
+/// The tokens ssh expands in a ProxyJump (as in the ProxyCommand it becomes: ssh_config(5)
+/// TOKENS): `%h` the target's host after HostName, `%n` as given, `%p` its port, `%r`
+/// its user, `%%`. Others stay as written.
+pub fn expand_proxy_tokens(hop: &str, host: &str, original_host: &str, port: u16, user: &str) -> String {
+    let mut s = String::new();
+    let mut chars = hop.chars();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            s.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('h') => s.push_str(host),
+            Some('n') => s.push_str(original_host),
+            Some('p') => s.push_str(&port.to_string()),
+            Some('r') => s.push_str(user),
+            Some('%') => s.push('%'),
+            Some(o) => {
+                s.push('%');
+                s.push(o);
+            }
+            None => s.push('%'),
+        }
+    }
+    s
+}
+
 /// `%l`: this machine's name (`%L` is its first label).
 fn this_host() -> String {
     let mut buf = [0u8; 256];
@@ -607,6 +779,50 @@ fn this_host() -> String {
     String::from_utf8_lossy(&buf[..end]).into_owned()
 }
 
+/// `%X` of the tokens OpenSSH expands (`%C %d %h %i %k %L %l %n %p %r %u %%`), pushed
+/// onto `s`; another letter stays as written.
+fn push_token(s: &mut String, token: Option<char>, t: &Tokens) {
+    match token {
+        Some('d') => s.push_str(&t.home.display().to_string()),
+        Some('u') => s.push_str(t.local_user),
+        Some('h') => s.push_str(t.host),
+        Some('n') => s.push_str(t.original_host),
+        Some('r') => s.push_str(t.remote_user),
+        Some('p') => s.push_str(&t.port.to_string()),
+        Some('k') => s.push_str(t.key_alias),
+        // SAFETY: getuid has no preconditions.
+        Some('i') => s.push_str(&unsafe { libc::getuid() }.to_string()),
+        Some('l') => s.push_str(&this_host()),
+        Some('L') => s.push_str(this_host().split('.').next().unwrap_or("")),
+        Some('C') => {
+            use sha1::Digest;
+            let text = format!("{}{}{}{}", this_host(), t.host, t.port, t.remote_user);
+            let d = sha1::Sha1::digest(text.as_bytes());
+            s.extend(d.iter().map(|b| format!("{b:02x}")));
+        }
+        Some('%') => s.push('%'),
+        Some(other) => {
+            s.push('%');
+            s.push(other);
+        }
+        None => s.push('%'),
+    }
+}
+
+/// `p` with its `%` tokens expanded ([`push_token`]) and nothing else: a `Match exec`
+/// command, as ssh's `percent_expand` gives it to the shell.
+pub fn percent_expand(p: &str, t: &Tokens) -> String {
+    let mut s = String::new();
+    let mut chars = p.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '%' => push_token(&mut s, chars.next(), t),
+            c => s.push(c),
+        }
+    }
+    s
+}
+
 /// Expand `~`, `${VAR}` and the `%` tokens OpenSSH allows in IdentityFile and
 /// UserKnownHostsFile (`%C %d %h %i %k %L %l %n %p %r %u %%`).
 pub fn expand_tokens(p: &str, t: &Tokens) -> PathBuf {
@@ -614,31 +830,7 @@ pub fn expand_tokens(p: &str, t: &Tokens) -> PathBuf {
     let mut chars = p.chars().peekable();
     while let Some(c) = chars.next() {
         match c {
-            '%' => match chars.next() {
-                Some('d') => s.push_str(&t.home.display().to_string()),
-                Some('u') => s.push_str(t.local_user),
-                Some('h') => s.push_str(t.host),
-                Some('n') => s.push_str(t.original_host),
-                Some('r') => s.push_str(t.remote_user),
-                Some('p') => s.push_str(&t.port.to_string()),
-                Some('k') => s.push_str(t.key_alias),
-                // SAFETY: getuid has no preconditions.
-                Some('i') => s.push_str(&unsafe { libc::getuid() }.to_string()),
-                Some('l') => s.push_str(&this_host()),
-                Some('L') => s.push_str(this_host().split('.').next().unwrap_or("")),
-                Some('C') => {
-                    use sha1::Digest;
-                    let text = format!("{}{}{}{}", this_host(), t.host, t.port, t.remote_user);
-                    let d = sha1::Sha1::digest(text.as_bytes());
-                    s.extend(d.iter().map(|b| format!("{b:02x}")));
-                }
-                Some('%') => s.push('%'),
-                Some(other) => {
-                    s.push('%');
-                    s.push(other);
-                }
-                None => s.push('%'),
-            },
+            '%' => push_token(&mut s, chars.next(), t),
             '$' if chars.peek() == Some(&'{') => {
                 let rest: String = chars.clone().skip(1).collect();
                 match rest.find('}') {
@@ -807,9 +999,10 @@ fn parse_match(args: &[String]) -> Result<(Vec<Criterion>, Vec<String>), String>
                     "originalhost" => Crit::OriginalHost(arg),
                     "user" => Crit::User(arg),
                     "localuser" => Crit::LocalUser(arg),
+                    "exec" => Crit::Exec(arg),
                     _ => {
                         unsupported.push(format!("{name} {arg}"));
-                        Crit::Unsupported
+                        Crit::Unsupported(format!("{name} {arg}"))
                     }
                 }
             }
@@ -954,7 +1147,13 @@ Match exec true
                 PathBuf::from("~/.ssh/id_ed25519")
             ]
         );
-        let jumps = s.proxy_jump.clone().unwrap();
+        let jumps: Vec<Jump> = s
+            .proxy_jump
+            .clone()
+            .unwrap()
+            .iter()
+            .map(|j| Jump::parse(j).unwrap())
+            .collect();
         assert_eq!(
             jumps[0],
             Jump {
@@ -976,7 +1175,8 @@ Match exec true
         assert_eq!(s.user_known_hosts_files.len(), 2);
         assert_eq!(
             c.warnings,
-            vec!["config line 23: `Match exec true` is not evaluated: the block is skipped".to_string()]
+            Vec::<String>::new(),
+            "`Match exec` is evaluated, as ssh does"
         );
     }
 
@@ -1116,6 +1316,7 @@ Match exec true
             host: "alias",
             user,
             local_user: "root",
+            home: Path::new("/root"),
         };
         let s = c.resolve_for(&q(None));
         assert_eq!(s.strict(), Some(Strict::Yes));

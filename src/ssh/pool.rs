@@ -80,6 +80,7 @@ impl Resolver {
             host,
             user,
             local_user: &self.local_user,
+            home: &self.home,
         })
     }
 
@@ -189,15 +190,61 @@ impl Resolver {
             global_known_hosts,
             strict: s.strict(),
             host_key_alias: s.host_key_alias.clone(),
-            config_refusal: self.config.refusal.clone().or(unset).or(relative_global),
+            config_refusal: self
+                .config
+                .refusal
+                .clone()
+                .or(s.refusal.clone())
+                .or(unset)
+                .or(relative_global),
         }
     }
 
-    fn jump_chain(&self, jumps: &[Jump]) -> Vec<Target> {
-        jumps
-            .iter()
-            .map(|j| self.target(&j.host, j.port, j.user.as_deref(), None))
-            .collect()
+    /// The hops of a ProxyJump `hops` (as written) of the connection to `to` (given as
+    /// `original`), as ssh reaches them: its `%h %n %p %r` are `to`'s; the last hop is
+    /// reached through the hops before it (ssh's `-J` to its `-W` child), and the first
+    /// through its own ProxyJump, recursively (the child reads its config as ssh does).
+    /// `Err`: a hop that is not `[user@]host[:port]`, or a loop.
+    fn jump_chain(
+        &self,
+        hops: &[String],
+        to: &Target,
+        original: &str,
+        depth: usize,
+    ) -> Result<Vec<Target>, String> {
+        if depth > MAX_JUMP_DEPTH {
+            return Err(format!(
+                "ProxyJump: more than {MAX_JUMP_DEPTH} jump hosts deep: a jump host's own ProxyJump leads back to it (as `Host *` with ProxyJump does for the jump host itself), and ssh would start itself without end; give the jump host `ProxyJump none`"
+            ));
+        }
+        let Some((last, before)) = hops.split_last() else {
+            return Ok(vec![]);
+        };
+        let expanded = super::config::expand_proxy_tokens(last, &to.host, original, to.port, &to.user);
+        let j = Jump::parse(&expanded)
+            .ok_or_else(|| format!("ProxyJump {last}: `{expanded}` is not [user@]host[:port]"))?;
+        let hop = self.target(&j.host, j.port, j.user.as_deref(), None);
+        let mut chain = if before.is_empty() {
+            self.own_chain(&j.host, j.user.as_deref(), &hop, depth + 1)?
+        } else {
+            self.jump_chain(before, to, original, depth + 1)?
+        };
+        chain.push(hop);
+        Ok(chain)
+    }
+
+    /// How ssh reaches `host` itself: through its own ProxyJump, if it has one.
+    fn own_chain(
+        &self,
+        host: &str,
+        user: Option<&str>,
+        t: &Target,
+        depth: usize,
+    ) -> Result<Vec<Target>, String> {
+        match self.settings(host, user).proxy_jump {
+            Some(hops) => self.jump_chain(&hops, t, host, depth),
+            None => Ok(vec![]),
+        }
     }
 
     /// The route to a fleet's SSH host: the fleet's proxy_jump if it has one, else
@@ -217,19 +264,22 @@ impl Resolver {
                 identity_file,
             }) => {
                 // The jump host's own ssh_config ProxyJump (a chain) comes before it.
-                let mut chain = self
-                    .settings(host, user.as_deref())
-                    .proxy_jump
-                    .map(|j| self.jump_chain(&j))
-                    .unwrap_or_default();
-                chain.push(self.target(host, *port, user.as_deref(), identity_file.as_deref()));
-                chain
+                let hop = self.target(host, *port, user.as_deref(), identity_file.as_deref());
+                self.own_chain(host, user.as_deref(), &hop, 1).map(|mut chain| {
+                    chain.push(hop);
+                    chain
+                })
             }
-            None => self
-                .settings(&node.host, node.user.as_deref())
-                .proxy_jump
-                .map(|j| self.jump_chain(&j))
-                .unwrap_or_default(),
+            None => self.own_chain(&node.host, node.user.as_deref(), &target, 0),
+        };
+        let mut target = target;
+        let jumps = match jumps {
+            Ok(j) => j,
+            Err(why) => {
+                // Refused as ssh refuses it: nothing is connected.
+                target.config_refusal = target.config_refusal.or(Some(why));
+                vec![]
+            }
         };
         Route {
             jumps,
@@ -275,6 +325,9 @@ async fn check_chain(conn: &Connection, route: &Route, opts: &SshOptions) -> Res
 }
 
 /// How many times a connection is tried before its failure is reported.
+/// The most jump hosts a route may pass (a loop of ProxyJump lines stops here).
+const MAX_JUMP_DEPTH: usize = 8;
+
 pub const CONNECT_ATTEMPTS: u32 = 3;
 
 fn transient(e: &SshError) -> bool {
@@ -728,7 +781,7 @@ mod tests {
         use crate::ssh::config::Strict;
         let r = resolver(
             "Host 127.0.0.1 localhost\n  UserKnownHostsFile ~/.ssh/kh_cluster %d/kh_%h_%p\n  StrictHostKeyChecking yes\n\
-             Host bastion\n  HostName 10.0.0.1\n  GlobalKnownHostsFile /etc/team_kh\n  HostKeyAlias Gate\n\
+             Host bastion\n  HostName 10.0.0.1\n  GlobalKnownHostsFile /etc/team_kh\n  HostKeyAlias Gate\n  ProxyJump none\n\
              Host *\n  StrictHostKeyChecking accept-new\n  ProxyJump bastion\n",
         );
         let route = r.route(&node("localhost"));
