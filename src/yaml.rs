@@ -53,6 +53,10 @@ pub fn from_str<T: DeserializeOwned + Default>(file: &Path, text: &str) -> Resul
 /// and inside an entry that has an error, each of its entries alone, down a few levels. A
 /// syntax error stops there: what follows it cannot be read.
 pub fn from_str_all<T: DeserializeOwned + Default>(file: &Path, text: &str) -> Result<T, Vec<YamlError>> {
+    // A file nested too deep is refused by its first too-deep place alone: handing it to
+    // the YAML parser again (below) costs time that grows with the square of its depth
+    // (hostile review 3: 7.5 s at 60,000 levels).
+    check_depth(file, text).map_err(|e| vec![e])?;
     let first = match from_str::<T>(file, text) {
         Ok(v) => return Ok(v),
         Err(e) => e,
@@ -539,6 +543,22 @@ pub fn locate_item(text: &str, path: &[&str], index: usize) -> Option<(usize, us
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Hostile review 3: a file nested 60,000 deep is refused at its first too-deep
+    /// place, once: never handed to the YAML parser (whose cost grows with the square of
+    /// the depth; BENCHMARKS.md has the times).
+    #[test]
+    fn a_deep_file_is_refused_once_at_its_first_too_deep_place() {
+        let text = format!("type: fleet\nenv: {}{}\n", "[".repeat(60_000), "]".repeat(60_000));
+        let errs = from_str_all::<serde_yaml::Value>(Path::new("f.yaml"), &text).unwrap_err();
+        assert_eq!(errs.len(), 1, "{errs:?}");
+        assert_eq!((errs[0].line, errs[0].column), (Some(2), Some(6 + MAX_DEPTH)));
+        assert!(
+            errs[0].message.starts_with("nested deeper than"),
+            "{}",
+            errs[0].message
+        );
+    }
 
     #[test]
     fn huge_and_deep_documents_are_refused_quickly() {
