@@ -346,8 +346,7 @@ fn delete_forget_drops_the_record_only() {
 #[test]
 fn the_status_line_leaves_the_host_key_question_alone() {
     if !support::tmux::tmux_available() {
-        eprintln!("SKIPPED: tmux is not installed");
-        return;
+        support::cannot_run("tmux is not installed");
     }
     let Some(tb) = Testbed::new(1, 0) else { return };
     let dir = tempfile::tempdir().unwrap();

@@ -13,9 +13,15 @@ use std::time::Duration;
 use support::k8s_double::{KubeDouble, NodeSpec, Options, PoolSpec, Provisioning};
 use support::{flightdeck, text};
 
-/// kubectl v1.33 as google-cloud-cli ships it on this image (`/usr/bin/kubectl` is a
-/// version dispatcher; Debian's kubernetes-client is v1.20, whose exec speaks only SPDY).
-const KUBECTL: &str = "/usr/lib/google-cloud-sdk/bin/kubectl.1.33";
+/// A kubectl >= 1.30: `$FLIGHTDECK_TEST_KUBECTL` (scripts/test.sh finds one and sets it),
+/// else v1.33 as google-cloud-cli ships it on this image (`/usr/bin/kubectl` is a version
+/// dispatcher; Debian's kubernetes-client is v1.20, whose exec speaks only SPDY).
+fn kubectl_path() -> String {
+    std::env::var("FLIGHTDECK_TEST_KUBECTL")
+        .ok()
+        .filter(|k| !k.is_empty())
+        .unwrap_or_else(|| "/usr/lib/google-cloud-sdk/bin/kubectl.1.33".into())
+}
 
 fn nodes() -> Vec<NodeSpec> {
     let n = |name: &str, pool: &str, p: Provisioning, ip: &str| NodeSpec {
@@ -62,11 +68,13 @@ fn adc_env(d: &KubeDouble, dir: &Path) -> [(&'static str, String); 2] {
 }
 
 fn kubectl(d: &KubeDouble, home: &Path, args: &[&str], stdin: Option<&str>) -> std::process::Output {
-    assert!(
-        Path::new(KUBECTL).exists(),
-        "{KUBECTL} is missing: the double's conformance check needs kubectl >= 1.30 (websocket exec)"
-    );
-    let mut c = Command::new(KUBECTL);
+    let k = kubectl_path();
+    if !Path::new(&k).exists() {
+        support::cannot_run(&format!(
+            "{k} is missing: the double's conformance check needs kubectl >= 1.30 (websocket exec)"
+        ));
+    }
+    let mut c = Command::new(&k);
     c.env_clear()
         .env("HOME", home)
         .env("PATH", std::env::var("PATH").unwrap_or_default())

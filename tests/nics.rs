@@ -52,11 +52,7 @@ fn iperf3_found() -> bool {
         .map(|o| o.status.success())
         .unwrap_or(false);
     if !found {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "iperf3 and tc are needed under CI"
-        );
-        eprintln!("SKIPPED: iperf3 or tc not found");
+        support::cannot_run("iperf3 or tc not found");
     }
     found
 }

@@ -9,6 +9,13 @@ pub mod nccl_double;
 pub mod testbed;
 pub mod tmux;
 
+/// A test that cannot run on this machine fails, saying why and what it needs: it never
+/// passes without having run (as root, `./scripts/test.sh` installs what is missing).
+#[track_caller]
+pub fn cannot_run(why: &str) -> ! {
+    panic!("this test cannot run here: {why}. The suite runs as root with ./scripts/test.sh, which installs what it needs")
+}
+
 /// Run the flightdeck binary with a clean environment: only PATH, and HOME = `home`.
 pub fn flightdeck(home: &std::path::Path, args: &[&str]) -> std::process::Output {
     std::process::Command::new(env!("CARGO_BIN_EXE_flightdeck"))

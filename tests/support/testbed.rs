@@ -212,13 +212,9 @@ impl Testbed {
     fn new_with(n: usize, k: usize, homes: Homes, machines: bool) -> Option<Testbed> {
         match Self::build(n, k, homes, machines) {
             Ok(tb) => Some(tb),
-            Err(why) => {
-                if std::env::var_os("CI").is_some() {
-                    panic!("the SSH testbed could not be built under CI: {why}");
-                }
-                eprintln!("SKIPPED: the SSH testbed needs root, ip netns and sshd: {why}");
-                None
-            }
+            Err(why) => super::cannot_run(&format!(
+                "the SSH testbed (root, ip netns and sshd) could not be built: {why}"
+            )),
         }
     }
 
