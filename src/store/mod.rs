@@ -498,17 +498,31 @@ impl Store {
                 let aside = unique(aside);
                 fs::rename(&path, &aside).map_err(io(&path))?;
                 match read_state(&self.backup())? {
-                    Read::Good(s) => Ok((
-                        s,
-                        Some(Recovery {
-                            message: format!(
-                                "state: {} was corrupt ({reason}); moved it to {} and recovered from {}",
-                                path.display(),
-                                aside.display(),
-                                self.backup().display()
-                            ),
-                        }),
-                    )),
+                    Read::Good(s) => {
+                        let damaged =
+                            String::from_utf8_lossy(&fs::read(&aside).unwrap_or_default()).into_owned();
+                        let lost = lost_in_backup(&damaged, &s);
+                        let what = if lost.is_empty() {
+                            "it names no fleet the backup lacks".to_string()
+                        } else {
+                            format!(
+                                "the backup is one write behind and lacks {} the damaged file names ({}): what they made in a cloud is not in the state now; `flightdeck fleet gc` finds it",
+                                crate::words::plural(lost.len(), "fleet"),
+                                lost.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+                            )
+                        };
+                        Ok((
+                            s,
+                            Some(Recovery {
+                                message: format!(
+                                    "state: {} was corrupt ({reason}); moved it to {} and recovered from {}; {what}",
+                                    path.display(),
+                                    aside.display(),
+                                    self.backup().display()
+                                ),
+                            }),
+                        ))
+                    }
                     _ => Err(StoreError::CorruptNoBackup { path, aside, reason }),
                 }
             }
@@ -563,6 +577,20 @@ impl Store {
         }
         Ok(())
     }
+}
+
+/// The fleets a damaged state file (`damaged`, cut short or garbled, so not JSON) still
+/// names that `backup` lacks: what recovering from the backup loses. A fleet record is
+/// written `"name": "N", "backend": …`, as no other record is.
+fn lost_in_backup(damaged: &str, backup: &State) -> Vec<String> {
+    let re = regex::Regex::new(r#""name":\s*"((?:[^"\\]|\\.)*)",\s*"backend":"#).expect("a valid pattern");
+    let mut lost: Vec<String> = re
+        .captures_iter(damaged)
+        .map(|c| c[1].to_string())
+        .filter(|n| !backup.fleets.iter().any(|f| &f.name == n))
+        .collect();
+    lost.dedup();
+    lost
 }
 
 fn unique(path: PathBuf) -> PathBuf {
@@ -729,10 +757,38 @@ mod tests {
             .filter(|e| e.file_name().to_string_lossy().starts_with("state.json.corrupt-"))
             .collect();
         assert_eq!(aside.len(), 1);
+        assert!(
+            msg.contains("recovered from") && msg.ends_with("it names no fleet the backup lacks")
+                || msg.contains("lacks 1 fleet"),
+            "{msg}"
+        );
         assert_eq!(
             fs::read_to_string(aside[0].path()).unwrap(),
             &good[..good.len() / 2],
             "kept byte for byte"
+        );
+    }
+
+    /// Hostile review 3, L3: the backup is one write behind; recovering from it says
+    /// which fleets the damaged file names that it lacks, and where their cloud
+    /// resources are found.
+    #[test]
+    fn recovery_names_the_fleets_the_backup_lacks() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path());
+        store.update(|s| s.fleets.push(fleet("g1"))).unwrap();
+        store.update(|s| s.fleets.push(fleet("g4"))).unwrap();
+        let good = fs::read_to_string(store.path()).unwrap();
+        fs::write(store.path(), &good[..good.len() - 8]).unwrap();
+        let (s, rec) = store.load().unwrap();
+        assert_eq!(
+            s.fleets.iter().map(|f| f.name.as_str()).collect::<Vec<_>>(),
+            ["g1"]
+        );
+        let msg = rec.unwrap().message;
+        assert!(
+            msg.ends_with("the backup is one write behind and lacks 1 fleet the damaged file names (`g4`): what they made in a cloud is not in the state now; `flightdeck fleet gc` finds it"),
+            "{msg}"
         );
     }
 
