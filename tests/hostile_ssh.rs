@@ -280,10 +280,53 @@ fn k1_k2_k3_host_keys_are_checked_per_host_as_openssh_checks_them() {
         }
     }
     assert_eq!(read(&known), bastion_line, "K3: nothing recorded");
-    // The bastion, under `Host *`'s accept-new, is learned when unknown.
+    // The bastion, under `Host *`'s accept-new, is learned when unknown: one line, its
+    // key, under its name in clear or hashed as the system's HashKnownHosts says (L2),
+    // found by OpenSSH's own lookup.
     write(&known, "");
     let _ = exec_json(home, None, &["--no-mux"], &fleet, "echo RAN");
-    assert_eq!(read(&known), bastion_line, "K3: only the bastion was learned");
+    let learned = read(&known);
+    assert_eq!(
+        learned.lines().count(),
+        1,
+        "K3: only the bastion was learned:\n{learned}"
+    );
+    assert!(
+        learned.trim_end().ends_with(tb.bastion.host_key_pub.trim()),
+        "{learned}"
+    );
+    // ssh reads the user's config, then the system's: as one file, `ssh -G` says.
+    let both = home.join("both_configs");
+    write(
+        &both,
+        &format!(
+            "{}\n{}",
+            read(&cfg_of(home)),
+            std::fs::read_to_string("/etc/ssh/ssh_config").unwrap_or_default()
+        ),
+    );
+    let hashed = ssh_g(&both, &tb.bastion.addr.to_string())
+        .iter()
+        .any(|(k, v)| k == "hashknownhosts" && v == "yes");
+    assert_eq!(
+        learned.starts_with("|1|"),
+        hashed,
+        "HashKnownHosts {hashed}: {learned}"
+    );
+    let found = Command::new("ssh-keygen")
+        .args(["-F", &tb.bastion.addr.to_string(), "-f"])
+        .arg(&known)
+        .output()
+        .unwrap();
+    assert!(
+        found.status.success(),
+        "ssh-keygen -F finds the bastion: {learned}"
+    );
+}
+
+/// The operator's ssh config of `home`.
+fn cfg_of(home: &Path) -> PathBuf {
+    home.join(".ssh/config")
 }
 
 /// A held connection holder: `mux serve --persist 0` with `home` and `fd_home`, stopped
@@ -869,7 +912,8 @@ fn m14_a_socket_path_too_long_is_said_up_front() {
 // D2: ssh_config resolved as `ssh -G` resolves it.
 
 /// The host-key fields (and what decides them) as `ssh -G` prints them.
-const FIELDS: [&str; 8] = [
+const FIELDS: [&str; 9] = [
+    "hashknownhosts",
     "hostname",
     "user",
     "port",
@@ -929,6 +973,10 @@ fn ours(cfg: &Path, host: &str) -> Vec<(String, String)> {
         }
     };
     let mut v = vec![
+        (
+            "hashknownhosts".to_string(),
+            if t.hash_known_hosts { "yes" } else { "no" }.to_string(),
+        ),
         ("hostname".to_string(), t.host.clone()),
         ("user".into(), t.user.clone()),
         ("port".into(), t.port.to_string()),

@@ -47,6 +47,10 @@ pub struct Target {
     /// Why the ssh config may not be used (a file others may write): not connected.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config_refusal: Option<String>,
+    /// HashKnownHosts: a new key is recorded under a hashed name (`|1|salt|hash`), as
+    /// ssh records it, so known_hosts does not list the fleet's hosts in clear.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub hash_known_hosts: bool,
 }
 
 /// OpenSSH's GlobalKnownHostsFile default.
@@ -75,6 +79,7 @@ impl Target {
             strict: None,
             host_key_alias: None,
             config_refusal: None,
+            hash_known_hosts: false,
         }
     }
 
@@ -297,7 +302,7 @@ pub async fn check_host_key(t: &Target, opts: &SshOptions, key: &PublicKey) -> R
                 });
             }
             match user.first() {
-                Some(file) => match known_hosts::learn_name(file, &name, key) {
+                Some(file) => match known_hosts::learn_name(file, &name, key, t.hash_known_hosts) {
                     Err(e) => {
                         tracing::warn!("cannot record the host key of {label} in {}: {e}", file.display())
                     }

@@ -137,6 +137,8 @@ pub struct HostSettings {
     pub global_known_hosts_files: Option<Vec<PathBuf>>,
     /// HostKeyAlias, lowercased: the name looked up in known_hosts instead of the host.
     pub host_key_alias: Option<String>,
+    /// HashKnownHosts yes (Debian's /etc/ssh/ssh_config sets it).
+    pub hash_known_hosts: bool,
     /// Why ssh would not connect to this host with this config: a `Match exec` whose
     /// command could not run or died (ssh's fatal), or a `Match` criterion flightdeck
     /// does not evaluate on a block that could apply.
@@ -647,6 +649,7 @@ fn apply<'a>(out: &mut HostSettings, seen: &mut Vec<&'a str>, key: &'a str, args
             out.global_known_hosts_files = Some(args.iter().map(PathBuf::from).collect())
         }
         "hostkeyalias" => out.host_key_alias = Some(first.to_ascii_lowercase()),
+        "hashknownhosts" => out.hash_known_hosts = first.eq_ignore_ascii_case("yes"),
         _ => {}
     }
 }

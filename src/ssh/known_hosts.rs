@@ -182,11 +182,33 @@ pub fn parse_key(b64: &str) -> PublicKey {
 
 /// Append `host:port key` to `file` (created with its directory, mode 0600).
 pub fn learn(file: &Path, host: &str, port: u16, key: &PublicKey) -> std::io::Result<()> {
-    learn_name(file, &host_entry(host, port), key)
+    learn_name(file, &host_entry(host, port), key, false)
 }
 
-/// Append `name key` to `file` (created with its directory, mode 0600).
-pub fn learn_name(file: &Path, name: &str, key: &PublicKey) -> std::io::Result<()> {
+/// `name` as ssh hashes it under HashKnownHosts: `|1|` base64 of a random 20-byte salt,
+/// `|`, base64 of HMAC-SHA1 of the name keyed by the salt.
+pub fn hashed_name(name: &str) -> std::io::Result<String> {
+    let mut salt = [0u8; 20];
+    std::io::Read::read_exact(&mut std::fs::File::open("/dev/urandom")?, &mut salt)?;
+    let mut mac = <Hmac<Sha1> as KeyInit>::new_from_slice(&salt).map_err(std::io::Error::other)?;
+    mac.update(name.as_bytes());
+    Ok(format!(
+        "|1|{}|{}",
+        BASE64.encode(&salt),
+        BASE64.encode(&mac.finalize().into_bytes())
+    ))
+}
+
+/// Append `name key` to `file` (created with its directory, mode 0600); the name hashed
+/// ([`hashed_name`]) when `hash` (HashKnownHosts yes).
+pub fn learn_name(file: &Path, name: &str, key: &PublicKey, hash: bool) -> std::io::Result<()> {
+    let hashed;
+    let name = if hash {
+        hashed = hashed_name(name)?;
+        hashed.as_str()
+    } else {
+        name
+    };
     if let Some(dir) = file.parent() {
         std::fs::create_dir_all(dir)?;
     }
@@ -326,5 +348,36 @@ mod tests {
         assert!(std::fs::read_to_string(&p)
             .unwrap()
             .starts_with("[10.0.0.9]:2200 ssh-ed25519 AAAA"));
+    }
+
+    /// Hostile review 3, L2: under HashKnownHosts yes a new key is recorded under a hashed
+    /// name, as ssh records it: the host is not in the file in clear, flightdeck knows it
+    /// again, and so does OpenSSH's own lookup (`ssh-keygen -F`).
+    #[test]
+    fn a_key_learned_under_hash_known_hosts_is_hashed_as_ssh_hashes_it() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("known_hosts");
+        learn_name(&p, &host_entry("10.0.0.9", 2200), &key(ED_B), true).unwrap();
+        let text = std::fs::read_to_string(&p).unwrap();
+        assert!(text.starts_with("|1|") && !text.contains("10.0.0.9"), "{text}");
+        assert_eq!(
+            check(std::slice::from_ref(&p), "10.0.0.9", 2200, &key(ED_B)),
+            Verdict::Known
+        );
+        assert_eq!(
+            check(std::slice::from_ref(&p), "10.0.0.8", 2200, &key(ED_B)),
+            Verdict::Unknown
+        );
+        let found = std::process::Command::new("ssh-keygen")
+            .args(["-F", "[10.0.0.9]:2200", "-f"])
+            .arg(&p)
+            .output()
+            .expect("ssh-keygen (openssh-client) runs");
+        assert!(
+            found.status.success() && String::from_utf8_lossy(&found.stdout).contains("ssh-ed25519"),
+            "ssh-keygen -F: {}{}",
+            String::from_utf8_lossy(&found.stdout),
+            String::from_utf8_lossy(&found.stderr)
+        );
     }
 }

@@ -190,6 +190,7 @@ impl Resolver {
             global_known_hosts,
             strict: s.strict(),
             host_key_alias: s.host_key_alias.clone(),
+            hash_known_hosts: s.hash_known_hosts,
             config_refusal: self
                 .config
                 .refusal
