@@ -459,6 +459,52 @@ fn edit_distance(a: &str, b: &str) -> usize {
 /// block style fleet and config files use (`key:` lines, `- key:` list items); returns
 /// `None` for paths it cannot find, e.g. in flow style.
 pub fn locate(text: &str, path: &[&str]) -> Option<(usize, usize)> {
+    locate_block(text, path).or_else(|| locate_in_flow(text, path))
+}
+
+/// [`locate`] for a path whose end is inside a one-line flow mapping (`gke: {context: a,
+/// allow_exec_plugin: sh}`): the key in that line, else the nearest written parent.
+fn locate_in_flow(text: &str, path: &[&str]) -> Option<(usize, usize)> {
+    for i in (1..path.len()).rev() {
+        let Some((l, c)) = locate_block(text, &path[..i]) else {
+            continue;
+        };
+        let line = text.lines().nth(l - 1)?;
+        let mut from = c - 1 + line.get(c - 1..)?.find(':')? + 1;
+        let mut at = (l, c);
+        for key in &path[i..] {
+            match flow_key(line, from, key) {
+                Some(pos) => {
+                    at = (l, pos + 1);
+                    from = pos + key.len();
+                }
+                None => break,
+            }
+        }
+        return Some(at);
+    }
+    None
+}
+
+/// The byte offset in `line`, at or after `from`, of `key:` as a key of a flow mapping
+/// (after `{` or `,`).
+fn flow_key(line: &str, from: usize, key: &str) -> Option<usize> {
+    let hay = line.get(from..)?;
+    let mut search = 0;
+    while let Some(p) = hay[search..].find(key) {
+        let i = search + p;
+        let before = hay[..i].trim_end().chars().last();
+        let quoted = hay[..i].ends_with('"') || hay[..i].ends_with('\'');
+        let rest = hay[i + key.len()..].trim_start_matches(['"', '\'']);
+        if matches!(before, Some('{' | ',' | '"' | '\'')) && rest.trim_start().starts_with(':') {
+            return Some(from + i - usize::from(quoted));
+        }
+        search = i + key.len();
+    }
+    None
+}
+
+fn locate_block(text: &str, path: &[&str]) -> Option<(usize, usize)> {
     let mut stack: Vec<(usize, String)> = Vec::new();
     for (n, line) in text.lines().enumerate() {
         let trimmed = line.trim_start();
@@ -543,6 +589,19 @@ pub fn locate_item(text: &str, path: &[&str], index: usize) -> Option<(usize, us
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Hostile review 3, L5: an error inside a one-line flow mapping points at its key,
+    /// not at FILE:1:1.
+    #[test]
+    fn keys_of_a_flow_mapping_are_located() {
+        let text = "type: fleet\nname: g\ngke: {context: team, node_pools: [p], allow_exec_plugin: sh}\n";
+        assert_eq!(locate(text, &["gke", "allow_exec_plugin"]), Some((3, 39)));
+        assert_eq!(locate(text, &["gke", "context"]), Some((3, 7)));
+        // A key not written: the nearest parent that is.
+        assert_eq!(locate(text, &["gke", "namespace"]), Some((3, 1)));
+        assert_eq!(locate("a: {b: {c: 1}}\n", &["a", "b", "c"]), Some((1, 9)));
+        assert_eq!(locate("a: {\"b\": 1}\n", &["a", "b"]), Some((1, 5)));
+    }
 
     /// Hostile review 3: a file nested 60,000 deep is refused at its first too-deep
     /// place, once: never handed to the YAML parser (whose cost grows with the square of
