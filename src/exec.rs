@@ -18,6 +18,10 @@ pub const MAX_LINE: usize = 64 * 1024;
 /// The exit status reported for a node that could not be reached (as ssh does).
 pub const UNREACHABLE: i32 = 255;
 
+/// The error of a node that was reached and ran the command, whose connection (or the
+/// connection holder carrying it) went before the exit status came: not "unreachable".
+pub const CONNECTION_LOST: &str = "the connection closed before the command reported its exit status";
+
 /// The exit status reported for a command stopped at its time limit (as `timeout` does).
 pub const TIMED_OUT: i32 = 124;
 
@@ -310,10 +314,20 @@ async fn run_node(
     let ch = match reach.exec(node, &command).await {
         Ok(c) => c,
         Err(e) => {
+            // The holder went after the request: the command may have run; the node
+            // was reached, so its result is a lost connection, the holder's words after.
+            let lost = matches!(
+                e,
+                crate::reach::ReachError::Ssh(crate::ssh::client::SshError::HolderLost { .. })
+            );
             return NodeResult {
                 code: UNREACHABLE,
-                error: Some(e.to_string()),
-            }
+                error: Some(if lost {
+                    format!("{CONNECTION_LOST}: {e}")
+                } else {
+                    e.to_string()
+                }),
+            };
         }
     };
     let (mut so, mut se) = (LineSplitter::default(), LineSplitter::default());
@@ -375,7 +389,7 @@ async fn run_node(
         (Some(code), _) => NodeResult { code, error: None },
         (None, _) => NodeResult {
             code: UNREACHABLE,
-            error: Some("the connection closed before the command reported its exit status".into()),
+            error: Some(CONNECTION_LOST.into()),
         },
     }
 }

@@ -1351,3 +1351,36 @@ fn m2_match_exec_is_evaluated_as_ssh_evaluates_it() {
     );
     assert_eq!(our_jumps(&cfg, "other", None).1, None);
 }
+
+/// Hostile review 3, L5: a `kill -9` of the connection holder while a command runs on
+/// two nodes: the nodes were reached and ran it, so the summary says the connection was
+/// lost with no exit status, not that they are unreachable.
+#[test]
+fn l5_a_killed_holder_is_a_lost_connection_not_unreachable_nodes() {
+    let Some(tb) = Testbed::new(2, 0) else { return };
+    let op = operator();
+    let home = op.path();
+    std::fs::copy(&tb.known_hosts, home.join(".ssh/known_hosts")).unwrap();
+    let fleet = home.join("lab.yaml");
+    write(&fleet, &tb.fleet_yaml("lab"));
+    let holder = Holder::start(home, None);
+    let run = spawn_fd(
+        home,
+        None,
+        &["exec", fleet.to_str().unwrap(), "--", "echo started; sleep 30"],
+    );
+    let start = Instant::now();
+    while holder.status()["active"].as_u64() != Some(2) {
+        assert!(start.elapsed() < Duration::from_secs(20), "{}", holder.status());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // SAFETY: kill of a child's pid.
+    unsafe { libc::kill(holder.child.id() as i32, libc::SIGKILL) };
+    let done = run.wait_with_output().unwrap();
+    let err = text(&done.stderr);
+    assert!(!done.status.success(), "{err}");
+    assert!(
+        err.contains("2 nodes: 2 connection lost, no exit status") && !err.contains("unreachable"),
+        "{err}"
+    );
+}

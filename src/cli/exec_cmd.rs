@@ -216,14 +216,21 @@ fn print_collapsed(nodes: &[NodeTarget], results: &[NodeResult], out: &[(String,
 
 /// `4 nodes: 3 exit 0, 1 exit 2 (lab-3)`.
 pub fn summary(nodes: &[NodeTarget], results: &[NodeResult]) -> String {
-    let mut codes: std::collections::BTreeMap<i32, Vec<String>> = Default::default();
+    // By code, and a node whose connection went mid-command apart from one never reached.
+    let mut codes: std::collections::BTreeMap<(i32, bool), Vec<String>> = Default::default();
     for (n, r) in nodes.iter().zip(results) {
-        codes.entry(r.code).or_default().push(n.name.clone());
+        let lost = r
+            .error
+            .as_deref()
+            .is_some_and(|e| e.starts_with(exec::CONNECTION_LOST));
+        codes.entry((r.code, lost)).or_default().push(n.name.clone());
     }
     let parts: Vec<String> = codes
         .iter()
-        .map(|(code, names)| {
-            let what = if *code == exec::UNREACHABLE {
+        .map(|((code, lost), names)| {
+            let what = if *lost {
+                "connection lost, no exit status".to_string()
+            } else if *code == exec::UNREACHABLE {
                 "unreachable".to_string()
             } else if *code == exec::TIMED_OUT {
                 "timed out".to_string()
@@ -257,6 +264,27 @@ mod tests {
         assert_eq!(
             String::from_utf8(w).unwrap(),
             "n-1: a\nn-1: \nn-1: b\nn-1: no newline\n"
+        );
+    }
+
+    /// Hostile review 3, L5: nodes whose connection (the holder, killed) went while
+    /// the command ran are not called unreachable.
+    #[test]
+    fn a_lost_connection_is_not_called_unreachable() {
+        let nodes: Vec<NodeTarget> = (0..4).map(|i| NodeTarget::local(i, format!("lab-{i}"))).collect();
+        let r = |code: i32, error: Option<&str>| NodeResult {
+            code,
+            error: error.map(str::to_string),
+        };
+        let results = [
+            r(0, None),
+            r(exec::UNREACHABLE, Some(exec::CONNECTION_LOST)),
+            r(exec::UNREACHABLE, Some(exec::CONNECTION_LOST)),
+            r(exec::UNREACHABLE, Some("connection refused")),
+        ];
+        assert_eq!(
+            summary(&nodes, &results),
+            "4 nodes: 1 exit 0, 1 unreachable (lab-3), 2 connection lost, no exit status (lab-[1-2])"
         );
     }
 }

@@ -244,6 +244,10 @@ pub enum SshError {
     /// What the connection holder met connecting for this process (its words).
     #[error("{reason}")]
     Holder { target: String, reason: String },
+    /// The connection holder went after the request, so the command may have started on
+    /// the node (its words): the node was not shown unreachable.
+    #[error("{reason}")]
+    HolderLost { target: String, reason: String },
     #[error("{target}: through {via}: {reason}")]
     Jump {
         target: String,

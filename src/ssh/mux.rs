@@ -254,10 +254,13 @@ pub enum MuxError {
     /// The holder cannot do it but this process may (an unknown host key its operator may
     /// accept, a key passphrase only it can ask), said before anything ran: connect itself.
     Fallback(String),
-    /// The holder tried and the node is not reachable (the error as it would be here), or
-    /// the holder went silent after the request (the command may have started): not run
-    /// again.
+    /// The holder tried and the node is not reachable (the error as it would be here):
+    /// not run again.
     Failed(String),
+    /// The holder went silent after the request (killed, its socket closed, a garbled
+    /// answer): the command may have started on the node. Not run again, and not called
+    /// unreachable.
+    Unsure(String),
 }
 
 /// A command's way to the holder. Once the socket does not answer, every later request
@@ -328,7 +331,7 @@ impl Client {
         // silence, a closed socket or a garbled answer is the node's failure, never a
         // second run of the command.
         let unsure = |why: String| {
-            MuxError::Failed(format!(
+            MuxError::Unsure(format!(
                 "{}: {why}; the command may have started there (not run again)",
                 route.target.label()
             ))

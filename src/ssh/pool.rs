@@ -438,6 +438,12 @@ impl Pool {
                         reason,
                     })
                 }
+                Err(MuxError::Unsure(reason)) => {
+                    return Err(SshError::HolderLost {
+                        target: route.target.label(),
+                        reason,
+                    })
+                }
             }
         }
         let (conn, channel) = self.exec(route, command).await?;
