@@ -122,12 +122,61 @@ fn a_gke_jobs_env_travels_in_a_secret_not_the_pod_spec() {
         "{sec}"
     );
     assert_eq!(sec["metadata"]["ownerReferences"][0]["kind"], "JobSet");
-    for l in ["flightdeck-job", "flightdeck-fleet", "flightdeck-role"] {
+    // Hostile review 3, L4: the owner labels too, as `job run --dry-run` prints them.
+    for l in [
+        "flightdeck-job",
+        "flightdeck-fleet",
+        "flightdeck-role",
+        "flightdeck-owner",
+        "flightdeck-state",
+    ] {
         assert_eq!(
             sec["metadata"]["labels"][l], set["metadata"]["labels"][l],
             "{l}: {sec}"
         );
     }
+    // The dry run prints the Secret with the labels the created one has, and no `spec`.
+    let out = flightdeck(
+        &home,
+        &[
+            "job",
+            "run",
+            "--dry-run",
+            tmp.path().join("tok.yaml").to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let printed: Vec<serde_yaml::Value> = serde_yaml::Deserializer::from_str(&text(&out.stdout))
+        .map(|d| serde::Deserialize::deserialize(d).unwrap())
+        .collect();
+    let dry = printed
+        .iter()
+        .find(|o| o["kind"] == "Secret")
+        .expect("the dry run prints the Secret");
+    assert!(dry.get("spec").is_none(), "{dry:?}");
+    let keys = |labels: Vec<String>| {
+        let mut k = labels;
+        k.sort();
+        k
+    };
+    let dry_keys = keys(
+        dry["metadata"]["labels"]
+            .as_mapping()
+            .unwrap()
+            .keys()
+            .map(|k| k.as_str().unwrap().to_string())
+            .collect(),
+    );
+    let created_keys = keys(
+        sec["metadata"]["labels"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect(),
+    );
+    assert_eq!(dry_keys, created_keys);
+    assert!(!text(&out.stdout).contains(token));
     let log = rank0_log(&d, "tok");
     assert!(
         log.contains(&format!("token={token} port=29123 debug=TRACE left=none")),

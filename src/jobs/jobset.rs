@@ -571,7 +571,7 @@ pub async fn start(
     create_jobset(clients, &node, &set).await?;
     // The env's Secret, owned by the JobSet (its uid): the pods wait for it (the kubelet
     // starts no container whose envFrom Secret is missing) and it goes with the JobSet.
-    if let Err(e) = create_env_secret(&client, job, id, &at).await {
+    if let Err(e) = create_env_secret(&client, &clients.owner(), job, id, &at).await {
         let _ = delete_jobset(clients, &node, id).await;
         return Err(e);
     }
@@ -589,9 +589,11 @@ pub async fn start(
     Ok(())
 }
 
-/// Create job `id`'s env Secret, owned by its JobSet (just created).
+/// Create job `id`'s env Secret, owned by its JobSet (just created), with the owner
+/// labels its JobSet has (what `job run --dry-run` prints, and `fleet gc` reads).
 async fn create_env_secret(
     client: &kube::Client,
+    owner: &gke::Owner,
     job: &Job,
     id: &str,
     at: &Placement<'_>,
@@ -612,7 +614,8 @@ async fn create_env_secret(
         .metadata
         .uid
         .ok_or_else(|| format!("JobSet {} has no uid", jobset_name(id)))?;
-    let secret = env_secret(job, id, at, &uid).expect("a job with env has a Secret");
+    let mut secret = env_secret(job, id, at, &uid).expect("a job with env has a Secret");
+    gke::stamp_owner(owner, &mut secret);
     let secret: k8s_openapi::api::core::v1::Secret =
         serde_json::from_value(secret).map_err(|e| e.to_string())?;
     let api: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client.clone(), &at.node.namespace);
