@@ -98,7 +98,9 @@ impl SavedRun {
     /// the collective it was launched as; a node that did not finish fails it with `cause`).
     pub fn conclude(&mut self, report: &Report, codes: &[Option<i32>], cause: Option<&str>, now: u64) {
         self.set_report(report);
-        self.ended_at = Some(now);
+        // When it ended is when it was first seen ended: following it again later (Enter
+        // in the cockpit, `nccl attach`) does not move it (ux-walk-2, item 4).
+        self.ended_at = Some(self.ended_at.unwrap_or(now));
         let head = codes.first().copied().flatten();
         self.exit_codes = (0..self.nodes.len().max(1))
             .map(|i| codes.get(i).copied().unwrap_or(head))
@@ -544,6 +546,9 @@ mod tests {
         assert_eq!(r.profile(), GpuDirect::Rdma);
         let cause = crate::nccl::remote::failure_cause(text.lines());
         r.conclude(&report, &[Some(3)], cause.as_deref(), 9);
+        // Concluded again later (opened again, attached): it still ended at 9.
+        r.conclude(&report, &[Some(3)], cause.as_deref(), 600);
+        assert_eq!(r.ended_at, Some(9));
         let v = r.verdict.as_ref().unwrap();
         assert_eq!(r.grade(), "fail");
         assert_eq!(
