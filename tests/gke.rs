@@ -218,6 +218,21 @@ fn fleet_file(dir: &Path, d: &KubeDouble, extra: &str) -> PathBuf {
     f
 }
 
+/// The double's cluster with the flex-start pool's fleet applied: the double, the
+/// operator's home and the fleet file.
+fn applied(dir: &Path) -> (KubeDouble, PathBuf, PathBuf) {
+    let d = KubeDouble::start(Options {
+        nodes: nodes(),
+        ..Options::default()
+    });
+    let home = dir.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let f = fleet_file(dir, &d, "");
+    let out = flightdeck(&home, &["fleet", "apply", f.to_str().unwrap(), "--yes"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    (d, home, f)
+}
+
 /// The image directories: the gIB diagnostic image's run script replays a recorded
 /// 2-node B200 all_gather on GKE (tests/fixtures/nccl/gke-b200-2node-all_gather.txt).
 fn images(dir: &Path) -> Vec<(String, PathBuf)> {
@@ -472,15 +487,7 @@ fn a_job_on_a_flex_start_pool_at_zero_nodes() {
 #[test]
 fn a_gke_job_gets_the_pod_nccl_profile_not_the_vm_one() {
     let tmp = tempfile::tempdir().unwrap();
-    let d = KubeDouble::start(Options {
-        nodes: nodes(),
-        ..Options::default()
-    });
-    let home = tmp.path().join("home");
-    std::fs::create_dir_all(&home).unwrap();
-    let f = fleet_file(tmp.path(), &d, "");
-    let out = flightdeck(&home, &["fleet", "apply", f.to_str().unwrap(), "--yes"]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    let (d, home, _f) = applied(tmp.path());
     for flavour in ["tcpxo", "rdma"] {
         let name = format!("prof-{flavour}");
         let job = tmp.path().join(format!("{name}.yaml"));
@@ -1272,15 +1279,7 @@ fn a_gke_fleet_gets_the_flavour_of_its_machine_type() {
 #[test]
 fn a_waiting_rank_says_why_in_job_status() {
     let tmp = tempfile::tempdir().unwrap();
-    let d = KubeDouble::start(Options {
-        nodes: nodes(),
-        ..Options::default()
-    });
-    let home = tmp.path().join("home");
-    std::fs::create_dir_all(&home).unwrap();
-    let f = fleet_file(tmp.path(), &d, "");
-    let out = flightdeck(&home, &["fleet", "apply", f.to_str().unwrap(), "--yes"]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    let (_d, home, _f) = applied(tmp.path());
     // 16 GPUs a rank: no 8-GPU node fits it.
     let job = tmp.path().join("big.yaml");
     std::fs::write(
@@ -1440,15 +1439,7 @@ fn a_two_node_job_without_gpudirect_runs_to_its_end() {
 #[test]
 fn an_edit_after_apply_runs_nothing_until_it_is_applied() {
     let tmp = tempfile::tempdir().unwrap();
-    let d = KubeDouble::start(Options {
-        nodes: nodes(),
-        ..Options::default()
-    });
-    let home = tmp.path().join("home");
-    std::fs::create_dir_all(&home).unwrap();
-    let f = fleet_file(tmp.path(), &d, "");
-    let out = flightdeck(&home, &["fleet", "apply", f.to_str().unwrap(), "--yes"]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    let (d, home, f) = applied(tmp.path());
     let clean = std::fs::read_to_string(&f).unwrap();
     std::fs::write(
         &f,
