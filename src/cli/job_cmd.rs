@@ -70,13 +70,7 @@ fn fleet_of(fleet: &str, cli: &Cli, paths: &Paths, recorded: bool) -> anyhow::Re
     let (state, _) = Store::new(&paths.state_dir).load()?;
     let record = state.fleet(&name).ok();
     // What was applied, never the file as it is now; a fleet file not applied as read.
-    let loaded = match record {
-        Some(r) => crate::fleet::applied::applied(r).ok().flatten(),
-        None => std::path::Path::new(fleet)
-            .is_file()
-            .then(|| crate::fleet::load(std::path::Path::new(fleet)).ok())
-            .flatten(),
-    };
+    let loaded = crate::fleet::applied::applied_or_file(record, fleet);
     let backend = family(record, loaded.as_ref(), fleet)?;
     Ok(remote::Target {
         fleet: name,

@@ -33,6 +33,19 @@ pub fn applied(record: &FleetRecord) -> Result<Option<Fleet>, String> {
     })
 }
 
+/// The fleet a command runs on: what `record` says was applied, else (not applied)
+/// `fleet_arg` when that is a fleet file, as it reads now. `None` when there is none, it
+/// does not load, or the record predates [`applied`].
+pub fn applied_or_file(record: Option<&FleetRecord>, fleet_arg: &str) -> Option<Fleet> {
+    match record {
+        Some(r) => applied(r).ok().flatten(),
+        None => Path::new(fleet_arg)
+            .is_file()
+            .then(|| super::load(Path::new(fleet_arg)).ok())
+            .flatten(),
+    }
+}
+
 /// The recorded fleet's spec (for its GPUDirect flavour, machine type, GKE block); for
 /// a record that predates [`applied`], none: what the file says now was not reviewed.
 pub fn applied_spec(record: &FleetRecord) -> Option<FleetSpec> {
@@ -70,13 +83,19 @@ pub fn drift(record: &FleetRecord) -> Result<Vec<FieldChange>, String> {
 pub fn drift_warning(record: &FleetRecord) -> Option<String> {
     match drift(record) {
         Ok(c) if c.is_empty() => None,
-        Ok(c) => Some(format!(
-            "fleet `{}`: {} changed since it was applied ({}); running what was applied: `flightdeck fleet plan {}` shows the change, `fleet apply` makes it",
-            record.name,
-            record.file.as_deref().map(Path::display).map(|d| d.to_string()).unwrap_or_default(),
-            c.iter().map(|c| c.path.as_str()).collect::<Vec<_>>().join(", "),
-            record.file.as_deref().map(Path::display).map(|d| d.to_string()).unwrap_or_default(),
-        )),
+        Ok(c) => {
+            let file = record
+                .file
+                .as_deref()
+                .map(Path::display)
+                .map(|d| d.to_string())
+                .unwrap_or_default();
+            Some(format!(
+                "fleet `{}`: {file} changed since it was applied ({}); running what was applied: `flightdeck fleet plan {file}` shows the change, `fleet apply` makes it",
+                record.name,
+                c.iter().map(|c| c.path.as_str()).collect::<Vec<_>>().join(", "),
+            ))
+        }
         Err(e) => Some(e),
     }
 }

@@ -274,17 +274,11 @@ pub use super::cause::{failure_cause, CauseFinder};
 /// ([`crate::fleet::applied`]), else (not applied) `fleet_arg` when that is a fleet file.
 /// `None` when there is none or it does not load.
 pub fn fleet_spec(state_dir: &Path, fleet_arg: &str, fleet: &str) -> Option<crate::fleet::FleetSpec> {
-    match Store::new(state_dir)
+    let record = Store::new(state_dir)
         .load()
         .ok()
-        .and_then(|(s, _)| s.fleet(fleet).ok().cloned())
-    {
-        Some(record) => crate::fleet::applied::applied_spec(&record),
-        None => Path::new(fleet_arg)
-            .is_file()
-            .then(|| crate::fleet::load(Path::new(fleet_arg)).ok().map(|f| f.spec))
-            .flatten(),
-    }
+        .and_then(|(s, _)| s.fleet(fleet).ok().cloned());
+    crate::fleet::applied::applied_or_file(record.as_ref(), fleet_arg).map(|f| f.spec)
 }
 
 #[cfg(test)]

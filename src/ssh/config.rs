@@ -746,23 +746,34 @@ pub struct Tokens<'a> {
 /// TOKENS): `%h` the target's host after HostName, `%n` as given, `%p` its port, `%r`
 /// its user, `%%`. Others stay as written.
 pub fn expand_proxy_tokens(hop: &str, host: &str, original_host: &str, port: u16, user: &str) -> String {
+    percent_with(hop, |c| match c {
+        'h' => Some(host.to_string()),
+        'n' => Some(original_host.to_string()),
+        'p' => Some(port.to_string()),
+        'r' => Some(user.to_string()),
+        _ => None,
+    })
+}
+
+/// `p` with each `%X` replaced by `value(X)`, `%%` by `%`; a token `value` does not know
+/// (or a `%` at the end) stays as written.
+fn percent_with(p: &str, value: impl Fn(char) -> Option<String>) -> String {
     let mut s = String::new();
-    let mut chars = hop.chars();
+    let mut chars = p.chars();
     while let Some(c) = chars.next() {
         if c != '%' {
             s.push(c);
             continue;
         }
         match chars.next() {
-            Some('h') => s.push_str(host),
-            Some('n') => s.push_str(original_host),
-            Some('p') => s.push_str(&port.to_string()),
-            Some('r') => s.push_str(user),
             Some('%') => s.push('%'),
-            Some(o) => {
-                s.push('%');
-                s.push(o);
-            }
+            Some(t) => match value(t) {
+                Some(v) => s.push_str(&v),
+                None => {
+                    s.push('%');
+                    s.push(t);
+                }
+            },
             None => s.push('%'),
         }
     }
@@ -786,44 +797,46 @@ fn this_host() -> String {
 /// onto `s`; another letter stays as written.
 fn push_token(s: &mut String, token: Option<char>, t: &Tokens) {
     match token {
-        Some('d') => s.push_str(&t.home.display().to_string()),
-        Some('u') => s.push_str(t.local_user),
-        Some('h') => s.push_str(t.host),
-        Some('n') => s.push_str(t.original_host),
-        Some('r') => s.push_str(t.remote_user),
-        Some('p') => s.push_str(&t.port.to_string()),
-        Some('k') => s.push_str(t.key_alias),
-        // SAFETY: getuid has no preconditions.
-        Some('i') => s.push_str(&unsafe { libc::getuid() }.to_string()),
-        Some('l') => s.push_str(&this_host()),
-        Some('L') => s.push_str(this_host().split('.').next().unwrap_or("")),
-        Some('C') => {
-            use sha1::Digest;
-            let text = format!("{}{}{}{}", this_host(), t.host, t.port, t.remote_user);
-            let d = sha1::Sha1::digest(text.as_bytes());
-            s.extend(d.iter().map(|b| format!("{b:02x}")));
-        }
         Some('%') => s.push('%'),
-        Some(other) => {
-            s.push('%');
-            s.push(other);
-        }
+        Some(c) => match token_value(c, t) {
+            Some(v) => s.push_str(&v),
+            None => {
+                s.push('%');
+                s.push(c);
+            }
+        },
         None => s.push('%'),
     }
 }
 
-/// `p` with its `%` tokens expanded ([`push_token`]) and nothing else: a `Match exec`
+/// The value of token `%c` of the tokens OpenSSH expands, `None` for another letter.
+fn token_value(c: char, t: &Tokens) -> Option<String> {
+    Some(match c {
+        'd' => t.home.display().to_string(),
+        'u' => t.local_user.to_string(),
+        'h' => t.host.to_string(),
+        'n' => t.original_host.to_string(),
+        'r' => t.remote_user.to_string(),
+        'p' => t.port.to_string(),
+        'k' => t.key_alias.to_string(),
+        // SAFETY: getuid has no preconditions.
+        'i' => unsafe { libc::getuid() }.to_string(),
+        'l' => this_host(),
+        'L' => this_host().split('.').next().unwrap_or("").to_string(),
+        'C' => {
+            use sha1::Digest;
+            let text = format!("{}{}{}{}", this_host(), t.host, t.port, t.remote_user);
+            let d = sha1::Sha1::digest(text.as_bytes());
+            d.iter().map(|b| format!("{b:02x}")).collect()
+        }
+        _ => return None,
+    })
+}
+
+/// `p` with its `%` tokens expanded ([`token_value`]) and nothing else: a `Match exec`
 /// command, as ssh's `percent_expand` gives it to the shell.
 pub fn percent_expand(p: &str, t: &Tokens) -> String {
-    let mut s = String::new();
-    let mut chars = p.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            '%' => push_token(&mut s, chars.next(), t),
-            c => s.push(c),
-        }
-    }
-    s
+    percent_with(p, |c| token_value(c, t))
 }
 
 /// Expand `~`, `${VAR}` and the `%` tokens OpenSSH allows in IdentityFile and

@@ -406,19 +406,23 @@ impl CredFile {
 }
 
 impl KubeconfigFile {
-    fn whose(&self) -> &'static str {
-        if self.own {
-            "yours"
-        } else {
-            "named by the fleet file"
-        }
-    }
-
-    fn user_shown(&self) -> String {
-        self.user
-            .as_deref()
-            .map(|u| format!(", user `{}`", printable(u)))
-            .unwrap_or_default()
+    /// `kubeconfig PATH (yours|named by the fleet file), context `C`, user `U``: how
+    /// every message about it begins.
+    fn shown(&self) -> String {
+        format!(
+            "kubeconfig {} ({}), context `{}`{}",
+            printable(&self.path.display().to_string()),
+            if self.own {
+                "yours"
+            } else {
+                "named by the fleet file"
+            },
+            printable(&self.context),
+            self.user
+                .as_deref()
+                .map(|u| format!(", user `{}`", printable(u)))
+                .unwrap_or_default()
+        )
     }
 
     /// Whether its plugins may run: always from the operator's own kubeconfig (as kubectl
@@ -431,11 +435,8 @@ impl KubeconfigFile {
         if let Some(f) = self.files.iter().find(|f| !f.inside && !opt.allows_file(&f.path)) {
             let path = printable(&f.path.display().to_string());
             return Err(format!(
-                "kubeconfig {} ({}), context `{}`{}: its {} is {path}, outside the kubeconfig's folder; kube-rs {}. A kubeconfig that a fleet file names reads no file outside its own folder unless you list it in your own config ({}): `gke: {{allow_kubeconfig_files: [{}]}}`; a fleet file cannot allow it",
-                printable(&self.path.display().to_string()),
-                self.whose(),
-                printable(&self.context),
-                self.user_shown(),
+                "{}: its {} is {path}, outside the kubeconfig's folder; kube-rs {}. A kubeconfig that a fleet file names reads no file outside its own folder unless you list it in your own config ({}): `gke: {{allow_kubeconfig_files: [{}]}}`; a fleet file cannot allow it",
+                self.shown(),
                 f.field,
                 f.what(),
                 config_file_shown(),
@@ -446,11 +447,8 @@ impl KubeconfigFile {
             return Ok(());
         };
         Err(format!(
-            "kubeconfig {} ({}), context `{}`{}: its {} credential plugin would run `{}` on this machine as you. A kubeconfig that a fleet file names runs no local command unless you allow that command line in your own config ({}): `gke: {{allow_exec_plugins: [{}]}}`; a fleet file cannot allow it. kubectl runs plugins only from your own kubeconfig ($KUBECONFIG, ~/.kube/config), as flightdeck does without the opt-in",
-            printable(&self.path.display().to_string()),
-            self.whose(),
-            printable(&self.context),
-            self.user_shown(),
+            "{}: its {} credential plugin would run `{}` on this machine as you. A kubeconfig that a fleet file names runs no local command unless you allow that command line in your own config ({}): `gke: {{allow_exec_plugins: [{}]}}`; a fleet file cannot allow it. kubectl runs plugins only from your own kubeconfig ($KUBECONFIG, ~/.kube/config), as flightdeck does without the opt-in",
+            self.shown(),
             p.kind,
             p.shown(),
             config_file_shown(),
@@ -495,13 +493,7 @@ impl KubeconfigFile {
                 printable(&f.path.display().to_string())
             ));
         }
-        format!(
-            "kubeconfig {} ({}), context `{}`{}: {creds}",
-            printable(&self.path.display().to_string()),
-            self.whose(),
-            printable(&self.context),
-            self.user_shown(),
-        )
+        format!("{}: {creds}", self.shown())
     }
 }
 
