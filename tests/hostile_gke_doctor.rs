@@ -85,6 +85,18 @@ fn write(path: &Path, text: &str, mode: u32) {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
 }
 
+/// The double's cluster, the operator's home `op` and a repository `repo` under `dir`.
+fn team(dir: &Path) -> (KubeDouble, PathBuf, PathBuf) {
+    let d = KubeDouble::start(Options {
+        nodes: pool_nodes(),
+        ..Options::default()
+    });
+    let (home, repo) = (dir.join("op"), dir.join("repo"));
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&repo).unwrap();
+    (d, home, repo)
+}
+
 /// The review's G1 fleet file, as it wrote it.
 const G1_FLEET: &str =
     "type: fleet\nname: gketeam\ngke: {context: team, kubeconfig: kubeconfig, node_pools: [pool-1]}\n";
@@ -92,14 +104,7 @@ const G1_FLEET: &str =
 #[test]
 fn d1_g1_a_repositorys_kubeconfig_runs_its_plugin_only_when_the_fleet_file_allows_it() {
     let t = tempfile::tempdir().unwrap();
-    let d = KubeDouble::start(Options {
-        nodes: pool_nodes(),
-        ..Options::default()
-    });
-    let home = t.path().join("op");
-    let repo = t.path().join("repo");
-    std::fs::create_dir_all(&home).unwrap();
-    std::fs::create_dir_all(&repo).unwrap();
+    let (d, home, repo) = team(t.path());
     let marker = t.path().join("PWNED-by-kubeconfig");
     write(
         &repo.join("kubeconfig"),
@@ -215,14 +220,8 @@ fn d1_g1_a_repositorys_kubeconfig_runs_its_plugin_only_when_the_fleet_file_allow
 #[test]
 fn h2_a_repositorys_kubeconfig_sends_no_file_of_the_operators() {
     let t = tempfile::tempdir().unwrap();
-    let d = KubeDouble::start(Options {
-        nodes: pool_nodes(),
-        ..Options::default()
-    });
-    let home = t.path().join("op");
-    let repo = t.path().join("repo");
+    let (d, home, repo) = team(t.path());
     std::fs::create_dir_all(home.join(".cache/huggingface")).unwrap();
-    std::fs::create_dir_all(&repo).unwrap();
     let secret = home.join(".cache/huggingface/token");
     write(&secret, "hf_OPERATOR_SECRET_TOKEN_123", 0o600);
     let secret = secret.canonicalize().unwrap();
@@ -274,14 +273,7 @@ fn h2_a_repositorys_kubeconfig_sends_no_file_of_the_operators() {
 #[test]
 fn d1_g2_a_kubeconfig_planted_in_the_current_folder_is_never_read() {
     let t = tempfile::tempdir().unwrap();
-    let d = KubeDouble::start(Options {
-        nodes: pool_nodes(),
-        ..Options::default()
-    });
-    let home = t.path().join("op");
-    let repo = t.path().join("repo");
-    std::fs::create_dir_all(&home).unwrap();
-    std::fs::create_dir_all(&repo).unwrap();
+    let (d, home, repo) = team(t.path());
     write(&repo.join("kubeconfig"), &kubeconfig(&d, &token_user()), 0o600);
     write(&repo.join("gke-fleet.yaml"), G1_FLEET, 0o644);
     let out = fd_in(&home, &repo, &["fleet", "apply", "--yes", "gke-fleet.yaml"], &[]);
@@ -354,14 +346,8 @@ fn find(dir: &Path, name: &str) -> Option<PathBuf> {
 #[test]
 fn d1_a_kubeconfig_others_could_write_is_refused_and_the_operators_own_runs_its_plugin() {
     let t = tempfile::tempdir().unwrap();
-    let d = KubeDouble::start(Options {
-        nodes: pool_nodes(),
-        ..Options::default()
-    });
-    let home = t.path().join("op");
-    let repo = t.path().join("repo");
+    let (d, home, repo) = team(t.path());
     std::fs::create_dir_all(home.join(".kube")).unwrap();
-    std::fs::create_dir_all(&repo).unwrap();
     let marker = t.path().join("plugin-ran");
     let kc = repo.join("kubeconfig");
     write(&kc, &kubeconfig(&d, &token_user()), 0o664);

@@ -360,6 +360,15 @@ impl Holder {
         h
     }
 
+    /// Wait (at most 20 s) until the holder has `n` open channels.
+    fn wait_active(&self, n: u64) {
+        let start = Instant::now();
+        while self.status()["active"].as_u64() != Some(n) {
+            assert!(start.elapsed() < Duration::from_secs(20), "{}", self.status());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     fn status(&self) -> Value {
         let out = fd(&self.home, self.fd_home.as_deref(), &["mux", "status", "--json"]);
         serde_json::from_slice(&out.stdout).unwrap_or(Value::Null)
@@ -810,19 +819,12 @@ fn m13_mux_stop_lets_open_channels_finish_and_force_cuts_them() {
     let fleet = home.join("lab.yaml");
     write(&fleet, &tb.fleet_yaml("lab"));
     let mut holder = Holder::start(home, None);
-    let wait_active = |h: &Holder, n: u64| {
-        let start = Instant::now();
-        while h.status()["active"].as_u64() != Some(n) {
-            assert!(start.elapsed() < Duration::from_secs(20), "{}", h.status());
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    };
     let run = spawn_fd(
         home,
         None,
         &["exec", fleet.to_str().unwrap(), "--", "sleep 3; echo finished"],
     );
-    wait_active(&holder, 2);
+    holder.wait_active(2);
     let out = fd(home, None, &["mux", "stop"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(
@@ -857,7 +859,7 @@ fn m13_mux_stop_lets_open_channels_finish_and_force_cuts_them() {
         None,
         &["exec", fleet.to_str().unwrap(), "--", "sleep 5; echo finished"],
     );
-    wait_active(&holder, 2);
+    holder.wait_active(2);
     let sock = home.join(".local/state/flightdeck/mux.sock");
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -1369,11 +1371,7 @@ fn l5_a_killed_holder_is_a_lost_connection_not_unreachable_nodes() {
         None,
         &["exec", fleet.to_str().unwrap(), "--", "echo started; sleep 30"],
     );
-    let start = Instant::now();
-    while holder.status()["active"].as_u64() != Some(2) {
-        assert!(start.elapsed() < Duration::from_secs(20), "{}", holder.status());
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    holder.wait_active(2);
     // SAFETY: kill of a child's pid.
     unsafe { libc::kill(holder.child.id() as i32, libc::SIGKILL) };
     let done = run.wait_with_output().unwrap();
