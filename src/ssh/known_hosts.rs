@@ -202,6 +202,7 @@ pub fn hashed_name(name: &str) -> std::io::Result<String> {
 /// Append `name key` to `file` (created with its directory, mode 0600); the name hashed
 /// ([`hashed_name`]) when `hash` (HashKnownHosts yes).
 pub fn learn_name(file: &Path, name: &str, key: &PublicKey, hash: bool) -> std::io::Result<()> {
+    let plain = name;
     let hashed;
     let name = if hash {
         hashed = hashed_name(name)?;
@@ -222,6 +223,16 @@ pub fn learn_name(file: &Path, name: &str, key: &PublicKey, hash: bool) -> std::
         opts.mode(0o600);
     }
     let mut f = opts.open(file)?;
+    // Held while we look and append: two connections to one host (a pane and the NICs
+    // view, or two nodes behind one alias) accepted at once would each append the same
+    // line. Under the lock the second finds the first's and writes nothing.
+    // SAFETY: flock on a descriptor this function owns; released when `f` closes.
+    if unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&f), libc::LOCK_EX) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    if check_name(&[file.to_path_buf()], plain, key) == Verdict::Known {
+        return Ok(());
+    }
     // One write of the whole line: nodes learned in parallel (an apply, a first exec)
     // append at once, and `writeln!` would write the line in pieces that interleave
     // with theirs (a garbled known_hosts, keys lost: a later run found them "unknown").
@@ -348,6 +359,20 @@ mod tests {
         assert!(std::fs::read_to_string(&p)
             .unwrap()
             .starts_with("[10.0.0.9]:2200 ssh-ed25519 AAAA"));
+    }
+
+    /// ux-walk-2 item 1: a key accepted twice for one host (two connections asking at
+    /// once) is written once, hashed or not.
+    #[test]
+    fn a_key_learned_twice_is_written_once() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("known_hosts");
+        for hash in [false, true, false] {
+            learn_name(&p, &host_entry("10.0.0.9", 22), &key(ED_B), hash).unwrap();
+        }
+        learn_name(&p, &host_entry("10.0.0.8", 22), &key(ED_B), true).unwrap();
+        let text = std::fs::read_to_string(&p).unwrap();
+        assert_eq!(text.lines().count(), 2, "{text}");
     }
 
     /// Hostile review 3, L2: under HashKnownHosts yes a new key is recorded under a hashed

@@ -132,6 +132,9 @@ pub struct State {
     pub jobs: super::jobs::JobsView,
     /// Questions waiting for the overlay (host keys, passphrases), oldest first.
     pub questions: std::collections::VecDeque<Overlay>,
+    /// The operator answered `a` (accept all new host keys): later questions, already on
+    /// their way when the answer was given, are answered without asking.
+    pub accept_all_host_keys: bool,
     /// Every status message of the session, oldest first (the last [`MESSAGES_KEPT`]).
     pub messages: std::collections::VecDeque<StatusMessage>,
 }
@@ -172,6 +175,7 @@ impl State {
                 crate::catalog::Catalog::embedded().clone(),
             )),
             questions: Default::default(),
+            accept_all_host_keys: false,
             messages: Default::default(),
             focus_node: None,
             job_control: true,

@@ -881,6 +881,42 @@ mod flow_tests {
         assert!(s.status.as_ref().unwrap().text.contains("copied 3 lines"));
     }
 
+    /// ux-walk-2 item 1: `a` answers every host already waiting, not one per press, and
+    /// the questions still on their way are answered without a dialog.
+    #[test]
+    fn accept_all_answers_every_waiting_host_key() {
+        let mut s = state();
+        for id in 20..24 {
+            update(
+                &mut s,
+                Msg::HostKeyQuestion {
+                    id,
+                    host: format!("root@h{id}"),
+                    fingerprint: "SHA256:c".into(),
+                },
+            );
+        }
+        let yes = |id| Command::AnswerHostKey {
+            id,
+            accept: true,
+            all: true,
+        };
+        assert_eq!(ch(&mut s, 'a'), vec![yes(20), yes(21), yes(22), yes(23)]);
+        assert!(matches!(s.overlay, Overlay::None), "no question left to ask");
+        assert!(s.status.as_ref().unwrap().text.contains("4 hosts"));
+        let late = Msg::HostKeyQuestion {
+            id: 30,
+            host: "root@h30".into(),
+            fingerprint: "SHA256:d".into(),
+        };
+        assert_eq!(
+            update(&mut s, late),
+            vec![yes(30)],
+            "asked before the answer arrived"
+        );
+        assert!(matches!(s.overlay, Overlay::None));
+    }
+
     #[test]
     fn host_key_questions_queue_and_answer() {
         let mut s = state();

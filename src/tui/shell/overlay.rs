@@ -35,6 +35,13 @@ pub fn next_question(state: &mut State) {
 
 /// An SSH host offered a key known_hosts does not have: asked in turn.
 pub fn host_key_question(state: &mut State, id: u64, host: String, fingerprint: String) -> Vec<Command> {
+    if state.accept_all_host_keys {
+        return vec![Command::AnswerHostKey {
+            id,
+            accept: true,
+            all: true,
+        }];
+    }
     state.questions.push_back(Overlay::HostKey {
         id,
         host,
@@ -59,12 +66,40 @@ pub fn answer_host_key(state: &mut State, a: Action) -> Vec<Command> {
         return vec![];
     };
     state.dirty = true;
-    next_question(state);
-    vec![Command::AnswerHostKey {
+    let all = a == Action::AcceptAll;
+    let mut answers = vec![Command::AnswerHostKey {
         id,
         accept: a != Action::Close,
-        all: a == Action::AcceptAll,
-    }]
+        all,
+    }];
+    if all {
+        state.accept_all_host_keys = true;
+        // "Accept all new keys" answers the hosts already waiting in the queue too: a
+        // 64-node fleet asks 64 questions at once, before the first answer arrives.
+        state.questions.retain(|q| match q {
+            Overlay::HostKey { id, .. } => {
+                answers.push(Command::AnswerHostKey {
+                    id: *id,
+                    accept: true,
+                    all: true,
+                });
+                false
+            }
+            _ => true,
+        });
+        let n = answers.len();
+        if n > 1 {
+            state.status = Some(crate::tui::state::StatusMessage {
+                text: format!(
+                    "accepted the new keys of {} (and every new one this session)",
+                    crate::words::plural(n, "host")
+                ),
+                tone: crate::tui::theme::Tone::Info,
+            });
+        }
+    }
+    next_question(state);
+    answers
 }
 
 /// y or n (Esc) to an [`Overlay::Ask`].
