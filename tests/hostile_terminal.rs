@@ -473,6 +473,7 @@ fn jobs_view() {
         started_at: 1_795_323_700,
         ended_at: None,
         stopped: false,
+        failed_rank: None,
         nodes: (0..2)
             .map(|i| flightdeck::store::RunNode {
                 node: i,

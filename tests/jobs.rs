@@ -338,13 +338,16 @@ fn testbed_job_rendezvous_reattach_slow_node_failure_and_stop() {
     let status = follower.wait().unwrap();
     let mut err = String::new();
     std::io::Read::read_to_string(follower.stderr.as_mut().unwrap(), &mut err).unwrap();
-    assert_eq!(status.code(), Some(143), "{err}");
+    // ux-walk-2 item 2: the exit status is the failure's (137), not the stop's (143).
+    assert_eq!(status.code(), Some(137), "{err}");
     assert!(err.contains(&format!("job {id}: tb-1 exited with 137")), "{err}");
     assert!(err.contains("stop_on_failure: stopping the other nodes"), "{err}");
     let list = json(&fd(home.path(), &["job", "list", "--json"]));
     let fragile = job(&list, "fragile");
     assert_eq!(codes(fragile), [143, 137, 143], "{fragile}");
-    assert_eq!(fragile["state"], "stopped");
+    // A crash that stopped the others is a failure, not an operator's stop.
+    assert_eq!(fragile["state"], "failed", "{fragile}");
+    assert_eq!(fragile["failed_rank"], 1, "{fragile}");
 
     // 3. `job stop` ends a detached job on every node.
     let file = job_file(

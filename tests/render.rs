@@ -548,6 +548,7 @@ fn job_record(
         started_at: at,
         ended_at: codes.iter().all(Option::is_some).then_some(at + 88),
         stopped: false,
+        failed_rank: None,
         nodes: codes
             .iter()
             .enumerate()

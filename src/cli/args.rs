@@ -518,6 +518,10 @@ pub struct NicsArgs {
 pub enum JobCommand {
     /// Launch the job described by a job file on its fleet, detached on every node, and
     /// follow it (Ctrl-C stops following; the job goes on).
+    ///
+    /// Exit status: 0 when every node exited 0; else the exit code of the node that failed
+    /// (under stop_on_failure, the first to fail, not the others' 143 from being stopped),
+    /// else the highest; 255 for a node that could not be reached.
     #[command(after_help = JOB_RUN_EXAMPLES)]
     Run {
         /// The job file.

@@ -12,7 +12,6 @@ use crate::store::{self, JobRecord, Store};
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 pub fn run(c: &JobCommand, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
@@ -318,13 +317,13 @@ fn record_codes(
     paths: &Paths,
     id: &str,
     found: &[(usize, Result<Status, String>)],
-    stopped: bool,
+    stop: remote::Stop,
 ) -> anyhow::Result<()> {
     Ok(remote::record_codes(
         &Store::new(&paths.state_dir),
         id,
         found,
-        stopped,
+        stop,
     )?)
 }
 
@@ -359,7 +358,8 @@ fn follow_and_report(
     // Each node's start and end by its clock, from its wrapper.
     let mut times: BTreeMap<usize, (Option<u64>, Option<u64>)> = BTreeMap::new();
     let mut lost: Vec<(usize, String)> = vec![];
-    let stopping = Arc::new(AtomicBool::new(false));
+    // The rank whose failure stopped the others (stop_on_failure), once one did.
+    let mut failed: Option<usize> = None;
     rt.block_on(async {
         let (tx, mut rx) = tokio::sync::mpsc::channel(4096);
         let h = tokio::spawn(runner.follow(record.id.clone(), watched.clone(), tx));
@@ -397,7 +397,8 @@ fn follow_and_report(
                             nodes[rank].target.name,
                             code.map_or("an unknown code".into(), |c| c.to_string())
                         );
-                        if record.stop_on_failure && !stopping.swap(true, Ordering::SeqCst) {
+                        if record.stop_on_failure && failed.is_none() {
+                            failed = Some(rank);
                             errln!("job {}: stop_on_failure: stopping the other nodes", record.id);
                             let others: Vec<JobNode> =
                                 nodes.iter().filter(|n| n.rank != rank).cloned().collect();
@@ -423,15 +424,18 @@ fn follow_and_report(
             c.map(|code| (*r, Ok(Status::Exited { code, started, ended })))
         })
         .collect();
-    record_codes(paths, &record.id, &found, stopping.load(Ordering::SeqCst))?;
+    let stop = failed.map_or(remote::Stop::No, remote::Stop::Failure);
+    record_codes(paths, &record.id, &found, stop)?;
     if summary {
         err!("{}", summary_text(&m, nodes));
     }
-    let worst = watched
-        .iter()
-        .map(|(n, _)| codes.get(&n.rank).copied().flatten().unwrap_or(exec::UNREACHABLE))
-        .max()
-        .unwrap_or(0);
+    // The failure that ended the job, not the stop it caused (143 from the others'
+    // SIGTERM); else the worst node's.
+    let code_of = |rank: usize| codes.get(&rank).copied().flatten().unwrap_or(exec::UNREACHABLE);
+    let worst = match failed {
+        Some(rank) => code_of(rank),
+        None => watched.iter().map(|(n, _)| code_of(n.rank)).max().unwrap_or(0),
+    };
     if !lost.is_empty() {
         errln!(
             "job {}: following ended on {} before the job did; it may still run: `flightdeck job logs {} --follow`",
@@ -540,6 +544,7 @@ fn job_json(j: &JobRecord) -> serde_json::Value {
         "ended_at": j.ended_at.map(store::format_utc),
         "duration_s": duration(j),
         "profile": j.profile,
+        "failed_rank": j.culprit(),
         "nodes": j.nodes.iter().enumerate().map(|(rank, n)| serde_json::json!({
             "rank": rank, "node": n.node, "pid": n.pid, "exit_code": n.exit_code, "log": n.log,
             "cause": n.exit_code.and_then(crate::detach::code_cause),
@@ -571,7 +576,7 @@ fn show(name: &str, json: bool, cli: &Cli, paths: &Paths) -> anyhow::Result<Exit
         // As `job list` does: a node without the job's directory (yet) records nothing; a
         // launch may still be on its way there.
         st.retain(|(_, s)| !matches!(s, Ok(Status::Missing)));
-        record_codes(paths, &record.id, &st, false)?;
+        record_codes(paths, &record.id, &st, remote::Stop::No)?;
     }
     let record = find(paths, &record.id)?;
     // A GKE job's ranks that wait: why, and the latest events about their pods.
@@ -754,6 +759,6 @@ fn stop(name: &str, grace: Option<u32>, cli: &Cli, paths: &Paths) -> anyhow::Res
             }
         }
     }
-    record_codes(paths, &record.id, &res, true)?;
+    record_codes(paths, &record.id, &res, remote::Stop::Operator)?;
     Ok(ExitCode::from(worst))
 }

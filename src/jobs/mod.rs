@@ -45,7 +45,8 @@ pub fn profile(job: &Job, fleet: GpuDirect) -> GpuDirect {
 }
 
 /// A job's state in one word, from its record: running, partial (some nodes ended),
-/// succeeded, failed, stopped.
+/// succeeded, failed (a failure ended it, even one that then stopped the others),
+/// stopped (by the operator).
 pub fn state_word(j: &crate::store::JobRecord) -> &'static str {
     if !j.finished() {
         return if j.nodes.iter().any(|n| n.exit_code.is_some()) {
@@ -54,7 +55,9 @@ pub fn state_word(j: &crate::store::JobRecord) -> &'static str {
             "running"
         };
     }
-    if j.stopped {
+    if j.failed_rank.is_some() {
+        "failed"
+    } else if j.stopped {
         "stopped"
     } else if j.nodes.iter().all(|n| n.exit_code == Some(0)) {
         "succeeded"

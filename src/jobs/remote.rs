@@ -121,7 +121,7 @@ pub async fn refresh(
             continue;
         }
         out.ended = true;
-        if let Err(e) = record_codes_async(store, &j.id, ended, false).await {
+        if let Err(e) = record_codes_async(store, &j.id, ended, Stop::No).await {
             out.notes
                 .push((j.id.clone(), format!("its exit codes could not be recorded: {e}")));
         }
@@ -134,10 +134,10 @@ pub async fn record_codes_async(
     store: &crate::store::Store,
     id: &str,
     found: Vec<(usize, Result<Status, String>)>,
-    stopped: bool,
+    stop: Stop,
 ) -> Result<(), String> {
     let (s, id) = (store.clone(), id.to_string());
-    tokio::task::spawn_blocking(move || record_codes(&s, &id, &found, stopped))
+    tokio::task::spawn_blocking(move || record_codes(&s, &id, &found, stop))
         .await
         .map_err(|e| e.to_string())?
         .map_err(|e| e.to_string())
@@ -282,6 +282,7 @@ pub async fn start(
         started_at: store::now_unix(),
         ended_at: None,
         stopped: false,
+        failed_rank: None,
         nodes: nodes
             .iter()
             .map(|n| RunNode {
@@ -366,7 +367,11 @@ pub async fn start(
                 found.push((*r, Ok(Status::exited(exec::UNREACHABLE))));
             }
         }
-        let _ = record_codes(store, &id, &found, true);
+        let first = started
+            .iter()
+            .find(|(_, res)| res.is_err())
+            .map_or(0, |(r, _)| *r);
+        let _ = record_codes(store, &id, &found, Stop::Failure(first));
         return Err(format!(
             "job {id} could not start on every node (the others were stopped):\n  {}",
             failed.join("\n  ")
@@ -391,11 +396,22 @@ pub async fn start(
 /// Write the statuses found on the nodes into the job's record: exit codes (a node
 /// whose run vanished or is missing gets [`exec::UNREACHABLE`]), `stopped`, and the end
 /// time once every node has a code.
+/// Why a job's nodes that still ran were stopped, if they were.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// Not stopped: the codes are what the nodes ended with by themselves.
+    No,
+    /// The operator stopped it (`job stop`, `x x`).
+    Operator,
+    /// Rank r failed and the job stops on failure (or r could not start).
+    Failure(usize),
+}
+
 pub fn record_codes(
     store: &crate::store::Store,
     id: &str,
     found: &[(usize, Result<Status, String>)],
-    stopped: bool,
+    stop: Stop,
 ) -> Result<(), crate::store::StoreError> {
     store.update(|s| {
         if let Some(j) = s.jobs.iter_mut().find(|j| j.id == id) {
@@ -414,7 +430,14 @@ pub fn record_codes(
                     }
                 }
             }
-            j.stopped |= stopped;
+            match stop {
+                Stop::No => {}
+                Stop::Operator => j.stopped = true,
+                Stop::Failure(rank) => {
+                    j.stopped = true;
+                    j.failed_rank = j.failed_rank.or(Some(rank));
+                }
+            }
             if j.finished() && j.ended_at.is_none() {
                 // When the last node ended, by the nodes' clocks where they said (not
                 // after the job started, not in the future), else now.

@@ -207,9 +207,14 @@ pub struct JobRecord {
     /// When every node had an exit code (unix seconds).
     #[serde(default)]
     pub ended_at: Option<u64>,
-    /// Stopped by the operator (`job stop`, or a failure with `stop_on_failure`).
+    /// Stopped: by the operator (`job stop`), or by a failure with `stop_on_failure`
+    /// (then `failed_rank` says whose).
     #[serde(default)]
     pub stopped: bool,
+    /// The rank whose failure ended the job: under `stop_on_failure` the others were
+    /// stopped because of it; a launch that could not start there stopped the rest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed_rank: Option<usize>,
     /// In rank order: rank r's directory is `~/.flightdeck/jobs/<id>/<r>`.
     #[serde(default)]
     pub nodes: Vec<RunNode>,
@@ -281,6 +286,22 @@ impl JobRecord {
     /// Every node has an exit code.
     pub fn finished(&self) -> bool {
         !self.nodes.is_empty() && self.nodes.iter().all(|n| n.exit_code.is_some())
+    }
+
+    /// The rank where the job went wrong: the one recorded as ending it, else the node
+    /// that failed first by its own clock, a failure of its own before one that was only
+    /// stopped (128 + SIGTERM or SIGKILL). `None` while every ended node succeeded.
+    pub fn culprit(&self) -> Option<usize> {
+        if self.failed_rank.is_some() {
+            return self.failed_rank;
+        }
+        let killed = |c: i32| c == 143 || c == 137;
+        self.nodes
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| n.exit_code.is_some_and(|c| c != 0))
+            .min_by_key(|(_, n)| (n.exit_code.is_some_and(killed), n.ended_at.unwrap_or(u64::MAX)))
+            .map(|(rank, _)| rank)
     }
 }
 

@@ -62,7 +62,8 @@ impl ShownJob {
             seen: vec![0; n],
             follow: vec![NodeFollow::Following; n],
             metrics: JobMetrics::new(patterns, record.flops_per_token, record.peak_tflops),
-            node: 0,
+            // Open on the node where it went wrong, not on one that was only stopped.
+            node: record.culprit().unwrap_or(0),
             scroll: 0,
             top: None,
             wrap: true,
@@ -151,6 +152,7 @@ mod tests {
             started_at: at,
             ended_at: None,
             stopped: false,
+            failed_rank: None,
             nodes: (0..nodes)
                 .map(|i| RunNode {
                     node: i,
@@ -187,6 +189,31 @@ mod tests {
             }),
         );
         s
+    }
+
+    /// ux-walk-2 item 2: rank 1 crashed under stop_on_failure and the others were
+    /// stopped (143): the job is `failed`, not `stopped` like one the operator ended, and
+    /// its follow view opens on rank 1. Without a recorded rank, the first to fail on its
+    /// own comes first; an operator's stop stays `stopped`.
+    #[test]
+    fn a_crash_that_stopped_the_others_is_a_failure_and_opens_where_it_happened() {
+        let mut j = record("c-3", "crash", 3, 4);
+        for (n, (code, at)) in j.nodes.iter_mut().zip([(143, 9), (1, 5), (143, 9), (143, 8)]) {
+            n.exit_code = Some(code);
+            n.ended_at = Some(at);
+        }
+        j.stopped = true;
+        assert_eq!(j.culprit(), Some(1), "the node's own failure, before the stops");
+        j.failed_rank = Some(1);
+        assert_eq!(crate::jobs::state_word(&j), "failed");
+        assert_eq!(ShownJob::new(&j).node, 1);
+        let mut by_hand = j.clone();
+        by_hand.failed_rank = None;
+        by_hand.nodes[1].exit_code = Some(143);
+        assert_eq!(crate::jobs::state_word(&by_hand), "stopped");
+        let mut ok = record("d-4", "fine", 4, 2);
+        ok.nodes.iter_mut().for_each(|n| n.exit_code = Some(0));
+        assert_eq!((ok.culprit(), ShownJob::new(&ok).node), (None, 0));
     }
 
     #[test]

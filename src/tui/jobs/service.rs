@@ -162,7 +162,8 @@ pub async fn follow(tx: mpsc::Sender<ServiceEvent>, dir: PathBuf, reach: Reach, 
                                     ended: at,
                                 };
                                 let found = vec![(rank, Ok(st))];
-                                let _ = remote::record_codes_async(&store, &id, found, false).await;
+                                let _ =
+                                    remote::record_codes_async(&store, &id, found, remote::Stop::No).await;
                             }
                             let _ = send(
                                 &tx,
@@ -182,7 +183,8 @@ pub async fn follow(tx: mpsc::Sender<ServiceEvent>, dir: PathBuf, reach: Reach, 
                                     (runner.clone(), id.clone(), job.stop_grace.max(1), store.clone());
                                 tokio::spawn(async move {
                                     let found = r.stop(&jid, &others, grace).await;
-                                    let _ = remote::record_codes_async(&s, &jid, found, true).await;
+                                    let why = remote::Stop::Failure(rank);
+                                    let _ = remote::record_codes_async(&s, &jid, found, why).await;
                                 });
                             }
                         }
@@ -239,7 +241,7 @@ pub async fn stop(tx: mpsc::Sender<ServiceEvent>, dir: PathBuf, reach: Reach, id
         let (job, runner, nodes) = job_and_nodes(dir.clone(), &id, &reach).await?;
         let grace = if job.stop_grace == 0 { 10 } else { job.stop_grace };
         let found = runner.stop(&id, &nodes, grace).await;
-        remote::record_codes_async(&Store::new(&dir), &id, found.clone(), true).await?;
+        remote::record_codes_async(&Store::new(&dir), &id, found.clone(), remote::Stop::Operator).await?;
         Ok::<String, String>(
             found
                 .iter()
