@@ -1481,6 +1481,46 @@ fn fleet_apply_confirmation_provisioning_log_and_delete_confirmation() {
     snapshot("fleet_delete_confirm", &s);
 }
 
+/// ux-walk-2 item 3: why an apply failed, and its fix, are read whole at 80x24: the
+/// provisioning log wraps, the status bar takes rows for a long failure.
+#[test]
+fn a_failed_apply_is_read_whole_at_80_columns() {
+    let mut s = state();
+    keys(&mut s, "2");
+    s.fleet_ops.running = Some("apply fleets/a3-mega-tcpxo.yaml".into());
+    let why = "no Google Cloud access token, nothing was changed: credentials: the GCE metadata server is not reachable; run `gcloud auth application-default login` or set GOOGLE_APPLICATION_CREDENTIALS to a service-account key file";
+    update(
+        &mut s,
+        Msg::Fleets(flightdeck::tui::fleets::Msg::Done {
+            name: "mega".into(),
+            result: Err(format!("{why}\nnothing was recorded")),
+        }),
+    );
+    let rows = screen80(&s);
+    let words = |text: &str| text.split_whitespace().map(str::to_string).collect::<Vec<_>>();
+    let all: Vec<String> = rows
+        .iter()
+        .flat_map(|r| words(r.trim_matches(['│', ' '])))
+        .collect();
+    let joined = all.join(" ");
+    assert!(
+        joined.contains(&format!("failed: {why}")),
+        "the log has it whole:\n{}",
+        rows.join("\n")
+    );
+    let bar: Vec<String> = rows[20..].iter().flat_map(|r| words(r)).collect();
+    assert!(
+        bar.join(" ").ends_with("a service-account key file"),
+        "the status bar keeps the fix:\n{}",
+        rows.join("\n")
+    );
+    assert!(
+        !rows.iter().any(|r| r.contains('…')),
+        "nothing cut:\n{}",
+        rows.join("\n")
+    );
+}
+
 /// Deleting a GKE fleet from the Fleets view asks under its backend's name (it said
 /// "unknown backend" while the record's backend was a string matched in the cockpit).
 #[test]

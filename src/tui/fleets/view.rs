@@ -104,30 +104,39 @@ pub fn render_log(ops: &fleets::FleetOps, theme: &Theme, area: Rect, buf: &mut B
         }
         _ => inner,
     };
+    // Wrapped, not cut at the edge: why an apply failed (quota, stockout, credentials)
+    // and its fix are read whole at 80 columns. The newest rows that fit are shown.
     let rows = usize::from(inner.height);
-    let skip = ops.log.len().saturating_sub(rows);
-    let lines: Vec<Line> = ops
-        .log
-        .iter()
-        .skip(skip)
-        .map(|l| {
-            let t = l.trim_start();
-            let style = if t.starts_with("try ") {
-                theme.accent()
-            } else if l.contains("EXHAUSTED")
-                || l.contains("failed")
-                || l.contains("rolling back")
-                || l.contains("QUOTA")
-            {
-                theme.tone(Tone::Fail)
-            } else if l.contains("ready") || l.contains("deleted") || l.contains("SSH") {
-                theme.tone(Tone::Pass)
-            } else {
-                theme.base()
-            };
-            Line::styled(crate::tui::widgets::shown(l).into_owned(), style)
-        })
-        .collect();
+    let width = usize::from(inner.width).max(1);
+    let mut lines: Vec<Line> = vec![];
+    for l in ops.log.iter().rev() {
+        if lines.len() >= rows {
+            break;
+        }
+        let t = l.trim_start();
+        let style = if t.starts_with("try ") {
+            theme.accent()
+        } else if l.contains("EXHAUSTED")
+            || l.contains("failed")
+            || l.contains("rolling back")
+            || l.contains("QUOTA")
+        {
+            theme.tone(Tone::Fail)
+        } else if l.contains("ready") || l.contains("deleted") || l.contains("SSH") {
+            theme.tone(Tone::Pass)
+        } else {
+            theme.base()
+        };
+        let shown = crate::tui::widgets::shown(l);
+        // An indented line's continuation rows keep its indent.
+        let indent = (shown.chars().count() - shown.trim_start().chars().count()).min(width / 2);
+        let wrapped = crate::tui::widgets::wrap_words(shown.trim_start(), width - indent);
+        for row in wrapped.into_iter().rev() {
+            lines.push(Line::styled(format!("{}{row}", " ".repeat(indent)), style));
+        }
+    }
+    lines.truncate(rows);
+    lines.reverse();
     Paragraph::new(lines).render(inner, buf);
 }
 

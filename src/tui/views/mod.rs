@@ -111,7 +111,7 @@ fn render_views(
         }
         _ => {
             let left = status_left(state);
-            StatusBar {
+            let bar = StatusBar {
                 theme,
                 keymap: &state.keymap,
                 context,
@@ -119,8 +119,16 @@ fn render_views(
                 view: state.view,
                 message: state.status.as_ref(),
                 left,
-            }
-            .render(status, buf)
+            };
+            // A long warning or failure takes rows over the view's bottom.
+            let extra = (bar.rows(status.width) - 1).min(body.height.saturating_sub(3));
+            let area = Rect {
+                y: status.y - extra,
+                height: extra + 1,
+                ..status
+            };
+            ratatui::widgets::Clear.render(area, buf);
+            bar.render(area, buf)
         }
     }
     match &state.overlay {

@@ -23,12 +23,55 @@ pub struct StatusBar<'a> {
     pub left: String,
 }
 
+/// Rows a warning or failure may take above the bar: why an apply failed, and its fix,
+/// are read whole at 80 columns (quota, stockout and credential reasons run to 200
+/// characters), not cut in the middle where the fix is.
+pub const PROBLEM_ROWS: usize = 4;
+
+impl StatusBar<'_> {
+    /// How many rows the bar needs at `width`: one, or up to [`PROBLEM_ROWS`] for a
+    /// warning or failure longer than a row (drawn over the bottom of the view, which
+    /// keeps its size: panes are not resized by a message).
+    pub fn rows(&self, width: u16) -> u16 {
+        let Some(m) = self.message.filter(|m| matches!(m.tone, Tone::Warn | Tone::Fail)) else {
+            return 1;
+        };
+        let room = usize::from(width).saturating_sub(2).max(1);
+        super::wrap_words(&one_line(&m.text), room)
+            .len()
+            .clamp(1, PROBLEM_ROWS) as u16
+    }
+}
+
 impl Widget for StatusBar<'_> {
     fn render(self, area: Rect, buf: &mut Buffer) {
         if area.is_empty() {
             return;
         }
         buf.set_style(area, self.theme.status_bar());
+        if area.height > 1 {
+            if let Some(m) = self.message {
+                // A problem over several rows: wrapped between words; what does not fit
+                // keeps its end on the last row (the fix), `M` has it whole.
+                let room = usize::from(area.width).saturating_sub(2).max(1);
+                let mut rows = super::wrap_words(&one_line(&m.text), room);
+                let n = usize::from(area.height);
+                if rows.len() > n {
+                    let rest = rows.split_off(n - 1).join(" ");
+                    rows.push(middle_cut(&rest, room));
+                }
+                let style = self.theme.tone(m.tone);
+                for (i, row) in rows.iter().enumerate() {
+                    let r = Rect {
+                        y: area.y + i as u16,
+                        height: 1,
+                        ..area
+                    };
+                    Line::styled(format!(" {row}"), style).render(r, buf);
+                }
+                return;
+            }
+        }
         let width = usize::from(area.width);
         // Hints, dropped from the right until they leave room for some message text.
         let mut hints: Vec<(String, &str)> = self
@@ -173,6 +216,56 @@ mod tests {
         let shown = bar(80, Some(&m), "", View::Nccl);
         assert!(shown.starts_with(&format!(" {}", &run[..60])), "{shown}");
         assert!(shown.trim_end().ends_with('…'), "{shown}");
+    }
+
+    /// ux-walk-2 item 3: at 80 columns why an apply failed is read whole, the fix
+    /// included, over up to four rows; a short one keeps one row.
+    #[test]
+    fn a_long_failure_takes_rows_and_keeps_its_fix() {
+        let text = "apply fleets/a3-mega-tcpxo.yaml failed: no Google Cloud access token, nothing was changed: credentials: the GCE metadata server is not reachable; run `gcloud auth application-default login` or set GOOGLE_APPLICATION_CREDENTIALS to a service-account key file";
+        let m = StatusMessage {
+            text: text.into(),
+            tone: Tone::Fail,
+        };
+        let theme = Theme::default_theme();
+        let keymap = Keymap::defaults();
+        let sb = |m| StatusBar {
+            theme: &theme,
+            keymap: &keymap,
+            context: Context::Global,
+            filterable: true,
+            view: View::Fleets,
+            message: Some(m),
+            left: String::new(),
+        };
+        assert_eq!(sb(&m).rows(80), 4);
+        let area = Rect::new(0, 0, 80, 4);
+        let mut buf = Buffer::empty(area);
+        sb(&m).render(area, &mut buf);
+        let shown: String = (0..4)
+            .map(|y| {
+                (0..80)
+                    .map(|x| buf[(x, y)].symbol())
+                    .collect::<String>()
+                    .trim()
+                    .to_string()
+            })
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert_eq!(shown, text);
+        let short = StatusMessage {
+            text: "apply failed: quota".into(),
+            tone: Tone::Fail,
+        };
+        assert_eq!(sb(&short).rows(80), 1);
+        assert_eq!(
+            sb(&StatusMessage {
+                text: text.into(),
+                tone: Tone::Info
+            })
+            .rows(80),
+            1
+        );
     }
 
     #[test]
