@@ -502,27 +502,31 @@ fn list(json: bool, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
         outln!("{}", serde_json::to_string_pretty(&doc)?);
         return Ok(ExitCode::SUCCESS);
     }
-    outln!(
-        "{:<20} {:<30} {:<12} {:<10} {:>5} {:>9}  EXIT CODES",
-        "NAME",
-        "ID",
-        "FLEET",
-        "STATE",
-        "NODES",
-        "DURATION"
-    );
-    for j in jobs {
-        outln!(
-            "{:<20} {:<30} {:<12} {:<10} {:>5} {:>9}  {}",
-            j.name,
-            j.id,
-            j.fleet,
-            state_word(j),
-            j.nodes.len(),
-            hms(duration(j)),
-            exit_codes(j)
-        );
-    }
+    use super::table::{render, stdout_width, Col};
+    let cols = [
+        Col::left("NAME").shrink(),
+        Col::left("ID"),
+        Col::left("FLEET").drop(2),
+        Col::left("STATE"),
+        Col::right("NODES").drop(1),
+        Col::right("DURATION"),
+        Col::left("EXIT CODES").drop(3),
+    ];
+    let rows: Vec<Vec<String>> = jobs
+        .iter()
+        .map(|j| {
+            vec![
+                j.name.clone(),
+                j.id.clone(),
+                j.fleet.clone(),
+                state_word(j).to_string(),
+                j.nodes.len().to_string(),
+                hms(duration(j)),
+                exit_codes(j),
+            ]
+        })
+        .collect();
+    out!("{}", render(&cols, &rows, stdout_width()));
     Ok(ExitCode::SUCCESS)
 }
 

@@ -25,6 +25,7 @@ mod nccl_stragglers;
 mod nics_cmd;
 mod offers_cmd;
 pub mod prompt;
+mod table;
 
 use crate::config::{Config, LogLevel};
 use crate::paths::Paths;

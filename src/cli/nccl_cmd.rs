@@ -868,19 +868,22 @@ pub fn history_list(json: bool, paths: &Paths) -> anyhow::Result<ExitCode> {
             ]
         })
         .collect();
-    let header = [
-        "ID",
-        "STARTED (UTC)",
-        "FLEET",
-        "COLLECTIVE",
-        "NODES",
-        "MACHINE",
-        "PROFILE",
-        "PEAK GB/s",
-        "VERDICT",
-        "EXIT",
+    use super::table::{render, stdout_width, Col};
+    let cols = [
+        // The id stays whole (`nccl attach ID`); it names the collective too, so that
+        // column goes first.
+        Col::left("ID"),
+        Col::left("STARTED (UTC)").drop(6),
+        Col::left("FLEET").drop(5),
+        Col::left("COLLECTIVE").drop(1),
+        Col::right("NODES").drop(4),
+        Col::left("MACHINE").drop(3),
+        Col::left("PROFILE").drop(2),
+        Col::right("PEAK GB/s"),
+        Col::left("VERDICT"),
+        Col::right("EXIT"),
     ];
-    out!("{}", aligned(&header, &rows));
+    out!("{}", render(&cols, &rows, stdout_width()));
     // Why the newest failed runs failed, with where to read their output.
     for r in runs
         .iter()
@@ -895,25 +898,6 @@ pub fn history_list(json: bool, paths: &Paths) -> anyhow::Result<ExitCode> {
         outln!("{line}");
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// A left-aligned table with two spaces between columns.
-fn aligned(header: &[&str], rows: &[Vec<String>]) -> String {
-    let mut w: Vec<usize> = header.iter().map(|h| h.len()).collect();
-    for r in rows {
-        for (x, c) in w.iter_mut().zip(r) {
-            *x = (*x).max(c.chars().count());
-        }
-    }
-    let line = |cells: Vec<String>| {
-        let s: Vec<String> = cells.iter().zip(&w).map(|(c, x)| format!("{c:<x$}")).collect();
-        s.join("  ").trim_end().to_string() + "\n"
-    };
-    let mut out = line(header.iter().map(|h| h.to_string()).collect());
-    for r in rows {
-        out.push_str(&line(r.clone()));
-    }
-    out
 }
 
 /// `nccl compare A B`: busbw per size of both runs and B/A.
@@ -956,7 +940,11 @@ pub fn compare(a: &str, b: &str, json: bool, paths: &Paths) -> anyhow::Result<Ex
         rb.spec.collective,
         rb.machine_type.as_deref().unwrap_or("machine unknown")
     );
-    out!("{}", aligned(&["SIZE", "A busbw", "B busbw", "B/A"], &rows));
+    let cols = ["SIZE", "A busbw", "B busbw", "B/A"].map(super::table::Col::left);
+    out!(
+        "{}",
+        super::table::render(&cols, &rows, super::table::stdout_width())
+    );
     outln!(
         "peak: A {} GB/s, B {} GB/s, B/A {}",
         f(c.peak_a),

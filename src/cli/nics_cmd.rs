@@ -123,7 +123,7 @@ pub fn run(args: &NicsArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode
     let text = if args.json {
         serde_json::to_string_pretty(&report)? + "\n"
     } else {
-        table(&report, interval, args.samples)
+        table(&report, interval, args.samples, super::table::stdout_width())
     };
     // NIC names, errors and flags come from the nodes: shown, never acted on.
     let text = crate::term::visible::text(&text);
@@ -145,36 +145,11 @@ pub fn run(args: &NicsArgs, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode
     })
 }
 
-/// Columns padded to the widest cell.
-fn aligned(rows: &[Vec<String>]) -> String {
-    let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
-    let widths: Vec<usize> = (0..cols)
-        .map(|c| {
-            rows.iter()
-                .filter_map(|r| r.get(c))
-                .map(|s| s.chars().count())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let mut s = String::new();
-    for r in rows {
-        let line: Vec<String> = r
-            .iter()
-            .enumerate()
-            .map(|(i, cell)| format!("{cell:<w$}", w = widths[i]))
-            .collect();
-        s.push_str(line.join("  ").trim_end());
-        s.push('\n');
-    }
-    s
-}
-
 fn figure(x: Option<f64>, digits: usize) -> String {
     x.map(|v| format!("{v:.digits$}")).unwrap_or_else(|| "-".into())
 }
 
-fn table(r: &FleetReport, interval: Interval, samples: u32) -> String {
+fn table(r: &FleetReport, interval: Interval, samples: u32, width: Option<usize>) -> String {
     let mut s = format!(
         "fleet {}: {}, {} every {interval} over {:.1} s\n\n",
         r.fleet,
@@ -182,11 +157,20 @@ fn table(r: &FleetReport, interval: Interval, samples: u32) -> String {
         crate::words::plural(samples as usize, "sample"),
         r.window_s
     );
-    let mut rows = vec![[
-        "NODE", "NIC", "ROLE", "RX NOW", "RX AVG", "RX PEAK", "TX NOW", "TX AVG", "TX PEAK",
-    ]
-    .map(String::from)
-    .to_vec()];
+    use super::table::{render, Col};
+    // On a narrow terminal the averages go first, then the peaks: now is what is read.
+    let cols = [
+        Col::left("NODE").shrink(),
+        Col::left("NIC"),
+        Col::left("ROLE"),
+        Col::right("RX NOW"),
+        Col::right("RX AVG").drop(1),
+        Col::right("RX PEAK").drop(2),
+        Col::right("TX NOW"),
+        Col::right("TX AVG").drop(1),
+        Col::right("TX PEAK").drop(2),
+    ];
+    let mut rows = vec![];
     for n in &r.nodes {
         for nic in &n.nics {
             rows.push(vec![
@@ -207,13 +191,22 @@ fn table(r: &FleetReport, interval: Interval, samples: u32) -> String {
             }
         }
     }
-    s.push_str(&aligned(&rows));
+    s.push_str(&render(&cols, &rows, width));
     if r.nodes.iter().any(|n| !n.gpus.is_empty()) {
-        let mut rows = vec![[
-            "NODE", "GPU", "UTIL %", "AVG", "PEAK", "MEM MiB", "OF", "POWER W", "PEAK", "TEMP C", "SM MHz",
-        ]
-        .map(String::from)
-        .to_vec()];
+        let cols = [
+            Col::left("NODE").shrink(),
+            Col::right("GPU"),
+            Col::right("UTIL %"),
+            Col::right("AVG").drop(1),
+            Col::right("PEAK").drop(2),
+            Col::right("MEM MiB"),
+            Col::right("OF").drop(3),
+            Col::right("POWER W"),
+            Col::right("PEAK").drop(2),
+            Col::right("TEMP C").drop(3),
+            Col::right("SM MHz").drop(3),
+        ];
+        let mut rows = vec![];
         for n in &r.nodes {
             for g in &n.gpus {
                 rows.push(vec![
@@ -232,7 +225,7 @@ fn table(r: &FleetReport, interval: Interval, samples: u32) -> String {
             }
         }
         s.push('\n');
-        s.push_str(&aligned(&rows));
+        s.push_str(&render(&cols, &rows, width));
     }
     s.push('\n');
     if r.flags.is_empty() {

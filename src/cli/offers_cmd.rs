@@ -19,6 +19,7 @@
 //! its contract (one table or one JSON document of the catalog in use), so a person sees the
 //! offers anyway and the cache is left as it was, for the next run and the cockpit.
 
+use super::table::Col;
 use super::{OfferSort, OffersArgs, Pricing as CliPricing};
 use crate::catalog::live::{self, InUse, RefreshOptions};
 use crate::catalog::{Catalog, Direction, Field, Filtered, Flag, Offer, Pricing, Query, QueryError};
@@ -120,7 +121,11 @@ pub fn run(args: &OffersArgs) -> anyhow::Result<ExitCode> {
             pricing,
             shown(&described),
         )?;
-        write!(out, "{}", shown(&table(&offers, pricing)))?;
+        write!(
+            out,
+            "{}",
+            shown(&table(&offers, pricing, super::table::stdout_width()))
+        )?;
         for line in footnotes(&offers, pricing) {
             writeln!(err, "{}", shown(&line))?;
         }
@@ -206,33 +211,44 @@ fn opt(v: Option<u32>) -> String {
     v.map_or_else(|| "?".into(), |v| v.to_string())
 }
 
-const HEADERS: [&str; 13] = [
-    "MACHINE TYPE",
-    "GPU",
-    "GPUS",
-    "ZONE",
-    "VCPUS",
-    "RAM GB",
-    "GBPS",
-    "GPUDIRECT",
-    "ON-DEMAND",
-    "SPOT",
-    "FLEX",
-    "$/GPU-H",
-    "NOTES",
-];
-/// Columns aligned right (numbers).
-const RIGHT: [bool; 13] = [
-    false, false, true, false, true, true, true, false, true, true, true, true, false,
-];
+/// The columns, for `pricing`: on a narrow terminal the machine's sizes go first, then
+/// the prices not asked for, GPUDirect, the notes (their meaning is on stderr) and the
+/// GPU count; the machine, GPU, zone, the asked-for price and its per-GPU price stay.
+fn columns(pricing: Pricing) -> [Col; 13] {
+    let price = |head, p: Pricing, n| {
+        let c = Col::right(head);
+        if p == pricing {
+            c
+        } else {
+            c.drop(n)
+        }
+    };
+    [
+        Col::left("MACHINE TYPE"),
+        Col::left("GPU"),
+        // The machine type's name says it too (a3-highgpu-8g).
+        Col::right("GPUS").drop(7),
+        Col::left("ZONE"),
+        Col::right("VCPUS").drop(1),
+        Col::right("RAM GB").drop(1),
+        Col::right("GBPS").drop(2),
+        Col::left("GPUDIRECT").drop(5),
+        price("ON-DEMAND", Pricing::OnDemand, 4),
+        price("SPOT", Pricing::Spot, 4),
+        price("FLEX", Pricing::Flex, 3),
+        Col::right("$/GPU-H"),
+        Col::left("NOTES").drop(6).shrink(),
+    ]
+}
 
-/// The aligned table: a header row, then one row per offer. `$/GPU-H` is for `pricing`.
-pub fn table(offers: &[&Offer], pricing: Pricing) -> String {
-    let rows: Vec<[String; 13]> = offers
+/// The aligned table: a header row, then one row per offer, fitting `width` when given
+/// ([`super::table`]). `$/GPU-H` is for `pricing`.
+pub fn table(offers: &[&Offer], pricing: Pricing, width: Option<usize>) -> String {
+    let rows: Vec<Vec<String>> = offers
         .iter()
         .map(|o| {
             let notes: Vec<&str> = o.flags.iter().map(Flag::tag).collect();
-            [
+            vec![
                 o.machine_type.clone(),
                 o.gpu_label(),
                 o.gpu_count.to_string(),
@@ -249,37 +265,7 @@ pub fn table(offers: &[&Offer], pricing: Pricing) -> String {
             ]
         })
         .collect();
-    let mut widths = HEADERS.map(str::len);
-    for row in &rows {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
-        }
-    }
-    let mut out = String::new();
-    let mut line = |cells: &[&str]| {
-        let mut s = String::new();
-        for (i, cell) in cells.iter().enumerate() {
-            if i > 0 {
-                s.push_str("  ");
-            }
-            let pad = widths[i].saturating_sub(cell.chars().count());
-            if RIGHT[i] {
-                s.push_str(&" ".repeat(pad));
-                s.push_str(cell);
-            } else {
-                s.push_str(cell);
-                s.push_str(&" ".repeat(pad));
-            }
-        }
-        out.push_str(s.trim_end());
-        out.push('\n');
-    };
-    line(&HEADERS);
-    for row in &rows {
-        let cells: Vec<&str> = row.iter().map(String::as_str).collect();
-        line(&cells);
-    }
-    out
+    super::table::render(&columns(pricing), &rows, width)
 }
 
 fn range(values: impl Iterator<Item = Option<f64>>) -> String {
@@ -442,10 +428,31 @@ mod tests {
             .collect()
     }
 
+    /// ux-walk-2 item 5: on an 80-column terminal every offer of the catalog fits, with
+    /// the asked-for price and the zone kept; piped, every column is written.
+    #[test]
+    fn on_an_80_column_terminal_the_table_fits() {
+        let c = Catalog::embedded();
+        let offers: Vec<&Offer> = c.offers().iter().collect();
+        for pricing in Pricing::ALL {
+            let t = table(&offers, pricing, Some(80));
+            let wide = t.lines().filter(|l| l.chars().count() > 80).collect::<Vec<_>>();
+            assert!(wide.is_empty(), "{pricing:?}: {wide:#?}");
+            let head = t.lines().next().unwrap();
+            assert!(head.contains("ZONE") && head.contains("$/GPU-H"), "{head}");
+            let asked = ["ON-DEMAND", "SPOT", "FLEX"][pricing as usize];
+            assert!(head.contains(asked), "{pricing:?}: {head}");
+            assert!(t.contains("(left out at 80 columns: GPUS, VCPUS, RAM GB"), "{t}");
+        }
+        let all = table(&offers, Pricing::Spot, None);
+        assert!(all.lines().next().unwrap().contains("VCPUS"), "{all}");
+        assert!(all.lines().any(|l| l.chars().count() > 80), "piped: whole");
+    }
+
     #[test]
     fn table_is_aligned_and_shows_unknown_as_question_marks() {
         let offers = pick(&["a3-ultragpu-8g/us-central1-b", "a4-highgpu-8g/us-east4-b"]);
-        let t = table(&offers, Pricing::Spot);
+        let t = table(&offers, Pricing::Spot, None);
         let lines: Vec<&str> = t.lines().collect();
         assert_eq!(lines.len(), 3);
         assert!(

@@ -130,7 +130,7 @@ pub fn render_log(ops: &fleets::FleetOps, theme: &Theme, area: Rect, buf: &mut B
         let shown = crate::tui::widgets::shown(l);
         // An indented line's continuation rows keep its indent.
         let indent = (shown.chars().count() - shown.trim_start().chars().count()).min(width / 2);
-        let wrapped = crate::tui::widgets::wrap_words(shown.trim_start(), width - indent);
+        let wrapped = crate::words::wrap_words(shown.trim_start(), width - indent);
         for row in wrapped.into_iter().rev() {
             lines.push(Line::styled(format!("{}{row}", " ".repeat(indent)), style));
         }

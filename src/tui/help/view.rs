@@ -244,7 +244,7 @@ const KEYS_WIDTH: usize = 22;
 /// `text` in lines of at most `width` characters, broken between words; one empty line
 /// for empty text.
 fn word_wrap(text: &str, width: usize) -> Vec<String> {
-    let out = crate::tui::widgets::wrap_words(text, width.max(1));
+    let out = crate::words::wrap_words(text, width.max(1));
     if out.is_empty() {
         vec![String::new()]
     } else {

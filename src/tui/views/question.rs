@@ -12,7 +12,8 @@
 use crate::tui::action::{Action, Context};
 use crate::tui::keymap::Keymap;
 use crate::tui::theme::Theme;
-use crate::tui::widgets::{centered, wrap_words};
+use crate::tui::widgets::centered;
+use crate::words::wrap_words;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
@@ -409,13 +410,10 @@ mod wrap_tests {
     #[test]
     fn words_wrap_within_the_width() {
         assert_eq!(
-            crate::tui::widgets::wrap_words("note: a bb ccc", 6),
+            crate::words::wrap_words("note: a bb ccc", 6),
             vec!["note:", "a bb", "ccc"]
         );
-        assert_eq!(
-            crate::tui::widgets::wrap_words("abcdefgh", 3),
-            vec!["abc", "def", "gh"]
-        );
-        assert!(crate::tui::widgets::wrap_words("", 5).is_empty());
+        assert_eq!(crate::words::wrap_words("abcdefgh", 3), vec!["abc", "def", "gh"]);
+        assert!(crate::words::wrap_words("", 5).is_empty());
     }
 }

@@ -31,7 +31,7 @@ fn rows(fields: &[(&str, String)], width: u16) -> Vec<(String, String)> {
     let mut out = vec![];
     for (key, value) in fields {
         let value = crate::tui::widgets::shown(value);
-        let mut rows = super::wrap_words(&value, value_w);
+        let mut rows = crate::words::wrap_words(&value, value_w);
         if rows.is_empty() {
             rows.push("-".into());
         }

@@ -77,17 +77,10 @@ pub fn centered(area: Rect, w: u16, h: u16) -> Rect {
     }
 }
 
-/// Cut `s` to at most `width` characters, marking the cut with '…'.
+/// Cut `s` to at most `width` characters, marking the cut with '…' (as the CLI's tables
+/// do: one rule, in [`crate::words::truncate`]).
 pub fn truncate(s: &str, width: usize) -> String {
-    if s.chars().count() <= width {
-        return s.to_string();
-    }
-    if width == 0 {
-        return String::new();
-    }
-    let mut out: String = s.chars().take(width - 1).collect();
-    out.push('…');
-    out
+    crate::words::truncate(s, width)
 }
 
 /// `text` cut into rows of `width` characters (at least one row), as a terminal wraps.
@@ -98,34 +91,6 @@ pub fn hard_wrap(text: &str, width: usize) -> Vec<String> {
         return vec![String::new()];
     }
     chars.chunks(width).map(|c| c.iter().collect()).collect()
-}
-
-/// `text` in lines of at most `width` characters, broken between words (a word longer
-/// than a line is broken inside it).
-pub fn wrap_words(text: &str, width: usize) -> Vec<String> {
-    let mut out = vec![];
-    let mut line = String::new();
-    for word in text.split_whitespace() {
-        let mut word: Vec<char> = word.chars().collect();
-        while word.len() > width {
-            if !line.is_empty() {
-                out.push(std::mem::take(&mut line));
-            }
-            out.push(word.drain(..width).collect());
-        }
-        let w: String = word.into_iter().collect();
-        if !line.is_empty() && line.chars().count() + 1 + w.chars().count() > width {
-            out.push(std::mem::take(&mut line));
-        }
-        if !line.is_empty() {
-            line.push(' ');
-        }
-        line.push_str(&w);
-    }
-    if !line.is_empty() {
-        out.push(line);
-    }
-    out
 }
 
 #[cfg(test)]

@@ -37,7 +37,7 @@ impl StatusBar<'_> {
             return 1;
         };
         let room = usize::from(width).saturating_sub(2).max(1);
-        super::wrap_words(&one_line(&m.text), room)
+        crate::words::wrap_words(&one_line(&m.text), room)
             .len()
             .clamp(1, PROBLEM_ROWS) as u16
     }
@@ -54,7 +54,7 @@ impl Widget for StatusBar<'_> {
                 // A problem over several rows: wrapped between words; what does not fit
                 // keeps its end on the last row (the fix), `M` has it whole.
                 let room = usize::from(area.width).saturating_sub(2).max(1);
-                let mut rows = super::wrap_words(&one_line(&m.text), room);
+                let mut rows = crate::words::wrap_words(&one_line(&m.text), room);
                 let n = usize::from(area.height);
                 if rows.len() > n {
                     let rest = rows.split_off(n - 1).join(" ");
