@@ -843,6 +843,45 @@ fn nccl_view_judges_against_the_expected_curve_and_compares_two_runs() {
     assert!(s.nccl.compare.is_empty());
 }
 
+/// ux-walk-2 item 6: under NO_COLOR the measured and the expected curve are drawn with
+/// different marks, and the legend shows which mark is which.
+#[test]
+fn no_color_curves_are_told_apart_by_their_marks() {
+    let mut s = nccl_state();
+    update(
+        &mut s,
+        Msg::Nccl(flightdeck::tui::nccl::Msg::History(nccl_history())),
+    );
+    let mut mono = Theme::default_theme();
+    mono.monochrome = true;
+    let t = format!("{}", draw(&s, &mono, 160, 48).backend());
+    // The legend's mark of each curve: three curves, three marks, each drawn.
+    let mark = |name: &str| {
+        let l = t
+            .lines()
+            .find(|l| l.contains(&format!(" {name}")))
+            .unwrap_or_else(|| panic!("{name}: {t}"));
+        let at = l.find(&format!(" {name}")).unwrap();
+        l[..at].chars().last().unwrap()
+    };
+    let marks = [
+        mark("out-of-place"),
+        mark("in-place"),
+        mark("expected (measured)"),
+    ];
+    assert_eq!(marks, ['⣀', '•', '▀'], "{t}");
+    assert!(
+        t.contains('•') && t.chars().any(|c| ('\u{2801}'..='\u{28ff}').contains(&c)),
+        "{t}"
+    );
+    // With colour the curves are told apart by colour: the legend is the plain names.
+    let t = format!("{}", draw(&s, &Theme::default_theme(), 160, 48).backend());
+    assert!(
+        t.contains("expected (measured)") && !t.contains("• expected"),
+        "{t}"
+    );
+}
+
 #[test]
 fn empty_fleets_and_panes_say_what_to_do() {
     let mut s = state();

@@ -499,6 +499,33 @@ impl Theme {
         }
     }
 
+    /// How series `i` of a chart is drawn, and the mark its legend shows. With colour
+    /// every series is braille (fine lines told apart by colour); under `NO_COLOR` each
+    /// has its own mark (braille, `•`, `▀`, `█`) so measured and expected curves, or two
+    /// nodes, can be told apart without colour.
+    pub fn series_mark(&self, i: usize) -> (ratatui::symbols::Marker, &'static str) {
+        use ratatui::symbols::Marker;
+        const MARKS: [(Marker, &str); 4] = [
+            (Marker::Braille, "⣀"),
+            (Marker::Dot, "•"),
+            (Marker::HalfBlock, "▀"),
+            (Marker::Block, "█"),
+        ];
+        if self.monochrome {
+            MARKS[i % MARKS.len()]
+        } else {
+            (Marker::Braille, "")
+        }
+    }
+
+    /// A legend entry for series `i`: its name, with its mark under `NO_COLOR`.
+    pub fn series_name(&self, i: usize, name: &str) -> String {
+        match self.series_mark(i).1 {
+            "" => name.to_string(),
+            mark => format!("{mark} {name}"),
+        }
+    }
+
     pub fn muted(&self) -> Style {
         self.fg_style(|r| r.muted, Style::new().add_modifier(Modifier::DIM))
     }

@@ -21,7 +21,6 @@ use crate::tui::widgets::table::{self, Col};
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::Style;
-use ratatui::symbols::Marker;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{
     Axis, Block, Borders, Chart, Dataset, GraphType, Paragraph, Row, Table, Widget, Wrap,
@@ -642,8 +641,8 @@ fn chart(
                 theme.tone(palette[i % palette.len()])
             };
             Dataset::default()
-                .name(name.clone())
-                .marker(Marker::Braille)
+                .name(theme.series_name(i, name))
+                .marker(theme.series_mark(i).0)
                 .graph_type(GraphType::Line)
                 .style(style)
                 .data(p)

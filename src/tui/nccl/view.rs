@@ -30,7 +30,6 @@ use crate::tui::widgets::table::{self, Col, Cut};
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
-use ratatui::symbols::Marker;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{
     Axis, Block, Borders, Chart, Dataset, GraphType, LegendPosition, Paragraph, Row, Table, Widget, Wrap,
@@ -566,10 +565,11 @@ fn busbw_chart(theme: &Theme, series: &[Series], area: Rect, buf: &mut Buffer) {
     let ymax = busbw_top(all().map(|p| p.1).fold(0.0f64, f64::max));
     let datasets: Vec<Dataset> = series
         .iter()
-        .map(|(name, style, points)| {
+        .enumerate()
+        .map(|(i, (name, style, points))| {
             Dataset::default()
-                .name(name.clone())
-                .marker(Marker::Braille)
+                .name(theme.series_name(i, name))
+                .marker(theme.series_mark(i).0)
                 .graph_type(GraphType::Line)
                 .style(*style)
                 .data(points)

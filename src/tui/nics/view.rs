@@ -280,9 +280,10 @@ fn chart_title<'a>(
     } else {
         spans.push(Span::styled(format!(" {label} "), t.title()));
     }
-    spans.push(Span::styled("rx", t.rx()));
+    // The chart draws tx first, rx second: under NO_COLOR their marks name them.
+    spans.push(Span::styled(t.series_name(1, "rx"), t.rx()));
     spans.push(Span::raw(format!(" {} ", rate(rx.current, wide))));
-    spans.push(Span::styled("tx", t.tx()));
+    spans.push(Span::styled(t.series_name(0, "tx"), t.tx()));
     spans.push(Span::raw(format!(" {} ", rate(tx.current, wide))));
     Line::from(spans)
 }
@@ -735,9 +736,9 @@ fn render_fleet(c: &Ctx, area: Rect, buf: &mut Buffer) {
             },
             c.theme.title(),
         ),
-        Span::styled("rx", c.theme.rx()),
+        Span::styled(c.theme.series_name(1, "rx"), c.theme.rx()),
         Span::raw(format!(" {} ", rate(now(|t| t.srx.current), true))),
-        Span::styled("tx", c.theme.tx()),
+        Span::styled(c.theme.series_name(0, "tx"), c.theme.tx()),
         Span::raw(format!(" {} ", rate(now(|t| t.stx.current), true))),
         if fleet_flags > 0 {
             Span::styled(

@@ -148,8 +148,12 @@ impl Widget for RateChart<'_> {
         let top = self.top();
         let span_s = f64::from(self.span_ms) / 1000.0;
         // Points: x in seconds before the window's end, at the middle of each column.
-        let mut runs: Vec<(Vec<(f64, f64)>, Style)> = Vec::new();
-        for s in &self.series {
+        // Each series its own mark under NO_COLOR (tx and rx told apart without colour).
+        // A run of finite points, with its series' style and mark.
+        type Run = (Vec<(f64, f64)>, Style, Marker);
+        let mut runs: Vec<Run> = Vec::new();
+        for (k, s) in self.series.iter().enumerate() {
+            let mark = self.theme.series_mark(k).0;
             let n = s.values.len();
             if n == 0 {
                 continue;
@@ -160,18 +164,18 @@ impl Widget for RateChart<'_> {
                 if v.is_finite() {
                     run.push((-span_s + (i as f64 + 0.5) * w, f64::from(*v).min(top)));
                 } else if !run.is_empty() {
-                    runs.push((std::mem::take(&mut run), s.style));
+                    runs.push((std::mem::take(&mut run), s.style, mark));
                 }
             }
             if !run.is_empty() {
-                runs.push((run, s.style));
+                runs.push((run, s.style, mark));
             }
         }
         let datasets: Vec<Dataset> = runs
             .iter()
-            .map(|(points, style)| {
+            .map(|(points, style, mark)| {
                 Dataset::default()
-                    .marker(Marker::Braille)
+                    .marker(*mark)
                     .graph_type(if points.len() > 1 {
                         GraphType::Line
                     } else {
