@@ -138,7 +138,7 @@ fn local_fleet_apply_exec_list_delete() {
     let out = flightdeck(home.path(), &["fleet", "delete", "local", "--yes"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(
-        text(&out.stdout).contains("  delete  node  local-0"),
+        text(&out.stdout).contains("  forget  node  local-0"),
         "what goes, on stdout: {}",
         text(&out.stdout)
     );

@@ -7,7 +7,7 @@ use flightdeck::doctor::{run::Event, Finding, Outcome, Report, CHECKS};
 use flightdeck::tui::action::Context;
 use flightdeck::tui::help::view as help;
 use flightdeck::tui::keymap::Keymap;
-use flightdeck::tui::state::{Msg, Overlay, State, StatusMessage, View};
+use flightdeck::tui::state::{Command, Msg, Overlay, State, StatusMessage, View};
 use flightdeck::tui::theme::{Theme, Tone, EMBEDDED};
 use flightdeck::tui::update::update;
 use flightdeck::tui::views;
@@ -1558,6 +1558,39 @@ fn a_failed_apply_is_read_whole_at_80_columns() {
         "nothing cut:\n{}",
         rows.join("\n")
     );
+}
+
+/// ux-walk-2 item 7: deleting an SSH fleet reads as forgetting it (its hosts stay as
+/// they are), names the shells open in its panes, and closes those panes once done.
+#[test]
+fn forgetting_an_ssh_fleet_says_so_and_closes_its_panes() {
+    let mut s = panes_state();
+    keys(&mut s, "2");
+    s.fleet_selected = Some("lab".into());
+    keys(&mut s, "D");
+    let text = screen80(&s).join("\n");
+    assert!(text.contains("Forget lab"), "{text}");
+    assert!(text.contains("the hosts below stay as they are"), "{text}");
+    assert!(text.contains("forget host"), "{text}");
+    assert!(!text.contains("delete"), "{text}");
+    // Three of its four panes hold a connected shell (the fourth reconnects).
+    assert!(text.contains("3 shells open in its panes end with it"), "{text}");
+    assert_eq!(
+        update(
+            &mut s,
+            Msg::Key(KeyEvent::new(KeyCode::Char('y'), KeyModifiers::NONE))
+        ),
+        vec![Command::DeleteFleet("lab".into())]
+    );
+    let after = update(
+        &mut s,
+        Msg::Fleets(flightdeck::tui::fleets::Msg::Done {
+            name: "lab".into(),
+            result: Ok("lab: SSH fleet forgotten (the hosts are yours and stay as they are)".into()),
+        }),
+    );
+    assert!(after.contains(&Command::ClosePanesOf("lab".into())), "{after:?}");
+    assert!(!s.panes.is_open("lab"));
 }
 
 /// Deleting a GKE fleet from the Fleets view asks under its backend's name (it said

@@ -180,13 +180,25 @@ pub fn run(cmd: &FleetCommand, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitC
             };
             let kind = record.backend;
             // What goes: the command's output, on stdout as `fleet plan`'s.
+            let plan = inventory_for(kind).delete_plan(&record);
             for n in &record.nodes {
-                outln!("  delete  node  {:<20} {}", n.name, n.host());
+                let action = plan
+                    .changes
+                    .iter()
+                    .find(|c| c.name == n.name)
+                    .map_or("delete", |c| c.action);
+                outln!("  {action:<7} node  {:<20} {}", n.name, n.host());
             }
-            for c in inventory_for(kind).delete_plan(&record).changes {
+            for c in &plan.changes {
                 if c.cloud.is_some() {
                     outln!("  delete  {:<16} {:<28} {}", c.kind, c.name, c.place);
                 }
+            }
+            if plan.changes.iter().all(|c| c.action == "forget") {
+                outln!("  (flightdeck forgets `{name}`; the hosts are yours and nothing on them changes)");
+            }
+            for n in &plan.notes {
+                outln!("  note: {n}");
             }
             if !yes && !ask(&format!("Delete fleet `{name}`?"))? {
                 errln!("nothing changed");

@@ -352,6 +352,23 @@ impl Inventory for Recorded {
     fn kind(&self) -> BackendKind {
         self.0
     }
+
+    /// Deleting a local or SSH fleet forgets it: the hosts are the operator's and stay
+    /// as they are (no `delete node` over a machine nobody will touch).
+    fn delete_plan(&self, record: &FleetRecord) -> Plan {
+        let changes = node_deletes(record)
+            .into_iter()
+            .map(|c| Change {
+                action: "forget",
+                kind: "host",
+                ..c
+            })
+            .collect();
+        Plan {
+            changes,
+            ..Plan::new(record.name.clone(), record.backend)
+        }
+    }
 }
 
 /// Delete changes for the record's nodes that no recorded instance stands for.

@@ -20,7 +20,7 @@ use crate::store::FleetRecord;
 /// One step of a plan.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Change {
-    /// create, delete or keep.
+    /// create, delete, update, keep, or forget (a local or SSH host left as it is).
     pub action: &'static str,
     /// What kind of thing: node; with GCP instance, placement_policy, network, subnetwork,
     /// firewall.

@@ -250,6 +250,8 @@ pub enum Command {
     ReloadState,
     OpenPanes(String),
     ClosePanes,
+    /// Close one fleet's panes (shown or in the background): the fleet was deleted.
+    ClosePanesOf(String),
     PaneInput {
         ids: Vec<usize>,
         bytes: Vec<u8>,

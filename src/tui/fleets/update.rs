@@ -216,11 +216,20 @@ fn fleet_op(state: &mut State, action: Action) -> Vec<Command> {
             if busy(state) {
                 return vec![];
             }
+            let mut plan = crate::cloud::inventory_for(record.backend).delete_plan(&record);
+            let open = state.panes.open_shells(&record.name);
+            if open > 0 {
+                plan.notes.push(format!(
+                    "{} open in its panes {} with it",
+                    crate::words::plural(open, "shell"),
+                    if open == 1 { "ends" } else { "end" }
+                ));
+            }
             state.overlay = Overlay::FleetConfirm(Box::new(Confirm {
                 op: Op::Delete {
                     name: record.name.clone(),
                 },
-                plan: crate::cloud::inventory_for(record.backend).delete_plan(&record),
+                plan,
             }));
             vec![]
         }
@@ -291,7 +300,7 @@ fn done(state: &mut State, name: String, result: Result<String, String>) -> Vec<
                 tone: Tone::Pass,
             });
             if what.starts_with("apply") {
-                state.fleet_selected = Some(name);
+                state.fleet_selected = Some(name.clone());
             }
         }
         Err(e) => {
@@ -302,9 +311,15 @@ fn done(state: &mut State, name: String, result: Result<String, String>) -> Vec<
             });
         }
     }
+    let deleted = what.starts_with("delete") && result.is_ok();
     state.fleet_ops.outcome = Some(result);
     state.dirty = true;
-    vec![Command::LoadFleets]
+    let mut commands = vec![Command::LoadFleets];
+    // A deleted fleet's panes go with it: no shells left under a fleet the list lacks.
+    if deleted && state.panes.close_fleet(&name) {
+        commands.push(Command::ClosePanesOf(name));
+    }
+    commands
 }
 
 /// The plan for an apply came back: ask.

@@ -252,6 +252,30 @@ impl Panes {
             || self.background.iter().any(|b| b.fleet.as_deref() == Some(fleet))
     }
 
+    /// How many of `fleet`'s panes hold a connected shell, shown or in the background.
+    pub fn open_shells(&self, fleet: &str) -> usize {
+        std::iter::once(self)
+            .chain(self.background.iter())
+            .filter(|p| p.fleet.as_deref() == Some(fleet))
+            .flat_map(|p| p.tiles.iter())
+            .filter(|t| matches!(t.state, crate::term::session::PaneState::Connected))
+            .count()
+    }
+
+    /// Drop `fleet`'s panes, shown or in the background; whether it had any.
+    pub fn close_fleet(&mut self, fleet: &str) -> bool {
+        let had = self.is_open(fleet);
+        self.background.retain(|b| b.fleet.as_deref() != Some(fleet));
+        if self.fleet.as_deref() == Some(fleet) {
+            let background = std::mem::take(&mut self.background);
+            *self = Panes {
+                background,
+                ..Panes::default()
+            };
+        }
+        had
+    }
+
     /// Put the shown panes (when any) in the background, out of typing and copy mode.
     fn park(&mut self) {
         let mut background = std::mem::take(&mut self.background);

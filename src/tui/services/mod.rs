@@ -250,6 +250,13 @@ impl Services {
                 });
             }
             Command::ClosePanes => self.close_panes(),
+            Command::ClosePanesOf(fleet) => {
+                for id in self.pane_fleets.remove(&fleet).unwrap_or_default() {
+                    if let Some((h, _)) = self.panes.remove(&id) {
+                        let _ = h.input.try_send(PaneInput::Close);
+                    }
+                }
+            }
             Command::PaneInput { ids, bytes } => {
                 for id in ids {
                     self.send(id, PaneInput::Bytes(bytes.clone()));

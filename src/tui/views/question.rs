@@ -138,6 +138,10 @@ pub fn fleet_confirm(
     use crate::tui::fleets::Op;
     let (title, question) = match &c.op {
         Op::Apply { file, .. } => (format!("Apply {}", c.plan.fleet), format!("from {file}")),
+        Op::Delete { name } if c.plan.changes.iter().all(|ch| ch.action == "forget") => (
+            format!("Forget {name}"),
+            "the hosts below stay as they are".to_string(),
+        ),
         Op::Delete { name } => (format!("Delete {name}"), "everything below goes".to_string()),
     };
     let w = area.width.saturating_sub(2).clamp(area.width.min(20), 130);
@@ -145,6 +149,8 @@ pub fn fleet_confirm(
     let tone = |action: &str| {
         if action == "delete" {
             theme.tone(Tone::Fail)
+        } else if action == "forget" {
+            theme.tone(Tone::Warn)
         } else {
             theme.tone(Tone::Pass)
         }
