@@ -126,12 +126,13 @@ pub enum Action {
     FleetDelete,
     FleetEdit,
     NcclRun,
+    NcclRunAgain,
     NextField,
     PrevField,
 }
 
 impl Action {
-    pub const ALL: [Action; 57] = [
+    pub const ALL: [Action; 58] = [
         Action::Quit,
         Action::Suspend,
         Action::Help,
@@ -187,6 +188,7 @@ impl Action {
         Action::FleetDelete,
         Action::FleetEdit,
         Action::NcclRun,
+        Action::NcclRunAgain,
         Action::NextField,
         Action::PrevField,
     ];
@@ -296,6 +298,9 @@ impl Action {
             Action::FleetEdit => "edit the selected fleet's file (validated as you type)",
             Action::NcclRun => {
                 "start an NCCL run: a dialog for the fleet, sizes, iterations, data type, engine and GPUDirect profile"
+            }
+            Action::NcclRunAgain => {
+                "run the selected NCCL run again: the dialog with its fleet, sizes, engine, profile and environment"
             }
             Action::NextField => "next field (NCCL run dialog)",
             Action::PrevField => "previous field (NCCL run dialog)",

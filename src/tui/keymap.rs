@@ -239,6 +239,7 @@ fn default_table() -> Vec<(Context, Action, Vec<Chord>)> {
         (Global, FleetDelete, vec![p('D')]),
         (Global, FleetEdit, vec![p('e')]),
         (Global, NcclRun, vec![p('t')]),
+        (Global, NcclRunAgain, vec![p('R')]),
         (Global, Up, vec![k(KeyCode::Up), p('k')]),
         (Global, Down, vec![k(KeyCode::Down), p('j')]),
         (Global, Top, vec![k(KeyCode::Home), p('g')]),

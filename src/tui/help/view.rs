@@ -85,6 +85,10 @@ pub fn view_keys(view: View) -> &'static [(Action, &'static str)] {
                 NcclRun,
                 "start an NCCL run: fleet, sizes, iterations, data type, engine, GPUDirect profile",
             ),
+            (
+                NcclRunAgain,
+                "run the selected run again: its settings and environment in the dialog",
+            ),
             (Select, "follow the selected run: its chart and verdict"),
             (
                 Compare,
@@ -166,6 +170,7 @@ fn view_specific(action: Action) -> bool {
             | FleetDelete
             | FleetEdit
             | NcclRun
+            | NcclRunAgain
     )
 }
 

@@ -44,6 +44,22 @@ pub fn act(state: &mut State, action: Action) -> Option<Vec<Command>> {
             });
             return Some(vec![Command::NcclRunChoices]);
         }
+        Action::NcclRunAgain => {
+            let id = v.selected.clone()?;
+            if !v.history.iter().any(|h| h.id == id) {
+                state.status = Some(StatusMessage {
+                    text: format!("run {id} has no saved settings in the history; t starts a new run"),
+                    tone: Tone::Warn,
+                });
+                return Some(vec![]);
+            }
+            v.again = Some(id.clone());
+            state.status = Some(StatusMessage {
+                text: format!("reading the fleets to run {id} again…"),
+                tone: Tone::Info,
+            });
+            return Some(vec![Command::NcclRunChoices]);
+        }
         _ => return None,
     }
     Some(vec![])
@@ -63,7 +79,19 @@ pub fn open_dialog(state: &mut State, fleets: Result<Vec<FleetChoice>, String>) 
         Ok(f) => {
             state.status = None;
             state.view = View::Nccl;
-            state.nccl.dialog = Some(RunDialog::new(f, state.fleet_selected.as_deref()));
+            let preferred = state.fleet_selected.as_deref();
+            let v = &mut state.nccl;
+            // `R`: the selected run's settings; else the dialog as last closed; else
+            // `nccl run`'s defaults.
+            let saved = v
+                .again
+                .take()
+                .and_then(|id| v.history.iter().find(|h| h.id == id));
+            v.dialog = Some(match (saved, v.last_dialog.take()) {
+                (Some(run), _) => RunDialog::from_saved(f, run),
+                (None, Some(last)) => last.reopened(f, preferred),
+                (None, None) => RunDialog::new(f, preferred),
+            });
         }
         Err(e) => {
             state.status = Some(StatusMessage {
@@ -85,7 +113,7 @@ pub fn dialog_key(state: &mut State, key: KeyEvent) -> Vec<Command> {
     let at = Field::ALL.iter().position(|f| *f == d.focus).unwrap_or(0);
     match action {
         Some(Action::Close) => {
-            state.nccl.dialog = None;
+            state.nccl.last_dialog = state.nccl.dialog.take();
             state.status = Some(StatusMessage {
                 text: "no run started".into(),
                 tone: Tone::Info,
@@ -103,7 +131,7 @@ pub fn dialog_key(state: &mut State, key: KeyEvent) -> Vec<Command> {
                     ),
                     tone: Tone::Info,
                 });
-                state.nccl.dialog = None;
+                state.nccl.last_dialog = state.nccl.dialog.take();
                 return vec![Command::StartNcclRun(Box::new(req))];
             }
             Err(p) => d.problem = Some(p),

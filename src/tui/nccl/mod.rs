@@ -72,6 +72,11 @@ pub struct NcclView {
     pub compare: Vec<String>,
     /// The run dialog, while open.
     pub dialog: Option<RunDialog>,
+    /// The dialog as it was last closed (started or cancelled): the next `t` opens it
+    /// again as it was, environment included.
+    pub last_dialog: Option<RunDialog>,
+    /// `R` asked to run this run (by id) again: the dialog opens with its settings.
+    pub again: Option<String>,
     /// The last straggler finder result of the state dir.
     pub stragglers: Option<StragglerReport>,
     /// The `d` panel: the selected run's every field, under the list and the run.
@@ -248,6 +253,63 @@ impl RunDialog {
             fresh: true,
         };
         d.reset_env();
+        d
+    }
+
+    /// The dialog as it was last closed, over the fleets as they are now (its fleet
+    /// kept when it is still there, else `preferred`'s).
+    pub fn reopened(mut self, fleets: Vec<FleetChoice>, preferred: Option<&str>) -> RunDialog {
+        let was = self.fleet().map(|f| f.name.clone());
+        self.fleet = was
+            .as_deref()
+            .and_then(|w| fleets.iter().position(|f| f.name == w))
+            .or_else(|| preferred.and_then(|p| fleets.iter().position(|f| f.name == p)))
+            .unwrap_or(0);
+        self.fleets = fleets;
+        self.focus = Field::Fleet;
+        self.problem = None;
+        self.fresh = true;
+        self
+    }
+
+    /// The dialog for running `run` again: its fleet, collective, sizes, iterations,
+    /// data type, engine, profile and environment as the history saved them.
+    pub fn from_saved(fleets: Vec<FleetChoice>, run: &SavedRun) -> RunDialog {
+        let mut d = RunDialog::new(fleets, Some(&run.fleet));
+        let spec = &run.spec;
+        if let Some(i) = runner::COLLECTIVES.iter().position(|c| *c == spec.collective) {
+            d.collective = i;
+        }
+        if let Some(e) = [Engine::NcclTests, Engine::Torch]
+            .into_iter()
+            .find(|e| e.name() == spec.engine)
+        {
+            d.engine = e;
+        }
+        // `-b 8 -e 8G -f 2 -g all -n 20 -w 5 -d float`, as `remote::saved_run` wrote it.
+        let words: Vec<&str> = spec.args.split_whitespace().collect();
+        for pair in words.chunks(2) {
+            let [flag, value] = pair else { continue };
+            match *flag {
+                "-b" => d.min_bytes = line_input(value),
+                "-e" => d.max_bytes = line_input(value),
+                "-f" => d.factor = line_input(value),
+                "-g" => d.gpus = line_input(if *value == "all" { "" } else { value }),
+                "-n" => d.iters = line_input(value),
+                "-w" => d.warmup = line_input(value),
+                "-d" => {
+                    if let Some(t) = d.engine.dtypes().iter().find(|t| **t == *value) {
+                        d.dtype = t;
+                    }
+                }
+                _ => {}
+            }
+        }
+        d.profile = GpuDirect::parse(&spec.profile);
+        let mut env = TextArea::new(spec.env.clone());
+        env.move_cursor(tui_textarea::CursorMove::Bottom);
+        env.move_cursor(tui_textarea::CursorMove::End);
+        d.env = env;
         d
     }
 
@@ -877,6 +939,77 @@ mod tests {
             .unwrap()
             .text
             .contains("did not start: no route"));
+    }
+
+    /// ux-walk-2 item 8: the dialog opens again as it was last closed (its environment
+    /// too), and `R` on a run opens it with that run's settings and environment.
+    #[test]
+    fn the_dialog_remembers_and_r_runs_a_run_again() {
+        let mut s = State::new(Keymap::defaults(), vec![], "dark".into());
+        press(&mut s, KeyCode::Char('5'), KeyModifiers::NONE);
+        press(&mut s, KeyCode::Char('t'), KeyModifiers::NONE);
+        update(&mut s, Msg::Nccl(crate::tui::nccl::Msg::RunFleets(Ok(choices()))));
+        for _ in 0..11 {
+            press(&mut s, KeyCode::Tab, KeyModifiers::NONE);
+        }
+        update(&mut s, Msg::Paste("NCCL_TESTS_DIR=/opt/nccl-tests/build".into()));
+        let first = press(&mut s, KeyCode::Char('s'), KeyModifiers::CONTROL);
+        let [Command::StartNcclRun(first)] = first.as_slice() else {
+            panic!("{first:?}");
+        };
+        press(&mut s, KeyCode::Char('t'), KeyModifiers::NONE);
+        update(&mut s, Msg::Nccl(crate::tui::nccl::Msg::RunFleets(Ok(choices()))));
+        let d = s.nccl.dialog.as_ref().unwrap();
+        assert_eq!(d.focus, Field::Fleet);
+        assert!(d
+            .env_lines()
+            .contains(&"NCCL_TESTS_DIR=/opt/nccl-tests/build".to_string()));
+        assert_eq!(d.request().unwrap(), **first, "the same run again");
+        // Esc keeps what was typed too.
+        press(&mut s, KeyCode::Esc, KeyModifiers::NONE);
+        assert!(s.nccl.last_dialog.is_some());
+
+        // R on a run of the history: its settings, as saved.
+        let saved = SavedRun {
+            id: "nccl-all_gather-1-0001".into(),
+            fleet: "mega".into(),
+            spec: history::SavedSpec {
+                collective: "all_gather".into(),
+                engine: "nccl-tests".into(),
+                args: "-b 1M -e 2G -f 4 -g 2 -n 7 -w 1 -d half".into(),
+                profile: "tcpxo".into(),
+                env: vec!["export NCCL_DEBUG='INFO'".into()],
+            },
+            ..Default::default()
+        };
+        update(
+            &mut s,
+            Msg::Nccl(crate::tui::nccl::Msg::History(vec![saved.clone()])),
+        );
+        update(
+            &mut s,
+            Msg::Nccl(crate::tui::nccl::Msg::Runs(vec![run(&saved.id, 1)])),
+        );
+        s.nccl.selected = Some(saved.id.clone());
+        assert_eq!(
+            press(&mut s, KeyCode::Char('R'), KeyModifiers::NONE),
+            vec![Command::NcclRunChoices]
+        );
+        update(&mut s, Msg::Nccl(crate::tui::nccl::Msg::RunFleets(Ok(choices()))));
+        let req = s.nccl.dialog.as_ref().unwrap().request().unwrap();
+        assert_eq!(req.fleet, "mega");
+        let spec = &req.spec;
+        assert_eq!(spec.collective, "all_gather");
+        assert_eq!(
+            (spec.min_bytes, spec.max_bytes, spec.step_factor),
+            (1 << 20, 2 << 30, 4)
+        );
+        assert_eq!(
+            (spec.gpus, spec.iters, spec.warmup, spec.dtype.as_str()),
+            (Some(2), 7, 1, "half")
+        );
+        assert_eq!(spec.profile, GpuDirect::Tcpxo);
+        assert_eq!(spec.env.as_deref(), Some(&saved.spec.env[..]));
     }
 
     /// A GKE fleet's dialog starts from the GKE pod profile, never the VM one (Ubuntu NIC

@@ -103,7 +103,8 @@ pub fn act(state: &mut State, action: Action) -> Vec<Command> {
         | Action::NicsMode
         | Action::NextItem
         | Action::PrevItem
-        | Action::NcclRun => state.dirty = false,
+        | Action::NcclRun
+        | Action::NcclRunAgain => state.dirty = false,
         Action::Close
         | Action::Confirm
         | Action::Complete
