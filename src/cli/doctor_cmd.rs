@@ -3,7 +3,7 @@
 //! worst first, causes before what follows from them. Exit 1 when a check failed.
 
 use super::{Cli, DoctorArgs, NcclProfile};
-use crate::doctor::{self, run::Event, Outcome, Report};
+use crate::doctor::{self, run::Event, tally, Outcome, Report};
 use crate::fleet::NodeTarget;
 use crate::nccl::GpuDirect;
 use crate::paths::Paths;
@@ -143,7 +143,12 @@ fn node_line(node: &str, width: usize, findings: &[doctor::Finding]) -> String {
     let bad: Vec<String> = findings
         .iter()
         .filter(|f| f.outcome >= Outcome::Warn)
-        .map(|f| format!("{} {}: {}", f.outcome.as_str(), f.check, f.what))
+        // `tb-3  warn: sysctl: …`, not `warn: warn sysctl`: a finding's own outcome is
+        // said only where it is not the line's.
+        .map(|f| match f.outcome == worst {
+            true => format!("{}: {}", f.check, f.what),
+            false => format!("{} {}: {}", f.outcome.as_str(), f.check, f.what),
+        })
         .collect();
     if bad.is_empty() {
         return format!(
@@ -152,37 +157,6 @@ fn node_line(node: &str, width: usize, findings: &[doctor::Finding]) -> String {
         );
     }
     format!("{node:<width$}  {}: {}", worst.as_str(), bad.join("; "))
-}
-
-/// What a line's findings count, in the same words on every line (a node's, the
-/// fleet's, the summary): `3 checks passed, 12 skipped`, `1 failed, 1 warned, 2 passed`.
-/// A count of none is left out, except the passes.
-fn tally(outcomes: impl Iterator<Item = Outcome>) -> String {
-    let mut n = std::collections::BTreeMap::<Outcome, usize>::new();
-    for o in outcomes {
-        *n.entry(o).or_default() += 1;
-    }
-    let n = |o: Outcome| n.get(&o).copied().unwrap_or(0);
-    let mut parts = vec![];
-    for (o, word) in [(Outcome::Fail, "failed"), (Outcome::Warn, "warned")] {
-        if n(o) > 0 {
-            parts.push(format!("{} {word}", n(o)));
-        }
-    }
-    parts.push(format!("{} passed", n(Outcome::Pass)));
-    if n(Outcome::Skip) > 0 {
-        parts.push(format!("{} skipped", n(Outcome::Skip)));
-    }
-    // "checks" once, after the first number: "1 check failed, 2 passed".
-    let first = parts.remove(0);
-    let (count, rest) = first.split_once(' ').unwrap_or((&first, ""));
-    let noun = if count == "1" { "check" } else { "checks" };
-    let mut out = format!("{count} {noun} {rest}");
-    for p in parts {
-        out.push_str(", ");
-        out.push_str(&p);
-    }
-    out
 }
 
 #[derive(serde::Serialize)]
@@ -223,11 +197,36 @@ pub fn text(report: &Report, evidence: bool) -> String {
         crate::words::plural(report.nodes.len(), "node"),
         report.elapsed_ms as f64 / 1000.0
     ));
-    for (c, after) in problems {
+    // The same finding on several nodes (the same check, outcome, words and fix, nothing
+    // following from it) is one entry naming its nodes: four nodes' sysctl warning is
+    // read, and its fix printed, once.
+    let alone =
+        |c: &doctor::Finding, after: &[&doctor::Finding]| evidence || !after.is_empty() || c.node.is_none();
+    let same = |a: &doctor::Finding, b: &doctor::Finding| {
+        (a.outcome, &a.check, &a.what, &a.fix) == (b.outcome, &b.check, &b.what, &b.fix)
+    };
+    let mut done = vec![false; problems.len()];
+    for (i, (c, after)) in problems.iter().enumerate() {
+        if done[i] {
+            continue;
+        }
+        let mut nodes = vec![c.node.clone().unwrap_or_else(|| "fleet".into())];
+        if !alone(c, after) {
+            for (j, (d, more)) in problems.iter().enumerate().skip(i + 1) {
+                if !done[j] && !alone(d, more) && same(c, d) {
+                    done[j] = true;
+                    nodes.extend(d.node.clone());
+                }
+            }
+        }
         s.push_str(&format!(
             "{} {} {}: {}\n",
             c.outcome.as_str().to_uppercase(),
-            c.node.as_deref().unwrap_or("fleet"),
+            if nodes.len() > 3 {
+                format!("{} nodes ({})", nodes.len(), crate::words::compress_names(&nodes))
+            } else {
+                nodes.join(", ")
+            },
             c.check,
             c.what
         ));
@@ -266,6 +265,37 @@ mod tests {
             fix: String::new(),
             follows: None,
         }
+    }
+
+    /// ux-walk-2 item 10: four nodes' identical sysctl warning is one entry with its fix
+    /// once; a node's line says its outcome once (`warn: sysctl: …`, not `warn: warn`).
+    #[test]
+    fn the_same_finding_on_several_nodes_is_one_entry() {
+        let warn = |n: &str| Finding {
+            fix: "sudo sysctl -w net.core.rmem_max=16777216".into(),
+            ..f(Some(n), "sysctl", Outcome::Warn)
+        };
+        let mut findings: Vec<Finding> = (0..4).map(|i| warn(&format!("tb-{i}"))).collect();
+        findings.push(f(Some("tb-2"), "nics", Outcome::Fail));
+        let report = Report {
+            fleet: "tb".into(),
+            nodes: (0..4).map(|i| format!("tb-{i}")).collect(),
+            findings,
+            elapsed_ms: 1800,
+        };
+        let t = text(&report, false);
+        assert_eq!(t.matches("fix: sudo sysctl").count(), 1, "{t}");
+        assert!(
+            t.contains("WARN 4 nodes (tb-[0-3]) sysctl: sysctl said so\n"),
+            "{t}"
+        );
+        assert!(t.contains("FAIL tb-2 nics: nics said so\n"), "{t}");
+        assert_eq!(
+            node_line("tb-3", 4, &[warn("tb-3")]),
+            "tb-3  warn: sysctl: sysctl said so"
+        );
+        // With evidence asked for, each node's own evidence is shown: not grouped.
+        assert_eq!(text(&report, true).matches("fix: sudo sysctl").count(), 4);
     }
 
     /// The walk's disagreement: `lab-0 ok: 1 pass, 11 skipped` over `3 passed, 12

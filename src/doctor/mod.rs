@@ -26,30 +26,65 @@ use std::collections::BTreeMap;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct CheckDef {
     pub id: &'static str,
+    /// Two letters heading its column in the cockpit's grid when the names do not fit
+    /// (`?` there lists them); unique.
+    pub short: &'static str,
     pub explain: &'static str,
 }
 
 /// Every check, in the order the view lists them.
 pub const CHECKS: &[CheckDef] = &[
-    CheckDef { id: "gpus", explain: "GPU count and model match the machine type (or the other nodes)" },
-    CheckDef { id: "versions", explain: "driver, CUDA and NCCL versions and the NCCL plugin the same on every node" },
-    CheckDef { id: "nvlink", explain: "NVLink matrix complete: every GPU pair on the same number of links, none inactive" },
-    CheckDef { id: "ecc", explain: "no uncorrectable ECC errors, no pending page retirement or row remapping" },
-    CheckDef { id: "xid", explain: "no Xid events in the kernel log since boot" },
-    CheckDef { id: "clocks", explain: "GPU clocks not held down now (HW slowdown, thermal, power brake; warns on SW thermal and clock settings)" },
-    CheckDef { id: "persistence", explain: "persistence mode on (else the driver re-initialises the GPUs per process)" },
-    CheckDef { id: "procs", explain: "no process holds a GPU but the fleet's own flightdeck jobs and runs" },
-    CheckDef { id: "nics", explain: "data NICs present, up, at their VPC's MTU, at the same speed as on the other nodes" },
-    CheckDef { id: "rdma", explain: "RDMA ports active (what ibv_devinfo reports as PORT_ACTIVE)" },
-    CheckDef { id: "gpudirect", explain: "the GPUDirect flavour's pieces: plugin, RxDM, devices (the pre-flight's checks)" },
-    CheckDef { id: "nccl-env", explain: "no NCCL variable on the node that turns a transport off, names an interface, HCA or GPU the node lacks, or overrides the profile" },
-    CheckDef { id: "nccl-init", explain: "what NCCL needs at init: /dev/shm for the node's GPUs (128 MiB a GPU), memlock unlimited where RDMA devices are" },
-    CheckDef { id: "sysctl", explain: "TCP buffers large enough for NCCL's socket traffic (16 MiB or more)" },
-    CheckDef { id: "numa", explain: "every NUMA node with GPUs has a data NIC of its own" },
-    CheckDef { id: "clock", explain: "clock within 250 ms of the head node's" },
-    CheckDef { id: "reach", explain: "the nodes reach each other without loss or delay on the NICs NCCL uses (the data NICs, else the ones NCCL picks)" },
-    CheckDef { id: "placement", explain: "compact placement applied to every instance (GCP, from the API)" },
+    CheckDef { id: "gpus", short: "gp", explain: "GPU count and model match the machine type (or the other nodes)" },
+    CheckDef { id: "versions", short: "ve", explain: "driver, CUDA and NCCL versions and the NCCL plugin the same on every node" },
+    CheckDef { id: "nvlink", short: "nv", explain: "NVLink matrix complete: every GPU pair on the same number of links, none inactive" },
+    CheckDef { id: "ecc", short: "ec", explain: "no uncorrectable ECC errors, no pending page retirement or row remapping" },
+    CheckDef { id: "xid", short: "xi", explain: "no Xid events in the kernel log since boot" },
+    CheckDef { id: "clocks", short: "ck", explain: "GPU clocks not held down now (HW slowdown, thermal, power brake; warns on SW thermal and clock settings)" },
+    CheckDef { id: "persistence", short: "pe", explain: "persistence mode on (else the driver re-initialises the GPUs per process)" },
+    CheckDef { id: "procs", short: "pr", explain: "no process holds a GPU but the fleet's own flightdeck jobs and runs" },
+    CheckDef { id: "nics", short: "ni", explain: "data NICs present, up, at their VPC's MTU, at the same speed as on the other nodes" },
+    CheckDef { id: "rdma", short: "rd", explain: "RDMA ports active (what ibv_devinfo reports as PORT_ACTIVE)" },
+    CheckDef { id: "gpudirect", short: "gd", explain: "the GPUDirect flavour's pieces: plugin, RxDM, devices (the pre-flight's checks)" },
+    CheckDef { id: "nccl-env", short: "en", explain: "no NCCL variable on the node that turns a transport off, names an interface, HCA or GPU the node lacks, or overrides the profile" },
+    CheckDef { id: "nccl-init", short: "in", explain: "what NCCL needs at init: /dev/shm for the node's GPUs (128 MiB a GPU), memlock unlimited where RDMA devices are" },
+    CheckDef { id: "sysctl", short: "sy", explain: "TCP buffers large enough for NCCL's socket traffic (16 MiB or more)" },
+    CheckDef { id: "numa", short: "nu", explain: "every NUMA node with GPUs has a data NIC of its own" },
+    CheckDef { id: "clock", short: "tm", explain: "clock within 250 ms of the head node's" },
+    CheckDef { id: "reach", short: "re", explain: "the nodes reach each other without loss or delay on the NICs NCCL uses (the data NICs, else the ones NCCL picks)" },
+    CheckDef { id: "placement", short: "pl", explain: "compact placement applied to every instance (GCP, from the API)" },
 ];
+
+/// What a line's findings count, in the same words on every line (a node's, the
+/// fleet's, the summary): `3 checks passed, 12 skipped`, `1 failed, 1 warned, 2 passed`.
+/// A count of none is left out, except the passes. The CLI and the cockpit's Doctor
+/// view count alike.
+pub fn tally(outcomes: impl Iterator<Item = Outcome>) -> String {
+    let mut n = std::collections::BTreeMap::<Outcome, usize>::new();
+    for o in outcomes {
+        *n.entry(o).or_default() += 1;
+    }
+    let n = |o: Outcome| n.get(&o).copied().unwrap_or(0);
+    let mut parts = vec![];
+    for (o, word) in [(Outcome::Fail, "failed"), (Outcome::Warn, "warned")] {
+        if n(o) > 0 {
+            parts.push(format!("{} {word}", n(o)));
+        }
+    }
+    parts.push(format!("{} passed", n(Outcome::Pass)));
+    if n(Outcome::Skip) > 0 {
+        parts.push(format!("{} skipped", n(Outcome::Skip)));
+    }
+    // "checks" once, after the first number: "1 check failed, 2 passed".
+    let first = parts.remove(0);
+    let (count, rest) = first.split_once(' ').unwrap_or((&first, ""));
+    let noun = if count == "1" { "check" } else { "checks" };
+    let mut out = format!("{count} {noun} {rest}");
+    for p in parts {
+        out.push_str(", ");
+        out.push_str(&p);
+    }
+    out
+}
 
 pub fn check_def(id: &str) -> Option<&'static CheckDef> {
     CHECKS.iter().find(|c| c.id == id)

@@ -3,11 +3,11 @@
 //! selected finding's evidence and fix in place of the matrix.
 //!
 //! ```text
-//! ┌ Doctor · lab · 4 nodes · 2 fail 1 warn 40 pass 8 skip · 23.4 s ──────────────┐
-//! │node    gp ve nv ec xi ck pe ni rd gd en sy nu tm re pl                         │
-//! │lab-2   ✓  ✓  ✓  ✓  ✗  ✓  ✓  ✗  ·  ·  ✓  !  ·  ✓  ✗  ·                         │
-//! │lab-0   ✓  ✓  ✓  ✓  ✓  ✓  ✓  ✓  ·  ·  ✓  !  ·  ✓  ✓  ·                         │
-//! │✓ pass  ! warn  ✗ fail  · skipped  … waiting                                   │
+//! ┌ Doctor · lab · 4 nodes · 2 checks failed, 1 warned, 40 passed, 8 skipped · 23.4 s ┐
+//! │node    gp ve nv ec xi ck pe pr ni rd gd en in sy nu tm re pl                   │
+//! │lab-2   ✓  ✓  ✓  ✓  ✗  ✓  ✓  ✓  ✗  ·  ·  ✓  ✓  !  ·  ✓  ✗  ·                   │
+//! │lab-0   ✓  ✓  ✓  ✓  ✓  ✓  ✓  ✓  ✓  ·  ·  ✓  ✓  !  ·  ✓  ✓  ·                   │
+//! │✓ 30 pass  ! 2 warn  ✗ 2 fail  · 8 skipped  - not checked  ? names the columns│
 //! ├ Problems (2) ─────────────────────────────────────────────────────────────────┤
 //! │FAIL lab-2   nics    eth2 down                                                 │
 //! │  └  lab-2   reach   eth2 unreachable: no reply on eth2 to or from its 3 peers   │
@@ -25,10 +25,17 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph, Widget};
 
-/// The two letters heading each check's column, in [`CHECKS`]' order.
-pub const ABBREV: [&str; 17] = [
-    "gp", "ve", "nv", "ec", "xi", "ck", "pe", "pr", "ni", "rd", "gd", "en", "sy", "nu", "tm", "re", "pl",
-];
+/// The grid's column heads: every check's name when they fit in `width` after the
+/// node names (`name_w`), else its two letters ([`crate::doctor::CheckDef::short`];
+/// `?` lists them). Each with its column's width.
+fn heads(name_w: usize, width: usize) -> Vec<(&'static str, usize)> {
+    let full: usize = CHECKS.iter().map(|c| c.id.len() + 1).sum();
+    if name_w + 1 + full <= width {
+        CHECKS.iter().map(|c| (c.id, c.id.len())).collect()
+    } else {
+        CHECKS.iter().map(|c| (c.short, c.short.len())).collect()
+    }
+}
 
 fn tone(o: Outcome) -> Tone {
     match o {
@@ -60,7 +67,7 @@ pub fn render(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(theme.border(true))
-        .title(Span::styled(title(v), theme.title()))
+        .title(Span::styled(title(v, usize::from(area.width)), theme.title()))
         .style(theme.base());
     let inner = block.inner(area);
     block.render(area, buf);
@@ -124,45 +131,38 @@ pub fn render(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
     render_list(v, &rows, theme, rest, buf);
 }
 
-fn title(v: &DoctorView) -> String {
+/// The view's title in `width` columns: the fleet, its nodes, the checks counted as the
+/// CLI counts them, the progress or the time; on a narrow screen the node count, then
+/// the time give way first (the counts are what is read).
+fn title(v: &DoctorView, width: usize) -> String {
     let Some(fleet) = v.fleet.as_deref() else {
         return " Doctor ".to_string();
     };
-    // The marks of the matrix, every node's row (a fleet finding counts in each row it
-    // marks), so the counts are what the eye adds up below, whatever rows fit.
-    let cells: Vec<Outcome> = v
-        .report
-        .nodes
-        .iter()
-        .flat_map(|n| CHECKS.iter().filter_map(move |c| v.cell(n, c.id)))
-        .collect();
-    let count = |o: Outcome| cells.iter().filter(|&&c| c == o).count();
-    let mut t = format!(" Doctor · {fleet}");
-    if !v.report.nodes.is_empty() {
-        t.push_str(&format!(
-            " · {}",
-            crate::words::plural(v.report.nodes.len(), "node")
-        ));
-    }
-    if !v.report.findings.is_empty() {
-        t.push_str(&format!(
-            " · {} fail {} warn {} pass {} skip",
-            count(Outcome::Fail),
-            count(Outcome::Warn),
-            count(Outcome::Pass),
-            count(Outcome::Skip)
-        ));
-    }
-    match (&v.progress, v.running) {
-        (Some(p), true) => t.push_str(&format!(" · {p}")),
-        (None, true) => t.push_str(" · starting"),
-        _ if v.report.elapsed_ms > 0 => {
-            t.push_str(&format!(" · {:.1} s", v.report.elapsed_ms as f64 / 1000.0))
+    let nodes = (!v.report.nodes.is_empty()).then(|| crate::words::plural(v.report.nodes.len(), "node"));
+    // The findings counted as `flightdeck doctor` counts them (a check on a node, or on
+    // the fleet, is one), so the view and the CLI say the same numbers.
+    let counts = (!v.report.findings.is_empty())
+        .then(|| crate::doctor::tally(v.report.findings.iter().map(|f| f.outcome)));
+    let when = match (&v.progress, v.running) {
+        (Some(p), true) => Some(p.clone()),
+        (None, true) => Some("starting".to_string()),
+        _ if v.report.elapsed_ms > 0 => Some(format!("{:.1} s", v.report.elapsed_ms as f64 / 1000.0)),
+        _ => None,
+    };
+    let join = |parts: &[&Option<String>]| {
+        let mut t = format!(" Doctor · {fleet}");
+        for p in parts.iter().filter_map(|p| p.as_ref()) {
+            t.push_str(&format!(" · {p}"));
         }
-        _ => {}
-    }
-    t.push(' ');
-    t
+        t + " "
+    };
+    let choices = [
+        join(&[&nodes, &counts, &when]),
+        join(&[&counts, &when]),
+        join(&[&counts]),
+    ];
+    let fits = |t: &String| t.chars().count() + 2 <= width;
+    choices.iter().find(|t| fits(t)).unwrap_or(&choices[2]).clone()
 }
 
 /// Nodes worst first, then in their order.
@@ -189,23 +189,28 @@ fn render_matrix(v: &DoctorView, nodes: &[&str], total: usize, theme: &Theme, ar
         .unwrap_or(4)
         .clamp(4, 16);
     let mut lines = vec![];
+    let heads = heads(name_w, usize::from(area.width));
     let mut head = vec![Span::styled(
         format!("{:<w$} ", "node", w = name_w),
         theme.muted(),
     )];
-    for a in ABBREV {
-        head.push(Span::styled(format!("{a} "), theme.muted()));
+    for (h, _) in &heads {
+        head.push(Span::styled(format!("{h} "), theme.muted()));
     }
     lines.push(Line::from(head));
     for n in nodes {
         let mut spans = vec![Span::raw(format!("{:<w$} ", truncate(n, name_w), w = name_w))];
-        for c in CHECKS {
+        for (c, (_, w)) in CHECKS.iter().zip(&heads) {
             let o = v.cell(n, c.id);
             let style = match o {
                 Some(o) => theme.tone(tone(o)),
                 None => theme.muted(),
             };
-            spans.push(Span::styled(format!("{}  ", mark(o, v.running)), style));
+            // Under its head's first letter.
+            spans.push(Span::styled(
+                format!("{:<w$} ", mark(o, v.running), w = *w),
+                style,
+            ));
         }
         lines.push(Line::from(spans));
     }
@@ -215,15 +220,38 @@ fn render_matrix(v: &DoctorView, nodes: &[&str], total: usize, theme: &Theme, ar
             theme.muted(),
         ));
     }
-    lines.push(Line::styled(
-        if v.running {
-            "✓ pass  ! warn  ✗ fail  · skipped  … waiting"
-        } else {
-            "✓ pass  ! warn  ✗ fail  · skipped  - not checked"
-        },
-        theme.muted(),
-    ));
+    let mut legend = legend(v);
+    if heads.first().is_some_and(|(h, _)| *h != CHECKS[0].id) {
+        legend.push_str("  ? names the columns");
+    }
+    lines.push(Line::styled(legend, theme.muted()));
     Paragraph::new(lines).render(area, buf);
+}
+
+/// The marks' legend, each with how many cells of the whole grid bear it (a fleet
+/// finding marks every node's cell): what the eye adds up, where the title counts checks
+/// as `flightdeck doctor` does.
+fn legend(v: &DoctorView) -> String {
+    let cells: Vec<Outcome> = v
+        .report
+        .nodes
+        .iter()
+        .flat_map(|n| CHECKS.iter().filter_map(move |c| v.cell(n, c.id)))
+        .collect();
+    let count = |o: Outcome| cells.iter().filter(|&&c| c == o).count();
+    let mut out = format!(
+        "✓ {} pass  ! {} warn  ✗ {} fail  · {} skipped",
+        count(Outcome::Pass),
+        count(Outcome::Warn),
+        count(Outcome::Fail),
+        count(Outcome::Skip)
+    );
+    out.push_str(if v.running {
+        "  … waiting"
+    } else {
+        "  - not checked"
+    });
+    out
 }
 
 fn render_list(v: &DoctorView, rows: &[(usize, &Finding)], theme: &Theme, area: Rect, buf: &mut Buffer) {
@@ -340,11 +368,12 @@ fn render_detail(f: &Finding, v: &DoctorView, theme: &Theme, area: Rect, buf: &m
 mod tests {
     use super::*;
 
-    /// The walk's disagreement: the title counted findings (a fleet finding once, a
-    /// node's check replaced or not), while the matrix below shows a mark per node and
-    /// check. The title now counts the marks: what the operator adds up on screen.
+    /// Two walks' disagreements: the title counted findings while the matrix shows a
+    /// mark per node and check; then the title counted marks and disagreed with the CLI.
+    /// Now the title counts checks in the CLI's words (`doctor::tally`), the legend
+    /// counts the marks beside each mark.
     #[test]
-    fn the_titles_counts_are_the_matrixs_marks() {
+    fn the_title_counts_as_the_cli_and_the_legend_counts_the_marks() {
         let v = DoctorView {
             fleet: Some("lab".into()),
             report: crate::tui::doctor::tests::report(),
@@ -363,9 +392,32 @@ mod tests {
         // elsewhere, and the fleet's reach pass marks lab-0 and lab-1.
         assert_eq!((n(Outcome::Fail), n(Outcome::Warn), n(Outcome::Pass)), (2, 1, 7));
         assert!(
-            title(&v).contains(" · 2 fail 1 warn 7 pass 0 skip"),
+            legend(&v).starts_with("✓ 7 pass  ! 1 warn  ✗ 2 fail  · 0 skipped"),
             "{}",
-            title(&v)
+            legend(&v)
         );
+        let cli = crate::doctor::tally(v.report.findings.iter().map(|f| f.outcome));
+        assert!(
+            title(&v, 200).contains(&format!(" · {cli}")),
+            "{}",
+            title(&v, 200)
+        );
+        assert!(title(&v, 60).contains(&format!(" · {cli}")), "{}", title(&v, 60));
+        assert!(cli.contains("checks failed"), "{cli}");
+    }
+
+    /// ux-walk-2 item 10: every check has its column (the grid had 17 heads for 18
+    /// checks), full names when they fit, two unique letters otherwise.
+    #[test]
+    fn every_check_has_a_column_named_when_it_fits() {
+        let short = heads(8, 80);
+        assert_eq!(short.len(), CHECKS.len());
+        let mut letters: Vec<&str> = short.iter().map(|(h, _)| *h).collect();
+        letters.sort_unstable();
+        letters.dedup();
+        assert_eq!(letters.len(), CHECKS.len(), "unique: {letters:?}");
+        let full = heads(8, 200);
+        assert_eq!(full[5].0, "clocks");
+        assert_eq!(full[15].0, "clock");
     }
 }

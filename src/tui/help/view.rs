@@ -200,6 +200,18 @@ pub fn lines(keymap: &Keymap, view: View) -> Vec<HelpLine> {
             what: what.to_string(),
         });
     }
+    if view == View::Doctor {
+        // The grid's columns: their two letters when the names do not fit, and what
+        // each check looks at.
+        out.push(HelpLine::Blank);
+        out.push(HelpLine::Section("Doctor columns (the checks)".to_string()));
+        for c in crate::doctor::CHECKS {
+            out.push(HelpLine::Entry {
+                keys: format!("{} {}", c.short, c.id),
+                what: c.explain.to_string(),
+            });
+        }
+    }
     out.push(HelpLine::Blank);
     out.push(HelpLine::Section("Every view".to_string()));
     for b in keymap
