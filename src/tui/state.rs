@@ -39,6 +39,9 @@ pub struct FilterEntry {
     pub input: TextArea<'static>,
     /// The filter before editing began, restored by Esc.
     pub previous: String,
+    /// The view's selection before editing began (an offer's id, a fleet's name),
+    /// restored by Esc: the live preview moves it.
+    pub selected: Option<String>,
 }
 
 /// What is open above the current view; the innermost layer gets the keys.

@@ -130,6 +130,7 @@ pub fn act(state: &mut State, action: Action) -> Option<Vec<Command>> {
         Action::Bottom => state.fleet_selected = pick(names.len().saturating_sub(1)),
         Action::Reload => return Some(vec![Command::LoadFleets]),
         Action::Detail => state.fleet_ops.detail = !state.fleet_ops.detail,
+        Action::Close if state.fleet_ops.detail => state.fleet_ops.detail = false,
         Action::FleetApply | Action::FleetDelete | Action::FleetEdit => return Some(fleet_op(state, action)),
         Action::JobStop => return Some(cancel_op(state)),
         Action::Select => {

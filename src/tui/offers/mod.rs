@@ -93,6 +93,21 @@ impl OffersView {
         self.apply(text);
     }
 
+    /// Select the offer `id` when the rows hold it (its zone row, or its group's row
+    /// when the group is folded); else the selection stays as it is.
+    pub fn select_id(&mut self, id: &str) {
+        let catalog = self.catalog.clone();
+        let offers = catalog.offers();
+        if self
+            .groups
+            .iter()
+            .any(|g| g.members.iter().any(|&m| offers[m].id == id))
+        {
+            self.selected = Some(id.to_string());
+            self.rebuild();
+        }
+    }
+
     /// Re-run the query; on a bad query keep the last good rows and show the error.
     pub fn apply(&mut self, text: &str) {
         let q = match self.catalog.query(text) {
@@ -373,6 +388,48 @@ mod tests {
             }
             keys(&mut s, "p");
         }
+    }
+
+    /// ux-walk-2 item 9: Esc out of a typed filter puts the selection back where it was
+    /// (the live preview of `gpu` had moved it 30 rows); Esc closes the `d` panel; priced
+    /// by flex-start with no flex-start price in the catalog, the table says so.
+    #[test]
+    fn esc_restores_the_selection_and_closes_the_panel() {
+        let mut s = state();
+        keys(&mut s, "/gpu=H200\n");
+        keys(&mut s, "jj");
+        let was = s.offers.selected.clone();
+        assert!(
+            was.as_deref().is_some_and(|id| id.starts_with("a3-ultragpu")),
+            "{was:?}"
+        );
+        keys(&mut s, "/");
+        for c in "\u{8}\u{8}\u{8}\u{8}\u{8}1OO".chars() {
+            let code = if c == '\u{8}' {
+                KeyCode::Backspace
+            } else {
+                KeyCode::Char(c)
+            };
+            update(&mut s, Msg::Key(KeyEvent::new(code, KeyModifiers::NONE)));
+        }
+        assert_ne!(s.offers.selected, was, "the preview moved it");
+        update(&mut s, Msg::Key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE)));
+        assert_eq!(s.filter(), "gpu=H200");
+        assert_eq!(s.offers.selected, was);
+        keys(&mut s, "d");
+        assert!(s.offers.detail);
+        update(&mut s, Msg::Key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE)));
+        assert!(!s.offers.detail, "Esc backs out of d");
+        keys(&mut s, "pp");
+        assert_eq!(s.offers.pricing, Pricing::Flex);
+        let theme = crate::tui::theme::Theme::default_theme();
+        let area = ratatui::layout::Rect::new(0, 0, 80, 24);
+        let mut buf = ratatui::buffer::Buffer::empty(area);
+        crate::tui::offers::view::render(&s, &theme, area, &mut buf);
+        let text: String = (0..24)
+            .map(|y| (0..80).map(|x| buf[(x, y)].symbol()).collect::<String>() + "\n")
+            .collect();
+        assert!(text.contains("no flex-start (DWS) prices"), "{text}");
     }
 
     #[test]

@@ -64,6 +64,8 @@ pub fn act(state: &mut State, action: Action) -> Option<Vec<Command>> {
             }
         }
         Action::Detail => v.detail = !v.detail,
+        // Esc backs out of the `d` panel, as it does of a follow or evidence.
+        Action::Close if v.detail => v.detail = false,
         Action::Sort => {
             let i = COLUMNS
                 .iter()

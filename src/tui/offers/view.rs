@@ -182,8 +182,11 @@ pub fn render(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
 
 /// The table's area and, with `d`, the detail's: beside it from 60 columns, else below
 /// it from 16 rows.
+/// Beside the table only where the table keeps its columns (at 80 columns a side panel
+/// left the table 46 wide: the zone and the filtered SPOT column went, and one machine's
+/// rows in three zones read the same); else under it.
 fn split(v: &OffersView, area: Rect) -> (Rect, Option<Rect>) {
-    if v.detail && area.width >= 60 {
+    if v.detail && area.width >= 120 {
         let [a, b] = Layout::horizontal([
             Constraint::Min(40),
             Constraint::Length((area.width / 3).clamp(34, 60)),
@@ -352,7 +355,18 @@ fn render_table(v: &OffersView, theme: &Theme, area: Rect, buf: &mut Buffer) {
             Row::new(cells).style(style)
         })
         .collect();
-    if v.error.is_none() {
+    // Priced by flex-start with a catalog that has no flex-start price: a column of `?`
+    // says nothing by itself (the CLI says the same on stderr).
+    let no_flex = v.pricing == Pricing::Flex && v.catalog.offers().iter().all(|o| o.flex.is_none());
+    if no_flex {
+        block = block.title_bottom(Line::styled(
+            crate::words::truncate(
+                " the catalog has no flex-start (DWS) prices: p prices by on-demand ",
+                usize::from(area.width).saturating_sub(2),
+            ),
+            theme.tone(Tone::Warn),
+        ));
+    } else if v.error.is_none() {
         let (left, right) = footer_notes(v.dropped_unknown, marked, usize::from(area.width));
         if let Some(l) = left {
             block = block.title_bottom(Line::styled(l, theme.tone(Tone::Warn)));

@@ -11,7 +11,16 @@ pub fn open_filter(state: &mut State) {
     let previous = state.filter().to_string();
     let mut input = TextArea::new(vec![previous.clone()]);
     input.move_cursor(tui_textarea::CursorMove::End);
-    state.overlay = Overlay::Filter(FilterEntry { input, previous });
+    let selected = match state.view {
+        View::Offers => state.offers.selected.clone(),
+        View::Fleets => state.fleet_selected.clone(),
+        _ => None,
+    };
+    state.overlay = Overlay::Filter(FilterEntry {
+        input,
+        previous,
+        selected,
+    });
 }
 
 /// The entry's text is the view's filter now.

@@ -207,6 +207,14 @@ fn input_action(state: &mut State, action: Action) -> Vec<Command> {
                     let i = state.view.index();
                     state.filters[i] = f.previous;
                     filter::filter_changed(state);
+                    // Back where it was before the preview moved it.
+                    match (state.view, f.selected) {
+                        (View::Offers, Some(id)) => state.offers.select_id(&id),
+                        (View::Fleets, Some(name)) if state.fleets.iter().any(|r| r.name == name) => {
+                            state.fleet_selected = Some(name)
+                        }
+                        _ => {}
+                    }
                 }
                 // A query with an error is never applied: the entry stays open with the
                 // error and its caret until it is fixed (or Esc puts the last one back).
