@@ -481,7 +481,22 @@ mod tests {
                 .expect("a section for every view");
             // The view's section holds its own words, not the global table's.
             assert!(every > 2, "{view:?}: {l:?}");
-            assert!(l[1..every].iter().all(|x| !matches!(x, HelpLine::Section(_))));
+            // Only the Doctor's own section of its grid's columns stands between.
+            let own = HelpLine::Section("Doctor columns (the checks)".into());
+            assert!(l[1..every]
+                .iter()
+                .all(|x| !matches!(x, HelpLine::Section(_)) || (view == View::Doctor && *x == own)));
+        }
+        // ux-walk-2 item 10: `?` in the Doctor view names every column of its grid.
+        let doctor = lines(&km, View::Doctor);
+        for c in crate::doctor::CHECKS {
+            let keys = format!("{} {}", c.short, c.id);
+            assert!(
+                doctor
+                    .iter()
+                    .any(|l| matches!(l, HelpLine::Entry { keys: k, .. } if *k == keys)),
+                "{keys}"
+            );
         }
         let offers = lines(&km, View::Offers);
         assert_eq!(
