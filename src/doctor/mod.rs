@@ -1685,17 +1685,16 @@ fn versions_pass(n: &Seen<'_>) -> Finding {
                 .map(|x| format!("{k} {}", x.split(" (").next().unwrap_or(x)))
         })
         .collect();
-    Finding::new(
-        "versions",
-        n.node,
-        Outcome::Pass,
-        if what.is_empty() {
-            "no driver or NCCL found".to_string()
-        } else {
-            what.join(", ")
-        },
-    )
-    .evidence(v.iter().map(|(k, v)| format!("{k}: {v}")))
+    // Nothing to compare is no pass: a node without a driver or NCCL was not checked.
+    let (outcome, what) = if what.is_empty() {
+        (
+            Outcome::Skip,
+            "no driver, CUDA or NCCL found to compare".to_string(),
+        )
+    } else {
+        (Outcome::Pass, what.join(", "))
+    };
+    Finding::new("versions", n.node, outcome, what).evidence(v.iter().map(|(k, v)| format!("{k}: {v}")))
 }
 
 /// The reachability matrix's findings: one per named problem, and a pass per NIC that

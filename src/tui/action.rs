@@ -334,6 +334,10 @@ impl Action {
         match (context, self) {
             (Context::Confirmation, Action::Confirm) => return Some("confirm"),
             (Context::Confirmation, Action::Close) => return Some("cancel"),
+            // The host-key question's own words (`y run n close a all` read as a command).
+            (Context::Question, Action::Confirm) => return Some("accept"),
+            (Context::Question, Action::Close) => return Some("refuse"),
+            (Context::Question, Action::AcceptAll) => return Some("accept all new"),
             _ => {}
         }
         match (self, view) {
@@ -382,5 +386,21 @@ mod tests {
         }
         assert_eq!(Action::ViewNccl.name(), "view_nccl");
         assert_eq!(Action::CompletePrev.name(), "complete_prev");
+    }
+
+    /// ux-walk wording: the host-key question's hints say accept / refuse / accept all
+    /// new, not `y run  n close  a all`.
+    #[test]
+    fn the_host_key_questions_hints_say_what_they_do() {
+        use crate::tui::state::View;
+        let hint = |a: Action| a.hint_in(Context::Question, View::Fleets);
+        assert_eq!(
+            [
+                hint(Action::Confirm),
+                hint(Action::Close),
+                hint(Action::AcceptAll)
+            ],
+            [Some("accept"), Some("refuse"), Some("accept all new")]
+        );
     }
 }
