@@ -499,3 +499,23 @@ fn the_cockpit_needs_a_terminal() {
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("the cockpit needs a terminal"));
 }
+
+/// ux-walk-2 item 12: a file that cannot be read is the command's error, `flightdeck: `
+/// first as every other (a finding at a place in a file is `FILE:LINE:COL: ...`).
+#[test]
+fn an_unreadable_file_is_the_commands_error() {
+    let home = tempfile::tempdir().unwrap();
+    for args in [
+        &["fleet", "validate", "nope.yaml"][..],
+        &["fleet", "apply", "nope.yaml"],
+        &["job", "run", "nope.yaml"],
+    ] {
+        let out = flightdeck(home.path(), args);
+        assert!(!out.status.success(), "{args:?}");
+        assert!(
+            text(&out.stderr).starts_with("flightdeck: nope.yaml: cannot read: "),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+    }
+}

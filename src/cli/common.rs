@@ -269,3 +269,13 @@ pub fn exit_code(e: &anyhow::Error) -> std::process::ExitCode {
         std::process::ExitCode::FAILURE
     }
 }
+
+/// A file's finding as stderr shows it: `FILE:LINE:COL: ...` where it has a place in the
+/// file (as compilers write them); one about the whole file (it cannot be read, it is
+/// too large) is the command's error and starts with `flightdeck: `, as every other.
+pub fn diag_line(d: &crate::fleet::Diagnostic) -> String {
+    match d.line {
+        Some(_) => d.to_string(),
+        None => format!("flightdeck: {d}"),
+    }
+}

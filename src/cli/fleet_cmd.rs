@@ -459,7 +459,7 @@ fn load_reporting(file: &std::path::Path) -> Option<Fleet> {
         }
         Err(diags) => {
             for d in diags {
-                errln!("{d}");
+                errln!("{}", super::common::diag_line(&d));
             }
             None
         }
@@ -485,7 +485,7 @@ fn validate(files: &[std::path::PathBuf]) -> ExitCode {
             Err(diags) => {
                 failed |= diags.iter().any(|d| d.severity == Severity::Error);
                 for d in diags {
-                    errln!("{d}");
+                    errln!("{}", super::common::diag_line(&d));
                 }
             }
         }

@@ -257,7 +257,7 @@ fn load_job(file: &std::path::Path) -> Option<jobs::spec::Job> {
         }
         Err(diags) => {
             for d in diags {
-                errln!("{d}");
+                errln!("{}", super::common::diag_line(&d));
             }
             None
         }
