@@ -804,19 +804,19 @@ fn render_run(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
             human_size(r.size)
         )
     });
-    let line = format!(
-        "{} · avg {} · {} · transport {}",
-        peak.unwrap_or_else(|| if ended.is_some() {
-            "no rows".into()
-        } else {
-            "no rows yet".into()
-        }),
-        report.avg_busbw.map_or("?".into(), |a| format!("{a}")),
-        crate::words::plural(report.rows.len(), "row"),
-        report
-            .transport_summary()
-            .unwrap_or_else(|| "unknown (no NCCL_DEBUG=INFO)".into())
-    );
+    // No row: one phrase (`no rows · avg ? · 0 rows` said it three times).
+    let transport = report
+        .transport_summary()
+        .unwrap_or_else(|| "unknown (no NCCL_DEBUG=INFO)".into());
+    let line = match peak {
+        Some(peak) => format!(
+            "{peak} · avg {} · {} · transport {transport}",
+            report.avg_busbw.map_or("?".into(), |a| format!("{a}")),
+            crate::words::plural(report.rows.len(), "row"),
+        ),
+        None if ended.is_some() => format!("no result rows · transport {transport}"),
+        None => format!("no result rows yet · transport {transport}"),
+    };
     let started = state
         .nccl
         .runs
