@@ -1421,6 +1421,13 @@ async fn apply_without_credentials_fails_once_before_anything() {
     );
     assert!(err.contains("nothing was recorded"), "{err}");
     assert!(d.requests().is_empty(), "{:?}", d.requests().len());
+    // ux-walk-2 item 12: without --yes the credentials are found missing before the
+    // question is asked, not after a `y`.
+    let out = env.run(&["fleet", "apply", &example("a3-mega-tcpxo.yaml")]).await;
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("no Google Cloud access token"), "{err}");
+    assert!(!err.contains("Apply fleet"), "asked first:\n{err}");
     assert!(
         env.state()["fleets"].as_array().is_none_or(|f| f.is_empty()),
         "{}",

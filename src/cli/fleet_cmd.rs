@@ -59,11 +59,17 @@ pub fn run(cmd: &FleetCommand, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitC
                 }
             };
             print_plan(&plan);
+            let rt = runtime()?;
+            // Credentials and keys before the question: a `y` then refused is wasted.
+            if let Err(e) = rt.block_on(backend.ready()) {
+                errln!("flightdeck: {e}");
+                errln!("nothing was recorded");
+                return Ok(ExitCode::FAILURE);
+            }
             if !yes && !ask(&format!("Apply fleet `{}`?", fleet.name))? {
                 errln!("nothing changed");
                 return Ok(ExitCode::FAILURE);
             }
-            let rt = runtime()?;
             // Ctrl-C cancels: the provisioner stops waiting (a flex-start request queued
             // for capacity too) and deletes what this apply made; a second one quits.
             let c = cancel.clone();

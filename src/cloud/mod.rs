@@ -123,6 +123,13 @@ pub trait Backend: Send + Sync {
         Ok(node_plan(self.kind(), fleet, recorded))
     }
 
+    /// Whether an apply could start now: the credentials and keys it needs, checked before
+    /// the operator is asked to confirm (an apply refused for want of credentials after
+    /// `y` wasted the question). Changes nothing.
+    fn ready(&self) -> BoxFuture<'_, Result<(), String>> {
+        Box::pin(async { Ok(()) })
+    }
+
     /// Bring the fleet up (or check it is reachable); returns its nodes as reached.
     fn apply<'a>(
         &'a self,

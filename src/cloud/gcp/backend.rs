@@ -259,6 +259,20 @@ impl Backend for GcpBackend {
         self.plan_fleet(fleet, recorded)
     }
 
+    fn ready(&self) -> BoxFuture<'_, Result<(), String>> {
+        Box::pin(async move {
+            self.ssh_key()?;
+            let gcp = self.connect().await?;
+            gcp.compute
+                .client
+                .auth()
+                .headers()
+                .await
+                .map_err(|e| credentials_error(&e.to_string()))?;
+            Ok(())
+        })
+    }
+
     fn apply<'a>(
         &'a self,
         fleet: &'a Fleet,

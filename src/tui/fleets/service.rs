@@ -28,13 +28,15 @@ fn backend(
 }
 
 /// What applying `file` would do, against the state.
-pub fn plan(paths: &Paths, reach: &Reach, file: &str) -> Result<Confirm, String> {
+pub async fn plan(paths: &Paths, reach: &Reach, file: &str) -> Result<Confirm, String> {
     let fleet = load_fleet(file)?;
     let (state, _) = Store::new(&paths.state_dir).load().map_err(|e| e.to_string())?;
     let recorded = state.fleet(&fleet.name).ok();
     cloud::lifecycle::check_backend(&fleet, recorded)?;
     let backend = backend(fleet.backend, paths, reach, &cloud::Cancel::default())?;
     let plan = cloud::lifecycle::plan(backend.as_ref(), &fleet, recorded)?;
+    // Credentials and keys before the question, as the CLI: no `y` then refused.
+    backend.ready().await?;
     Ok(Confirm {
         op: Op::Apply {
             file: file.to_string(),
@@ -133,9 +135,11 @@ pub async fn delete(
 
 /// Run `Command::PlanFleet`, `ApplyFleet` or `DeleteFleet` in a task.
 pub fn spawn_plan(tx: mpsc::Sender<ServiceEvent>, paths: Paths, reach: Reach, file: String) {
-    tokio::task::spawn_blocking(move || {
-        let result = plan(&paths, &reach, &file).map(Box::new);
-        let _ = tx.blocking_send(ServiceEvent::Msg(Msg::Fleets(super::Msg::Planned(result))));
+    tokio::spawn(async move {
+        let result = plan(&paths, &reach, &file).await.map(Box::new);
+        let _ = tx
+            .send(ServiceEvent::Msg(Msg::Fleets(super::Msg::Planned(result))))
+            .await;
     });
 }
 
@@ -218,7 +222,7 @@ mod tests {
         std::fs::write(&f, "type: fleet\nname: l\nbackends: [local]\n").unwrap();
         let reach = crate::reach::Reach::without_ssh();
         let file = f.display().to_string();
-        let confirm = super::plan(&paths, &reach, &file).unwrap();
+        let confirm = super::plan(&paths, &reach, &file).await.unwrap();
         let super::Op::Apply { reviewed, .. } = confirm.op else {
             panic!("{:?}", confirm.op)
         };
@@ -242,7 +246,7 @@ mod tests {
         let (state, _) = crate::store::Store::new(&paths.state_dir).load().unwrap();
         assert!(state.fleets.is_empty(), "nothing applied: {:?}", state.fleets);
         // Planned again, it applies, and records what the plan showed.
-        let confirm = super::plan(&paths, &reach, &file).unwrap();
+        let confirm = super::plan(&paths, &reach, &file).await.unwrap();
         let super::Op::Apply { reviewed, .. } = confirm.op else {
             unreachable!()
         };
