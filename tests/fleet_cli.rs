@@ -382,3 +382,46 @@ fn the_status_line_leaves_the_host_key_question_alone() {
     t.wait_text("fleet `tb`: 1 node ready");
     assert_eq!(t.wait_exit(), 0, "{}", t.screen());
 }
+
+/// ux-walk-2 item 11: on a bastion with only the binary, the example fleet files are
+/// built in: listed, printed byte for byte as the repository's, and each one valid.
+#[test]
+fn the_example_fleets_are_built_in_and_valid() {
+    let home = tempfile::tempdir().unwrap();
+    let out = flightdeck(home.path(), &["fleet", "example"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let names: Vec<String> = text(&out.stdout)
+        .lines()
+        .map(|l| l.split_whitespace().next().unwrap().to_string())
+        .collect();
+    let mut files: Vec<String> = std::fs::read_dir("fleets")
+        .unwrap()
+        .map(|e| {
+            e.unwrap()
+                .file_name()
+                .to_string_lossy()
+                .trim_end_matches(".yaml")
+                .to_string()
+        })
+        .collect();
+    files.sort();
+    let mut sorted = names.clone();
+    sorted.sort();
+    assert_eq!(sorted, files, "every file of fleets/ is built in");
+    for name in &names {
+        let out = flightdeck(home.path(), &["fleet", "example", name]);
+        let repo = std::fs::read_to_string(format!("fleets/{name}.yaml")).unwrap();
+        assert_eq!(text(&out.stdout), repo, "{name}");
+        let copy = home.path().join(format!("{name}.yaml"));
+        std::fs::write(&copy, &out.stdout).unwrap();
+        let v = flightdeck(home.path(), &["fleet", "validate", copy.to_str().unwrap()]);
+        assert!(v.status.success(), "{name}: {}", text(&v.stderr));
+    }
+    let out = flightdeck(home.path(), &["fleet", "example", "loca"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("did you mean `local`?"),
+        "{}",
+        text(&out.stderr)
+    );
+}

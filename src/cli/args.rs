@@ -288,6 +288,13 @@ pub struct OffersArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum FleetCommand {
+    /// Print an example fleet file built into flightdeck (the repository's fleets/), to
+    /// start from where only the binary is: `flightdeck fleet example local > local.yaml`.
+    /// Without NAME, list them.
+    Example {
+        /// local, ssh-hosts, a3-high-tcpx, a3-mega-tcpxo, a3-ultra-rdma or a4-rdma.
+        name: Option<String>,
+    },
     /// Check fleet files: every error as FILE:LINE:COL: message, exit 2 on any error.
     Validate {
         /// Fleet files to check.

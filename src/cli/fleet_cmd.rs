@@ -13,6 +13,7 @@ use std::process::ExitCode;
 pub fn run(cmd: &FleetCommand, cli: &Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
     match cmd {
         FleetCommand::Validate { files } => Ok(validate(files)),
+        FleetCommand::Example { name } => example(name.as_deref()),
         FleetCommand::Plan { file, json } => {
             let Some(fleet) = load_reporting(file) else {
                 return Ok(ExitCode::FAILURE);
@@ -597,5 +598,36 @@ pub fn print_table<R: AsRef<[String]>>(header: &[&str], rows: &[R]) {
     line(header.to_vec());
     for r in rows {
         line(r.as_ref().iter().map(String::as_str).collect());
+    }
+}
+
+/// `fleet example [NAME]`: an embedded example fleet file on stdout, or the list.
+fn example(name: Option<&str>) -> anyhow::Result<ExitCode> {
+    let Some(name) = name else {
+        for (n, text) in fleet::EXAMPLES {
+            // Each file's first comment line says what it is.
+            let about = text
+                .lines()
+                .find_map(|l| l.strip_prefix('#').map(str::trim))
+                .unwrap_or("");
+            outln!("{n:<14} {about}");
+        }
+        return Ok(ExitCode::SUCCESS);
+    };
+    match fleet::EXAMPLES
+        .iter()
+        .find(|(n, _)| *n == name.trim_end_matches(".yaml"))
+    {
+        Some((_, text)) => {
+            out!("{text}");
+            Ok(ExitCode::SUCCESS)
+        }
+        None => {
+            let hint = crate::yaml::did_you_mean(name, fleet::EXAMPLES.iter().map(|(n, _)| *n));
+            Err(super::Usage(format!(
+                "no example fleet `{name}`{hint}; `flightdeck fleet example` lists them"
+            ))
+            .into())
+        }
     }
 }

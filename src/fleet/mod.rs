@@ -1106,6 +1106,17 @@ pub(crate) fn lab_nodes(n: usize) -> Vec<NodeTarget> {
         .collect()
 }
 
+/// The example fleet files of the repository's `fleets/`, built into the binary: a
+/// bastion with only the binary has them too (`flightdeck fleet example NAME`).
+pub const EXAMPLES: &[(&str, &str)] = &[
+    ("local", include_str!("../../fleets/local.yaml")),
+    ("ssh-hosts", include_str!("../../fleets/ssh-hosts.yaml")),
+    ("a3-high-tcpx", include_str!("../../fleets/a3-high-tcpx.yaml")),
+    ("a3-mega-tcpxo", include_str!("../../fleets/a3-mega-tcpxo.yaml")),
+    ("a3-ultra-rdma", include_str!("../../fleets/a3-ultra-rdma.yaml")),
+    ("a4-rdma", include_str!("../../fleets/a4-rdma.yaml")),
+];
+
 #[cfg(test)]
 mod tests {
 

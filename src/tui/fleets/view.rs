@@ -169,6 +169,8 @@ fn render_table(state: &State, theme: &Theme, area: Rect, buf: &mut Buffer) {
                 Line::raw("Apply one here with :apply FILE, or from a shell and press r:"),
                 Line::styled("  flightdeck fleet apply fleets/local.yaml", theme.accent()),
                 Line::styled("  flightdeck fleet apply fleets/ssh-hosts.yaml", theme.accent()),
+                Line::raw("Without the repository's fleets/, write one from the built-in examples:"),
+                Line::styled("  flightdeck fleet example local > local.yaml", theme.accent()),
             ],
             b,
             area,
