@@ -159,6 +159,22 @@ impl GcpBackend {
     }
 
     /// Connect: credentials, project, endpoints, SSH key.
+    /// The SSH key, the clients and one token: what an apply needs before anything is
+    /// recorded or requested (without credentials every resource's request would fail
+    /// with the same long error, and the state would keep a fleet of resources that were
+    /// never made). [`Backend::ready`] asks it before the operator confirms.
+    async fn connect_with_token(&self) -> Result<Gcp, String> {
+        self.ssh_key()?;
+        let gcp = self.connect().await?;
+        gcp.compute
+            .client
+            .auth()
+            .headers()
+            .await
+            .map_err(|e| credentials_error(&e.to_string()))?;
+        Ok(gcp)
+    }
+
     pub async fn connect(&self) -> Result<Gcp, String> {
         let source = self
             .settings
@@ -260,17 +276,7 @@ impl Backend for GcpBackend {
     }
 
     fn ready(&self) -> BoxFuture<'_, Result<(), String>> {
-        Box::pin(async move {
-            self.ssh_key()?;
-            let gcp = self.connect().await?;
-            gcp.compute
-                .client
-                .auth()
-                .headers()
-                .await
-                .map_err(|e| credentials_error(&e.to_string()))?;
-            Ok(())
-        })
+        Box::pin(async move { self.connect_with_token().await.map(drop) })
     }
 
     fn apply<'a>(
@@ -279,17 +285,7 @@ impl Backend for GcpBackend {
         progress: Progress<'a>,
     ) -> BoxFuture<'a, Result<Vec<NodeTarget>, String>> {
         Box::pin(async move {
-            self.ssh_key()?;
-            let gcp = self.connect().await?;
-            // One token before anything is recorded or requested: without credentials
-            // every resource's request would fail with the same long error, and the state
-            // would keep a fleet of resources that were never made.
-            gcp.compute
-                .client
-                .auth()
-                .headers()
-                .await
-                .map_err(|e| credentials_error(&e.to_string()))?;
+            let gcp = self.connect_with_token().await?;
             progress(format!(
                 "project {}, owner {}, {} as {}",
                 gcp.compute.project,

@@ -35,8 +35,8 @@ pub async fn plan(paths: &Paths, reach: &Reach, file: &str) -> Result<Confirm, S
     cloud::lifecycle::check_backend(&fleet, recorded)?;
     let backend = backend(fleet.backend, paths, reach, &cloud::Cancel::default())?;
     let plan = cloud::lifecycle::plan(backend.as_ref(), &fleet, recorded)?;
-    // Credentials and keys before the question, as the CLI: no `y` then refused.
-    backend.ready().await?;
+    // The plan (and its cost) is shown without credentials, as `fleet plan` is: the
+    // dialog is also where an operator reads what a fleet would cost.
     Ok(Confirm {
         op: Op::Apply {
             file: file.to_string(),
