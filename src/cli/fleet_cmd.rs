@@ -576,29 +576,10 @@ fn age(created: u64) -> String {
     }
 }
 
-/// An aligned table on stdout.
-pub fn print_table<R: AsRef<[String]>>(header: &[&str], rows: &[R]) {
-    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
-    for r in rows {
-        for (i, c) in r.as_ref().iter().enumerate() {
-            widths[i] = widths[i].max(c.chars().count());
-        }
-    }
-    let line = |cells: Vec<&str>| {
-        let mut s = String::new();
-        for (i, c) in cells.iter().enumerate() {
-            if i + 1 == cells.len() {
-                s.push_str(c);
-            } else {
-                s.push_str(&format!("{c:<w$}  ", w = widths[i]));
-            }
-        }
-        outln!("{}", s.trim_end());
-    };
-    line(header.to_vec());
-    for r in rows {
-        line(r.as_ref().iter().map(String::as_str).collect());
-    }
+/// An aligned table on stdout, every column kept ([`super::table::render`]).
+pub fn print_table<R: AsRef<[String]>>(header: &[&'static str], rows: &[R]) {
+    let cols: Vec<super::table::Col> = header.iter().map(|h| super::table::Col::left(h)).collect();
+    out!("{}", super::table::render(&cols, rows, None));
 }
 
 /// `fleet example [NAME]`: an embedded example fleet file on stdout, or the list.

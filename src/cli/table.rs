@@ -71,10 +71,10 @@ fn chars(s: &str) -> usize {
 
 /// `cols` and `rows` as aligned lines fitting `width` (`None`: whole); a row shorter than
 /// the heads leaves its last cell free to run on (a note across the row).
-pub fn render(cols: &[Col], rows: &[Vec<String>], width: Option<usize>) -> String {
+pub fn render<R: AsRef<[String]>>(cols: &[Col], rows: &[R], width: Option<usize>) -> String {
     let n = cols.len();
     let mut w: Vec<usize> = cols.iter().map(|c| chars(c.head)).collect();
-    for r in rows.iter().filter(|r| r.len() == n) {
+    for r in rows.iter().map(AsRef::as_ref).filter(|r| r.len() == n) {
         for (x, cell) in w.iter_mut().zip(r) {
             *x = (*x).max(chars(cell));
         }
@@ -139,7 +139,7 @@ pub fn render(cols: &[Col], rows: &[Vec<String>], width: Option<usize>) -> Strin
     let heads: Vec<&str> = cols.iter().map(|c| c.head).collect();
     let mut out = line(&heads);
     for r in rows {
-        let cells: Vec<&str> = r.iter().map(String::as_str).collect();
+        let cells: Vec<&str> = r.as_ref().iter().map(String::as_str).collect();
         out.push_str(&line(&cells));
     }
     if !left_out.is_empty() {

@@ -70,6 +70,13 @@ impl Engine {
         }
     }
 
+    /// The engine [`Engine::name`] names.
+    pub fn from_name(name: &str) -> Option<Engine> {
+        [Engine::NcclTests, Engine::Torch]
+            .into_iter()
+            .find(|e| e.name() == name)
+    }
+
     /// The data types this engine runs.
     pub fn dtypes(self) -> &'static [&'static str] {
         match self {

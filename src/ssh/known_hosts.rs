@@ -202,14 +202,6 @@ pub fn hashed_name(name: &str) -> std::io::Result<String> {
 /// Append `name key` to `file` (created with its directory, mode 0600); the name hashed
 /// ([`hashed_name`]) when `hash` (HashKnownHosts yes).
 pub fn learn_name(file: &Path, name: &str, key: &PublicKey, hash: bool) -> std::io::Result<()> {
-    let plain = name;
-    let hashed;
-    let name = if hash {
-        hashed = hashed_name(name)?;
-        hashed.as_str()
-    } else {
-        name
-    };
     if let Some(dir) = file.parent() {
         std::fs::create_dir_all(dir)?;
     }
@@ -230,9 +222,17 @@ pub fn learn_name(file: &Path, name: &str, key: &PublicKey, hash: bool) -> std::
     if unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&f), libc::LOCK_EX) } != 0 {
         return Err(std::io::Error::last_os_error());
     }
-    if check_name(&[file.to_path_buf()], plain, key) == Verdict::Known {
+    if check_name(&[file.to_path_buf()], name, key) == Verdict::Known {
         return Ok(());
     }
+    // Hashed (HashKnownHosts yes) only once the line is to be written.
+    let hashed;
+    let name = if hash {
+        hashed = hashed_name(name)?;
+        hashed.as_str()
+    } else {
+        name
+    };
     // One write of the whole line: nodes learned in parallel (an apply, a first exec)
     // append at once, and `writeln!` would write the line in pieces that interleave
     // with theirs (a garbled known_hosts, keys lost: a later run found them "unknown").

@@ -280,10 +280,7 @@ impl RunDialog {
         if let Some(i) = runner::COLLECTIVES.iter().position(|c| *c == spec.collective) {
             d.collective = i;
         }
-        if let Some(e) = [Engine::NcclTests, Engine::Torch]
-            .into_iter()
-            .find(|e| e.name() == spec.engine)
-        {
+        if let Some(e) = Engine::from_name(&spec.engine) {
             d.engine = e;
         }
         // `-b 8 -e 8G -f 2 -g all -n 20 -w 5 -d float`, as `remote::saved_run` wrote it.

@@ -13,7 +13,7 @@ use crate::catalog::{Direction, Field, Offer, Pricing};
 use crate::tui::offers::{fleet_yaml, OfferRow, OffersView, COLUMNS};
 use crate::tui::state::State;
 use crate::tui::theme::{Theme, Tone};
-use crate::tui::widgets::truncate;
+use crate::words::truncate;
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};

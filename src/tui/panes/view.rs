@@ -250,7 +250,7 @@ fn render_copy(c: &CopyMode, theme: &Theme, area: Rect, buf: &mut Buffer) {
     buf.set_string(
         r.x,
         r.y,
-        crate::tui::widgets::truncate(&status, usize::from(area.width)),
+        crate::words::truncate(&status, usize::from(area.width)),
         theme.status_bar(),
     );
 }

@@ -37,7 +37,7 @@ fn rows(fields: &[(&str, String)], width: u16) -> Vec<(String, String)> {
         }
         for (i, row) in rows.into_iter().enumerate() {
             let k = if i == 0 {
-                super::truncate(key, key_w.saturating_sub(1))
+                crate::words::truncate(key, key_w.saturating_sub(1))
             } else {
                 String::new()
             };
@@ -101,7 +101,7 @@ pub fn render_below(
                 .borders(Borders::ALL)
                 .border_style(theme.border(false))
                 .title(Span::styled(
-                    format!(" {} ", super::truncate(title, usize::from(area.width) - 4)),
+                    format!(" {} ", crate::words::truncate(title, usize::from(area.width) - 4)),
                     theme.title(),
                 ))
                 .style(theme.base()),

@@ -77,12 +77,6 @@ pub fn centered(area: Rect, w: u16, h: u16) -> Rect {
     }
 }
 
-/// Cut `s` to at most `width` characters, marking the cut with '…' (as the CLI's tables
-/// do: one rule, in [`crate::words::truncate`]).
-pub fn truncate(s: &str, width: usize) -> String {
-    crate::words::truncate(s, width)
-}
-
 /// `text` cut into rows of `width` characters (at least one row), as a terminal wraps.
 pub fn hard_wrap(text: &str, width: usize) -> Vec<String> {
     let width = width.max(1);

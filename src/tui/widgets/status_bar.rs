@@ -117,7 +117,7 @@ impl Widget for StatusBar<'_> {
         let left = if problem {
             format!(" {}", middle_cut(text, room))
         } else {
-            format!(" {}", super::truncate(text, room))
+            format!(" {}", crate::words::truncate(text, room))
         };
         let pad = width.saturating_sub(left.chars().count() + hints_w);
         let mut spans = vec![Span::styled(left, style), Span::raw(" ".repeat(pad))];
@@ -149,7 +149,7 @@ fn middle_cut(text: &str, width: usize) -> String {
         return text.to_string();
     }
     if width < 8 {
-        return super::truncate(text, width);
+        return crate::words::truncate(text, width);
     }
     let head = (width - 1) * 2 / 5;
     let tail = width - 1 - head;
